@@ -1,0 +1,83 @@
+package consistent
+
+import (
+	"strconv"
+	"testing"
+)
+
+func TestCRC16(t *testing.T) {
+	// The check value of CRC-16/XMODEM, also quoted in the Redis Cluster
+	// specification.
+	if got := CRC16("123456789"); got != 0x31C3 {
+		t.Fatalf("CRC16(123456789) = %#x, want 0x31c3", got)
+	}
+	if got := CRC16(""); got != 0 {
+		t.Fatalf("CRC16(\"\") = %#x, want 0", got)
+	}
+}
+
+func TestKeySlot(t *testing.T) {
+	// Values as CLUSTER KEYSLOT returns them on a real Redis.
+	tests := []struct {
+		key  string
+		want int
+	}{
+		{"foo", 12182},
+		{"bar", 5061},
+		{"hello", 866},
+		{"", 0},
+		{"123456789", 0x31C3},
+		{"{user1000}.following", KeySlot("user1000")},
+		{"foo{}{bar}", KeySlot("foo{}{bar}")},
+		{"{bar", KeySlot("{bar")},
+	}
+	for _, tt := range tests {
+		if got := KeySlot(tt.key); got != tt.want {
+			t.Errorf("KeySlot(%q) = %d, want %d", tt.key, got, tt.want)
+		}
+	}
+	if KeySlot("{user1000}.following") != KeySlot("{user1000}.followers") {
+		t.Error("{user1000}.following and {user1000}.followers are in different slots")
+	}
+}
+
+func TestHashTag(t *testing.T) {
+	tests := []struct{ key, want string }{
+		{"foo", "foo"},
+		{"{user1000}.following", "user1000"},
+		{"foo{}{bar}", "foo{}{bar}"}, // first '{' has an empty tag: whole key
+		{"foo{{bar}}zap", "{bar"},
+		{"foo{bar}{zap}", "bar"},
+		{"{bar", "{bar"},
+		{"bar}", "bar}"},
+		{"}{x}", "x"},
+		{"{\n}", "\n"}, // unlike Jedis, any byte counts
+		{"{}", "{}"},
+	}
+	for _, tt := range tests {
+		if got := HashTag(tt.key); got != tt.want {
+			t.Errorf("HashTag(%q) = %q, want %q", tt.key, got, tt.want)
+		}
+	}
+}
+
+func TestKeySlotRange(t *testing.T) {
+	seen := make(map[int]bool)
+	for i := range 100_000 {
+		s := KeySlot("key:" + strconv.Itoa(i))
+		if s < 0 || s >= SlotCount {
+			t.Fatalf("slot %d out of range", s)
+		}
+		seen[s] = true
+	}
+	if len(seen) < SlotCount*95/100 {
+		t.Fatalf("only %d distinct slots over 100k keys", len(seen))
+	}
+}
+
+func BenchmarkKeySlot(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = KeySlot("{user1000}.following")
+	}
+}
