@@ -1,13 +1,16 @@
 module github.com/shardis/shardis
 
-go 1.26
+go 1.26.0
 
 require (
-	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/dgryski/go-jump v0.0.0-20170409065014-e1f439676b57
+	github.com/fsnotify/fsnotify v1.10.1
+	github.com/redis/go-redis/v9 v9.23.0
+)
+
+require (
 	github.com/cpuguy83/go-md2man/v2 v2.0.7 // indirect
-	github.com/dgryski/go-jump v0.0.0-20170409065014-e1f439676b57 // indirect
-	github.com/fsnotify/fsnotify v1.10.1 // indirect
-	github.com/redis/go-redis/v9 v9.23.0 // indirect
 	github.com/russross/blackfriday/v2 v2.1.0 // indirect
 	github.com/tidwall/btree v1.8.2 // indirect
 	github.com/urfave/cli/v2 v2.27.7 // indirect

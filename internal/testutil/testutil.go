@@ -1,6 +1,9 @@
 // Package testutil starts real redis-server and redis-sentinel processes
 // for end-to-end tests.
 //
+// Set TESTUTIL_LOGS=1 to print the last lines of every process's log when
+// a test fails.
+//
 // Every process listens on a free 127.0.0.1 port, keeps its files in a
 // t.TempDir(), and is killed by t.Cleanup. Tests that need a binary that is
 // not installed are skipped, not failed.
@@ -130,7 +133,7 @@ func (p *Process) start() {
 	p.mu.Unlock()
 	p.t.Cleanup(func() {
 		p.Kill()
-		if p.t.Failed() {
+		if p.t.Failed() && os.Getenv("TESTUTIL_LOGS") != "" {
 			p.t.Logf("testutil: last lines of %s:\n%s", p.logPath, tail(p.logPath, 30))
 		}
 	})

@@ -1,0 +1,325 @@
+package shardedpool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// routerHook turns the pool's router client into a dispatcher: it never
+// dials; every command and pipeline is sent to the shard clients.
+type routerHook struct{ p *Pool }
+
+var errRouterDial = errors.New("shardedpool: internal error: the router client dialled")
+
+func (h routerHook) DialHook(redis.DialHook) redis.DialHook {
+	return func(context.Context, string, string) (net.Conn, error) { return nil, errRouterDial }
+}
+
+func (h routerHook) ProcessHook(redis.ProcessHook) redis.ProcessHook { return h.p.process }
+
+func (h routerHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return h.p.processPipeline
+}
+
+// splitCommands are split per shard and their replies merged. The value
+// is the number of arguments per key (MSET takes key value pairs).
+var splitCommands = map[string]int{"mget": 1, "mset": 2, "del": 1, "exists": 1, "unlink": 1, "touch": 1}
+
+// process runs one command on the shard(s) of its keys.
+func (p *Pool) process(ctx context.Context, cmd redis.Cmder) error {
+	if p.closed.Load() {
+		return ErrClosed
+	}
+	name := cmd.Name()
+	args := cmd.Args()
+	if step, ok := splitCommands[name]; ok {
+		return p.processSplit(ctx, cmd, name, args, step)
+	}
+	if name == "ping" && len(args) == 1 {
+		return p.pingAll(ctx, cmd)
+	}
+	i, err := p.route(name, args)
+	if err != nil {
+		return err
+	}
+	// The shard's error is returned as is, so redis.Nil and server errors
+	// compare as with a plain client.
+	return p.shards[i].conn().client.Process(ctx, cmd)
+}
+
+// route returns the shard index of a command that must run on one shard.
+func (p *Pool) route(name string, args []interface{}) (int, error) {
+	spec := lookupSpec(name)
+	if spec.singleKey() {
+		if len(args) < 2 {
+			return 0, fmt.Errorf("shardedpool: %s: no key to route by", strings.ToUpper(name))
+		}
+		return p.shardIndex(argString(args[1]))
+	}
+	keys := extractKeys(spec, args)
+	if len(keys) == 0 {
+		return 0, fmt.Errorf("shardedpool: %s has no key to route by; run it with ForEachShard", strings.ToUpper(name))
+	}
+	return p.sameShard(name, keys)
+}
+
+// sameShard returns the shard of keys, or an error wrapping ErrCrossShard
+// that names the shards when they differ.
+func (p *Pool) sameShard(name string, keys []string) (int, error) {
+	first, err := p.shardIndex(keys[0])
+	if err != nil {
+		return 0, err
+	}
+	var other map[int][]string
+	for _, k := range keys[1:] {
+		i, err := p.shardIndex(k)
+		if err != nil {
+			return 0, err
+		}
+		if i != first {
+			if other == nil {
+				other = map[int][]string{first: {keys[0]}}
+			}
+			other[i] = append(other[i], k)
+		}
+	}
+	if other == nil {
+		return first, nil
+	}
+	idx := make([]int, 0, len(other))
+	for i := range other {
+		idx = append(idx, i)
+	}
+	sort.Ints(idx)
+	parts := make([]string, len(idx))
+	for n, i := range idx {
+		parts[n] = fmt.Sprintf("%s (%s)", p.shards[i].name, strings.Join(other[i], " "))
+	}
+	return 0, fmt.Errorf("shardedpool: %s: %w: %s", strings.ToUpper(name), ErrCrossShard, strings.Join(parts, ", "))
+}
+
+// pingAll answers PING with PONG when every shard answers.
+func (p *Pool) pingAll(ctx context.Context, cmd redis.Cmder) error {
+	err := p.ForEachShard(ctx, func(ctx context.Context, _ string, c *redis.Client) error {
+		return c.Ping(ctx).Err()
+	})
+	if err != nil {
+		return err
+	}
+	switch c := cmd.(type) {
+	case *redis.StatusCmd:
+		c.SetVal("PONG")
+	case *redis.Cmd:
+		c.SetVal("PONG")
+	}
+	return nil
+}
+
+// processSplit runs MGET, MSET, DEL, EXISTS, UNLINK or TOUCH: on one shard
+// as is when all keys are there, otherwise split per shard (concurrently)
+// and merged. A split MSET is not atomic across shards.
+func (p *Pool) processSplit(ctx context.Context, cmd redis.Cmder, name string, args []interface{}, step int) error {
+	if len(args) < 1+step {
+		return fmt.Errorf("shardedpool: %s: wrong number of arguments", strings.ToUpper(name))
+	}
+	// positions[i] lists the argument positions of the keys on shard i.
+	positions := make(map[int][]int)
+	for pos := 1; pos < len(args); pos += step {
+		i, err := p.shardIndex(argString(args[pos]))
+		if err != nil {
+			return err
+		}
+		positions[i] = append(positions[i], pos)
+	}
+	if len(positions) == 1 {
+		for i := range positions {
+			return p.shards[i].conn().client.Process(ctx, cmd)
+		}
+	}
+	type part struct {
+		shard int
+		pos   []int
+		cmd   redis.Cmder
+	}
+	parts := make([]part, 0, len(positions))
+	for i, pos := range positions {
+		sub := make([]interface{}, 1, 1+len(pos)*step)
+		sub[0] = args[0]
+		for _, at := range pos {
+			sub = append(sub, args[at:at+step]...)
+		}
+		var c redis.Cmder
+		switch name {
+		case "mget":
+			c = redis.NewSliceCmd(ctx, sub...)
+		case "mset":
+			c = redis.NewStatusCmd(ctx, sub...)
+		default:
+			c = redis.NewIntCmd(ctx, sub...)
+		}
+		parts = append(parts, part{shard: i, pos: pos, cmd: c})
+	}
+	var wg sync.WaitGroup
+	for _, pt := range parts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = p.shards[pt.shard].conn().client.Process(ctx, pt.cmd)
+		}()
+	}
+	wg.Wait()
+	sort.Slice(parts, func(a, b int) bool { return parts[a].shard < parts[b].shard })
+	for _, pt := range parts {
+		if err := pt.cmd.Err(); err != nil {
+			return fmt.Errorf("shardedpool: %s on shard %s: %w", strings.ToUpper(name), p.shards[pt.shard].name, err)
+		}
+	}
+	var val interface{}
+	switch name {
+	case "mget":
+		vals := make([]interface{}, (len(args)-1)/step)
+		for _, pt := range parts {
+			got := pt.cmd.(*redis.SliceCmd).Val()
+			for n, at := range pt.pos {
+				if n < len(got) {
+					vals[at-1] = got[n]
+				}
+			}
+		}
+		val = vals
+	case "mset":
+		val = "OK"
+	default:
+		var sum int64
+		for _, pt := range parts {
+			sum += pt.cmd.(*redis.IntCmd).Val()
+		}
+		val = sum
+	}
+	switch c := cmd.(type) {
+	case *redis.SliceCmd:
+		c.SetVal(val.([]interface{}))
+	case *redis.StatusCmd:
+		c.SetVal(val.(string))
+	case *redis.IntCmd:
+		c.SetVal(val.(int64))
+	case *redis.Cmd:
+		c.SetVal(val)
+	default:
+		return fmt.Errorf("shardedpool: %s: cannot merge into %T", strings.ToUpper(name), cmd)
+	}
+	return nil
+}
+
+// processPipeline runs a pipeline: commands are grouped per shard and each
+// group is sent as one pipeline, concurrently; order is kept within a
+// shard. MULTI ... EXEC pipelines (TxPipeline) run on one shard.
+func (p *Pool) processPipeline(ctx context.Context, cmds []redis.Cmder) error {
+	if p.closed.Load() {
+		for _, c := range cmds {
+			c.SetErr(ErrClosed)
+		}
+		return ErrClosed
+	}
+	if n := len(cmds); n >= 2 && cmds[0].Name() == "multi" && cmds[n-1].Name() == "exec" {
+		return p.processTx(ctx, cmds[1:n-1])
+	}
+	// Commands run in order per shard. A split command that spans shards
+	// is a barrier: what is queued before it runs first, then it, then the
+	// rest, so it sees the effect of earlier commands on every shard.
+	groups := make(map[int][]redis.Cmder)
+	flush := func() {
+		var wg sync.WaitGroup
+		for i, group := range groups {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pipe := p.shards[i].conn().client.Pipeline()
+				for _, c := range group {
+					_ = pipe.Process(ctx, c)
+				}
+				_, _ = pipe.Exec(ctx)
+			}()
+		}
+		wg.Wait()
+		clear(groups)
+	}
+	for _, c := range cmds {
+		name, args := c.Name(), c.Args()
+		if step, ok := splitCommands[name]; ok {
+			if i, err := p.oneShardForSplit(args, step); err == nil {
+				groups[i] = append(groups[i], c)
+			} else {
+				flush()
+				c.SetErr(p.process(ctx, c))
+			}
+			continue
+		}
+		i, err := p.route(name, args)
+		if err != nil {
+			c.SetErr(err)
+			continue
+		}
+		groups[i] = append(groups[i], c)
+	}
+	flush()
+	for _, c := range cmds {
+		if err := c.Err(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// oneShardForSplit returns the shard of a split command's keys, or an
+// error if they span shards.
+func (p *Pool) oneShardForSplit(args []interface{}, step int) (int, error) {
+	if len(args) < 2 {
+		return 0, errors.New("no key")
+	}
+	keys := make([]string, 0, len(args)/step)
+	for pos := 1; pos < len(args); pos += step {
+		keys = append(keys, argString(args[pos]))
+	}
+	return p.sameShard("", keys)
+}
+
+// processTx runs the commands of a TxPipeline in MULTI/EXEC on the one
+// shard that holds all their keys.
+func (p *Pool) processTx(ctx context.Context, cmds []redis.Cmder) error {
+	var keys []string
+	for _, c := range cmds {
+		name, args := c.Name(), c.Args()
+		spec := lookupSpec(name)
+		if _, ok := splitCommands[name]; ok {
+			spec = span(1, -1, splitCommands[name])
+		}
+		keys = append(keys, extractKeys(spec, args)...)
+	}
+	fail := func(err error) error {
+		for _, c := range cmds {
+			c.SetErr(err)
+		}
+		return err
+	}
+	if len(keys) == 0 {
+		return fail(errors.New("shardedpool: transaction has no key to route by"))
+	}
+	i, err := p.sameShard("MULTI", keys)
+	if err != nil {
+		return fail(err)
+	}
+	pipe := p.shards[i].conn().client.TxPipeline()
+	for _, c := range cmds {
+		_ = pipe.Process(ctx, c)
+	}
+	_, err = pipe.Exec(ctx)
+	return err
+}
