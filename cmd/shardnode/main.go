@@ -1,0 +1,144 @@
+// Command shardnode is a Redis-compatible data server. It is used like
+// redis-server:
+//
+//	shardnode [node.conf] [--directive value ...]
+//
+// The optional file uses redis.conf syntax and each flag is a redis.conf
+// directive (--port 6380 --appendonly yes).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/shardis/shardis/internal/node"
+)
+
+func main() {
+	app := &cli.App{
+		Name:      "shardnode",
+		Usage:     "a Redis-compatible data server",
+		UsageText: "shardnode [node.conf] [--directive value ...]\n\nEvery redis.conf directive is accepted as a flag, for example --port 6380 --appendonly yes.",
+		// Directives are parsed by hand below: their set is redis.conf's,
+		// and values may start with '-' (bind "* -::*").
+		SkipFlagParsing: true,
+		HideHelpCommand: true,
+		Action:          run,
+		Commands:        extraCommands,
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "shardnode:", err)
+		os.Exit(1)
+	}
+}
+
+// extraCommands are subcommands other parts of the project add (up, status,
+// migrate-shard).
+var extraCommands []*cli.Command
+
+func run(cctx *cli.Context) error {
+	args := cctx.Args().Slice()
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		return cli.ShowAppHelp(cctx)
+	}
+	if len(args) > 0 && (args[0] == "-v" || args[0] == "--version") {
+		fmt.Printf("shardnode v=%s\n", node.Version)
+		return nil
+	}
+	cfg, err := parseArgs(args)
+	if err != nil {
+		return err
+	}
+	logger, closeLog, err := newLogger(cfg)
+	if err != nil {
+		return err
+	}
+	defer closeLog()
+	srv, err := node.New(cfg, logger)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return srv.Run(ctx)
+}
+
+// parseArgs builds the configuration from an optional file and
+// --directive value... flags, as redis-server does.
+func parseArgs(args []string) (*node.Config, error) {
+	cfg := node.NewConfig()
+	if len(args) > 0 && !strings.HasPrefix(args[0], "--") {
+		if err := cfg.ParseFile(args[0]); err != nil {
+			return nil, err
+		}
+		args = args[1:]
+	}
+	var name string
+	var vals []string
+	flush := func() error {
+		if name == "" {
+			return nil
+		}
+		var err error
+		if name == "save" {
+			err = cfg.Set("save", strings.Join(vals, " "))
+		} else {
+			err = cfg.SetArgs(name, vals)
+		}
+		if err != nil {
+			return fmt.Errorf("--%s: %w", name, err)
+		}
+		name, vals = "", nil
+		return nil
+	}
+	for _, a := range args {
+		if strings.HasPrefix(a, "--") && len(a) > 2 {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			name = strings.TrimPrefix(a, "--")
+			continue
+		}
+		if name == "" {
+			return nil, fmt.Errorf("unexpected argument %q (flags are --directive value)", a)
+		}
+		vals = append(vals, a)
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return cfg, cfg.Validate()
+}
+
+func newLogger(cfg *node.Config) (*slog.Logger, func(), error) {
+	var w io.Writer = os.Stderr
+	closeFn := func() {}
+	if f := cfg.Get("logfile"); f != "" {
+		fh, err := os.OpenFile(f, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, nil, fmt.Errorf("logfile: %w", err)
+		}
+		w = fh
+		closeFn = func() { fh.Close() }
+	}
+	level := slog.LevelInfo
+	switch cfg.Get("loglevel") {
+	case "debug":
+		level = slog.LevelDebug
+	case "verbose":
+		level = slog.LevelDebug + 2
+	case "warning":
+		level = slog.LevelWarn
+	case "nothing":
+		level = slog.LevelError + 4
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), closeFn, nil
+}

@@ -1,0 +1,210 @@
+package node
+
+import (
+	"crypto/subtle"
+	"strconv"
+	"strings"
+
+	"github.com/shardis/shardis/internal/resp"
+)
+
+func registerConnectionCommands(t *commandTable) {
+	t.add(&command{name: "ping", arity: -1, flags: flagFast | flagStale | flagLoading, fn: cmdPing, group: "connection", since: "1.0.0"})
+	t.add(&command{name: "echo", arity: 2, flags: flagFast | flagStale | flagLoading, fn: cmdEcho, group: "connection", since: "1.0.0"})
+	t.add(&command{name: "select", arity: 2, flags: flagFast | flagStale | flagLoading, fn: cmdSelect, group: "connection", since: "1.0.0"})
+	t.add(&command{name: "quit", arity: -1, flags: flagFast | flagStale | flagLoading | flagNoAuth, fn: cmdQuit, group: "connection", since: "1.0.0"})
+	t.add(&command{name: "reset", arity: 1, flags: flagFast | flagStale | flagLoading | flagNoAuth, fn: cmdReset, group: "connection", since: "6.2.0"})
+	t.add(&command{name: "auth", arity: -2, flags: flagFast | flagStale | flagLoading | flagNoAuth | flagSkipMonitor | flagSkipSlowlog, fn: cmdAuth, group: "connection", since: "1.0.0"})
+	t.add(&command{name: "hello", arity: -1, flags: flagFast | flagStale | flagLoading | flagNoAuth | flagSkipMonitor | flagSkipSlowlog, fn: cmdHello, group: "connection", since: "6.0.0"})
+}
+
+// PING [message]
+func cmdPing(c *Client, args [][]byte) {
+	if len(args) > 2 {
+		c.addError(errWrongArgs("ping"))
+		return
+	}
+	if c.hasFlag(clientPubSub) && c.proto < 3 {
+		c.addArrayLen(2)
+		c.addBulkString("pong")
+		if len(args) == 2 {
+			c.addBulk(args[1])
+		} else {
+			c.addBulkString("")
+		}
+		return
+	}
+	if len(args) == 2 {
+		c.addBulk(args[1])
+		return
+	}
+	c.addSimple("PONG")
+}
+
+// ECHO message
+func cmdEcho(c *Client, args [][]byte) { c.addBulk(args[1]) }
+
+// SELECT index
+func cmdSelect(c *Client, args [][]byte) {
+	n, ok := parseInt(args[1])
+	if !ok {
+		c.addError("ERR value is not an integer or out of range")
+		return
+	}
+	if n < 0 || n >= int64(len(c.srv.dbs)) {
+		c.addError(errDBIndex)
+		return
+	}
+	c.db = int(n)
+	c.addOK()
+}
+
+// QUIT
+func cmdQuit(c *Client, args [][]byte) {
+	c.addOK()
+	c.setFlag(clientCloseAfterReply, true)
+}
+
+// RESET
+func cmdReset(c *Client, args [][]byte) {
+	c.multi = nil
+	c.setFlag(clientMulti|clientDirtyCAS|clientDirtyExec, false)
+	c.srv.watches.unwatchAll(c)
+	c.srv.pubsub.unsubscribeAll(c)
+	c.srv.monitor.remove(c)
+	c.setFlag(clientMonitor|clientNoEvict, false)
+	c.db = 0
+	c.proto = resp.RESP2
+	c.replyMode = replyOn
+	c.infoMu.Lock()
+	c.name = ""
+	c.infoMu.Unlock()
+	if c.srv.cfg.Get("requirepass") != "" {
+		c.authed.Store(false)
+		c.rd.SetUnauthenticated(true)
+	}
+	c.addSimple("RESET")
+}
+
+// checkPassword compares in constant time.
+func (s *Server) checkPassword(user, pass string) bool {
+	want := s.cfg.Get("requirepass")
+	if user != "" && user != "default" {
+		return false
+	}
+	if want == "" {
+		return user == "" || user == "default"
+	}
+	return subtle.ConstantTimeCompare([]byte(want), []byte(pass)) == 1
+}
+
+// AUTH [username] password
+func cmdAuth(c *Client, args [][]byte) {
+	if len(args) > 3 {
+		c.addError(errSyntax)
+		return
+	}
+	user, pass := "", string(args[1])
+	if len(args) == 3 {
+		user, pass = string(args[1]), string(args[2])
+	}
+	if len(args) == 2 && c.srv.cfg.Get("requirepass") == "" {
+		c.addError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+		return
+	}
+	if !c.srv.checkPassword(user, pass) {
+		c.addError("WRONGPASS invalid username-password pair or user is disabled.")
+		return
+	}
+	c.authed.Store(true)
+	c.rd.SetUnauthenticated(false)
+	c.addOK()
+}
+
+// HELLO [protover [AUTH username password] [SETNAME clientname]]
+func cmdHello(c *Client, args [][]byte) {
+	proto := c.proto
+	if len(args) >= 2 {
+		v, ok := parseInt(args[1])
+		if !ok {
+			c.addError("ERR Protocol version is not an integer or out of range")
+			return
+		}
+		if v < 2 || v > 3 {
+			c.addError("NOPROTO unsupported protocol version")
+			return
+		}
+		proto = int(v)
+	}
+	var name *string
+	for i := 2; i < len(args); i++ {
+		more := len(args) - i - 1
+		switch {
+		case eqFold(args[i], "AUTH") && more >= 2:
+			if !c.srv.checkPassword(string(args[i+1]), string(args[i+2])) {
+				c.addError("WRONGPASS invalid username-password pair or user is disabled.")
+				return
+			}
+			c.authed.Store(true)
+			c.rd.SetUnauthenticated(false)
+			i += 2
+		case eqFold(args[i], "SETNAME") && more >= 1:
+			n := string(args[i+1])
+			if !validClientName(n) {
+				c.addError("ERR Client names cannot contain spaces, newlines or special characters.")
+				return
+			}
+			name = &n
+			i++
+		default:
+			c.addError("ERR Syntax error in HELLO option '" + string(args[i]) + "'")
+			return
+		}
+	}
+	if !c.authed.Load() {
+		c.addError("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time")
+		return
+	}
+	if name != nil {
+		c.infoMu.Lock()
+		c.name = *name
+		c.infoMu.Unlock()
+	}
+	c.proto = proto
+	role := "master"
+	if c.srv.replicaMode.Load() {
+		role = "replica"
+	}
+	mode := "standalone"
+	if c.srv.cfg.Bool("cluster-enabled") {
+		mode = "cluster"
+	}
+	c.addMapLen(7)
+	c.addBulkString("server")
+	c.addBulkString("redis")
+	c.addBulkString("version")
+	c.addBulkString(Version)
+	c.addBulkString("proto")
+	c.addInt(int64(proto))
+	c.addBulkString("id")
+	c.addInt(c.id)
+	c.addBulkString("mode")
+	c.addBulkString(mode)
+	c.addBulkString("role")
+	c.addBulkString(role)
+	c.addBulkString("modules")
+	c.addArrayLen(0)
+}
+
+// validClientName rejects names with spaces or non-printable characters.
+func validClientName(n string) bool {
+	for i := 0; i < len(n); i++ {
+		if n[i] < '!' || n[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+var _ = strings.ToLower
+var _ = strconv.Itoa

@@ -1,0 +1,131 @@
+package node
+
+func registerTransactionCommands(t *commandTable) {
+	t.add(&command{name: "multi", arity: 1, flags: flagFast | flagLoading | flagStale | flagNoScript, fn: cmdMulti, group: "transactions", since: "1.2.0"})
+	t.add(&command{name: "exec", arity: 1, flags: flagLoading | flagStale | flagSkipSlowlog | flagNoScript | flagNoPropagate, fn: cmdExec, group: "transactions", since: "1.2.0"})
+	t.add(&command{name: "discard", arity: 1, flags: flagFast | flagLoading | flagStale | flagNoScript, fn: cmdDiscard, group: "transactions", since: "2.0.0"})
+	t.add(&command{name: "watch", arity: -2, flags: flagFast | flagLoading | flagStale | flagNoScript, first: 1, last: -1, step: 1, fn: cmdWatch, group: "transactions", since: "2.2.0"})
+	t.add(&command{name: "unwatch", arity: 1, flags: flagFast | flagLoading | flagStale | flagNoScript, fn: cmdUnwatch, group: "transactions", since: "2.2.0"})
+}
+
+// MULTI
+func cmdMulti(c *Client, args [][]byte) {
+	if c.hasFlag(clientMulti) {
+		c.addError("ERR MULTI calls can not be nested")
+		return
+	}
+	c.setFlag(clientMulti, true)
+	c.multi = c.multi[:0]
+	c.addOK()
+}
+
+func (c *Client) discardTransaction() {
+	c.multi = nil
+	c.setFlag(clientMulti|clientDirtyCAS|clientDirtyExec, false)
+	c.srv.watches.unwatchAll(c)
+}
+
+// DISCARD
+func cmdDiscard(c *Client, args [][]byte) {
+	if !c.hasFlag(clientMulti) {
+		c.addError("ERR DISCARD without MULTI")
+		return
+	}
+	c.discardTransaction()
+	c.addOK()
+}
+
+// EXEC runs the queued commands atomically: it takes the shard locks of
+// every queued command's keys (all locks when a command lacks key
+// metadata), then runs them in order and propagates them as one
+// MULTI/EXEC block.
+func cmdExec(c *Client, args [][]byte) {
+	if !c.hasFlag(clientMulti) {
+		c.addError("ERR EXEC without MULTI")
+		return
+	}
+	if c.hasFlag(clientDirtyExec) {
+		c.discardTransaction()
+		c.addError(errExecAbort)
+		return
+	}
+	keys, all := c.keysOfMulti()
+	// Watched keys are checked under their locks too.
+	for _, wk := range c.watched {
+		keys = append(keys, lockKey{wk.db, shardOf(wk.key)})
+	}
+	if all {
+		c.lockEverything()
+	} else {
+		c.lockKeys(keys)
+	}
+	defer c.unlockHeld()
+	if c.hasFlag(clientDirtyCAS) || c.watchedExpired() {
+		c.discardTransaction()
+		c.addNullArray()
+		return
+	}
+	queued := c.multi
+	c.multi = nil
+	c.setFlag(clientMulti, false)
+	c.srv.watches.unwatchAll(c)
+	c.addArrayLen(len(queued))
+	c.inExec = true
+	c.execProp = c.execProp[:0]
+	startDB := c.db
+	for _, q := range queued {
+		cmd := c.srv.table.lookup(q[0])
+		if cmd.subs != nil && len(q) >= 2 {
+			if sub := cmd.subs[lowerASCII(q[1])]; sub != nil {
+				cmd = sub
+			}
+		}
+		if cmd.flags&flagWrite != 0 && !c.hasFlag(clientMaster) {
+			if msg := c.srv.writeRefused(); msg != "" {
+				c.addError(msg)
+				continue
+			}
+		}
+		c.call(cmd, q, true)
+		c.cmd = nil
+	}
+	c.inExec = false
+	if len(c.execProp) > 0 && c.srv.hasPropagators() {
+		block := make([][][]byte, 0, len(c.execProp)+2)
+		block = append(block, [][]byte{[]byte("MULTI")})
+		block = append(block, c.execProp...)
+		block = append(block, [][]byte{[]byte("EXEC")})
+		c.srv.propagate(startDB, block)
+	}
+	c.execProp = nil
+}
+
+// WATCH key [key ...]
+func cmdWatch(c *Client, args [][]byte) {
+	if c.hasFlag(clientMulti) {
+		c.addError("ERR WATCH inside MULTI is not allowed")
+		return
+	}
+	for _, k := range args[1:] {
+		c.srv.watches.watch(c, c.db, string(k))
+	}
+	c.addOK()
+}
+
+// UNWATCH
+func cmdUnwatch(c *Client, args [][]byte) {
+	c.srv.watches.unwatchAll(c)
+	c.setFlag(clientDirtyCAS, false)
+	c.addOK()
+}
+
+func lowerASCII(b []byte) string {
+	out := make([]byte, len(b))
+	for i, ch := range b {
+		if ch >= 'A' && ch <= 'Z' {
+			ch += 'a' - 'A'
+		}
+		out[i] = ch
+	}
+	return string(out)
+}

@@ -1,0 +1,424 @@
+package node
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/shardis/shardis/internal/resp"
+)
+
+// Config holds every directive a node understands, keyed by its redis.conf
+// name. Values are kept as Redis prints them in CONFIG GET; typed accessors
+// parse them. Unknown directives are refused by Set, as Redis refuses them.
+type Config struct {
+	mu     sync.RWMutex
+	values map[string]string
+	// File is the path of the config file, for CONFIG REWRITE ("" if none).
+	File string
+	// order lists directives as the file gave them, for CONFIG REWRITE.
+	order []string
+}
+
+// configDef describes one directive.
+type configDef struct {
+	def   string
+	check func(v string) (string, error) // normalises or rejects a value
+	// immutable directives cannot be changed by CONFIG SET.
+	immutable bool
+	// apply is run after CONFIG SET changes the value on a running server.
+	apply func(s *Server, v string)
+	alias string
+}
+
+var configDefs = map[string]*configDef{}
+
+func defConfig(name, def string, check func(string) (string, error), immutable bool) *configDef {
+	d := &configDef{def: def, check: check, immutable: immutable}
+	configDefs[name] = d
+	return d
+}
+
+func init() {
+	defConfig("port", "6379", checkIntRange(0, 65535), true)
+	defConfig("bind", "* -::*", nil, false)
+	defConfig("requirepass", "", nil, false)
+	defConfig("masterauth", "", nil, false)
+	defConfig("masteruser", "", nil, false)
+	defConfig("dir", ".", nil, false)
+	defConfig("dbfilename", "dump.rdb", nil, false)
+	defConfig("databases", "16", checkIntRange(1, 1<<20), true)
+	defConfig("maxclients", "10000", checkIntRange(1, 1<<30), false)
+	defConfig("timeout", "0", checkIntRange(0, 1<<31-1), false)
+	defConfig("tcp-keepalive", "300", checkIntRange(0, 1<<31-1), false)
+	defConfig("protected-mode", "yes", checkBool, false)
+	defConfig("loglevel", "notice", checkEnum("debug", "verbose", "notice", "warning", "nothing"), false)
+	defConfig("logfile", "", nil, true)
+	defConfig("maxmemory", "0", checkMemory, false)
+	defConfig("maxmemory-policy", "noeviction", checkEnum("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"), false)
+	defConfig("maxmemory-samples", "5", checkIntRange(1, 64), false)
+	defConfig("maxmemory-eviction-tenacity", "10", checkIntRange(0, 100), false)
+	defConfig("lfu-log-factor", "10", checkIntRange(0, 1<<31-1), false)
+	defConfig("lfu-decay-time", "1", checkIntRange(0, 1<<31-1), false)
+	defConfig("proto-max-bulk-len", "536870912", checkMemoryMin(1024*1024), false)
+	defConfig("client-query-buffer-limit", "1073741824", checkMemoryMin(1024*1024), false)
+	defConfig("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", checkOutputBufferLimit, false)
+	defConfig("hz", "10", checkIntRange(1, 500), false)
+	defConfig("dynamic-hz", "yes", checkBool, false)
+	defConfig("active-expire-effort", "1", checkIntRange(1, 10), false)
+	defConfig("notify-keyspace-events", "", checkNotifyFlags, false)
+	defConfig("slowlog-log-slower-than", "10000", checkIntRange(-1, 1<<62), false)
+	defConfig("slowlog-max-len", "128", checkIntRange(0, 1<<31-1), false)
+	defConfig("latency-monitor-threshold", "0", checkIntRange(0, 1<<62), false)
+	defConfig("latency-tracking", "yes", checkBool, false)
+	defConfig("lazyfree-lazy-eviction", "no", checkBool, false)
+	defConfig("lazyfree-lazy-expire", "no", checkBool, false)
+	defConfig("lazyfree-lazy-server-del", "no", checkBool, false)
+	defConfig("lazyfree-lazy-user-del", "no", checkBool, false)
+	defConfig("lazyfree-lazy-user-flush", "no", checkBool, false)
+	defConfig("daemonize", "no", checkBool, true)
+	defConfig("pidfile", "", nil, true)
+	defConfig("unixsocket", "", nil, true)
+	defConfig("tcp-backlog", "511", checkIntRange(0, 1<<31-1), true)
+	defConfig("save", "3600 1 300 100 60 10000", checkSave, false)
+	defConfig("appendonly", "no", checkBool, false)
+	defConfig("appendfilename", "appendonly.aof", nil, true)
+	defConfig("appenddirname", "appendonlydir", nil, true)
+	defConfig("appendfsync", "everysec", checkEnum("always", "everysec", "no"), false)
+	defConfig("auto-aof-rewrite-percentage", "100", checkIntRange(0, 1<<31-1), false)
+	defConfig("auto-aof-rewrite-min-size", "67108864", checkMemory, false)
+	defConfig("aof-load-truncated", "yes", checkBool, false)
+	defConfig("aof-use-rdb-preamble", "yes", checkBool, false)
+	defConfig("aof-timestamp-enabled", "no", checkBool, false)
+	defConfig("rdbcompression", "yes", checkBool, false)
+	defConfig("rdbchecksum", "yes", checkBool, false)
+	defConfig("stop-writes-on-bgsave-error", "yes", checkBool, false)
+	defConfig("replicaof", "", nil, false).alias = "slaveof"
+	defConfig("replica-read-only", "yes", checkBool, false).alias = "slave-read-only"
+	defConfig("replica-serve-stale-data", "yes", checkBool, false).alias = "slave-serve-stale-data"
+	defConfig("replica-priority", "100", checkIntRange(0, 1<<31-1), false).alias = "slave-priority"
+	defConfig("replica-announced", "yes", checkBool, false)
+	defConfig("replica-announce-ip", "", nil, false).alias = "slave-announce-ip"
+	defConfig("replica-announce-port", "0", checkIntRange(0, 65535), false).alias = "slave-announce-port"
+	defConfig("replica-lazy-flush", "no", checkBool, false)
+	defConfig("repl-diskless-sync", "yes", checkBool, false)
+	defConfig("repl-diskless-sync-delay", "5", checkIntRange(0, 1<<31-1), false)
+	defConfig("repl-diskless-sync-max-replicas", "0", checkIntRange(0, 1<<31-1), false)
+	defConfig("repl-diskless-load", "disabled", checkEnum("disabled", "on-empty-db", "swapdb"), false)
+	defConfig("repl-backlog-size", "1048576", checkMemoryMin(1), false)
+	defConfig("repl-backlog-ttl", "3600", checkIntRange(0, 1<<31-1), false)
+	defConfig("repl-timeout", "60", checkIntRange(1, 1<<31-1), false)
+	defConfig("repl-ping-replica-period", "10", checkIntRange(1, 1<<31-1), false).alias = "repl-ping-slave-period"
+	defConfig("repl-disable-tcp-nodelay", "no", checkBool, false)
+	defConfig("min-replicas-to-write", "0", checkIntRange(0, 1<<31-1), false).alias = "min-slaves-to-write"
+	defConfig("min-replicas-max-lag", "10", checkIntRange(0, 1<<31-1), false).alias = "min-slaves-max-lag"
+	defConfig("hash-max-listpack-entries", "128", checkIntRange(0, 1<<31-1), false).alias = "hash-max-ziplist-entries"
+	defConfig("hash-max-listpack-value", "64", checkIntRange(0, 1<<31-1), false).alias = "hash-max-ziplist-value"
+	defConfig("list-max-listpack-size", "-2", checkIntRange(-5, 1<<31-1), false).alias = "list-max-ziplist-size"
+	defConfig("list-compress-depth", "0", checkIntRange(0, 1<<31-1), false)
+	defConfig("set-max-intset-entries", "512", checkIntRange(0, 1<<31-1), false)
+	defConfig("zset-max-listpack-entries", "128", checkIntRange(0, 1<<31-1), false).alias = "zset-max-ziplist-entries"
+	defConfig("zset-max-listpack-value", "64", checkIntRange(0, 1<<31-1), false).alias = "zset-max-ziplist-value"
+	defConfig("stream-node-max-bytes", "4096", checkMemory, false)
+	defConfig("stream-node-max-entries", "100", checkIntRange(0, 1<<31-1), false)
+	defConfig("activerehashing", "yes", checkBool, false)
+	defConfig("lua-time-limit", "5000", checkIntRange(0, 1<<62), false).alias = "busy-reply-threshold"
+	defConfig("cluster-enabled", "no", checkBool, true)
+	defConfig("cluster-config-file", "nodes.conf", nil, true)
+	defConfig("cluster-node-timeout", "15000", checkIntRange(0, 1<<62), false)
+	defConfig("enable-debug-command", "yes", checkEnum("yes", "no", "local"), true)
+	defConfig("enable-protected-configs", "no", checkEnum("yes", "no", "local"), true)
+	defConfig("io-threads", "1", checkIntRange(1, 128), true)
+	defConfig("supervised", "no", nil, true)
+	defConfig("always-show-logo", "no", checkBool, true)
+	defConfig("set-proc-title", "yes", checkBool, true)
+	defConfig("crash-log-enabled", "yes", checkBool, false)
+	defConfig("jemalloc-bg-thread", "yes", checkBool, false)
+	defConfig("activedefrag", "no", checkBool, false)
+	defConfig("close-on-replica-write", "yes", checkBool, false)
+	defConfig("metrics-addr", "", nil, true)
+	defConfig("gc-percent", "50", checkIntRange(-1, 1000), false)
+}
+
+// NewConfig returns a configuration with Redis's defaults.
+func NewConfig() *Config {
+	c := &Config{values: make(map[string]string, len(configDefs))}
+	for name, d := range configDefs {
+		c.values[name] = d.def
+	}
+	return c
+}
+
+func canonicalName(name string) (string, *configDef) {
+	name = strings.ToLower(name)
+	if d, ok := configDefs[name]; ok {
+		return name, d
+	}
+	for n, d := range configDefs {
+		if d.alias == name {
+			return n, d
+		}
+	}
+	return name, nil
+}
+
+// Set validates and stores a directive. It returns Redis's error text on
+// failure.
+func (c *Config) Set(name, value string) error {
+	canon, d := canonicalName(name)
+	if d == nil {
+		return fmt.Errorf("unknown option or number of arguments for CONFIG SET - '%s'", name)
+	}
+	if d.check != nil {
+		v, err := d.check(value)
+		if err != nil {
+			return fmt.Errorf("argument(s) must be one of the following: %w", err)
+		}
+		value = v
+	}
+	c.mu.Lock()
+	c.values[canon] = value
+	c.mu.Unlock()
+	return nil
+}
+
+// Get returns a directive's value ("" if unknown).
+func (c *Config) Get(name string) string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.values[name]
+}
+
+// Int returns a numeric directive.
+func (c *Config) Int(name string) int64 {
+	n, _ := strconv.ParseInt(c.Get(name), 10, 64)
+	return n
+}
+
+// Bool returns a yes/no directive.
+func (c *Config) Bool(name string) bool { return c.Get(name) == "yes" }
+
+// Names returns every directive name, sorted.
+func (c *Config) Names() []string {
+	names := make([]string, 0, len(configDefs))
+	for n := range configDefs {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ParseFile reads a redis.conf-style file.
+func (c *Config) ParseFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("node: config: %w", err)
+	}
+	defer f.Close()
+	c.File = path
+	return c.Parse(f, path)
+}
+
+// Parse reads redis.conf syntax: one directive per line, arguments split as
+// Redis splits them (quotes allowed), '#' comments. Repeated "save" lines
+// accumulate as Redis does.
+func (c *Config) Parse(r io.Reader, source string) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64*1024), 1024*1024)
+	line := 0
+	saves := []string{}
+	sawSave := false
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || text[0] == '#' {
+			continue
+		}
+		parts, ok := resp.SplitArgs([]byte(text))
+		if !ok || len(parts) == 0 {
+			return fmt.Errorf("node: config %s:%d: unbalanced quotes", source, line)
+		}
+		name := strings.ToLower(string(parts[0]))
+		args := make([]string, len(parts)-1)
+		for i, p := range parts[1:] {
+			args[i] = string(p)
+		}
+		if name == "include" || name == "rename-command" || name == "loadmodule" || name == "user" {
+			continue
+		}
+		if name == "save" {
+			sawSave = true
+			v := strings.Join(args, " ")
+			if v != "" {
+				saves = append(saves, v)
+			}
+			continue
+		}
+		if err := c.SetArgs(name, args); err != nil {
+			return fmt.Errorf("node: config %s:%d: %w", source, line, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fmt.Errorf("node: config %s: %w", source, err)
+	}
+	if sawSave {
+		if err := c.Set("save", strings.Join(saves, " ")); err != nil {
+			return fmt.Errorf("node: config %s: %w", source, err)
+		}
+	}
+	return nil
+}
+
+// SetArgs sets a directive given as separate words (from a file line or
+// command-line flags).
+func (c *Config) SetArgs(name string, args []string) error {
+	canon, d := canonicalName(name)
+	if d == nil {
+		return fmt.Errorf("bad directive or wrong number of arguments: %q", name)
+	}
+	c.order = append(c.order, canon)
+	return c.Set(canon, strings.Join(args, " "))
+}
+
+// Validate checks cross-directive constraints.
+func (c *Config) Validate() error {
+	if c.Int("databases") < 1 {
+		return errors.New("node: config: databases must be at least 1")
+	}
+	return nil
+}
+
+func checkIntRange(lo, hi int64) func(string) (string, error) {
+	return func(v string) (string, error) {
+		n, err := parseMemory(v)
+		if err != nil || n < lo || n > hi {
+			return "", fmt.Errorf("argument must be between %d and %d inclusive", lo, hi)
+		}
+		return strconv.FormatInt(n, 10), nil
+	}
+}
+
+func checkBool(v string) (string, error) {
+	switch strings.ToLower(v) {
+	case "yes", "1", "true":
+		return "yes", nil
+	case "no", "0", "false":
+		return "no", nil
+	}
+	return "", errors.New("argument must be 'yes' or 'no'")
+}
+
+func checkEnum(values ...string) func(string) (string, error) {
+	return func(v string) (string, error) {
+		lv := strings.ToLower(v)
+		for _, ok := range values {
+			if lv == ok {
+				return ok, nil
+			}
+		}
+		return "", errors.New("argument(s) must be one of the following: " + strings.Join(values, ", "))
+	}
+}
+
+func checkMemory(v string) (string, error) {
+	n, err := parseMemory(v)
+	if err != nil || n < 0 {
+		return "", errors.New("argument must be a memory value")
+	}
+	return strconv.FormatInt(n, 10), nil
+}
+
+func checkMemoryMin(min int64) func(string) (string, error) {
+	return func(v string) (string, error) {
+		n, err := parseMemory(v)
+		if err != nil || n < min {
+			return "", errors.New("argument must be a memory value")
+		}
+		return strconv.FormatInt(n, 10), nil
+	}
+}
+
+// parseMemory parses "100", "1kb", "2mb", "1gb", "1k" ... as Redis's
+// memtoull does.
+func parseMemory(v string) (int64, error) {
+	lv := strings.ToLower(strings.TrimSpace(v))
+	mul := int64(1)
+	for _, u := range []struct {
+		s string
+		m int64
+	}{{"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"g", 1000 * 1000 * 1000}, {"m", 1000 * 1000}, {"k", 1000}, {"b", 1}} {
+		if strings.HasSuffix(lv, u.s) {
+			lv = strings.TrimSuffix(lv, u.s)
+			mul = u.m
+			break
+		}
+	}
+	n, err := strconv.ParseInt(lv, 10, 64)
+	if err != nil {
+		return 0, err
+	}
+	return n * mul, nil
+}
+
+func checkSave(v string) (string, error) {
+	f := strings.Fields(v)
+	if len(f)%2 != 0 {
+		return "", errors.New("Invalid save parameters")
+	}
+	for _, x := range f {
+		if _, err := strconv.ParseInt(x, 10, 64); err != nil {
+			return "", errors.New("Invalid save parameters")
+		}
+	}
+	return strings.Join(f, " "), nil
+}
+
+func checkOutputBufferLimit(v string) (string, error) {
+	f := strings.Fields(v)
+	if len(f)%4 != 0 {
+		return "", errors.New("Wrong number of arguments in buffer limit configuration.")
+	}
+	cur := map[string][3]string{}
+	for i := 0; i < len(f); i += 4 {
+		class := strings.ToLower(f[i])
+		if class == "replica" {
+			class = "slave"
+		}
+		if class != "normal" && class != "slave" && class != "pubsub" {
+			return "", errors.New("Invalid client class specified in buffer limit configuration.")
+		}
+		var vals [3]string
+		for j := 0; j < 3; j++ {
+			n, err := parseMemory(f[i+1+j])
+			if err != nil || n < 0 {
+				return "", errors.New("Error in hard, soft or soft-seconds setting in buffer limit configuration.")
+			}
+			vals[j] = strconv.FormatInt(n, 10)
+		}
+		cur[class] = vals
+	}
+	// Always print all three classes, as CONFIG GET does.
+	def := map[string][3]string{"normal": {"0", "0", "0"}, "slave": {"268435456", "67108864", "60"}, "pubsub": {"33554432", "8388608", "60"}}
+	var out []string
+	for _, class := range []string{"normal", "slave", "pubsub"} {
+		vals, ok := cur[class]
+		if !ok {
+			vals = def[class]
+		}
+		out = append(out, class, vals[0], vals[1], vals[2])
+	}
+	return strings.Join(out, " "), nil
+}
+
+func checkNotifyFlags(v string) (string, error) {
+	if _, ok := parseNotifyFlags(v); !ok {
+		return "", errors.New("Invalid event class character. Use 'Ag$lshzxeKEtmd'.")
+	}
+	return v, nil
+}

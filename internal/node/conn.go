@@ -1,0 +1,410 @@
+package node
+
+import (
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardis/shardis/internal/resp"
+)
+
+// Client flags.
+const (
+	clientMulti      = 1 << iota // inside MULTI
+	clientDirtyCAS               // a watched key was touched
+	clientDirtyExec              // a command failed to queue: EXECABORT
+	clientMonitor                // MONITOR
+	clientReplica                // a replica's link (REPLCONF / SYNC)
+	clientMaster                 // the link to our master
+	clientCloseAfterReply
+	clientNoEvict
+	clientBlocked
+	clientPubSub // has subscriptions (RESP2 restricted context)
+)
+
+// Reply modes set by CLIENT REPLY.
+const (
+	replyOn = iota
+	replyOff
+	replySkipNext
+	replySkip
+)
+
+// Client is one connection. Its fields are owned by its goroutine unless
+// noted; output from other goroutines (pub/sub messages, MONITOR) goes
+// through push, which keeps order with the client's own replies.
+type Client struct {
+	srv  *Server
+	id   int64
+	conn net.Conn
+	rd   *resp.Reader
+
+	// out collects the replies of the current pipeline batch.
+	out   []byte
+	proto int
+	db    int
+
+	// Fields read by other goroutines (CLIENT LIST, KILL) are atomics or
+	// guarded by infoMu.
+	infoMu   sync.Mutex
+	name     string
+	user     string
+	lastCmd  string
+	libName  string
+	libVer   string
+	flags    atomic.Int64
+	authed   atomic.Bool
+	created  time.Time
+	lastIO   atomic.Int64 // unix ms of the last command
+	addr     string
+	laddr    string
+	closed   atomic.Bool
+	done     chan struct{} // closed when the client is closed
+	doneOnce sync.Once
+
+	replyMode int
+
+	// now is the time of the command being run (ms), cached as Redis does
+	// so a command and a MULTI/EXEC see one clock.
+	now int64
+
+	// multi holds queued commands inside MULTI.
+	multi   [][][]byte
+	watched []watchKey
+
+	// held are the shard locks the running command holds.
+	held []*sync.Mutex
+
+	// cmd is the command running; propArgs overrides what is propagated.
+	cmd      *command
+	propArgs [][][]byte
+	dirty    int
+	inExec   bool
+	execProp [][][]byte
+	// readyKeys are keys that got elements during the command, for
+	// serving blocked clients once its locks are released.
+	readyKeys []watchKey
+
+	// Pub/sub subscriptions, guarded by the hub's lock.
+	channels map[string]struct{}
+	patterns map[string]struct{}
+
+	// pending is output pushed by other goroutines, flushed by flushLoop.
+	pmu          sync.Mutex
+	pending      []byte
+	flushing     bool
+	pendingLimit pendingLimit
+	// wmu serialises writes to conn.
+	wmu sync.Mutex
+}
+
+func newClient(s *Server, nc net.Conn) *Client {
+	c := &Client{
+		srv:     s,
+		id:      s.nextID.Add(1),
+		conn:    nc,
+		proto:   resp.RESP2,
+		created: time.Now(),
+		addr:    nc.RemoteAddr().String(),
+		laddr:   nc.LocalAddr().String(),
+		done:    make(chan struct{}),
+		user:    "default",
+	}
+	c.rd = resp.NewReader(nc, resp.ReaderOptions{
+		MaxBulkLen:       s.cfg.Int("proto-max-bulk-len"),
+		QueryBufferLimit: int(s.cfg.Int("client-query-buffer-limit")),
+	})
+	c.authed.Store(s.cfg.Get("requirepass") == "")
+	c.rd.SetUnauthenticated(!c.authed.Load())
+	c.lastIO.Store(time.Now().UnixMilli())
+	return c
+}
+
+func (c *Client) hasFlag(f int64) bool { return c.flags.Load()&f != 0 }
+
+func (c *Client) setFlag(f int64, on bool) {
+	for {
+		old := c.flags.Load()
+		nw := old &^ f
+		if on {
+			nw = old | f
+		}
+		if c.flags.CompareAndSwap(old, nw) {
+			return
+		}
+	}
+}
+
+// serve is the connection's read-execute-write loop. Every complete
+// request already read is executed before the replies of the batch are
+// written with one syscall.
+func (c *Client) serve() {
+	defer c.close()
+	defer c.srv.unregister(c)
+	for {
+		args, err := c.rd.Next()
+		if err == resp.ErrIncomplete {
+			if !c.flush() {
+				return
+			}
+			if c.hasFlag(clientCloseAfterReply) {
+				return
+			}
+			if t := c.srv.cfg.Int("timeout"); t > 0 && !c.hasFlag(clientPubSub|clientReplica|clientMaster|clientBlocked) {
+				_ = c.conn.SetReadDeadline(time.Now().Add(time.Duration(t) * time.Second))
+			} else {
+				_ = c.conn.SetReadDeadline(time.Time{})
+			}
+			if err := c.rd.Fill(); err != nil {
+				if errors.Is(err, resp.ErrQueryBufferLimit) {
+					c.srv.log.Warn("closing client that reached max query buffer length", "addr", c.addr)
+				}
+				return
+			}
+			c.srv.stats.netInput.Add(int64(c.rd.Buffered()))
+			continue
+		}
+		if err != nil {
+			var pe *resp.ProtocolError
+			if errors.As(err, &pe) {
+				c.out = resp.AppendError(c.out, pe.Error())
+				c.flush()
+			}
+			return
+		}
+		c.lastIO.Store(time.Now().UnixMilli())
+		c.execute(args)
+		if c.closed.Load() {
+			return
+		}
+		if c.hasFlag(clientCloseAfterReply) {
+			c.flush()
+			return
+		}
+	}
+}
+
+// flush writes the batch's replies. It returns false if the connection is
+// gone.
+func (c *Client) flush() bool {
+	if c.hasFlag(clientPubSub|clientMonitor) || c.pendingLen() > 0 {
+		// Keep order with pushed messages.
+		c.pmu.Lock()
+		c.pending = append(c.pending, c.out...)
+		c.pmu.Unlock()
+		c.out = c.out[:0]
+		c.flushPending()
+		return !c.closed.Load()
+	}
+	if len(c.out) == 0 {
+		return true
+	}
+	c.wmu.Lock()
+	n, err := c.conn.Write(c.out)
+	c.wmu.Unlock()
+	c.srv.stats.netOutput.Add(int64(n))
+	if cap(c.out) > 64*1024 {
+		c.out = nil
+	} else {
+		c.out = c.out[:0]
+	}
+	return err == nil
+}
+
+func (c *Client) pendingLen() int {
+	c.pmu.Lock()
+	defer c.pmu.Unlock()
+	return len(c.pending)
+}
+
+// push appends output produced by another goroutine (a published message,
+// a MONITOR line, an unblocking reply) and makes sure it gets written.
+// Output buffer limits apply: a client that does not read is disconnected.
+func (c *Client) push(fn func(b []byte) []byte) {
+	if c.closed.Load() {
+		return
+	}
+	c.pmu.Lock()
+	c.pending = fn(c.pending)
+	over := c.pendingLimit.exceeded(c, len(c.pending))
+	start := !c.flushing
+	c.flushing = true
+	c.pmu.Unlock()
+	if over {
+		c.srv.log.Warn("client scheduled to be closed ASAP for overcoming of output buffer limits", "addr", c.addr)
+		go c.close() // push may run under the pub/sub hub's lock
+		return
+	}
+	if start {
+		go c.flushPending()
+	}
+}
+
+// flushPending writes pushed output until none is left.
+func (c *Client) flushPending() {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	var buf []byte
+	for {
+		c.pmu.Lock()
+		if len(c.pending) == 0 {
+			c.flushing = false
+			c.pmu.Unlock()
+			return
+		}
+		buf, c.pending = c.pending, buf[:0]
+		c.flushing = true
+		c.pmu.Unlock()
+		_ = c.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		n, err := c.conn.Write(buf)
+		_ = c.conn.SetWriteDeadline(time.Time{})
+		c.srv.stats.netOutput.Add(int64(n))
+		if err != nil {
+			c.pmu.Lock()
+			c.pending = nil
+			c.flushing = false
+			c.pmu.Unlock()
+			c.close()
+			return
+		}
+	}
+}
+
+// close tears the connection down; safe from any goroutine.
+func (c *Client) close() {
+	c.doneOnce.Do(func() {
+		c.closed.Store(true)
+		close(c.done)
+		_ = c.conn.Close()
+		c.srv.pubsub.unsubscribeAll(c)
+		c.srv.watches.unwatchAll(c)
+		c.srv.monitor.remove(c)
+		c.srv.unregister(c)
+	})
+}
+
+// Done is closed when the client disconnects or is killed.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// ---- reply helpers -------------------------------------------------------
+
+func (c *Client) replying() bool { return c.replyMode == replyOn }
+
+func (c *Client) addOK() {
+	if c.replying() {
+		c.out = resp.AppendOK(c.out)
+	}
+}
+
+func (c *Client) addSimple(s string) {
+	if c.replying() {
+		c.out = resp.AppendSimple(c.out, s)
+	}
+}
+
+// addError replies with an error; msg includes its code ("ERR ...").
+func (c *Client) addError(msg string) {
+	c.srv.stats.countError(msg)
+	if c.replying() {
+		c.out = resp.AppendError(c.out, msg)
+	}
+}
+
+func (c *Client) addInt(n int64) {
+	if c.replying() {
+		c.out = resp.AppendInt(c.out, n)
+	}
+}
+
+func (c *Client) addBulk(b []byte) {
+	if c.replying() {
+		c.out = resp.AppendBulk(c.out, b)
+	}
+}
+
+func (c *Client) addBulkString(s string) {
+	if c.replying() {
+		c.out = resp.AppendBulkString(c.out, s)
+	}
+}
+
+func (c *Client) addBulkInt(n int64) {
+	if c.replying() {
+		c.out = resp.AppendBulkString(c.out, strconv.FormatInt(n, 10))
+	}
+}
+
+func (c *Client) addNull() {
+	if c.replying() {
+		c.out = resp.AppendNull(c.out, c.proto)
+	}
+}
+
+func (c *Client) addNullArray() {
+	if c.replying() {
+		c.out = resp.AppendNullArray(c.out, c.proto)
+	}
+}
+
+func (c *Client) addArrayLen(n int) {
+	if c.replying() {
+		c.out = resp.AppendArrayLen(c.out, n)
+	}
+}
+
+func (c *Client) addSetLen(n int) {
+	if c.replying() {
+		c.out = resp.AppendSetLen(c.out, c.proto, n)
+	}
+}
+
+func (c *Client) addMapLen(n int) {
+	if c.replying() {
+		c.out = resp.AppendMapLen(c.out, c.proto, n)
+	}
+}
+
+func (c *Client) addDouble(f float64) {
+	if c.replying() {
+		c.out = resp.AppendDouble(c.out, c.proto, f)
+	}
+}
+
+func (c *Client) addBool(v bool) {
+	if c.replying() {
+		c.out = resp.AppendBool(c.out, c.proto, v)
+	}
+}
+
+func (c *Client) addVerbatim(text string) {
+	if c.replying() {
+		c.out = resp.AppendVerbatim(c.out, c.proto, "txt", text)
+	}
+}
+
+// addBulks replies with an array of bulk strings.
+func (c *Client) addBulks(items [][]byte) {
+	c.addArrayLen(len(items))
+	for _, it := range items {
+		c.addBulk(it)
+	}
+}
+
+// addStrings replies with an array of bulk strings.
+func (c *Client) addStrings(items []string) {
+	c.addArrayLen(len(items))
+	for _, it := range items {
+		c.addBulkString(it)
+	}
+}
+
+// rawWrite is used by replication to stream bytes outside the reply path.
+func (c *Client) rawWrite(b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.conn.Write(b)
+	return err
+}

@@ -1,0 +1,409 @@
+package node
+
+import (
+	"bytes"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shardis/shardis/internal/consistent"
+)
+
+// Exact Redis error texts used by the dispatcher and many handlers.
+const (
+	errSyntax        = "ERR syntax error"
+	errWrongType     = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	errNotInt        = "ERR value is not an integer or out of range"
+	errNotFloat      = "ERR value is not a valid float"
+	errNoAuth        = "NOAUTH Authentication required."
+	errNoSuchKey     = "ERR no such key"
+	errOOM           = "OOM command not allowed when used memory > 'maxmemory'."
+	errReadOnly      = "READONLY You can't write against a read only replica."
+	errLoading       = "LOADING Redis is loading the dataset in memory"
+	errNoReplicas    = "NOREPLICAS Not enough good replicas to write."
+	errExecAbort     = "EXECABORT Transaction discarded because of previous errors."
+	errMasterDown    = "MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'."
+	errOverflow      = "ERR increment or decrement would overflow"
+	errInvalidExpire = "ERR invalid expire time in '%s' command"
+	errDBIndex       = "ERR DB index is out of range"
+)
+
+func errWrongArgs(name string) string {
+	return "ERR wrong number of arguments for '" + name + "' command"
+}
+
+func errUnknownCommand(args [][]byte) string {
+	var b strings.Builder
+	b.WriteString("ERR unknown command '")
+	b.WriteString(truncArg(args[0]))
+	b.WriteString("', with args beginning with: ")
+	for _, a := range args[1:] {
+		if b.Len() > 256 {
+			break
+		}
+		b.WriteString("'")
+		b.WriteString(truncArg(a))
+		b.WriteString("' ")
+	}
+	return b.String()
+}
+
+func truncArg(a []byte) string {
+	s := string(a)
+	if len(s) > 128 {
+		s = s[:128]
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r", " "), "\n", " ")
+}
+
+// lockKey identifies a shard lock: database and shard index.
+type lockKey struct{ db, shard int }
+
+// execute runs one request from the client's connection: command lookup
+// and the checks of Redis's processCommand, MULTI queueing, then call.
+func (c *Client) execute(args [][]byte) {
+	s := c.srv
+	if c.replyMode == replySkip {
+		c.replyMode = replySkipNext
+	}
+	defer func() {
+		if c.replyMode == replySkipNext {
+			c.replyMode = replyOn
+		} else if c.replyMode == replySkip {
+			c.replyMode = replySkipNext
+		}
+	}()
+	cmd := s.table.lookup(args[0])
+	if cmd == nil {
+		c.flagTransaction()
+		c.addError(errUnknownCommand(args))
+		return
+	}
+	if cmd.subs != nil && len(args) >= 2 {
+		if sub := cmd.subs[strings.ToLower(string(args[1]))]; sub != nil {
+			cmd = sub
+		}
+	}
+	if !arityOK(cmd, len(args)) {
+		c.flagTransaction()
+		if cmd.parent != nil {
+			c.addError("ERR wrong number of arguments for '" + cmd.parent.name + "|" + cmd.name + "' command")
+		} else {
+			c.addError(errWrongArgs(cmd.name))
+		}
+		return
+	}
+	if !c.authed.Load() && cmd.flags&flagNoAuth == 0 {
+		c.flagTransaction()
+		c.addError(errNoAuth)
+		return
+	}
+	isWrite := cmd.flags&flagWrite != 0
+	if c.hasFlag(clientMulti) && isWrite || isWrite {
+		if s.cfg.Int("maxmemory") > 0 && cmd.flags&flagDenyOOM != 0 && !c.hasFlag(clientMaster) {
+			if !s.freeMemoryIfNeeded() {
+				c.flagTransaction()
+				c.addError(errOOM)
+				return
+			}
+		}
+	}
+	if isWrite && !c.hasFlag(clientMaster) {
+		if msg := s.writeRefused(); msg != "" {
+			c.flagTransaction()
+			c.addError(msg)
+			return
+		}
+	}
+	if c.proto < 3 && c.hasFlag(clientPubSub) && !pubsubAllowed(cmd) {
+		c.addError("ERR Can't execute '" + cmd.fullName() + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+		return
+	}
+	if s.loading.Load() && cmd.flags&flagLoading == 0 {
+		c.addError(errLoading)
+		return
+	}
+	if msg := s.staleRefused(cmd); msg != "" && !c.hasFlag(clientMaster) {
+		c.flagTransaction()
+		c.addError(msg)
+		return
+	}
+	if c.hasFlag(clientMulti) && !isTxControl(cmd) {
+		if cmd.flags&flagNoMulti != 0 {
+			c.addError("ERR Command not allowed inside a transaction")
+			return
+		}
+		q := make([][]byte, len(args))
+		for i, a := range args {
+			q[i] = bytes.Clone(a)
+		}
+		c.multi = append(c.multi, q)
+		c.addSimple("QUEUED")
+		return
+	}
+	s.pause.wait(c, cmd)
+	c.call(cmd, args, false)
+}
+
+func arityOK(cmd *command, n int) bool {
+	if cmd.arity > 0 {
+		return n == cmd.arity
+	}
+	return n >= -cmd.arity
+}
+
+func isTxControl(cmd *command) bool {
+	switch cmd.fullName() {
+	case "exec", "discard", "multi", "watch", "quit", "reset":
+		return true
+	}
+	return false
+}
+
+func pubsubAllowed(cmd *command) bool {
+	switch cmd.fullName() {
+	case "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe", "ping", "quit", "reset":
+		return true
+	}
+	return false
+}
+
+// flagTransaction marks a MULTI block as failed so EXEC aborts.
+func (c *Client) flagTransaction() {
+	if c.hasFlag(clientMulti) {
+		c.setFlag(clientDirtyExec, true)
+	}
+}
+
+// call runs a command with its keyspace locks and does the bookkeeping
+// that follows every command: propagation, statistics, slowlog, MONITOR.
+// locked is true inside EXEC, whose locks are already held.
+func (c *Client) call(cmd *command, args [][]byte, locked bool) {
+	s := c.srv
+	start := time.Now()
+	c.now = start.UnixMilli()
+	if s.monitor.active() && cmd.flags&flagSkipMonitor == 0 && cmd.flags&flagAdmin == 0 {
+		s.monitor.feed(c, args)
+	}
+	c.cmd = cmd
+	c.dirty = 0
+	c.propArgs = nil
+	if !locked {
+		c.lockFor(cmd, args)
+	}
+	errsBefore := s.stats.errorReplies.Load()
+	cmd.fn(c, args)
+	if c.dirty > 0 && (cmd.flags&(flagWrite|flagMayReplicate) != 0 || c.propArgs != nil) && cmd.flags&flagNoPropagate == 0 {
+		s.dirty.Add(int64(c.dirty))
+		prop := c.propArgs
+		if prop == nil {
+			prop = [][][]byte{args}
+		}
+		if c.inExec {
+			for _, p := range prop {
+				c.execProp = append(c.execProp, cloneArgs(p))
+			}
+		} else if s.hasPropagators() {
+			s.propagate(c.db, prop)
+		}
+	}
+	if !locked {
+		c.unlockHeld()
+		if len(c.readyKeys) > 0 {
+			s.handleReadyKeys(c)
+		}
+	}
+	dur := time.Since(start)
+	cmd.stats.calls.Add(1)
+	cmd.stats.usec.Add(dur.Microseconds())
+	if s.stats.errorReplies.Load() != errsBefore {
+		cmd.stats.failed.Add(1)
+	}
+	s.stats.commands.Add(1)
+	s.slowlog.maybeAdd(c, args, dur)
+	c.infoMu.Lock()
+	c.lastCmd = cmd.fullName()
+	c.infoMu.Unlock()
+}
+
+func cloneArgs(args [][]byte) [][]byte {
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = bytes.Clone(a)
+	}
+	return out
+}
+
+// lockFor takes the shard locks a command needs, from its key metadata.
+func (c *Client) lockFor(cmd *command, args [][]byte) {
+	if cmd.flags&flagLockAll != 0 {
+		c.lockEverything()
+		return
+	}
+	if cmd.flags&flagLockDB != 0 {
+		db := c.srv.dbs[c.db]
+		for i := range db.shards {
+			c.held = append(c.held, &db.shards[i].mu)
+		}
+		for _, m := range c.held {
+			m.Lock()
+		}
+		return
+	}
+	pos := cmd.keyPositions(args)
+	if len(pos) == 0 {
+		return
+	}
+	keys := make([]lockKey, 0, len(pos))
+	for _, p := range pos {
+		if p < len(args) {
+			keys = append(keys, lockKey{c.db, consistent.KeySlot(string(args[p])) & (numShards - 1)})
+		}
+	}
+	c.lockKeys(keys)
+}
+
+// lockKeys locks the given shards in (db, shard) order, without duplicates.
+func (c *Client) lockKeys(keys []lockKey) {
+	if len(keys) > 1 {
+		slices.SortFunc(keys, func(a, b lockKey) int {
+			if a.db != b.db {
+				return a.db - b.db
+			}
+			return a.shard - b.shard
+		})
+		keys = slices.Compact(keys)
+	}
+	for _, k := range keys {
+		m := &c.srv.dbs[k.db].shards[k.shard].mu
+		m.Lock()
+		c.held = append(c.held, m)
+	}
+}
+
+func (c *Client) lockEverything() {
+	for _, db := range c.srv.dbs {
+		for i := range db.shards {
+			m := &db.shards[i].mu
+			m.Lock()
+			c.held = append(c.held, m)
+		}
+	}
+}
+
+func (c *Client) unlockHeld() {
+	for i := len(c.held) - 1; i >= 0; i-- {
+		c.held[i].Unlock()
+	}
+	c.held = c.held[:0]
+}
+
+// relockHeld re-takes locks released by a blocking command while it waited.
+func (c *Client) relockHeld(ms []*sync.Mutex) {
+	for _, m := range ms {
+		m.Lock()
+	}
+	c.held = append(c.held[:0], ms...)
+}
+
+// releaseForWait releases the held locks and returns them for relockHeld.
+func (c *Client) releaseForWait() []*sync.Mutex {
+	ms := slices.Clone(c.held)
+	c.unlockHeld()
+	return ms
+}
+
+// propagateAs replaces what call propagates for this command (for example
+// SET ... EX as SET ... PXAT, SPOP as SREM). Each element is one command.
+func (c *Client) propagateAs(cmds ...[][]byte) {
+	c.propArgs = append(c.propArgs, cmds...)
+	if c.dirty == 0 {
+		c.dirty = 1
+	}
+}
+
+// markDirty counts n changes to the keyspace by the running command.
+func (c *Client) markDirty(n int) { c.dirty += n }
+
+// curDB is the client's selected database.
+func (c *Client) curDB() *DB { return c.srv.dbs[c.db] }
+
+// writeRefused returns the error that refuses a write on this node now, if
+// any: read-only replica, min-replicas.
+func (s *Server) writeRefused() string {
+	if s.replicaMode.Load() && s.cfg.Bool("replica-read-only") {
+		return errReadOnly
+	}
+	if s.minReplicasRefuse != nil && s.minReplicasRefuse() {
+		return errNoReplicas
+	}
+	return ""
+}
+
+// staleRefused refuses commands while the master link is down and
+// replica-serve-stale-data is off.
+func (s *Server) staleRefused(cmd *command) string {
+	if s.replicaMode.Load() && !s.cfg.Bool("replica-serve-stale-data") && cmd.flags&flagStale == 0 && s.masterLinkUp != nil && !s.masterLinkUp() {
+		return errMasterDown
+	}
+	return ""
+}
+
+// keysOfMulti returns the shard locks an EXEC needs, or all=true when a
+// queued command has no precise key metadata.
+func (c *Client) keysOfMulti() (keys []lockKey, all bool) {
+	for _, q := range c.multi {
+		cmd := c.srv.table.lookup(q[0])
+		if cmd == nil {
+			continue
+		}
+		if cmd.subs != nil && len(q) >= 2 {
+			if sub := cmd.subs[strings.ToLower(string(q[1]))]; sub != nil {
+				cmd = sub
+			}
+		}
+		if cmd.flags&(flagLockAll|flagLockDB) != 0 || cmd.fullName() == "select" {
+			return nil, true
+		}
+		for _, p := range cmd.keyPositions(q) {
+			if p < len(q) {
+				keys = append(keys, lockKey{c.db, consistent.KeySlot(string(q[p])) & (numShards - 1)})
+			}
+		}
+	}
+	return keys, false
+}
+
+// parseInt parses a Redis integer argument.
+func parseInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	if b[0] == '+' || (len(b) > 1 && b[0] == '0') || (len(b) > 1 && b[0] == '-' && b[1] == '0') {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	return n, err == nil
+}
+
+// parseFloat parses a Redis float argument (inf, -inf allowed; NaN not).
+func parseFloat(b []byte) (float64, bool) {
+	if len(b) == 0 || len(b) > 5000 {
+		return 0, false
+	}
+	if b[0] == ' ' || b[len(b)-1] == ' ' {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return 0, false
+	}
+	if f != f {
+		return 0, false
+	}
+	return f, true
+}
+
+func eqFold(a []byte, s string) bool { return strings.EqualFold(string(a), s) }

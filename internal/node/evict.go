@@ -1,0 +1,144 @@
+package node
+
+import (
+	"math/rand/v2"
+	"runtime/metrics"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// memSampler caches the Go heap's live object bytes, which INFO reports as
+// used_memory and maxmemory is checked against.
+type memSampler struct {
+	mu   sync.Mutex
+	at   time.Time
+	used atomic.Int64
+}
+
+var memStat = &memSampler{}
+
+func (m *memSampler) usedMemory() int64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if time.Since(m.at) > 10*time.Millisecond {
+		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		metrics.Read(s)
+		if s[0].Value.Kind() == metrics.KindUint64 {
+			m.used.Store(int64(s[0].Value.Uint64()))
+		}
+		m.at = time.Now()
+	}
+	return m.used.Load()
+}
+
+// usedMemory returns the estimate of memory used by the server.
+func (s *Server) usedMemory() int64 { return memStat.usedMemory() }
+
+// freeMemoryIfNeeded evicts keys by maxmemory-policy until the estimate is
+// below maxmemory. It returns false when memory is still over the limit
+// and nothing more can be evicted (the command gets the OOM error).
+func (s *Server) freeMemoryIfNeeded() bool {
+	max := s.cfg.Int("maxmemory")
+	if max <= 0 {
+		return true
+	}
+	used := s.usedMemory()
+	if used <= max {
+		return true
+	}
+	policy := s.cfg.Get("maxmemory-policy")
+	if policy == "noeviction" {
+		return false
+	}
+	toFree := used - max
+	var freed int64
+	samples := int(s.cfg.Int("maxmemory-samples"))
+	for tries := 0; freed < toFree && tries < 10000; tries++ {
+		db, key, ok := s.pickEvictionKey(policy, samples)
+		if !ok {
+			return false
+		}
+		sh := &db.shards[shardOf(key)]
+		sh.mu.Lock()
+		if e := db.getEntry(key); e != nil {
+			freed += e.memUsage()
+			db.remove(key)
+			s.stats.evictedKeys.Add(1)
+			s.propagateExpired(db.id, key)
+			s.notifyKeyspaceEvent(notifyEvicted, "evicted", key, db.id)
+			s.watches.touch(db.id, key)
+		}
+		sh.mu.Unlock()
+	}
+	memStat.mu.Lock()
+	memStat.used.Add(-freed)
+	memStat.mu.Unlock()
+	return true
+}
+
+// pickEvictionKey samples keys and returns the best candidate for the
+// policy (approximated LRU/LFU/TTL as Redis does).
+func (s *Server) pickEvictionKey(policy string, samples int) (*DB, string, bool) {
+	volatile := policy[:8] == "volatile"
+	var bestDB *DB
+	var bestKey string
+	var bestScore int64 = -1
+	for _, db := range s.dbs {
+		if db.size() == 0 || (volatile && db.expires.Load() == 0) {
+			continue
+		}
+		for n := 0; n < samples; n++ {
+			sh := &db.shards[rand.IntN(numShards)]
+			sh.mu.Lock()
+			var e *entry
+			if volatile {
+				for k := range sh.volatile {
+					e = sh.find(k, keyHash(k))
+					break
+				}
+			} else if len(sh.buckets) > 0 {
+				start := rand.IntN(len(sh.buckets))
+				for i := 0; i < len(sh.buckets) && e == nil; i++ {
+					e = sh.buckets[(start+i)%len(sh.buckets)]
+				}
+			}
+			if e != nil {
+				var score int64
+				switch policy {
+				case "allkeys-lru", "volatile-lru":
+					score = int64(lruClock() - e.lru)
+				case "allkeys-lfu", "volatile-lfu":
+					score = 255 - int64(e.lru&0xff)
+				case "volatile-ttl":
+					score = 1<<62 - e.expire
+				default:
+					score = rand.Int64N(1 << 30)
+				}
+				if score > bestScore {
+					bestScore, bestDB, bestKey = score, db, e.key
+				}
+			}
+			sh.mu.Unlock()
+		}
+	}
+	return bestDB, bestKey, bestDB != nil
+}
+
+// lruClock is the LRU clock in seconds, as stored in entry.lru.
+func lruClock() uint32 { return uint32(time.Now().Unix()) }
+
+// sizer is implemented by values that can estimate their memory use.
+type sizer interface{ memUsage() int64 }
+
+// memUsage estimates the bytes used by the entry (MEMORY USAGE).
+func (e *entry) memUsage() int64 {
+	n := int64(80 + len(e.key) + 8)
+	if e.obj == nil {
+		return n + int64(cap(e.str))
+	}
+	if sz, ok := e.obj.(sizer); ok {
+		return n + sz.memUsage()
+	}
+	return n + 64
+}

@@ -1,0 +1,12 @@
+package node
+
+// commandFamilies lists every command family's registration function. Each
+// family lives in its own commands_<family>.go file.
+var commandFamilies = []func(t *commandTable){
+	registerConnectionCommands,
+	registerTransactionCommands,
+	registerPubSubCommands,
+	registerStringCommands,
+	registerKeyCommands,
+	registerServerCommands,
+}

@@ -1,0 +1,335 @@
+package node
+
+import (
+	"hash/maphash"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+
+	"github.com/shardis/shardis/internal/consistent"
+)
+
+// The keyspace of one database is split into numShards shards, each a
+// chained hash table behind its own mutex. A key's shard is its Redis
+// Cluster hash slot modulo numShards, so keys with the same {hash tag} share
+// a shard and a slot's keys are all in one shard (cheap per-slot listing for
+// cluster mode). Commands lock the shards of their keys in (db, shard) order
+// before running; see dispatch.go and docs/ARCHITECTURE.md.
+const (
+	shardBits = 6
+	numShards = 1 << shardBits
+	numSlots  = 16384
+)
+
+var hashSeed = maphash.MakeSeed()
+
+func keyHash(key string) uint64 { return maphash.String(hashSeed, key) }
+
+// entry is one key of the keyspace.
+type entry struct {
+	next   *entry
+	key    string
+	str    []byte // value of a string key
+	obj    any    // value of any other type (nil for strings)
+	expire int64  // absolute unix time in ms; 0 means no expiry
+	lru    uint32 // LRU clock (seconds) or LFU data, see evict.go
+}
+
+// shard is a chained hash table with power-of-two buckets. Its SCAN cursor
+// walks bucket indexes in reverse-binary order, as Redis's dictScan does, so
+// a scan survives growth and shrinking without missing a key that is present
+// for the whole scan.
+type shard struct {
+	mu       sync.Mutex
+	buckets  []*entry
+	count    int
+	volatile map[string]struct{} // keys that have an expiry
+}
+
+func (s *shard) find(key string, h uint64) *entry {
+	if len(s.buckets) == 0 {
+		return nil
+	}
+	for e := s.buckets[h&uint64(len(s.buckets)-1)]; e != nil; e = e.next {
+		if e.key == key {
+			return e
+		}
+	}
+	return nil
+}
+
+func (s *shard) insert(e *entry, h uint64) {
+	if s.count >= len(s.buckets) {
+		s.resize(max(4, len(s.buckets)*2))
+	}
+	i := h & uint64(len(s.buckets)-1)
+	e.next = s.buckets[i]
+	s.buckets[i] = e
+	s.count++
+}
+
+func (s *shard) remove(key string, h uint64) *entry {
+	if len(s.buckets) == 0 {
+		return nil
+	}
+	i := h & uint64(len(s.buckets)-1)
+	var prev *entry
+	for e := s.buckets[i]; e != nil; e = e.next {
+		if e.key == key {
+			if prev == nil {
+				s.buckets[i] = e.next
+			} else {
+				prev.next = e.next
+			}
+			e.next = nil
+			s.count--
+			if e.expire != 0 {
+				delete(s.volatile, key)
+			}
+			if len(s.buckets) > 64 && s.count < len(s.buckets)/8 {
+				s.resize(len(s.buckets) / 2)
+			}
+			return e
+		}
+		prev = e
+	}
+	return nil
+}
+
+func (s *shard) resize(n int) {
+	nb := make([]*entry, n)
+	mask := uint64(n - 1)
+	for _, e := range s.buckets {
+		for e != nil {
+			next := e.next
+			i := keyHash(e.key) & mask
+			e.next = nb[i]
+			nb[i] = e
+			e = next
+		}
+	}
+	s.buckets = nb
+}
+
+// scan visits the bucket at cursor and returns the next cursor (0 when the
+// shard is done), walking indexes in reverse-binary order.
+func (s *shard) scan(cursor uint64, fn func(e *entry)) uint64 {
+	if len(s.buckets) == 0 {
+		return 0
+	}
+	mask := uint64(len(s.buckets) - 1)
+	for e := s.buckets[cursor&mask]; e != nil; e = e.next {
+		fn(e)
+	}
+	cursor |= ^mask
+	cursor = bits.Reverse64(cursor)
+	cursor++
+	cursor = bits.Reverse64(cursor)
+	return cursor
+}
+
+func (s *shard) setVolatile(key string, on bool) {
+	if on {
+		if s.volatile == nil {
+			s.volatile = make(map[string]struct{})
+		}
+		s.volatile[key] = struct{}{}
+	} else if s.volatile != nil {
+		delete(s.volatile, key)
+	}
+}
+
+// DB is one numbered database.
+type DB struct {
+	id      int
+	srv     *Server
+	shards  [numShards]shard
+	keys    atomic.Int64 // number of keys, for DBSIZE and INFO keyspace
+	expires atomic.Int64 // number of keys with an expiry
+	// slotKeys counts keys per hash slot (cluster mode, COUNTKEYSINSLOT).
+	slotKeys [numSlots]atomic.Int32
+	avgTTL   atomic.Int64
+}
+
+func newDB(srv *Server, id int) *DB {
+	return &DB{id: id, srv: srv}
+}
+
+func shardOf(key string) int { return consistent.KeySlot(key) & (numShards - 1) }
+
+// lockShards locks the shards of the given shard indexes, which must be
+// sorted and unique.
+func (db *DB) lockAll() {
+	for i := range db.shards {
+		db.shards[i].mu.Lock()
+	}
+}
+
+func (db *DB) unlockAll() {
+	for i := range db.shards {
+		db.shards[i].mu.Unlock()
+	}
+}
+
+// getEntry finds key without checking expiry. The key's shard must be
+// locked.
+func (db *DB) getEntry(key string) *entry {
+	return db.shards[shardOf(key)].find(key, keyHash(key))
+}
+
+// expired reports whether e has expired at now.
+func (e *entry) expired(now int64) bool { return e.expire != 0 && e.expire <= now }
+
+// lookup returns the live entry for key, deleting it first if it has
+// expired (on a master; a replica only hides it, see Server.isReplica).
+// The key's shard must be locked.
+func (db *DB) lookup(key string, now int64) *entry {
+	e := db.getEntry(key)
+	if e == nil {
+		return nil
+	}
+	if e.expired(now) {
+		if db.srv.expireDeletes() {
+			db.expireEntry(key)
+		}
+		return nil
+	}
+	return e
+}
+
+// expireEntry deletes an expired key and tells replicas and the AOF, as
+// Redis does by propagating a DEL.
+func (db *DB) expireEntry(key string) {
+	if db.remove(key) == nil {
+		return
+	}
+	db.srv.stats.expiredKeys.Add(1)
+	db.srv.propagateExpired(db.id, key)
+	db.srv.notifyKeyspaceEvent(notifyExpired, "expired", key, db.id)
+	db.srv.touchWatchedKey(db.id, key)
+}
+
+// add inserts a new key (which must not exist) and returns its entry.
+func (db *DB) add(key string, e *entry) {
+	e.key = key
+	sl := consistent.KeySlot(key)
+	sh := &db.shards[sl&(numShards-1)]
+	sh.insert(e, keyHash(key))
+	if e.expire != 0 {
+		sh.setVolatile(key, true)
+		db.expires.Add(1)
+	}
+	db.keys.Add(1)
+	db.slotKeys[sl].Add(1)
+}
+
+// remove deletes key and returns its entry, or nil.
+func (db *DB) remove(key string) *entry {
+	sl := consistent.KeySlot(key)
+	e := db.shards[sl&(numShards-1)].remove(key, keyHash(key))
+	if e != nil {
+		if e.expire != 0 {
+			db.expires.Add(-1)
+		}
+		db.keys.Add(-1)
+		db.slotKeys[sl].Add(-1)
+	}
+	return e
+}
+
+// setExpire sets (ms > 0) or clears (ms == 0) the expiry of a live entry.
+func (db *DB) setExpire(e *entry, ms int64) {
+	if (e.expire != 0) == (ms != 0) {
+		e.expire = ms
+		return
+	}
+	sh := &db.shards[shardOf(e.key)]
+	if ms != 0 {
+		db.expires.Add(1)
+		sh.setVolatile(e.key, true)
+	} else {
+		db.expires.Add(-1)
+		sh.setVolatile(e.key, false)
+	}
+	e.expire = ms
+}
+
+// setString stores a string value at key, replacing any old value and,
+// unless keepTTL, its expiry. The key's shard must be locked.
+func (db *DB) setString(key string, val []byte, expire int64, keepTTL bool) *entry {
+	e := db.getEntry(key)
+	if e == nil {
+		e = &entry{str: val, expire: expire}
+		db.add(key, e)
+		return e
+	}
+	e.str, e.obj = val, nil
+	if !keepTTL {
+		db.setExpire(e, expire)
+	}
+	return e
+}
+
+// setObject stores a non-string value at key, replacing any old value and
+// its expiry.
+func (db *DB) setObject(key string, obj any) *entry {
+	e := db.getEntry(key)
+	if e == nil {
+		e = &entry{obj: obj}
+		db.add(key, e)
+		return e
+	}
+	e.str, e.obj = nil, obj
+	db.setExpire(e, 0)
+	return e
+}
+
+// size returns the number of keys, including expired ones not yet removed.
+func (db *DB) size() int64 { return db.keys.Load() }
+
+// flush removes every key. All shards must be locked.
+func (db *DB) flush() {
+	for i := range db.shards {
+		sh := &db.shards[i]
+		sh.buckets = nil
+		sh.count = 0
+		sh.volatile = nil
+	}
+	db.keys.Store(0)
+	db.expires.Store(0)
+	for i := range db.slotKeys {
+		db.slotKeys[i].Store(0)
+	}
+}
+
+// swapContents exchanges the data of two databases (SWAPDB). Both must be
+// fully locked.
+func (db *DB) swapContents(o *DB) {
+	for i := range db.shards {
+		a, b := &db.shards[i], &o.shards[i]
+		a.buckets, b.buckets = b.buckets, a.buckets
+		a.count, b.count = b.count, a.count
+		a.volatile, b.volatile = b.volatile, a.volatile
+	}
+	k, ok := db.keys.Load(), o.keys.Load()
+	db.keys.Store(ok)
+	o.keys.Store(k)
+	k, ok = db.expires.Load(), o.expires.Load()
+	db.expires.Store(ok)
+	o.expires.Store(k)
+	for i := range db.slotKeys {
+		a, b := db.slotKeys[i].Load(), o.slotKeys[i].Load()
+		db.slotKeys[i].Store(b)
+		o.slotKeys[i].Store(a)
+	}
+}
+
+// forEachShardLocked calls fn for each shard with its lock held.
+func (db *DB) forEachShardLocked(fn func(sh *shard)) {
+	for i := range db.shards {
+		sh := &db.shards[i]
+		sh.mu.Lock()
+		fn(sh)
+		sh.mu.Unlock()
+	}
+}

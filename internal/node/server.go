@@ -1,0 +1,409 @@
+// Package node implements shardnode, a Redis-protocol data server: the
+// keyspace, the command table and its families, client connections, and
+// the hooks persistence and replication attach to.
+//
+// See docs/ARCHITECTURE.md for the concurrency design: a goroutine per
+// connection, a keyspace split into shards locked per command through the
+// command table's key metadata, and a single ordered write feed.
+package node
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Version is the Redis version shardnode reports (redis_version), chosen
+// so clients and tools enable the Redis 7.0 features it implements.
+const Version = "7.0.15"
+
+// Propagator receives every write, in the order the keyspace applied them:
+// replication streams and the AOF. Propagate is called with the locks of
+// the written keys held, so writes to the same key arrive in execution
+// order; cmds run as one atomic unit (a MULTI/EXEC block has several).
+type Propagator interface {
+	Propagate(db int, cmds [][][]byte)
+}
+
+// Server is one shardnode instance.
+type Server struct {
+	cfg   *Config
+	log   *slog.Logger
+	dbs   []*DB
+	table *commandTable
+
+	listeners []net.Listener
+	runID     string
+	startTime time.Time
+
+	clientsMu sync.Mutex
+	clients   map[int64]*Client
+	nextID    atomic.Int64
+
+	stats serverStats
+
+	pubsub  *pubsubHub
+	watches *watchRegistry
+	pause   pauseState
+
+	// propagators are attached before Run (replication, AOF).
+	propMu      sync.RWMutex
+	propagators []Propagator
+
+	// replicaMode is set while this node replicates from a master: expired
+	// keys are hidden but not deleted, writes from clients are refused
+	// when replica-read-only is on.
+	replicaMode atomic.Bool
+	loading     atomic.Bool
+
+	dirty     atomic.Int64 // writes since the last save
+	lastSave  atomic.Int64 // unix seconds
+	shutdownC chan struct{}
+	closeOnce sync.Once
+
+	slowlog slowlog
+	monitor monitorHub
+
+	// activeExpire can be switched off by DEBUG SET-ACTIVE-EXPIRE 0.
+	activeExpire atomic.Bool
+
+	// minReplicasRefuse and masterLinkUp are set by replication: the
+	// first refuses writes under min-replicas-to-write, the second tells
+	// whether the link to our master is up.
+	minReplicasRefuse func() bool
+	masterLinkUp      func() bool
+
+	// hooks run on shutdown (save on shutdown, AOF fsync ...).
+	shutdownHooks []func(ctx context.Context) error
+}
+
+// New builds a server from a validated configuration.
+func New(cfg *Config, log *slog.Logger) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	var id [20]byte
+	_, _ = rand.Read(id[:])
+	s := &Server{
+		cfg:       cfg,
+		log:       log,
+		table:     newCommandTable(),
+		runID:     hex.EncodeToString(id[:]),
+		startTime: time.Now(),
+		clients:   make(map[int64]*Client),
+		shutdownC: make(chan struct{}),
+		pubsub:    newPubsubHub(),
+		watches:   newWatchRegistry(),
+	}
+	s.activeExpire.Store(true)
+	s.lastSave.Store(time.Now().Unix())
+	n := int(cfg.Int("databases"))
+	s.dbs = make([]*DB, n)
+	for i := range s.dbs {
+		s.dbs[i] = newDB(s, i)
+	}
+	s.slowlog.init()
+	s.applyGCPercent()
+	return s, nil
+}
+
+func (s *Server) applyGCPercent() {
+	if p := s.cfg.Int("gc-percent"); p != 0 {
+		debug.SetGCPercent(int(p))
+	}
+}
+
+// Config returns the server's live configuration.
+func (s *Server) Config() *Config { return s.cfg }
+
+// Logger returns the server's logger.
+func (s *Server) Logger() *slog.Logger { return s.log }
+
+// RunID returns the 40-hex-character run id (run_id in INFO).
+func (s *Server) RunID() string { return s.runID }
+
+// AddPropagator attaches a write consumer (replication, AOF).
+func (s *Server) AddPropagator(p Propagator) {
+	s.propMu.Lock()
+	s.propagators = append(s.propagators, p)
+	s.propMu.Unlock()
+}
+
+// AddShutdownHook registers fn to run on shutdown, before listeners close
+// for good (SHUTDOWN's save, AOF flush).
+func (s *Server) AddShutdownHook(fn func(ctx context.Context) error) {
+	s.shutdownHooks = append(s.shutdownHooks, fn)
+}
+
+func (s *Server) propagate(db int, cmds [][][]byte) {
+	s.propMu.RLock()
+	for _, p := range s.propagators {
+		p.Propagate(db, cmds)
+	}
+	s.propMu.RUnlock()
+}
+
+func (s *Server) hasPropagators() bool {
+	s.propMu.RLock()
+	defer s.propMu.RUnlock()
+	return len(s.propagators) > 0
+}
+
+// propagateExpired tells replicas and the AOF that an expired key was
+// deleted.
+func (s *Server) propagateExpired(db int, key string) {
+	if !s.hasPropagators() {
+		return
+	}
+	s.propagate(db, [][][]byte{{[]byte("DEL"), []byte(key)}})
+}
+
+// expireDeletes reports whether lookups delete expired keys (masters) or
+// only hide them (replicas).
+func (s *Server) expireDeletes() bool { return !s.replicaMode.Load() }
+
+// SetReplicaMode switches expiry and write handling between master and
+// replica behaviour.
+func (s *Server) SetReplicaMode(on bool) { s.replicaMode.Store(on) }
+
+// Addr returns the address of the first listener (after Listen).
+func (s *Server) Addr() net.Addr {
+	if len(s.listeners) == 0 {
+		return nil
+	}
+	return s.listeners[0].Addr()
+}
+
+// Listen opens the configured listeners. Port 0 picks a free port.
+func (s *Server) Listen() error {
+	port := s.cfg.Get("port")
+	for _, b := range strings.Fields(s.cfg.Get("bind")) {
+		optional := strings.HasPrefix(b, "-")
+		b = strings.TrimPrefix(b, "-")
+		switch b {
+		case "*":
+			b = "0.0.0.0"
+		case "::*":
+			b = "::"
+		}
+		if len(s.listeners) > 0 && port == "0" {
+			// A second listener would get another random port.
+			continue
+		}
+		ln, err := net.Listen("tcp", net.JoinHostPort(b, port))
+		if err != nil {
+			if optional {
+				continue
+			}
+			s.closeListeners()
+			return fmt.Errorf("node: listen %s: %w", net.JoinHostPort(b, port), err)
+		}
+		s.listeners = append(s.listeners, ln)
+		if port == "0" {
+			port = strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+			_ = s.cfg.Set("port", port)
+		}
+	}
+	if len(s.listeners) == 0 {
+		return errors.New("node: no address to listen on")
+	}
+	return nil
+}
+
+func (s *Server) closeListeners() {
+	for _, ln := range s.listeners {
+		_ = ln.Close()
+	}
+}
+
+// Run serves clients until ctx ends or SHUTDOWN; it calls Listen if needed.
+func (s *Server) Run(ctx context.Context) error {
+	if len(s.listeners) == 0 {
+		if err := s.Listen(); err != nil {
+			return err
+		}
+	}
+	s.log.Info("ready to accept connections", "addr", s.Addr().String(), "version", Version, "pid", os.Getpid())
+	var wg sync.WaitGroup
+	for _, ln := range s.listeners {
+		wg.Add(1)
+		go func(ln net.Listener) {
+			defer wg.Done()
+			s.acceptLoop(ln)
+		}(ln)
+	}
+	cronDone := make(chan struct{})
+	go func() {
+		defer close(cronDone)
+		s.cron()
+	}()
+	select {
+	case <-ctx.Done():
+		s.Shutdown(context.Background())
+	case <-s.shutdownC:
+	}
+	s.closeListeners()
+	wg.Wait()
+	<-cronDone
+	s.forEachClient(func(c *Client) { c.close() })
+	s.log.Info("server stopped")
+	return nil
+}
+
+// Shutdown runs the shutdown hooks and stops Run. It is safe to call more
+// than once.
+func (s *Server) Shutdown(ctx context.Context) error {
+	var err error
+	s.closeOnce.Do(func() {
+		for _, h := range s.shutdownHooks {
+			if e := h(ctx); e != nil {
+				err = e
+				s.log.Error("shutdown hook failed", "err", e)
+			}
+		}
+		close(s.shutdownC)
+	})
+	return err
+}
+
+func (s *Server) acceptLoop(ln net.Listener) {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			select {
+			case <-s.shutdownC:
+				return
+			default:
+			}
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				time.Sleep(5 * time.Millisecond)
+				continue
+			}
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn("accept failed", "err", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		s.stats.connectionsReceived.Add(1)
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+			if ka := s.cfg.Int("tcp-keepalive"); ka > 0 {
+				_ = tc.SetKeepAlive(true)
+				_ = tc.SetKeepAlivePeriod(time.Duration(ka) * time.Second)
+			}
+		}
+		c := newClient(s, nc)
+		if msg := s.admit(c); msg != "" {
+			s.stats.rejectedConnections.Add(1)
+			_, _ = nc.Write([]byte("-" + msg + "\r\n"))
+			_ = nc.Close()
+			continue
+		}
+		go c.serve()
+	}
+}
+
+// admit registers a new client, or returns the error that refuses it.
+func (s *Server) admit(c *Client) string {
+	if s.cfg.Bool("protected-mode") && s.cfg.Get("requirepass") == "" && s.defaultBind() && !isLoopback(c.conn.RemoteAddr()) {
+		return protectedModeError
+	}
+	s.clientsMu.Lock()
+	defer s.clientsMu.Unlock()
+	if int64(len(s.clients)) >= s.cfg.Int("maxclients") {
+		return "ERR max number of clients reached"
+	}
+	s.clients[c.id] = c
+	return ""
+}
+
+func (s *Server) defaultBind() bool {
+	b := s.cfg.Get("bind")
+	return b == "* -::*" || b == ""
+}
+
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return !ok || ta.IP.IsLoopback()
+}
+
+func (s *Server) unregister(c *Client) {
+	s.clientsMu.Lock()
+	delete(s.clients, c.id)
+	s.clientsMu.Unlock()
+}
+
+// forEachClient calls fn for a snapshot of the connected clients.
+func (s *Server) forEachClient(fn func(c *Client)) {
+	s.clientsMu.Lock()
+	list := make([]*Client, 0, len(s.clients))
+	for _, c := range s.clients {
+		list = append(list, c)
+	}
+	s.clientsMu.Unlock()
+	for _, c := range list {
+		fn(c)
+	}
+}
+
+// DB returns database i (for persistence and replication code).
+func (s *Server) DB(i int) *DB { return s.dbs[i] }
+
+// NumDBs returns the number of databases.
+func (s *Server) NumDBs() int { return len(s.dbs) }
+
+// LockAll locks every shard of every database, in order, stopping all
+// keyspace access (snapshots, full syncs, FLUSHALL). UnlockAll releases.
+func (s *Server) LockAll() {
+	for _, db := range s.dbs {
+		db.lockAll()
+	}
+}
+
+// UnlockAll releases LockAll.
+func (s *Server) UnlockAll() {
+	for _, db := range s.dbs {
+		db.unlockAll()
+	}
+}
+
+// cron runs the periodic work Redis does in serverCron: active expiry,
+// client timeouts, statistics.
+func (s *Server) cron() {
+	hz := s.cfg.Int("hz")
+	if hz <= 0 {
+		hz = 10
+	}
+	t := time.NewTicker(time.Second / time.Duration(hz))
+	defer t.Stop()
+	for {
+		select {
+		case <-s.shutdownC:
+			return
+		case now := <-t.C:
+			if s.activeExpire.Load() && s.expireDeletes() {
+				s.activeExpireCycle(now.UnixMilli(), time.Second/time.Duration(hz)/4)
+			}
+			s.clientsCron(now)
+			s.pause.expire(now)
+		}
+	}
+}
+
+const protectedModeError = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside."

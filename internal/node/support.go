@@ -1,0 +1,291 @@
+package node
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardis/shardis/internal/resp"
+)
+
+// ---- MONITOR -------------------------------------------------------------
+
+type monitorHub struct {
+	mu      sync.Mutex
+	clients map[*Client]struct{}
+	n       atomic.Int32
+}
+
+func (m *monitorHub) active() bool { return m.n.Load() > 0 }
+
+func (m *monitorHub) add(c *Client) {
+	m.mu.Lock()
+	if m.clients == nil {
+		m.clients = make(map[*Client]struct{})
+	}
+	m.clients[c] = struct{}{}
+	m.n.Store(int32(len(m.clients)))
+	m.mu.Unlock()
+}
+
+func (m *monitorHub) remove(c *Client) {
+	m.mu.Lock()
+	delete(m.clients, c)
+	m.n.Store(int32(len(m.clients)))
+	m.mu.Unlock()
+}
+
+// feed sends a command line to every monitor, formatted as Redis does:
+// +1339518083.107412 [0 127.0.0.1:60866] "keys" "*"
+func (m *monitorHub) feed(c *Client, args [][]byte) {
+	now := time.Now()
+	var b strings.Builder
+	b.WriteString(strconv.FormatInt(now.Unix(), 10))
+	b.WriteString(".")
+	us := strconv.FormatInt(int64(now.Nanosecond()/1000), 10)
+	b.WriteString(strings.Repeat("0", 6-len(us)) + us)
+	b.WriteString(" [")
+	b.WriteString(strconv.Itoa(c.db))
+	b.WriteString(" ")
+	if c.hasFlag(clientMaster) {
+		b.WriteString("lua")
+	} else {
+		b.WriteString(c.addr)
+	}
+	b.WriteString("]")
+	for _, a := range args {
+		b.WriteString(" ")
+		b.WriteString(reprString(a))
+	}
+	line := b.String()
+	m.mu.Lock()
+	for mc := range m.clients {
+		mc.push(func(out []byte) []byte { return resp.AppendSimple(out, line) })
+	}
+	m.mu.Unlock()
+}
+
+// reprString quotes a byte string as Redis's sdscatrepr does.
+func reprString(a []byte) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, ch := range a {
+		switch ch {
+		case '\\', '"':
+			b.WriteByte('\\')
+			b.WriteByte(ch)
+		case '\n':
+			b.WriteString("\\n")
+		case '\r':
+			b.WriteString("\\r")
+		case '\t':
+			b.WriteString("\\t")
+		case '\a':
+			b.WriteString("\\a")
+		case '\b':
+			b.WriteString("\\b")
+		default:
+			if ch >= 32 && ch < 127 {
+				b.WriteByte(ch)
+			} else {
+				b.WriteString("\\x")
+				b.WriteString(strconv.FormatInt(int64(ch)>>4, 16))
+				b.WriteString(strconv.FormatInt(int64(ch)&15, 16))
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// ---- SLOWLOG -------------------------------------------------------------
+
+type slowlogEntry struct {
+	id       int64
+	time     int64
+	duration int64 // microseconds
+	args     []string
+	addr     string
+	name     string
+}
+
+type slowlog struct {
+	mu      sync.Mutex
+	entries []slowlogEntry // newest first
+	nextID  int64
+}
+
+func (l *slowlog) init() {}
+
+func (l *slowlog) maybeAdd(c *Client, args [][]byte, dur time.Duration) {
+	s := c.srv
+	th := s.cfg.Int("slowlog-log-slower-than")
+	if th < 0 || dur.Microseconds() < th {
+		return
+	}
+	if c.cmd != nil && c.cmd.flags&flagSkipSlowlog != 0 {
+		return
+	}
+	max := int(s.cfg.Int("slowlog-max-len"))
+	e := slowlogEntry{time: time.Now().Unix(), duration: dur.Microseconds(), addr: c.addr}
+	c.infoMu.Lock()
+	e.name = c.name
+	c.infoMu.Unlock()
+	n := len(args)
+	if n > 32 {
+		n = 32
+	}
+	for i := 0; i < n; i++ {
+		a := string(args[i])
+		if i == 31 && len(args) > 32 {
+			a = "... (" + strconv.Itoa(len(args)-31) + " more arguments)"
+		} else if len(a) > 128 {
+			a = a[:128] + "... (" + strconv.Itoa(len(args[i])-128) + " more bytes)"
+		}
+		e.args = append(e.args, a)
+	}
+	l.mu.Lock()
+	e.id = l.nextID
+	l.nextID++
+	l.entries = append([]slowlogEntry{e}, l.entries...)
+	if len(l.entries) > max {
+		l.entries = l.entries[:max]
+	}
+	l.mu.Unlock()
+}
+
+// ---- CLIENT PAUSE ----------------------------------------------------------
+
+type pauseState struct {
+	mu    sync.Mutex
+	until time.Time
+	all   bool // ALL (true) or WRITE (false)
+	wake  chan struct{}
+}
+
+func (p *pauseState) set(until time.Time, all bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.wake == nil {
+		p.wake = make(chan struct{})
+	}
+	// A new pause never shortens an active one of a stricter kind.
+	if time.Now().Before(p.until) && p.all && !all {
+		all = true
+	}
+	if until.After(p.until) || !time.Now().Before(p.until) {
+		p.until = until
+	}
+	p.all = all
+}
+
+func (p *pauseState) unpause() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.until = time.Time{}
+	if p.wake != nil {
+		close(p.wake)
+		p.wake = nil
+	}
+}
+
+func (p *pauseState) expire(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.until.IsZero() && !now.Before(p.until) {
+		p.until = time.Time{}
+		if p.wake != nil {
+			close(p.wake)
+			p.wake = nil
+		}
+	}
+}
+
+// wait blocks c while a CLIENT PAUSE applies to cmd. Replicas and the
+// master link are never paused.
+func (p *pauseState) wait(c *Client, cmd *command) {
+	for {
+		p.mu.Lock()
+		if p.until.IsZero() || !time.Now().Before(p.until) || c.hasFlag(clientReplica|clientMaster) {
+			p.mu.Unlock()
+			return
+		}
+		applies := p.all || cmd.flags&(flagWrite|flagMayReplicate) != 0
+		if !applies {
+			p.mu.Unlock()
+			return
+		}
+		if p.wake == nil {
+			p.wake = make(chan struct{})
+		}
+		wake, until := p.wake, p.until
+		p.mu.Unlock()
+		c.setFlag(clientBlocked, true)
+		select {
+		case <-wake:
+		case <-time.After(time.Until(until)):
+		case <-c.done:
+		}
+		c.setFlag(clientBlocked, false)
+	}
+}
+
+// ---- output buffer limits -------------------------------------------------
+
+// pendingLimit tracks client-output-buffer-limit's soft limit timer.
+type pendingLimit struct {
+	softSince time.Time
+}
+
+// exceeded reports whether a pending output of n bytes breaks the limits
+// of c's class. Called with c.pmu held.
+func (l *pendingLimit) exceeded(c *Client, n int) bool {
+	class := "normal"
+	switch {
+	case c.hasFlag(clientReplica):
+		class = "slave"
+	case c.hasFlag(clientPubSub):
+		class = "pubsub"
+	}
+	f := strings.Fields(c.srv.cfg.Get("client-output-buffer-limit"))
+	for i := 0; i+3 < len(f); i += 4 {
+		if f[i] != class {
+			continue
+		}
+		hard, _ := strconv.ParseInt(f[i+1], 10, 64)
+		soft, _ := strconv.ParseInt(f[i+2], 10, 64)
+		secs, _ := strconv.ParseInt(f[i+3], 10, 64)
+		if hard > 0 && int64(n) >= hard {
+			return true
+		}
+		if soft > 0 && int64(n) >= soft {
+			if l.softSince.IsZero() {
+				l.softSince = time.Now()
+			} else if time.Since(l.softSince) >= time.Duration(secs)*time.Second {
+				return true
+			}
+		} else {
+			l.softSince = time.Time{}
+		}
+	}
+	return false
+}
+
+// clientsCron closes idle clients (timeout).
+func (s *Server) clientsCron(now time.Time) {
+	t := s.cfg.Int("timeout")
+	if t <= 0 {
+		return
+	}
+	limit := now.Add(-time.Duration(t) * time.Second).UnixMilli()
+	s.forEachClient(func(c *Client) {
+		if c.hasFlag(clientPubSub|clientReplica|clientMaster|clientBlocked|clientMonitor) {
+			return
+		}
+		if c.lastIO.Load() < limit {
+			c.close()
+		}
+	})
+}

@@ -1,0 +1,104 @@
+package node
+
+import "sync"
+
+// watchKey is a key a client WATCHes.
+type watchKey struct {
+	db  int
+	key string
+}
+
+// watchRegistry maps watched keys to the clients watching them. Every write
+// calls touch; it is a leaf lock (never held while taking a shard lock).
+type watchRegistry struct {
+	mu   sync.Mutex
+	keys map[watchKey]map[*Client]struct{}
+	n    int
+}
+
+func newWatchRegistry() *watchRegistry {
+	return &watchRegistry{keys: make(map[watchKey]map[*Client]struct{})}
+}
+
+func (w *watchRegistry) watch(c *Client, db int, key string) {
+	wk := watchKey{db, key}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.keys[wk]
+	if m == nil {
+		m = make(map[*Client]struct{})
+		w.keys[wk] = m
+	}
+	if _, ok := m[c]; ok {
+		return
+	}
+	m[c] = struct{}{}
+	w.n++
+	c.watched = append(c.watched, wk)
+}
+
+func (w *watchRegistry) unwatchAll(c *Client) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, wk := range c.watched {
+		if m := w.keys[wk]; m != nil {
+			if _, ok := m[c]; ok {
+				delete(m, c)
+				w.n--
+			}
+			if len(m) == 0 {
+				delete(w.keys, wk)
+			}
+		}
+	}
+	c.watched = nil
+}
+
+// touch marks the watchers of key dirty.
+func (w *watchRegistry) touch(db int, key string) {
+	w.mu.Lock()
+	if w.n == 0 {
+		w.mu.Unlock()
+		return
+	}
+	for c := range w.keys[watchKey{db, key}] {
+		c.setFlag(clientDirtyCAS, true)
+	}
+	w.mu.Unlock()
+}
+
+// touchDB marks every watcher of a key in db dirty (FLUSHDB, SWAPDB);
+// db < 0 means all databases.
+func (w *watchRegistry) touchDB(db int) {
+	w.mu.Lock()
+	for wk, m := range w.keys {
+		if db < 0 || wk.db == db {
+			for c := range m {
+				c.setFlag(clientDirtyCAS, true)
+			}
+		}
+	}
+	w.mu.Unlock()
+}
+
+// touchWatchedKey is called by every keyspace write.
+func (s *Server) touchWatchedKey(db int, key string) { s.watches.touch(db, key) }
+
+// signalModifiedKey is what write handlers call after changing key: it
+// invalidates WATCHes and wakes clients blocked on the key.
+func (c *Client) signalModifiedKey(key string) {
+	c.srv.watches.touch(c.db, key)
+}
+
+// watchedExpired reports whether a watched key has expired since WATCH (an
+// expired key breaks the transaction, as in Redis).
+func (c *Client) watchedExpired() bool {
+	for _, wk := range c.watched {
+		db := c.srv.dbs[wk.db]
+		e := db.getEntry(wk.key)
+		if e != nil && e.expired(c.now) {
+			return true
+		}
+	}
+	return false
+}
