@@ -41,7 +41,7 @@ for unit in "$@"; do
   for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
   out="$work/$(echo "$unit" | tr / _).out"
   (cd "$REDIS_TESTS" && timeout 900 ./runtest --host 127.0.0.1 --port "$port" --baseport "$baseport" --portcount 100 \
-    --single "$unit" --durable --ignore-encoding --timeout 120 --skipfile "$skip" --tags "$tags") >"$out" 2>&1
+    --single "$unit" --durable --ignore-encoding --timeout 120 --skipfile "$skip" --tags "$tags" 2>&1 | sed 's/\x1b\[[0-9;]*m//g') >"$out"
   kill "$pid" 2>/dev/null
   wait "$pid" 2>/dev/null
   ok=$(grep -c '^\[ok\]' "$out")

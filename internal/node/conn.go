@@ -97,6 +97,8 @@ type Client struct {
 	pending      []byte
 	flushing     bool
 	pendingLimit pendingLimit
+	newMaxBulk   int64 // pending reader limits from CONFIG SET
+	newQbuf      int
 	// wmu serialises writes to conn.
 	wmu sync.Mutex
 }
@@ -177,6 +179,7 @@ func (c *Client) serve() {
 		}
 		c.lastIO.Store(time.Now().UnixMilli())
 		c.execute(args)
+		c.applyReaderLimits()
 		if c.closed.Load() {
 			return
 		}
@@ -407,4 +410,25 @@ func (c *Client) rawWrite(b []byte) error {
 	defer c.wmu.Unlock()
 	_, err := c.conn.Write(b)
 	return err
+}
+
+// rdLimits updates the reader limits; the reader belongs to the client's
+// goroutine, so the change is picked up between requests.
+func (c *Client) rdLimits(maxBulk int64, qbuf int) {
+	c.pmu.Lock()
+	c.newMaxBulk, c.newQbuf = maxBulk, qbuf
+	c.pmu.Unlock()
+}
+
+func (c *Client) applyReaderLimits() {
+	c.pmu.Lock()
+	mb, qb := c.newMaxBulk, c.newQbuf
+	c.newMaxBulk, c.newQbuf = 0, 0
+	c.pmu.Unlock()
+	if mb > 0 {
+		c.rd.SetMaxBulkLen(mb)
+	}
+	if qb > 0 {
+		c.rd.SetQueryBufferLimit(qb)
+	}
 }
