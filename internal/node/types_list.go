@@ -1,0 +1,277 @@
+package node
+
+// listValue is a list: a deque of elements in a ring buffer, so pushes and
+// pops at both ends are O(1) amortised and LINDEX/LSET are O(1). The
+// buffer grows by doubling and shrinks when it is less than a quarter
+// full, and a new list starts with a small buffer, so small lists stay
+// compact (one slice header per element plus the element bytes).
+//
+// Elements are stored as given: callers clone argument bytes before
+// pushing them (args are only valid during a command).
+//
+// Methods used by persistence and replication: newList, Len, PushBack,
+// PushFront, ForEach (head to tail).
+type listValue struct {
+	buf  [][]byte // ring buffer; len(buf) is 0 or a power of two
+	head int      // index of the first element in buf
+	n    int      // number of elements
+}
+
+// newList returns an empty list.
+func newList() *listValue { return &listValue{} }
+
+func (l *listValue) typeName() string { return "list" }
+
+// encoding is what OBJECT ENCODING answers. Redis 7.0 encodes every list
+// as a quicklist (of listpacks), whatever its size.
+func (l *listValue) encoding() string { return "quicklist" }
+
+func (l *listValue) length() int { return l.n }
+
+// Len returns the number of elements.
+func (l *listValue) Len() int { return l.n }
+
+func (l *listValue) clone() typedValue {
+	c := &listValue{}
+	c.grow(l.n)
+	l.ForEach(func(v []byte) bool {
+		c.PushBack(append([]byte(nil), v...))
+		return true
+	})
+	return c
+}
+
+func (l *listValue) memUsage() int64 {
+	sz := int64(48 + 24*len(l.buf))
+	l.ForEach(func(v []byte) bool {
+		sz += int64(cap(v))
+		return true
+	})
+	return sz
+}
+
+// at returns the buffer slot of the i-th element (0 = head).
+func (l *listValue) slot(i int) int { return (l.head + i) & (len(l.buf) - 1) }
+
+// grow makes room for at least extra more elements.
+func (l *listValue) grow(extra int) {
+	need := l.n + extra
+	if need <= len(l.buf) {
+		return
+	}
+	size := max(4, len(l.buf))
+	for size < need {
+		size *= 2
+	}
+	l.resize(size)
+}
+
+// resize moves the elements into a buffer of size slots (a power of two
+// at least l.n), head at slot 0.
+func (l *listValue) resize(size int) {
+	nb := make([][]byte, size)
+	if l.n > 0 {
+		end := l.head + l.n
+		if end <= len(l.buf) {
+			copy(nb, l.buf[l.head:end])
+		} else {
+			k := copy(nb, l.buf[l.head:])
+			copy(nb[k:], l.buf[:end-len(l.buf)])
+		}
+	}
+	l.buf = nb
+	l.head = 0
+}
+
+// shrink halves the buffer when it is mostly empty.
+func (l *listValue) shrink() {
+	if len(l.buf) > 16 && l.n < len(l.buf)/4 {
+		l.resize(len(l.buf) / 2)
+	}
+}
+
+// PushBack appends v at the tail.
+func (l *listValue) PushBack(v []byte) {
+	l.grow(1)
+	l.buf[l.slot(l.n)] = v
+	l.n++
+}
+
+// PushFront inserts v at the head.
+func (l *listValue) PushFront(v []byte) {
+	l.grow(1)
+	l.head = (l.head - 1) & (len(l.buf) - 1)
+	l.buf[l.head] = v
+	l.n++
+}
+
+// PopFront removes and returns the head element (nil if empty).
+func (l *listValue) PopFront() []byte {
+	if l.n == 0 {
+		return nil
+	}
+	v := l.buf[l.head]
+	l.buf[l.head] = nil
+	l.head = (l.head + 1) & (len(l.buf) - 1)
+	l.n--
+	l.shrink()
+	return v
+}
+
+// PopBack removes and returns the tail element (nil if empty).
+func (l *listValue) PopBack() []byte {
+	if l.n == 0 {
+		return nil
+	}
+	i := l.slot(l.n - 1)
+	v := l.buf[i]
+	l.buf[i] = nil
+	l.n--
+	l.shrink()
+	return v
+}
+
+// Pop removes the head (left) or the tail element.
+func (l *listValue) Pop(left bool) []byte {
+	if left {
+		return l.PopFront()
+	}
+	return l.PopBack()
+}
+
+// Push inserts v at the head (left) or the tail.
+func (l *listValue) Push(v []byte, left bool) {
+	if left {
+		l.PushFront(v)
+	} else {
+		l.PushBack(v)
+	}
+}
+
+// Index returns the i-th element, 0 = head; negative i counts from the
+// tail (-1 = last). ok is false when out of range.
+func (l *listValue) Index(i int) (v []byte, ok bool) {
+	if i < 0 {
+		i += l.n
+	}
+	if i < 0 || i >= l.n {
+		return nil, false
+	}
+	return l.buf[l.slot(i)], true
+}
+
+// Set replaces the i-th element (negative from the tail); false when out
+// of range.
+func (l *listValue) Set(i int, v []byte) bool {
+	if i < 0 {
+		i += l.n
+	}
+	if i < 0 || i >= l.n {
+		return false
+	}
+	l.buf[l.slot(i)] = v
+	return true
+}
+
+// Insert puts v at position i (0 <= i <= Len), shifting the shorter side.
+func (l *listValue) Insert(i int, v []byte) {
+	if i <= 0 {
+		l.PushFront(v)
+		return
+	}
+	if i >= l.n {
+		l.PushBack(v)
+		return
+	}
+	l.grow(1)
+	mask := len(l.buf) - 1
+	if i < l.n/2 {
+		// Shift the first i elements one slot to the left.
+		l.head = (l.head - 1) & mask
+		for k := 0; k < i; k++ {
+			l.buf[(l.head+k)&mask] = l.buf[(l.head+k+1)&mask]
+		}
+	} else {
+		for k := l.n; k > i; k-- {
+			l.buf[(l.head+k)&mask] = l.buf[(l.head+k-1)&mask]
+		}
+	}
+	l.buf[(l.head+i)&mask] = v
+	l.n++
+}
+
+// Range calls fn for elements start..end (inclusive, 0-based, already
+// clamped to the list) in order; fn returns false to stop.
+func (l *listValue) Range(start, end int, fn func(v []byte) bool) {
+	if start < 0 {
+		start = 0
+	}
+	if end >= l.n {
+		end = l.n - 1
+	}
+	mask := len(l.buf) - 1
+	for i := start; i <= end; i++ {
+		if !fn(l.buf[(l.head+i)&mask]) {
+			return
+		}
+	}
+}
+
+// RangeRev calls fn for elements from index start down to 0 (tail-first
+// walks); fn returns false to stop.
+func (l *listValue) RangeRev(start int, fn func(v []byte) bool) {
+	if start >= l.n {
+		start = l.n - 1
+	}
+	mask := len(l.buf) - 1
+	for i := start; i >= 0; i-- {
+		if !fn(l.buf[(l.head+i)&mask]) {
+			return
+		}
+	}
+}
+
+// ForEach calls fn for every element from head to tail; fn returns false
+// to stop.
+func (l *listValue) ForEach(fn func(v []byte) bool) {
+	if l.n > 0 {
+		l.Range(0, l.n-1, fn)
+	}
+}
+
+// Filter keeps the elements for which keep returns true, in order, and
+// returns how many were removed. keep is called once per element, head to
+// tail.
+func (l *listValue) Filter(keep func(i int, v []byte) bool) int {
+	mask := len(l.buf) - 1
+	w := 0
+	for r := 0; r < l.n; r++ {
+		v := l.buf[(l.head+r)&mask]
+		if keep(r, v) {
+			l.buf[(l.head+w)&mask] = v
+			w++
+		}
+	}
+	removed := l.n - w
+	for k := w; k < l.n; k++ {
+		l.buf[(l.head+k)&mask] = nil
+	}
+	l.n = w
+	l.shrink()
+	return removed
+}
+
+// Trim keeps only elements start..end (inclusive, already clamped so that
+// 0 <= start <= end < Len), or empties the list when start > end.
+func (l *listValue) Trim(start, end int) {
+	if start > end || start >= l.n {
+		*l = listValue{}
+		return
+	}
+	for l.n > end+1 {
+		l.PopBack()
+	}
+	for k := 0; k < start; k++ {
+		l.PopFront()
+	}
+}
