@@ -1,0 +1,534 @@
+package node
+
+import (
+	"math/rand/v2"
+	"slices"
+	"sort"
+)
+
+// zsetValue is a sorted set: members ordered by (score, member bytes).
+//
+// Small sets (at most zset-max-listpack-entries members, none longer than
+// zset-max-listpack-value bytes) are a sorted slice ("listpack"); larger
+// ones are a map member→score plus a skip list with spans ("skiplist"),
+// which gives rank, select-by-rank and range lookups in O(log n). Like
+// Redis, a set never converts back to the small encoding by removals; only
+// newly built results (ZUNIONSTORE, ZRANGESTORE ...) pick the small one.
+//
+// Persistence and replication walk and rebuild values with newZSet, Len,
+// Add, Score, Remove and ForEach (in order).
+type zsetValue struct {
+	// lp holds the small encoding, sorted; used when dict == nil.
+	lp []zitem
+	// dict and zsl hold the large encoding; member strings are shared.
+	dict map[string]float64
+	zsl  *skiplist
+}
+
+// zitem is one member of the small encoding.
+type zitem struct {
+	member string
+	score  float64
+}
+
+// zsetLimits are the small-encoding thresholds of the running server.
+type zsetLimits struct {
+	entries int // zset-max-listpack-entries
+	value   int // zset-max-listpack-value
+}
+
+// defaultZSetLimits are Redis's defaults, used by Add.
+var defaultZSetLimits = zsetLimits{entries: 128, value: 64}
+
+// zless orders (score, member) pairs as Redis does.
+func zless(s1 float64, m1 string, s2 float64, m2 string) bool {
+	return s1 < s2 || (s1 == s2 && m1 < m2)
+}
+
+// newZSet returns an empty sorted set in the small encoding.
+func newZSet() *zsetValue { return &zsetValue{} }
+
+// newZSetLarge returns an empty sorted set in the skiplist encoding.
+func newZSetLarge() *zsetValue {
+	return &zsetValue{dict: make(map[string]float64), zsl: newSkiplist()}
+}
+
+// Len is the number of members.
+func (z *zsetValue) Len() int {
+	if z.dict == nil {
+		return len(z.lp)
+	}
+	return len(z.dict)
+}
+
+func (z *zsetValue) isSmall() bool { return z.dict == nil }
+
+// Score returns the score of member.
+func (z *zsetValue) Score(member string) (float64, bool) {
+	if z.dict == nil {
+		if i := z.lpFind(member); i >= 0 {
+			return z.lp[i].score, true
+		}
+		return 0, false
+	}
+	s, ok := z.dict[member]
+	return s, ok
+}
+
+func (z *zsetValue) lpFind(member string) int {
+	for i := range z.lp {
+		if z.lp[i].member == member {
+			return i
+		}
+	}
+	return -1
+}
+
+// Add inserts member with score or updates its score, converting to the
+// skiplist encoding past Redis's default thresholds.
+func (z *zsetValue) Add(member string, score float64) {
+	z.set(member, score, defaultZSetLimits)
+}
+
+// set inserts or updates member, converting to the large encoding when
+// the small one would exceed lim. It reports whether member is new.
+func (z *zsetValue) set(member string, score float64, lim zsetLimits) bool {
+	if z.dict == nil {
+		i := z.lpFind(member)
+		if i >= 0 {
+			if z.lp[i].score == score {
+				return false
+			}
+			z.lp = slices.Delete(z.lp, i, i+1)
+		} else if len(z.lp)+1 > lim.entries || len(member) > lim.value {
+			z.convertToSkiplist()
+			return z.set(member, score, lim)
+		}
+		j := sort.Search(len(z.lp), func(k int) bool {
+			return !zless(z.lp[k].score, z.lp[k].member, score, member)
+		})
+		z.lp = slices.Insert(z.lp, j, zitem{member, score})
+		return i < 0
+	}
+	old, ok := z.dict[member]
+	if ok {
+		if old == score {
+			return false
+		}
+		z.zsl.updateScore(old, member, score)
+		z.dict[member] = score
+		return false
+	}
+	z.zsl.insert(score, member)
+	z.dict[member] = score
+	return true
+}
+
+// Remove deletes member and reports whether it was present.
+func (z *zsetValue) Remove(member string) bool {
+	if z.dict == nil {
+		i := z.lpFind(member)
+		if i < 0 {
+			return false
+		}
+		z.lp[i] = zitem{}
+		z.lp = slices.Delete(z.lp, i, i+1)
+		return true
+	}
+	s, ok := z.dict[member]
+	if !ok {
+		return false
+	}
+	delete(z.dict, member)
+	z.zsl.delete(s, member)
+	return true
+}
+
+// ForEach calls fn for every member in (score, member) order until fn
+// returns false.
+func (z *zsetValue) ForEach(fn func(member string, score float64) bool) {
+	z.rangeByRank(0, z.Len()-1, false, fn)
+}
+
+// Rank returns the 0-based ascending rank of member.
+func (z *zsetValue) Rank(member string) (int, bool) {
+	if z.dict == nil {
+		i := z.lpFind(member)
+		return i, i >= 0
+	}
+	s, ok := z.dict[member]
+	if !ok {
+		return 0, false
+	}
+	return z.zsl.rank(s, member) - 1, true
+}
+
+// At returns the member of 0-based ascending rank i (0 <= i < Len).
+func (z *zsetValue) At(i int) (string, float64) {
+	if z.dict == nil {
+		return z.lp[i].member, z.lp[i].score
+	}
+	n := z.zsl.byRank(i + 1)
+	return n.member, n.score
+}
+
+// countWhile returns how many leading members (in ascending order)
+// satisfy pred, which must hold for a prefix of the order only.
+func (z *zsetValue) countWhile(pred func(score float64, member string) bool) int {
+	if z.dict == nil {
+		return sort.Search(len(z.lp), func(k int) bool { return !pred(z.lp[k].score, z.lp[k].member) })
+	}
+	return z.zsl.countWhile(pred)
+}
+
+// rangeByRank calls fn for ascending ranks start..end (inclusive, clamped
+// by the caller), in ascending order or, with rev, from end down to start.
+func (z *zsetValue) rangeByRank(start, end int, rev bool, fn func(member string, score float64) bool) {
+	if start > end || start < 0 || end >= z.Len() {
+		return
+	}
+	if z.dict == nil {
+		if rev {
+			for i := end; i >= start; i-- {
+				if !fn(z.lp[i].member, z.lp[i].score) {
+					return
+				}
+			}
+			return
+		}
+		for i := start; i <= end; i++ {
+			if !fn(z.lp[i].member, z.lp[i].score) {
+				return
+			}
+		}
+		return
+	}
+	if rev {
+		n := z.zsl.byRank(end + 1)
+		for i := end; i >= start && n != nil; i-- {
+			if !fn(n.member, n.score) {
+				return
+			}
+			n = n.backward
+		}
+		return
+	}
+	n := z.zsl.byRank(start + 1)
+	for i := start; i <= end && n != nil; i++ {
+		if !fn(n.member, n.score) {
+			return
+		}
+		n = n.level[0].forward
+	}
+}
+
+// removeRankRange deletes ascending ranks start..end (inclusive) and
+// returns how many were removed.
+func (z *zsetValue) removeRankRange(start, end int) int {
+	if start > end || start < 0 || end >= z.Len() {
+		return 0
+	}
+	if z.dict == nil {
+		clear(z.lp[start : end+1])
+		z.lp = slices.Delete(z.lp, start, end+1)
+		return end - start + 1
+	}
+	removed := z.zsl.deleteRankRange(start+1, end+1, func(member string) { delete(z.dict, member) })
+	return removed
+}
+
+func (z *zsetValue) convertToSkiplist() {
+	if z.dict != nil {
+		return
+	}
+	z.dict = make(map[string]float64, len(z.lp))
+	z.zsl = newSkiplist()
+	for _, it := range z.lp {
+		z.dict[it.member] = it.score
+		z.zsl.insert(it.score, it.member)
+	}
+	z.lp = nil
+}
+
+// shrinkIfSmall converts a large set to the small encoding when it fits
+// lim (used for newly built results, as Redis's
+// zsetConvertToListpackIfNeeded).
+func (z *zsetValue) shrinkIfSmall(lim zsetLimits) {
+	if z.dict == nil || len(z.dict) > lim.entries {
+		return
+	}
+	for m := range z.dict {
+		if len(m) > lim.value {
+			return
+		}
+	}
+	lp := make([]zitem, 0, len(z.dict))
+	z.ForEach(func(m string, s float64) bool {
+		lp = append(lp, zitem{m, s})
+		return true
+	})
+	z.lp, z.dict, z.zsl = lp, nil, nil
+}
+
+// ---- typedValue ----------------------------------------------------------
+
+func (z *zsetValue) typeName() string { return "zset" }
+
+func (z *zsetValue) encoding() string {
+	if z.dict == nil {
+		return "listpack"
+	}
+	return "skiplist"
+}
+
+func (z *zsetValue) length() int { return z.Len() }
+
+func (z *zsetValue) clone() typedValue {
+	if z.dict == nil {
+		return &zsetValue{lp: slices.Clone(z.lp)}
+	}
+	n := newZSetLarge()
+	z.ForEach(func(m string, s float64) bool {
+		n.dict[m] = s
+		n.zsl.insert(s, m)
+		return true
+	})
+	return n
+}
+
+func (z *zsetValue) memUsage() int64 {
+	var total int64 = 48
+	if z.dict == nil {
+		total += int64(cap(z.lp)) * 24
+		for _, it := range z.lp {
+			total += int64(len(it.member))
+		}
+		return total
+	}
+	// Map slot (~40 bytes with overhead) + node (~56) + levels (~1.33*16).
+	z.ForEach(func(m string, _ float64) bool {
+		total += int64(len(m)) + 40 + 56 + 22
+		return true
+	})
+	return total
+}
+
+// ---- skip list -----------------------------------------------------------
+
+const zslMaxLevel = 32
+
+type zslLevel struct {
+	forward *zslNode
+	span    int // number of level-0 links this link jumps
+}
+
+type zslNode struct {
+	member   string
+	score    float64
+	backward *zslNode
+	level    []zslLevel
+}
+
+// skiplist is Pugh's skip list with spans (rank support) and backward
+// links, ordered by (score, member).
+type skiplist struct {
+	header *zslNode
+	tail   *zslNode
+	length int
+	level  int
+}
+
+func newSkiplist() *skiplist {
+	return &skiplist{header: &zslNode{level: make([]zslLevel, zslMaxLevel)}, level: 1}
+}
+
+func zslRandomLevel() int {
+	lvl := 1
+	for lvl < zslMaxLevel && rand.Uint32()&0xFFFF < 0xFFFF/4 {
+		lvl++
+	}
+	return lvl
+}
+
+// insert adds (score, member), which must not be present.
+func (zl *skiplist) insert(score float64, member string) *zslNode {
+	var update [zslMaxLevel]*zslNode
+	var rank [zslMaxLevel]int
+	x := zl.header
+	for i := zl.level - 1; i >= 0; i-- {
+		if i < zl.level-1 {
+			rank[i] = rank[i+1]
+		}
+		for f := x.level[i].forward; f != nil && zless(f.score, f.member, score, member); f = x.level[i].forward {
+			rank[i] += x.level[i].span
+			x = f
+		}
+		update[i] = x
+	}
+	lvl := zslRandomLevel()
+	if lvl > zl.level {
+		for i := zl.level; i < lvl; i++ {
+			rank[i] = 0
+			update[i] = zl.header
+			update[i].level[i].span = zl.length
+		}
+		zl.level = lvl
+	}
+	n := &zslNode{member: member, score: score, level: make([]zslLevel, lvl)}
+	for i := 0; i < lvl; i++ {
+		n.level[i].forward = update[i].level[i].forward
+		update[i].level[i].forward = n
+		n.level[i].span = update[i].level[i].span - (rank[0] - rank[i])
+		update[i].level[i].span = rank[0] - rank[i] + 1
+	}
+	for i := lvl; i < zl.level; i++ {
+		update[i].level[i].span++
+	}
+	if update[0] != zl.header {
+		n.backward = update[0]
+	}
+	if n.level[0].forward != nil {
+		n.level[0].forward.backward = n
+	} else {
+		zl.tail = n
+	}
+	zl.length++
+	return n
+}
+
+func (zl *skiplist) unlink(x *zslNode, update *[zslMaxLevel]*zslNode) {
+	for i := 0; i < zl.level; i++ {
+		if update[i].level[i].forward == x {
+			update[i].level[i].span += x.level[i].span - 1
+			update[i].level[i].forward = x.level[i].forward
+		} else {
+			update[i].level[i].span--
+		}
+	}
+	if x.level[0].forward != nil {
+		x.level[0].forward.backward = x.backward
+	} else {
+		zl.tail = x.backward
+	}
+	for zl.level > 1 && zl.header.level[zl.level-1].forward == nil {
+		zl.level--
+	}
+	zl.length--
+}
+
+// delete removes (score, member) and reports whether it was found.
+func (zl *skiplist) delete(score float64, member string) bool {
+	var update [zslMaxLevel]*zslNode
+	x := zl.header
+	for i := zl.level - 1; i >= 0; i-- {
+		for f := x.level[i].forward; f != nil && zless(f.score, f.member, score, member); f = x.level[i].forward {
+			x = f
+		}
+		update[i] = x
+	}
+	x = x.level[0].forward
+	if x != nil && x.score == score && x.member == member {
+		zl.unlink(x, &update)
+		return true
+	}
+	return false
+}
+
+// updateScore moves member from score old to score nu, in place when its
+// position does not change.
+func (zl *skiplist) updateScore(old float64, member string, nu float64) {
+	var update [zslMaxLevel]*zslNode
+	x := zl.header
+	for i := zl.level - 1; i >= 0; i-- {
+		for f := x.level[i].forward; f != nil && zless(f.score, f.member, old, member); f = x.level[i].forward {
+			x = f
+		}
+		update[i] = x
+	}
+	x = x.level[0].forward
+	if x == nil || x.score != old || x.member != member {
+		return
+	}
+	if (x.backward == nil || zless(x.backward.score, x.backward.member, nu, member)) &&
+		(x.level[0].forward == nil || zless(nu, member, x.level[0].forward.score, x.level[0].forward.member)) {
+		x.score = nu
+		return
+	}
+	zl.unlink(x, &update)
+	zl.insert(nu, member)
+}
+
+// rank returns the 1-based rank of (score, member), 0 if absent.
+func (zl *skiplist) rank(score float64, member string) int {
+	r := 0
+	x := zl.header
+	for i := zl.level - 1; i >= 0; i-- {
+		for f := x.level[i].forward; f != nil && !zless(score, member, f.score, f.member); f = x.level[i].forward {
+			r += x.level[i].span
+			x = f
+		}
+		if x != zl.header && x.member == member && x.score == score {
+			return r
+		}
+	}
+	return 0
+}
+
+// byRank returns the node of 1-based rank r, or nil.
+func (zl *skiplist) byRank(r int) *zslNode {
+	traversed := 0
+	x := zl.header
+	for i := zl.level - 1; i >= 0; i-- {
+		for x.level[i].forward != nil && traversed+x.level[i].span <= r {
+			traversed += x.level[i].span
+			x = x.level[i].forward
+		}
+		if traversed == r {
+			if x == zl.header {
+				return nil
+			}
+			return x
+		}
+	}
+	return nil
+}
+
+// countWhile counts the leading nodes satisfying a prefix predicate.
+func (zl *skiplist) countWhile(pred func(score float64, member string) bool) int {
+	n := 0
+	x := zl.header
+	for i := zl.level - 1; i >= 0; i-- {
+		for f := x.level[i].forward; f != nil && pred(f.score, f.member); f = x.level[i].forward {
+			n += x.level[i].span
+			x = f
+		}
+	}
+	return n
+}
+
+// deleteRankRange removes 1-based ranks start..end, calling onDelete for
+// each removed member.
+func (zl *skiplist) deleteRankRange(start, end int, onDelete func(member string)) int {
+	var update [zslMaxLevel]*zslNode
+	traversed := 0
+	x := zl.header
+	for i := zl.level - 1; i >= 0; i-- {
+		for x.level[i].forward != nil && traversed+x.level[i].span < start {
+			traversed += x.level[i].span
+			x = x.level[i].forward
+		}
+		update[i] = x
+	}
+	traversed++
+	x = x.level[0].forward
+	removed := 0
+	for x != nil && traversed <= end {
+		next := x.level[0].forward
+		zl.unlink(x, &update)
+		onDelete(x.member)
+		removed++
+		traversed++
+		x = next
+	}
+	return removed
+}
