@@ -68,7 +68,18 @@ type Reader struct {
 	args     [][]byte
 	inline   bool
 	authLess bool // apply the unauthenticated limits
+
+	consumed int64  // bytes of every request returned so far
+	last     []byte // raw bytes of the last request returned
 }
+
+// Consumed returns the number of bytes of all requests returned by Next so
+// far (a replica's processed replication offset).
+func (r *Reader) Consumed() int64 { return r.consumed }
+
+// LastRaw returns the raw bytes of the request last returned by Next, valid
+// until the next Fill (a replica forwards them verbatim to its replicas).
+func (r *Reader) LastRaw() []byte { return r.last }
 
 // NewReader returns a Reader over rd.
 func NewReader(rd io.Reader, opt ReaderOptions) *Reader {
@@ -202,6 +213,8 @@ func (r *Reader) nextInline(data []byte) ([][]byte, error) {
 		line = line[:len(line)-1]
 	}
 	args, ok := SplitArgs(line)
+	r.last = data[:nl+1]
+	r.consumed += int64(nl + 1)
 	r.r += nl + 1
 	r.reset()
 	if !ok {
@@ -240,6 +253,8 @@ func (r *Reader) nextMultibulk(data []byte) ([][]byte, error) {
 			return nil, &ProtocolError{"unauthenticated multibulk length"}
 		}
 		if n <= 0 {
+			r.last = data[:next]
+			r.consumed += int64(next)
 			r.r += next
 			r.reset()
 			return nil, nil
@@ -287,6 +302,8 @@ func (r *Reader) nextMultibulk(data []byte) ([][]byte, error) {
 	for i := range args {
 		args[i] = data[r.argOffs[2*i]:r.argOffs[2*i+1]:r.argOffs[2*i+1]]
 	}
+	r.last = data[:r.pos]
+	r.consumed += int64(r.pos)
 	r.r += r.pos
 	r.reset()
 	if cap(r.argOffs) > 4096 {
