@@ -118,6 +118,11 @@ type Options struct {
 	// MaxRetries is go-redis's retry count per command. Default: go-redis's
 	// (3); -1 disables retries.
 	MaxRetries int
+	// DialerRetries is how many times go-redis dials a shard before a
+	// command fails. Default 1: a dead master is fixed by a Sentinel
+	// failover, not by redialling, so commands to it fail fast (go-redis's
+	// own default is 5 dials 100ms apart).
+	DialerRetries int
 	// DialTimeout bounds connecting to a shard. Default 5s.
 	DialTimeout time.Duration
 	// ReadTimeout and WriteTimeout bound socket reads and writes on shard
@@ -151,6 +156,9 @@ type Options struct {
 
 func (o *Options) defaulted() Options {
 	opt := *o
+	if opt.DialerRetries == 0 {
+		opt.DialerRetries = 1
+	}
 	if opt.SentinelTimeout == 0 {
 		opt.SentinelTimeout = 500 * time.Millisecond
 	}

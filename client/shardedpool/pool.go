@@ -200,17 +200,18 @@ func New(ctx context.Context, o *Options) (*Pool, error) {
 func (p *Pool) clientOptions(addr string) *redis.Options {
 	o := &p.opt
 	return &redis.Options{
-		Addr:         addr,
-		Username:     o.Username,
-		Password:     o.Password,
-		DB:           o.DB,
-		PoolSize:     o.PoolSize,
-		MinIdleConns: o.MinIdleConns,
-		MaxRetries:   o.MaxRetries,
-		DialTimeout:  o.DialTimeout,
-		ReadTimeout:  o.ReadTimeout,
-		WriteTimeout: o.WriteTimeout,
-		TLSConfig:    o.TLSConfig,
+		Addr:          addr,
+		Username:      o.Username,
+		Password:      o.Password,
+		DB:            o.DB,
+		PoolSize:      o.PoolSize,
+		MinIdleConns:  o.MinIdleConns,
+		MaxRetries:    o.MaxRetries,
+		DialerRetries: o.DialerRetries,
+		DialTimeout:   o.DialTimeout,
+		ReadTimeout:   o.ReadTimeout,
+		WriteTimeout:  o.WriteTimeout,
+		TLSConfig:     o.TLSConfig,
 	}
 }
 

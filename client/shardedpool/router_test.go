@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +18,14 @@ import (
 
 func quietLogger() *slog.Logger {
 	return slog.New(slog.DiscardHandler)
+}
+
+// testLogger logs to stderr when SHARDEDPOOL_DEBUG is set.
+func testLogger() *slog.Logger {
+	if os.Getenv("SHARDEDPOOL_DEBUG") == "" {
+		return quietLogger()
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // staticPool starts n real redis-servers and a static pool over them.

@@ -19,16 +19,17 @@ import (
 func (p *Pool) newSentinelClient(addr string) *redis.SentinelClient {
 	t := p.opt.SentinelTimeout
 	return redis.NewSentinelClient(&redis.Options{
-		Addr:         addr,
-		Username:     p.opt.SentinelUsername,
-		Password:     p.opt.SentinelPassword,
-		DialTimeout:  t,
-		ReadTimeout:  t,
-		WriteTimeout: t,
-		MaxRetries:   -1,
-		PoolSize:     2,
-		TLSConfig:    p.opt.TLSConfig,
-		Protocol:     2,
+		Addr:          addr,
+		Username:      p.opt.SentinelUsername,
+		Password:      p.opt.SentinelPassword,
+		DialTimeout:   t,
+		ReadTimeout:   t,
+		WriteTimeout:  t,
+		MaxRetries:    -1,
+		DialerRetries: 1, // a dead Sentinel must not slow the others' answers
+		PoolSize:      2,
+		TLSConfig:     p.opt.TLSConfig,
+		Protocol:      2,
 	})
 }
 
@@ -220,9 +221,11 @@ func (p *Pool) recheck(ctx context.Context, s *shard, reason string) recheckResu
 	answers := p.querySentinels(ctx, s.name)
 	best, votes, ok := pickMaster(answers)
 	if !ok {
+		p.log.Debug("shardedpool: no Sentinel reports a usable master", "shard", s.name, "reason", reason)
 		return recheckRetry
 	}
 	cur := s.conn()
+	p.log.Debug("shardedpool: recheck", "shard", s.name, "reason", reason, "best", best.addr, "epoch", best.epoch, "current", cur.addr, "answers", len(answers))
 	if best.addr == cur.addr {
 		if best.epoch > cur.epoch {
 			s.cur.Store(&shardConn{client: cur.client, addr: cur.addr, epoch: best.epoch})
@@ -439,6 +442,7 @@ func (p *Pool) handleSwitchMessage(from, payload string) {
 		p.log.Debug("shardedpool: duplicate +switch-master", "shard", s.name, "to", to, "sentinel", from)
 		return
 	}
+	p.log.Debug("shardedpool: +switch-master received", "shard", s.name, "to", to, "sentinel", from)
 	s.requestRecheck("+switch-master from " + from)
 }
 

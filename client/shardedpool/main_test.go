@@ -1,0 +1,21 @@
+package shardedpool
+
+import (
+	"context"
+	"os"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+)
+
+type nopRedisLogger struct{}
+
+func (nopRedisLogger) Printf(context.Context, string, ...interface{}) {}
+
+func TestMain(m *testing.M) {
+	// go-redis logs every failed dial; the failover tests cause thousands.
+	if os.Getenv("SHARDEDPOOL_DEBUG") == "" {
+		redis.SetLogger(nopRedisLogger{})
+	}
+	os.Exit(m.Run())
+}
