@@ -303,8 +303,8 @@ func quote(s string) string {
 
 // Render rewrites a sentinel.conf: every line of orig that is not a
 // "sentinel" directive is kept in place (up to an earlier generated
-// section), then the generated section holds the current state. port is
-// appended when orig has no port line.
+// section), then the generated section holds the current state. The port
+// line is rewritten in place, or added when orig has none.
 func Render(orig []byte, c Config, port int) []byte {
 	var b bytes.Buffer
 	hasPort := false
@@ -318,7 +318,12 @@ func Render(orig []byte, c Config, port int) []byte {
 			continue
 		}
 		if len(f) > 0 && strings.EqualFold(f[0], "port") {
+			if hasPort {
+				continue
+			}
 			hasPort = true
+			fmt.Fprintf(&b, "port %d\n", port)
+			continue
 		}
 		b.WriteString(raw)
 	}

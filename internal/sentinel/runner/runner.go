@@ -1,0 +1,406 @@
+// Package runner connects the pure sentinel.Machine to the network: it
+// keeps the links to masters, replicas and peer Sentinels, executes the
+// machine's actions and feeds the replies back, serves Sentinel clients
+// on its own port, publishes events, and persists the configuration.
+package runner
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/shardis/shardis/internal/resp"
+	"github.com/shardis/shardis/internal/sentinel"
+)
+
+// Options configures a Runner.
+type Options struct {
+	// ConfigPath is the sentinel.conf the Runner rewrites and watches.
+	// Required.
+	ConfigPath string
+	// File is the parsed configuration (after command-line overrides).
+	// Required.
+	File *sentinel.File
+	// Logger receives events and errors. Default: slog.Default().
+	Logger *slog.Logger
+	// Rand seeds the machine's randomness. Default: a time-seeded PCG.
+	Rand *rand.Rand
+	// TickInterval is the timer period (Redis: 100 ms). Default 100 ms.
+	TickInterval time.Duration
+}
+
+// Runner runs one Sentinel.
+type Runner struct {
+	opt  Options
+	log  *slog.Logger
+	ctx  context.Context
+	stop context.CancelFunc
+
+	mu       sync.Mutex // guards everything below and the machine
+	m        *sentinel.Machine
+	file     *sentinel.File
+	raw      []byte // config file content last read or written
+	links    map[sentinel.Addr]*link
+	clients  map[*client]bool
+	started  time.Time
+	ln       net.Listener
+	crashing bool
+}
+
+// New validates the options and builds the machine.
+func New(opt Options) (*Runner, error) {
+	if opt.ConfigPath == "" || opt.File == nil {
+		return nil, errors.New("sentinel: runner needs a config path and a parsed file")
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	if opt.Rand == nil {
+		opt.Rand = rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid())))
+	}
+	if opt.TickInterval <= 0 {
+		opt.TickInterval = 100 * time.Millisecond
+	}
+	abs, err := filepath.Abs(opt.ConfigPath)
+	if err != nil {
+		return nil, fmt.Errorf("sentinel: config path: %w", err)
+	}
+	opt.ConfigPath = abs
+	raw, err := os.ReadFile(abs)
+	if err != nil {
+		return nil, fmt.Errorf("sentinel: read config: %w", err)
+	}
+	m, err := sentinel.NewMachine(opt.File.Config, opt.Rand)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{opt: opt, log: opt.Logger, m: m, file: opt.File, raw: raw,
+		links: map[sentinel.Addr]*link{}, clients: map[*client]bool{}}, nil
+}
+
+func (r *Runner) myID8() string { return r.m.MyID()[:8] }
+
+// Addr returns the listening address once Run has started listening.
+func (r *Runner) Addr() net.Addr {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ln == nil {
+		return nil
+	}
+	return r.ln.Addr()
+}
+
+// Run serves until ctx is cancelled (or SHUTDOWN), then closes everything.
+func (r *Runner) Run(ctx context.Context) error {
+	r.ctx, r.stop = context.WithCancel(ctx)
+	defer r.stop()
+	bind := r.file.Bind
+	if len(bind) == 0 {
+		bind = []string{""}
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(bind[0], strconv.Itoa(r.file.Port)))
+	if err != nil {
+		return fmt.Errorf("sentinel: listen: %w", err)
+	}
+	r.mu.Lock()
+	r.ln = ln
+	r.started = time.Now()
+	r.m.Tick(time.Now())
+	for _, name := range r.m.MasterNames() {
+		if fields, err := r.m.MasterFields(time.Now(), name); err == nil {
+			r.log.Info("+monitor", "master", name, "addr", fields[3]+":"+fields[5])
+		}
+	}
+	r.mu.Unlock()
+	r.process()
+	r.flushConfig() // like Redis: write myid and state at start-up
+	r.log.Info("sentinel: ready", "addr", ln.Addr().String(), "myid", r.m.MyID())
+
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() { defer wg.Done(); r.acceptLoop(ln) }()
+	go func() { defer wg.Done(); r.tickLoop() }()
+	go func() { defer wg.Done(); r.watchConfig() }()
+	<-r.ctx.Done()
+	ln.Close()
+	r.mu.Lock()
+	for _, l := range r.links {
+		l.close()
+	}
+	for c := range r.clients {
+		c.conn.Close()
+	}
+	r.mu.Unlock()
+	wg.Wait()
+	return nil
+}
+
+func (r *Runner) tickLoop() {
+	t := time.NewTicker(r.opt.TickInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case <-t.C:
+			r.mu.Lock()
+			r.m.Tick(time.Now())
+			r.mu.Unlock()
+			r.process()
+		}
+	}
+}
+
+// step feeds an observation and handles the result.
+func (r *Runner) step(msg sentinel.Message) {
+	r.mu.Lock()
+	r.m.Step(time.Now(), msg)
+	r.mu.Unlock()
+	r.process()
+}
+
+// process drains the machine: events, actions, persistence.
+func (r *Runner) process() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.processLocked()
+}
+
+func (r *Runner) processLocked() {
+	rd := r.m.Ready()
+	for _, e := range rd.Events {
+		r.publishEvent(e)
+	}
+	for _, a := range rd.Actions {
+		r.execute(a)
+	}
+	if rd.PersistConfig {
+		r.flushConfigLocked()
+	}
+	if sf := r.m.SimFailure(); sf != 0 {
+		for _, e := range rd.Events {
+			if (e.Type == sentinel.EventElectedLeader && sf&sentinel.SimCrashAfterElection != 0) ||
+				(e.Type == sentinel.EventPromotedReplica && sf&sentinel.SimCrashAfterPromotion != 0) {
+				r.log.Warn("sentinel: simulated crash")
+				os.Exit(99)
+			}
+		}
+	}
+}
+
+func (r *Runner) publishEvent(e sentinel.Event) {
+	if e.Level >= sentinel.LevelNotice {
+		r.log.Info(e.Type+" "+e.Payload, "event", e.Type)
+	} else {
+		r.log.Debug(e.Type+" "+e.Payload, "event", e.Type)
+	}
+	if e.Level > sentinel.LevelDebug {
+		r.publishLocked(e.Type, e.Payload)
+	}
+}
+
+// execute performs one action; replies come back through step.
+func (r *Runner) execute(a sentinel.Action) {
+	if a.Kind == sentinel.ActDisconnect {
+		if l := r.links[a.Addr]; l != nil {
+			l.close()
+			delete(r.links, a.Addr)
+		}
+		return
+	}
+	l := r.links[a.Addr]
+	if a.Kind == sentinel.ActConnect {
+		if l != nil {
+			if l.isUp() {
+				go r.step(sentinel.LinkUp{Addr: a.Addr})
+			}
+			return
+		}
+		l = newLink(r, a)
+		r.links[a.Addr] = l
+		go l.run()
+		return
+	}
+	if l == nil || !l.isUp() {
+		return
+	}
+	addr := a.Addr
+	switch a.Kind {
+	case sentinel.ActPing:
+		l.send([]string{"PING"}, func(v resp.Value, _ error) {
+			r.step(sentinel.PingReply{Addr: addr, Reply: v.Str})
+		})
+	case sentinel.ActInfo:
+		l.send([]string{"INFO"}, func(v resp.Value, _ error) {
+			if !v.IsError() {
+				r.step(sentinel.InfoReply{Addr: addr, Text: v.Str})
+			}
+		})
+	case sentinel.ActPublishHello:
+		h := a.Hello
+		if h.IP == "" {
+			h.IP = l.local()
+		}
+		l.send([]string{"PUBLISH", helloChannel, h.String()}, nil)
+	case sentinel.ActAskMasterDown:
+		name := a.MasterName
+		l.send([]string{"SENTINEL", "is-master-down-by-addr", a.MasterAddr.IP, strconv.Itoa(a.MasterAddr.Port),
+			strconv.FormatUint(a.Epoch, 10), a.RunID}, func(v resp.Value, _ error) {
+			if len(v.Elems) != 3 || v.Elems[0].Type != ':' || v.Elems[2].Type != ':' {
+				return
+			}
+			r.step(sentinel.MasterDownReply{Addr: addr, MasterName: name, Down: v.Elems[0].Int == 1,
+				Leader: v.Elems[1].Str, LeaderEpoch: uint64(v.Elems[2].Int)})
+		})
+	case sentinel.ActReplicaOf:
+		host, port := "NO", "ONE"
+		if !a.Target.IsZero() {
+			host, port = a.Target.IP, strconv.Itoa(a.Target.Port)
+		}
+		for _, cmd := range [][]string{{"MULTI"}, {"REPLICAOF", host, port}, {"CONFIG", "REWRITE"},
+			{"CLIENT", "KILL", "TYPE", "normal"}, {"CLIENT", "KILL", "TYPE", "pubsub"}, {"EXEC"}} {
+			l.send(cmd, nil)
+		}
+	}
+}
+
+// linkGone is called when a link's goroutine ends.
+func (r *Runner) linkGone(l *link) {
+	r.mu.Lock()
+	if r.links[l.addr] == l {
+		delete(r.links, l.addr)
+	}
+	l.mu.Lock()
+	l.up = false
+	l.mu.Unlock()
+	l.cancel()
+	r.mu.Unlock()
+	if r.ctx.Err() == nil {
+		r.step(sentinel.LinkDown{Addr: l.addr})
+	}
+}
+
+// flushConfig rewrites the config file with the current state.
+func (r *Runner) flushConfig() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.flushConfigLocked()
+}
+
+func (r *Runner) flushConfigLocked() error {
+	out := sentinel.Render(r.raw, r.m.Config(), r.file.Port)
+	if bytes.Equal(out, r.raw) {
+		if _, err := os.Stat(r.opt.ConfigPath); err == nil {
+			return nil
+		}
+	}
+	if err := writeAtomic(r.opt.ConfigPath, out); err != nil {
+		r.log.Error("sentinel: rewrite config", "err", err)
+		return err
+	}
+	r.raw = out
+	return nil
+}
+
+// writeAtomic writes data to a temp file in path's directory, fsyncs it,
+// renames it over path and fsyncs the directory.
+func writeAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("sentinel: write config: %w", err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		if st, serr := os.Stat(path); serr == nil {
+			_ = os.Chmod(tmp, st.Mode().Perm())
+		}
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("sentinel: write config: %w", err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// watchConfig applies operator edits of the config file. Our own rewrites
+// are recognised by content and ignored; an invalid file is logged and
+// ignored as a whole.
+func (r *Runner) watchConfig() {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		r.log.Error("sentinel: config watcher", "err", err)
+		return
+	}
+	defer w.Close()
+	if err := w.Add(filepath.Dir(r.opt.ConfigPath)); err != nil {
+		r.log.Error("sentinel: config watcher", "err", err)
+		return
+	}
+	var debounce <-chan time.Time
+	for {
+		select {
+		case <-r.ctx.Done():
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			if filepath.Clean(ev.Name) == r.opt.ConfigPath && ev.Op&(fsnotify.Write|fsnotify.Create|fsnotify.Rename) != 0 {
+				debounce = time.After(150 * time.Millisecond)
+			}
+		case err := <-w.Errors:
+			r.log.Warn("sentinel: config watcher", "err", err)
+		case <-debounce:
+			debounce = nil
+			r.reloadConfig()
+		}
+	}
+}
+
+func (r *Runner) reloadConfig() {
+	data, err := os.ReadFile(r.opt.ConfigPath)
+	if err != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if bytes.Equal(data, r.raw) {
+		return
+	}
+	f, err := sentinel.ParseFile(data)
+	if err != nil {
+		r.log.Error("sentinel: config edit ignored", "err", err)
+		return
+	}
+	if err := r.m.ApplyMasters(time.Now(), f.Config.Masters); err != nil {
+		r.log.Error("sentinel: config edit ignored", "err", err)
+		return
+	}
+	r.log.Info("sentinel: applied config edit", "masters", len(f.Config.Masters))
+	r.raw = data
+	r.processLocked()
+}
