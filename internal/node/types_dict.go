@@ -1,0 +1,231 @@
+package node
+
+import (
+	"math/bits"
+	"math/rand/v2"
+	"unsafe"
+)
+
+// chainDict is the large encoding shared by hashes ("hashtable") and sets
+// ("hashtable"): a chained hash table with power-of-two buckets, like
+// Redis's dict. It is used instead of a Go map because it offers what a map
+// cannot: a SCAN cursor that survives growth and shrinking (reverse-binary
+// bucket order, as dictScan) and cheap fair random elements (as
+// dictGetFairRandomKey) for HRANDFIELD, SRANDMEMBER and SPOP.
+type chainDict[V any] struct {
+	buckets []*dictNode[V]
+	count   int
+}
+
+// dictNode is one element of a chainDict.
+type dictNode[V any] struct {
+	next *dictNode[V]
+	key  string
+	val  V
+}
+
+// newChainDict returns a dict pre-sized for about n elements.
+func newChainDict[V any](n int) *chainDict[V] {
+	d := &chainDict[V]{}
+	if n > 0 {
+		d.buckets = make([]*dictNode[V], dictSizeFor(n))
+	}
+	return d
+}
+
+// dictSizeFor is the smallest power of two ≥ n (at least 4).
+func dictSizeFor(n int) int {
+	if n <= 4 {
+		return 4
+	}
+	return 1 << bits.Len(uint(n-1))
+}
+
+func (d *chainDict[V]) len() int { return d.count }
+
+func (d *chainDict[V]) bucketOf(key string) int {
+	return int(keyHash(key) & uint64(len(d.buckets)-1))
+}
+
+// find returns key's node or nil.
+func (d *chainDict[V]) find(key string) *dictNode[V] {
+	if d.count == 0 {
+		return nil
+	}
+	for n := d.buckets[d.bucketOf(key)]; n != nil; n = n.next {
+		if n.key == key {
+			return n
+		}
+	}
+	return nil
+}
+
+// findBytes is find without converting key to a string.
+func (d *chainDict[V]) findBytes(key []byte) *dictNode[V] {
+	return d.find(unsafe.String(unsafe.SliceData(key), len(key)))
+}
+
+// upsert returns key's node, inserting a zero-valued one (isNew) if absent.
+// key must be an owned string (not aliasing a request buffer).
+func (d *chainDict[V]) upsert(key string) (n *dictNode[V], isNew bool) {
+	if n := d.find(key); n != nil {
+		return n, false
+	}
+	if d.count >= len(d.buckets) {
+		d.resize(max(4, len(d.buckets)*2))
+	}
+	i := d.bucketOf(key)
+	n = &dictNode[V]{next: d.buckets[i], key: key}
+	d.buckets[i] = n
+	d.count++
+	return n, true
+}
+
+// remove deletes key and reports whether it was present.
+func (d *chainDict[V]) remove(key string) (V, bool) {
+	var zero V
+	if d.count == 0 {
+		return zero, false
+	}
+	i := d.bucketOf(key)
+	var prev *dictNode[V]
+	for n := d.buckets[i]; n != nil; n = n.next {
+		if n.key == key {
+			if prev == nil {
+				d.buckets[i] = n.next
+			} else {
+				prev.next = n.next
+			}
+			d.count--
+			d.maybeShrink()
+			return n.val, true
+		}
+		prev = n
+	}
+	return zero, false
+}
+
+// maybeShrink halves the table while it is less than 10% full, as Redis's
+// htNeedsResize/dictResize do after deletions.
+func (d *chainDict[V]) maybeShrink() {
+	if len(d.buckets) > 4 && d.count*10 < len(d.buckets) {
+		d.resize(dictSizeFor(max(d.count, 4)))
+	}
+}
+
+func (d *chainDict[V]) resize(size int) {
+	nb := make([]*dictNode[V], size)
+	mask := uint64(size - 1)
+	for _, n := range d.buckets {
+		for n != nil {
+			next := n.next
+			i := keyHash(n.key) & mask
+			n.next = nb[i]
+			nb[i] = n
+			n = next
+		}
+	}
+	d.buckets = nb
+}
+
+// forEach visits every node until fn returns false. fn must not modify d.
+func (d *chainDict[V]) forEach(fn func(n *dictNode[V]) bool) {
+	for _, n := range d.buckets {
+		for ; n != nil; n = n.next {
+			if !fn(n) {
+				return
+			}
+		}
+	}
+}
+
+// scan visits the bucket at cursor and returns the next cursor (0 when
+// done). Cursors walk bucket indexes in reverse-binary order so that an
+// element present for the whole scan is returned at least once even if the
+// table grows or shrinks between calls.
+func (d *chainDict[V]) scan(cursor uint64, fn func(n *dictNode[V])) uint64 {
+	if len(d.buckets) == 0 {
+		return 0
+	}
+	mask := uint64(len(d.buckets) - 1)
+	for n := d.buckets[cursor&mask]; n != nil; n = n.next {
+		fn(n)
+	}
+	cursor |= ^mask
+	cursor = bits.Reverse64(cursor)
+	cursor++
+	return bits.Reverse64(cursor)
+}
+
+// randomNode returns a random node (nil if empty) the way Redis's
+// dictGetFairRandomKey does: it samples up to 20 nodes from consecutive
+// buckets starting at a random one and picks one of the sample uniformly,
+// which evens out the bias of chains of different lengths.
+func (d *chainDict[V]) randomNode() *dictNode[V] {
+	if d.count == 0 {
+		return nil
+	}
+	var sample [20]*dictNode[V]
+	got := 0
+	mask := len(d.buckets) - 1
+	i := rand.IntN(len(d.buckets))
+	empty := 0
+	for steps := 0; steps < 200 && got < len(sample); steps++ {
+		n := d.buckets[i]
+		if n == nil {
+			empty++
+			// Like dictGetSomeKeys, jump elsewhere after a run of empty
+			// buckets once we have seen enough of the table.
+			if empty >= 5 && steps > 5 {
+				i = rand.IntN(len(d.buckets))
+				empty = 0
+				continue
+			}
+		} else {
+			empty = 0
+			for ; n != nil && got < len(sample); n = n.next {
+				sample[got] = n
+				got++
+			}
+		}
+		i = (i + 1) & mask
+	}
+	if got > 0 {
+		return sample[rand.IntN(got)]
+	}
+	for {
+		n := d.buckets[rand.IntN(len(d.buckets))]
+		if n == nil {
+			continue
+		}
+		l := 0
+		for m := n; m != nil; m = m.next {
+			l++
+		}
+		for k := rand.IntN(l); k > 0; k-- {
+			n = n.next
+		}
+		return n
+	}
+}
+
+// memUsage estimates the bytes the table uses: buckets, nodes and keys.
+func (d *chainDict[V]) memUsage(valBytes func(V) int) int64 {
+	var sz int64 = 32 + int64(len(d.buckets))*8
+	for _, n := range d.buckets {
+		for ; n != nil; n = n.next {
+			sz += int64(unsafe.Sizeof(*n)) + int64(len(n.key))
+			if valBytes != nil {
+				sz += int64(valBytes(n.val))
+			}
+		}
+	}
+	return sz
+}
+
+// bstr views b as a string without copying; the string is only valid while
+// b is unchanged, so it must never be stored.
+func bstr(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// sbytes views s as a read-only byte slice without copying.
+func sbytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

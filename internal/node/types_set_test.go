@@ -1,0 +1,50 @@
+package node
+
+import (
+	"strconv"
+	"testing"
+)
+
+func TestSetValueEncodings(t *testing.T) {
+	s := newSet()
+	for i := 0; i < 512; i++ {
+		if !s.Add(strconv.Itoa(i * 3)) {
+			t.Fatalf("%d not new", i)
+		}
+	}
+	if s.Add("0") || s.encoding() != "intset" || s.Len() != 512 {
+		t.Fatalf("intset: %s %d", s.encoding(), s.Len())
+	}
+	if !s.Has("3") || s.Has("4") || s.Has("03") || s.Has("x") {
+		t.Fatal("Has on intset")
+	}
+	if !s.Remove("3") || s.Remove("3") || s.Remove("x") {
+		t.Fatal("Remove on intset")
+	}
+	s.Add("3")
+	s.Add("100000")
+	if s.encoding() != "hashtable" || s.Len() != 513 || !s.Has("3") || !s.Has("100000") {
+		t.Fatalf("after 513: %s %d", s.encoding(), s.Len())
+	}
+	m := newSet()
+	m.Add("1")
+	m.Add("a")
+	if m.encoding() != "hashtable" || !m.Has("1") || !m.Has("a") {
+		t.Fatal("non-integer member kept intset")
+	}
+	for _, v := range []string{"-0", "+1", "01", "9223372036854775808"} {
+		if newSetFor([]byte(v), 1).encoding() != "hashtable" {
+			t.Fatalf("%q treated as integer", v)
+		}
+	}
+	n := 0
+	s.ForEach(func(string) bool { n++; return true })
+	if n != 513 {
+		t.Fatalf("ForEach visited %d", n)
+	}
+	c := s.clone().(*setValue)
+	s.Remove("3")
+	if !c.Has("3") {
+		t.Fatal("clone shares storage")
+	}
+}
