@@ -1,0 +1,588 @@
+package rdb
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+)
+
+// Decoder reads an RDB stream, keeping the running CRC64 of what it read.
+type Decoder struct {
+	r   *bufio.Reader
+	crc uint64
+	off int64
+	one [1]byte
+}
+
+// NewDecoder returns a decoder reading r.
+func NewDecoder(r io.Reader) *Decoder {
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReaderSize(r, 256<<10)
+	}
+	return &Decoder{r: br}
+}
+
+// Offset returns the number of bytes consumed.
+func (d *Decoder) Offset() int64 { return d.off }
+
+func (d *Decoder) readFull(p []byte) error {
+	n, err := io.ReadFull(d.r, p)
+	d.crc = UpdateCRC(d.crc, p[:n])
+	d.off += int64(n)
+	if err != nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return fmt.Errorf("%w: unexpected end of file at offset %d", ErrCorrupt, d.off)
+		}
+		return err
+	}
+	return nil
+}
+
+func (d *Decoder) readByte() (byte, error) {
+	b, err := d.r.ReadByte()
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return 0, fmt.Errorf("%w: unexpected end of file at offset %d", ErrCorrupt, d.off)
+		}
+		return 0, err
+	}
+	d.one[0] = b
+	d.crc = UpdateCRC(d.crc, d.one[:])
+	d.off++
+	return b, nil
+}
+
+// readLen reads a length; encoded is true for the 11xxxxxx special string
+// encodings, whose kind is returned as the length.
+func (d *Decoder) readLen() (n uint64, encoded bool, err error) {
+	b, err := d.readByte()
+	if err != nil {
+		return 0, false, err
+	}
+	switch b >> 6 {
+	case 0:
+		return uint64(b & 0x3f), false, nil
+	case 1:
+		b2, err := d.readByte()
+		if err != nil {
+			return 0, false, err
+		}
+		return uint64(b&0x3f)<<8 | uint64(b2), false, nil
+	case 3:
+		return uint64(b & 0x3f), true, nil
+	}
+	var buf [8]byte
+	switch b {
+	case 0x80:
+		if err := d.readFull(buf[:4]); err != nil {
+			return 0, false, err
+		}
+		return uint64(binary.BigEndian.Uint32(buf[:])), false, nil
+	case 0x81:
+		if err := d.readFull(buf[:8]); err != nil {
+			return 0, false, err
+		}
+		return binary.BigEndian.Uint64(buf[:]), false, nil
+	}
+	return 0, false, corrupt("unknown length encoding %#x at offset %d", b, d.off-1)
+}
+
+// maxAlloc bounds a single allocation from a length read in the file, so
+// a corrupt length cannot exhaust memory before the short read is seen.
+const maxAlloc = 512 << 20
+
+func (d *Decoder) readPlainLen() (int, error) {
+	n, enc, err := d.readLen()
+	if err != nil {
+		return 0, err
+	}
+	if enc {
+		return 0, corrupt("unexpected encoded length at offset %d", d.off)
+	}
+	if n > maxAlloc*8 {
+		return 0, corrupt("length %d too large at offset %d", n, d.off)
+	}
+	return int(n), nil
+}
+
+// ReadString reads a string object in any encoding.
+func (d *Decoder) ReadString() ([]byte, error) {
+	n, enc, err := d.readLen()
+	if err != nil {
+		return nil, err
+	}
+	if enc {
+		var buf [4]byte
+		switch n {
+		case 0:
+			if err := d.readFull(buf[:1]); err != nil {
+				return nil, err
+			}
+			return strconv.AppendInt(nil, int64(int8(buf[0])), 10), nil
+		case 1:
+			if err := d.readFull(buf[:2]); err != nil {
+				return nil, err
+			}
+			return strconv.AppendInt(nil, int64(int16(binary.LittleEndian.Uint16(buf[:]))), 10), nil
+		case 2:
+			if err := d.readFull(buf[:4]); err != nil {
+				return nil, err
+			}
+			return strconv.AppendInt(nil, int64(int32(binary.LittleEndian.Uint32(buf[:]))), 10), nil
+		case 3:
+			clen, err := d.readPlainLen()
+			if err != nil {
+				return nil, err
+			}
+			ulen, err := d.readPlainLen()
+			if err != nil {
+				return nil, err
+			}
+			if clen > maxAlloc || ulen > 8*maxAlloc {
+				return nil, corrupt("LZF string too large at offset %d", d.off)
+			}
+			c := make([]byte, clen)
+			if err := d.readFull(c); err != nil {
+				return nil, err
+			}
+			out, err := LZFDecompress(c, ulen)
+			if err != nil {
+				return nil, fmt.Errorf("%w at offset %d", err, d.off)
+			}
+			return out, nil
+		}
+		return nil, corrupt("unknown string encoding %d at offset %d", n, d.off)
+	}
+	if n > maxAlloc*8 {
+		return nil, corrupt("string length %d too large at offset %d", n, d.off)
+	}
+	// Grow in steps so a bogus length fails at EOF, not in make.
+	if n > maxAlloc {
+		var buf bytes.Buffer
+		if _, err := io.CopyN(&buf, io.TeeReader(d.r, crcWriter{d}), int64(n)); err != nil {
+			return nil, corrupt("unexpected end of file at offset %d", d.off)
+		}
+		return buf.Bytes(), nil
+	}
+	s := make([]byte, n)
+	if err := d.readFull(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+type crcWriter struct{ d *Decoder }
+
+func (w crcWriter) Write(p []byte) (int, error) {
+	w.d.crc = UpdateCRC(w.d.crc, p)
+	w.d.off += int64(len(p))
+	return len(p), nil
+}
+
+func (d *Decoder) readBinaryDouble() (float64, error) {
+	var buf [8]byte
+	if err := d.readFull(buf[:]); err != nil {
+		return 0, err
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(buf[:])), nil
+}
+
+// readStringDouble reads the old ZSET score encoding.
+func (d *Decoder) readStringDouble() (float64, error) {
+	l, err := d.readByte()
+	if err != nil {
+		return 0, err
+	}
+	switch l {
+	case 253:
+		return math.NaN(), nil
+	case 254:
+		return math.Inf(1), nil
+	case 255:
+		return math.Inf(-1), nil
+	}
+	buf := make([]byte, l)
+	if err := d.readFull(buf); err != nil {
+		return 0, err
+	}
+	f, err := strconv.ParseFloat(string(buf), 64)
+	if err != nil {
+		return 0, corrupt("bad score %q at offset %d", buf, d.off)
+	}
+	return f, nil
+}
+
+// ReadValue reads a value of RDB type t.
+func (d *Decoder) ReadValue(t byte) (*Value, error) {
+	switch t {
+	case TypeString:
+		s, err := d.ReadString()
+		if err != nil {
+			return nil, err
+		}
+		return &Value{Kind: KindString, Str: s}, nil
+	case TypeList, TypeSet:
+		n, err := d.readPlainLen()
+		if err != nil {
+			return nil, err
+		}
+		elems := make([][]byte, 0, min(n, 1<<16))
+		for i := 0; i < n; i++ {
+			s, err := d.ReadString()
+			if err != nil {
+				return nil, err
+			}
+			elems = append(elems, s)
+		}
+		k := KindList
+		if t == TypeSet {
+			k = KindSet
+		}
+		return &Value{Kind: k, Elems: elems}, nil
+	case TypeZSet, TypeZSet2:
+		n, err := d.readPlainLen()
+		if err != nil {
+			return nil, err
+		}
+		z := make([]ZMember, 0, min(n, 1<<16))
+		for i := 0; i < n; i++ {
+			m, err := d.ReadString()
+			if err != nil {
+				return nil, err
+			}
+			var sc float64
+			if t == TypeZSet2 {
+				sc, err = d.readBinaryDouble()
+			} else {
+				sc, err = d.readStringDouble()
+			}
+			if err != nil {
+				return nil, err
+			}
+			if math.IsNaN(sc) {
+				return nil, corrupt("zset score is NaN")
+			}
+			z = append(z, ZMember{m, sc})
+		}
+		return &Value{Kind: KindZSet, ZSet: z}, nil
+	case TypeHash:
+		n, err := d.readPlainLen()
+		if err != nil {
+			return nil, err
+		}
+		h := make([]HashField, 0, min(n, 1<<16))
+		for i := 0; i < n; i++ {
+			f, err := d.ReadString()
+			if err != nil {
+				return nil, err
+			}
+			v, err := d.ReadString()
+			if err != nil {
+				return nil, err
+			}
+			h = append(h, HashField{f, v})
+		}
+		return &Value{Kind: KindHash, Hash: h}, nil
+	case TypeListQuicklist, TypeListQuicklist2:
+		n, err := d.readPlainLen()
+		if err != nil {
+			return nil, err
+		}
+		var elems [][]byte
+		for i := 0; i < n; i++ {
+			container := uint64(quicklistPacked)
+			if t == TypeListQuicklist2 {
+				if container, _, err = d.readLen(); err != nil {
+					return nil, err
+				}
+			}
+			blob, err := d.ReadString()
+			if err != nil {
+				return nil, err
+			}
+			switch {
+			case container == quicklistPlain:
+				elems = append(elems, blob)
+			case container != quicklistPacked:
+				return nil, corrupt("bad quicklist container %d", container)
+			case t == TypeListQuicklist2:
+				e, err := listpackEntries(blob)
+				if err != nil {
+					return nil, err
+				}
+				elems = append(elems, e...)
+			default:
+				e, err := ziplistEntries(blob)
+				if err != nil {
+					return nil, err
+				}
+				elems = append(elems, e...)
+			}
+		}
+		return &Value{Kind: KindList, Elems: elems}, nil
+	case TypeListZiplist, TypeSetIntset, TypeZSetZiplist, TypeHashZiplist, TypeHashZipmap, TypeHashListpack, TypeZSetListpack:
+		blob, err := d.ReadString()
+		if err != nil {
+			return nil, err
+		}
+		return decodeBlob(t, blob)
+	case TypeModule, TypeModule2, TypeStreamListpacks, TypeStreamListpack2:
+		return nil, &UnsupportedTypeError{Type: t}
+	}
+	return nil, corrupt("unknown value type %d at offset %d", t, d.off)
+}
+
+func decodeBlob(t byte, blob []byte) (*Value, error) {
+	var elems [][]byte
+	var err error
+	switch t {
+	case TypeListZiplist, TypeZSetZiplist, TypeHashZiplist:
+		elems, err = ziplistEntries(blob)
+	case TypeSetIntset:
+		elems, err = intsetEntries(blob)
+	case TypeHashZipmap:
+		elems, err = zipmapEntries(blob)
+	default:
+		elems, err = listpackEntries(blob)
+	}
+	if err != nil {
+		return nil, err
+	}
+	switch t {
+	case TypeListZiplist:
+		return &Value{Kind: KindList, Elems: elems}, nil
+	case TypeSetIntset:
+		return &Value{Kind: KindSet, Elems: elems}, nil
+	case TypeZSetZiplist, TypeZSetListpack:
+		if len(elems)%2 != 0 {
+			return nil, corrupt("odd sorted set listpack")
+		}
+		z := make([]ZMember, 0, len(elems)/2)
+		for i := 0; i < len(elems); i += 2 {
+			sc, err := strconv.ParseFloat(string(elems[i+1]), 64)
+			if err != nil || math.IsNaN(sc) {
+				return nil, corrupt("bad score %q", elems[i+1])
+			}
+			z = append(z, ZMember{elems[i], sc})
+		}
+		return &Value{Kind: KindZSet, ZSet: z}, nil
+	default:
+		if len(elems)%2 != 0 {
+			return nil, corrupt("odd hash listpack")
+		}
+		h := make([]HashField, 0, len(elems)/2)
+		for i := 0; i < len(elems); i += 2 {
+			h = append(h, HashField{elems[i], elems[i+1]})
+		}
+		return &Value{Kind: KindHash, Hash: h}, nil
+	}
+}
+
+// ---- whole files -----------------------------------------------------------
+
+// Entry is one key read from a file.
+type Entry struct {
+	DB       int
+	Key      []byte
+	ExpireMs int64 // 0 = none
+	Idle     int64 // -1 = not in file
+	Freq     int   // -1 = not in file
+	Value    *Value
+}
+
+// Handler receives what a file holds, in order. Nil funcs are skipped.
+type Handler struct {
+	Aux      func(key, val []byte) error
+	SelectDB func(db int) error
+	ResizeDB func(size, expires uint64)
+	Key      func(e *Entry) error
+	// Function receives a FUNCTION2 library's code; when nil the library
+	// is refused with an error.
+	Function func(code []byte) error
+}
+
+// Parse reads a whole RDB stream (header to checksum trailer), calling h.
+// It returns the RDB version of the file.
+func Parse(r io.Reader, h Handler) (int, error) {
+	d := NewDecoder(r)
+	return d.Parse(h)
+}
+
+// Parse is Parse on an existing decoder (AOF preambles).
+func (d *Decoder) Parse(h Handler) (int, error) {
+	var magic [9]byte
+	if err := d.readFull(magic[:]); err != nil {
+		return 0, err
+	}
+	if string(magic[:5]) != "REDIS" {
+		return 0, corrupt("wrong signature, not an RDB file")
+	}
+	ver, err := strconv.Atoi(string(magic[5:]))
+	if err != nil || ver < 1 || ver > Version {
+		return 0, fmt.Errorf("%w: can't handle RDB format version %s", ErrCorrupt, magic[5:])
+	}
+	db := 0
+	ent := Entry{Idle: -1, Freq: -1}
+	for {
+		op, err := d.readByte()
+		if err != nil {
+			return ver, err
+		}
+		switch op {
+		case OpExpireSec:
+			var buf [4]byte
+			if err := d.readFull(buf[:]); err != nil {
+				return ver, err
+			}
+			ent.ExpireMs = int64(int32(binary.LittleEndian.Uint32(buf[:]))) * 1000
+			continue
+		case OpExpireMs:
+			var buf [8]byte
+			if err := d.readFull(buf[:]); err != nil {
+				return ver, err
+			}
+			ent.ExpireMs = int64(binary.LittleEndian.Uint64(buf[:]))
+			continue
+		case OpIdle:
+			n, _, err := d.readLen()
+			if err != nil {
+				return ver, err
+			}
+			ent.Idle = int64(n)
+			continue
+		case OpFreq:
+			b, err := d.readByte()
+			if err != nil {
+				return ver, err
+			}
+			ent.Freq = int(b)
+			continue
+		case OpEOF:
+			if ver >= 5 {
+				want := d.crc
+				var buf [8]byte
+				if err := d.readFull(buf[:]); err != nil {
+					return ver, err
+				}
+				got := binary.LittleEndian.Uint64(buf[:])
+				if got != 0 && got != want {
+					return ver, fmt.Errorf("%w: wrong RDB checksum expected %016x got %016x", ErrCorrupt, got, want)
+				}
+			}
+			return ver, nil
+		case OpSelectDB:
+			n, err := d.readPlainLen()
+			if err != nil {
+				return ver, err
+			}
+			db = n
+			if h.SelectDB != nil {
+				if err := h.SelectDB(db); err != nil {
+					return ver, err
+				}
+			}
+			continue
+		case OpResizeDB:
+			a, _, err := d.readLen()
+			if err != nil {
+				return ver, err
+			}
+			b, _, err := d.readLen()
+			if err != nil {
+				return ver, err
+			}
+			if h.ResizeDB != nil {
+				h.ResizeDB(a, b)
+			}
+			continue
+		case OpAux:
+			k, err := d.ReadString()
+			if err != nil {
+				return ver, err
+			}
+			v, err := d.ReadString()
+			if err != nil {
+				return ver, err
+			}
+			if h.Aux != nil {
+				if err := h.Aux(k, v); err != nil {
+					return ver, err
+				}
+			}
+			continue
+		case OpModuleAux:
+			return ver, fmt.Errorf("rdb: the file contains module auxiliary data (offset %d), which shardnode cannot load", d.off-1)
+		case OpFunction:
+			return ver, fmt.Errorf("rdb: the file contains a pre-GA function library (offset %d), which cannot be loaded", d.off-1)
+		case OpFunction2:
+			code, err := d.ReadString()
+			if err != nil {
+				return ver, err
+			}
+			if h.Function == nil {
+				return ver, fmt.Errorf("rdb: the file contains a function library (offset %d) and this node has no function engine", d.off)
+			}
+			if err := h.Function(code); err != nil {
+				return ver, err
+			}
+			continue
+		}
+		keyOff := d.off - 1
+		key, err := d.ReadString()
+		if err != nil {
+			return ver, err
+		}
+		v, err := d.ReadValue(op)
+		if err != nil {
+			var ut *UnsupportedTypeError
+			if errors.As(err, &ut) {
+				return ver, fmt.Errorf("rdb: key %q at offset %d: %w", key, keyOff, err)
+			}
+			return ver, err
+		}
+		ent.DB, ent.Key, ent.Value = db, key, v
+		if h.Key != nil {
+			if err := h.Key(&ent); err != nil {
+				return ver, err
+			}
+		}
+		ent = Entry{Idle: -1, Freq: -1}
+	}
+}
+
+// ErrBadPayload is DUMP payload validation's failure.
+var ErrBadPayload = errors.New("DUMP payload version or checksum are wrong")
+
+// Undump parses a DUMP payload, checking its version and checksum.
+func Undump(p []byte) (*Value, error) {
+	if len(p) < 10 {
+		return nil, ErrBadPayload
+	}
+	footer := p[len(p)-10:]
+	ver := binary.LittleEndian.Uint16(footer)
+	if ver > Version {
+		return nil, ErrBadPayload
+	}
+	if Checksum(p[:len(p)-8]) != binary.LittleEndian.Uint64(footer[2:]) {
+		return nil, ErrBadPayload
+	}
+	body := p[:len(p)-10]
+	if len(body) < 1 {
+		return nil, ErrBadPayload
+	}
+	d := NewDecoder(bytes.NewReader(body[1:]))
+	v, err := d.ReadValue(body[0])
+	if err != nil {
+		return nil, err
+	}
+	if d.off != int64(len(body)-1) {
+		return nil, corrupt("trailing bytes in payload")
+	}
+	return v, nil
+}
