@@ -97,6 +97,12 @@ type Client struct {
 	pending      []byte
 	flushing     bool
 	pendingLimit pendingLimit
+	// Replica handshake data (REPLCONF) of a replica's connection.
+	replPort       int
+	replIP         string
+	replCapaEOF    bool
+	replCapaPSync2 bool
+
 	newMaxBulk   int64 // pending reader limits from CONFIG SET
 	newQbuf      int
 	// wmu serialises writes to conn.
@@ -193,7 +199,7 @@ func (c *Client) serve() {
 // flush writes the batch's replies. It returns false if the connection is
 // gone.
 func (c *Client) flush() bool {
-	if c.hasFlag(clientPubSub|clientMonitor) || c.pendingLen() > 0 {
+	if c.hasFlag(clientPubSub|clientMonitor|clientReplica) || c.pendingLen() > 0 {
 		// Keep order with pushed messages.
 		c.pmu.Lock()
 		c.pending = append(c.pending, c.out...)
@@ -286,6 +292,9 @@ func (c *Client) close() {
 		c.srv.watches.unwatchAll(c)
 		c.srv.monitor.remove(c)
 		c.srv.unregister(c)
+		if c.hasFlag(clientReplica) {
+			c.srv.repl.removeReplica(c)
+		}
 	})
 }
 

@@ -9,4 +9,5 @@ var commandFamilies = []func(t *commandTable){
 	registerStringCommands,
 	registerKeyCommands,
 	registerServerCommands,
+	registerReplicationCommands,
 }

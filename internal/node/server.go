@@ -9,6 +9,7 @@ package node
 
 import (
 	"context"
+	"io"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -84,6 +85,19 @@ type Server struct {
 	minReplicasRefuse func() bool
 	masterLinkUp      func() bool
 
+	// repl is the replication state (replication.go).
+	repl *replication
+	// loadRDB replaces the dataset with an RDB stream and snapshotRDB,
+	// called with every shard lock held, captures the dataset and returns
+	// a function that writes it as an RDB file once the locks are
+	// released. Persistence sets both; replication uses them.
+	loadRDB     func(r io.Reader) error
+	snapshotRDB func() func(w io.Writer) error
+	// blockedClients counts clients in blocking commands (INFO).
+	blockedClients atomic.Int64
+	// failoverState is FAILOVER's state for INFO (no-failover by default).
+	failoverStateFn func() string
+
 	// hooks run on shutdown (save on shutdown, AOF fsync ...).
 	shutdownHooks []func(ctx context.Context) error
 }
@@ -118,6 +132,8 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 	}
 	s.slowlog.init()
 	s.applyGCPercent()
+	s.repl = newReplication(s)
+	s.AddPropagator(s.repl)
 	return s, nil
 }
 
@@ -235,6 +251,11 @@ func (s *Server) Run(ctx context.Context) error {
 	if len(s.listeners) == 0 {
 		if err := s.Listen(); err != nil {
 			return err
+		}
+	}
+	if ro := strings.Fields(s.cfg.Get("replicaof")); len(ro) == 2 {
+		if port, err := strconv.Atoi(ro[1]); err == nil {
+			s.repl.becomeReplica(ro[0], port)
 		}
 	}
 	s.log.Info("ready to accept connections", "addr", s.Addr().String(), "version", Version, "pid", os.Getpid())
@@ -392,11 +413,17 @@ func (s *Server) cron() {
 	}
 	t := time.NewTicker(time.Second / time.Duration(hz))
 	defer t.Stop()
+	var lastSec, tick int64
 	for {
 		select {
 		case <-s.shutdownC:
 			return
 		case now := <-t.C:
+			if sec := now.Unix(); sec != lastSec {
+				lastSec = sec
+				tick++
+				s.repl.cron(now, tick)
+			}
 			if s.activeExpire.Load() && s.expireDeletes() {
 				s.activeExpireCycle(now.UnixMilli(), time.Second/time.Duration(hz)/4)
 			}
@@ -417,4 +444,11 @@ func (s *Server) configChanged() {
 	s.forEachClient(func(c *Client) {
 		c.rdLimits(maxBulk, qbuf)
 	})
+}
+
+func (s *Server) failoverState() string {
+	if s.failoverStateFn != nil {
+		return s.failoverStateFn()
+	}
+	return "no-failover"
 }

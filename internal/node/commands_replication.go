@@ -1,0 +1,444 @@
+package node
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shardis/shardis/internal/resp"
+)
+
+func registerReplicationCommands(t *commandTable) {
+	f := flagAdmin | flagNoScript | flagStale
+	t.add(&command{name: "replicaof", arity: 3, flags: f, fn: cmdReplicaOf, group: "server", since: "5.0.0"})
+	t.add(&command{name: "slaveof", arity: 3, flags: f, fn: cmdReplicaOf, group: "server", since: "1.0.0"})
+	t.add(&command{name: "replconf", arity: -1, flags: f | flagLoading | flagSkipMonitor | flagSkipSlowlog, fn: cmdReplConf, group: "server", since: "3.0.0"})
+	t.add(&command{name: "psync", arity: -3, flags: f | flagNoMulti, fn: cmdPSync, group: "server", since: "2.8.0"})
+	t.add(&command{name: "sync", arity: 1, flags: f | flagNoMulti, fn: cmdSync, group: "server", since: "1.0.0"})
+	t.add(&command{name: "wait", arity: 3, flags: flagNoScript, fn: cmdWait, group: "generic", since: "3.0.0"})
+	t.add(&command{name: "role", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast, fn: cmdRole, group: "server", since: "2.8.12"})
+}
+
+// REPLICAOF host port | NO ONE
+func cmdReplicaOf(c *Client, args [][]byte) {
+	s := c.srv
+	if s.cfg.Bool("cluster-enabled") {
+		c.addError("ERR REPLICAOF not allowed in cluster mode.")
+		return
+	}
+	if eqFold(args[1], "NO") && eqFold(args[2], "ONE") {
+		if s.repl.becomeMaster() {
+			s.log.Info("MASTER MODE enabled (user request)", "client", c.addr)
+		}
+		c.addOK()
+		return
+	}
+	port, ok := parseInt(args[2])
+	if !ok || port < 0 || port > 65535 {
+		c.addError("ERR Invalid master port")
+		return
+	}
+	host := string(args[1])
+	if !s.repl.becomeReplica(host, int(port)) {
+		c.addSimple("OK Already connected to specified master")
+		return
+	}
+	s.log.Info("REPLICAOF enabled (user request)", "master", net.JoinHostPort(host, strconv.Itoa(int(port))), "client", c.addr)
+	c.addOK()
+}
+
+// becomeReplica points this node at a master. It reports false if it
+// already replicates from that address.
+func (r *replication) becomeReplica(host string, port int) bool {
+	r.mu.Lock()
+	old := r.link
+	if old != nil && old.host == host && old.port == port {
+		r.mu.Unlock()
+		return false
+	}
+	r.link = nil
+	r.mu.Unlock()
+	if old != nil {
+		old.stop()
+	}
+	r.srv.SetReplicaMode(true)
+	// Blocked clients are released and our replicas must resync.
+	r.mu.Lock()
+	r.disconnectReplicasLocked()
+	r.startLinkLocked(host, port)
+	r.mu.Unlock()
+	_ = r.srv.cfg.Set("replicaof", host+" "+strconv.Itoa(port))
+	return true
+}
+
+// becomeMaster stops replicating (REPLICAOF NO ONE) and starts a new
+// replication history, keeping the old one as replid2 (PSYNC2).
+func (r *replication) becomeMaster() bool {
+	r.mu.Lock()
+	old := r.link
+	r.link = nil
+	r.mu.Unlock()
+	if old == nil {
+		return false
+	}
+	old.stop()
+	r.mu.Lock()
+	r.shiftReplIDLocked()
+	r.createBacklogLocked()
+	r.lastDB = -1
+	r.mu.Unlock()
+	r.srv.SetReplicaMode(false)
+	_ = r.srv.cfg.Set("replicaof", "")
+	return true
+}
+
+// REPLCONF option value [option value ...]
+func cmdReplConf(c *Client, args [][]byte) {
+	r := c.srv.repl
+	if len(args)%2 == 0 {
+		c.addError(errSyntax)
+		return
+	}
+	for i := 1; i < len(args); i += 2 {
+		opt, val := strings.ToLower(string(args[i])), args[i+1]
+		switch opt {
+		case "listening-port":
+			n, ok := parseInt(val)
+			if !ok {
+				c.addError(errNotInt)
+				return
+			}
+			c.replPort = int(n)
+		case "ip-address":
+			c.replIP = string(val)
+		case "capa":
+			switch strings.ToLower(string(val)) {
+			case "eof":
+				c.replCapaEOF = true
+			case "psync2":
+				c.replCapaPSync2 = true
+			}
+		case "ack", "fack":
+			n, ok := parseInt(val)
+			if !ok {
+				return
+			}
+			r.mu.Lock()
+			if ri := r.replicaOf(c); ri != nil {
+				if n > ri.ackOffset {
+					ri.ackOffset = n
+				}
+				ri.ackTime = time.Now()
+				r.ackCond.Broadcast()
+			}
+			r.mu.Unlock()
+			return // no reply to ACK
+		case "getack":
+			// Only a master sends GETACK; handled by the replica link.
+			return
+		case "rdb-only", "rdb-filter-only":
+		default:
+			c.addError("ERR Unrecognized REPLCONF option: " + string(args[i]))
+			return
+		}
+	}
+	c.addOK()
+}
+
+// SYNC: the old full-sync-only protocol.
+func cmdSync(c *Client, args [][]byte) { psync(c, "?", -1, false) }
+
+// PSYNC replicationid offset
+func cmdPSync(c *Client, args [][]byte) {
+	off, err := strconv.ParseInt(string(args[2]), 10, 64)
+	if err != nil {
+		c.addError(errNotInt)
+		return
+	}
+	psync(c, string(args[1]), off, true)
+}
+
+// psync answers a replica's synchronisation request: +CONTINUE with the
+// backlog when the requested history is held, otherwise +FULLRESYNC with an
+// RDB snapshot taken at exactly the announced offset.
+func psync(c *Client, replid string, off int64, isPsync bool) {
+	s := c.srv
+	r := s.repl
+	if c.hasFlag(clientReplica) {
+		return
+	}
+	r.mu.Lock()
+	if r.link != nil {
+		st := r.link.status().state
+		if st != linkConnected {
+			r.mu.Unlock()
+			c.addError("NOMASTERLINK Can't SYNC while not connected with my master")
+			return
+		}
+	}
+	canContinue := isPsync && r.backlog != nil && (replid == r.replid || (replid == r.replid2 && off <= r.secondOffset))
+	if canContinue {
+		if data, ok := r.backlogFromLocked(off); ok {
+			ri := &replicaInfo{c: c, state: replStateOnline, listeningPort: c.replPort, announceIP: c.replIP, capaEOF: c.replCapaEOF, capaPSync2: c.replCapaPSync2, ackTime: time.Now(), ackOffset: off - 1}
+			r.replicas = append(r.replicas, ri)
+			r.syncPartialOK++
+			c.setFlag(clientReplica, true)
+			reply := "+CONTINUE\r\n"
+			if c.replCapaPSync2 {
+				reply = "+CONTINUE " + r.replid + "\r\n"
+			}
+			c.flush()
+			_ = c.rawWrite(append([]byte(reply), data...))
+			r.mu.Unlock()
+			s.log.Info("replication: partial resynchronization accepted", "replica", c.addr, "offset", off)
+			return
+		}
+	}
+	if isPsync && replid != "?" {
+		r.syncPartialErr++
+	}
+	r.syncFull++
+	r.createBacklogLocked()
+	r.mu.Unlock()
+
+	if s.snapshotRDB == nil {
+		c.addError("ERR full resynchronization is not available: no RDB writer")
+		return
+	}
+	// Capture a point-in-time snapshot with every shard locked, and
+	// register the replica at the same instant so every later write goes
+	// to its buffer.
+	ri := &replicaInfo{c: c, state: replStateWaitBgsave, listeningPort: c.replPort, announceIP: c.replIP, capaEOF: c.replCapaEOF, capaPSync2: c.replCapaPSync2}
+	s.LockAll()
+	r.mu.Lock()
+	replidNow, offNow := r.replid, r.offset
+	r.lastDB = -1
+	r.replicas = append(r.replicas, ri)
+	r.mu.Unlock()
+	write := s.snapshotRDB()
+	s.UnlockAll()
+	c.setFlag(clientReplica, true)
+
+	c.flush()
+	if err := c.rawWrite([]byte("+FULLRESYNC " + replidNow + " " + strconv.FormatInt(offNow, 10) + "\r\n")); err != nil {
+		r.removeReplica(c)
+		return
+	}
+	r.mu.Lock()
+	ri.state = replStateSendBulk
+	r.mu.Unlock()
+	var err error
+	if c.replCapaEOF && s.cfg.Bool("repl-diskless-sync") {
+		err = sendRDBEOF(c, write)
+	} else {
+		err = sendRDBLen(c, write)
+	}
+	if err != nil {
+		s.log.Warn("replication: sending RDB failed", "replica", c.addr, "err", err)
+		r.removeReplica(c)
+		c.close()
+		return
+	}
+	r.mu.Lock()
+	buf := ri.buf
+	ri.buf = nil
+	ri.state = replStateOnline
+	ri.ackTime = time.Now()
+	c.push(func(out []byte) []byte { return append(out, buf...) })
+	r.mu.Unlock()
+	s.log.Info("replication: synchronization with replica succeeded", "replica", c.addr)
+}
+
+// sendRDBLen sends the snapshot as $<len>\r\n<payload> (disk-based form).
+func sendRDBLen(c *Client, write func(io.Writer) error) error {
+	var buf bytes.Buffer
+	if err := write(&buf); err != nil {
+		return err
+	}
+	hdr := "$" + strconv.Itoa(buf.Len()) + "\r\n"
+	return c.rawWrite(append([]byte(hdr), buf.Bytes()...))
+}
+
+// sendRDBEOF streams the snapshot in the diskless form:
+// $EOF:<40 random chars>\r\n<payload><the same 40 chars>.
+func sendRDBEOF(c *Client, write func(io.Writer) error) error {
+	var mark [20]byte
+	_, _ = rand.Read(mark[:])
+	m := hex.EncodeToString(mark[:])
+	w := &connWriter{c: c}
+	if _, err := w.Write([]byte("$EOF:" + m + "\r\n")); err != nil {
+		return err
+	}
+	bw := newChunkWriter(w, 64*1024)
+	if err := write(bw); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	_, err := w.Write([]byte(m))
+	return err
+}
+
+type connWriter struct{ c *Client }
+
+func (w *connWriter) Write(p []byte) (int, error) {
+	if err := w.c.rawWrite(p); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// chunkWriter buffers writes into chunks of a fixed size.
+type chunkWriter struct {
+	w   io.Writer
+	buf []byte
+}
+
+func newChunkWriter(w io.Writer, size int) *chunkWriter {
+	return &chunkWriter{w: w, buf: make([]byte, 0, size)}
+}
+
+func (b *chunkWriter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		k := copy(b.buf[len(b.buf):cap(b.buf)], p)
+		b.buf = b.buf[:len(b.buf)+k]
+		p = p[k:]
+		if len(b.buf) == cap(b.buf) {
+			if err := b.Flush(); err != nil {
+				return 0, err
+			}
+		}
+	}
+	return n, nil
+}
+
+func (b *chunkWriter) Flush() error {
+	if len(b.buf) == 0 {
+		return nil
+	}
+	_, err := b.w.Write(b.buf)
+	b.buf = b.buf[:0]
+	return err
+}
+
+// WAIT numreplicas timeout
+func cmdWait(c *Client, args [][]byte) {
+	s := c.srv
+	if s.replicaMode.Load() {
+		c.addError("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.")
+		return
+	}
+	want, ok := parseInt(args[1])
+	if !ok {
+		c.addError(errNotInt)
+		return
+	}
+	ms, ok := parseInt(args[2])
+	if !ok {
+		c.addError("ERR timeout is not an integer or out of range")
+		return
+	}
+	if ms < 0 {
+		c.addError("ERR timeout is negative")
+		return
+	}
+	r := s.repl
+	r.mu.Lock()
+	target := r.offset
+	count := func() int {
+		n := 0
+		for _, ri := range r.replicas {
+			if ri.state == replStateOnline && ri.ackOffset >= target {
+				n++
+			}
+		}
+		return n
+	}
+	n := count()
+	if int64(n) >= want || c.hasFlag(clientMulti) || c.inExec {
+		r.mu.Unlock()
+		c.addInt(int64(n))
+		return
+	}
+	// Ask every replica for an ACK now.
+	r.feedLocked(resp.AppendCommandStrings(nil, "REPLCONF", "GETACK", "*"))
+	var deadline time.Time
+	if ms > 0 {
+		deadline = time.Now().Add(time.Duration(ms) * time.Millisecond)
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		// Wake the waiter at the deadline, or when the client goes away.
+		var timer <-chan time.Time
+		if !deadline.IsZero() {
+			t := time.NewTimer(time.Until(deadline))
+			defer t.Stop()
+			timer = t.C
+		}
+		select {
+		case <-timer:
+		case <-c.done:
+		case <-stop:
+			return
+		}
+		r.mu.Lock()
+		r.ackCond.Broadcast()
+		r.mu.Unlock()
+	}()
+	s.blockedClients.Add(1)
+	for {
+		n = count()
+		if int64(n) >= want || c.closed.Load() || (!deadline.IsZero() && !time.Now().Before(deadline)) {
+			break
+		}
+		r.ackCond.Wait()
+	}
+	s.blockedClients.Add(-1)
+	r.mu.Unlock()
+	c.addInt(int64(n))
+}
+
+// ROLE
+func cmdRole(c *Client, args [][]byte) {
+	r := c.srv.repl
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.link == nil {
+		c.addArrayLen(3)
+		c.addBulkString("master")
+		c.addInt(r.offset)
+		var online []*replicaInfo
+		for _, ri := range r.replicas {
+			if ri.state == replStateOnline {
+				online = append(online, ri)
+			}
+		}
+		c.addArrayLen(len(online))
+		for _, ri := range online {
+			c.addArrayLen(3)
+			c.addBulkString(ri.ip())
+			c.addBulkString(strconv.Itoa(ri.listeningPort))
+			c.addBulkString(strconv.FormatInt(ri.ackOffset, 10))
+		}
+		return
+	}
+	st := r.link.status()
+	c.addArrayLen(5)
+	c.addBulkString("slave")
+	c.addBulkString(r.link.host)
+	c.addInt(int64(r.link.port))
+	c.addBulkString(st.state)
+	off := r.offset
+	if st.state != linkConnected {
+		off = -1
+	}
+	c.addInt(off)
+}

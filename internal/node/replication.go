@@ -1,0 +1,356 @@
+package node
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shardis/shardis/internal/resp"
+)
+
+// Replica link states on the master (INFO replication slaveN:state=).
+const (
+	replStateWaitBgsave = "wait_bgsave"
+	replStateSendBulk   = "send_bulk"
+	replStateOnline     = "online"
+)
+
+// replicaInfo is a replica connected to this node.
+type replicaInfo struct {
+	c             *Client
+	state         string
+	listeningPort int
+	announceIP    string
+	ackOffset     int64
+	ackTime       time.Time
+	capaEOF       bool
+	capaPSync2    bool
+	// buf collects the stream while the replica waits for its RDB.
+	buf []byte
+}
+
+// replication is the node's replication state: the replication id and
+// offset, the backlog, the connected replicas, and (on a replica) the link
+// to its master. It implements Propagator: every write is appended to the
+// backlog and streamed to online replicas, in the order the keyspace
+// applied it.
+type replication struct {
+	srv *Server
+
+	mu           sync.Mutex
+	replid       string
+	replid2      string
+	offset       int64 // master_repl_offset
+	secondOffset int64 // second_repl_offset, -1 if none
+	backlog      []byte
+	histlen      int   // valid bytes in the backlog
+	backlogIdx   int   // next write position in the ring
+	lastDB       int   // database of the last SELECT sent, -1 forces one
+	replicas     []*replicaInfo
+	ackCond      *sync.Cond
+	noReplicasAt time.Time // when the last replica left (repl-backlog-ttl)
+
+	syncFull       int64
+	syncPartialOK  int64
+	syncPartialErr int64
+
+	link *masterLink // non-nil while this node is a replica
+}
+
+func newReplID() string {
+	var b [20]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func newReplication(s *Server) *replication {
+	r := &replication{srv: s, replid: newReplID(), replid2: strings.Repeat("0", 40), secondOffset: -1, lastDB: -1}
+	r.ackCond = sync.NewCond(&r.mu)
+	s.minReplicasRefuse = func() bool {
+		need := s.cfg.Int("min-replicas-to-write")
+		if need <= 0 {
+			return false
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.link != nil {
+			return false
+		}
+		return int64(r.goodReplicasLocked(time.Duration(s.cfg.Int("min-replicas-max-lag"))*time.Second)) < need
+	}
+	s.masterLinkUp = func() bool {
+		r.mu.Lock()
+		l := r.link
+		r.mu.Unlock()
+		return l == nil || l.status().state == linkConnected
+	}
+	return r
+}
+
+// createBacklogLocked allocates the backlog, as Redis does when the first
+// replica connects.
+func (r *replication) createBacklogLocked() {
+	if r.backlog != nil {
+		return
+	}
+	size := int(r.srv.cfg.Int("repl-backlog-size"))
+	if size < 16*1024 {
+		size = 16 * 1024
+	}
+	r.backlog = make([]byte, size)
+	r.histlen = 0
+	r.backlogIdx = 0
+	r.lastDB = -1
+}
+
+// feedLocked appends raw stream bytes to the backlog and every replica.
+func (r *replication) feedLocked(b []byte) {
+	if r.backlog == nil {
+		return
+	}
+	r.offset += int64(len(b))
+	data := b
+	if len(data) > len(r.backlog) {
+		data = data[len(data)-len(r.backlog):]
+	}
+	for len(data) > 0 {
+		n := copy(r.backlog[r.backlogIdx:], data)
+		r.backlogIdx = (r.backlogIdx + n) % len(r.backlog)
+		data = data[n:]
+		r.histlen += n
+	}
+	if r.histlen > len(r.backlog) {
+		r.histlen = len(r.backlog)
+	}
+	for _, ri := range r.replicas {
+		switch ri.state {
+		case replStateOnline:
+			ri.c.push(func(out []byte) []byte { return append(out, b...) })
+		default:
+			ri.buf = append(ri.buf, b...)
+		}
+	}
+}
+
+// Propagate implements Propagator: encodes the commands (with a SELECT when
+// the database changes) into the replication stream.
+func (r *replication) Propagate(db int, cmds [][][]byte) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.backlog == nil || r.link != nil {
+		// No replica ever connected, or we are a replica: our stream is
+		// the master's, forwarded verbatim (feedFromMaster).
+		return
+	}
+	var b []byte
+	if db != r.lastDB {
+		b = resp.AppendCommandStrings(b, "SELECT", strconv.Itoa(db))
+		r.lastDB = db
+	}
+	for _, cmd := range cmds {
+		b = resp.AppendCommand(b, cmd...)
+	}
+	r.feedLocked(b)
+}
+
+// feedFromMaster forwards bytes a replica applied from its master to its
+// own backlog and sub-replicas (chained replication keeps one offset space).
+func (r *replication) feedFromMaster(b []byte) {
+	r.mu.Lock()
+	r.feedRawLocked(b)
+	r.mu.Unlock()
+}
+
+func (r *replication) feedRawLocked(b []byte) {
+	if r.backlog == nil {
+		r.offset += int64(len(b))
+		return
+	}
+	r.feedLocked(b)
+}
+
+// backlogFrom returns the backlog bytes from offset psyncOffset on, or ok
+// false when they are no longer (or not yet) held.
+func (r *replication) backlogFromLocked(psyncOffset int64) ([]byte, bool) {
+	if r.backlog == nil {
+		return nil, false
+	}
+	first := r.offset - int64(r.histlen) + 1
+	if psyncOffset < first || psyncOffset > r.offset+1 {
+		return nil, false
+	}
+	n := int(r.offset + 1 - psyncOffset)
+	out := make([]byte, n)
+	start := (r.backlogIdx - n + len(r.backlog)) % len(r.backlog)
+	k := copy(out, r.backlog[start:])
+	if k < n {
+		copy(out[k:], r.backlog[:n-k])
+	}
+	return out, true
+}
+
+// shiftReplID starts a new history after a promotion, keeping the old id as
+// replid2 so replicas of the old master can continue partially (PSYNC2).
+func (r *replication) shiftReplIDLocked() {
+	r.replid2 = r.replid
+	r.secondOffset = r.offset + 1
+	r.replid = newReplID()
+}
+
+func (r *replication) removeReplica(c *Client) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, ri := range r.replicas {
+		if ri.c == c {
+			r.replicas = append(r.replicas[:i], r.replicas[i+1:]...)
+			break
+		}
+	}
+	if len(r.replicas) == 0 {
+		r.noReplicasAt = time.Now()
+	}
+	r.ackCond.Broadcast()
+}
+
+func (r *replication) replicaOf(c *Client) *replicaInfo {
+	for _, ri := range r.replicas {
+		if ri.c == c {
+			return ri
+		}
+	}
+	return nil
+}
+
+// goodReplicas counts online replicas whose last ACK is within maxLag.
+func (r *replication) goodReplicasLocked(maxLag time.Duration) int {
+	n := 0
+	now := time.Now()
+	for _, ri := range r.replicas {
+		if ri.state == replStateOnline && now.Sub(ri.ackTime) <= maxLag {
+			n++
+		}
+	}
+	return n
+}
+
+// cron runs once a second: PING in the stream every repl-ping-replica-period,
+// REPLCONF ACK from replicas, backlog TTL.
+func (r *replication) cron(now time.Time, tick int64) {
+	period := r.srv.cfg.Int("repl-ping-replica-period")
+	if period <= 0 {
+		period = 10
+	}
+	r.mu.Lock()
+	if len(r.replicas) > 0 && r.link == nil && tick%period == 0 {
+		r.feedLocked(resp.AppendCommandStrings(nil, "PING"))
+	}
+	// Replicas in wait_bgsave get newlines so they don't time out.
+	for _, ri := range r.replicas {
+		if ri.state != replStateOnline {
+			continue
+		}
+		if t := r.srv.cfg.Int("repl-timeout"); t > 0 && !ri.ackTime.IsZero() && ri.capaPSync2 && now.Sub(ri.ackTime) > time.Duration(t)*time.Second {
+			go ri.c.close()
+		}
+	}
+	ttl := r.srv.cfg.Int("repl-backlog-ttl")
+	if len(r.replicas) == 0 && r.link == nil && r.backlog != nil && ttl > 0 && !r.noReplicasAt.IsZero() && now.Sub(r.noReplicasAt) > time.Duration(ttl)*time.Second {
+		r.backlog = nil
+		r.histlen = 0
+		r.shiftReplIDLocked()
+	}
+	link := r.link
+	r.mu.Unlock()
+	if link != nil {
+		link.sendAck()
+	}
+}
+
+// infoReplication renders INFO's replication section.
+func (r *replication) info(b *strings.Builder) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	link := r.link
+	if link == nil {
+		b.WriteString("role:master\r\n")
+	} else {
+		b.WriteString("role:slave\r\n")
+		st := link.status()
+		fmt.Fprintf(b, "master_host:%s\r\nmaster_port:%d\r\n", link.host, link.port)
+		up := "down"
+		if st.state == linkConnected {
+			up = "up"
+		}
+		fmt.Fprintf(b, "master_link_status:%s\r\n", up)
+		last := int64(-1)
+		if !st.lastIO.IsZero() {
+			last = int64(time.Since(st.lastIO).Seconds())
+		}
+		fmt.Fprintf(b, "master_last_io_seconds_ago:%d\r\n", last)
+		inSync := 0
+		if st.state == linkTransfer {
+			inSync = 1
+		}
+		fmt.Fprintf(b, "master_sync_in_progress:%d\r\n", inSync)
+		fmt.Fprintf(b, "slave_read_repl_offset:%d\r\nslave_repl_offset:%d\r\n", r.offset, r.offset)
+		if inSync == 1 {
+			fmt.Fprintf(b, "master_sync_total_bytes:%d\r\nmaster_sync_read_bytes:%d\r\nmaster_sync_left_bytes:%d\r\nmaster_sync_perc:0.00\r\nmaster_sync_last_io_seconds_ago:0\r\n", st.syncTotal, st.syncRead, st.syncTotal-st.syncRead)
+		}
+		if st.state != linkConnected {
+			secs := int64(-1)
+			if !st.downSince.IsZero() {
+				secs = int64(time.Since(st.downSince).Seconds())
+			}
+			fmt.Fprintf(b, "master_link_down_since_seconds:%d\r\n", secs)
+		}
+		fmt.Fprintf(b, "slave_priority:%d\r\nslave_read_only:%d\r\nreplica_announced:%d\r\n",
+			r.srv.cfg.Int("replica-priority"), boolInt(r.srv.cfg.Bool("replica-read-only")), boolInt(r.srv.cfg.Bool("replica-announced")))
+	}
+	fmt.Fprintf(b, "connected_slaves:%d\r\n", len(r.replicas))
+	if n := r.srv.cfg.Int("min-replicas-to-write"); n > 0 && link == nil {
+		fmt.Fprintf(b, "min_slaves_good_slaves:%d\r\n", r.goodReplicasLocked(time.Duration(r.srv.cfg.Int("min-replicas-max-lag"))*time.Second))
+	}
+	for i, ri := range r.replicas {
+		lag := int64(0)
+		if !ri.ackTime.IsZero() {
+			lag = int64(time.Since(ri.ackTime).Seconds())
+		}
+		fmt.Fprintf(b, "slave%d:ip=%s,port=%d,state=%s,offset=%d,lag=%d\r\n", i, ri.ip(), ri.listeningPort, ri.state, ri.ackOffset, lag)
+	}
+	fmt.Fprintf(b, "master_failover_state:%s\r\n", r.srv.failoverState())
+	fmt.Fprintf(b, "master_replid:%s\r\nmaster_replid2:%s\r\n", r.replid, r.replid2)
+	fmt.Fprintf(b, "master_repl_offset:%d\r\nsecond_repl_offset:%d\r\n", r.offset, r.secondOffset)
+	active := 0
+	if r.backlog != nil {
+		active = 1
+	}
+	first := int64(0)
+	if r.backlog != nil {
+		first = r.offset - int64(r.histlen) + 1
+	}
+	fmt.Fprintf(b, "repl_backlog_active:%d\r\nrepl_backlog_size:%d\r\nrepl_backlog_first_byte_offset:%d\r\nrepl_backlog_histlen:%d\r\n",
+		active, r.srv.cfg.Int("repl-backlog-size"), first, r.histlen)
+}
+
+func (ri *replicaInfo) ip() string {
+	if ri.announceIP != "" {
+		return ri.announceIP
+	}
+	host, _, err := net.SplitHostPort(ri.c.addr)
+	if err != nil {
+		return ri.c.addr
+	}
+	return host
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,408 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/shardis/shardis/internal/resp"
+)
+
+// Master link states (ROLE on a replica).
+const (
+	linkConnect    = "connect"
+	linkConnecting = "connecting"
+	linkHandshake  = "handshake"
+	linkTransfer   = "sync"
+	linkConnected  = "connected"
+)
+
+// masterLink is a replica's connection to its master: it connects,
+// performs Redis's handshake (PING, AUTH, REPLCONF, PSYNC), loads the RDB
+// of a full resync, then applies the command stream, retrying with backoff
+// when the link breaks.
+type masterLink struct {
+	r    *replication
+	host string
+	port int
+
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu        sync.Mutex
+	state     string
+	lastIO    time.Time
+	downSince time.Time
+	syncTotal int64
+	syncRead  int64
+	conn      net.Conn
+	// client executes the master's commands.
+	client *Client
+}
+
+type linkStatus struct {
+	state               string
+	lastIO, downSince   time.Time
+	syncTotal, syncRead int64
+}
+
+func (l *masterLink) status() linkStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return linkStatus{l.state, l.lastIO, l.downSince, l.syncTotal, l.syncRead}
+}
+
+func (l *masterLink) setState(st string) {
+	l.mu.Lock()
+	if st != linkConnected && l.state == linkConnected {
+		l.downSince = time.Now()
+	}
+	l.state = st
+	l.mu.Unlock()
+}
+
+// startLink makes this node a replica of host:port. Callers hold r.mu.
+func (r *replication) startLinkLocked(host string, port int) {
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &masterLink{r: r, host: host, port: port, cancel: cancel, done: make(chan struct{}), state: linkConnect, downSince: time.Now()}
+	r.link = l
+	go l.run(ctx)
+}
+
+// stop ends the link and waits for its goroutine.
+func (l *masterLink) stop() {
+	l.cancel()
+	l.mu.Lock()
+	if l.conn != nil {
+		_ = l.conn.Close()
+	}
+	l.mu.Unlock()
+	<-l.done
+}
+
+func (l *masterLink) run(ctx context.Context) {
+	defer close(l.done)
+	backoff := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		err := l.session(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		l.setState(linkConnect)
+		l.r.srv.log.Warn("replication: link with master lost", "master", net.JoinHostPort(l.host, strconv.Itoa(l.port)), "err", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		if backoff < time.Second {
+			backoff *= 2
+		}
+	}
+}
+
+// session runs one connection to the master until it fails.
+func (l *masterLink) session(ctx context.Context) error {
+	s := l.r.srv
+	l.setState(linkConnecting)
+	d := net.Dialer{Timeout: 5 * time.Second}
+	nc, err := d.DialContext(ctx, "tcp", net.JoinHostPort(l.host, strconv.Itoa(l.port)))
+	if err != nil {
+		return fmt.Errorf("node: replication: connect: %w", err)
+	}
+	l.mu.Lock()
+	l.conn = nc
+	l.mu.Unlock()
+	defer nc.Close()
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	l.setState(linkHandshake)
+	br := bufio.NewReaderSize(nc, 64*1024)
+	timeout := time.Duration(s.cfg.Int("repl-timeout")) * time.Second
+	call := func(args ...string) (resp.Value, error) {
+		_ = nc.SetDeadline(time.Now().Add(timeout))
+		if _, err := nc.Write(resp.AppendCommandStrings(nil, args...)); err != nil {
+			return resp.Value{}, err
+		}
+		return resp.ReadValue(br)
+	}
+	v, err := call("PING")
+	if err != nil {
+		return fmt.Errorf("node: replication: ping: %w", err)
+	}
+	if v.IsError() && !strings.HasPrefix(v.Str, "NOAUTH") && !strings.HasPrefix(v.Str, "NOPERM") && !strings.HasPrefix(v.Str, "ERR operation not permitted") {
+		return fmt.Errorf("node: replication: master replied to PING: %s", v.Str)
+	}
+	if pass := s.cfg.Get("masterauth"); pass != "" {
+		args := []string{"AUTH", pass}
+		if user := s.cfg.Get("masteruser"); user != "" {
+			args = []string{"AUTH", user, pass}
+		}
+		if v, err = call(args...); err != nil || v.IsError() {
+			return fmt.Errorf("node: replication: AUTH failed: %v %s", err, v.Str)
+		}
+	}
+	port := s.cfg.Get("replica-announce-port")
+	if port == "0" || port == "" {
+		port = s.cfg.Get("port")
+	}
+	if v, err = call("REPLCONF", "listening-port", port); err != nil {
+		return fmt.Errorf("node: replication: REPLCONF: %w", err)
+	}
+	if ip := s.cfg.Get("replica-announce-ip"); ip != "" {
+		_, _ = call("REPLCONF", "ip-address", ip)
+	}
+	_, _ = call("REPLCONF", "capa", "eof", "capa", "psync2")
+
+	l.r.mu.Lock()
+	replid, offset := l.r.replid, l.r.offset
+	l.r.mu.Unlock()
+	psyncID, psyncOff := replid, strconv.FormatInt(offset+1, 10)
+	if !l.r.hasHistory() {
+		psyncID, psyncOff = "?", "-1"
+	}
+	v, err = call("PSYNC", psyncID, psyncOff)
+	if err != nil {
+		return fmt.Errorf("node: replication: PSYNC: %w", err)
+	}
+	if v.IsError() {
+		return fmt.Errorf("node: replication: PSYNC refused: %s", v.Str)
+	}
+	f := strings.Fields(v.Str)
+	switch {
+	case len(f) >= 3 && f[0] == "FULLRESYNC":
+		off, _ := strconv.ParseInt(f[2], 10, 64)
+		if err := l.fullSync(nc, br, f[1], off); err != nil {
+			return err
+		}
+	case len(f) >= 1 && f[0] == "CONTINUE":
+		l.r.mu.Lock()
+		if len(f) >= 2 && f[1] != l.r.replid {
+			// The master changed history (it was promoted): keep ours as
+			// replid2 so our own replicas can still continue.
+			l.r.replid2 = l.r.replid
+			l.r.secondOffset = l.r.offset + 1
+			l.r.replid = f[1]
+			l.r.disconnectReplicasLocked()
+		}
+		l.r.mu.Unlock()
+		s.log.Info("replication: partial resynchronization accepted", "master", nc.RemoteAddr().String())
+	default:
+		return fmt.Errorf("node: replication: unexpected PSYNC reply %q", v.Str)
+	}
+	_ = nc.SetDeadline(time.Time{})
+	l.setState(linkConnected)
+	l.mu.Lock()
+	l.lastIO = time.Now()
+	l.mu.Unlock()
+	l.sendAck()
+	return l.stream(nc, br)
+}
+
+// hasHistory reports whether this node has a dataset worth a partial
+// resync (it has been a master or a synced replica).
+func (r *replication) hasHistory() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.offset > 0 || r.backlog != nil
+}
+
+// fullSync reads the RDB payload ($len or $EOF:<mark>) and loads it.
+func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offset int64) error {
+	s := l.r.srv
+	l.setState(linkTransfer)
+	timeout := time.Duration(s.cfg.Int("repl-timeout")) * time.Second
+	var header []byte
+	for {
+		_ = nc.SetReadDeadline(time.Now().Add(timeout))
+		line, err := br.ReadBytes('\n')
+		if err != nil {
+			return fmt.Errorf("node: replication: reading RDB header: %w", err)
+		}
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue // keep-alive newlines while the master prepares the RDB
+		}
+		header = bytes.TrimRight(line, "\r\n")
+		break
+	}
+	if len(header) == 0 || header[0] != '$' {
+		return fmt.Errorf("node: replication: bad RDB header %q", header)
+	}
+	var payload io.Reader
+	var eofMark []byte
+	if bytes.HasPrefix(header, []byte("$EOF:")) {
+		eofMark = bytes.Clone(header[5:])
+		payload = &eofReader{r: br, mark: eofMark}
+	} else {
+		n, err := strconv.ParseInt(string(header[1:]), 10, 64)
+		if err != nil || n < 0 {
+			return fmt.Errorf("node: replication: bad RDB length %q", header)
+		}
+		l.mu.Lock()
+		l.syncTotal = n
+		l.mu.Unlock()
+		payload = io.LimitReader(br, n)
+	}
+	cr := &countingReader{r: payload, l: l, nc: nc, timeout: timeout}
+	if s.loadRDB == nil {
+		return errors.New("node: replication: no RDB loader")
+	}
+	s.loading.Store(true)
+	err := s.loadRDB(cr)
+	s.loading.Store(false)
+	if err != nil {
+		return fmt.Errorf("node: replication: loading the master's RDB: %w", err)
+	}
+	if eofMark == nil {
+		// Drain anything the loader did not read.
+		if _, err := io.Copy(io.Discard, cr); err != nil {
+			return err
+		}
+	} else if _, err := io.Copy(io.Discard, cr); err != nil {
+		return err
+	}
+	l.r.mu.Lock()
+	l.r.replid = replid
+	l.r.offset = offset
+	l.r.replid2 = strings.Repeat("0", 40)
+	l.r.secondOffset = -1
+	// Our own replicas must resync from the new dataset.
+	l.r.backlog = nil
+	l.r.createBacklogLocked()
+	l.r.disconnectReplicasLocked()
+	l.r.mu.Unlock()
+	s.log.Info("replication: full resynchronization done", "master", nc.RemoteAddr().String(), "offset", offset)
+	return nil
+}
+
+// eofReader reads a diskless payload that ends with a 40-byte mark.
+type eofReader struct {
+	r    *bufio.Reader
+	mark []byte
+	buf  []byte
+	done bool
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	for !e.done && len(e.buf) < len(e.mark)+len(p) {
+		chunk := make([]byte, 32*1024)
+		n, err := e.r.Read(chunk)
+		e.buf = append(e.buf, chunk[:n]...)
+		if bytes.HasSuffix(e.buf, e.mark) {
+			e.buf = e.buf[:len(e.buf)-len(e.mark)]
+			e.done = true
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if e.done {
+		if len(e.buf) == 0 {
+			return 0, io.EOF
+		}
+		n := copy(p, e.buf)
+		e.buf = e.buf[n:]
+		return n, nil
+	}
+	// Keep the last len(mark) bytes back: they may be the mark.
+	avail := len(e.buf) - len(e.mark)
+	if avail <= 0 {
+		return 0, nil
+	}
+	n := copy(p, e.buf[:avail])
+	e.buf = e.buf[n:]
+	return n, nil
+}
+
+type countingReader struct {
+	r       io.Reader
+	l       *masterLink
+	nc      net.Conn
+	timeout time.Duration
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	_ = c.nc.SetReadDeadline(time.Now().Add(c.timeout))
+	n, err := c.r.Read(p)
+	c.l.mu.Lock()
+	c.l.syncRead += int64(n)
+	c.l.lastIO = time.Now()
+	c.l.mu.Unlock()
+	return n, err
+}
+
+// stream applies the master's command stream until the link fails.
+func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
+	s := l.r.srv
+	c := newClient(s, nc)
+	c.authed.Store(true)
+	c.rd = resp.NewReader(br, resp.ReaderOptions{MaxBulkLen: 1 << 40})
+	c.setFlag(clientMaster, true)
+	c.replyMode = replyOff
+	l.mu.Lock()
+	l.client = c
+	l.mu.Unlock()
+	timeout := time.Duration(s.cfg.Int("repl-timeout")) * time.Second
+	for {
+		args, err := c.rd.Next()
+		if err == resp.ErrIncomplete {
+			_ = nc.SetReadDeadline(time.Now().Add(timeout))
+			if err := c.rd.Fill(); err != nil {
+				return fmt.Errorf("node: replication: stream: %w", err)
+			}
+			l.mu.Lock()
+			l.lastIO = time.Now()
+			l.mu.Unlock()
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("node: replication: stream: %w", err)
+		}
+		raw := bytes.Clone(c.rd.LastRaw())
+		if len(args) >= 2 && eqFold(args[0], "REPLCONF") && eqFold(args[1], "GETACK") {
+			l.r.feedFromMaster(raw)
+			l.sendAck()
+			continue
+		}
+		c.replyMode = replyOff
+		c.execute(args)
+		c.out = c.out[:0]
+		l.r.feedFromMaster(raw)
+	}
+}
+
+// sendAck sends REPLCONF ACK <offset> to the master.
+func (l *masterLink) sendAck() {
+	l.mu.Lock()
+	nc, st := l.conn, l.state
+	l.mu.Unlock()
+	if nc == nil || st != linkConnected {
+		return
+	}
+	l.r.mu.Lock()
+	off := l.r.offset
+	l.r.mu.Unlock()
+	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = nc.Write(resp.AppendCommandStrings(nil, "REPLCONF", "ACK", strconv.FormatInt(off, 10)))
+	_ = nc.SetWriteDeadline(time.Time{})
+}
+
+// disconnectReplicasLocked closes every replica's link so they resync.
+func (r *replication) disconnectReplicasLocked() {
+	for _, ri := range r.replicas {
+		go ri.c.close()
+	}
+}
