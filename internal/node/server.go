@@ -97,6 +97,8 @@ type Server struct {
 	blockedClients atomic.Int64
 	// failoverState is FAILOVER's state for INFO (no-failover by default).
 	failoverStateFn func() string
+	// failover is the coordinated FAILOVER in progress, if any.
+	failover coordinatedFailover
 
 	// hooks run on shutdown (save on shutdown, AOF fsync ...).
 	shutdownHooks []func(ctx context.Context) error
