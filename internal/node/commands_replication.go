@@ -21,6 +21,7 @@ func registerReplicationCommands(t *commandTable) {
 	t.add(&command{name: "psync", arity: -3, flags: f | flagNoMulti, fn: cmdPSync, group: "server", since: "2.8.0"})
 	t.add(&command{name: "sync", arity: 1, flags: f | flagNoMulti, fn: cmdSync, group: "server", since: "1.0.0"})
 	t.add(&command{name: "wait", arity: 3, flags: flagNoScript, fn: cmdWait, group: "generic", since: "3.0.0"})
+	t.add(&command{name: "failover", arity: -1, flags: flagAdmin | flagNoScript | flagStale, fn: cmdFailover, group: "server", since: "6.2.0"})
 	t.add(&command{name: "role", arity: 1, flags: flagNoScript | flagLoading | flagStale | flagFast, fn: cmdRole, group: "server", since: "2.8.12"})
 }
 
@@ -159,6 +160,22 @@ func cmdPSync(c *Client, args [][]byte) {
 	if err != nil {
 		c.addError(errNotInt)
 		return
+	}
+	if len(args) > 3 {
+		if !eqFold(args[3], "FAILOVER") || len(args) > 4 {
+			c.addError(errSyntax)
+			return
+		}
+		// Our master is handing over (FAILOVER): promote ourselves first.
+		r := c.srv.repl
+		r.mu.Lock()
+		same := string(args[1]) == r.replid
+		r.mu.Unlock()
+		if !same {
+			c.addError("ERR PSYNC FAILOVER replid must match my replid.")
+			return
+		}
+		r.becomeMaster()
 	}
 	psync(c, string(args[1]), off, true)
 }

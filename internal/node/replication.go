@@ -71,6 +71,7 @@ func newReplID() string {
 func newReplication(s *Server) *replication {
 	r := &replication{srv: s, replid: newReplID(), replid2: strings.Repeat("0", 40), secondOffset: -1, lastDB: -1}
 	r.ackCond = sync.NewCond(&r.mu)
+	s.failoverStateFn = s.failover.getState
 	s.minReplicasRefuse = func() bool {
 		need := s.cfg.Int("min-replicas-to-write")
 		if need <= 0 {

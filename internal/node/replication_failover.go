@@ -1,0 +1,248 @@
+package node
+
+import (
+	"bufio"
+	"errors"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/shardis/shardis/internal/resp"
+)
+
+// FAILOVER states (INFO replication master_failover_state).
+const (
+	failoverNone       = "no-failover"
+	failoverWaitSync   = "waiting-for-sync"
+	failoverInProgress = "failover-in-progress"
+)
+
+// coordinatedFailover is a FAILOVER in progress: writes are paused until
+// the target replica has every write, then the target is promoted and this
+// node becomes its replica, so no acknowledged write is lost.
+type coordinatedFailover struct {
+	mu       sync.Mutex
+	state    string
+	host     string
+	port     int
+	force    bool
+	deadline time.Time
+	abort    chan struct{}
+}
+
+func (f *coordinatedFailover) getState() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.state == "" {
+		return failoverNone
+	}
+	return f.state
+}
+
+// FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]
+func cmdFailover(c *Client, args [][]byte) {
+	s := c.srv
+	r := s.repl
+	var host string
+	var port int64 = -1
+	var timeout int64
+	force, abort := false, false
+	for i := 1; i < len(args); i++ {
+		switch {
+		case eqFold(args[i], "TO") && i+2 < len(args) && port < 0:
+			host = string(args[i+1])
+			p, ok := parseInt(args[i+2])
+			if !ok {
+				c.addError(errNotInt)
+				return
+			}
+			port = p
+			i += 2
+		case eqFold(args[i], "FORCE") && !force:
+			force = true
+		case eqFold(args[i], "ABORT") && !abort:
+			abort = true
+		case eqFold(args[i], "TIMEOUT") && i+1 < len(args) && timeout == 0:
+			n, ok := parseInt(args[i+1])
+			if !ok || n <= 0 {
+				c.addError("ERR FAILOVER timeout must be greater than 0")
+				return
+			}
+			timeout = n
+			i++
+		default:
+			c.addError(errSyntax)
+			return
+		}
+	}
+	fo := &s.failover
+	if abort {
+		if force || timeout != 0 || port >= 0 {
+			c.addError(errSyntax)
+			return
+		}
+		fo.mu.Lock()
+		if fo.state == "" || fo.state == failoverNone {
+			fo.mu.Unlock()
+			c.addError("ERR No failover in progress.")
+			return
+		}
+		close(fo.abort)
+		fo.abort = nil
+		fo.mu.Unlock()
+		c.addOK()
+		return
+	}
+	if force && (timeout == 0 || port < 0) {
+		c.addError("ERR FAILOVER with force option requires both a timeout and target HOST and IP.")
+		return
+	}
+	r.mu.Lock()
+	if r.link != nil {
+		r.mu.Unlock()
+		c.addError("ERR FAILOVER is not valid when server is a replica.")
+		return
+	}
+	var target *replicaInfo
+	online := 0
+	for _, ri := range r.replicas {
+		if ri.state != replStateOnline {
+			continue
+		}
+		online++
+		if port >= 0 {
+			if ri.ip() == host && int64(ri.listeningPort) == port {
+				target = ri
+			}
+		} else if target == nil || ri.ackOffset > target.ackOffset {
+			target = ri
+		}
+	}
+	r.mu.Unlock()
+	if online == 0 {
+		c.addError("ERR FAILOVER requires connected replicas.")
+		return
+	}
+	if target == nil {
+		c.addError("ERR FAILOVER target HOST and PORT is not a replica.")
+		return
+	}
+	fo.mu.Lock()
+	if fo.state != "" && fo.state != failoverNone {
+		fo.mu.Unlock()
+		c.addError("ERR FAILOVER already in progress.")
+		return
+	}
+	fo.state = failoverWaitSync
+	fo.host, fo.port, fo.force = target.ip(), target.listeningPort, force
+	fo.deadline = time.Time{}
+	if timeout > 0 {
+		fo.deadline = time.Now().Add(time.Duration(timeout) * time.Millisecond)
+	}
+	fo.abort = make(chan struct{})
+	abortC := fo.abort
+	fo.mu.Unlock()
+	s.pause.set(time.Now().Add(24*time.Hour), false)
+	s.log.Info("FAILOVER requested", "target", net.JoinHostPort(fo.host, strconv.Itoa(fo.port)))
+	go s.runFailover(abortC)
+	c.addOK()
+}
+
+// runFailover drives a FAILOVER: wait until the target acknowledged our
+// offset (or the timeout with FORCE), promote it, follow it.
+func (s *Server) runFailover(abortC chan struct{}) {
+	fo := &s.failover
+	r := s.repl
+	end := func(reason string) {
+		fo.mu.Lock()
+		fo.state = failoverNone
+		fo.mu.Unlock()
+		s.pause.unpause()
+		if reason != "" {
+			s.log.Warn("FAILOVER aborted", "reason", reason)
+		}
+	}
+	fo.mu.Lock()
+	host, port, force, deadline := fo.host, fo.port, fo.force, fo.deadline
+	fo.mu.Unlock()
+	for {
+		r.mu.Lock()
+		target := int64(-1)
+		for _, ri := range r.replicas {
+			if ri.state == replStateOnline && ri.ip() == host && ri.listeningPort == port {
+				target = ri.ackOffset
+			}
+		}
+		off := r.offset
+		if target >= 0 && target < off {
+			r.feedLocked(resp.AppendCommandStrings(nil, "REPLCONF", "GETACK", "*"))
+			off = r.offset
+		}
+		r.mu.Unlock()
+		if target < 0 {
+			end("target replica disconnected")
+			return
+		}
+		if target >= off {
+			break
+		}
+		if !deadline.IsZero() && time.Now().After(deadline) {
+			if force {
+				break
+			}
+			end("timeout waiting for the target to sync")
+			return
+		}
+		select {
+		case <-abortC:
+			end("FAILOVER ABORT")
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	fo.mu.Lock()
+	fo.state = failoverInProgress
+	fo.mu.Unlock()
+	if err := promoteRemote(host, port, s.cfg.Get("masteruser"), s.cfg.Get("masterauth")); err != nil {
+		end("promoting the target: " + err.Error())
+		return
+	}
+	s.repl.becomeReplica(host, port)
+	end("")
+	s.log.Info("FAILOVER done", "new-master", net.JoinHostPort(host, strconv.Itoa(port)))
+}
+
+// promoteRemote sends REPLICAOF NO ONE to host:port.
+func promoteRemote(host string, port int, user, pass string) error {
+	nc, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(port)), 2*time.Second)
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(nc)
+	if pass != "" {
+		args := []string{"AUTH", pass}
+		if user != "" {
+			args = []string{"AUTH", user, pass}
+		}
+		if _, err := nc.Write(resp.AppendCommandStrings(nil, args...)); err != nil {
+			return err
+		}
+		if _, err := resp.ReadValue(br); err != nil {
+			return err
+		}
+	}
+	if _, err := nc.Write(resp.AppendCommandStrings(nil, "REPLICAOF", "NO", "ONE")); err != nil {
+		return err
+	}
+	v, err := resp.ReadValue(br)
+	if err != nil {
+		return err
+	}
+	if v.IsError() {
+		return errors.New(v.Str)
+	}
+	return nil
+}
