@@ -211,7 +211,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	}
 	if !locked {
 		c.unlockHeld()
-		if len(c.readyKeys) > 0 {
+		if len(c.readyKeys) > 0 || s.readyPending() {
 			s.handleReadyKeys(c)
 		}
 	}

@@ -9,5 +9,6 @@ var commandFamilies = []func(t *commandTable){
 	registerStringCommands,
 	registerKeyCommands,
 	registerServerCommands,
+	registerListCommands,
 	registerReplicationCommands,
 }

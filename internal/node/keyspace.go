@@ -221,6 +221,7 @@ func (db *DB) add(key string, e *entry) {
 	}
 	db.keys.Add(1)
 	db.slotKeys[sl].Add(1)
+	db.srv.keyAdded(db.id, key, e.obj)
 }
 
 // remove deletes key and returns its entry, or nil.

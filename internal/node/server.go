@@ -76,6 +76,9 @@ type Server struct {
 	slowlog slowlog
 	monitor monitorHub
 
+	// blocking holds clients blocked by BLPOP & co (blocking.go).
+	blocking blockRegistry
+
 	// activeExpire can be switched off by DEBUG SET-ACTIVE-EXPIRE 0.
 	activeExpire atomic.Bool
 

@@ -1,0 +1,901 @@
+package node
+
+import (
+	"bytes"
+	"strconv"
+)
+
+func registerListCommands(t *commandTable) {
+	w := flagWrite | flagDenyOOM
+	add := func(name string, arity int, flags cmdFlag, first, last int, fn handlerFunc, since string) {
+		t.add(&command{name: name, arity: arity, flags: flags, first: first, last: last, step: 1, fn: fn, group: "list", since: since})
+	}
+	add("lpush", -3, w|flagFast, 1, 1, cmdLPush, "1.0.0")
+	add("rpush", -3, w|flagFast, 1, 1, cmdRPush, "1.0.0")
+	add("lpushx", -3, w|flagFast, 1, 1, cmdLPushX, "2.2.0")
+	add("rpushx", -3, w|flagFast, 1, 1, cmdRPushX, "2.2.0")
+	add("linsert", 5, w, 1, 1, cmdLInsert, "2.2.0")
+	add("lpop", -2, flagWrite|flagFast, 1, 1, cmdLPop, "1.0.0")
+	add("rpop", -2, flagWrite|flagFast, 1, 1, cmdRPop, "1.0.0")
+	add("llen", 2, flagReadOnly|flagFast, 1, 1, cmdLLen, "1.0.0")
+	add("lindex", 3, flagReadOnly, 1, 1, cmdLIndex, "1.0.0")
+	add("lset", 4, w, 1, 1, cmdLSet, "1.0.0")
+	add("lrange", 4, flagReadOnly, 1, 1, cmdLRange, "1.0.0")
+	add("ltrim", 4, flagWrite, 1, 1, cmdLTrim, "1.0.0")
+	add("lpos", -3, flagReadOnly, 1, 1, cmdLPos, "6.0.6")
+	add("lrem", 4, flagWrite, 1, 1, cmdLRem, "1.0.0")
+	add("rpoplpush", 3, w, 1, 2, cmdRPopLPush, "1.2.0")
+	add("lmove", 5, w, 1, 2, cmdLMove, "6.2.0")
+	add("brpoplpush", 4, w|flagNoScript|flagBlocking, 1, 2, cmdBRPopLPush, "2.2.0")
+	add("blmove", 6, w|flagNoScript|flagBlocking, 1, 2, cmdBLMove, "6.2.0")
+	add("blpop", -3, flagWrite|flagNoScript|flagBlocking, 1, -2, cmdBLPop, "2.0.0")
+	add("brpop", -3, flagWrite|flagNoScript|flagBlocking, 1, -2, cmdBRPop, "2.0.0")
+	t.add(&command{name: "lmpop", arity: -4, flags: flagWrite, keys: numKeysAt(1), fn: cmdLMPop, group: "list", since: "7.0.0"})
+	t.add(&command{name: "blmpop", arity: -5, flags: flagWrite | flagBlocking, keys: numKeysAt(2), fn: cmdBLMPop, group: "list", since: "7.0.0"})
+}
+
+// numKeysAt returns the key positions of commands whose argument at
+// position i is a key count followed by the keys (LMPOP, BLMPOP, ZMPOP ...).
+// A malformed count yields no keys (the handler replies the error).
+func numKeysAt(i int) keysFunc {
+	return func(args [][]byte) []int {
+		if i >= len(args) {
+			return nil
+		}
+		n, ok := parseInt(args[i])
+		if !ok || n <= 0 || n > int64(len(args)-i-1) {
+			return nil
+		}
+		pos := make([]int, n)
+		for k := range pos {
+			pos[k] = i + 1 + k
+		}
+		return pos
+	}
+}
+
+// lookupList returns key's list: (nil, nil, true) when missing, ok=false
+// (after replying WRONGTYPE) when the key holds another type.
+func (c *Client) lookupList(key []byte) (e *entry, l *listValue, ok bool) {
+	e = c.curDB().lookup(string(key), c.now)
+	if e == nil {
+		return nil, nil, true
+	}
+	l, isList := e.obj.(*listValue)
+	if !isList {
+		c.addError(errWrongType)
+		return nil, nil, false
+	}
+	return e, l, true
+}
+
+// parseLong parses an integer argument, replying Redis's error if invalid.
+func parseLong(c *Client, b []byte) (int64, bool) {
+	n, ok := parseInt(b)
+	if !ok {
+		c.addError(errNotInt)
+	}
+	return n, ok
+}
+
+// parseListEnd parses LEFT|RIGHT: true for LEFT.
+func parseListEnd(c *Client, b []byte) (left, ok bool) {
+	switch {
+	case eqFold(b, "left"):
+		return true, true
+	case eqFold(b, "right"):
+		return false, true
+	}
+	c.addError(errSyntax)
+	return false, false
+}
+
+func endName(left bool) string {
+	if left {
+		return "left"
+	}
+	return "right"
+}
+
+func popEvent(left bool) string {
+	if left {
+		return "lpop"
+	}
+	return "rpop"
+}
+
+func pushEvent(left bool) string {
+	if left {
+		return "lpush"
+	}
+	return "rpush"
+}
+
+func popCmdName(left bool) []byte {
+	if left {
+		return []byte("LPOP")
+	}
+	return []byte("RPOP")
+}
+
+// ---- push ----------------------------------------------------------------
+
+func pushGeneric(c *Client, args [][]byte, left, xx bool) {
+	key := string(args[1])
+	e, l, ok := c.lookupList(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		if xx {
+			c.addInt(0)
+			return
+		}
+		l = newList()
+		l.grow(len(args) - 2)
+		c.curDB().add(key, &entry{obj: l})
+	}
+	for _, v := range args[2:] {
+		l.Push(bytes.Clone(v), left)
+	}
+	c.markDirty(len(args) - 2)
+	c.addInt(int64(l.Len()))
+	c.signalModifiedKey(key)
+	c.notify(notifyList, pushEvent(left), key)
+	c.signalKeyAsReady(key)
+}
+
+// LPUSH key element [element ...]
+func cmdLPush(c *Client, args [][]byte) { pushGeneric(c, args, true, false) }
+
+// RPUSH key element [element ...]
+func cmdRPush(c *Client, args [][]byte) { pushGeneric(c, args, false, false) }
+
+// LPUSHX key element [element ...]
+func cmdLPushX(c *Client, args [][]byte) { pushGeneric(c, args, true, true) }
+
+// RPUSHX key element [element ...]
+func cmdRPushX(c *Client, args [][]byte) { pushGeneric(c, args, false, true) }
+
+// LINSERT key BEFORE|AFTER pivot element
+func cmdLInsert(c *Client, args [][]byte) {
+	var after bool
+	switch {
+	case eqFold(args[2], "after"):
+		after = true
+	case eqFold(args[2], "before"):
+	default:
+		c.addError(errSyntax)
+		return
+	}
+	e, l, ok := c.lookupList(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		c.addInt(0)
+		return
+	}
+	pos := -1
+	i := 0
+	l.ForEach(func(v []byte) bool {
+		if bytes.Equal(v, args[3]) {
+			pos = i
+			return false
+		}
+		i++
+		return true
+	})
+	if pos < 0 {
+		c.addInt(-1)
+		return
+	}
+	if after {
+		pos++
+	}
+	l.Insert(pos, bytes.Clone(args[4]))
+	key := string(args[1])
+	c.signalModifiedKey(key)
+	c.notify(notifyList, "linsert", key)
+	c.markDirty(1)
+	c.addInt(int64(l.Len()))
+}
+
+// ---- pop -----------------------------------------------------------------
+
+// listRemoved does the bookkeeping after popping n elements from key:
+// notification, removing the emptied key, WATCH, dirty.
+func (c *Client) listRemoved(key string, l *listValue, left bool, n int) {
+	c.notify(notifyList, popEvent(left), key)
+	if l.Len() == 0 {
+		c.curDB().remove(key)
+		c.notify(notifyGeneric, "del", key)
+	}
+	c.signalModifiedKey(key)
+	c.markDirty(n)
+}
+
+// popRangeReply pops up to count elements from one end and replies with
+// them as an array.
+func (c *Client) popRangeReply(l *listValue, left bool, count int64) int {
+	n := int(min(count, int64(l.Len())))
+	c.addArrayLen(n)
+	for k := 0; k < n; k++ {
+		c.addBulk(l.Pop(left))
+	}
+	return n
+}
+
+func popGeneric(c *Client, args [][]byte, left bool) {
+	if len(args) > 3 {
+		c.addError(errWrongArgs(c.cmd.name))
+		return
+	}
+	hasCount := len(args) == 3
+	var count int64
+	if hasCount {
+		n, ok := parseInt(args[2])
+		if !ok || n < 0 {
+			c.addError("ERR value is out of range, must be positive")
+			return
+		}
+		count = n
+	}
+	e, l, ok := c.lookupList(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		if hasCount {
+			c.addNullArray()
+		} else {
+			c.addNull()
+		}
+		return
+	}
+	if hasCount && count == 0 {
+		c.addArrayLen(0)
+		return
+	}
+	key := string(args[1])
+	if !hasCount {
+		c.addBulk(l.Pop(left))
+		c.listRemoved(key, l, left, 1)
+		return
+	}
+	n := c.popRangeReply(l, left, count)
+	c.listRemoved(key, l, left, n)
+}
+
+// LPOP key [count]
+func cmdLPop(c *Client, args [][]byte) { popGeneric(c, args, true) }
+
+// RPOP key [count]
+func cmdRPop(c *Client, args [][]byte) { popGeneric(c, args, false) }
+
+// mpopOptions are the parsed arguments of LMPOP/BLMPOP.
+type mpopOptions struct {
+	keys  [][]byte
+	left  bool
+	count int64
+}
+
+// parseMPop parses "numkeys key [key ...] LEFT|RIGHT [COUNT count]" from
+// args[i:].
+func parseMPop(c *Client, args [][]byte, i int) (mpopOptions, bool) {
+	var o mpopOptions
+	n, ok := parseInt(args[i])
+	if !ok || n <= 0 {
+		c.addError("ERR numkeys should be greater than 0")
+		return o, false
+	}
+	whereIdx := int64(i) + n + 1
+	if whereIdx >= int64(len(args)) {
+		c.addError(errSyntax)
+		return o, false
+	}
+	o.keys = args[i+1 : whereIdx]
+	if o.left, ok = parseListEnd(c, args[whereIdx]); !ok {
+		return o, false
+	}
+	o.count = -1
+	for j := int(whereIdx) + 1; j < len(args); j++ {
+		if o.count == -1 && eqFold(args[j], "count") && j+1 < len(args) {
+			j++
+			v, ok := parseInt(args[j])
+			if !ok || v <= 0 {
+				c.addError("ERR count should be greater than 0")
+				return o, false
+			}
+			o.count = v
+		} else {
+			c.addError(errSyntax)
+			return o, false
+		}
+	}
+	if o.count == -1 {
+		o.count = 1
+	}
+	return o, true
+}
+
+// mpopFrom pops from the first non-empty list of keys. It returns
+// handled=true when it replied (elements or an error).
+func mpopFrom(c *Client, keys [][]byte, left bool, count int64) (handled bool) {
+	for _, k := range keys {
+		e, l, ok := c.lookupList(k)
+		if !ok {
+			return true
+		}
+		if e == nil || l.Len() == 0 {
+			continue
+		}
+		key := string(k)
+		c.addArrayLen(2)
+		c.addBulk(k)
+		n := c.popRangeReply(l, left, count)
+		c.listRemoved(key, l, left, n)
+		c.propagateAs([][]byte{popCmdName(left), []byte(key), []byte(strconv.Itoa(n))})
+		return true
+	}
+	return false
+}
+
+// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]
+func cmdLMPop(c *Client, args [][]byte) {
+	o, ok := parseMPop(c, args, 1)
+	if !ok {
+		return
+	}
+	if !mpopFrom(c, o.keys, o.left, o.count) {
+		c.addNullArray()
+	}
+}
+
+// ---- read ----------------------------------------------------------------
+
+// LLEN key
+func cmdLLen(c *Client, args [][]byte) {
+	e, l, ok := c.lookupList(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		c.addInt(0)
+		return
+	}
+	c.addInt(int64(l.Len()))
+}
+
+// LINDEX key index
+func cmdLIndex(c *Client, args [][]byte) {
+	e, l, ok := c.lookupList(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		c.addNull()
+		return
+	}
+	i, ok := parseLong(c, args[2])
+	if !ok {
+		return
+	}
+	if i > int64(l.Len()) || i < -int64(l.Len()) {
+		c.addNull()
+		return
+	}
+	v, found := l.Index(int(i))
+	if !found {
+		c.addNull()
+		return
+	}
+	c.addBulk(v)
+}
+
+// LSET key index element
+func cmdLSet(c *Client, args [][]byte) {
+	e, l, ok := c.lookupList(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		c.addError(errNoSuchKey)
+		return
+	}
+	i, ok := parseLong(c, args[2])
+	if !ok {
+		return
+	}
+	if i > int64(l.Len()) || i < -int64(l.Len()) || !l.Set(int(i), bytes.Clone(args[3])) {
+		c.addError("ERR index out of range")
+		return
+	}
+	c.addOK()
+	key := string(args[1])
+	c.signalModifiedKey(key)
+	c.notify(notifyList, "lset", key)
+	c.markDirty(1)
+}
+
+// listRange converts LRANGE/LTRIM style indexes into a clamped inclusive
+// range; empty is true when nothing is selected.
+func listRange(start, end int64, n int) (s, e int, empty bool) {
+	ln := int64(n)
+	if start < 0 {
+		start += ln
+	}
+	if end < 0 {
+		end += ln
+	}
+	if start < 0 {
+		start = 0
+	}
+	if start > end || start >= ln {
+		return 0, 0, true
+	}
+	if end >= ln {
+		end = ln - 1
+	}
+	return int(start), int(end), false
+}
+
+// LRANGE key start stop
+func cmdLRange(c *Client, args [][]byte) {
+	start, ok := parseLong(c, args[2])
+	if !ok {
+		return
+	}
+	end, ok := parseLong(c, args[3])
+	if !ok {
+		return
+	}
+	e, l, ok := c.lookupList(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		c.addArrayLen(0)
+		return
+	}
+	s, en, empty := listRange(start, end, l.Len())
+	if empty {
+		c.addArrayLen(0)
+		return
+	}
+	c.addArrayLen(en - s + 1)
+	l.Range(s, en, func(v []byte) bool {
+		c.addBulk(v)
+		return true
+	})
+}
+
+// LTRIM key start stop
+func cmdLTrim(c *Client, args [][]byte) {
+	start, ok := parseLong(c, args[2])
+	if !ok {
+		return
+	}
+	end, ok := parseLong(c, args[3])
+	if !ok {
+		return
+	}
+	e, l, ok := c.lookupList(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		c.addOK()
+		return
+	}
+	key := string(args[1])
+	n := l.Len()
+	s, en, empty := listRange(start, end, n)
+	removed := n
+	if empty {
+		l.Trim(1, 0)
+	} else {
+		l.Trim(s, en)
+		removed = n - l.Len()
+	}
+	c.notify(notifyList, "ltrim", key)
+	if l.Len() == 0 {
+		c.curDB().remove(key)
+		c.notify(notifyGeneric, "del", key)
+	}
+	c.signalModifiedKey(key)
+	c.markDirty(removed)
+	c.addOK()
+}
+
+// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]
+func cmdLPos(c *Client, args [][]byte) {
+	rank, count, maxlen := int64(1), int64(-1), int64(0)
+	for j := 3; j < len(args); j++ {
+		more := j+1 < len(args)
+		switch {
+		case eqFold(args[j], "rank") && more:
+			j++
+			v, ok := parseLong(c, args[j])
+			if !ok {
+				return
+			}
+			if v == 0 {
+				c.addError("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
+				return
+			}
+			rank = v
+		case eqFold(args[j], "count") && more:
+			j++
+			v, ok := parseInt(args[j])
+			if !ok || v < 0 {
+				c.addError("ERR COUNT can't be negative")
+				return
+			}
+			count = v
+		case eqFold(args[j], "maxlen") && more:
+			j++
+			v, ok := parseInt(args[j])
+			if !ok || v < 0 {
+				c.addError("ERR MAXLEN can't be negative")
+				return
+			}
+			maxlen = v
+		default:
+			c.addError(errSyntax)
+			return
+		}
+	}
+	e, l, ok := c.lookupList(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		if count != -1 {
+			c.addArrayLen(0)
+		} else {
+			c.addNull()
+		}
+		return
+	}
+	fromTail := rank < 0
+	if fromTail {
+		rank = -rank
+	}
+	ele := args[2]
+	n := l.Len()
+	var found []int64
+	matches := int64(0)
+	scanned := int64(0)
+	visit := func(idx int, v []byte) bool {
+		if maxlen != 0 && scanned >= maxlen {
+			return false
+		}
+		scanned++
+		if bytes.Equal(v, ele) {
+			matches++
+			if matches >= rank {
+				found = append(found, int64(idx))
+				if count == -1 || (count != 0 && int64(len(found)) >= count) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	if fromTail {
+		idx := n - 1
+		l.RangeRev(n-1, func(v []byte) bool {
+			ok := visit(idx, v)
+			idx--
+			return ok
+		})
+	} else {
+		idx := 0
+		l.ForEach(func(v []byte) bool {
+			ok := visit(idx, v)
+			idx++
+			return ok
+		})
+	}
+	if count != -1 {
+		c.addArrayLen(len(found))
+		for _, f := range found {
+			c.addInt(f)
+		}
+		return
+	}
+	if len(found) > 0 {
+		c.addInt(found[0])
+	} else {
+		c.addNull()
+	}
+}
+
+// LREM key count element
+func cmdLRem(c *Client, args [][]byte) {
+	toRemove, ok := parseLong(c, args[2])
+	if !ok {
+		return
+	}
+	e, l, ok := c.lookupList(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		c.addInt(0)
+		return
+	}
+	ele := args[3]
+	n := l.Len()
+	var removed int64
+	if toRemove >= 0 {
+		removed = int64(l.Filter(func(_ int, v []byte) bool {
+			if (toRemove == 0 || removed < toRemove) && bytes.Equal(v, ele) {
+				removed++
+				return false
+			}
+			return true
+		}))
+	} else {
+		// From the tail: find the indexes of the last -toRemove matches.
+		limit := -toRemove
+		drop := make(map[int]struct{})
+		idx := n - 1
+		l.RangeRev(n-1, func(v []byte) bool {
+			if bytes.Equal(v, ele) {
+				drop[idx] = struct{}{}
+				if int64(len(drop)) >= limit {
+					return false
+				}
+			}
+			idx--
+			return true
+		})
+		if len(drop) > 0 {
+			removed = int64(l.Filter(func(i int, _ []byte) bool {
+				_, d := drop[i]
+				return !d
+			}))
+		}
+	}
+	key := string(args[1])
+	if removed > 0 {
+		c.signalModifiedKey(key)
+		c.notify(notifyList, "lrem", key)
+		c.markDirty(int(removed))
+	}
+	if l.Len() == 0 {
+		c.curDB().remove(key)
+		c.notify(notifyGeneric, "del", key)
+	}
+	c.addInt(removed)
+}
+
+// ---- move ----------------------------------------------------------------
+
+// lmoveGeneric moves one element from src to dst, replying with it. It
+// returns false if it did not move (it replied null or an error).
+func lmoveGeneric(c *Client, srcKey, dstKey []byte, from, to bool) bool {
+	e, src, ok := c.lookupList(srcKey)
+	if !ok {
+		return false
+	}
+	if e == nil || src.Len() == 0 {
+		c.addNull()
+		return false
+	}
+	return moveElement(c, string(srcKey), src, string(dstKey), from, to, false)
+}
+
+// moveElement pops from src (which holds elements) and pushes to dstKey
+// after checking its type; replies with the element or WRONGTYPE. It
+// returns false on WRONGTYPE. fromBlocked is set when serving a blocked
+// client (Redis then signals the source as modified already).
+func moveElement(c *Client, srcKey string, src *listValue, dstKey string, from, to bool, fromBlocked bool) bool {
+	db := c.curDB()
+	de := db.lookup(dstKey, c.now)
+	var dst *listValue
+	if de != nil {
+		var isList bool
+		if dst, isList = de.obj.(*listValue); !isList {
+			c.addError(errWrongType)
+			return false
+		}
+	}
+	v := src.Pop(from)
+	if dst == nil {
+		dst = newList()
+		db.add(dstKey, &entry{obj: dst})
+	}
+	c.signalModifiedKey(dstKey)
+	dst.Push(v, to)
+	c.notify(notifyList, pushEvent(to), dstKey)
+	c.addBulk(v)
+	c.signalKeyAsReady(dstKey)
+	c.notify(notifyList, popEvent(from), srcKey)
+	if src.Len() == 0 {
+		db.remove(srcKey)
+		c.notify(notifyGeneric, "del", srcKey)
+	}
+	if !fromBlocked {
+		c.signalModifiedKey(srcKey)
+	}
+	c.markDirty(1)
+	return true
+}
+
+// RPOPLPUSH source destination
+func cmdRPopLPush(c *Client, args [][]byte) { lmoveGeneric(c, args[1], args[2], false, true) }
+
+// LMOVE source destination LEFT|RIGHT LEFT|RIGHT
+func cmdLMove(c *Client, args [][]byte) {
+	from, ok := parseListEnd(c, args[3])
+	if !ok {
+		return
+	}
+	to, ok := parseListEnd(c, args[4])
+	if !ok {
+		return
+	}
+	lmoveGeneric(c, args[1], args[2], from, to)
+}
+
+// ---- blocking ------------------------------------------------------------
+
+// blockingPop implements BLPOP, BRPOP and BLMPOP: count < 0 is the plain
+// single-element form ([key, element] reply), count > 0 BLMPOP's
+// [key, [elements]].
+func blockingPop(c *Client, keys [][]byte, left bool, timeout int64, count int64) {
+	for _, k := range keys {
+		e, l, ok := c.lookupList(k)
+		if !ok {
+			return
+		}
+		if e == nil || l.Len() == 0 {
+			continue
+		}
+		servePop(c, string(k), l, left, count)
+		return
+	}
+	if !c.canBlock() {
+		c.addNullArray()
+		return
+	}
+	spec := blockSpec{timeout: timeout}
+	for _, k := range keys {
+		spec.keys = append(spec.keys, string(k))
+	}
+	spec.serve = func(c *Client, key string) bool {
+		e := c.curDB().lookup(key, c.now)
+		if e == nil {
+			return false
+		}
+		l, isList := e.obj.(*listValue)
+		if !isList || l.Len() == 0 {
+			return false
+		}
+		servePop(c, key, l, left, count)
+		return true
+	}
+	c.blockForKeys(spec)
+}
+
+// servePop pops from a non-empty list for BLPOP/BRPOP/BLMPOP, replies and
+// propagates as LPOP/RPOP (with a count for BLMPOP), as Redis 7.0 does.
+func servePop(c *Client, key string, l *listValue, left bool, count int64) {
+	if count < 0 {
+		c.addArrayLen(2)
+		c.addBulkString(key)
+		c.addBulk(l.Pop(left))
+		c.listRemoved(key, l, left, 1)
+		c.propagateAs([][]byte{popCmdName(left), []byte(key)})
+		return
+	}
+	c.addArrayLen(2)
+	c.addBulkString(key)
+	n := c.popRangeReply(l, left, count)
+	c.listRemoved(key, l, left, n)
+	c.propagateAs([][]byte{popCmdName(left), []byte(key), []byte(strconv.Itoa(n))})
+}
+
+// BLPOP key [key ...] timeout
+func cmdBLPop(c *Client, args [][]byte) {
+	timeout, ok := parseTimeout(c, args[len(args)-1])
+	if !ok {
+		return
+	}
+	blockingPop(c, args[1:len(args)-1], true, timeout, -1)
+}
+
+// BRPOP key [key ...] timeout
+func cmdBRPop(c *Client, args [][]byte) {
+	timeout, ok := parseTimeout(c, args[len(args)-1])
+	if !ok {
+		return
+	}
+	blockingPop(c, args[1:len(args)-1], false, timeout, -1)
+}
+
+// BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]
+func cmdBLMPop(c *Client, args [][]byte) {
+	o, ok := parseMPop(c, args, 2)
+	if !ok {
+		return
+	}
+	timeout, ok := parseTimeout(c, args[1])
+	if !ok {
+		return
+	}
+	blockingPop(c, o.keys, o.left, timeout, o.count)
+}
+
+// blmoveGeneric implements BLMOVE and BRPOPLPUSH; rpoplpush selects how a
+// served move is propagated.
+func blmoveGeneric(c *Client, args [][]byte, from, to bool, timeout int64, rpoplpush bool) {
+	srcKey, dstKey := string(args[1]), string(args[2])
+	e, _, ok := c.lookupList(args[1])
+	if !ok {
+		return
+	}
+	if e != nil {
+		if lmoveGeneric(c, args[1], args[2], from, to) {
+			if rpoplpush {
+				c.propagateAs([][]byte{[]byte("RPOPLPUSH"), []byte(srcKey), []byte(dstKey)})
+			} else {
+				c.propagateAs([][]byte{[]byte("LMOVE"), []byte(srcKey), []byte(dstKey), bytes.Clone(args[3]), bytes.Clone(args[4])})
+			}
+		}
+		return
+	}
+	if !c.canBlock() {
+		c.addNull()
+		return
+	}
+	spec := blockSpec{keys: []string{srcKey}, target: dstKey, timeout: timeout}
+	spec.serve = func(c *Client, key string) bool {
+		se := c.curDB().lookup(key, c.now)
+		if se == nil {
+			return false
+		}
+		src, isList := se.obj.(*listValue)
+		if !isList || src.Len() == 0 {
+			return false
+		}
+		if moveElement(c, key, src, dstKey, from, to, true) {
+			if rpoplpush {
+				c.propagateAs([][]byte{[]byte("RPOPLPUSH"), []byte(key), []byte(dstKey)})
+			} else {
+				c.propagateAs([][]byte{[]byte("LMOVE"), []byte(key), []byte(dstKey), []byte(endName(from)), []byte(endName(to))})
+			}
+		}
+		return true
+	}
+	c.blockForKeys(spec)
+}
+
+// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout
+func cmdBLMove(c *Client, args [][]byte) {
+	from, ok := parseListEnd(c, args[3])
+	if !ok {
+		return
+	}
+	to, ok := parseListEnd(c, args[4])
+	if !ok {
+		return
+	}
+	timeout, ok := parseTimeout(c, args[5])
+	if !ok {
+		return
+	}
+	blmoveGeneric(c, args, from, to, timeout, false)
+}
+
+// BRPOPLPUSH source destination timeout
+func cmdBRPopLPush(c *Client, args [][]byte) {
+	timeout, ok := parseTimeout(c, args[3])
+	if !ok {
+		return
+	}
+	blmoveGeneric(c, args, false, true, timeout, true)
+}
