@@ -9,6 +9,8 @@ var commandFamilies = []func(t *commandTable){
 	registerStringCommands,
 	registerKeyCommands,
 	registerServerCommands,
+	registerHashCommands,
+	registerSetCommands,
 	registerListCommands,
 	registerReplicationCommands,
 }

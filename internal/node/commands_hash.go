@@ -1,0 +1,673 @@
+package node
+
+import (
+	"math"
+	"math/big"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+)
+
+func registerHashCommands(t *commandTable) {
+	w := flagWrite | flagDenyOOM
+	ro := flagReadOnly
+	add := func(name string, arity int, flags cmdFlag, fn handlerFunc, since string) {
+		t.add(&command{name: name, arity: arity, flags: flags, first: 1, last: 1, fn: fn, group: "hash", since: since})
+	}
+	add("hset", -4, w|flagFast, cmdHSet, "2.0.0")
+	add("hsetnx", 4, w|flagFast, cmdHSetNX, "2.0.0")
+	add("hmset", -4, w|flagFast, cmdHSet, "2.0.0")
+	add("hget", 3, ro|flagFast, cmdHGet, "2.0.0")
+	add("hmget", -3, ro|flagFast, cmdHMGet, "2.0.0")
+	add("hdel", -3, flagWrite|flagFast, cmdHDel, "2.0.0")
+	add("hlen", 2, ro|flagFast, cmdHLen, "2.0.0")
+	add("hstrlen", 3, ro|flagFast, cmdHStrLen, "3.2.0")
+	add("hexists", 3, ro|flagFast, cmdHExists, "2.0.0")
+	add("hkeys", 2, ro, cmdHKeys, "2.0.0")
+	add("hvals", 2, ro, cmdHVals, "2.0.0")
+	add("hgetall", 2, ro, cmdHGetAll, "2.0.0")
+	add("hincrby", 4, w|flagFast, cmdHIncrBy, "2.0.0")
+	add("hincrbyfloat", 4, w|flagFast, cmdHIncrByFloat, "2.6.0")
+	add("hrandfield", -2, ro, cmdHRandField, "6.2.0")
+	add("hscan", -3, ro, cmdHScan, "2.8.0")
+}
+
+// lookupHash returns the hash at key: (nil, true) when the key is missing,
+// ok=false (after replying WRONGTYPE) when it holds another type. Reads
+// count keyspace hits and misses as Redis's lookupKeyRead does.
+func (c *Client) lookupHash(key []byte, read bool) (h *hashValue, ok bool) {
+	e := c.curDB().lookup(string(key), c.now)
+	if e == nil {
+		if read {
+			c.srv.stats.keyspaceMisses.Add(1)
+		}
+		return nil, true
+	}
+	if read {
+		c.srv.stats.keyspaceHits.Add(1)
+	}
+	h, ok = e.obj.(*hashValue)
+	if !ok {
+		c.addError(errWrongType)
+		return nil, false
+	}
+	e.lru = lruClock()
+	return h, true
+}
+
+// createHash stores a new empty hash at key, which must be missing.
+func (c *Client) createHash(key []byte) *hashValue {
+	h := newHash()
+	c.curDB().setObject(string(key), h)
+	return h
+}
+
+// HSET key field value [field value ...] (also HMSET, which replies OK)
+func cmdHSet(c *Client, args [][]byte) {
+	if len(args)%2 != 0 {
+		c.addError(errWrongArgs(strings.ToLower(string(args[0]))))
+		return
+	}
+	h, ok := c.lookupHash(args[1], false)
+	if !ok {
+		return
+	}
+	if h == nil {
+		h = c.createHash(args[1])
+	}
+	lim := c.srv.hashLimits()
+	created := 0
+	for i := 2; i < len(args); i += 2 {
+		if h.setB(args[i], args[i+1], lim) {
+			created++
+		}
+	}
+	key := string(args[1])
+	c.signalModifiedKey(key)
+	c.notify(notifyHash, "hset", key)
+	c.markDirty((len(args) - 2) / 2)
+	if args[0][1] == 's' || args[0][1] == 'S' {
+		c.addInt(int64(created))
+	} else {
+		c.addOK()
+	}
+}
+
+// HSETNX key field value
+func cmdHSetNX(c *Client, args [][]byte) {
+	h, ok := c.lookupHash(args[1], false)
+	if !ok {
+		return
+	}
+	if h != nil {
+		if _, exists := h.getB(args[2]); exists {
+			c.addInt(0)
+			return
+		}
+	} else {
+		h = c.createHash(args[1])
+	}
+	h.setB(args[2], args[3], c.srv.hashLimits())
+	key := string(args[1])
+	c.signalModifiedKey(key)
+	c.notify(notifyHash, "hset", key)
+	c.markDirty(1)
+	c.addInt(1)
+}
+
+// HGET key field
+func cmdHGet(c *Client, args [][]byte) {
+	h, ok := c.lookupHash(args[1], true)
+	if !ok {
+		return
+	}
+	if h == nil {
+		c.addNull()
+		return
+	}
+	v, found := h.getB(args[2])
+	if !found {
+		c.addNull()
+		return
+	}
+	c.addBulk(v)
+}
+
+// HMGET key field [field ...]
+func cmdHMGet(c *Client, args [][]byte) {
+	h, ok := c.lookupHash(args[1], true)
+	if !ok {
+		return
+	}
+	c.addArrayLen(len(args) - 2)
+	for _, f := range args[2:] {
+		if h == nil {
+			c.addNull()
+			continue
+		}
+		if v, found := h.getB(f); found {
+			c.addBulk(v)
+		} else {
+			c.addNull()
+		}
+	}
+}
+
+// HDEL key field [field ...]
+func cmdHDel(c *Client, args [][]byte) {
+	h, ok := c.lookupHash(args[1], false)
+	if !ok {
+		return
+	}
+	if h == nil {
+		c.addInt(0)
+		return
+	}
+	deleted, removed := 0, false
+	for _, f := range args[2:] {
+		if h.delB(f) {
+			deleted++
+			if h.Len() == 0 {
+				c.curDB().remove(string(args[1]))
+				removed = true
+				break
+			}
+		}
+	}
+	if deleted > 0 {
+		key := string(args[1])
+		c.signalModifiedKey(key)
+		c.notify(notifyHash, "hdel", key)
+		if removed {
+			c.notify(notifyGeneric, "del", key)
+		}
+		c.markDirty(deleted)
+	}
+	c.addInt(int64(deleted))
+}
+
+// HLEN key
+func cmdHLen(c *Client, args [][]byte) {
+	h, ok := c.lookupHash(args[1], true)
+	if !ok {
+		return
+	}
+	if h == nil {
+		c.addInt(0)
+		return
+	}
+	c.addInt(int64(h.Len()))
+}
+
+// HSTRLEN key field
+func cmdHStrLen(c *Client, args [][]byte) {
+	h, ok := c.lookupHash(args[1], true)
+	if !ok {
+		return
+	}
+	n := 0
+	if h != nil {
+		v, _ := h.getB(args[2])
+		n = len(v)
+	}
+	c.addInt(int64(n))
+}
+
+// HEXISTS key field
+func cmdHExists(c *Client, args [][]byte) {
+	h, ok := c.lookupHash(args[1], true)
+	if !ok {
+		return
+	}
+	found := false
+	if h != nil {
+		_, found = h.getB(args[2])
+	}
+	if found {
+		c.addInt(1)
+	} else {
+		c.addInt(0)
+	}
+}
+
+// HKEYS key
+func cmdHKeys(c *Client, args [][]byte) { hashGetAll(c, args, true, false) }
+
+// HVALS key
+func cmdHVals(c *Client, args [][]byte) { hashGetAll(c, args, false, true) }
+
+// HGETALL key (a map in RESP3)
+func cmdHGetAll(c *Client, args [][]byte) { hashGetAll(c, args, true, true) }
+
+func hashGetAll(c *Client, args [][]byte, keys, vals bool) {
+	h, ok := c.lookupHash(args[1], true)
+	if !ok {
+		return
+	}
+	n := 0
+	if h != nil {
+		n = h.Len()
+	}
+	if keys && vals {
+		c.addMapLen(n)
+	} else {
+		c.addArrayLen(n)
+	}
+	if h == nil {
+		return
+	}
+	h.each(func(f, v []byte) bool {
+		if keys {
+			c.addBulk(f)
+		}
+		if vals {
+			c.addBulk(v)
+		}
+		return true
+	})
+}
+
+// HINCRBY key field increment
+func cmdHIncrBy(c *Client, args [][]byte) {
+	incr, ok := parseInt(args[3])
+	if !ok {
+		c.addError(errNotInt)
+		return
+	}
+	h, ok := c.lookupHash(args[1], false)
+	if !ok {
+		return
+	}
+	var cur int64
+	if h != nil {
+		if v, found := h.getB(args[2]); found {
+			n, ok := parseInt(v)
+			if !ok {
+				c.addError("ERR hash value is not an integer")
+				return
+			}
+			cur = n
+		}
+	}
+	if (incr < 0 && cur < 0 && incr < math.MinInt64-cur) || (incr > 0 && cur > 0 && incr > math.MaxInt64-cur) {
+		c.addError(errOverflow)
+		return
+	}
+	cur += incr
+	if h == nil {
+		h = c.createHash(args[1])
+	}
+	var buf [24]byte
+	h.setB(args[2], strconv.AppendInt(buf[:0], cur, 10), c.srv.hashLimits())
+	key := string(args[1])
+	c.signalModifiedKey(key)
+	c.notify(notifyHash, "hincrby", key)
+	c.markDirty(1)
+	c.addInt(cur)
+}
+
+// HINCRBYFLOAT key field increment (propagated as HSET with the result)
+func cmdHIncrByFloat(c *Client, args [][]byte) {
+	incr, ok := parseLongDouble(args[3])
+	if !ok {
+		c.addError(errNotFloat)
+		return
+	}
+	if incr.IsInf() {
+		c.addError("ERR value is NaN or Infinity")
+		return
+	}
+	h, ok := c.lookupHash(args[1], false)
+	if !ok {
+		return
+	}
+	cur := new(big.Float).SetPrec(longDoublePrec)
+	if h != nil {
+		if v, found := h.getB(args[2]); found {
+			f, ok := parseLongDouble(v)
+			if !ok {
+				c.addError("ERR hash value is not a float")
+				return
+			}
+			cur = f
+		}
+	}
+	if cur.IsInf() {
+		c.addError("ERR increment would produce NaN or Infinity")
+		return
+	}
+	cur.Add(cur, incr)
+	if longDoubleOverflows(cur) {
+		c.addError("ERR increment would produce NaN or Infinity")
+		return
+	}
+	out := formatLongDoubleHuman(cur)
+	if h == nil {
+		h = c.createHash(args[1])
+	}
+	h.setB(args[2], []byte(out), c.srv.hashLimits())
+	key := string(args[1])
+	c.signalModifiedKey(key)
+	c.notify(notifyHash, "hincrbyfloat", key)
+	c.markDirty(1)
+	c.addBulkString(out)
+	c.propagateAs([][]byte{[]byte("HSET"), args[1], args[2], []byte(out)})
+}
+
+// longDoublePrec is the significand precision of the x87 80-bit long
+// double Redis uses for INCRBYFLOAT and HINCRBYFLOAT.
+const longDoublePrec = 64
+
+// parseLongDouble parses a float as Redis's string2ld (strtold) does: no
+// leading space, the whole string consumed, inf allowed, NaN and values
+// out of long double range refused.
+func parseLongDouble(b []byte) (*big.Float, bool) {
+	if len(b) == 0 || len(b) >= 5*1024 {
+		return nil, false
+	}
+	s := string(b)
+	if s[0] == ' ' || (s[0] >= '\t' && s[0] <= '\r') || strings.ContainsRune(s, '_') {
+		return nil, false
+	}
+	body := strings.TrimLeft(s, "+-")
+	if len(s)-len(body) > 1 {
+		return nil, false
+	}
+	switch strings.ToLower(body) {
+	case "inf", "infinity":
+		return new(big.Float).SetInf(s[0] == '-'), true
+	}
+	f, _, err := new(big.Float).SetPrec(longDoublePrec).Parse(s, 0)
+	if err != nil || f.IsInf() {
+		return nil, false
+	}
+	if longDoubleOverflows(f) {
+		return nil, false
+	}
+	if f.Sign() == 0 {
+		// strtold reports ERANGE for a non-zero value that underflows.
+		for _, ch := range body {
+			if ch >= '1' && ch <= '9' {
+				if !strings.ContainsAny(body, "eEpP") {
+					break
+				}
+				return nil, false
+			}
+			if ch == 'e' || ch == 'E' || ch == 'p' || ch == 'P' {
+				break
+			}
+		}
+	}
+	return f, true
+}
+
+// longDoubleOverflows reports whether f is beyond the long double range.
+func longDoubleOverflows(f *big.Float) bool {
+	return f.IsInf() || f.MantExp(nil) > 16384
+}
+
+// formatLongDoubleHuman formats f as Redis's ld2string(LD_STR_HUMAN):
+// "%.17Lf" with trailing zeros (and a trailing dot) removed, "-0" as "0".
+func formatLongDoubleHuman(f *big.Float) string {
+	if f.IsInf() {
+		if f.Sign() > 0 {
+			return "inf"
+		}
+		return "-inf"
+	}
+	s := f.Text('f', 17)
+	if strings.IndexByte(s, '.') >= 0 {
+		s = strings.TrimRight(s, "0")
+		s = strings.TrimSuffix(s, ".")
+	}
+	if s == "-0" {
+		s = "0"
+	}
+	return s
+}
+
+// HRANDFIELD key [count [WITHVALUES]]
+func cmdHRandField(c *Client, args [][]byte) {
+	if len(args) >= 3 {
+		l, ok := parseInt(args[2])
+		if !ok {
+			c.addError(errNotInt)
+			return
+		}
+		if l == math.MinInt64 {
+			c.addError("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+			return
+		}
+		withValues := false
+		if len(args) > 4 || (len(args) == 4 && !eqFold(args[3], "withvalues")) {
+			c.addError(errSyntax)
+			return
+		} else if len(args) == 4 {
+			withValues = true
+			if l < -math.MaxInt64/2 || l > math.MaxInt64/2 {
+				c.addError("ERR value is out of range")
+				return
+			}
+		}
+		hashRandFieldCount(c, args[1], l, withValues)
+		return
+	}
+	h, ok := c.lookupHash(args[1], true)
+	if !ok {
+		return
+	}
+	if h == nil {
+		c.addNull()
+		return
+	}
+	f, _ := h.randomField()
+	c.addBulk(f)
+}
+
+func hashRandFieldCount(c *Client, key []byte, l int64, withValues bool) {
+	h, ok := c.lookupHash(key, true)
+	if !ok {
+		return
+	}
+	if h == nil || l == 0 {
+		c.addArrayLen(0)
+		return
+	}
+	pair := func(f, v []byte) {
+		if withValues && c.proto > 2 {
+			c.addArrayLen(2)
+		}
+		c.addBulk(f)
+		if withValues {
+			c.addBulk(v)
+		}
+	}
+	size := int64(h.Len())
+	if l < 0 || l == 1 {
+		// Repetitions allowed: independent draws, in random order.
+		count := l
+		if count < 0 {
+			count = -count
+		}
+		if withValues && c.proto == 2 {
+			c.addArrayLen(int(count * 2))
+		} else {
+			c.addArrayLen(int(count))
+		}
+		if h.d == nil {
+			all := hashPairs(h)
+			for ; count > 0 && !c.closed.Load(); count-- {
+				p := all[rand.IntN(len(all))]
+				pair(p[0], p[1])
+			}
+			return
+		}
+		for ; count > 0 && !c.closed.Load(); count-- {
+			pair(h.randomField())
+		}
+		return
+	}
+	count := min(l, size)
+	if withValues && c.proto == 2 {
+		c.addArrayLen(int(count * 2))
+	} else {
+		c.addArrayLen(int(count))
+	}
+	if count >= size {
+		h.each(func(f, v []byte) bool { pair(f, v); return true })
+		return
+	}
+	if h.d == nil || count*3 > size {
+		// Pick count distinct fields by a partial Fisher-Yates shuffle.
+		all := hashPairs(h)
+		for i := 0; i < int(count); i++ {
+			j := i + rand.IntN(len(all)-i)
+			all[i], all[j] = all[j], all[i]
+			pair(all[i][0], all[i][1])
+		}
+		return
+	}
+	seen := make(map[string]struct{}, count)
+	for int64(len(seen)) < count {
+		n := h.d.randomNode()
+		if _, dup := seen[n.key]; dup {
+			continue
+		}
+		seen[n.key] = struct{}{}
+		pair(sbytes(n.key), n.val)
+	}
+}
+
+// hashPairs lists the fields and values of h (views into h).
+func hashPairs(h *hashValue) [][2][]byte {
+	all := make([][2][]byte, 0, h.Len())
+	h.each(func(f, v []byte) bool {
+		all = append(all, [2][]byte{f, v})
+		return true
+	})
+	return all
+}
+
+// collScanOptions are HSCAN/SSCAN's options.
+type collScanOptions struct {
+	cursor  uint64
+	count   int
+	pattern string
+	match   bool
+}
+
+// parseCollScan parses "cursor [MATCH pattern] [COUNT count]" as Redis's
+// parseScanCursorOrReply and scanGenericCommand do; on error it replies
+// and returns false.
+func parseCollScan(c *Client, args [][]byte) (collScanOptions, bool) {
+	o := collScanOptions{count: 10}
+	cur, ok := parseScanCursor(args[0])
+	if !ok {
+		c.addError("ERR invalid cursor")
+		return o, false
+	}
+	o.cursor = cur
+	for i := 1; i < len(args); {
+		more := len(args) - i
+		switch {
+		case eqFold(args[i], "count") && more >= 2:
+			n, ok := parseInt(args[i+1])
+			if !ok {
+				c.addError(errNotInt)
+				return o, false
+			}
+			if n < 1 {
+				c.addError(errSyntax)
+				return o, false
+			}
+			o.count = int(min(n, 1<<30))
+			i += 2
+		case eqFold(args[i], "match") && more >= 2:
+			o.pattern = string(args[i+1])
+			o.match = o.pattern != "*"
+			i += 2
+		default:
+			c.addError(errSyntax)
+			return o, false
+		}
+	}
+	return o, true
+}
+
+// parseScanCursor parses a cursor as strtoul does (optional sign, a
+// negative value wraps, an empty string is 0), refusing leading spaces,
+// trailing garbage and overflow.
+func parseScanCursor(b []byte) (uint64, bool) {
+	if len(b) == 0 {
+		return 0, true
+	}
+	if b[0] == ' ' || (b[0] >= '\t' && b[0] <= '\r') {
+		return 0, false
+	}
+	neg := false
+	s := b
+	if s[0] == '+' || s[0] == '-' {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	if len(s) == 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(s), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+// addScanReply writes [cursor, [elements...]].
+func (c *Client) addScanReply(cursor uint64, items [][]byte) {
+	c.addArrayLen(2)
+	c.addBulkString(strconv.FormatUint(cursor, 10))
+	c.addBulks(items)
+}
+
+// HSCAN key cursor [MATCH pattern] [COUNT count]
+func cmdHScan(c *Client, args [][]byte) {
+	o, ok := parseCollScan(c, args[2:])
+	if !ok {
+		return
+	}
+	h, ok := c.lookupHash(args[1], true)
+	if !ok {
+		return
+	}
+	var items [][]byte
+	if h == nil {
+		c.addScanReply(0, nil)
+		return
+	}
+	keep := func(f []byte) bool { return !o.match || globMatch(o.pattern, bstr(f), false) }
+	if h.d == nil {
+		h.each(func(f, v []byte) bool {
+			if keep(f) {
+				items = append(items, f, v)
+			}
+			return true
+		})
+		c.addScanReply(0, items)
+		return
+	}
+	cursor := o.cursor
+	visited := 0
+	for iter := o.count * 10; ; iter-- {
+		cursor = h.d.scan(cursor, func(n *dictNode[[]byte]) {
+			visited++
+			if keep(sbytes(n.key)) {
+				items = append(items, sbytes(n.key), n.val)
+			}
+		})
+		if cursor == 0 || iter <= 0 || visited >= o.count {
+			break
+		}
+	}
+	c.addScanReply(cursor, items)
+}

@@ -1,0 +1,673 @@
+package node
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+)
+
+func registerSetCommands(t *commandTable) {
+	w := flagWrite | flagDenyOOM
+	ro := flagReadOnly
+	add := func(name string, arity int, flags cmdFlag, first, last int, fn handlerFunc, since string) {
+		t.add(&command{name: name, arity: arity, flags: flags, first: first, last: last, fn: fn, group: "set", since: since})
+	}
+	add("sadd", -3, w|flagFast, 1, 1, cmdSAdd, "1.0.0")
+	add("srem", -3, flagWrite|flagFast, 1, 1, cmdSRem, "1.0.0")
+	add("smove", 4, flagWrite|flagFast, 1, 2, cmdSMove, "1.0.0")
+	add("sismember", 3, ro|flagFast, 1, 1, cmdSIsMember, "1.0.0")
+	add("smismember", -3, ro|flagFast, 1, 1, cmdSMIsMember, "6.2.0")
+	add("scard", 2, ro|flagFast, 1, 1, cmdSCard, "1.0.0")
+	add("spop", -2, flagWrite|flagFast, 1, 1, cmdSPop, "1.0.0")
+	add("srandmember", -2, ro, 1, 1, cmdSRandMember, "1.0.0")
+	add("smembers", 2, ro, 1, 1, cmdSInter, "1.0.0")
+	add("sinter", -2, ro, 1, -1, cmdSInter, "1.0.0")
+	add("sinterstore", -3, w, 1, -1, cmdSInterStore, "1.0.0")
+	add("sunion", -2, ro, 1, -1, cmdSUnion, "1.0.0")
+	add("sunionstore", -3, w, 1, -1, cmdSUnionStore, "1.0.0")
+	add("sdiff", -2, ro, 1, -1, cmdSDiff, "1.0.0")
+	add("sdiffstore", -3, w, 1, -1, cmdSDiffStore, "1.0.0")
+	add("sscan", -3, ro, 1, 1, cmdSScan, "2.8.0")
+	t.add(&command{name: "sintercard", arity: -3, flags: ro, keys: numKeysAt(1), fn: cmdSInterCard, group: "set", since: "7.0.0"})
+}
+
+// numKeysAt returns a keysFunc for "numkeys key [key ...]" commands whose
+// numkeys argument is at position pos (SINTERCARD, ZINTERCARD, LMPOP ...).
+// A malformed numkeys yields no keys; the handler rejects it.
+func numKeysAt(pos int) keysFunc {
+	return func(args [][]byte) []int {
+		if pos >= len(args) {
+			return nil
+		}
+		n, ok := parseInt(args[pos])
+		if !ok || n <= 0 || n > int64(len(args)-pos-1) {
+			return nil
+		}
+		keys := make([]int, n)
+		for i := range keys {
+			keys[i] = pos + 1 + i
+		}
+		return keys
+	}
+}
+
+// lookupSet returns the set at key: (nil, true) when the key is missing,
+// ok=false (after replying WRONGTYPE) when it holds another type.
+func (c *Client) lookupSet(key []byte, read bool) (s *setValue, ok bool) {
+	e := c.curDB().lookup(string(key), c.now)
+	if e == nil {
+		if read {
+			c.srv.stats.keyspaceMisses.Add(1)
+		}
+		return nil, true
+	}
+	if read {
+		c.srv.stats.keyspaceHits.Add(1)
+	}
+	s, ok = e.obj.(*setValue)
+	if !ok {
+		c.addError(errWrongType)
+		return nil, false
+	}
+	e.lru = lruClock()
+	return s, true
+}
+
+// SADD key member [member ...]
+func cmdSAdd(c *Client, args [][]byte) {
+	s, ok := c.lookupSet(args[1], false)
+	if !ok {
+		return
+	}
+	if s == nil {
+		s = newSetFor(args[2], 0)
+		c.curDB().setObject(string(args[1]), s)
+	}
+	limit := c.srv.intsetLimit()
+	added := 0
+	for _, m := range args[2:] {
+		if s.addB(m, limit) {
+			added++
+		}
+	}
+	if added > 0 {
+		key := string(args[1])
+		c.signalModifiedKey(key)
+		c.notify(notifySet, "sadd", key)
+	}
+	c.markDirty(added)
+	c.addInt(int64(added))
+}
+
+// SREM key member [member ...]
+func cmdSRem(c *Client, args [][]byte) {
+	s, ok := c.lookupSet(args[1], false)
+	if !ok {
+		return
+	}
+	if s == nil {
+		c.addInt(0)
+		return
+	}
+	deleted, removed := 0, false
+	for _, m := range args[2:] {
+		if s.remB(m) {
+			deleted++
+			if s.Len() == 0 {
+				c.curDB().remove(string(args[1]))
+				removed = true
+				break
+			}
+		}
+	}
+	if deleted > 0 {
+		key := string(args[1])
+		c.signalModifiedKey(key)
+		c.notify(notifySet, "srem", key)
+		if removed {
+			c.notify(notifyGeneric, "del", key)
+		}
+		c.markDirty(deleted)
+	}
+	c.addInt(int64(deleted))
+}
+
+// SMOVE source destination member
+func cmdSMove(c *Client, args [][]byte) {
+	db := c.curDB()
+	src, dst := string(args[1]), string(args[2])
+	se := db.lookup(src, c.now)
+	de := db.lookup(dst, c.now)
+	if se == nil {
+		c.addInt(0)
+		return
+	}
+	ss, ok := se.obj.(*setValue)
+	if !ok {
+		c.addError(errWrongType)
+		return
+	}
+	var ds *setValue
+	if de != nil {
+		if ds, ok = de.obj.(*setValue); !ok {
+			c.addError(errWrongType)
+			return
+		}
+	}
+	member := args[3]
+	if src == dst {
+		if ss.hasB(member) {
+			c.addInt(1)
+		} else {
+			c.addInt(0)
+		}
+		return
+	}
+	if !ss.remB(member) {
+		c.addInt(0)
+		return
+	}
+	c.notify(notifySet, "srem", src)
+	if ss.Len() == 0 {
+		db.remove(src)
+		c.notify(notifyGeneric, "del", src)
+	}
+	if ds == nil {
+		ds = newSetFor(member, 0)
+		db.setObject(dst, ds)
+	}
+	c.signalModifiedKey(src)
+	c.markDirty(1)
+	if ds.addB(member, c.srv.intsetLimit()) {
+		c.markDirty(1)
+		c.signalModifiedKey(dst)
+		c.notify(notifySet, "sadd", dst)
+	}
+	c.addInt(1)
+}
+
+// SISMEMBER key member
+func cmdSIsMember(c *Client, args [][]byte) {
+	s, ok := c.lookupSet(args[1], true)
+	if !ok {
+		return
+	}
+	if s != nil && s.hasB(args[2]) {
+		c.addInt(1)
+	} else {
+		c.addInt(0)
+	}
+}
+
+// SMISMEMBER key member [member ...]
+func cmdSMIsMember(c *Client, args [][]byte) {
+	s, ok := c.lookupSet(args[1], true)
+	if !ok {
+		return
+	}
+	c.addArrayLen(len(args) - 2)
+	for _, m := range args[2:] {
+		if s != nil && s.hasB(m) {
+			c.addInt(1)
+		} else {
+			c.addInt(0)
+		}
+	}
+}
+
+// SCARD key
+func cmdSCard(c *Client, args [][]byte) {
+	s, ok := c.lookupSet(args[1], true)
+	if !ok {
+		return
+	}
+	if s == nil {
+		c.addInt(0)
+		return
+	}
+	c.addInt(int64(s.Len()))
+}
+
+// SPOP key [count] (propagated as SREM, or DEL when the whole set goes)
+func cmdSPop(c *Client, args [][]byte) {
+	if len(args) == 3 {
+		setPopCount(c, args)
+		return
+	}
+	if len(args) > 3 {
+		c.addError(errSyntax)
+		return
+	}
+	s, ok := c.lookupSet(args[1], false)
+	if !ok {
+		return
+	}
+	if s == nil {
+		c.addNull()
+		return
+	}
+	m := s.randomMember()
+	s.remB(sbytes(m))
+	key := string(args[1])
+	c.notify(notifySet, "spop", key)
+	c.propagateAs([][]byte{[]byte("SREM"), args[1], []byte(m)})
+	c.addBulkString(m)
+	if s.Len() == 0 {
+		c.curDB().remove(key)
+		c.notify(notifyGeneric, "del", key)
+	}
+	c.signalModifiedKey(key)
+	c.markDirty(1)
+}
+
+func setPopCount(c *Client, args [][]byte) {
+	l, ok := parseInt(args[2])
+	if !ok || l < 0 {
+		c.addError("ERR value is out of range, must be positive")
+		return
+	}
+	s, ok := c.lookupSet(args[1], false)
+	if !ok {
+		return
+	}
+	if s == nil || l == 0 {
+		c.addSetLen(0)
+		return
+	}
+	key := string(args[1])
+	size := int64(s.Len())
+	c.notify(notifySet, "spop", key)
+	if l >= size {
+		c.addSetLen(int(size))
+		s.each(func(m []byte) bool { c.addBulk(m); return true })
+		c.curDB().remove(key)
+		c.notify(notifyGeneric, "del", key)
+		c.propagateAs([][]byte{[]byte("DEL"), args[1]})
+		c.signalModifiedKey(key)
+		c.markDirty(int(size))
+		return
+	}
+	count := l
+	c.addSetLen(int(count))
+	srem := func(m []byte) {
+		c.propagateAs([][]byte{[]byte("SREM"), args[1], m})
+	}
+	remaining := size - count
+	if remaining*5 > count {
+		for ; count > 0; count-- {
+			m := s.randomMember()
+			s.remB(sbytes(m))
+			c.addBulkString(m)
+			srem([]byte(m))
+		}
+	} else {
+		// Few members stay: move them to a new set and pop everything
+		// else, as Redis's third SPOP strategy does.
+		var ns *setValue
+		limit := c.srv.intsetLimit()
+		for ; remaining > 0; remaining-- {
+			m := s.randomMember()
+			if ns == nil {
+				ns = newSetFor(sbytes(m), int(size-count))
+			}
+			ns.addB(sbytes(m), limit)
+			s.remB(sbytes(m))
+		}
+		s.each(func(m []byte) bool {
+			c.addBulk(m)
+			srem(slices.Clone(m))
+			return true
+		})
+		c.curDB().lookup(key, c.now).obj = ns
+	}
+	c.signalModifiedKey(key)
+	c.markDirty(int(l))
+}
+
+// SRANDMEMBER key [count]
+func cmdSRandMember(c *Client, args [][]byte) {
+	if len(args) == 3 {
+		setRandMemberCount(c, args)
+		return
+	}
+	if len(args) > 3 {
+		c.addError(errSyntax)
+		return
+	}
+	s, ok := c.lookupSet(args[1], true)
+	if !ok {
+		return
+	}
+	if s == nil {
+		c.addNull()
+		return
+	}
+	c.addBulkString(s.randomMember())
+}
+
+func setRandMemberCount(c *Client, args [][]byte) {
+	l, ok := parseInt(args[2])
+	if !ok {
+		c.addError(errNotInt)
+		return
+	}
+	if l == math.MinInt64 {
+		c.addError("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+		return
+	}
+	s, ok := c.lookupSet(args[1], true)
+	if !ok {
+		return
+	}
+	if s == nil || l == 0 {
+		c.addArrayLen(0)
+		return
+	}
+	size := int64(s.Len())
+	if l < 0 || l == 1 {
+		count := l
+		if count < 0 {
+			count = -count
+		}
+		c.addArrayLen(int(count))
+		if s.d == nil {
+			var buf [24]byte
+			for ; count > 0 && !c.closed.Load(); count-- {
+				c.addBulk(strconv.AppendInt(buf[:0], s.ints[rand.IntN(len(s.ints))], 10))
+			}
+			return
+		}
+		for ; count > 0 && !c.closed.Load(); count-- {
+			c.addBulkString(s.d.randomNode().key)
+		}
+		return
+	}
+	if l >= size {
+		c.addArrayLen(int(size))
+		s.each(func(m []byte) bool { c.addBulk(m); return true })
+		return
+	}
+	count := int(l)
+	c.addArrayLen(count)
+	if s.d == nil || int64(count)*3 > size {
+		all := setMembers(s)
+		for i := 0; i < count; i++ {
+			j := i + rand.IntN(len(all)-i)
+			all[i], all[j] = all[j], all[i]
+			c.addBulkString(all[i])
+		}
+		return
+	}
+	seen := make(map[string]struct{}, count)
+	for len(seen) < count {
+		k := s.d.randomNode().key
+		if _, dup := seen[k]; dup {
+			continue
+		}
+		seen[k] = struct{}{}
+		c.addBulkString(k)
+	}
+}
+
+// setMembers lists the members of s as strings.
+func setMembers(s *setValue) []string {
+	out := make([]string, 0, s.Len())
+	if s.d != nil {
+		s.d.forEach(func(n *dictNode[struct{}]) bool { out = append(out, n.key); return true })
+		return out
+	}
+	for _, v := range s.ints {
+		out = append(out, strconv.FormatInt(v, 10))
+	}
+	return out
+}
+
+// loadSets looks up the sets at keys (nil for a missing key); ok=false
+// after replying WRONGTYPE.
+func (c *Client) loadSets(keys [][]byte) ([]*setValue, bool) {
+	sets := make([]*setValue, len(keys))
+	for i, k := range keys {
+		s, ok := c.lookupSet(k, true)
+		if !ok {
+			return nil, false
+		}
+		sets[i] = s
+	}
+	return sets, true
+}
+
+// setInter computes the intersection of sets (none nil), calling emit for
+// each member of the result until it returns false.
+func setInter(sets []*setValue, emit func(m []byte) bool) {
+	sets = slices.Clone(sets)
+	slices.SortStableFunc(sets, func(a, b *setValue) int { return a.Len() - b.Len() })
+	sets[0].each(func(m []byte) bool {
+		for _, o := range sets[1:] {
+			if o != sets[0] && !o.hasB(m) {
+				return true
+			}
+		}
+		return emit(m)
+	})
+}
+
+// storeSetResult stores res at dst (or deletes dst when res is empty) and
+// replies with its size, as SINTERSTORE/SUNIONSTORE/SDIFFSTORE do.
+func (c *Client) storeSetResult(dst []byte, res *setValue, event string) {
+	db := c.curDB()
+	key := string(dst)
+	if res.Len() > 0 {
+		db.setObject(key, res)
+		c.signalModifiedKey(key)
+		c.addInt(int64(res.Len()))
+		c.notify(notifySet, event, key)
+		c.markDirty(1)
+		return
+	}
+	c.addInt(0)
+	if db.lookup(key, c.now) != nil {
+		db.remove(key)
+		c.markDirty(1)
+		c.signalModifiedKey(key)
+		c.notify(notifyGeneric, "del", key)
+	}
+}
+
+// SINTER key [key ...] (also SMEMBERS key)
+func cmdSInter(c *Client, args [][]byte) {
+	sets, ok := c.loadSets(args[1:])
+	if !ok {
+		return
+	}
+	if slices.Contains(sets, nil) {
+		c.addSetLen(0)
+		return
+	}
+	if len(sets) == 1 {
+		c.addSetLen(sets[0].Len())
+		sets[0].each(func(m []byte) bool { c.addBulk(m); return true })
+		return
+	}
+	var res [][]byte
+	setInter(sets, func(m []byte) bool { res = append(res, slices.Clone(m)); return true })
+	c.addSetLen(len(res))
+	for _, m := range res {
+		c.addBulk(m)
+	}
+}
+
+// SINTERCARD numkeys key [key ...] [LIMIT limit]
+func cmdSInterCard(c *Client, args [][]byte) {
+	numkeys, ok := parseInt(args[1])
+	if !ok || numkeys < 1 {
+		c.addError("ERR numkeys should be greater than 0")
+		return
+	}
+	if numkeys > int64(len(args)-2) {
+		c.addError("ERR Number of keys can't be greater than number of args")
+		return
+	}
+	var limit int64
+	for j := 2 + int(numkeys); j < len(args); j++ {
+		if eqFold(args[j], "LIMIT") && j+1 < len(args) {
+			j++
+			n, ok := parseInt(args[j])
+			if !ok || n < 0 {
+				c.addError("ERR LIMIT can't be negative")
+				return
+			}
+			limit = n
+		} else {
+			c.addError(errSyntax)
+			return
+		}
+	}
+	sets, ok := c.loadSets(args[2 : 2+numkeys])
+	if !ok {
+		return
+	}
+	if slices.Contains(sets, nil) {
+		c.addInt(0)
+		return
+	}
+	var card int64
+	setInter(sets, func([]byte) bool {
+		card++
+		return limit == 0 || card < limit
+	})
+	c.addInt(card)
+}
+
+// SINTERSTORE destination key [key ...]
+func cmdSInterStore(c *Client, args [][]byte) {
+	sets, ok := c.loadSets(args[2:])
+	if !ok {
+		return
+	}
+	res := newSet()
+	if !slices.Contains(sets, nil) {
+		limit := c.srv.intsetLimit()
+		setInter(sets, func(m []byte) bool { res.addB(m, limit); return true })
+	}
+	c.storeSetResult(args[1], res, "sinterstore")
+}
+
+// setUnion computes the union of sets (nil = empty).
+func setUnion(sets []*setValue, limit int) *setValue {
+	res := newSet()
+	for _, s := range sets {
+		if s == nil {
+			continue
+		}
+		s.each(func(m []byte) bool { res.addB(m, limit); return true })
+	}
+	return res
+}
+
+// setDiff computes sets[0] minus the others (nil = empty).
+func setDiff(sets []*setValue, limit int) *setValue {
+	res := newSet()
+	first := sets[0]
+	if first == nil {
+		return res
+	}
+	for _, s := range sets[1:] {
+		if s == first {
+			return res
+		}
+	}
+	first.each(func(m []byte) bool {
+		for _, s := range sets[1:] {
+			if s != nil && s.hasB(m) {
+				return true
+			}
+		}
+		res.addB(m, limit)
+		return true
+	})
+	return res
+}
+
+func (c *Client) addSetValue(s *setValue) {
+	c.addSetLen(s.Len())
+	s.each(func(m []byte) bool { c.addBulk(m); return true })
+}
+
+// SUNION key [key ...]
+func cmdSUnion(c *Client, args [][]byte) {
+	sets, ok := c.loadSets(args[1:])
+	if !ok {
+		return
+	}
+	c.addSetValue(setUnion(sets, c.srv.intsetLimit()))
+}
+
+// SUNIONSTORE destination key [key ...]
+func cmdSUnionStore(c *Client, args [][]byte) {
+	sets, ok := c.loadSets(args[2:])
+	if !ok {
+		return
+	}
+	c.storeSetResult(args[1], setUnion(sets, c.srv.intsetLimit()), "sunionstore")
+}
+
+// SDIFF key [key ...]
+func cmdSDiff(c *Client, args [][]byte) {
+	sets, ok := c.loadSets(args[1:])
+	if !ok {
+		return
+	}
+	c.addSetValue(setDiff(sets, c.srv.intsetLimit()))
+}
+
+// SDIFFSTORE destination key [key ...]
+func cmdSDiffStore(c *Client, args [][]byte) {
+	sets, ok := c.loadSets(args[2:])
+	if !ok {
+		return
+	}
+	c.storeSetResult(args[1], setDiff(sets, c.srv.intsetLimit()), "sdiffstore")
+}
+
+// SSCAN key cursor [MATCH pattern] [COUNT count]
+func cmdSScan(c *Client, args [][]byte) {
+	o, ok := parseCollScan(c, args[2:])
+	if !ok {
+		return
+	}
+	s, ok := c.lookupSet(args[1], true)
+	if !ok {
+		return
+	}
+	if s == nil {
+		c.addScanReply(0, nil)
+		return
+	}
+	var items [][]byte
+	keep := func(m []byte) bool { return !o.match || globMatch(o.pattern, bstr(m), false) }
+	if s.d == nil {
+		s.each(func(m []byte) bool {
+			if keep(m) {
+				items = append(items, slices.Clone(m))
+			}
+			return true
+		})
+		c.addScanReply(0, items)
+		return
+	}
+	cursor := o.cursor
+	visited := 0
+	for iter := o.count * 10; ; iter-- {
+		cursor = s.d.scan(cursor, func(n *dictNode[struct{}]) {
+			visited++
+			if keep(sbytes(n.key)) {
+				items = append(items, sbytes(n.key))
+			}
+		})
+		if cursor == 0 || iter <= 0 || visited >= o.count {
+			break
+		}
+	}
+	c.addScanReply(cursor, items)
+}
