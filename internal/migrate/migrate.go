@@ -22,6 +22,12 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// Defaults of Options.
+const (
+	DefaultSyncTimeout   = 10 * time.Minute
+	DefaultSwitchTimeout = 5 * time.Second
+)
+
 // Options configures a shard migration.
 type Options struct {
 	// From is the current master's address (host:port). Required.
@@ -57,10 +63,10 @@ func Run(ctx context.Context, opt Options) error {
 		return errors.New("migrate: --from and --to are required")
 	}
 	if opt.SyncTimeout <= 0 {
-		opt.SyncTimeout = 10 * time.Minute
+		opt.SyncTimeout = DefaultSyncTimeout
 	}
 	if opt.SwitchTimeout <= 0 {
-		opt.SwitchTimeout = 5 * time.Second
+		opt.SwitchTimeout = DefaultSwitchTimeout
 	}
 	out := opt.Progress
 	if out == nil {
