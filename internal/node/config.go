@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/shardis/shardis/internal/resp"
 )
@@ -22,6 +23,8 @@ type Config struct {
 	values map[string]string
 	// File is the path of the config file, for CONFIG REWRITE ("" if none).
 	File string
+	// snap is the lock-free copy readers use (see configSnapshot).
+	snap atomic.Pointer[configSnapshot]
 	// order lists directives as the file gave them, for CONFIG REWRITE.
 	order []string
 }
@@ -152,6 +155,7 @@ func NewConfig() *Config {
 	for name, d := range configDefs {
 		c.values[name] = d.def
 	}
+	c.publishLocked()
 	return c
 }
 
@@ -184,12 +188,36 @@ func (c *Config) Set(name, value string) error {
 	}
 	c.mu.Lock()
 	c.values[canon] = value
+	c.publishLocked()
 	c.mu.Unlock()
 	return nil
 }
 
+// configSnapshot is an immutable copy of the values, with numbers parsed,
+// that readers use without locking: commands read settings on every call,
+// so reads must not contend on a shared lock.
+type configSnapshot struct {
+	values map[string]string
+	ints   map[string]int64
+}
+
+// publishLocked installs a new snapshot after a change. c.mu is held.
+func (c *Config) publishLocked() {
+	sn := &configSnapshot{values: make(map[string]string, len(c.values)), ints: make(map[string]int64, len(c.values))}
+	for k, v := range c.values {
+		sn.values[k] = v
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			sn.ints[k] = n
+		}
+	}
+	c.snap.Store(sn)
+}
+
 // Get returns a directive's value ("" if unknown).
 func (c *Config) Get(name string) string {
+	if sn := c.snap.Load(); sn != nil {
+		return sn.values[name]
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	return c.values[name]
@@ -197,6 +225,9 @@ func (c *Config) Get(name string) string {
 
 // Int returns a numeric directive.
 func (c *Config) Int(name string) int64 {
+	if sn := c.snap.Load(); sn != nil {
+		return sn.ints[name]
+	}
 	n, _ := strconv.ParseInt(c.Get(name), 10, 64)
 	return n
 }
