@@ -160,33 +160,23 @@ func (d *chainDict[V]) scan(cursor uint64, fn func(n *dictNode[V])) uint64 {
 // randomNode returns a random node (nil if empty) the way Redis's
 // dictGetFairRandomKey does: it samples up to 20 nodes from consecutive
 // buckets starting at a random one and picks one of the sample uniformly,
-// which evens out the bias of chains of different lengths.
+// which evens out the bias of chains of different lengths (and is exactly
+// uniform for dicts of up to 20 elements, whose sample is all of them).
 func (d *chainDict[V]) randomNode() *dictNode[V] {
 	if d.count == 0 {
 		return nil
 	}
 	var sample [20]*dictNode[V]
+	want := min(len(sample), d.count)
 	got := 0
 	mask := len(d.buckets) - 1
 	i := rand.IntN(len(d.buckets))
-	empty := 0
-	for steps := 0; steps < 200 && got < len(sample); steps++ {
-		n := d.buckets[i]
-		if n == nil {
-			empty++
-			// Like dictGetSomeKeys, jump elsewhere after a run of empty
-			// buckets once we have seen enough of the table.
-			if empty >= 5 && steps > 5 {
-				i = rand.IntN(len(d.buckets))
-				empty = 0
-				continue
-			}
-		} else {
-			empty = 0
-			for ; n != nil && got < len(sample); n = n.next {
-				sample[got] = n
-				got++
-			}
+	// Walk consecutive buckets (never the same one twice, so no node is
+	// sampled twice) until the sample is full.
+	for steps := 0; steps < len(d.buckets) && steps < 1000 && got < want; steps++ {
+		for n := d.buckets[i]; n != nil && got < want; n = n.next {
+			sample[got] = n
+			got++
 		}
 		i = (i + 1) & mask
 	}
