@@ -9,6 +9,7 @@ var commandFamilies = []func(t *commandTable){
 	registerStringCommands,
 	registerKeyCommands,
 	registerServerCommands,
+	registerZSetCommands,
 	registerHashCommands,
 	registerSetCommands,
 	registerListCommands,

@@ -94,6 +94,11 @@ func (z *zsetValue) Add(member string, score float64) {
 // the small one would exceed lim. It reports whether member is new.
 func (z *zsetValue) set(member string, score float64, lim zsetLimits) bool {
 	if z.dict == nil {
+		if score == 0 {
+			// The listpack encoding stores scores as text, where -0
+			// reads back as 0.
+			score = 0
+		}
 		i := z.lpFind(member)
 		if i >= 0 {
 			if z.lp[i].score == score {

