@@ -71,3 +71,19 @@ func BenchmarkGetSet(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRouteSet is the pool's own CPU cost per single-key command:
+// command-table lookup, key extraction and ring lookup (no network).
+func BenchmarkRouteSet(b *testing.B) {
+	p := &Pool{}
+	p.hash = consistent.NewMurmur(make([]consistent.Shard, 3), consistent.MurmurOptions{})
+	p.shards = []*shard{{name: "a"}, {name: "b"}, {name: "c"}}
+	ctx := context.Background()
+	cmd := redis.NewStatusCmd(ctx, "set", "user:1000", "v")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.route(cmd.Name(), cmd.Args()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
