@@ -34,26 +34,6 @@ func registerListCommands(t *commandTable) {
 	t.add(&command{name: "blmpop", arity: -5, flags: flagWrite | flagBlocking, keys: numKeysAt(2), fn: cmdBLMPop, group: "list", since: "7.0.0"})
 }
 
-// numKeysAt returns the key positions of commands whose argument at
-// position i is a key count followed by the keys (LMPOP, BLMPOP, ZMPOP ...).
-// A malformed count yields no keys (the handler replies the error).
-func numKeysAt(i int) keysFunc {
-	return func(args [][]byte) []int {
-		if i >= len(args) {
-			return nil
-		}
-		n, ok := parseInt(args[i])
-		if !ok || n <= 0 || n > int64(len(args)-i-1) {
-			return nil
-		}
-		pos := make([]int, n)
-		for k := range pos {
-			pos[k] = i + 1 + k
-		}
-		return pos
-	}
-}
-
 // lookupList returns key's list: (nil, nil, true) when missing, ok=false
 // (after replying WRONGTYPE) when the key holds another type.
 func (c *Client) lookupList(key []byte) (e *entry, l *listValue, ok bool) {
