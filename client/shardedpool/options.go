@@ -12,7 +12,9 @@ import (
 )
 
 // Hash maps a key to the index of its shard in the shard list. It must
-// return a value in [0, number of shards) and be safe for concurrent use.
+// return a value in [0, number of shards) and be safe for concurrent use;
+// commands on a key it maps out of range fail, and ShardFor and Client
+// panic.
 type Hash interface {
 	Get(key string) int
 }

@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"strconv"
@@ -307,16 +308,23 @@ func (p *Pool) periodicRecheck() {
 func (p *Pool) watchSentinel(addr string) {
 	defer p.wg.Done()
 	backoff := 50 * time.Millisecond
+	failures := 0
 	for p.ctx.Err() == nil {
 		start := time.Now()
 		err := p.subscribeOnce(addr)
 		if p.ctx.Err() != nil {
 			return
 		}
-		p.log.Warn("shardedpool: sentinel subscription lost", "sentinel", addr, "err", err)
 		if time.Since(start) > 5*time.Second {
-			backoff = 50 * time.Millisecond
+			backoff, failures = 50*time.Millisecond, 0
 		}
+		// Warn once per outage; the retries of a dead Sentinel go to Debug.
+		level := slog.LevelWarn
+		if failures > 0 {
+			level = slog.LevelDebug
+		}
+		failures++
+		p.log.Log(p.ctx, level, "shardedpool: sentinel subscription lost", "sentinel", addr, "err", err, "attempt", failures)
 		select {
 		case <-p.ctx.Done():
 			return
