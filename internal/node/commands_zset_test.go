@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -18,7 +19,7 @@ func mustZ(t *testing.T, err error) {
 	}
 }
 
-func wantErr(t *testing.T, err error, want string) {
+func zWantErr(t *testing.T, err error, want string) {
 	t.Helper()
 	if err == nil || err.Error() != want {
 		t.Fatalf("error %v, want %q", err, want)
@@ -76,7 +77,7 @@ func TestZAdd(t *testing.T) {
 			t.Fatalf("ZINCRBY = %v", f)
 		}
 		mustZ(t, rc.ZAdd(c, "inf", redis.Z{Score: math.Inf(1), Member: "x"}).Err())
-		wantErr(t, rc.ZIncrBy(c, "inf", math.Inf(-1), "x").Err(), "ERR resulting score is not a number (NaN)")
+		zWantErr(t, rc.ZIncrBy(c, "inf", math.Inf(-1), "x").Err(), "ERR resulting score is not a number (NaN)")
 	})
 	t.Run("errors", func(t *testing.T) {
 		for _, tc := range []struct {
@@ -93,7 +94,7 @@ func TestZAdd(t *testing.T) {
 			{[]any{"zincrby", "z", "x", "a"}, "ERR value is not a valid float"},
 			{[]any{"zadd", "z"}, "ERR wrong number of arguments for 'zadd' command"},
 		} {
-			wantErr(t, rc.Do(c, tc.args...).Err(), tc.want)
+			zWantErr(t, rc.Do(c, tc.args...).Err(), tc.want)
 		}
 	})
 	t.Run("WRONGTYPE", func(t *testing.T) {
@@ -105,7 +106,7 @@ func TestZAdd(t *testing.T) {
 			{"zunion", 1, "str"}, {"zcount", "str", 0, 1}, {"zrangestore", "d", "str", 0, -1},
 			{"zremrangebyrank", "str", 0, 1}, {"zscan", "str", 0}, {"zrandmember", "str"}, {"zmpop", 1, "str", "min"},
 		} {
-			wantErr(t, rc.Do(c, args...).Err(), wt)
+			zWantErr(t, rc.Do(c, args...).Err(), wt)
 		}
 	})
 }
@@ -170,11 +171,11 @@ func TestZRangeFamily(t *testing.T) {
 			if n := rc.ZLexCount(c, "lex", "-", "(c").Val(); n != 2 {
 				t.Fatalf("ZLEXCOUNT = %d", n)
 			}
-			wantErr(t, rc.ZRangeByLex(c, "lex", &redis.ZRangeBy{Min: "a", Max: "c"}).Err(), "ERR min or max not valid string range item")
-			wantErr(t, rc.ZRangeByScore(c, "z", &redis.ZRangeBy{Min: "x", Max: "1"}).Err(), "ERR min or max is not a float")
-			wantErr(t, rc.Do(c, "zrange", "z", 0, -1, "limit", 0, 1).Err(), "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
-			wantErr(t, rc.Do(c, "zrange", "lex", "-", "+", "bylex", "withscores").Err(), "ERR syntax error, WITHSCORES not supported in combination with BYLEX")
-			wantErr(t, rc.Do(c, "zrange", "z", 0, -1, "bogus").Err(), "ERR syntax error")
+			zWantErr(t, rc.ZRangeByLex(c, "lex", &redis.ZRangeBy{Min: "a", Max: "c"}).Err(), "ERR min or max not valid string range item")
+			zWantErr(t, rc.ZRangeByScore(c, "z", &redis.ZRangeBy{Min: "x", Max: "1"}).Err(), "ERR min or max is not a float")
+			zWantErr(t, rc.Do(c, "zrange", "z", 0, -1, "limit", 0, 1).Err(), "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX")
+			zWantErr(t, rc.Do(c, "zrange", "lex", "-", "+", "bylex", "withscores").Err(), "ERR syntax error, WITHSCORES not supported in combination with BYLEX")
+			zWantErr(t, rc.Do(c, "zrange", "z", 0, -1, "bogus").Err(), "ERR syntax error")
 			// ZRANGESTORE.
 			n, err := rc.ZRangeStore(c, "dst", redis.ZRangeArgs{Key: "z", Start: 1, Stop: 2}).Result()
 			mustZ(t, err)
@@ -303,12 +304,12 @@ func TestZSetOps(t *testing.T) {
 		if n := rc.ZDiffStore(c, "out", "z1", "z2").Val(); n != 1 {
 			t.Fatalf("ZDIFFSTORE = %d", n)
 		}
-		wantErr(t, rc.Do(c, "zunion", 0, "z1").Err(), "ERR at least 1 input key is needed for 'zunion' command")
-		wantErr(t, rc.Do(c, "zunionstore", "o", 0, "z1").Err(), "ERR at least 1 input key is needed for 'zunionstore' command")
-		wantErr(t, rc.Do(c, "zunion", 3, "z1", "z2").Err(), "ERR syntax error")
-		wantErr(t, rc.Do(c, "zunion", 2, "z1", "z2", "weights", 1, "x").Err(), "ERR weight value is not a float")
-		wantErr(t, rc.Do(c, "zdiff", 2, "z1", "z2", "weights", 1, 2).Err(), "ERR syntax error")
-		wantErr(t, rc.Do(c, "zintercard", 2, "z1", "z2", "limit", -1).Err(), "ERR LIMIT can't be negative")
+		zWantErr(t, rc.Do(c, "zunion", 0, "z1").Err(), "ERR at least 1 input key is needed for 'zunion' command")
+		zWantErr(t, rc.Do(c, "zunionstore", "o", 0, "z1").Err(), "ERR at least 1 input key is needed for 'zunionstore' command")
+		zWantErr(t, rc.Do(c, "zunion", 3, "z1", "z2").Err(), "ERR syntax error")
+		zWantErr(t, rc.Do(c, "zunion", 2, "z1", "z2", "weights", 1, "x").Err(), "ERR weight value is not a float")
+		zWantErr(t, rc.Do(c, "zdiff", 2, "z1", "z2", "weights", 1, 2).Err(), "ERR syntax error")
+		zWantErr(t, rc.Do(c, "zintercard", 2, "z1", "z2", "limit", -1).Err(), "ERR LIMIT can't be negative")
 		// Sets count as score 1 (when the set family is present).
 		if rc.SAdd(c, "s", "a", "x").Err() == nil {
 			got = rc.ZUnionWithScores(c, redis.ZStore{Keys: []string{"z1", "s"}}).Val()
@@ -329,8 +330,8 @@ func TestZPops(t *testing.T) {
 	if !slices.Equal(got, []redis.Z{{Score: 3, Member: "c"}, {Score: 2, Member: "b"}}) {
 		t.Fatalf("ZPOPMAX 2 = %v", got)
 	}
-	wantErr(t, rc.Do(c, "zpopmin", "z", -1).Err(), "ERR value is out of range, must be positive")
-	wantErr(t, rc.Do(c, "zpopmin", "z", 1, 2).Err(), "ERR syntax error")
+	zWantErr(t, rc.Do(c, "zpopmin", "z", -1).Err(), "ERR value is out of range, must be positive")
+	zWantErr(t, rc.Do(c, "zpopmin", "z", 1, 2).Err(), "ERR syntax error")
 	key, zs, err := rc.ZMPop(c, "min", 5, "nokey", "z").Result()
 	mustZ(t, err)
 	if key != "z" || !slices.Equal(zs, []redis.Z{{Score: 1, Member: "a"}}) {
@@ -342,9 +343,9 @@ func TestZPops(t *testing.T) {
 	if err := rc.ZMPop(c, "min", 1, "z").Err(); err != redis.Nil {
 		t.Fatalf("ZMPOP on nothing: %v", err)
 	}
-	wantErr(t, rc.Do(c, "zmpop", 0, "z", "min").Err(), "ERR numkeys should be greater than 0")
-	wantErr(t, rc.Do(c, "zmpop", 1, "z", "min", "count", 0).Err(), "ERR count should be greater than 0")
-	wantErr(t, rc.Do(c, "zmpop", 1, "z", "middle").Err(), "ERR syntax error")
+	zWantErr(t, rc.Do(c, "zmpop", 0, "z", "min").Err(), "ERR numkeys should be greater than 0")
+	zWantErr(t, rc.Do(c, "zmpop", 1, "z", "min", "count", 0).Err(), "ERR count should be greater than 0")
+	zWantErr(t, rc.Do(c, "zmpop", 1, "z", "middle").Err(), "ERR syntax error")
 }
 
 func TestZRandMemberAndScan(t *testing.T) {
@@ -397,9 +398,9 @@ func TestZRandMemberAndScan(t *testing.T) {
 	if len(keys) != 22 {
 		t.Fatalf("ZSCAN MATCH = %d items", len(keys))
 	}
-	wantErr(t, rc.Do(c, "zscan", "big", "x").Err(), "ERR invalid cursor")
-	wantErr(t, rc.Do(c, "zscan", "big", 0, "count", 0).Err(), "ERR syntax error")
-	wantErr(t, rc.Do(c, "zrandmember", "big", 1, "foo").Err(), "ERR syntax error")
+	zWantErr(t, rc.Do(c, "zscan", "big", "x").Err(), "ERR invalid cursor")
+	zWantErr(t, rc.Do(c, "zscan", "big", 0, "count", 0).Err(), "ERR syntax error")
+	zWantErr(t, rc.Do(c, "zrandmember", "big", 1, "foo").Err(), "ERR syntax error")
 }
 
 func TestZSetEncoding(t *testing.T) {
@@ -529,4 +530,117 @@ func zsetEncodingOf(ts *testServer, key string) string {
 		return ""
 	}
 	return encodingOf(e)
+}
+
+func TestZBlockingPops(t *testing.T) {
+	ts := startServer(t)
+	rc := ts.client(t)
+	c := ctx(t)
+	t.Run("immediate and timeout", func(t *testing.T) {
+		mustZ(t, rc.ZAdd(c, "z", redis.Z{Score: 1, Member: "a"}, redis.Z{Score: 2, Member: "b"}).Err())
+		kz, err := rc.BZPopMax(c, time.Second, "nokey", "z").Result()
+		mustZ(t, err)
+		if kz.Key != "z" || kz.Member != "b" || kz.Score != 2 {
+			t.Fatalf("BZPOPMAX = %+v", kz)
+		}
+		if err := rc.BZPopMin(c, 20*time.Millisecond, "nokey").Err(); err != redis.Nil {
+			t.Fatalf("BZPOPMIN timeout: %v", err)
+		}
+		r := ts.raw(t)
+		r.expect("BZPOPMIN nokey 0.01\r\n", "*-1")
+		r.expect("BZMPOP 0.01 1 nokey MIN\r\n", "*-1")
+		zWantErr(t, rc.Do(c, "bzpopmin", "z", -1).Err(), "ERR timeout is negative")
+		zWantErr(t, rc.Do(c, "bzmpop", 0, 0, "z", "min").Err(), "ERR numkeys should be greater than 0")
+		mustZ(t, rc.Set(c, "str", "x", 0).Err())
+		zWantErr(t, rc.Do(c, "bzpopmin", "str", 0).Err(), "WRONGTYPE Operation against a key holding the wrong kind of value")
+	})
+	t.Run("FIFO waiters", func(t *testing.T) {
+		type result struct {
+			i   int
+			val string
+			err error
+		}
+		results := make(chan result, 3)
+		for i := 0; i < 3; i++ {
+			cl := ts.client(t)
+			go func(i int) {
+				if i < 2 {
+					kz, err := cl.BZPopMin(c, 5*time.Second, "bz").Result()
+					if err == nil {
+						results <- result{i, kz.Member.(string), nil}
+						return
+					}
+					results <- result{i, "", err}
+					return
+				}
+				key, zs, err := cl.BZMPop(c, 5*time.Second, "max", 5, "other", "bz").Result()
+				if err == nil {
+					results <- result{i, key + ":" + fmt.Sprint(len(zs)), nil}
+					return
+				}
+				results <- result{i, "", err}
+			}(i)
+			// Wait until this client is blocked so the order is known.
+			deadline := time.Now().Add(5 * time.Second)
+			for ts.srv.blockedOnKeys() < int64(i+1) {
+				if time.Now().After(deadline) {
+					t.Fatal("client did not block")
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}
+		// One ZADD of four members serves the waiters in arrival order.
+		mustZ(t, rc.ZAdd(c, "bz", redis.Z{Score: 1, Member: "a"}, redis.Z{Score: 2, Member: "b"},
+			redis.Z{Score: 3, Member: "c"}, redis.Z{Score: 4, Member: "d"}).Err())
+		got := map[int]string{}
+		for k := 0; k < 3; k++ {
+			select {
+			case r := <-results:
+				mustZ(t, r.err)
+				got[r.i] = r.val
+			case <-time.After(5 * time.Second):
+				t.Fatal("waiter not served")
+			}
+		}
+		if got[0] != "a" || got[1] != "b" || got[2] != "bz:2" {
+			t.Fatalf("served %v", got)
+		}
+		if rc.Exists(c, "bz").Val() != 0 {
+			t.Fatal("key emptied by waiters still exists")
+		}
+	})
+	t.Run("inside MULTI does not block", func(t *testing.T) {
+		cmds, err := rc.TxPipelined(c, func(p redis.Pipeliner) error {
+			p.BZPopMin(c, 0, "nokey")
+			return nil
+		})
+		if err != redis.Nil || len(cmds) != 1 {
+			t.Fatalf("MULTI BZPOPMIN: %v", err)
+		}
+	})
+	t.Run("woken by ZUNIONSTORE", func(t *testing.T) {
+		mustZ(t, rc.ZAdd(c, "src", redis.Z{Score: 7, Member: "x"}).Err())
+		done := make(chan redis.ZWithKey, 1)
+		cl := ts.client(t)
+		go func() {
+			kz, _ := cl.BZPopMin(c, 5*time.Second, "dst").Result()
+			if kz != nil {
+				done <- *kz
+			}
+			close(done)
+		}()
+		deadline := time.Now().Add(5 * time.Second)
+		for ts.srv.blockedOnKeys() < 1 && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		mustZ(t, rc.ZUnionStore(c, "dst", &redis.ZStore{Keys: []string{"src"}}).Err())
+		select {
+		case kz := <-done:
+			if kz.Member != "x" || kz.Score != 7 {
+				t.Fatalf("served %+v", kz)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("not woken by ZUNIONSTORE")
+		}
+	})
 }
