@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -60,7 +61,10 @@ func run(c *cli.Context) error {
 	if c.NArg() != 1 {
 		return cli.Exit("sentinel: exactly one argument, the config file, is required", 2)
 	}
-	path := c.Args().First()
+	path, err := filepath.Abs(c.Args().First())
+	if err != nil {
+		return cli.Exit(fmt.Sprintf("sentinel: %v", err), 1)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return cli.Exit(fmt.Sprintf("sentinel: %v (Sentinel needs a writable config file)", err), 1)
@@ -83,6 +87,12 @@ func run(c *cli.Context) error {
 		f.Port = c.Int("port")
 		f.Config.Port = f.Port
 	}
+	// As redis-sentinel: dir applies before the log file is opened.
+	if f.Dir != "" {
+		if err := os.Chdir(f.Dir); err != nil {
+			return cli.Exit(fmt.Sprintf("sentinel: dir: %v", err), 1)
+		}
+	}
 	logger, closeLog, err := newLogger(f)
 	if err != nil {
 		return cli.Exit(err.Error(), 1)
@@ -95,11 +105,6 @@ func run(c *cli.Context) error {
 	r, err := runner.New(runner.Options{ConfigPath: path, File: f, Logger: logger})
 	if err != nil {
 		return cli.Exit(err.Error(), 1)
-	}
-	if f.Dir != "" {
-		if err := os.Chdir(f.Dir); err != nil {
-			return cli.Exit(fmt.Sprintf("sentinel: dir: %v", err), 1)
-		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()

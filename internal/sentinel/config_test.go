@@ -42,7 +42,9 @@ func TestParseRenderRoundTrip(t *testing.T) {
 	c.Masters[0].KnownReplicas = []Addr{{"127.0.0.1", 6380}}
 	c.Masters[0].KnownSentinels = []KnownSentinel{{Addr{"127.0.0.1", 26401}, strings.Repeat("b", 40)}}
 	out := Render([]byte(sampleConf), c, 26400)
-	if !strings.HasPrefix(string(out), "# my sentinel\nport 26400\ndir /tmp\n"+generatedMarker+"\nsentinel myid ") {
+	// Existing lines are rewritten in place (here: unchanged), new state
+	// is appended after the marker.
+	if !strings.HasPrefix(string(out), sampleConf+generatedMarker+"\nsentinel myid ") {
 		t.Fatalf("first lines not kept:\n%s", out)
 	}
 	g, err := ParseFile(out)
@@ -123,5 +125,30 @@ func TestApplyMasters(t *testing.T) {
 	}
 	if got := m.MasterNames(); len(got) != 2 {
 		t.Fatalf("invalid edit half-applied: %v", got)
+	}
+}
+
+func TestParseFileMasterDirectivesBeforeMonitor(t *testing.T) {
+	f, err := ParseFile([]byte("sentinel down-after-milliseconds m 2000\nsentinel monitor m 10.0.0.1 30000 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Config.Masters[0].DownAfter != 2*time.Second {
+		t.Fatalf("%+v", f.Config.Masters[0])
+	}
+}
+
+func TestRenderInPlace(t *testing.T) {
+	orig := "# head\nsentinel down-after-milliseconds m 2000\nport 1\nsentinel monitor m 10.0.0.1 30000 2\n" +
+		"sentinel known-replica m 10.0.0.1 30001\nsentinel known-replica m 10.0.0.1 30002\nport 2\n"
+	c := Config{MyID: strings.Repeat("a", 40), Masters: []MasterConfig{{Name: "m", Addr: Addr{"10.0.0.1", 30005},
+		Quorum: 3, DownAfter: 2 * time.Second, KnownReplicas: []Addr{{"10.0.0.1", 30001}}}}}
+	got := string(Render([]byte(orig), c, 7))
+	want := "# head\nsentinel down-after-milliseconds m 2000\nport 7\nsentinel monitor m 10.0.0.1 30005 3\n" +
+		"sentinel known-replica m 10.0.0.1 30001\n" + generatedMarker + "\nsentinel myid " + strings.Repeat("a", 40) +
+		"\nsentinel deny-scripts-reconfig no\nsentinel resolve-hostnames no\nsentinel announce-hostnames no\n" +
+		"sentinel config-epoch m 0\nsentinel leader-epoch m 0\nsentinel current-epoch 0\n"
+	if got != want {
+		t.Fatalf("got:\n%s\nwant:\n%s", got, want)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -106,10 +107,16 @@ func roundTrip(c net.Conn, br *bufio.Reader, args []string) (resp.Value, error) 
 		return resp.Value{}, err
 	}
 	v, err := resp.ReadValue(br)
-	if err == nil && v.IsError() && args[0] == "AUTH" {
-		err = fmt.Errorf("AUTH: %s", v.Str)
+	if err == nil && v.IsError() && (args[0] == "AUTH" || authError(v.Str)) {
+		err = fmt.Errorf("%s: %s", args[0], v.Str)
 	}
 	return v, err
+}
+
+// authError reports a reply saying our credentials are missing or wrong:
+// the link is then dropped, so the instance shows as disconnected.
+func authError(s string) bool {
+	return strings.HasPrefix(s, "NOAUTH") || strings.HasPrefix(s, "WRONGPASS") || strings.HasPrefix(s, "NOPERM")
 }
 
 // run serves the command connection until it fails or the link closes.

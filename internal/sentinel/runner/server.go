@@ -67,7 +67,19 @@ func (r *Runner) serve(c *client) {
 	}()
 	rd := resp.NewReader(c.conn, resp.ReaderOptions{})
 	for {
-		args, err := rd.ReadCommand()
+		args, err := rd.Next()
+		if err == resp.ErrIncomplete {
+			// Flush replies before blocking for more input.
+			c.wmu.Lock()
+			ferr := c.w.Flush()
+			c.wmu.Unlock()
+			if ferr != nil {
+				return
+			}
+			if err = rd.Fill(); err == nil {
+				continue
+			}
+		}
 		if err != nil {
 			if pe, ok := err.(*resp.ProtocolError); ok {
 				c.wmu.Lock()
@@ -87,7 +99,7 @@ func (r *Runner) serve(c *client) {
 		b, quit := r.dispatch(c, sargs)
 		c.wmu.Lock()
 		c.w.Write(b)
-		if rd.Buffered() == 0 || quit {
+		if quit {
 			c.w.Flush()
 		}
 		c.wmu.Unlock()
