@@ -250,6 +250,7 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 		for _, m := range c.held {
 			m.Lock()
 		}
+		c.srv.snapGuard(c.held)
 		return
 	}
 	pos := cmd.keyPositions(args)
@@ -281,6 +282,7 @@ func (c *Client) lockKeys(keys []lockKey) {
 		m.Lock()
 		c.held = append(c.held, m)
 	}
+	c.srv.snapGuard(c.held)
 }
 
 func (c *Client) lockEverything() {
@@ -291,6 +293,7 @@ func (c *Client) lockEverything() {
 			c.held = append(c.held, m)
 		}
 	}
+	c.srv.snapGuard(c.held)
 }
 
 func (c *Client) unlockHeld() {
@@ -306,6 +309,7 @@ func (c *Client) relockHeld(ms []*sync.Mutex) {
 		m.Lock()
 	}
 	c.held = append(c.held[:0], ms...)
+	c.srv.snapGuard(c.held)
 }
 
 // releaseForWait releases the held locks and returns them for relockHeld.

@@ -14,4 +14,5 @@ var commandFamilies = []func(t *commandTable){
 	registerSetCommands,
 	registerListCommands,
 	registerReplicationCommands,
+	registerPersistenceCommands,
 }

@@ -105,6 +105,9 @@ type Server struct {
 
 	// hooks run on shutdown (save on shutdown, AOF fsync ...).
 	shutdownHooks []func(ctx context.Context) error
+
+	// persist is the RDB/AOF state (persistence_rdb.go, persistence_aof.go).
+	persist *persistence
 }
 
 // New builds a server from a validated configuration.
@@ -139,6 +142,7 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 	s.applyGCPercent()
 	s.repl = newReplication(s)
 	s.AddPropagator(s.repl)
+	initPersistence(s)
 	return s, nil
 }
 
@@ -241,6 +245,13 @@ func (s *Server) Listen() error {
 	}
 	if len(s.listeners) == 0 {
 		return errors.New("node: no address to listen on")
+	}
+	// Load the dataset (RDB or AOF) before serving, as Redis does once its
+	// listeners are open.
+	if err := s.StartPersistence(); err != nil {
+		s.closeListeners()
+		s.listeners = nil
+		return err
 	}
 	return nil
 }

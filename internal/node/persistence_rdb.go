@@ -1,0 +1,795 @@
+package node
+
+// RDB persistence: point-in-time snapshots without stopping the world,
+// SAVE/BGSAVE/LASTSAVE, save rules, save on shutdown, load at start-up.
+//
+// Snapshots (see docs/PERSISTENCE.md, "How a snapshot is taken"): a
+// snapshot is opened with every shard lock held (a few microseconds: no
+// data is copied then), which fixes its point in time. From then on each
+// shard is copied exactly once, under its own lock, by whoever gets there
+// first: the snapshot writer walking the shards in order, or a command
+// that is about to lock a shard not copied yet (the dispatcher calls
+// snapGuard after taking its locks). A command therefore never changes a
+// shard before the snapshot has its copy, so the file holds the dataset as
+// it was when the snapshot opened, and no client waits for more than one
+// shard's copy. Copies clone collection values (they are mutated in place)
+// and string bytes (SETRANGE writes in place) into a per-shard arena; the
+// copy of a shard is dropped as soon as it is encoded, so the extra memory
+// is about one shard plus the shards that writers copied ahead.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/shardis/shardis/internal/rdb"
+)
+
+// persistence is the node's RDB and AOF state.
+type persistence struct {
+	srv *Server
+
+	// snaps are the open snapshots (copy-on-write slice).
+	snapMu sync.Mutex
+	snaps  atomic.Pointer[[]*snapshot]
+
+	// saveMu serialises SAVE, BGSAVE and DEBUG RELOAD.
+	saveMu         sync.Mutex
+	bgInProgress   atomic.Bool
+	bgScheduled    atomic.Bool
+	bgStart        atomic.Int64 // unix ms of the running BGSAVE's start
+	lastBgOK       atomic.Bool
+	lastBgTimeSec  atomic.Int64
+	lastSaveTry    atomic.Int64 // unix seconds of the last save attempt
+	dirtyAtSave    atomic.Int64 // s.dirty when the running save began
+	savesDone      atomic.Int64
+	loadedAt       atomic.Int64
+	loadedKeys     atomic.Int64
+	lastLoadErr    atomic.Pointer[string]
+	rdbSaveSizeEst atomic.Int64
+
+	aof *aofState
+}
+
+// initPersistence wires persistence into a new server: the RDB loader and
+// snapshot hooks replication uses, the shutdown save and the AOF.
+func initPersistence(s *Server) {
+	p := &persistence{srv: s}
+	p.lastBgOK.Store(true)
+	empty := []*snapshot{}
+	p.snaps.Store(&empty)
+	s.persist = p
+	s.loadRDB = s.LoadRDB
+	s.snapshotRDB = func() func(w io.Writer) error {
+		sn := p.openLocked()
+		return sn.writeTo
+	}
+	p.aof = newAOFState(s)
+	s.AddShutdownHook(p.onShutdown)
+}
+
+// StartPersistence loads the dataset (the AOF when appendonly is on, else
+// the RDB file) and starts the save-rule cron. Run calls it before
+// accepting clients; a load failure stops start-up.
+func (s *Server) StartPersistence() error {
+	p := s.persist
+	if p == nil {
+		return nil
+	}
+	if s.cfg.Bool("appendonly") {
+		if err := p.aof.loadAtStartup(); err != nil {
+			return err
+		}
+	} else if err := p.loadRDBFile(); err != nil {
+		return err
+	}
+	if err := p.aof.start(); err != nil {
+		return err
+	}
+	go p.cron()
+	return nil
+}
+
+func (p *persistence) rdbPath() string {
+	return filepath.Join(p.srv.cfg.Get("dir"), p.srv.cfg.Get("dbfilename"))
+}
+
+// loadRDBFile loads dir/dbfilename if it exists.
+func (p *persistence) loadRDBFile() error {
+	path := p.rdbPath()
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("node: open %s: %w", path, err)
+	}
+	defer f.Close()
+	start := time.Now()
+	if err := p.srv.LoadRDB(f); err != nil {
+		return fmt.Errorf("node: loading %s: %w", path, err)
+	}
+	n := int64(0)
+	for _, db := range p.srv.dbs {
+		n += db.size()
+	}
+	p.srv.log.Info("DB loaded from disk", "file", path, "keys", n, "seconds", time.Since(start).Seconds())
+	return nil
+}
+
+// ---- snapshots ---------------------------------------------------------
+
+const (
+	shardPending = iota
+	shardCopied
+	shardDone
+)
+
+// snapshot is an open point-in-time view of the keyspace.
+type snapshot struct {
+	p       *persistence
+	opened  time.Time
+	nowMs   int64
+	shards  map[*shard]*shardCopy
+	dbKeys  []int64 // keys per db when opened
+	dbExp   []int64
+	aux     [][2]string
+	started atomic.Bool
+	closed  atomic.Bool
+	limits  rdb.Limits
+	lru     string // "lru", "lfu" or "": what per-key metadata to write
+}
+
+// shardCopy is one shard's copy. state and entries are guarded by the
+// shard's lock.
+type shardCopy struct {
+	db      int
+	state   int
+	entries []snapEntry
+	arena   []byte
+}
+
+type snapEntry struct {
+	key    string
+	str    []byte
+	obj    typedValue
+	expire int64
+	lru    uint32
+}
+
+// openLocked opens a snapshot. Every shard lock must be held.
+func (p *persistence) openLocked() *snapshot {
+	s := p.srv
+	sn := &snapshot{p: p, opened: time.Now(), shards: make(map[*shard]*shardCopy, len(s.dbs)*numShards)}
+	sn.nowMs = sn.opened.UnixMilli()
+	for i, db := range s.dbs {
+		sn.dbKeys = append(sn.dbKeys, db.size())
+		sn.dbExp = append(sn.dbExp, db.expires.Load())
+		for j := range db.shards {
+			sn.shards[&db.shards[j]] = &shardCopy{db: i}
+		}
+	}
+	sn.limits = rdb.Limits{
+		HashEntries: int(s.cfg.Int("hash-max-listpack-entries")), HashValue: int(s.cfg.Int("hash-max-listpack-value")),
+		ZSetEntries: int(s.cfg.Int("zset-max-listpack-entries")), ZSetValue: int(s.cfg.Int("zset-max-listpack-value")),
+		SetIntsetEntries: int(s.cfg.Int("set-max-intset-entries")), ListNodeBytes: 8192,
+	}
+	switch pol := s.cfg.Get("maxmemory-policy"); {
+	case strings.HasSuffix(pol, "-lru"):
+		sn.lru = "lru"
+	case strings.HasSuffix(pol, "-lfu"):
+		sn.lru = "lfu"
+	}
+	sn.aux = p.auxFields(sn.opened)
+	p.snapMu.Lock()
+	old := *p.snaps.Load()
+	nw := append(append([]*snapshot(nil), old...), sn)
+	p.snaps.Store(&nw)
+	p.snapMu.Unlock()
+	// A snapshot whose writer never runs (a replica that went away before
+	// the transfer) must not keep copying shards forever.
+	time.AfterFunc(2*time.Minute, func() {
+		if !sn.started.Load() {
+			sn.close()
+		}
+	})
+	return sn
+}
+
+func (p *persistence) auxFields(now time.Time) [][2]string {
+	s := p.srv
+	aux := [][2]string{
+		{"redis-ver", Version},
+		{"redis-bits", strconv.Itoa(int(unsafe.Sizeof(uintptr(0)) * 8))},
+		{"ctime", strconv.FormatInt(now.Unix(), 10)},
+		{"used-mem", strconv.FormatInt(s.usedMemory(), 10)},
+	}
+	if r := s.repl; r != nil {
+		// Every shard lock is held, so no write is being fed: the offset
+		// is exactly the snapshot's.
+		r.mu.Lock()
+		id, off := r.replid, r.offset
+		r.mu.Unlock()
+		aux = append(aux, [2]string{"repl-stream-db", "0"}, [2]string{"repl-id", id}, [2]string{"repl-offset", strconv.FormatInt(off, 10)})
+	}
+	aof := "0"
+	if p.aof != nil && p.aof.writingBase.Load() {
+		aof = "1"
+	}
+	return append(aux, [2]string{"aof-base", aof})
+}
+
+func (sn *snapshot) close() {
+	if sn.closed.Swap(true) {
+		return
+	}
+	p := sn.p
+	p.snapMu.Lock()
+	old := *p.snaps.Load()
+	nw := make([]*snapshot, 0, len(old))
+	for _, o := range old {
+		if o != sn {
+			nw = append(nw, o)
+		}
+	}
+	p.snaps.Store(&nw)
+	p.snapMu.Unlock()
+}
+
+// snapGuard copies, into every open snapshot, the held shards not copied
+// yet. The dispatcher calls it right after taking a command's locks.
+func (s *Server) snapGuard(held []*sync.Mutex) {
+	p := s.persist
+	if p == nil {
+		return
+	}
+	snaps := *p.snaps.Load()
+	if len(snaps) == 0 {
+		return
+	}
+	for _, sn := range snaps {
+		for _, m := range held {
+			// mu is shard's first field: the mutex's address is the shard's.
+			sh := (*shard)(unsafe.Pointer(m))
+			if sc := sn.shards[sh]; sc != nil && sc.state == shardPending {
+				sn.copyShard(sh, sc)
+			}
+		}
+	}
+}
+
+// copyShard copies a shard's live entries. The shard's lock is held.
+func (sn *snapshot) copyShard(sh *shard, sc *shardCopy) {
+	sc.state = shardCopied
+	if sh.count == 0 {
+		return
+	}
+	sc.entries = make([]snapEntry, 0, sh.count)
+	size := 0
+	for _, e := range sh.buckets {
+		for ; e != nil; e = e.next {
+			if e.obj == nil {
+				size += len(e.str)
+			}
+		}
+	}
+	sc.arena = make([]byte, 0, size)
+	for _, e := range sh.buckets {
+		for ; e != nil; e = e.next {
+			se := snapEntry{key: e.key, expire: e.expire, lru: e.lru}
+			if e.obj == nil {
+				off := len(sc.arena)
+				sc.arena = append(sc.arena, e.str...)
+				se.str = sc.arena[off:len(sc.arena):len(sc.arena)]
+			} else if tv, ok := e.obj.(typedValue); ok {
+				se.obj = tv.clone()
+			} else {
+				continue
+			}
+			sc.entries = append(sc.entries, se)
+		}
+	}
+}
+
+// writeTo encodes the snapshot as an RDB stream and closes it.
+func (sn *snapshot) writeTo(w io.Writer) error {
+	sn.started.Store(true)
+	defer sn.close()
+	if sn.closed.Load() {
+		return errors.New("node: snapshot expired before it was written")
+	}
+	s := sn.p.srv
+	enc := rdb.NewEncoder(w, rdb.Options{Compress: s.cfg.Bool("rdbcompression"), Checksum: s.cfg.Bool("rdbchecksum"), Limits: sn.limits})
+	enc.Header()
+	for _, a := range sn.aux {
+		enc.Aux(a[0], a[1])
+	}
+	var val rdb.Value
+	for i, db := range s.dbs {
+		if sn.dbKeys[i] > 0 {
+			enc.SelectDB(i)
+			enc.ResizeDB(uint64(sn.dbKeys[i]), uint64(sn.dbExp[i]))
+		}
+		for j := range db.shards {
+			sh := &db.shards[j]
+			sc := sn.shards[sh]
+			sh.mu.Lock()
+			if sc.state == shardPending {
+				sn.copyShard(sh, sc)
+			}
+			entries := sc.entries
+			sc.state, sc.entries, sc.arena = shardDone, nil, nil
+			sh.mu.Unlock()
+			for k := range entries {
+				se := &entries[k]
+				meta := rdb.KeyMeta{ExpireMs: se.expire, Idle: -1, Freq: -1}
+				switch sn.lru {
+				case "lru":
+					meta.Idle = max(0, sn.nowMs/1000-int64(se.lru))
+				case "lfu":
+					meta.Freq = int(se.lru & 0xff)
+				}
+				toRDBValue(se, &val)
+				enc.Key(sbytes(se.key), meta, &val)
+				entries[k] = snapEntry{}
+			}
+			if err := enc.Err(); err != nil {
+				return err
+			}
+		}
+	}
+	return enc.Finish()
+}
+
+// toRDBValue converts a snapshot entry, reusing v's slices.
+func toRDBValue(se *snapEntry, v *rdb.Value) {
+	v.Str, v.Elems, v.ZSet, v.Hash = nil, v.Elems[:0], v.ZSet[:0], v.Hash[:0]
+	switch o := se.obj.(type) {
+	case nil:
+		v.Kind, v.Str = rdb.KindString, se.str
+	case *listValue:
+		v.Kind = rdb.KindList
+		o.ForEach(func(b []byte) bool { v.Elems = append(v.Elems, b); return true })
+	case *setValue:
+		v.Kind = rdb.KindSet
+		// An intset yields its members in a reused buffer: copy them.
+		intset := o.d == nil
+		o.each(func(b []byte) bool {
+			if intset {
+				b = bytes.Clone(b)
+			}
+			v.Elems = append(v.Elems, b)
+			return true
+		})
+	case *zsetValue:
+		v.Kind = rdb.KindZSet
+		o.ForEach(func(m string, sc float64) bool { v.ZSet = append(v.ZSet, rdb.ZMember{Member: sbytes(m), Score: sc}); return true })
+	case *hashValue:
+		v.Kind = rdb.KindHash
+		o.each(func(f, val []byte) bool { v.Hash = append(v.Hash, rdb.HashField{Field: f, Value: val}); return true })
+	default:
+		v.Kind, v.Str = rdb.KindString, nil
+	}
+}
+
+// WriteRDB writes a consistent snapshot of every database, with the aux
+// fields, to w. Clients keep being served while it runs.
+func (s *Server) WriteRDB(w io.Writer) error {
+	s.LockAll()
+	sn := s.persist.openLocked()
+	s.UnlockAll()
+	return sn.writeTo(w)
+}
+
+// ---- loading -----------------------------------------------------------
+
+// LoadRDB replaces the dataset with the RDB stream r. The loading flag is
+// set while it runs. On error the dataset is left empty: a node never
+// serves a partial dataset from a broken file.
+func (s *Server) LoadRDB(r io.Reader) error {
+	s.loading.Store(true)
+	defer s.loading.Store(false)
+	s.LockAll()
+	defer s.UnlockAll()
+	for _, db := range s.dbs {
+		db.flush()
+	}
+	err := s.loadRDBLocked(r)
+	if err != nil {
+		for _, db := range s.dbs {
+			db.flush()
+		}
+	}
+	if s.persist != nil {
+		s.persist.loadedAt.Store(time.Now().Unix())
+	}
+	return err
+}
+
+// loadRDBLocked adds the keys of r to the dataset. All shards are locked.
+func (s *Server) loadRDBLocked(r io.Reader) error {
+	_, err := rdb.Parse(r, s.rdbHandler())
+	return err
+}
+
+func (s *Server) rdbHandler() rdb.Handler {
+	now := time.Now().UnixMilli()
+	hl := s.hashLimits()
+	il := s.intsetLimit()
+	zl := zsetLimits{entries: int(s.cfg.Int("zset-max-listpack-entries")), value: int(s.cfg.Int("zset-max-listpack-value"))}
+	master := s.expireDeletes()
+	return rdb.Handler{
+		SelectDB: func(n int) error {
+			if n >= len(s.dbs) {
+				return fmt.Errorf("node: the RDB file selects DB %d but only %d databases are configured", n, len(s.dbs))
+			}
+			return nil
+		},
+		Function: func(code []byte) error {
+			s.log.Warn("RDB holds a function library; functions are not supported and it was skipped", "bytes", len(code))
+			return nil
+		},
+		Key: func(en *rdb.Entry) error {
+			if master && en.ExpireMs != 0 && en.ExpireMs < now {
+				return nil // expired keys are dropped on masters, as Redis does
+			}
+			db := s.dbs[en.DB]
+			key := string(en.Key)
+			if old := db.getEntry(key); old != nil {
+				return fmt.Errorf("node: duplicate key %q in DB %d", key, en.DB)
+			}
+			e := &entry{expire: en.ExpireMs}
+			if err := fillEntry(e, en.Value, hl, il, zl); err != nil {
+				return err
+			}
+			switch {
+			case en.Freq >= 0:
+				e.lru = uint32(en.Freq)
+			case en.Idle >= 0:
+				e.lru = lruClock() - uint32(en.Idle)
+			default:
+				e.lru = lruClock()
+			}
+			db.add(key, e)
+			return nil
+		},
+	}
+}
+
+// fillEntry sets e's value from a decoded RDB value.
+func fillEntry(e *entry, v *rdb.Value, hl hashLimits, il int, zl zsetLimits) error {
+	switch v.Kind {
+	case rdb.KindString:
+		e.str = v.Str
+		if e.str == nil {
+			e.str = []byte{}
+		}
+	case rdb.KindList:
+		l := newList()
+		for _, el := range v.Elems {
+			l.PushBack(el)
+		}
+		e.obj = l
+	case rdb.KindSet:
+		st := newSet()
+		for _, el := range v.Elems {
+			st.addB(el, il)
+		}
+		e.obj = st
+	case rdb.KindZSet:
+		z := newZSet()
+		for _, m := range v.ZSet {
+			z.set(string(m.Member), m.Score, zl)
+		}
+		e.obj = z
+	case rdb.KindHash:
+		h := newHash()
+		for _, f := range v.Hash {
+			h.setB(f.Field, f.Value, hl)
+		}
+		e.obj = h
+	default:
+		return fmt.Errorf("node: unknown value kind %d", v.Kind)
+	}
+	if tv, ok := e.obj.(typedValue); ok && tv.length() == 0 {
+		return fmt.Errorf("node: empty %s value in RDB", tv.typeName())
+	}
+	return nil
+}
+
+// ---- saving ------------------------------------------------------------
+
+// saveRDB writes a snapshot to dir/dbfilename through a temporary file,
+// fsyncs and renames it. It is the work of SAVE and BGSAVE.
+func (p *persistence) saveRDB(sn *snapshot) error {
+	path := p.rdbPath()
+	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf("temp-%d-%d.rdb", os.Getpid(), time.Now().UnixNano()))
+	err := writeFileSync(tmp, sn.writeTo)
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("node: saving %s: %w", path, err)
+	}
+	syncDir(filepath.Dir(path))
+	return nil
+}
+
+// writeFileSync creates path, fills it with write and fsyncs it.
+func writeFileSync(path string, write func(w io.Writer) error) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	bw := bufio.NewWriterSize(f, 1<<20)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}
+
+// save runs a foreground save (SAVE, SHUTDOWN, DEBUG RELOAD). The caller
+// must not hold shard locks.
+func (p *persistence) save() error {
+	p.saveMu.Lock()
+	defer p.saveMu.Unlock()
+	return p.saveOnce()
+}
+
+func (p *persistence) saveOnce() error {
+	s := p.srv
+	s.LockAll()
+	sn := p.openLocked()
+	dirty := s.dirty.Load()
+	s.UnlockAll()
+	p.lastSaveTry.Store(time.Now().Unix())
+	if err := p.saveRDB(sn); err != nil {
+		s.log.Warn("error saving DB on disk", "err", err)
+		return err
+	}
+	s.dirty.Add(-dirty)
+	s.lastSave.Store(time.Now().Unix())
+	p.savesDone.Add(1)
+	s.log.Info("DB saved on disk")
+	return nil
+}
+
+// bgsave starts a background save; it reports false when one is running.
+func (p *persistence) bgsave() bool {
+	if !p.bgInProgress.CompareAndSwap(false, true) {
+		return false
+	}
+	p.bgScheduled.Store(false)
+	start := time.Now()
+	p.bgStart.Store(start.UnixMilli())
+	s := p.srv
+	s.LockAll()
+	sn := p.openLocked()
+	dirty := s.dirty.Load()
+	s.UnlockAll()
+	s.log.Info("background saving started")
+	go func() {
+		p.saveMu.Lock()
+		err := p.saveRDB(sn)
+		p.saveMu.Unlock()
+		p.lastSaveTry.Store(time.Now().Unix())
+		p.lastBgTimeSec.Store(int64(time.Since(start).Seconds()))
+		if err != nil {
+			p.lastBgOK.Store(false)
+			s.log.Warn("background saving error", "err", err)
+		} else {
+			p.lastBgOK.Store(true)
+			s.dirty.Add(-dirty)
+			s.lastSave.Store(time.Now().Unix())
+			p.savesDone.Add(1)
+			s.log.Info("background saving terminated with success")
+		}
+		p.bgInProgress.Store(false)
+	}()
+	return true
+}
+
+// cron applies the save rules and the scheduled BGSAVE, and drives the
+// AOF's periodic work, until shutdown.
+func (p *persistence) cron() {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.srv.shutdownC:
+			return
+		case now := <-t.C:
+			p.saveCron(now)
+			p.aof.cron(now)
+		}
+	}
+}
+
+func (p *persistence) saveCron(now time.Time) {
+	s := p.srv
+	if p.bgInProgress.Load() || p.aof.rewriting.Load() {
+		return
+	}
+	if p.bgScheduled.Load() {
+		p.bgsave()
+		return
+	}
+	rules := strings.Fields(s.cfg.Get("save"))
+	dirty := s.dirty.Load()
+	if dirty == 0 {
+		return
+	}
+	since := now.Unix() - s.lastSave.Load()
+	for i := 0; i+1 < len(rules); i += 2 {
+		secs, _ := strconv.ParseInt(rules[i], 10, 64)
+		changes, _ := strconv.ParseInt(rules[i+1], 10, 64)
+		// After a failed save Redis waits 5 seconds before retrying.
+		if dirty >= changes && since >= secs && (p.lastBgOK.Load() || now.Unix()-p.lastSaveTry.Load() > 5) {
+			s.log.Info("saving: changes reached the save rule", "changes", changes, "seconds", secs)
+			p.bgsave()
+			return
+		}
+	}
+}
+
+// onShutdown saves when save rules are configured (or SHUTDOWN SAVE was
+// given) and flushes the AOF.
+func (p *persistence) onShutdown(ctx context.Context) error {
+	var errs []error
+	if err := p.aof.shutdown(); err != nil {
+		errs = append(errs, err)
+	}
+	mode := shutdownModeFrom(ctx)
+	if mode == "save" || (mode != "nosave" && p.srv.cfg.Get("save") != "") {
+		for p.bgInProgress.Load() {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if err := p.save(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+type shutdownModeKey struct{}
+
+// WithShutdownMode returns a context telling the shutdown hooks whether
+// SHUTDOWN asked for SAVE or NOSAVE ("save", "nosave" or "" for default).
+func WithShutdownMode(ctx context.Context, mode string) context.Context {
+	return context.WithValue(ctx, shutdownModeKey{}, mode)
+}
+
+func shutdownModeFrom(ctx context.Context) string {
+	if ctx == nil {
+		return ""
+	}
+	m, _ := ctx.Value(shutdownModeKey{}).(string)
+	return m
+}
+
+// ---- commands ----------------------------------------------------------
+
+func registerPersistenceCommands(t *commandTable) {
+	t.add(&command{name: "save", arity: 1, flags: flagAdmin | flagNoScript | flagNoAsyncLoading, fn: cmdSave, group: "server", since: "1.0.0"})
+	t.add(&command{name: "bgsave", arity: -1, flags: flagAdmin | flagNoScript | flagNoAsyncLoading, fn: cmdBgsave, group: "server", since: "1.0.0"})
+	t.add(&command{name: "lastsave", arity: 1, flags: flagLoading | flagStale | flagFast, fn: cmdLastSave, group: "server", since: "1.0.0"})
+	t.add(&command{name: "bgrewriteaof", arity: 1, flags: flagAdmin | flagNoScript | flagNoAsyncLoading, fn: cmdBgRewriteAOF, group: "server", since: "1.0.0"})
+}
+
+// flagNoAsyncLoading is a documentation marker (Redis's no-async-loading).
+const flagNoAsyncLoading cmdFlag = 0
+
+// SAVE
+func cmdSave(c *Client, args [][]byte) {
+	p := c.srv.persist
+	if p.bgInProgress.Load() {
+		c.addError("ERR Background save already in progress")
+		return
+	}
+	if err := p.save(); err != nil {
+		c.addError("ERR " + err.Error())
+		return
+	}
+	c.addOK()
+}
+
+// BGSAVE [SCHEDULE]
+func cmdBgsave(c *Client, args [][]byte) {
+	p := c.srv.persist
+	schedule := false
+	if len(args) > 1 {
+		if len(args) == 2 && eqFold(args[1], "schedule") {
+			schedule = true
+		} else {
+			c.addError(errSyntax)
+			return
+		}
+	}
+	if p.bgInProgress.Load() {
+		if schedule {
+			p.bgScheduled.Store(true)
+			c.addSimple("Background saving scheduled")
+			return
+		}
+		c.addError("ERR Background save already in progress")
+		return
+	}
+	if p.aof.rewriting.Load() {
+		if schedule {
+			p.bgScheduled.Store(true)
+			c.addSimple("Background saving scheduled")
+			return
+		}
+		c.addError("ERR Background save already in progress")
+		return
+	}
+	if !p.bgsave() {
+		c.addError("ERR Background save already in progress")
+		return
+	}
+	c.addSimple("Background saving started")
+}
+
+// LASTSAVE
+func cmdLastSave(c *Client, args [][]byte) { c.addInt(c.srv.lastSave.Load()) }
+
+// persistenceInfo writes INFO's persistence section fields.
+func (s *Server) persistenceInfo(b *strings.Builder) {
+	p := s.persist
+	if p == nil {
+		return
+	}
+	bg := p.bgInProgress.Load()
+	cur := int64(-1)
+	if bg {
+		cur = (time.Now().UnixMilli() - p.bgStart.Load()) / 1000
+	}
+	st := "ok"
+	if !p.lastBgOK.Load() {
+		st = "err"
+	}
+	lastBgTime := p.lastBgTimeSec.Load()
+	if p.savesDone.Load() == 0 && lastBgTime == 0 {
+		lastBgTime = -1
+	}
+	a := p.aof
+	fmt.Fprintf(b, "loading:%d\r\n", boolInt(s.loading.Load()))
+	fmt.Fprintf(b, "async_loading:0\r\n")
+	fmt.Fprintf(b, "current_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\n")
+	fmt.Fprintf(b, "rdb_changes_since_last_save:%d\r\n", s.dirty.Load())
+	fmt.Fprintf(b, "rdb_bgsave_in_progress:%d\r\n", boolInt(bg))
+	fmt.Fprintf(b, "rdb_last_save_time:%d\r\n", s.lastSave.Load())
+	fmt.Fprintf(b, "rdb_last_bgsave_status:%s\r\n", st)
+	fmt.Fprintf(b, "rdb_last_bgsave_time_sec:%d\r\n", lastBgTime)
+	fmt.Fprintf(b, "rdb_current_bgsave_time_sec:%d\r\n", cur)
+	fmt.Fprintf(b, "rdb_saves:%d\r\n", p.savesDone.Load())
+	fmt.Fprintf(b, "rdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:%d\r\n", p.loadedKeys.Load())
+	a.info(b)
+	fmt.Fprintf(b, "module_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n")
+}
