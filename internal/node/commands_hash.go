@@ -76,6 +76,16 @@ func cmdHSet(c *Client, args [][]byte) {
 		h = c.createHash(args[1])
 	}
 	lim := c.srv.hashLimits()
+	if h.d == nil && len(args) > 4 {
+		// One allocation for all the pairs of a multi-field HSET.
+		extra := 0
+		for i := 2; i < len(args); i += 2 {
+			extra += lpEntrySize(args[i], args[i+1])
+		}
+		if h.Len()+(len(args)-2)/2 <= lim.entries {
+			h.reserve(extra)
+		}
+	}
 	created := 0
 	for i := 2; i < len(args); i += 2 {
 		if h.setB(args[i], args[i+1], lim) {

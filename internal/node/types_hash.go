@@ -115,6 +115,36 @@ func (h *hashValue) lpSetCount(n int) {
 	binary.LittleEndian.PutUint32(h.lp, uint32(n))
 }
 
+// lpEntrySize is the number of bytes a field and value take in a listpack.
+func lpEntrySize(field, val []byte) int {
+	return uvarintLen(len(field)) + len(field) + uvarintLen(len(val)) + len(val)
+}
+
+func uvarintLen(n int) int {
+	l := 1
+	for n >= 0x80 {
+		n >>= 7
+		l++
+	}
+	return l
+}
+
+// reserve makes room for extra more bytes in a listpack without append's
+// doubling, so that a small hash keeps no slack: memory per small hash is
+// what the issue budgets.
+func (h *hashValue) reserve(extra int) {
+	if h.d != nil || cap(h.lp)-len(h.lp) >= extra {
+		return
+	}
+	if h.lp == nil {
+		h.lp = make([]byte, 4, 4+extra)
+		return
+	}
+	nl := make([]byte, len(h.lp), len(h.lp)+extra)
+	copy(nl, h.lp)
+	h.lp = nl
+}
+
 func lpAppend(lp []byte, s []byte) []byte {
 	lp = binary.AppendUvarint(lp, uint64(len(s)))
 	return append(lp, s...)
@@ -192,7 +222,9 @@ func (h *hashValue) setB(field, val []byte, lim hashLimits) (isNew bool) {
 				return false
 			}
 			if h.lp == nil {
-				h.lp = make([]byte, 4, 4+2+len(field)+len(val))
+				h.lp = make([]byte, 4, 4+lpEntrySize(field, val))
+			} else {
+				h.reserve(lpEntrySize(field, val))
 			}
 			h.lp = lpAppend(h.lp, field)
 			h.lp = lpAppend(h.lp, val)
