@@ -38,9 +38,16 @@ func FreePort(t testing.TB) int {
 }
 
 // Binary returns the path of the named executable, skipping the test when
-// it is not installed.
+// it is not installed. The environment variable TESTUTIL_<NAME> (name upper
+// cased, '-' as '_', e.g. TESTUTIL_REDIS_SERVER=/path/to/shardnode)
+// replaces it, so the same end-to-end tests can run against shardis's own
+// server and Sentinel, which take redis.conf-style flags.
 func Binary(t testing.TB, name string) string {
 	t.Helper()
+	env := "TESTUTIL_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+	if v := os.Getenv(env); v != "" {
+		name = v
+	}
 	p, err := exec.LookPath(name)
 	if err != nil {
 		t.Skipf("testutil: %s not installed (apt-get install redis-server redis-sentinel)", name)
