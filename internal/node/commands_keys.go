@@ -1,9 +1,47 @@
 package node
 
+import (
+	"bytes"
+	"math/rand/v2"
+	"strconv"
+)
+
+// Generic key commands (Redis's db.c and object.c): DEL, EXISTS, TYPE,
+// KEYS, SCAN, RANDOMKEY, RENAME, MOVE, COPY, OBJECT. Expiry commands are in
+// commands_expire.go.
+
 func registerKeyCommands(t *commandTable) {
-	t.add(&command{name: "del", arity: -2, flags: flagWrite, first: 1, last: -1, fn: cmdDel, group: "generic", since: "1.0.0"})
-	t.add(&command{name: "unlink", arity: -2, flags: flagWrite | flagFast, first: 1, last: -1, fn: cmdDel, group: "generic", since: "4.0.0"})
-	t.add(&command{name: "exists", arity: -2, flags: flagReadOnly | flagFast, first: 1, last: -1, fn: cmdExists, group: "generic", since: "1.0.0"})
+	add := func(c *command) {
+		c.group, c.since = "generic", orDefault(c.since, "1.0.0")
+		t.add(c)
+	}
+	add(&command{name: "del", arity: -2, flags: flagWrite, first: 1, last: -1, fn: cmdDel})
+	add(&command{name: "unlink", arity: -2, flags: flagWrite | flagFast, first: 1, last: -1, fn: cmdDel, since: "4.0.0"})
+	add(&command{name: "exists", arity: -2, flags: flagReadOnly | flagFast, first: 1, last: -1, fn: cmdExists})
+	add(&command{name: "touch", arity: -2, flags: flagReadOnly | flagFast, first: 1, last: -1, fn: cmdTouch, since: "3.2.1"})
+	add(&command{name: "type", arity: 2, flags: flagReadOnly | flagFast, first: 1, last: 1, fn: cmdType})
+	add(&command{name: "keys", arity: 2, flags: flagReadOnly | flagLockDB, fn: cmdKeys})
+	// SCAN and RANDOMKEY lock one shard at a time themselves.
+	add(&command{name: "scan", arity: -2, flags: flagReadOnly, fn: cmdScan, since: "2.8.0"})
+	add(&command{name: "randomkey", arity: 1, flags: flagReadOnly, fn: cmdRandomKey})
+	add(&command{name: "rename", arity: 3, flags: flagWrite, first: 1, last: 2, fn: cmdRename})
+	add(&command{name: "renamenx", arity: 3, flags: flagWrite | flagFast, first: 1, last: 2, fn: cmdRenameNX})
+	// MOVE and COPY touch another database: they lock everything.
+	add(&command{name: "move", arity: 3, flags: flagWrite | flagFast | flagLockAll, first: 1, last: 1, fn: cmdMove})
+	add(&command{name: "copy", arity: -3, flags: flagWrite | flagDenyOOM | flagLockAll, first: 1, last: 2, fn: cmdCopy, since: "6.2.0"})
+	add(&command{name: "object", arity: -2, fn: cmdHelpDispatch, since: "2.2.3"})
+	t.addSub("object", &command{name: "encoding", arity: 3, flags: flagReadOnly, first: 2, last: 2, fn: cmdObjectEncoding})
+	t.addSub("object", &command{name: "freq", arity: 3, flags: flagReadOnly, first: 2, last: 2, fn: cmdObjectFreq})
+	t.addSub("object", &command{name: "idletime", arity: 3, flags: flagReadOnly, first: 2, last: 2, fn: cmdObjectIdletime})
+	t.addSub("object", &command{name: "refcount", arity: 3, flags: flagReadOnly, first: 2, last: 2, fn: cmdObjectRefcount})
+	t.addSub("object", &command{name: "help", arity: 2, flags: flagLoading | flagStale, fn: cmdObjectHelp})
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
 }
 
 // DEL key [key ...] (also UNLINK)
@@ -11,10 +49,11 @@ func cmdDel(c *Client, args [][]byte) {
 	db := c.curDB()
 	n := 0
 	for _, k := range args[1:] {
-		key := string(k)
-		if db.lookup(key, c.now) == nil {
+		e := db.lookup(bstr(k), c.now)
+		if e == nil {
 			continue
 		}
+		key := e.key
 		db.remove(key)
 		n++
 		c.signalModifiedKey(key)
@@ -29,9 +68,472 @@ func cmdExists(c *Client, args [][]byte) {
 	db := c.curDB()
 	n := 0
 	for _, k := range args[1:] {
-		if db.lookup(string(k), c.now) != nil {
+		if db.lookup(bstr(k), c.now) != nil {
 			n++
 		}
 	}
 	c.addInt(int64(n))
+}
+
+// TOUCH key [key ...]
+func cmdTouch(c *Client, args [][]byte) {
+	db := c.curDB()
+	n := 0
+	for _, k := range args[1:] {
+		if e := db.lookup(bstr(k), c.now); e != nil {
+			e.lru = c.lruNow()
+			n++
+		}
+	}
+	c.addInt(int64(n))
+}
+
+// lruNow is the LRU clock (seconds) at the command's time.
+func (c *Client) lruNow() uint32 { return uint32(c.now / 1000) }
+
+// TYPE key
+func cmdType(c *Client, args [][]byte) {
+	e := c.curDB().lookup(bstr(args[1]), c.now)
+	if e == nil {
+		c.addSimple("none")
+		return
+	}
+	c.addSimple(typeOf(e))
+}
+
+// KEYS pattern
+func cmdKeys(c *Client, args [][]byte) {
+	db := c.curDB()
+	pat := string(args[1])
+	all := pat == "*"
+	var keys []string
+	for i := range db.shards {
+		for _, head := range db.shards[i].buckets {
+			for e := head; e != nil; e = e.next {
+				if (all || globMatch(pat, e.key, false)) && !e.expired(c.now) {
+					keys = append(keys, e.key)
+				}
+			}
+		}
+	}
+	c.addStrings(keys)
+}
+
+// scanOptions are SCAN's MATCH, COUNT and TYPE.
+type scanOptions struct {
+	count    int64
+	pattern  string
+	match    bool
+	typeName string
+	hasType  bool
+}
+
+// parseKeyScanCursor parses a SCAN cursor as Redis's strtoul-based parser.
+func parseKeyScanCursor(b []byte) (uint64, bool) {
+	if len(b) == 0 || b[0] == ' ' || b[0] == '+' || b[0] == '-' {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(string(b), 10, 64)
+	return n, err == nil
+}
+
+// SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
+//
+// The cursor is the bucket cursor of one shard shifted left by shardBits,
+// with the shard index in the low bits. Shards are walked in order, each
+// with Redis's reverse-binary bucket cursor (shard.scan), so a key present
+// for the whole scan is returned at least once even if shards grow or
+// shrink between calls. Only one shard is locked at a time.
+func cmdScan(c *Client, args [][]byte) {
+	cursor, ok := parseKeyScanCursor(args[1])
+	if !ok {
+		c.addError("ERR invalid cursor")
+		return
+	}
+	o := scanOptions{count: 10}
+	for i := 2; i < len(args); i += 2 {
+		more := i+1 < len(args)
+		switch a := args[i]; {
+		case eqFold(a, "COUNT") && more:
+			n, ok := parseInt(args[i+1])
+			if !ok {
+				c.addError(errNotInt)
+				return
+			}
+			if n < 1 {
+				c.addError(errSyntax)
+				return
+			}
+			o.count = n
+		case eqFold(a, "MATCH") && more:
+			o.pattern = string(args[i+1])
+			o.match = o.pattern != "*"
+		case eqFold(a, "TYPE") && more:
+			o.typeName = string(args[i+1])
+			o.hasType = true
+		default:
+			c.addError(errSyntax)
+			return
+		}
+	}
+	db := c.curDB()
+	shardIdx := int(cursor & (numShards - 1))
+	bucket := cursor >> shardBits
+	var keys [][]byte
+	var found []*entry
+	maxIter := o.count * 10
+	for shardIdx < numShards {
+		sh := &db.shards[shardIdx]
+		sh.mu.Lock()
+		for {
+			found = found[:0]
+			bucket = sh.scan(bucket, func(e *entry) { found = append(found, e) })
+			for _, e := range found {
+				if o.match && !globMatch(o.pattern, e.key, false) {
+					continue
+				}
+				if o.hasType && !eqFold([]byte(o.typeName), typeOf(e)) {
+					continue
+				}
+				if e.expired(c.now) {
+					if c.srv.expireDeletes() {
+						db.expireEntry(e.key)
+					}
+					continue
+				}
+				keys = append(keys, []byte(e.key))
+			}
+			maxIter--
+			if bucket == 0 || maxIter <= 0 || int64(len(keys)) >= o.count {
+				break
+			}
+		}
+		sh.mu.Unlock()
+		if bucket == 0 {
+			shardIdx++
+		}
+		if maxIter <= 0 || int64(len(keys)) >= o.count {
+			break
+		}
+	}
+	next := uint64(0)
+	if shardIdx < numShards {
+		next = bucket<<shardBits | uint64(shardIdx)
+	}
+	c.addArrayLen(2)
+	c.addBulkString(strconv.FormatUint(next, 10))
+	c.addBulks(keys)
+}
+
+// RANDOMKEY
+func cmdRandomKey(c *Client, args [][]byte) {
+	db := c.curDB()
+	for tries := 0; tries < 1000; tries++ {
+		if db.size() == 0 {
+			break
+		}
+		// Pick a shard at random among the non-empty ones, weighted by
+		// size, then a random key of it (counts can move between the
+		// unlocked read and the lock; that only skews the odds).
+		var counts [numShards]int
+		total := 0
+		for i := range db.shards {
+			sh := &db.shards[i]
+			sh.mu.Lock()
+			counts[i] = sh.count
+			sh.mu.Unlock()
+			total += counts[i]
+		}
+		if total == 0 {
+			break
+		}
+		r := rand.IntN(total)
+		idx := 0
+		for ; idx < numShards-1 && r >= counts[idx]; idx++ {
+			r -= counts[idx]
+		}
+		sh := &db.shards[idx]
+		sh.mu.Lock()
+		e := sh.randomEntry()
+		if e == nil {
+			sh.mu.Unlock()
+			continue
+		}
+		key := e.key
+		if e.expired(c.now) && c.srv.expireDeletes() {
+			db.expireEntry(key)
+			sh.mu.Unlock()
+			continue
+		}
+		sh.mu.Unlock()
+		c.addBulkString(key)
+		return
+	}
+	c.addNull()
+}
+
+// randomEntry returns a random entry of the shard, or nil if it is empty.
+// The shard must be locked.
+func (s *shard) randomEntry() *entry {
+	if s.count == 0 || len(s.buckets) == 0 {
+		return nil
+	}
+	n := len(s.buckets)
+	start := rand.IntN(n)
+	for i := 0; i < n; i++ {
+		head := s.buckets[(start+i)%n]
+		if head == nil {
+			continue
+		}
+		l := 0
+		for e := head; e != nil; e = e.next {
+			l++
+		}
+		e := head
+		for k := rand.IntN(l); k > 0; k-- {
+			e = e.next
+		}
+		return e
+	}
+	return nil
+}
+
+// RENAME key newkey
+func cmdRename(c *Client, args [][]byte) { renameGeneric(c, args, false) }
+
+// RENAMENX key newkey
+func cmdRenameNX(c *Client, args [][]byte) { renameGeneric(c, args, true) }
+
+func renameGeneric(c *Client, args [][]byte, nx bool) {
+	db := c.curDB()
+	e := db.lookup(bstr(args[1]), c.now)
+	if e == nil {
+		c.addError(errNoSuchKey)
+		return
+	}
+	if bytes.Equal(args[1], args[2]) {
+		if nx {
+			c.addInt(0)
+		} else {
+			c.addOK()
+		}
+		return
+	}
+	if db.lookup(bstr(args[2]), c.now) != nil {
+		if nx {
+			c.addInt(0)
+			return
+		}
+	}
+	src, dst := e.key, string(args[2])
+	moveEntry(db, src, db, dst)
+	c.signalModifiedKey(src)
+	c.signalModifiedKey(dst)
+	c.notify(notifyGeneric, "rename_from", src)
+	c.notify(notifyGeneric, "rename_to", dst)
+	c.markDirty(1)
+	if nx {
+		c.addInt(1)
+	} else {
+		c.addOK()
+	}
+}
+
+// moveEntry moves the value and expiry of key src in from to key dst in
+// to, replacing whatever dst held. Both keys' shards must be locked.
+func moveEntry(from *DB, src string, to *DB, dst string) {
+	e := from.remove(src)
+	to.remove(dst)
+	ne := &entry{str: e.str, obj: e.obj, expire: e.expire, lru: e.lru}
+	to.add(dst, ne)
+}
+
+// MOVE key db
+func cmdMove(c *Client, args [][]byte) {
+	if c.srv.cfg.Bool("cluster-enabled") {
+		c.addError("ERR MOVE is not allowed in cluster mode")
+		return
+	}
+	id, ok := parseInt(args[2])
+	if !ok || id < -1<<31 || id > 1<<31-1 {
+		c.addError(errNotInt)
+		return
+	}
+	if id < 0 || id >= int64(len(c.srv.dbs)) {
+		c.addError("ERR DB index is out of range")
+		return
+	}
+	src, dst := c.curDB(), c.srv.dbs[id]
+	if src == dst {
+		c.addError("ERR source and destination objects are the same")
+		return
+	}
+	e := src.lookup(bstr(args[1]), c.now)
+	if e == nil {
+		c.addInt(0)
+		return
+	}
+	key := e.key
+	if dst.lookup(key, c.now) != nil {
+		c.addInt(0)
+		return
+	}
+	moveEntry(src, key, dst, key)
+	c.srv.touchWatchedKey(src.id, key)
+	c.srv.touchWatchedKey(dst.id, key)
+	c.srv.notifyKeyspaceEvent(notifyGeneric, "move_from", key, src.id)
+	c.srv.notifyKeyspaceEvent(notifyGeneric, "move_to", key, dst.id)
+	c.markDirty(1)
+	c.addInt(1)
+}
+
+// COPY source destination [DB destination-db] [REPLACE]
+func cmdCopy(c *Client, args [][]byte) {
+	src, dst := c.curDB(), c.curDB()
+	replace := false
+	for j := 3; j < len(args); j++ {
+		switch a := args[j]; {
+		case eqFold(a, "REPLACE"):
+			replace = true
+		case eqFold(a, "DB") && j+1 < len(args):
+			id, ok := parseInt(args[j+1])
+			if !ok || id < -1<<31 || id > 1<<31-1 {
+				c.addError(errNotInt)
+				return
+			}
+			if id < 0 || id >= int64(len(c.srv.dbs)) {
+				c.addError("ERR DB index is out of range")
+				return
+			}
+			dst = c.srv.dbs[id]
+			j++
+		default:
+			c.addError(errSyntax)
+			return
+		}
+	}
+	if c.srv.cfg.Bool("cluster-enabled") && (src.id != 0 || dst.id != 0) {
+		c.addError("ERR Copying to another database is not allowed in cluster mode")
+		return
+	}
+	if src == dst && bytes.Equal(args[1], args[2]) {
+		c.addError("ERR source and destination objects are the same")
+		return
+	}
+	e := src.lookup(bstr(args[1]), c.now)
+	if e == nil {
+		c.addInt(0)
+		return
+	}
+	newKey := string(args[2])
+	if dst.lookup(newKey, c.now) != nil {
+		if !replace {
+			c.addInt(0)
+			return
+		}
+		dst.remove(newKey)
+	}
+	ne := &entry{expire: e.expire}
+	if e.obj == nil {
+		ne.str = bytes.Clone(e.str)
+		if ne.str == nil {
+			ne.str = []byte{}
+		}
+	} else if tv, ok := e.obj.(typedValue); ok {
+		ne.obj = tv.clone()
+	} else {
+		ne.obj = e.obj
+	}
+	dst.add(newKey, ne)
+	c.srv.touchWatchedKey(dst.id, newKey)
+	c.srv.notifyKeyspaceEvent(notifyGeneric, "copy_to", newKey, dst.id)
+	c.markDirty(1)
+	c.addInt(1)
+}
+
+// objectLookup finds the key of an OBJECT subcommand, replying null when
+// it is missing.
+func objectLookup(c *Client, key []byte) *entry {
+	e := c.curDB().lookup(bstr(key), c.now)
+	if e == nil {
+		c.addNull()
+	}
+	return e
+}
+
+// OBJECT ENCODING key
+func cmdObjectEncoding(c *Client, args [][]byte) {
+	if e := objectLookup(c, args[2]); e != nil {
+		c.addBulkString(encodingOf(e))
+	}
+}
+
+// isLFU reports whether the maxmemory policy tracks access frequency.
+func (c *Client) isLFU() bool {
+	p := c.srv.cfg.Get("maxmemory-policy")
+	return p == "allkeys-lfu" || p == "volatile-lfu"
+}
+
+// OBJECT FREQ key
+func cmdObjectFreq(c *Client, args [][]byte) {
+	e := objectLookup(c, args[2])
+	if e == nil {
+		return
+	}
+	if !c.isLFU() {
+		c.addError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+		return
+	}
+	c.addInt(int64(e.lru & 0xff))
+}
+
+// OBJECT IDLETIME key
+func cmdObjectIdletime(c *Client, args [][]byte) {
+	e := objectLookup(c, args[2])
+	if e == nil {
+		return
+	}
+	if c.isLFU() {
+		c.addError("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+		return
+	}
+	idle := int64(0)
+	if e.lru != 0 && c.lruNow() > e.lru {
+		idle = int64(c.lruNow() - e.lru)
+	}
+	c.addInt(idle)
+}
+
+// OBJECT REFCOUNT key
+func cmdObjectRefcount(c *Client, args [][]byte) {
+	e := objectLookup(c, args[2])
+	if e == nil {
+		return
+	}
+	// Redis shares the objects of the integers 0..9999.
+	if e.obj == nil && len(e.str) <= 4 {
+		if n, ok := parseInt(e.str); ok && n >= 0 && n < 10000 {
+			c.addInt(1<<31 - 1)
+			return
+		}
+	}
+	c.addInt(1)
+}
+
+// OBJECT HELP
+func cmdObjectHelp(c *Client, args [][]byte) {
+	c.addHelp("OBJECT", []string{
+		"ENCODING <key>",
+		"    Return the kind of internal representation used in order to store the value",
+		"    associated with a <key>.",
+		"FREQ <key>",
+		"    Return the access frequency index of the <key>. The returned integer is",
+		"    proportional to the logarithm of the recent access frequency of the key.",
+		"IDLETIME <key>",
+		"    Return the idle time of the <key>, that is the approximated number of",
+		"    seconds elapsed since the last access to the key.",
+		"REFCOUNT <key>",
+		"    Return the number of references of the value associated with the specified",
+		"    <key>.",
+	})
 }

@@ -2,25 +2,51 @@ package node
 
 import (
 	"bytes"
+	"math/big"
 	"strconv"
 )
 
+// String commands (Redis's t_string.c): GET/SET and their variants,
+// counters, ranges and LCS. Bit commands live in commands_bitops.go.
+//
+// A string value is the []byte in entry.str. Values are owned by the
+// keyspace and changed in place (APPEND, SETRANGE, INCR) under the key's
+// shard lock, as Redis does with its sds strings.
+
 func registerStringCommands(t *commandTable) {
 	w := flagWrite | flagDenyOOM
-	t.add(&command{name: "get", arity: 2, flags: flagReadOnly | flagFast, first: 1, last: 1, fn: cmdGet, group: "string", since: "1.0.0"})
-	t.add(&command{name: "set", arity: -3, flags: w, first: 1, last: 1, fn: cmdSet, group: "string", since: "1.0.0"})
-	t.add(&command{name: "mget", arity: -2, flags: flagReadOnly | flagFast, first: 1, last: -1, fn: cmdMGet, group: "string", since: "1.0.0"})
-	t.add(&command{name: "mset", arity: -3, flags: w, first: 1, last: -1, step: 2, fn: cmdMSet, group: "string", since: "1.0.1"})
-	t.add(&command{name: "incr", arity: 2, flags: w | flagFast, first: 1, last: 1, fn: cmdIncr, group: "string", since: "1.0.0"})
-	t.add(&command{name: "decr", arity: 2, flags: w | flagFast, first: 1, last: 1, fn: cmdDecr, group: "string", since: "1.0.0"})
-	t.add(&command{name: "incrby", arity: 3, flags: w | flagFast, first: 1, last: 1, fn: cmdIncrBy, group: "string", since: "1.0.0"})
-	t.add(&command{name: "decrby", arity: 3, flags: w | flagFast, first: 1, last: 1, fn: cmdDecrBy, group: "string", since: "1.0.0"})
+	ro := flagReadOnly
+	add := func(name string, arity int, flags cmdFlag, first, last, step int, fn handlerFunc, since string) {
+		t.add(&command{name: name, arity: arity, flags: flags, first: first, last: last, step: step, fn: fn, group: "string", since: since})
+	}
+	add("get", 2, ro|flagFast, 1, 1, 1, cmdGet, "1.0.0")
+	add("set", -3, w, 1, 1, 1, cmdSet, "1.0.0")
+	add("setnx", 3, w|flagFast, 1, 1, 1, cmdSetNX, "1.0.0")
+	add("setex", 4, w, 1, 1, 1, cmdSetEx, "2.0.0")
+	add("psetex", 4, w, 1, 1, 1, cmdPSetEx, "2.6.0")
+	add("getset", 3, w|flagFast, 1, 1, 1, cmdGetSet, "1.0.0")
+	add("getdel", 2, flagWrite|flagFast, 1, 1, 1, cmdGetDel, "6.2.0")
+	add("getex", -2, flagWrite|flagFast, 1, 1, 1, cmdGetEx, "6.2.0")
+	add("mget", -2, ro|flagFast, 1, -1, 1, cmdMGet, "1.0.0")
+	add("mset", -3, w, 1, -1, 2, cmdMSet, "1.0.1")
+	add("msetnx", -3, w, 1, -1, 2, cmdMSetNX, "1.0.1")
+	add("incr", 2, w|flagFast, 1, 1, 1, cmdIncr, "1.0.0")
+	add("decr", 2, w|flagFast, 1, 1, 1, cmdDecr, "1.0.0")
+	add("incrby", 3, w|flagFast, 1, 1, 1, cmdIncrBy, "1.0.0")
+	add("decrby", 3, w|flagFast, 1, 1, 1, cmdDecrBy, "1.0.0")
+	add("incrbyfloat", 3, w|flagFast, 1, 1, 1, cmdIncrByFloat, "2.6.0")
+	add("append", 3, w|flagFast, 1, 1, 1, cmdAppend, "2.0.0")
+	add("strlen", 2, ro|flagFast, 1, 1, 1, cmdStrlen, "2.2.0")
+	add("getrange", 4, ro, 1, 1, 1, cmdGetRange, "2.4.0")
+	add("substr", 4, ro, 1, 1, 1, cmdGetRange, "1.0.0")
+	add("setrange", 4, w, 1, 1, 1, cmdSetRange, "2.2.0")
+	add("lcs", -3, ro, 1, 2, 1, cmdLCS, "7.0.0")
 }
 
 // lookupString returns the string value of key: (nil, true) when missing,
 // ok=false (after replying WRONGTYPE) when the key holds another type.
 func (c *Client) lookupString(key []byte) (e *entry, ok bool) {
-	e = c.curDB().lookup(string(key), c.now)
+	e = c.curDB().lookup(bstr(key), c.now)
 	if e == nil {
 		return nil, true
 	}
@@ -29,6 +55,19 @@ func (c *Client) lookupString(key []byte) (e *entry, ok bool) {
 		return nil, false
 	}
 	return e, true
+}
+
+// storeString sets key to val (which the keyspace takes ownership of).
+// e is the key's live entry if the caller already looked it up, or nil.
+func (c *Client) storeString(e *entry, key []byte, val []byte, expire int64, keepTTL bool) *entry {
+	if e != nil {
+		e.str, e.obj = val, nil
+		if !keepTTL {
+			c.curDB().setExpire(e, expire)
+		}
+		return e
+	}
+	return c.curDB().setString(string(key), val, expire, keepTTL)
 }
 
 // GET key
@@ -43,86 +82,107 @@ func cmdGet(c *Client, args [][]byte) {
 		return
 	}
 	c.srv.stats.keyspaceHits.Add(1)
-	e.lru = lruClock()
 	c.addBulk(e.str)
 }
 
-// setOptions are SET's flags.
-type setOptions struct {
-	nx, xx, get, keepTTL bool
-	expire               int64 // absolute ms, 0 = none
-}
+// Flags of SET and GETEX, as Redis's parseExtendedStringArgumentsOrReply
+// parses them.
+const (
+	setNX = 1 << iota
+	setXX
+	setEX
+	setPX
+	setKeepTTL
+	setGet
+	setEXAT
+	setPXAT
+	setPersist
 
-// parseSetOptions parses SET's options after key and value; on error it
-// replies and returns false.
-func parseSetOptions(c *Client, args [][]byte, name string) (setOptions, bool) {
-	var o setOptions
-	seenExpire := false
-	for i := 0; i < len(args); i++ {
-		a := args[i]
+	setAnyExpire = setEX | setPX | setEXAT | setPXAT
+)
+
+// parseStringFlags parses SET's (forSet) or GETEX's options. It returns
+// the flags and the expire argument (nil if none); on a syntax error it
+// replies and returns ok=false.
+func parseStringFlags(c *Client, opts [][]byte, forSet bool) (flags int, expire []byte, ok bool) {
+	for j := 0; j < len(opts); j++ {
+		a := opts[j]
+		hasNext := j+1 < len(opts)
 		switch {
-		case eqFold(a, "NX") && !o.xx:
-			o.nx = true
-		case eqFold(a, "XX") && !o.nx:
-			o.xx = true
-		case eqFold(a, "GET"):
-			o.get = true
-		case eqFold(a, "KEEPTTL") && !seenExpire:
-			o.keepTTL = true
-		case (eqFold(a, "EX") || eqFold(a, "PX") || eqFold(a, "EXAT") || eqFold(a, "PXAT")) && !o.keepTTL && !seenExpire && i+1 < len(args):
-			n, ok := parseInt(args[i+1])
-			if !ok {
-				c.addError(errNotInt)
-				return o, false
-			}
-			if n <= 0 {
-				c.addError("ERR invalid expire time in '" + name + "' command")
-				return o, false
-			}
-			var ms int64
-			switch {
-			case eqFold(a, "EX"):
-				if n > (1<<63-1)/1000 {
-					c.addError("ERR invalid expire time in '" + name + "' command")
-					return o, false
-				}
-				ms = c.now + n*1000
-			case eqFold(a, "PX"):
-				ms = c.now + n
-			case eqFold(a, "EXAT"):
-				if n > (1<<63-1)/1000 {
-					c.addError("ERR invalid expire time in '" + name + "' command")
-					return o, false
-				}
-				ms = n * 1000
-			default:
-				ms = n
-			}
-			if ms <= 0 {
-				c.addError("ERR invalid expire time in '" + name + "' command")
-				return o, false
-			}
-			o.expire = ms
-			seenExpire = true
-			i++
+		case forSet && eqFold(a, "NX") && flags&setXX == 0:
+			flags |= setNX
+		case forSet && eqFold(a, "XX") && flags&setNX == 0:
+			flags |= setXX
+		case forSet && eqFold(a, "GET"):
+			flags |= setGet
+		case forSet && eqFold(a, "KEEPTTL") && flags&(setPersist|setAnyExpire) == 0:
+			flags |= setKeepTTL
+		case !forSet && eqFold(a, "PERSIST") && flags&(setKeepTTL|setAnyExpire) == 0:
+			flags |= setPersist
+		case eqFold(a, "EX") && flags&(setKeepTTL|setPersist|setEXAT|setPX|setPXAT) == 0 && hasNext:
+			flags |= setEX
+			expire = opts[j+1]
+			j++
+		case eqFold(a, "PX") && flags&(setKeepTTL|setPersist|setEX|setEXAT|setPXAT) == 0 && hasNext:
+			flags |= setPX
+			expire = opts[j+1]
+			j++
+		case eqFold(a, "EXAT") && flags&(setKeepTTL|setPersist|setEX|setPX|setPXAT) == 0 && hasNext:
+			flags |= setEXAT
+			expire = opts[j+1]
+			j++
+		case eqFold(a, "PXAT") && flags&(setKeepTTL|setPersist|setEX|setEXAT|setPX) == 0 && hasNext:
+			flags |= setPXAT
+			expire = opts[j+1]
+			j++
 		default:
 			c.addError(errSyntax)
-			return o, false
+			return 0, nil, false
 		}
 	}
-	return o, true
+	return flags, expire, true
 }
 
-// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ts|KEEPTTL]
-func cmdSet(c *Client, args [][]byte) {
-	o, ok := parseSetOptions(c, args[3:], "set")
+// expireMillis converts the expire argument of SET/GETEX/SETEX to an
+// absolute unix time in ms, replying with Redis's errors when it is not a
+// positive integer or overflows.
+func expireMillis(c *Client, arg []byte, flags int, name string) (int64, bool) {
+	ms, ok := parseInt(arg)
 	if !ok {
-		return
+		c.addError(errNotInt)
+		return 0, false
 	}
-	db := c.curDB()
-	key := string(args[1])
-	e := db.lookup(key, c.now)
-	if o.get {
+	seconds := flags&(setEX|setEXAT) != 0
+	if ms <= 0 || (seconds && ms > (1<<63-1)/1000) {
+		c.addError("ERR invalid expire time in '" + name + "' command")
+		return 0, false
+	}
+	if seconds {
+		ms *= 1000
+	}
+	if flags&(setEX|setPX) != 0 {
+		ms += c.now // wraps negative on overflow, caught below
+	}
+	if ms <= 0 {
+		c.addError("ERR invalid expire time in '" + name + "' command")
+		return 0, false
+	}
+	return ms, true
+}
+
+// setGeneric is Redis's setGenericCommand, shared by SET, SETNX, SETEX and
+// PSETEX. intReplies selects SETNX's :1/:0 instead of +OK/null; opts are
+// SET's options (to propagate them without GET).
+func setGeneric(c *Client, flags int, key, val, expireArg []byte, opts [][]byte, name string, intReplies bool) {
+	var when int64
+	if expireArg != nil {
+		var ok bool
+		if when, ok = expireMillis(c, expireArg, flags, name); !ok {
+			return
+		}
+	}
+	e := c.curDB().lookup(bstr(key), c.now)
+	if flags&setGet != 0 {
 		if e != nil && e.obj != nil {
 			c.addError(errWrongType)
 			return
@@ -133,31 +193,159 @@ func cmdSet(c *Client, args [][]byte) {
 			c.addBulk(e.str)
 		}
 	}
-	if (o.nx && e != nil) || (o.xx && e == nil) {
-		if !o.get {
-			c.addNull()
+	if (flags&setNX != 0 && e != nil) || (flags&setXX != 0 && e == nil) {
+		if flags&setGet == 0 {
+			if intReplies {
+				c.addInt(0)
+			} else {
+				c.addNull()
+			}
 		}
 		return
 	}
-	db.setString(key, bytes.Clone(args[2]), o.expire, o.keepTTL)
+	e = c.storeString(e, key, bytes.Clone(val), when, flags&setKeepTTL != 0)
+	k := e.key
 	c.markDirty(1)
-	c.signalModifiedKey(key)
-	c.notify(notifyString, "set", key)
-	if o.expire != 0 {
-		c.notify(notifyGeneric, "expire", key)
+	c.signalModifiedKey(k)
+	c.notify(notifyString, "set", k)
+	if expireArg != nil {
+		c.notify(notifyGeneric, "expire", k)
 		// Replicas and the AOF get an absolute time, as Redis 7 does.
-		prop := [][]byte{[]byte("SET"), args[1], args[2], []byte("PXAT"), []byte(strconv.FormatInt(o.expire, 10))}
-		if o.nx {
-			prop = append(prop, []byte("NX"))
-		}
-		if o.xx {
-			prop = append(prop, []byte("XX"))
+		c.propagateAs([][]byte{[]byte("SET"), key, val, []byte("PXAT"), strconv.AppendInt(nil, when, 10)})
+	} else if flags&setGet != 0 {
+		// Propagate without GET.
+		prop := [][]byte{[]byte("SET"), key, val}
+		for _, a := range opts {
+			if !eqFold(a, "GET") {
+				prop = append(prop, a)
+			}
 		}
 		c.propagateAs(prop)
 	}
-	if !o.get {
-		c.addOK()
+	if flags&setGet == 0 {
+		if intReplies {
+			c.addInt(1)
+		} else {
+			c.addOK()
+		}
 	}
+}
+
+// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ts|KEEPTTL]
+func cmdSet(c *Client, args [][]byte) {
+	var flags int
+	var expire []byte
+	if len(args) > 3 {
+		var ok bool
+		if flags, expire, ok = parseStringFlags(c, args[3:], true); !ok {
+			return
+		}
+	}
+	setGeneric(c, flags, args[1], args[2], expire, args[3:], "set", false)
+}
+
+// SETNX key value
+func cmdSetNX(c *Client, args [][]byte) {
+	setGeneric(c, setNX, args[1], args[2], nil, nil, "setnx", true)
+}
+
+// SETEX key seconds value
+func cmdSetEx(c *Client, args [][]byte) {
+	setGeneric(c, setEX, args[1], args[3], args[2], nil, "setex", false)
+}
+
+// PSETEX key milliseconds value
+func cmdPSetEx(c *Client, args [][]byte) {
+	setGeneric(c, setPX, args[1], args[3], args[2], nil, "psetex", false)
+}
+
+// GETSET key value
+func cmdGetSet(c *Client, args [][]byte) {
+	e, ok := c.lookupString(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		c.addNull()
+	} else {
+		c.addBulk(e.str)
+	}
+	e = c.storeString(e, args[1], bytes.Clone(args[2]), 0, false)
+	c.markDirty(1)
+	c.signalModifiedKey(e.key)
+	c.notify(notifyString, "set", e.key)
+	c.propagateAs([][]byte{[]byte("SET"), args[1], args[2]})
+}
+
+// GETDEL key
+func cmdGetDel(c *Client, args [][]byte) {
+	e, ok := c.lookupString(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		c.addNull()
+		return
+	}
+	c.addBulk(e.str)
+	key := e.key
+	c.curDB().remove(key)
+	c.markDirty(1)
+	c.propagateAs([][]byte{[]byte("DEL"), args[1]})
+	c.signalModifiedKey(key)
+	c.notify(notifyGeneric, "del", key)
+}
+
+// GETEX key [EX s|PX ms|EXAT ts|PXAT ts|PERSIST]
+func cmdGetEx(c *Client, args [][]byte) {
+	flags, expire, ok := parseStringFlags(c, args[2:], false)
+	if !ok {
+		return
+	}
+	e, ok := c.lookupString(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		c.addNull()
+		return
+	}
+	var when int64
+	if expire != nil {
+		if when, ok = expireMillis(c, expire, flags, "getex"); !ok {
+			return
+		}
+	}
+	c.addBulk(e.str)
+	db := c.curDB()
+	key := e.key
+	switch {
+	case flags&(setEXAT|setPXAT) != 0 && c.alreadyExpired(when):
+		db.remove(key)
+		c.markDirty(1)
+		c.propagateAs([][]byte{[]byte("DEL"), args[1]})
+		c.signalModifiedKey(key)
+		c.notify(notifyGeneric, "del", key)
+	case expire != nil:
+		db.setExpire(e, when)
+		c.markDirty(1)
+		c.propagateAs([][]byte{[]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, when, 10)})
+		c.signalModifiedKey(key)
+		c.notify(notifyGeneric, "expire", key)
+	case flags&setPersist != 0 && e.expire != 0:
+		db.setExpire(e, 0)
+		c.markDirty(1)
+		c.propagateAs([][]byte{[]byte("PERSIST"), args[1]})
+		c.signalModifiedKey(key)
+		c.notify(notifyGeneric, "persist", key)
+	}
+}
+
+// alreadyExpired is Redis's checkAlreadyExpired: a time in the past deletes
+// the key, except on a replica or while loading (the master's DEL will
+// follow).
+func (c *Client) alreadyExpired(when int64) bool {
+	return when <= c.now && c.srv.expireDeletes() && !c.srv.loading.Load() && !c.hasFlag(clientMaster)
 }
 
 // MGET key [key ...]
@@ -165,7 +353,7 @@ func cmdMGet(c *Client, args [][]byte) {
 	db := c.curDB()
 	c.addArrayLen(len(args) - 1)
 	for _, k := range args[1:] {
-		e := db.lookup(string(k), c.now)
+		e := db.lookup(bstr(k), c.now)
 		if e == nil || e.obj != nil {
 			c.addNull()
 			continue
@@ -175,25 +363,46 @@ func cmdMGet(c *Client, args [][]byte) {
 }
 
 // MSET key value [key value ...]
-func cmdMSet(c *Client, args [][]byte) {
+func cmdMSet(c *Client, args [][]byte) { msetGeneric(c, args, false) }
+
+// MSETNX key value [key value ...]
+func cmdMSetNX(c *Client, args [][]byte) { msetGeneric(c, args, true) }
+
+func msetGeneric(c *Client, args [][]byte, nx bool) {
 	if len(args)%2 == 0 {
-		c.addError(errWrongArgs("mset"))
+		c.addError(errWrongArgs(c.cmd.name))
 		return
 	}
 	db := c.curDB()
+	if nx {
+		for i := 1; i < len(args); i += 2 {
+			if db.lookup(bstr(args[i]), c.now) != nil {
+				c.addInt(0)
+				return
+			}
+		}
+	}
 	for i := 1; i < len(args); i += 2 {
-		key := string(args[i])
-		db.setString(key, bytes.Clone(args[i+1]), 0, false)
-		c.signalModifiedKey(key)
-		c.notify(notifyString, "set", key)
+		e := db.getEntry(bstr(args[i]))
+		e = c.storeString(e, args[i], bytes.Clone(args[i+1]), 0, false)
+		c.signalModifiedKey(e.key)
+		c.notify(notifyString, "set", e.key)
 	}
 	c.markDirty((len(args) - 1) / 2)
-	c.addOK()
+	if nx {
+		c.addInt(1)
+	} else {
+		c.addOK()
+	}
 }
 
+// INCR key
 func cmdIncr(c *Client, args [][]byte) { incrDecr(c, args[1], 1) }
+
+// DECR key
 func cmdDecr(c *Client, args [][]byte) { incrDecr(c, args[1], -1) }
 
+// INCRBY key increment
 func cmdIncrBy(c *Client, args [][]byte) {
 	n, ok := parseInt(args[2])
 	if !ok {
@@ -203,6 +412,7 @@ func cmdIncrBy(c *Client, args [][]byte) {
 	incrDecr(c, args[1], n)
 }
 
+// DECRBY key decrement
 func cmdDecrBy(c *Client, args [][]byte) {
 	n, ok := parseInt(args[2])
 	if !ok {
@@ -223,7 +433,7 @@ func incrDecr(c *Client, key []byte, by int64) {
 	}
 	var cur int64
 	if e != nil {
-		v, ok := parseStrictInt(e.str)
+		v, ok := parseInt(e.str)
 		if !ok {
 			c.addError(errNotInt)
 			return
@@ -235,19 +445,396 @@ func incrDecr(c *Client, key []byte, by int64) {
 		return
 	}
 	cur += by
-	val := strconv.AppendInt(nil, cur, 10)
-	k := string(key)
 	if e != nil {
-		e.str = val
+		e.str = strconv.AppendInt(e.str[:0], cur, 10)
 	} else {
-		c.curDB().setString(k, val, 0, false)
+		e = c.curDB().setString(string(key), strconv.AppendInt(make([]byte, 0, 8), cur, 10), 0, false)
 	}
 	c.markDirty(1)
-	c.signalModifiedKey(k)
-	c.notify(notifyString, "incrby", k)
+	c.signalModifiedKey(e.key)
+	c.notify(notifyString, "incrby", e.key)
 	c.addInt(cur)
 }
 
-// parseStrictInt parses a stored string as Redis's string2ll does: no
-// spaces, no leading '+', no leading zeros.
-func parseStrictInt(b []byte) (int64, bool) { return parseInt(b) }
+// incrFloatPrec is the mantissa of the x87 long double Redis computes
+// INCRBYFLOAT with; big.Float at this precision rounds like it does.
+const incrFloatPrec = 64
+
+// parseExtFloat parses a number as Redis's string2ld (strtold) does: no
+// surrounding spaces, no NaN, no overflow or underflow of a long double.
+func parseExtFloat(b []byte) (*big.Float, bool) {
+	if len(b) == 0 || len(b) >= 5*1024 {
+		return nil, false
+	}
+	s := string(b)
+	body := s
+	if body[0] == '+' || body[0] == '-' {
+		body = body[1:]
+	}
+	switch {
+	case eqFold([]byte(body), "inf") || eqFold([]byte(body), "infinity"):
+		f := new(big.Float).SetInf(s[0] == '-')
+		return f, true
+	}
+	base := 10
+	if len(body) > 2 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X') {
+		base = 0 // hexadecimal float, as strtold reads it
+		body = body[2:]
+	}
+	for i := 0; i < len(body); i++ {
+		ch := body[i]
+		ok := ch >= '0' && ch <= '9' || ch == '.' || ch == '+' || ch == '-'
+		if base == 10 {
+			ok = ok || ch == 'e' || ch == 'E'
+		} else {
+			ok = ok || ch >= 'a' && ch <= 'f' || ch >= 'A' && ch <= 'F' || ch == 'p' || ch == 'P'
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	f, _, err := big.ParseFloat(s, base, incrFloatPrec, big.ToNearestEven)
+	if err != nil {
+		return nil, false
+	}
+	if f.Sign() != 0 && (f.MantExp(nil) > 16384 || f.MantExp(nil) < -16444) {
+		return nil, false // ERANGE
+	}
+	return f, true
+}
+
+// formatLongDouble renders v as Redis's ld2string in human mode: %.17Lf
+// with trailing zeros (and a trailing point) removed, never "-0".
+func formatLongDouble(v *big.Float) []byte {
+	b := v.Append(nil, 'f', 17)
+	if bytes.IndexByte(b, '.') >= 0 {
+		b = bytes.TrimRight(b, "0")
+		b = bytes.TrimSuffix(b, []byte("."))
+	}
+	if string(b) == "-0" {
+		b = []byte("0")
+	}
+	return b
+}
+
+// INCRBYFLOAT key increment
+func cmdIncrByFloat(c *Client, args [][]byte) {
+	e, ok := c.lookupString(args[1])
+	if !ok {
+		return
+	}
+	cur := new(big.Float).SetPrec(incrFloatPrec)
+	if e != nil {
+		v, ok := parseExtFloat(e.str)
+		if !ok {
+			c.addError(errNotFloat)
+			return
+		}
+		cur = v
+	}
+	incr, ok := parseExtFloat(args[2])
+	if !ok {
+		c.addError(errNotFloat)
+		return
+	}
+	if cur.IsInf() || incr.IsInf() {
+		c.addError("ERR increment would produce NaN or Infinity")
+		return
+	}
+	sum := new(big.Float).SetPrec(incrFloatPrec).SetMode(big.ToNearestEven).Add(cur, incr)
+	if sum.Sign() != 0 && sum.MantExp(nil) > 16384 {
+		c.addError("ERR increment would produce NaN or Infinity")
+		return
+	}
+	val := formatLongDouble(sum)
+	e = c.storeString(e, args[1], val, 0, true)
+	c.markDirty(1)
+	c.signalModifiedKey(e.key)
+	c.notify(notifyString, "incrbyfloat", e.key)
+	c.addBulk(val)
+	c.propagateAs([][]byte{[]byte("SET"), args[1], bytes.Clone(val), []byte("KEEPTTL")})
+}
+
+// checkStringLength refuses a string that would grow beyond
+// proto-max-bulk-len (except for our master's and the AOF's commands).
+func (c *Client) checkStringLength(size, add int64) bool {
+	if c.hasFlag(clientMaster) {
+		return true
+	}
+	total := size + add
+	if total > c.srv.cfg.Int("proto-max-bulk-len") || total < size || total < add {
+		c.addError("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
+		return false
+	}
+	return true
+}
+
+// APPEND key value
+func cmdAppend(c *Client, args [][]byte) {
+	e, ok := c.lookupString(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		e = c.curDB().setString(string(args[1]), bytes.Clone(args[2]), 0, false)
+	} else {
+		if !c.checkStringLength(int64(len(e.str)), int64(len(args[2]))) {
+			return
+		}
+		e.str = append(e.str, args[2]...)
+	}
+	c.markDirty(1)
+	c.signalModifiedKey(e.key)
+	c.notify(notifyString, "append", e.key)
+	c.addInt(int64(len(e.str)))
+}
+
+// STRLEN key
+func cmdStrlen(c *Client, args [][]byte) {
+	e, ok := c.lookupString(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		c.addInt(0)
+		return
+	}
+	c.addInt(int64(len(e.str)))
+}
+
+// GETRANGE key start end (also SUBSTR)
+func cmdGetRange(c *Client, args [][]byte) {
+	start, ok := parseInt(args[2])
+	if !ok {
+		c.addError(errNotInt)
+		return
+	}
+	end, ok := parseInt(args[3])
+	if !ok {
+		c.addError(errNotInt)
+		return
+	}
+	e, ok := c.lookupString(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		c.addBulk([]byte{})
+		return
+	}
+	n := int64(len(e.str))
+	if start < 0 && end < 0 && start > end {
+		c.addBulk([]byte{})
+		return
+	}
+	if start < 0 {
+		start += n
+	}
+	if end < 0 {
+		end += n
+	}
+	start, end = max(start, 0), max(end, 0)
+	if end >= n {
+		end = n - 1
+	}
+	if start > end || n == 0 {
+		c.addBulk([]byte{})
+		return
+	}
+	c.addBulk(e.str[start : end+1])
+}
+
+// SETRANGE key offset value
+func cmdSetRange(c *Client, args [][]byte) {
+	offset, ok := parseInt(args[2])
+	if !ok {
+		c.addError(errNotInt)
+		return
+	}
+	if offset < 0 {
+		c.addError("ERR offset is out of range")
+		return
+	}
+	val := args[3]
+	e, ok := c.lookupString(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		if len(val) == 0 {
+			c.addInt(0)
+			return
+		}
+		if !c.checkStringLength(offset, int64(len(val))) {
+			return
+		}
+		buf := make([]byte, offset+int64(len(val)))
+		copy(buf[offset:], val)
+		e = c.curDB().setString(string(args[1]), buf, 0, false)
+	} else {
+		if len(val) == 0 {
+			c.addInt(int64(len(e.str)))
+			return
+		}
+		if !c.checkStringLength(offset, int64(len(val))) {
+			return
+		}
+		e.str = growZero(e.str, int(offset)+len(val))
+		copy(e.str[offset:], val)
+	}
+	c.markDirty(1)
+	c.signalModifiedKey(e.key)
+	c.notify(notifyString, "setrange", e.key)
+	c.addInt(int64(len(e.str)))
+}
+
+// growZero extends b with zero bytes to at least n bytes.
+func growZero(b []byte, n int) []byte {
+	if len(b) >= n {
+		return b
+	}
+	if cap(b) >= n {
+		old := len(b)
+		b = b[:n]
+		clear(b[old:])
+		return b
+	}
+	nb := make([]byte, n, max(n, 2*cap(b)))
+	copy(nb, b)
+	return nb
+}
+
+// lcsRange is one match of LCS IDX: a[aStart..aEnd] = b[bStart..bEnd].
+type lcsRange struct{ aStart, aEnd, bStart, bEnd int }
+
+// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]
+func cmdLCS(c *Client, args [][]byte) {
+	db := c.curDB()
+	ea := db.lookup(bstr(args[1]), c.now)
+	eb := db.lookup(bstr(args[2]), c.now)
+	if (ea != nil && ea.obj != nil) || (eb != nil && eb.obj != nil) {
+		c.addError("ERR The specified keys must contain string values")
+		return
+	}
+	var a, b []byte
+	if ea != nil {
+		a = ea.str
+	}
+	if eb != nil {
+		b = eb.str
+	}
+	var getLen, getIdx, withMatchLen bool
+	var minMatchLen int64
+	for j := 3; j < len(args); j++ {
+		switch opt := args[j]; {
+		case eqFold(opt, "IDX"):
+			getIdx = true
+		case eqFold(opt, "LEN"):
+			getLen = true
+		case eqFold(opt, "WITHMATCHLEN"):
+			withMatchLen = true
+		case eqFold(opt, "MINMATCHLEN") && j+1 < len(args):
+			n, ok := parseInt(args[j+1])
+			if !ok {
+				c.addError(errNotInt)
+				return
+			}
+			minMatchLen = max(n, 0)
+			j++
+		default:
+			c.addError(errSyntax)
+			return
+		}
+	}
+	if getLen && getIdx {
+		c.addError("ERR If you want both the length and indexes, please just use IDX.")
+		return
+	}
+	alen, blen := len(a), len(b)
+	cells := uint64(alen+1) * uint64(blen+1)
+	if cells*4 > uint64(c.srv.cfg.Int("proto-max-bulk-len")) {
+		c.addError("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len")
+		return
+	}
+	lcs := make([]uint32, cells)
+	at := func(i, j int) *uint32 { return &lcs[j+i*(blen+1)] }
+	for i := 1; i <= alen; i++ {
+		for j := 1; j <= blen; j++ {
+			if a[i-1] == b[j-1] {
+				*at(i, j) = *at(i-1, j-1) + 1
+			} else {
+				*at(i, j) = max(*at(i-1, j), *at(i, j-1))
+			}
+		}
+	}
+	total := int(*at(alen, blen))
+	if getLen {
+		c.addInt(int64(total))
+		return
+	}
+	result := make([]byte, total)
+	idx := total
+	var ranges []lcsRange
+	cur := lcsRange{aStart: -1}
+	i, j := alen, blen
+	for i > 0 && j > 0 {
+		emit := false
+		if a[i-1] == b[j-1] {
+			result[idx-1] = a[i-1]
+			if cur.aStart == -1 {
+				cur = lcsRange{i - 1, i - 1, j - 1, j - 1}
+			} else if cur.aStart == i && cur.bStart == j {
+				cur.aStart--
+				cur.bStart--
+			} else {
+				emit = true
+			}
+			if cur.aStart == 0 || cur.bStart == 0 {
+				emit = true
+			}
+			idx--
+			i--
+			j--
+		} else {
+			if *at(i-1, j) > *at(i, j-1) {
+				i--
+			} else {
+				j--
+			}
+			if cur.aStart != -1 {
+				emit = true
+			}
+		}
+		if emit {
+			if minMatchLen == 0 || int64(cur.aEnd-cur.aStart+1) >= minMatchLen {
+				ranges = append(ranges, cur)
+			}
+			cur.aStart = -1
+		}
+	}
+	if !getIdx {
+		c.addBulk(result)
+		return
+	}
+	c.addMapLen(2)
+	c.addBulkString("matches")
+	c.addArrayLen(len(ranges))
+	for _, r := range ranges {
+		if withMatchLen {
+			c.addArrayLen(3)
+		} else {
+			c.addArrayLen(2)
+		}
+		c.addArrayLen(2)
+		c.addInt(int64(r.aStart))
+		c.addInt(int64(r.aEnd))
+		c.addArrayLen(2)
+		c.addInt(int64(r.bStart))
+		c.addInt(int64(r.bEnd))
+		if withMatchLen {
+			c.addInt(int64(r.aEnd - r.aStart + 1))
+		}
+	}
+	c.addBulkString("len")
+	c.addInt(int64(total))
+}

@@ -8,6 +8,8 @@ var commandFamilies = []func(t *commandTable){
 	registerPubSubCommands,
 	registerStringCommands,
 	registerKeyCommands,
+	registerExpireCommands,
+	registerBitopsCommands,
 	registerServerCommands,
 	registerZSetCommands,
 	registerHashCommands,

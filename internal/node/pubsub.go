@@ -187,7 +187,8 @@ func (s *Server) Publish(channel string, msg []byte) int {
 // globMatch is Redis's stringmatchlen: * ? [abc] [^a-z] \x, optionally
 // case-insensitive.
 func globMatch(pattern, str string, nocase bool) bool {
-	return globMatchDepth(pattern, str, nocase, 0)
+	var skipLonger bool
+	return globMatchDepth(pattern, str, nocase, 0, &skipLonger)
 }
 
 func lower(b byte) byte {
@@ -197,7 +198,10 @@ func lower(b byte) byte {
 	return b
 }
 
-func globMatchDepth(p, s string, nocase bool, depth int) bool {
+// skipLonger is Redis's skipLongerMatches: once the rest of a pattern after
+// a '*' matched nowhere in the string, earlier stars need not try longer
+// matches (keeps "a*a*a*...b" linear instead of exponential).
+func globMatchDepth(p, s string, nocase bool, depth int, skipLonger *bool) bool {
 	if depth > 1000 {
 		return false
 	}
@@ -211,10 +215,14 @@ func globMatchDepth(p, s string, nocase bool, depth int) bool {
 				return true
 			}
 			for i := 0; i <= len(s); i++ {
-				if globMatchDepth(p[1:], s[i:], nocase, depth+1) {
+				if globMatchDepth(p[1:], s[i:], nocase, depth+1, skipLonger) {
 					return true
 				}
+				if *skipLonger {
+					return false
+				}
 			}
+			*skipLonger = true
 			return false
 		case '?':
 			if len(s) == 0 {

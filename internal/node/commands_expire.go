@@ -1,0 +1,189 @@
+package node
+
+import "strconv"
+
+// Expiry commands (Redis's expire.c): EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT
+// with NX|XX|GT|LT, TTL, PTTL, EXPIRETIME, PEXPIRETIME, PERSIST. Expiries
+// are propagated as absolute PEXPIREAT, and a time already in the past
+// deletes the key (propagated as DEL), as Redis 7.0 does.
+
+func registerExpireCommands(t *commandTable) {
+	add := func(name string, arity int, flags cmdFlag, fn handlerFunc, since string) {
+		t.add(&command{name: name, arity: arity, flags: flags, first: 1, last: 1, step: 1, fn: fn, group: "generic", since: since})
+	}
+	add("expire", -3, flagWrite|flagFast, cmdExpire, "1.0.0")
+	add("pexpire", -3, flagWrite|flagFast, cmdPExpire, "2.6.0")
+	add("expireat", -3, flagWrite|flagFast, cmdExpireAt, "1.2.0")
+	add("pexpireat", -3, flagWrite|flagFast, cmdPExpireAt, "2.6.0")
+	add("ttl", 2, flagReadOnly|flagFast, cmdTTL, "1.0.0")
+	add("pttl", 2, flagReadOnly|flagFast, cmdPTTL, "2.6.0")
+	add("expiretime", 2, flagReadOnly|flagFast, cmdExpireTime, "7.0.0")
+	add("pexpiretime", 2, flagReadOnly|flagFast, cmdPExpireTime, "7.0.0")
+	add("persist", 2, flagWrite|flagFast, cmdPersist, "2.2.0")
+}
+
+// Flags of the EXPIRE family.
+const (
+	expireNX = 1 << iota
+	expireXX
+	expireGT
+	expireLT
+)
+
+// parseExpireFlags parses NX|XX|GT|LT, replying with Redis's errors.
+func parseExpireFlags(c *Client, opts [][]byte) (int, bool) {
+	flags := 0
+	for _, o := range opts {
+		switch {
+		case eqFold(o, "NX"):
+			flags |= expireNX
+		case eqFold(o, "XX"):
+			flags |= expireXX
+		case eqFold(o, "GT"):
+			flags |= expireGT
+		case eqFold(o, "LT"):
+			flags |= expireLT
+		default:
+			c.addError("ERR Unsupported option " + string(o))
+			return 0, false
+		}
+	}
+	if flags&expireNX != 0 && flags&(expireXX|expireGT|expireLT) != 0 {
+		c.addError("ERR NX and XX, GT or LT options at the same time are not compatible")
+		return 0, false
+	}
+	if flags&expireGT != 0 && flags&expireLT != 0 {
+		c.addError("ERR GT and LT options at the same time are not compatible")
+		return 0, false
+	}
+	return flags, true
+}
+
+// EXPIRE key seconds [NX|XX|GT|LT]
+func cmdExpire(c *Client, args [][]byte) { expireGeneric(c, args, c.now, true) }
+
+// PEXPIRE key milliseconds [NX|XX|GT|LT]
+func cmdPExpire(c *Client, args [][]byte) { expireGeneric(c, args, c.now, false) }
+
+// EXPIREAT key unix-time-seconds [NX|XX|GT|LT]
+func cmdExpireAt(c *Client, args [][]byte) { expireGeneric(c, args, 0, true) }
+
+// PEXPIREAT key unix-time-milliseconds [NX|XX|GT|LT]
+func cmdPExpireAt(c *Client, args [][]byte) { expireGeneric(c, args, 0, false) }
+
+// expireGeneric is Redis's expireGenericCommand: basetime is 0 for the *AT
+// variants, now for relative ones.
+func expireGeneric(c *Client, args [][]byte, basetime int64, seconds bool) {
+	flags, ok := parseExpireFlags(c, args[3:])
+	if !ok {
+		return
+	}
+	when, ok := parseInt(args[2])
+	if !ok {
+		c.addError(errNotInt)
+		return
+	}
+	invalid := "ERR invalid expire time in '" + c.cmd.name + "' command"
+	if seconds {
+		if when > (1<<63-1)/1000 || when < (-1<<63)/1000 {
+			c.addError(invalid)
+			return
+		}
+		when *= 1000
+	}
+	if when > 1<<63-1-basetime {
+		c.addError(invalid)
+		return
+	}
+	when += basetime
+	db := c.curDB()
+	e := db.lookup(bstr(args[1]), c.now)
+	if e == nil {
+		c.addInt(0)
+		return
+	}
+	if flags != 0 {
+		cur := e.expire // 0: no expiry (Redis's -1)
+		switch {
+		case flags&expireNX != 0 && cur != 0,
+			flags&expireXX != 0 && cur == 0,
+			flags&expireGT != 0 && (cur == 0 || when <= cur),
+			flags&expireLT != 0 && cur != 0 && when >= cur:
+			c.addInt(0)
+			return
+		}
+	}
+	key := e.key
+	if c.alreadyExpired(when) {
+		db.remove(key)
+		c.markDirty(1)
+		c.propagateAs([][]byte{[]byte("DEL"), args[1]})
+		c.signalModifiedKey(key)
+		c.notify(notifyGeneric, "del", key)
+		c.addInt(1)
+		return
+	}
+	if when == 0 {
+		// 0 means "no expiry" in entry.expire; the epoch itself is long
+		// past, so only a replica or a load can get here. Keep it expired.
+		when = -1
+	}
+	db.setExpire(e, when)
+	c.addInt(1)
+	prop := [][]byte{[]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, when, 10)}
+	c.markDirty(1)
+	c.propagateAs(prop)
+	c.signalModifiedKey(key)
+	c.notify(notifyGeneric, "expire", key)
+}
+
+// ttlGeneric implements TTL, PTTL, EXPIRETIME and PEXPIRETIME.
+func ttlGeneric(c *Client, key []byte, ms, abs bool) {
+	e := c.curDB().lookup(bstr(key), c.now)
+	if e == nil {
+		c.addInt(-2)
+		return
+	}
+	if e.expire == 0 {
+		c.addInt(-1)
+		return
+	}
+	ttl := e.expire
+	if !abs {
+		ttl -= c.now
+	}
+	if ttl < 0 {
+		ttl = 0
+	}
+	if !ms {
+		ttl = (ttl + 500) / 1000
+	}
+	c.addInt(ttl)
+}
+
+// TTL key
+func cmdTTL(c *Client, args [][]byte) { ttlGeneric(c, args[1], false, false) }
+
+// PTTL key
+func cmdPTTL(c *Client, args [][]byte) { ttlGeneric(c, args[1], true, false) }
+
+// EXPIRETIME key
+func cmdExpireTime(c *Client, args [][]byte) { ttlGeneric(c, args[1], false, true) }
+
+// PEXPIRETIME key
+func cmdPExpireTime(c *Client, args [][]byte) { ttlGeneric(c, args[1], true, true) }
+
+// PERSIST key
+func cmdPersist(c *Client, args [][]byte) {
+	db := c.curDB()
+	e := db.lookup(bstr(args[1]), c.now)
+	if e == nil || e.expire == 0 {
+		c.addInt(0)
+		return
+	}
+	db.setExpire(e, 0)
+	c.signalModifiedKey(e.key)
+	c.notify(notifyGeneric, "persist", e.key)
+	c.markDirty(1)
+	c.addInt(1)
+}
