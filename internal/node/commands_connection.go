@@ -56,6 +56,7 @@ func cmdSelect(c *Client, args [][]byte) {
 		return
 	}
 	c.db = int(n)
+	c.publishInfo()
 	c.addOK()
 }
 
@@ -79,6 +80,7 @@ func cmdReset(c *Client, args [][]byte) {
 	c.infoMu.Lock()
 	c.name = ""
 	c.infoMu.Unlock()
+	c.publishInfo()
 	if c.srv.cfg.Get("requirepass") != "" {
 		c.authed.Store(false)
 		c.rd.SetUnauthenticated(true)
@@ -171,6 +173,7 @@ func cmdHello(c *Client, args [][]byte) {
 		c.infoMu.Unlock()
 	}
 	c.proto = proto
+	c.publishInfo()
 	role := "master"
 	if c.srv.replicaMode.Load() {
 		role = "replica"

@@ -1,6 +1,12 @@
 package node
 
-import "strings"
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
 
 func registerServerCommands(t *commandTable) {
 	t.add(&command{name: "flushall", arity: -1, flags: flagWrite | flagLockAll, fn: cmdFlushAll, group: "server", since: "1.0.0"})
@@ -11,7 +17,39 @@ func registerServerCommands(t *commandTable) {
 	t.add(&command{name: "config", arity: -2, fn: cmdHelpDispatch, group: "server", since: "2.0.0"})
 	t.addSub("config", &command{name: "get", arity: -3, flags: flagAdmin | flagNoScript | flagLoading | flagStale, fn: cmdConfigGet})
 	t.addSub("config", &command{name: "set", arity: -4, flags: flagAdmin | flagNoScript | flagLoading | flagStale, fn: cmdConfigSet})
+	t.addSub("config", &command{name: "resetstat", arity: 2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, fn: cmdConfigResetStat})
+	t.addSub("config", &command{name: "rewrite", arity: 2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, fn: cmdConfigRewrite})
+	t.addSub("config", &command{name: "help", arity: 2, flags: flagLoading | flagStale, fn: cmdConfigHelp})
 	t.add(&command{name: "dbsize", arity: 1, flags: flagReadOnly | flagFast, fn: cmdDBSize, group: "server", since: "1.0.0"})
+	t.add(&command{name: "time", arity: 1, flags: flagLoading | flagStale | flagFast, fn: cmdTime, group: "server", since: "2.6.0"})
+	t.add(&command{name: "swapdb", arity: 3, flags: flagWrite | flagFast | flagLockAll, fn: cmdSwapDB, group: "server", since: "4.0.0"})
+	t.add(&command{name: "shutdown", arity: -1, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagNoMulti | flagAllowBusy, fn: cmdShutdown, group: "server", since: "1.0.0"})
+	t.add(&command{name: "monitor", arity: 1, flags: flagAdmin | flagNoScript | flagLoading | flagStale, fn: cmdMonitor, group: "server", since: "1.0.0"})
+	t.add(&command{name: "slowlog", arity: -2, fn: cmdHelpDispatch, group: "server", since: "2.2.12"})
+	t.addSub("slowlog", &command{name: "get", arity: -2, flags: flagAdmin | flagLoading | flagStale, fn: cmdSlowlogGet})
+	t.addSub("slowlog", &command{name: "len", arity: 2, flags: flagAdmin | flagLoading | flagStale, fn: cmdSlowlogLen})
+	t.addSub("slowlog", &command{name: "reset", arity: 2, flags: flagAdmin | flagLoading | flagStale, fn: cmdSlowlogReset})
+	t.addSub("slowlog", &command{name: "help", arity: 2, flags: flagLoading | flagStale, fn: cmdSlowlogHelp})
+	t.add(&command{name: "latency", arity: -2, fn: cmdHelpDispatch, group: "server", since: "2.8.13"})
+	lf := flagAdmin | flagNoScript | flagLoading | flagStale
+	t.addSub("latency", &command{name: "latest", arity: 2, flags: lf, fn: cmdLatencyLatest})
+	t.addSub("latency", &command{name: "reset", arity: -2, flags: lf, fn: cmdLatencyReset})
+	t.addSub("latency", &command{name: "history", arity: 3, flags: lf, fn: cmdLatencyHistory})
+	t.addSub("latency", &command{name: "graph", arity: 3, flags: lf, fn: cmdLatencyGraph})
+	t.addSub("latency", &command{name: "doctor", arity: 2, flags: lf, fn: cmdLatencyDoctor})
+	t.addSub("latency", &command{name: "histogram", arity: -2, flags: lf, fn: cmdLatencyHistogram})
+	t.addSub("latency", &command{name: "help", arity: 2, flags: flagLoading | flagStale, fn: cmdLatencyHelp})
+	t.add(&command{name: "memory", arity: -2, fn: cmdHelpDispatch, group: "server", since: "4.0.0"})
+	t.addSub("memory", &command{name: "usage", arity: -3, flags: flagReadOnly, first: 2, last: 2, step: 1, fn: cmdMemoryUsage})
+	t.addSub("memory", &command{name: "doctor", arity: 2, fn: cmdMemoryDoctor})
+	t.addSub("memory", &command{name: "stats", arity: 2, fn: cmdMemoryStats})
+	t.addSub("memory", &command{name: "malloc-stats", arity: 2, fn: cmdMemoryMallocStats})
+	t.addSub("memory", &command{name: "purge", arity: 2, fn: cmdMemoryPurge})
+	t.addSub("memory", &command{name: "help", arity: 2, flags: flagLoading | flagStale, fn: cmdMemoryHelp})
+	registerClientCommands(t)
+	registerInfoCommands(t)
+	registerCommandCommands(t)
+	registerDebugCommands(t)
 }
 
 func parseFlushMode(c *Client, args [][]byte) bool {
@@ -27,10 +65,10 @@ func cmdFlushAll(c *Client, args [][]byte) {
 	if !parseFlushMode(c, args) {
 		return
 	}
+	c.srv.touchWatchedDBs(-1, -1)
 	for _, db := range c.srv.dbs {
 		db.flush()
 	}
-	c.srv.watches.touchDB(-1)
 	c.markDirty(1)
 	c.propagateAs([][]byte{[]byte("FLUSHALL")})
 	c.addOK()
@@ -41,8 +79,8 @@ func cmdFlushDB(c *Client, args [][]byte) {
 	if !parseFlushMode(c, args) {
 		return
 	}
+	c.srv.touchWatchedDBs(c.db, -1)
 	c.curDB().flush()
-	c.srv.watches.touchDB(c.db)
 	c.markDirty(1)
 	c.propagateAs([][]byte{[]byte("FLUSHDB")})
 	c.addOK()
@@ -133,4 +171,412 @@ func cmdConfigSet(c *Client, args [][]byte) {
 	}
 	c.srv.configChanged()
 	c.addOK()
+}
+
+// touchWatchedDBs marks dirty the watchers of keys of db (all databases
+// when db < 0) that exist in it or, for SWAPDB, in other: Redis's
+// touchAllWatchedKeysInDb, called before the databases change. The
+// caller holds every shard lock involved.
+func (s *Server) touchWatchedDBs(db, other int) {
+	w := s.watches
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for wk, m := range w.keys {
+		if db >= 0 && wk.db != db {
+			continue
+		}
+		exists := s.dbs[wk.db].getEntry(wk.key) != nil
+		if !exists && other >= 0 {
+			exists = s.dbs[other].getEntry(wk.key) != nil
+		}
+		if !exists {
+			continue
+		}
+		for c := range m {
+			c.setFlag(clientDirtyCAS, true)
+		}
+	}
+}
+
+// CONFIG RESETSTAT
+func cmdConfigResetStat(c *Client, args [][]byte) {
+	s := c.srv
+	s.stats.reset()
+	for _, cmd := range s.allCommands() {
+		cmd.stats.reset()
+	}
+	s.info.mu.Lock()
+	s.info.peak = 0
+	s.info.mu.Unlock()
+	c.addOK()
+}
+
+// CONFIG REWRITE
+func cmdConfigRewrite(c *Client, args [][]byte) {
+	if c.srv.cfg.File == "" {
+		c.addError("ERR The server is running without a config file")
+		return
+	}
+	if err := c.srv.cfg.Rewrite(); err != nil {
+		c.srv.log.Warn("CONFIG REWRITE failed", "err", err)
+		c.addError("ERR Rewriting config file: " + rewriteErrText(err))
+		return
+	}
+	c.addOK()
+}
+
+func rewriteErrText(err error) string {
+	var pe *os.PathError
+	if e, ok := err.(*os.PathError); ok {
+		pe = e
+	}
+	if pe != nil {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
+
+// CONFIG HELP
+func cmdConfigHelp(c *Client, args [][]byte) {
+	c.addHelp("CONFIG", []string{
+		"GET <pattern>",
+		"    Return parameters matching the glob-like <pattern> and their values.",
+		"SET <directive> <value>",
+		"    Set the configuration <directive> to <value>.",
+		"RESETSTAT",
+		"    Reset statistics reported by the INFO command.",
+		"REWRITE",
+		"    Rewrite the configuration file.",
+	})
+}
+
+// TIME
+func cmdTime(c *Client, args [][]byte) {
+	now := time.Now()
+	c.addArrayLen(2)
+	c.addBulkInt(now.Unix())
+	c.addBulkInt(int64(now.Nanosecond() / 1000))
+}
+
+// SWAPDB index1 index2
+func cmdSwapDB(c *Client, args [][]byte) {
+	s := c.srv
+	if s.cfg.Bool("cluster-enabled") {
+		c.addError("ERR SWAPDB is not allowed in cluster mode")
+		return
+	}
+	a, ok := parseInt(args[1])
+	if !ok || a != int64(int32(a)) {
+		c.addError("ERR invalid first DB index")
+		return
+	}
+	b, ok := parseInt(args[2])
+	if !ok || b != int64(int32(b)) {
+		c.addError("ERR invalid second DB index")
+		return
+	}
+	if a < 0 || b < 0 || a >= int64(len(s.dbs)) || b >= int64(len(s.dbs)) {
+		c.addError(errDBIndex)
+		return
+	}
+	if a != b {
+		s.touchWatchedDBs(int(a), int(b))
+		s.touchWatchedDBs(int(b), int(a))
+		s.dbs[a].swapContents(s.dbs[b])
+		// The blocking engine (blocking.go) wakes clients blocked on keys
+		// that now exist.
+		if sw, ok := any(s).(interface{ signalDBsSwapped(a, b int) }); ok {
+			sw.signalDBsSwapped(int(a), int(b))
+		}
+	}
+	c.markDirty(1)
+	c.addOK()
+}
+
+// ShutdownOptions are SHUTDOWN's flags, passed to shutdown hooks in their
+// context (see ShutdownOptionsFrom). The zero value is a plain shutdown
+// (SIGTERM): save if save points are configured.
+type ShutdownOptions struct {
+	NoSave, Save, Now, Force bool
+}
+
+type shutdownOptsKey struct{}
+
+// ShutdownOptionsFrom returns the SHUTDOWN flags a shutdown hook runs
+// with.
+func ShutdownOptionsFrom(ctx context.Context) ShutdownOptions {
+	o, _ := ctx.Value(shutdownOptsKey{}).(ShutdownOptions)
+	return o
+}
+
+// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: on success the connection
+// closes without a reply.
+func cmdShutdown(c *Client, args [][]byte) {
+	var o ShutdownOptions
+	abort := false
+	for _, a := range args[1:] {
+		switch {
+		case eqFold(a, "nosave"):
+			o.NoSave = true
+		case eqFold(a, "save"):
+			o.Save = true
+		case eqFold(a, "now"):
+			o.Now = true
+		case eqFold(a, "force"):
+			o.Force = true
+		case eqFold(a, "abort"):
+			abort = true
+		default:
+			c.addError(errSyntax)
+			return
+		}
+	}
+	if (abort && len(args) != 2) || (o.NoSave && o.Save) {
+		c.addError(errSyntax)
+		return
+	}
+	if abort {
+		c.addError("ERR No shutdown in progress.")
+		return
+	}
+	c.srv.log.Warn("user requested shutdown...")
+	ctx := context.WithValue(context.Background(), shutdownOptsKey{}, o)
+	if err := c.srv.Shutdown(ctx); err != nil && !o.Force {
+		c.addError("ERR Errors trying to SHUTDOWN. Check logs.")
+		return
+	}
+	c.out = c.out[:0]
+	c.close()
+}
+
+// MONITOR
+func cmdMonitor(c *Client, args [][]byte) {
+	if c.inExec {
+		c.addError("ERR MONITOR isn't allowed for DENY BLOCKING client")
+		return
+	}
+	if c.hasFlag(clientReplica | clientMonitor) {
+		return
+	}
+	c.setFlag(clientMonitor, true)
+	c.addOK()
+	c.srv.monitor.add(c)
+}
+
+// SLOWLOG GET [count]
+func cmdSlowlogGet(c *Client, args [][]byte) {
+	if len(args) > 3 {
+		c.addError("ERR unknown subcommand or wrong number of arguments for 'get'. Try SLOWLOG HELP.")
+		return
+	}
+	l := &c.srv.slowlog
+	l.mu.Lock()
+	entries := append([]slowlogEntry(nil), l.entries...)
+	l.mu.Unlock()
+	count := int64(10)
+	if len(args) == 3 {
+		n, ok := parseInt(args[2])
+		if !ok || n < -1 {
+			c.addError("ERR count should be greater than or equal to -1")
+			return
+		}
+		count = n
+		if n == -1 {
+			count = int64(len(entries))
+		}
+	}
+	if int64(len(entries)) > count {
+		entries = entries[:count]
+	}
+	c.addArrayLen(len(entries))
+	for _, e := range entries {
+		c.addArrayLen(6)
+		c.addInt(e.id)
+		c.addInt(e.time)
+		c.addInt(e.duration)
+		c.addStrings(e.args)
+		c.addBulkString(e.addr)
+		c.addBulkString(e.name)
+	}
+}
+
+// SLOWLOG LEN
+func cmdSlowlogLen(c *Client, args [][]byte) {
+	l := &c.srv.slowlog
+	l.mu.Lock()
+	n := len(l.entries)
+	l.mu.Unlock()
+	c.addInt(int64(n))
+}
+
+// SLOWLOG RESET
+func cmdSlowlogReset(c *Client, args [][]byte) {
+	l := &c.srv.slowlog
+	l.mu.Lock()
+	l.entries = nil
+	l.mu.Unlock()
+	c.addOK()
+}
+
+// SLOWLOG HELP
+func cmdSlowlogHelp(c *Client, args [][]byte) {
+	c.addHelp("SLOWLOG", []string{
+		"GET [<count>]",
+		"    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+		"    Entries are made of:",
+		"    id, timestamp, time in microseconds, arguments array, client IP and port,",
+		"    client name",
+		"LEN",
+		"    Return the length of the slowlog.",
+		"RESET",
+		"    Reset the slowlog.",
+	})
+}
+
+// LATENCY LATEST: no latency events are recorded.
+func cmdLatencyLatest(c *Client, args [][]byte) { c.addArrayLen(0) }
+
+// LATENCY RESET [event ...]
+func cmdLatencyReset(c *Client, args [][]byte) { c.addInt(0) }
+
+// LATENCY HISTORY event
+func cmdLatencyHistory(c *Client, args [][]byte) { c.addArrayLen(0) }
+
+// LATENCY GRAPH event
+func cmdLatencyGraph(c *Client, args [][]byte) {
+	c.addError("ERR No samples available for event '" + string(args[2]) + "'")
+}
+
+// LATENCY DOCTOR
+func cmdLatencyDoctor(c *Client, args [][]byte) {
+	c.addVerbatim("Dave, no latency spike was observed during the lifetime of this Redis instance, not in the slightest bit. I honestly think you ought to sleep better at night.\n")
+}
+
+// LATENCY HISTOGRAM [command ...]
+func cmdLatencyHistogram(c *Client, args [][]byte) { c.addMapLen(0) }
+
+// LATENCY HELP
+func cmdLatencyHelp(c *Client, args [][]byte) {
+	c.addHelp("LATENCY", []string{
+		"DOCTOR",
+		"    Return a human readable latency analysis report.",
+		"GRAPH <event>",
+		"    Return an ASCII latency graph for the <event> class.",
+		"HISTORY <event>",
+		"    Return time-latency samples for the <event> class.",
+		"LATEST",
+		"    Return the latest latency samples for all events.",
+		"RESET [<event> ...]",
+		"    Reset latency data of one or more <event> classes.",
+		"    (default: reset all data for all event classes)",
+		"HISTOGRAM [COMMAND ...]",
+		"    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
+		"    If no commands are specified then all histograms are replied.",
+	})
+}
+
+// MEMORY USAGE key [SAMPLES count]
+func cmdMemoryUsage(c *Client, args [][]byte) {
+	for i := 3; i < len(args); i++ {
+		if eqFold(args[i], "samples") && i+1 < len(args) {
+			n, ok := parseInt(args[i+1])
+			if !ok {
+				c.addError(errNotInt)
+				return
+			}
+			if n < 0 {
+				c.addError(errSyntax)
+				return
+			}
+			i++
+			continue
+		}
+		c.addError(errSyntax)
+		return
+	}
+	e := c.curDB().lookup(string(args[2]), c.now)
+	if e == nil {
+		c.addNull()
+		return
+	}
+	c.addInt(e.memUsage())
+}
+
+// MEMORY DOCTOR
+func cmdMemoryDoctor(c *Client, args [][]byte) {
+	c.addVerbatim("Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.")
+}
+
+// MEMORY STATS
+func cmdMemoryStats(c *Client, args [][]byte) {
+	s := c.srv
+	used := s.usedMemory()
+	s.info.mu.Lock()
+	s.info.peak = max(s.info.peak, used)
+	peak := s.info.peak
+	s.info.mu.Unlock()
+	var keys int64
+	type dbStat struct {
+		id         int
+		keys, exps int64
+	}
+	var dbs []dbStat
+	for i, db := range s.dbs {
+		if n := db.size(); n > 0 {
+			keys += n
+			dbs = append(dbs, dbStat{i, n, db.expires.Load()})
+		}
+	}
+	c.addMapLen(9 + len(dbs))
+	c.addBulkString("peak.allocated")
+	c.addInt(peak)
+	c.addBulkString("total.allocated")
+	c.addInt(used)
+	c.addBulkString("startup.allocated")
+	c.addInt(0)
+	c.addBulkString("replication.backlog")
+	c.addInt(0)
+	c.addBulkString("clients.slaves")
+	c.addInt(0)
+	c.addBulkString("clients.normal")
+	c.addInt(0)
+	c.addBulkString("aof.buffer")
+	c.addInt(0)
+	for _, d := range dbs {
+		c.addBulkString("db." + strconv.Itoa(d.id))
+		c.addMapLen(2)
+		c.addBulkString("overhead.hashtable.main")
+		c.addInt(d.keys * 32)
+		c.addBulkString("overhead.hashtable.expires")
+		c.addInt(d.exps * 32)
+	}
+	c.addBulkString("keys.count")
+	c.addInt(keys)
+	c.addBulkString("dataset.bytes")
+	c.addInt(used)
+}
+
+// MEMORY MALLOC-STATS
+func cmdMemoryMallocStats(c *Client, args [][]byte) {
+	c.addVerbatim("Stats not supported for the current allocator")
+}
+
+// MEMORY PURGE
+func cmdMemoryPurge(c *Client, args [][]byte) { c.addOK() }
+
+// MEMORY HELP
+func cmdMemoryHelp(c *Client, args [][]byte) {
+	c.addHelp("MEMORY", []string{
+		"DOCTOR",
+		"    Return memory problems reports.",
+		"MALLOC-STATS",
+		"    Return internal statistics report from the memory allocator.",
+		"PURGE",
+		"    Attempt to purge dirty pages for reclamation by the allocator.",
+		"STATS",
+		"    Return information about the memory usage of the server.",
+		"USAGE <key> [SAMPLES <count>]",
+		"    Return memory in bytes used by <key> and its value. Nested values are",
+		"    sampled up to <count> times (default: 5, 0 means sample all).",
+	})
 }

@@ -16,6 +16,7 @@ func cmdMulti(c *Client, args [][]byte) {
 	}
 	c.setFlag(clientMulti, true)
 	c.multi = c.multi[:0]
+	c.publishInfo()
 	c.addOK()
 }
 
@@ -23,6 +24,7 @@ func (c *Client) discardTransaction() {
 	c.multi = nil
 	c.setFlag(clientMulti|clientDirtyCAS|clientDirtyExec, false)
 	c.srv.watches.unwatchAll(c)
+	c.publishInfo()
 }
 
 // DISCARD
@@ -67,6 +69,7 @@ func cmdExec(c *Client, args [][]byte) {
 	}
 	queued := c.multi
 	c.multi = nil
+	c.publishInfo()
 	c.setFlag(clientMulti, false)
 	c.srv.watches.unwatchAll(c)
 	c.addArrayLen(len(queued))

@@ -105,6 +105,8 @@ type Client struct {
 
 	newMaxBulk   int64 // pending reader limits from CONFIG SET
 	newQbuf      int
+	// info mirrors fields read by CLIENT LIST (commands_client.go).
+	info clientInfo
 	// wmu serialises writes to conn.
 	wmu sync.Mutex
 }

@@ -167,11 +167,10 @@ func (h *pubsubHub) publish(channel string, msg []byte) int {
 // the pushed stream, so a reply produced under the hub's lock cannot be
 // overtaken by a message published after it.
 func (c *Client) emitOrdered(fn func(b []byte) []byte) {
+	// (P)SUBSCRIBE confirmations are pushed even under CLIENT REPLY
+	// OFF|SKIP, as Redis 7.0 does (CLIENT_PUSHING).
 	out := c.out
 	c.out = nil
-	if !c.replying() {
-		fn = func(b []byte) []byte { return b }
-	}
 	c.push(func(b []byte) []byte {
 		b = append(b, out...)
 		return fn(b)

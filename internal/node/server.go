@@ -103,6 +103,16 @@ type Server struct {
 	// failover is the coordinated FAILOVER in progress, if any.
 	failover coordinatedFailover
 
+	// replInfo and persistInfo, when set (by replication and persistence),
+	// write the fields of INFO's replication and persistence sections
+	// ("name:value\r\n" lines, without the "# Section" header); nil
+	// means the defaults of commands_info.go. debugHooks are extra DEBUG
+	// subcommands keyed by lower-case name (DEBUG RELOAD, DEBUG OBJECT).
+	replInfo    func(b *strings.Builder)
+	persistInfo func(b *strings.Builder)
+	debugHooks  map[string]handlerFunc
+	info        infoState
+
 	// hooks run on shutdown (save on shutdown, AOF fsync ...).
 	shutdownHooks []func(ctx context.Context) error
 

@@ -1,0 +1,90 @@
+package node
+
+import (
+	"strings"
+	"time"
+)
+
+func registerDebugCommands(t *commandTable) {
+	t.add(&command{name: "debug", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, fn: cmdDebug, group: "server", since: "1.0.0"})
+}
+
+// RegisterDebug adds a DEBUG subcommand (persistence registers RELOAD and
+// OBJECT). The handler gets the full argument list (args[1] is the
+// subcommand) and runs WITHOUT keyspace locks: it takes what it needs
+// (the key's shard lock, or s.LockAll). Call it before Run.
+func (s *Server) RegisterDebug(name string, fn handlerFunc) {
+	if s.debugHooks == nil {
+		s.debugHooks = make(map[string]handlerFunc)
+	}
+	s.debugHooks[strings.ToLower(name)] = fn
+}
+
+func debugSyntaxError(c *Client, args [][]byte) {
+	c.addError("ERR unknown subcommand or wrong number of arguments for '" + truncArg(args[1]) + "'. Try DEBUG HELP.")
+}
+
+// DEBUG subcommand [arg ...]: SLEEP, SET-ACTIVE-EXPIRE, JMAP,
+// CHANGE-REPL-ID, QUICKLIST-PACKED-THRESHOLD, STRINGMATCH-LEN, LISTPACK,
+// HELP, plus the hooks other parts register (RELOAD, OBJECT ...).
+func cmdDebug(c *Client, args [][]byte) {
+	sub := strings.ToLower(string(args[1]))
+	if fn := c.srv.debugHooks[sub]; fn != nil {
+		fn(c, args)
+		return
+	}
+	switch {
+	case sub == "help" && len(args) == 2:
+		c.addHelp("DEBUG", []string{
+			"CHANGE-REPL-ID",
+			"    Change the replication IDs of the instance.",
+			"    Dangerous: should be used only for testing the replication subsystem.",
+			"JMAP",
+			"    Create a memory dump of the heap (no-op).",
+			"LISTPACK <key>",
+			"    Show low level info about the listpack encoding of <key>.",
+			"QUICKLIST-PACKED-THRESHOLD <size>",
+			"    Sets the threshold for elements to be inserted as plain vs packed nodes",
+			"SET-ACTIVE-EXPIRE <0|1>",
+			"    Setting it to 0 disables expiring keys in background when they are not",
+			"    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+			"    default.",
+			"SLEEP <seconds>",
+			"    Stop the server for <seconds>. Decimals allowed.",
+			"STRINGMATCH-LEN",
+			"    Run a fuzz tester against the stringmatchlen() function.",
+		})
+	case sub == "sleep" && len(args) == 3:
+		f, ok := parseFloat(args[2])
+		if !ok {
+			c.addError(errNotFloat)
+			return
+		}
+		// Like Redis, the whole server stops: every shard is locked.
+		c.lockEverything()
+		time.Sleep(time.Duration(f * float64(time.Second)))
+		c.unlockHeld()
+		c.addOK()
+	case sub == "set-active-expire" && len(args) == 3:
+		n, ok := parseInt(args[2])
+		if !ok {
+			c.addError(errNotInt)
+			return
+		}
+		c.srv.activeExpire.Store(n != 0)
+		c.addOK()
+	case sub == "jmap" && len(args) == 2,
+		sub == "change-repl-id" && len(args) == 2,
+		sub == "quicklist-packed-threshold" && len(args) == 3:
+		c.addOK()
+	case sub == "stringmatch-len" && len(args) == 2:
+		// A bounded run of the glob matcher on pathological input: it
+		// must terminate without blowing the stack.
+		globMatch(strings.Repeat("a*", 200)+"b", strings.Repeat("a", 300), false)
+		c.addSimple("OK")
+	case sub == "listpack" && len(args) == 3:
+		c.addSimple("Listpack structure printed on stdout")
+	default:
+		debugSyntaxError(c, args)
+	}
+}
