@@ -181,7 +181,13 @@ func switchTimes(t *testing.T, addr string) func(name string) (time.Time, bool) 
 }
 
 // TestEndToEndFailover runs the scenario against real
-// redis-server and redis-sentinel processes.
+// redis-server and redis-sentinel processes. To run it against shardis's
+// own server and Sentinel:
+//
+//	go build -o /tmp/shardnode ./cmd/shardnode
+//	go build -o /tmp/shardis-sentinel ./cmd/sentinel
+//	TESTUTIL_REDIS_SERVER=/tmp/shardnode TESTUTIL_REDIS_SENTINEL=/tmp/shardis-sentinel \
+//		go test -run EndToEnd -v ./client/shardedpool
 func TestEndToEndFailover(t *testing.T) {
 	d := startRealDeployment(t, 3)
 	var switched sync.Map
