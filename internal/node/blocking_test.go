@@ -130,7 +130,7 @@ func TestBlockingMultiExec(t *testing.T) {
 		t.Fatalf("got %v %v", r.vals, r.err)
 	}
 	v, err := rc.LRange(c, "list", 0, -1).Result()
-	wantStrings(t, v, err, "b", "a")
+	wantListElems(t, v, err, "b", "a")
 
 	// LPUSH + DEL inside MULTI does not wake the client.
 	rc.Del(c, "list")
@@ -280,7 +280,7 @@ func TestBlockingMoveChains(t *testing.T) {
 			t.Fatalf("intermediate lists exist: %d", n)
 		}
 		v, err := rc.LRange(c, "l3{t}", 0, -1).Result()
-		wantStrings(t, v, err, "foo")
+		wantListElems(t, v, err, "foo")
 		for _, ch := range []<-chan popResult{a, b} {
 			if r := recvPop(t, ch); r.err != nil || r.vals[0] != "foo" {
 				t.Fatalf("BLMOVE got %v %v", r.vals, r.err)
@@ -294,7 +294,7 @@ func TestBlockingMoveChains(t *testing.T) {
 		waitBlocked(t, ts, 2)
 		rc.RPush(c, "c1{t}", "foo")
 		v, err := rc.LRange(c, "c1{t}", 0, -1).Result()
-		wantStrings(t, v, err, "foo")
+		wantListElems(t, v, err, "foo")
 		recvPop(t, a)
 		recvPop(t, b)
 	})
@@ -323,17 +323,17 @@ func TestBlockingMoveChains(t *testing.T) {
 			t.Fatalf("got %v %v", r.vals, r.err)
 		}
 		v, err := rc.LRange(c, "w{t}", 0, -1).Result()
-		wantStrings(t, v, err, "a", "b")
+		wantListElems(t, v, err, "a", "b")
 	})
 }
 
-// capture records propagated commands.
-type capture struct {
+// propRecorder records propagated commands.
+type propRecorder struct {
 	mu   sync.Mutex
 	cmds []string
 }
 
-func (p *capture) Propagate(db int, cmds [][][]byte) {
+func (p *propRecorder) Propagate(db int, cmds [][][]byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, cmd := range cmds {
@@ -345,7 +345,7 @@ func (p *capture) Propagate(db int, cmds [][][]byte) {
 	}
 }
 
-func (p *capture) has(s string) bool {
+func (p *propRecorder) has(s string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range p.cmds {
@@ -358,7 +358,7 @@ func (p *capture) has(s string) bool {
 
 func TestBlockingPropagation(t *testing.T) {
 	ts := startServer(t)
-	p := &capture{}
+	p := &propRecorder{}
 	ts.srv.AddPropagator(p)
 	rc := ts.client(t)
 	c := ctx(t)

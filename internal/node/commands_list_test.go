@@ -16,7 +16,7 @@ func wantErr(t *testing.T, err error, msg string) {
 	}
 }
 
-func wantStrings(t *testing.T, got []string, err error, want ...string) {
+func wantListElems(t *testing.T, got []string, err error, want ...string) {
 	t.Helper()
 	if err != nil {
 		t.Fatalf("error %v", err)
@@ -42,7 +42,7 @@ func TestListPushPop(t *testing.T) {
 			t.Fatalf("RPUSH = %d %v", n, err)
 		}
 		v, err := rc.LRange(c, "l", 0, -1).Result()
-		wantStrings(t, v, err, "b", "a", "c", "d")
+		wantListElems(t, v, err, "b", "a", "c", "d")
 		if n := rc.LPushX(c, "nokey", "x").Val(); n != 0 {
 			t.Fatalf("LPUSHX missing = %d", n)
 		}
@@ -59,9 +59,9 @@ func TestListPushPop(t *testing.T) {
 			t.Fatalf("RPOP = %q", s)
 		}
 		v, err = rc.LPopCount(c, "l", 2).Result()
-		wantStrings(t, v, err, "a", "c")
+		wantListElems(t, v, err, "a", "c")
 		v, err = rc.RPopCount(c, "l", 5).Result()
-		wantStrings(t, v, err, "d")
+		wantListElems(t, v, err, "d")
 		if rc.Exists(c, "l").Val() != 0 {
 			t.Fatal("emptied list not removed")
 		}
@@ -73,7 +73,7 @@ func TestListPushPop(t *testing.T) {
 		}
 		rc.RPush(c, "l", "x")
 		v, err = rc.LPopCount(c, "l", 0).Result()
-		wantStrings(t, v, err)
+		wantListElems(t, v, err)
 		wantErr(t, rc.LPopCount(c, "l", -1).Err(), "ERR value is out of range, must be positive")
 		wantErr(t, rc.Do(c, "lpop", "l", "1", "2").Err(), "ERR wrong number of arguments for 'lpop' command")
 		if n := rc.LLen(c, "l").Val(); n != 1 {
@@ -98,7 +98,7 @@ func TestListRawReplies(t *testing.T) {
 	r.expect("BLPOP nokey 0.01\r\n", "*-1")
 	r.expect("BLMOVE nokey dst LEFT LEFT 0.01\r\n", "*-1")
 	r.send("HELLO 3\r\n")
-	skipReply(r)
+	skipRawReply(r)
 	r.expect("LPOP nokey\r\n", "_")
 	r.expect("LPOP nokey 1\r\n", "_")
 	r.expect("BLPOP nokey 0.01\r\n", "_")
@@ -127,7 +127,7 @@ func TestListErrors(t *testing.T) {
 	}
 	// The failed moves left the source intact.
 	v, err := rc.LRange(c, "l", 0, -1).Result()
-	wantStrings(t, v, err, "a", "b", "c")
+	wantListElems(t, v, err, "a", "b", "c")
 	for _, tc := range []struct {
 		args []any
 		msg  string
@@ -199,21 +199,21 @@ func TestListIndexSetInsertRange(t *testing.T) {
 		t.Fatalf("LINSERT missing key = %d", n)
 	}
 	v, err := rc.LRange(c, "l", 0, -1).Result()
-	wantStrings(t, v, err, "0", "a", "b", "c", "D", "E")
+	wantListElems(t, v, err, "0", "a", "b", "c", "D", "E")
 	v, err = rc.LRange(c, "l", -100, 1).Result()
-	wantStrings(t, v, err, "0", "a")
+	wantListElems(t, v, err, "0", "a")
 	v, err = rc.LRange(c, "l", 4, 100).Result()
-	wantStrings(t, v, err, "D", "E")
+	wantListElems(t, v, err, "D", "E")
 	v, err = rc.LRange(c, "l", 3, 1).Result()
-	wantStrings(t, v, err)
+	wantListElems(t, v, err)
 	v, err = rc.LRange(c, "l", 6, 10).Result()
-	wantStrings(t, v, err)
+	wantListElems(t, v, err)
 
 	if err := rc.LTrim(c, "l", 1, -2).Err(); err != nil {
 		t.Fatal(err)
 	}
 	v, err = rc.LRange(c, "l", 0, -1).Result()
-	wantStrings(t, v, err, "a", "b", "c", "D")
+	wantListElems(t, v, err, "a", "b", "c", "D")
 	rc.LTrim(c, "l", 5, 10)
 	if rc.Exists(c, "l").Val() != 0 {
 		t.Fatal("LTRIM to empty kept the key")
@@ -261,12 +261,12 @@ func TestListPosRem(t *testing.T) {
 		t.Fatalf("LREM 2 = %d", n)
 	}
 	v, err := rc.LRange(c, "r", 0, -1).Result()
-	wantStrings(t, v, err, "a", "b", "x", "c", "x")
+	wantListElems(t, v, err, "a", "b", "x", "c", "x")
 	if n := rc.LRem(c, "r", -1, "x").Val(); n != 1 {
 		t.Fatalf("LREM -1 = %d", n)
 	}
 	v, err = rc.LRange(c, "r", 0, -1).Result()
-	wantStrings(t, v, err, "a", "b", "x", "c")
+	wantListElems(t, v, err, "a", "b", "x", "c")
 	if n := rc.LRem(c, "r", 0, "zz").Val(); n != 0 {
 		t.Fatalf("LREM none = %d", n)
 	}
@@ -291,13 +291,13 @@ func TestListMove(t *testing.T) {
 			t.Fatalf("LMOVE = %q", v)
 		}
 		v, err := rc.LRange(c, "dst", 0, -1).Result()
-		wantStrings(t, v, err, "c", "a")
+		wantListElems(t, v, err, "c", "a")
 		// Same list as source and destination rotates it.
 		if v := rc.LMove(c, "dst", "dst", "LEFT", "RIGHT").Val(); v != "c" {
 			t.Fatalf("LMOVE rotate = %q", v)
 		}
 		v, err = rc.LRange(c, "dst", 0, -1).Result()
-		wantStrings(t, v, err, "a", "c")
+		wantListElems(t, v, err, "a", "c")
 		if v := rc.LMove(c, "src", "dst", "LEFT", "LEFT").Val(); v != "b" {
 			t.Fatalf("LMOVE last = %q", v)
 		}
@@ -370,8 +370,8 @@ func TestListNotificationsAndPropagation(t *testing.T) {
 	}
 }
 
-// skipReply reads one whole RESP2/RESP3 reply from r.
-func skipReply(r *rawConn) {
+// skipRawReply reads one whole RESP2/RESP3 reply from r.
+func skipRawReply(r *rawConn) {
 	r.t.Helper()
 	line := r.readLine()
 	if line == "" {
@@ -392,11 +392,11 @@ func skipReply(r *rawConn) {
 		}
 	case '*', '~', '>':
 		for i := 0; i < n; i++ {
-			skipReply(r)
+			skipRawReply(r)
 		}
 	case '%', '|':
 		for i := 0; i < 2*n; i++ {
-			skipReply(r)
+			skipRawReply(r)
 		}
 	}
 }
