@@ -333,10 +333,18 @@ func (m *Machine) Set(name string, args []string) error {
 		return ErrNoSuchMaster
 	}
 	// Validate everything first so an error changes nothing.
-	type change struct{ opt, val string }
+	type change struct{ opt, val, val2 string }
 	var changes []change
 	for j := 0; j < len(args); j++ {
 		opt := strings.ToLower(args[j])
+		if opt == "rename-command" && j+2 < len(args) {
+			if args[j+1] == "" || args[j+2] == "" {
+				return ReplyError(fmt.Sprintf("ERR Invalid argument '%s' for SENTINEL SET 'rename-command'", args[j+1]))
+			}
+			changes = append(changes, change{opt, args[j+1], args[j+2]})
+			j += 2
+			continue
+		}
 		if j+1 >= len(args) {
 			return ReplyError(fmt.Sprintf("ERR Unknown option or number of arguments for SENTINEL SET '%s'", args[j]))
 		}
@@ -361,7 +369,7 @@ func (m *Machine) Set(name string, args []string) error {
 		default:
 			return ReplyError(fmt.Sprintf("ERR Unknown option or number of arguments for SENTINEL SET '%s'", args[j-1]))
 		}
-		changes = append(changes, change{opt, val})
+		changes = append(changes, change{opt: opt, val: val})
 	}
 	for _, c := range changes {
 		n, _ := strconv.ParseInt(c.val, 10, 64)
@@ -386,6 +394,14 @@ func (m *Machine) Set(name string, args []string) error {
 		case "auth-user":
 			ri.authUser = c.val
 			m.reconnectAll(ri)
+		case "rename-command":
+			if strings.EqualFold(c.val, c.val2) {
+				delete(ri.renamed, strings.ToLower(c.val))
+			} else {
+				ri.renamed[strings.ToLower(c.val)] = c.val2
+			}
+			m.instEvent(LevelWarning, "+set", ri, " %s %s %s", c.opt, c.val, c.val2)
+			continue
 		}
 		m.instEvent(LevelWarning, "+set", ri, " %s %s", c.opt, shown)
 	}
@@ -576,6 +592,9 @@ func (m *Machine) Config() Config {
 			AuthPass: ri.authPass, NotificationScript: ri.notificationScript,
 			ClientReconfigScript: ri.clientReconfigScript, ConfigEpoch: ri.configEpoch,
 			LeaderEpoch: ri.leaderEpoch, Leader: ri.leader}
+		for _, old := range sortedKeys(ri.renamed) {
+			mc.RenamedCommands = append(mc.RenamedCommands, [2]string{old, ri.renamed[old]})
+		}
 		for _, r := range ri.sortedReplicas() {
 			mc.KnownReplicas = append(mc.KnownReplicas, r.addr)
 		}

@@ -309,7 +309,12 @@ func (f *File) sentinelDirective(a []string, byName map[string]*MasterConfig, or
 		if p, err = strconv.Atoi(a[3]); err == nil && len(a) == 5 {
 			mc.KnownSentinels = append(mc.KnownSentinels, KnownSentinel{Addr{a[2], p}, a[4]})
 		}
-	case "rename-command", "master-reboot-down-after-period":
+	case "rename-command":
+		if err := nargs(4); err != nil {
+			return err
+		}
+		mc.RenamedCommands = append(mc.RenamedCommands, [2]string{a[2], a[3]})
+	case "master-reboot-down-after-period":
 		// Accepted for compatibility; not used.
 	default:
 		return fmt.Errorf("unknown sentinel directive %q", a[0])
@@ -438,6 +443,9 @@ func generatedLines(c Config, port int) []string {
 		}
 		if mc.AuthUser != "" {
 			add("sentinel auth-user %s %s", n, quote(mc.AuthUser))
+		}
+		for _, rc := range mc.RenamedCommands {
+			add("sentinel rename-command %s %s %s", n, quote(rc[0]), quote(rc[1]))
 		}
 		add("sentinel config-epoch %s %d", n, mc.ConfigEpoch)
 		add("sentinel leader-epoch %s %d", n, mc.LeaderEpoch)

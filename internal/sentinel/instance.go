@@ -102,6 +102,7 @@ type instance struct {
 	failoverStartTime    time.Time
 	failoverStateChange  time.Time
 	promoted             *instance
+	renamed              map[string]string    // rename-command: lower-case name -> name to send
 	replicas             map[string]*instance // by "ip:port"
 	sentinels            map[string]*instance // by run id
 }
@@ -116,6 +117,7 @@ func newInstance(kind Role, name string, addr Addr, master *instance, now time.T
 	if kind == RoleMaster {
 		ri.replicas = map[string]*instance{}
 		ri.sentinels = map[string]*instance{}
+		ri.renamed = map[string]string{}
 	}
 	return ri
 }
@@ -135,6 +137,15 @@ func sortedInstances(m map[string]*instance) []*instance {
 		out = append(out, ri)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+func sortedKeys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
 	return out
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -50,6 +51,7 @@ type MasterConfig struct {
 	Leader               string
 	KnownReplicas        []Addr
 	KnownSentinels       []KnownSentinel
+	RenamedCommands      [][2]string // rename-command: {name, renamed}
 }
 
 // KnownSentinel is a peer Sentinel remembered in the config file.
@@ -209,6 +211,9 @@ func (m *Machine) addMaster(now time.Time, mc MasterConfig) *instance {
 	ri.authUser, ri.authPass = mc.AuthUser, mc.AuthPass
 	ri.notificationScript, ri.clientReconfigScript = mc.NotificationScript, mc.ClientReconfigScript
 	ri.configEpoch, ri.leaderEpoch, ri.leader = mc.ConfigEpoch, mc.LeaderEpoch, mc.Leader
+	for _, rc := range mc.RenamedCommands {
+		ri.renamed[strings.ToLower(rc[0])] = rc[1]
+	}
 	for _, a := range mc.KnownReplicas {
 		if !addrEqual(a, mc.Addr) {
 			m.addReplica(now, ri, a)
@@ -382,6 +387,13 @@ func (m *Machine) actionFor(kind ActionKind, ri *instance) Action {
 		a.MasterName = ri.name
 	}
 	a.AuthUser, a.AuthPass = m.auth(ri)
+	if ri.kind != RoleSentinel {
+		master := ri
+		if ri.master != nil {
+			master = ri.master
+		}
+		a.Renames = master.renamed
+	}
 	return a
 }
 
@@ -435,6 +447,12 @@ func (m *Machine) sendPeriodicCommands(now time.Time, ri *instance) {
 	infoPeriod := m.timing.InfoPeriod
 	if ri.kind == RoleReplica && (ri.master.has(flagODown|flagFailoverInProgress) || ri.masterLinkDownTime != 0) {
 		infoPeriod = time.Second
+	}
+	// Unlike Redis, poll the replicas our failover is waiting on quickly:
+	// the promotion and the reconfiguration are only seen through INFO.
+	if ri.kind == RoleReplica && (ri.has(flagReconfSent|flagReconfInprog) ||
+		(ri.has(flagPromoted) && ri.master.failoverState == stateWaitPromotion)) {
+		infoPeriod = fastInfoPeriod
 	}
 	pingPeriod := min(ri.downAfter, m.timing.PingPeriod)
 	switch {
@@ -770,15 +788,22 @@ func (m *Machine) masterLooksSane(now time.Time, master *instance) bool {
 		!master.infoRefresh.IsZero() && now.Sub(master.infoRefresh) < 2*m.timing.InfoPeriod
 }
 
-// sendReplicaOf emits ActReplicaOf if the link is up; target zero means NO ONE.
+// fastInfoPeriod is the INFO period for replicas a failover waits on.
+const fastInfoPeriod = 100 * time.Millisecond
+
+// sendReplicaOf emits ActReplicaOf if the link is up; target zero means NO
+// ONE. An INFO follows at once (the link runs commands in order) so the
+// new role is seen without waiting for the INFO period.
 func (m *Machine) sendReplicaOf(ri *instance, target Addr) bool {
 	if !ri.link.connected {
 		return false
 	}
 	a := m.actionFor(ActReplicaOf, ri)
 	a.Target = target
-	ri.link.pending++
+	ri.link.pending += 2
 	m.act(a)
+	ri.infoSent = time.Time{}
+	m.act(m.actionFor(ActInfo, ri))
 	return true
 }
 

@@ -44,7 +44,9 @@ func TestDiscovery(t *testing.T) {
 }
 
 func TestSDownTiming(t *testing.T) {
-	w, m, _, _ := setup(t, 1, 1, func(mc *MasterConfig) { mc.FailoverTimeout = time.Hour })
+	w, m, r1, r2 := setup(t, 1, 1, func(mc *MasterConfig) { mc.FailoverTimeout = time.Hour })
+	r1.priority, r2.priority = 0, 0 // no failover: we only watch the master
+	w.run(11 * time.Second)
 	s := w.sents[0]
 	m.up = false
 	killed := w.now
@@ -324,17 +326,19 @@ func TestParallelSyncs(t *testing.T) {
 			w.run(12 * time.Second)
 			m.up = false
 			s := w.sents[0]
-			maxInFlight := 0
-			w.runUntil(60*time.Second, "+failover-end", func() bool {
-				inFlight := 0
-				for _, r := range s.m.masters["mymaster"].replicas {
-					if r.has(flagReconfSent | flagReconfInprog) {
-						inFlight++
-					}
+			w.runUntil(60*time.Second, "+failover-end", func() bool { return s.count(EventFailoverEnd) > 0 })
+			// Replay the events: replicas between +slave-reconf-sent and
+			// +slave-reconf-done are in flight.
+			maxInFlight, inFlight := 0, 0
+			for _, e := range s.ev {
+				switch e.Type {
+				case EventReplicaReconfSent:
+					inFlight++
+				case EventReplicaReconfDone:
+					inFlight--
 				}
 				maxInFlight = max(maxInFlight, inFlight)
-				return s.count(EventFailoverEnd) > 0
-			})
+			}
 			if maxInFlight != ps {
 				t.Fatalf("max replicas reconfiguring at once = %d, want %d", maxInFlight, ps)
 			}

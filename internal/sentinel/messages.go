@@ -1,5 +1,7 @@
 package sentinel
 
+import "strings"
+
 // Role is the kind of a monitored instance.
 type Role int
 
@@ -108,6 +110,17 @@ type Action struct {
 	Epoch      uint64 // ActAskMasterDown: our current epoch
 	RunID      string // ActAskMasterDown: our run id when asking for a vote, else "*"
 	Target     Addr   // ActReplicaOf: new master, zero for NO ONE
+	// Renames maps lower-case command names to the names to send
+	// (rename-command); read-only.
+	Renames map[string]string
+}
+
+// Command returns the name to send for command name (rename-command).
+func (a Action) Command(name string) string {
+	if r, ok := a.Renames[strings.ToLower(name)]; ok {
+		return r
+	}
+	return name
 }
 
 // Ready is what the machine produced since the previous call to Ready.

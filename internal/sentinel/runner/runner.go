@@ -238,11 +238,11 @@ func (r *Runner) execute(a sentinel.Action) {
 	addr := a.Addr
 	switch a.Kind {
 	case sentinel.ActPing:
-		l.send([]string{"PING"}, func(v resp.Value, _ error) {
+		l.send([]string{a.Command("PING")}, func(v resp.Value, _ error) {
 			r.step(sentinel.PingReply{Addr: addr, Reply: v.Str})
 		})
 	case sentinel.ActInfo:
-		l.send([]string{"INFO"}, func(v resp.Value, _ error) {
+		l.send([]string{a.Command("INFO")}, func(v resp.Value, _ error) {
 			if !v.IsError() {
 				r.step(sentinel.InfoReply{Addr: addr, Text: v.Str})
 			}
@@ -252,7 +252,7 @@ func (r *Runner) execute(a sentinel.Action) {
 		if h.IP == "" {
 			h.IP = l.local()
 		}
-		l.send([]string{"PUBLISH", helloChannel, h.String()}, nil)
+		l.send([]string{a.Command("PUBLISH"), helloChannel, h.String()}, nil)
 	case sentinel.ActAskMasterDown:
 		name := a.MasterName
 		l.send([]string{"SENTINEL", "is-master-down-by-addr", a.MasterAddr.IP, strconv.Itoa(a.MasterAddr.Port),
@@ -268,8 +268,9 @@ func (r *Runner) execute(a sentinel.Action) {
 		if !a.Target.IsZero() {
 			host, port = a.Target.IP, strconv.Itoa(a.Target.Port)
 		}
-		for _, cmd := range [][]string{{"MULTI"}, {"REPLICAOF", host, port}, {"CONFIG", "REWRITE"},
+		for _, cmd := range [][]string{{"MULTI"}, {"SLAVEOF", host, port}, {"CONFIG", "REWRITE"},
 			{"CLIENT", "KILL", "TYPE", "normal"}, {"CLIENT", "KILL", "TYPE", "pubsub"}, {"EXEC"}} {
+			cmd[0] = a.Command(cmd[0])
 			l.send(cmd, nil)
 		}
 	}

@@ -1,10 +1,12 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/shardis/shardis/internal/resp"
@@ -25,6 +27,17 @@ func appendErr(b []byte, err error) []byte {
 		return resp.AppendError(b, string(re))
 	}
 	return resp.AppendError(b, "ERR "+err.Error())
+}
+
+// flushAndReply rewrites the config now and replies OK or Redis's error.
+func (r *Runner) flushAndReply(b []byte) []byte {
+	out := sentinel.Render(r.raw, r.m.Config(), r.file.Port)
+	if err := writeAtomic(r.opt.ConfigPath, out); err != nil {
+		r.log.Error("sentinel: rewrite config", "err", err)
+		return resp.AppendError(b, "ERR Failed to save config file: "+errors.Unwrap(err).Error())
+	}
+	r.raw = out
+	return resp.AppendOK(b)
 }
 
 // cmdSentinel serves SENTINEL <subcommand>.
@@ -148,20 +161,12 @@ func (r *Runner) cmdSentinel(c *client, args []string) []byte {
 		if err := r.m.Monitor(now, sentinel.MasterConfig{Name: args[2], Addr: sentinel.Addr{IP: args[3], Port: port}, Quorum: quorum}); err != nil {
 			return appendErr(b, err)
 		}
-		if err := r.flushConfigLocked(); err != nil {
-			return resp.AppendError(b, "ERR Failed to save config")
-		}
-		return resp.AppendOK(b)
+		return r.flushAndReply(b)
 	case "flushconfig":
 		if !arity(2) {
 			return numErr
 		}
-		r.raw = append([]byte(nil), r.raw...)
-		if err := writeAtomic(r.opt.ConfigPath, sentinel.Render(r.raw, r.m.Config(), r.file.Port)); err != nil {
-			return resp.AppendError(b, "ERR Failed to save config")
-		}
-		r.raw = sentinel.Render(r.raw, r.m.Config(), r.file.Port)
-		return resp.AppendOK(b)
+		return r.flushAndReply(b)
 	case "remove":
 		if !arity(3) {
 			return numErr
@@ -169,7 +174,7 @@ func (r *Runner) cmdSentinel(c *client, args []string) []byte {
 		if err := r.m.Remove(args[2]); err != nil {
 			return appendErr(b, err)
 		}
-		return resp.AppendOK(b)
+		return r.flushAndReply(b)
 	case "ckquorum":
 		if !arity(3) {
 			return numErr
@@ -180,13 +185,22 @@ func (r *Runner) cmdSentinel(c *client, args []string) []byte {
 		}
 		return resp.AppendSimple(b, s)
 	case "set":
-		if len(args) < 5 || len(args)%2 == 0 {
+		if len(args) < 5 {
 			return numErr
+		}
+		for j := 3; j+1 < len(args); j += 2 {
+			opt, val := strings.ToLower(args[j]), args[j+1]
+			if val != "" && opt == "notification-script" && syscall.Access(val, 1) != nil {
+				return resp.AppendError(b, "ERR Notification script seems non existing or non executable")
+			}
+			if val != "" && opt == "client-reconfig-script" && syscall.Access(val, 1) != nil {
+				return resp.AppendError(b, "ERR Client reconfiguration script seems non existing or non executable")
+			}
 		}
 		if err := r.m.Set(args[2], args[3:]); err != nil {
 			return appendErr(b, err)
 		}
-		return resp.AppendOK(b)
+		return r.flushAndReply(b)
 	case "config":
 		switch {
 		case len(args) == 4 && strings.EqualFold(args[2], "get"):

@@ -268,7 +268,7 @@ func (r *Runner) dispatch(c *client, args []string) ([]byte, bool) {
 		go r.stop()
 		return resp.AppendOK(b), true
 	case "COMMAND":
-		return resp.AppendArrayLen(b, 0), false
+		return cmdCommand(args), false
 	}
 	return resp.AppendError(b, fmt.Sprintf("ERR unknown command '%s', with args beginning with: %s", args[0], quoteArgs(args[1:]))), false
 }
