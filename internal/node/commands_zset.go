@@ -64,6 +64,7 @@ func registerZSetCommands(t *commandTable) {
 	addMov("zmpop", -4, flagWrite, zNumkeysKeys(1), cmdZMPop, "7.0.0")
 	add("zrandmember", -2, ro, 1, 1, 1, cmdZRandMember, "6.2.0")
 	registerZSetBlockingCommands(t)
+	registerSortCommands(t)
 }
 
 // zNumkeysKeys returns a keys func for commands with a numkeys argument at
@@ -1027,11 +1028,7 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, op zsetOp, cardOnly boo
 			withScores = true
 		case cardOnly && remaining >= 2 && eqFold(a, "limit"):
 			n, ok := parseInt(args[j+1])
-			if !ok {
-				c.addError(errNotInt)
-				return
-			}
-			if n < 0 {
+			if !ok || n < 0 {
 				c.addError("ERR LIMIT can't be negative")
 				return
 			}
