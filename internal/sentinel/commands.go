@@ -394,6 +394,8 @@ func (m *Machine) Set(name string, args []string) error {
 		case "auth-user":
 			ri.authUser = c.val
 			m.reconnectAll(ri)
+		case "master-reboot-down-after-period":
+			ri.rebootDownAfter = time.Duration(n) * time.Millisecond
 		case "rename-command":
 			if strings.EqualFold(c.val, c.val2) {
 				delete(ri.renamed, strings.ToLower(c.val))
@@ -591,7 +593,7 @@ func (m *Machine) Config() Config {
 			FailoverTimeout: ri.failoverTimeout, ParallelSyncs: ri.parallelSyncs, AuthUser: ri.authUser,
 			AuthPass: ri.authPass, NotificationScript: ri.notificationScript,
 			ClientReconfigScript: ri.clientReconfigScript, ConfigEpoch: ri.configEpoch,
-			LeaderEpoch: ri.leaderEpoch, Leader: ri.leader}
+			LeaderEpoch: ri.leaderEpoch, Leader: ri.leader, RebootDownAfter: ri.rebootDownAfter}
 		for _, old := range sortedKeys(ri.renamed) {
 			mc.RenamedCommands = append(mc.RenamedCommands, [2]string{old, ri.renamed[old]})
 		}

@@ -315,7 +315,14 @@ func (f *File) sentinelDirective(a []string, byName map[string]*MasterConfig, or
 		}
 		mc.RenamedCommands = append(mc.RenamedCommands, [2]string{a[2], a[3]})
 	case "master-reboot-down-after-period":
-		// Accepted for compatibility; not used.
+		if err := nargs(3); err != nil {
+			return err
+		}
+		var n int64
+		if n, err = strconv.ParseInt(a[2], 10, 64); err == nil && n < 0 {
+			err = fmt.Errorf("negative master-reboot-down-after-period")
+		}
+		mc.RebootDownAfter = time.Duration(n) * time.Millisecond
 	default:
 		return fmt.Errorf("unknown sentinel directive %q", a[0])
 	}
@@ -446,6 +453,9 @@ func generatedLines(c Config, port int) []string {
 		}
 		for _, rc := range mc.RenamedCommands {
 			add("sentinel rename-command %s %s %s", n, quote(rc[0]), quote(rc[1]))
+		}
+		if mc.RebootDownAfter != 0 {
+			add("sentinel master-reboot-down-after-period %s %d", n, mc.RebootDownAfter.Milliseconds())
 		}
 		add("sentinel config-epoch %s %d", n, mc.ConfigEpoch)
 		add("sentinel leader-epoch %s %d", n, mc.LeaderEpoch)

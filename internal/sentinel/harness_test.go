@@ -20,6 +20,7 @@ type fakeRedis struct {
 	priority  int
 	offset    int64
 	promoteOK bool // honours REPLICAOF NO ONE (default true)
+	loading   bool // answers PING with LOADING
 }
 
 type simSentinel struct {
@@ -234,7 +235,9 @@ func (w *world) execute(s *simSentinel, a Action) {
 	case ActDisconnect:
 		delete(s.subs, a.Addr)
 	case ActPing:
-		if ok {
+		if ok && r.loading {
+			s.m.Step(w.now, PingReply{a.Addr, "LOADING Redis is loading the dataset in memory"})
+		} else if ok {
 			s.m.Step(w.now, PingReply{a.Addr, "PONG"})
 		}
 	case ActInfo:

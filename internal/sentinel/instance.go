@@ -19,6 +19,7 @@ const (
 	flagReconfInprog                        // the replica is syncing with the new master
 	flagReconfDone                          // the replica is reconfigured
 	flagForceFailover                       // SENTINEL FAILOVER: no agreement needed
+	flagMasterReboot                        // the master restarted (new run id) recently
 )
 
 // failoverState is the state of a master's failover.
@@ -102,6 +103,8 @@ type instance struct {
 	failoverStartTime    time.Time
 	failoverStateChange  time.Time
 	promoted             *instance
+	rebootDownAfter      time.Duration        // master-reboot-down-after-period; 0: disabled
+	rebootSince          time.Time            // when the reboot was detected
 	renamed              map[string]string    // rename-command: lower-case name -> name to send
 	replicas             map[string]*instance // by "ip:port"
 	sentinels            map[string]*instance // by run id

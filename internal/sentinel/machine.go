@@ -51,7 +51,8 @@ type MasterConfig struct {
 	Leader               string
 	KnownReplicas        []Addr
 	KnownSentinels       []KnownSentinel
-	RenamedCommands      [][2]string // rename-command: {name, renamed}
+	RenamedCommands      [][2]string   // rename-command: {name, renamed}
+	RebootDownAfter      time.Duration // master-reboot-down-after-period; 0: disabled
 }
 
 // KnownSentinel is a peer Sentinel remembered in the config file.
@@ -209,6 +210,7 @@ func (m *Machine) addMaster(now time.Time, mc MasterConfig) *instance {
 		ri.parallelSyncs = 1
 	}
 	ri.authUser, ri.authPass = mc.AuthUser, mc.AuthPass
+	ri.rebootDownAfter = mc.RebootDownAfter
 	ri.notificationScript, ri.clientReconfigScript = mc.NotificationScript, mc.ClientReconfigScript
 	ri.configEpoch, ri.leaderEpoch, ri.leader = mc.ConfigEpoch, mc.LeaderEpoch, mc.Leader
 	for _, rc := range mc.RenamedCommands {
@@ -530,6 +532,11 @@ func (m *Machine) checkSubjectivelyDown(now time.Time, ri *instance) {
 		now.Sub(ri.roleReportedTime) > ri.downAfter+2*m.timing.InfoPeriod {
 		down = true
 	}
+	// A restarted master still loading its data (answering LOADING) is
+	// down after master-reboot-down-after-period.
+	if ri.has(flagMasterReboot) && now.Sub(ri.rebootSince) > ri.rebootDownAfter {
+		down = true
+	}
 	if down {
 		if !ri.has(flagSDown) {
 			m.instEvent(LevelWarning, EventSDown, ri, "")
@@ -654,6 +661,9 @@ func (m *Machine) pingReply(now time.Time, ri *instance, reply string) {
 	if hasAnyPrefix(reply, "PONG", "LOADING", "MASTERDOWN") {
 		ri.link.lastAvail = now
 		ri.link.actPing = time.Time{}
+		if hasAnyPrefix(reply, "PONG") {
+			ri.flags &^= flagMasterReboot
+		}
 	}
 	ri.link.lastPong = now
 }
@@ -680,6 +690,10 @@ func (m *Machine) refreshInstanceInfo(now time.Time, ri *instance, info Info) {
 	if info.RunID != "" {
 		if ri.runID != "" && ri.runID != info.RunID {
 			m.instEvent(LevelNotice, EventReboot, ri, "")
+			if ri.kind == RoleMaster && ri.rebootDownAfter != 0 {
+				ri.flags |= flagMasterReboot
+				ri.rebootSince = now
+			}
 		}
 		ri.runID = info.RunID
 	}

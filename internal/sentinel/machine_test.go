@@ -477,3 +477,24 @@ func TestParseInfo(t *testing.T) {
 		t.Fatalf("%+v", mi.Replicas)
 	}
 }
+
+func TestMasterRebootDownAfter(t *testing.T) {
+	w, m, r1, r2 := setup(t, 1, 1, func(mc *MasterConfig) {
+		mc.RebootDownAfter = 2 * time.Second
+		mc.FailoverTimeout = time.Hour
+	})
+	r1.priority, r2.priority = 0, 0
+	s := w.sents[0]
+	// The master restarts and stays LOADING: PINGs are answered (valid),
+	// but its new run id marks it rebooted.
+	m.runID = strings.Repeat("9", 40)
+	m.loading = true
+	w.runUntil(15*time.Second, "+reboot", func() bool { return s.count(EventReboot) > 0 })
+	rebooted := w.now
+	w.runUntil(5*time.Second, "+sdown", func() bool { return s.count(EventSDown) > 0 })
+	if d := w.now.Sub(rebooted); d < 2*time.Second {
+		t.Fatalf("+sdown %v after +reboot, want >= 2s", d)
+	}
+	m.loading = false // PONG clears the reboot state
+	w.runUntil(5*time.Second, "-sdown", func() bool { return s.count(EventSDownExit) > 0 })
+}
