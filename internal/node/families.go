@@ -17,4 +17,5 @@ var commandFamilies = []func(t *commandTable){
 	registerListCommands,
 	registerReplicationCommands,
 	registerPersistenceCommands,
+	registerDumpCommands,
 }
