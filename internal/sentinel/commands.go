@@ -421,6 +421,19 @@ func (m *Machine) setDownAfter(ri *instance, d time.Duration) {
 	}
 }
 
+// reconnectSentinels drops the links to peer Sentinels so new credentials
+// are used.
+func (m *Machine) reconnectSentinels() {
+	for _, master := range m.sortedMasters() {
+		for _, s := range master.sortedSentinels() {
+			if s.link.connected {
+				m.linkDown(s)
+				m.act(Action{Kind: ActDisconnect, Addr: s.addr})
+			}
+		}
+	}
+}
+
 // reconnectAll drops the links of a master and its replicas so new
 // credentials are used.
 func (m *Machine) reconnectAll(ri *instance) {
@@ -543,8 +556,10 @@ func (m *Machine) ConfigSet(opt, val string) error {
 		m.announcePort = n
 	case "sentinel-user":
 		m.sentinelUser = val
+		m.reconnectSentinels()
 	case "sentinel-pass":
 		m.sentinelPass = val
+		m.reconnectSentinels()
 	default:
 		return ReplyError(fmt.Sprintf("ERR Invalid argument '%s' to SENTINEL CONFIG SET", opt))
 	}

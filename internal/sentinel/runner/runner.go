@@ -47,15 +47,15 @@ type Runner struct {
 	ctx  context.Context
 	stop context.CancelFunc
 
-	mu       sync.Mutex // guards everything below and the machine
-	m        *sentinel.Machine
-	file     *sentinel.File
-	raw      []byte // config file content last read or written
-	links    map[sentinel.Addr]*link
-	clients  map[*client]bool
-	started  time.Time
-	ln       net.Listener
-	crashing bool
+	mu      sync.Mutex // guards everything below and the machine
+	m       *sentinel.Machine
+	file    *sentinel.File
+	raw     []byte // config file content last read or written
+	links   map[sentinel.Addr]*link
+	clients map[*client]bool
+	started time.Time
+	ln      net.Listener
+	users   map[string]*aclUser // ACL users of our port
 }
 
 // New validates the options and builds the machine.
@@ -85,8 +85,10 @@ func New(opt Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{opt: opt, log: opt.Logger, m: m, file: opt.File, raw: raw,
-		links: map[sentinel.Addr]*link{}, clients: map[*client]bool{}}, nil
+	r := &Runner{opt: opt, log: opt.Logger, m: m, file: opt.File, raw: raw,
+		links: map[sentinel.Addr]*link{}, clients: map[*client]bool{}}
+	r.initUsers()
+	return r, nil
 }
 
 func (r *Runner) myID8() string { return r.m.MyID()[:8] }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/shardis/shardis/internal/resp"
@@ -26,6 +27,7 @@ type client struct {
 	wmu    sync.Mutex    // guards w; taken after Runner.mu, never before
 	w      *bufio.Writer // buffered replies
 	authed bool          // AUTH done (or no requirepass)
+	user   string        // authenticated user
 	name   string        // CLIENT SETNAME
 	// Guarded by Runner.mu: read by publishers.
 	proto int             // 2 or 3 (HELLO)
@@ -50,7 +52,7 @@ func (r *Runner) acceptLoop(ln net.Listener) {
 			return
 		}
 		c := &client{conn: conn, id: clientIDs.Add(1), w: bufio.NewWriter(conn), proto: 2,
-			authed: r.file.RequirePass == "", subs: map[string]bool{}, psubs: map[string]bool{}}
+			authed: r.defaultAuthed(), user: "default", subs: map[string]bool{}, psubs: map[string]bool{}}
 		r.mu.Lock()
 		r.clients[c] = true
 		r.mu.Unlock()
@@ -262,6 +264,8 @@ func (r *Runner) dispatch(c *client, args []string) ([]byte, bool) {
 		return resp.AppendInt(b, 1), false
 	case "SENTINEL":
 		return r.cmdSentinel(c, args), false
+	case "ACL":
+		return r.cmdACL(c, args), false
 	case "SHUTDOWN":
 		r.log.Warn("sentinel: SHUTDOWN requested")
 		r.flushConfig()
@@ -281,10 +285,6 @@ func quoteArgs(a []string) string {
 	return s.String()
 }
 
-func (r *Runner) checkPass(user, pass string) bool {
-	return (user == "" || user == "default") && pass == r.file.RequirePass
-}
-
 func (r *Runner) cmdAuth(c *client, args []string) []byte {
 	var user, pass string
 	switch len(args) {
@@ -295,13 +295,17 @@ func (r *Runner) cmdAuth(c *client, args []string) []byte {
 	default:
 		return resp.AppendError(nil, errArity("auth"))
 	}
-	if r.file.RequirePass == "" && len(args) == 2 {
+	if len(args) == 2 && r.defaultAuthed() && r.file.RequirePass == "" {
 		return resp.AppendError(nil, "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 	}
 	if !r.checkPass(user, pass) {
 		return resp.AppendError(nil, "WRONGPASS invalid username-password pair or user is disabled.")
 	}
 	c.authed = true
+	c.user = user
+	if user == "" {
+		c.user = "default"
+	}
 	return resp.AppendOK(nil)
 }
 
@@ -325,7 +329,7 @@ func (r *Runner) cmdHello(c *client, args []string) []byte {
 				if !r.checkPass(args[i+1], args[i+2]) {
 					return resp.AppendError(nil, "WRONGPASS invalid username-password pair or user is disabled.")
 				}
-				c.authed = true
+				c.authed, c.user = true, args[i+1]
 				i += 2
 			case "SETNAME":
 				if i+1 >= len(args) {
@@ -395,6 +399,9 @@ func (r *Runner) cmdClient(c *client, args []string) []byte {
 		r.mu.Unlock()
 		return resp.AppendBulkString(nil, s.String())
 	case "KILL":
+		if len(args) >= 4 {
+			return r.clientKillFilter(c, args[2:])
+		}
 		if len(args) == 3 {
 			r.mu.Lock()
 			defer r.mu.Unlock()
@@ -411,6 +418,56 @@ func (r *Runner) cmdClient(c *client, args []string) []byte {
 	return resp.AppendError(nil, fmt.Sprintf("ERR unknown subcommand '%s'. Try CLIENT HELP.", args[1]))
 }
 
+// clientKillFilter is CLIENT KILL <filter> <value> ... (USER, ADDR, ID,
+// TYPE, SKIPME).
+func (r *Runner) clientKillFilter(self *client, f []string) []byte {
+	if len(f)%2 != 0 {
+		return resp.AppendError(nil, "ERR syntax error")
+	}
+	skipMe := true
+	match := func(o *client) bool {
+		for i := 0; i < len(f); i += 2 {
+			v := f[i+1]
+			switch strings.ToUpper(f[i]) {
+			case "USER":
+				if o.user != v {
+					return false
+				}
+			case "ADDR":
+				if o.conn.RemoteAddr().String() != v {
+					return false
+				}
+			case "ID":
+				if strconv.FormatInt(o.id, 10) != v {
+					return false
+				}
+			case "TYPE":
+				pub := len(o.subs)+len(o.psubs) > 0
+				if (strings.EqualFold(v, "pubsub") && !pub) || (strings.EqualFold(v, "normal") && pub) {
+					return false
+				}
+			}
+		}
+		return true
+	}
+	for i := 0; i < len(f); i += 2 {
+		if strings.EqualFold(f[i], "SKIPME") {
+			skipMe = !strings.EqualFold(f[i+1], "no")
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for o := range r.clients {
+		if (o == self && skipMe) || !match(o) {
+			continue
+		}
+		o.conn.Close()
+		n++
+	}
+	return resp.AppendInt(nil, int64(n))
+}
+
 func (r *Runner) clientLine(c *client) string {
 	return fmt.Sprintf("id=%d addr=%s laddr=%s name=%s resp=%d sub=%d psub=%d cmd=client", c.id,
 		c.conn.RemoteAddr(), c.conn.LocalAddr(), c.name, c.proto, len(c.subs), len(c.psubs))
@@ -420,29 +477,46 @@ func (r *Runner) cmdInfo(c *client, args []string) []byte {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	now := time.Now()
-	want := func(sec string) bool {
-		if len(args) == 1 {
-			return true
+	sections := []string{"server", "clients", "stats", "cpu", "sentinel"}
+	want := map[string]bool{}
+	if len(args) == 1 {
+		for _, sec := range sections {
+			want[sec] = true
 		}
-		for _, a := range args[1:] {
-			a = strings.ToLower(a)
-			if a == sec || a == "all" || a == "everything" || a == "default" {
-				return true
+	}
+	for _, a := range args[1:] {
+		a = strings.ToLower(a)
+		if a == "all" || a == "default" || a == "everything" {
+			for _, sec := range sections {
+				want[sec] = true
 			}
 		}
-		return false
+		want[a] = true
 	}
-	var s strings.Builder
-	if want("server") {
-		fmt.Fprintf(&s, "# Server\r\nredis_version:%s\r\nredis_mode:sentinel\r\nos:%s %s\r\narch_bits:64\r\n"+
-			"process_id:%d\r\nrun_id:%s\r\ntcp_port:%d\r\nuptime_in_seconds:%d\r\nconfig_file:%s\r\n\r\n",
-			redisVersion, runtime.GOOS, runtime.GOARCH, os.Getpid(), r.m.MyID(), r.file.Port,
-			int64(now.Sub(r.started).Seconds()), r.opt.ConfigPath)
+	var parts []string
+	if want["server"] {
+		exe, _ := os.Executable()
+		parts = append(parts, fmt.Sprintf("# Server\r\nredis_version:%s\r\nredis_mode:sentinel\r\nos:%s %s\r\narch_bits:64\r\n"+
+			"process_id:%d\r\nrun_id:%s\r\ntcp_port:%d\r\nserver_time_usec:%d\r\nuptime_in_seconds:%d\r\n"+
+			"uptime_in_days:%d\r\nhz:10\r\nconfigured_hz:10\r\nexecutable:%s\r\nconfig_file:%s\r\n",
+			redisVersion, runtime.GOOS, runtime.GOARCH, os.Getpid(), r.m.MyID(), r.file.Port, now.UnixMicro(),
+			int64(now.Sub(r.started).Seconds()), int64(now.Sub(r.started).Hours()/24), exe, r.opt.ConfigPath))
 	}
-	if want("clients") {
-		fmt.Fprintf(&s, "# Clients\r\nconnected_clients:%d\r\n\r\n", len(r.clients))
+	if want["clients"] {
+		parts = append(parts, fmt.Sprintf("# Clients\r\nconnected_clients:%d\r\ncluster_connections:0\r\nmaxclients:10000\r\n"+
+			"blocked_clients:0\r\ntracking_clients:0\r\n", len(r.clients)))
 	}
-	if want("sentinel") {
+	if want["stats"] {
+		parts = append(parts, fmt.Sprintf("# Stats\r\ntotal_connections_received:%d\r\nrejected_connections:0\r\n", clientIDs.Load()))
+	}
+	if want["cpu"] {
+		var ru syscall.Rusage
+		_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+		tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+		parts = append(parts, fmt.Sprintf("# CPU\r\nused_cpu_sys:%.6f\r\nused_cpu_user:%.6f\r\n", tv(ru.Stime), tv(ru.Utime)))
+	}
+	if want["sentinel"] {
+		var s strings.Builder
 		tilt, masters := r.m.Summary(now)
 		tiltFlag, tiltSecs := 0, int64(-1)
 		if tilt >= 0 {
@@ -455,6 +529,7 @@ func (r *Runner) cmdInfo(c *client, args []string) []byte {
 			fmt.Fprintf(&s, "master%d:name=%s,status=%s,address=%s,slaves=%d,sentinels=%d\r\n",
 				i, mi.Name, mi.Status, mi.Addr, mi.Replicas, mi.Sentinels)
 		}
+		parts = append(parts, s.String())
 	}
-	return resp.AppendVerbatim(nil, c.proto, "txt", strings.TrimSuffix(s.String(), "\r\n"))
+	return resp.AppendVerbatim(nil, c.proto, "txt", strings.Join(parts, "\r\n"))
 }
