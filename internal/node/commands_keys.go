@@ -128,13 +128,28 @@ type scanOptions struct {
 	hasType  bool
 }
 
-// parseKeyScanCursor parses a SCAN cursor as Redis's strtoul-based parser.
+// parseKeyScanCursor parses a SCAN cursor as Redis's strtoul does: an
+// optional sign (a negative value wraps around), no leading space, no
+// trailing garbage, no overflow; an empty string is 0.
 func parseKeyScanCursor(b []byte) (uint64, bool) {
-	if len(b) == 0 || b[0] == ' ' || b[0] == '+' || b[0] == '-' {
+	if len(b) == 0 {
+		return 0, true
+	}
+	if b[0] == ' ' || (b[0] >= '\t' && b[0] <= '\r') {
 		return 0, false
 	}
+	neg := b[0] == '-'
+	if b[0] == '+' || b[0] == '-' {
+		b = b[1:]
+	}
 	n, err := strconv.ParseUint(string(b), 10, 64)
-	return n, err == nil
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
 
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]

@@ -1,6 +1,9 @@
 package node
 
-import "sort"
+import (
+	"runtime"
+	"sort"
+)
 
 func registerPubSubCommands(t *commandTable) {
 	f := flagPubSub | flagNoScript | flagLoading | flagStale
@@ -46,6 +49,10 @@ func cmdPUnsubscribe(c *Client, args [][]byte) {
 
 // PUBLISH channel message
 func cmdPublish(c *Client, args [][]byte) {
+	// Let a subscriber whose (UN)SUBSCRIBE arrived just before this
+	// PUBLISH run first: Redis's single event loop handles requests in
+	// arrival order, and clients rely on it.
+	runtime.Gosched()
 	n := c.srv.pubsub.publish(string(args[1]), args[2])
 	c.markDirty(1) // PUBLISH is propagated to replicas
 	c.addInt(int64(n))
@@ -115,7 +122,7 @@ func (c *Client) addHelp(name string, lines []string) {
 		c.addSimple(l)
 	}
 	c.addSimple("HELP")
-	c.addSimple("    Print this help.")
+	c.addSimple("    Prints this help.")
 }
 
 // cmdHelpDispatch answers a container command called with an unknown

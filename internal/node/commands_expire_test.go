@@ -1,0 +1,274 @@
+package node
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestExpire(t *testing.T) {
+	ts := startServer(t)
+	r := ts.raw(t)
+	t.Run("Basic", func(t *testing.T) {
+		r.expect("SET k v\r\n", "+OK")
+		r.expect("EXPIRE k 100\r\n", ":1")
+		r.expect("TTL k\r\n", ":100")
+		r.expect("PEXPIRE k 50000\r\n", ":1")
+		r.expect("TTL k\r\n", ":50")
+		r.expect("EXPIRE nope 100\r\n", ":0")
+		at := time.Now().Add(time.Hour).Unix()
+		r.expect(fmt.Sprintf("EXPIREAT k %d\r\n", at), ":1")
+		r.expect("EXPIRETIME k\r\n", fmt.Sprintf(":%d", at))
+		r.expect("PEXPIRETIME k\r\n", fmt.Sprintf(":%d", at*1000))
+		r.expect(fmt.Sprintf("PEXPIREAT k %d\r\n", at*1000+123), ":1")
+		r.expect("PEXPIRETIME k\r\n", fmt.Sprintf(":%d", at*1000+123))
+	})
+	t.Run("NoKeyNoTTL", func(t *testing.T) {
+		r.expect("SET p v\r\n", "+OK")
+		for _, c := range []string{"TTL", "PTTL", "EXPIRETIME", "PEXPIRETIME"} {
+			r.expect(c+" p\r\n", ":-1")
+			r.expect(c+" nope\r\n", ":-2")
+		}
+	})
+	t.Run("PERSIST", func(t *testing.T) {
+		r.expect("EXPIRE p 100\r\n", ":1")
+		r.expect("PERSIST p\r\n", ":1")
+		r.expect("PERSIST p\r\n", ":0")
+		r.expect("PERSIST nope\r\n", ":0")
+		r.expect("TTL p\r\n", ":-1")
+	})
+	t.Run("PastDeletes", func(t *testing.T) {
+		r.expect("SET d v\r\n", "+OK")
+		r.expect("EXPIRE d -1\r\n", ":1")
+		r.expect("EXISTS d\r\n", ":0")
+		r.expect("SET d v\r\n", "+OK")
+		r.expect("PEXPIREAT d 1\r\n", ":1")
+		r.expect("EXISTS d\r\n", ":0")
+	})
+	t.Run("NX", func(t *testing.T) {
+		r.expect("SET n v\r\n", "+OK")
+		r.expect("EXPIRE n 100 NX\r\n", ":1")
+		r.expect("EXPIRE n 200 NX\r\n", ":0")
+		r.expect("TTL n\r\n", ":100")
+	})
+	t.Run("XX", func(t *testing.T) {
+		r.expect("SET x v\r\n", "+OK")
+		r.expect("EXPIRE x 100 XX\r\n", ":0")
+		r.expect("EXPIRE x 100\r\n", ":1")
+		r.expect("EXPIRE x 200 XX\r\n", ":1")
+		r.expect("TTL x\r\n", ":200")
+	})
+	t.Run("GT", func(t *testing.T) {
+		r.expect("SET g v\r\n", "+OK")
+		r.expect("EXPIRE g 100 GT\r\n", ":0") // no TTL counts as infinite
+		r.expect("EXPIRE g 100\r\n", ":1")
+		r.expect("EXPIRE g 50 GT\r\n", ":0")
+		r.expect("EXPIRE g 200 GT\r\n", ":1")
+		r.expect("TTL g\r\n", ":200")
+	})
+	t.Run("LT", func(t *testing.T) {
+		r.expect("SET l v\r\n", "+OK")
+		r.expect("EXPIRE l 100 LT\r\n", ":1")
+		r.expect("EXPIRE l 200 LT\r\n", ":0")
+		r.expect("EXPIRE l 50 LT\r\n", ":1")
+		r.expect("TTL l\r\n", ":50")
+	})
+	t.Run("Errors", func(t *testing.T) {
+		r.expect("EXPIRE k 100 NX XX\r\n", "-ERR NX and XX, GT or LT options at the same time are not compatible")
+		r.expect("EXPIRE k 100 NX GT\r\n", "-ERR NX and XX, GT or LT options at the same time are not compatible")
+		r.expect("EXPIRE k 100 GT LT\r\n", "-ERR GT and LT options at the same time are not compatible")
+		r.expect("EXPIRE k 100 FOO\r\n", "-ERR Unsupported option FOO")
+		r.expect("EXPIRE k abc\r\n", "-"+errNotInt)
+		r.expect("EXPIRE k \"\"\r\n", "-"+errNotInt)
+		r.expect("EXPIRE k 9223372036854775807\r\n", "-ERR invalid expire time in 'expire' command")
+		r.expect("EXPIRE k -9223372036854775808\r\n", "-ERR invalid expire time in 'expire' command")
+		r.expect("PEXPIRE k 9223372036854775807\r\n", "-ERR invalid expire time in 'pexpire' command")
+		r.expect("EXPIREAT k 9223372036854775807\r\n", "-ERR invalid expire time in 'expireat' command")
+		r.expect("EXPIRE k\r\n", "-ERR wrong number of arguments for 'expire' command")
+	})
+}
+
+func TestExpiredNeverReturned(t *testing.T) {
+	ts := startServer(t)
+	// Active expiry off: only lazy expiry can hide the keys.
+	ts.srv.activeExpire.Store(false)
+	rc := ts.client(t)
+	c := ctx(t)
+	for i := 0; i < 10; i++ {
+		rc.Set(c, "e"+strconv.Itoa(i), "v", 10*time.Millisecond)
+	}
+	rc.RPush(c, "el", "x")
+	rc.PExpire(c, "el", 10*time.Millisecond)
+	time.Sleep(30 * time.Millisecond)
+	// Reads first: the writes below recreate some keys.
+	checks := []struct {
+		name string
+		ok   func() bool
+	}{
+		{"KEYS", func() bool { return len(rc.Keys(c, "e*").Val()) == 0 }},
+		{"SCAN", func() bool { k, _ := rc.Scan(c, 0, "e*", 10000).Val(); return len(k) == 0 }},
+		{"RANDOMKEY", func() bool { return rc.RandomKey(c).Val() == "" }},
+		{"GET", func() bool { return rc.Get(c, "e0").Err() != nil }},
+		{"EXISTS", func() bool { return rc.Exists(c, "e1").Val() == 0 }},
+		{"TTL", func() bool { return rc.TTL(c, "e2").Val() == -2 }},
+		{"MGET", func() bool { return rc.MGet(c, "e3").Val()[0] == nil }},
+		{"TYPE", func() bool { return rc.Type(c, "el").Val() == "none" }},
+		{"LLEN", func() bool { return rc.LLen(c, "el").Val() == 0 }},
+		{"INCR", func() bool { return rc.Incr(c, "e4").Val() == 1 }},
+		{"APPEND", func() bool { return rc.Append(c, "e5", "x").Val() == 1 }},
+		{"SETNX", func() bool { return rc.SetNX(c, "e6", "x", 0).Val() }},
+		{"RENAME", func() bool { return rc.Rename(c, "e7", "z").Err() != nil }},
+	}
+	for _, ch := range checks {
+		if !ch.ok() {
+			t.Errorf("%s returned an expired key", ch.name)
+		}
+	}
+	if n := rc.DBSize(c).Val(); n > 3 {
+		t.Errorf("DBSIZE after lazy expiry = %d", n)
+	}
+}
+
+func TestActiveExpire(t *testing.T) {
+	ts := startServer(t, "hz", "100")
+	rc := ts.client(t)
+	c := ctx(t)
+	pipe := rc.Pipeline()
+	for i := 0; i < 2000; i++ {
+		pipe.Set(c, "ae:"+strconv.Itoa(i), "v", 20*time.Millisecond)
+	}
+	for i := 0; i < 100; i++ {
+		pipe.Set(c, "keep:"+strconv.Itoa(i), "v", time.Hour)
+	}
+	if _, err := pipe.Exec(c); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for rc.DBSize(c).Val() != 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("active expiry left %d keys, want 100", rc.DBSize(c).Val())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Switched off, nothing is reclaimed without an access.
+	ts.srv.activeExpire.Store(false)
+	for i := 0; i < 100; i++ {
+		rc.Set(c, "off:"+strconv.Itoa(i), "v", time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if n := rc.DBSize(c).Val(); n != 200 {
+		t.Fatalf("DBSIZE with active expiry off = %d, want 200", n)
+	}
+}
+
+func TestExpireNotifications(t *testing.T) {
+	ts := startServer(t, "notify-keyspace-events", "KEA")
+	rc := ts.client(t)
+	c := ctx(t)
+	sub := rc.PSubscribe(c, "__keyevent@0__:*")
+	defer sub.Close()
+	if _, err := sub.Receive(c); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var events []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ch := sub.Channel()
+		for m := range ch {
+			mu.Lock()
+			events = append(events, strings.TrimPrefix(m.Channel, "__keyevent@0__:")+" "+m.Payload)
+			mu.Unlock()
+		}
+	}()
+	rc.Set(c, "a", "1", 0)
+	rc.Expire(c, "a", time.Hour)
+	rc.Persist(c, "a")
+	rc.Rename(c, "a", "b")
+	rc.Copy(c, "b", "c", 0, false)
+	rc.Append(c, "c", "x")
+	rc.SetRange(c, "c", 0, "y")
+	rc.Incr(c, "n")
+	rc.IncrByFloat(c, "n", 1.5)
+	rc.SetBit(c, "bits", 3, 1)
+	rc.Move(c, "c", 1)
+	rc.Del(c, "b")
+	rc.Set(c, "e", "1", time.Millisecond)
+	time.Sleep(5 * time.Millisecond)
+	rc.Get(c, "e")
+	want := []string{"set a", "expire a", "persist a", "rename_from a", "rename_to b", "copy_to c",
+		"append c", "setrange c", "incrby n", "incrbyfloat n", "setbit bits", "move_from c", "del b",
+		"set e", "expire e", "expired e"}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		mu.Lock()
+		got := strings.Join(events, ",")
+		mu.Unlock()
+		if got == strings.Join(want, ",") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("events:\n got  %s\n want %s", got, strings.Join(want, ","))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	sub.Close()
+	<-done
+}
+
+// TestExpirePropagation checks what replicas and the AOF receive: absolute
+// PEXPIREAT / SET PXAT, DEL for past times, SET KEEPTTL for INCRBYFLOAT.
+func TestExpirePropagation(t *testing.T) {
+	ts := startServer(t)
+	var mu sync.Mutex
+	var got []string
+	ts.srv.AddPropagator(propagatorFunc(func(db int, cmds [][][]byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, cmd := range cmds {
+			parts := make([]string, len(cmd))
+			for i, a := range cmd {
+				parts[i] = string(a)
+			}
+			got = append(got, strings.Join(parts, " "))
+		}
+	}))
+	r := ts.raw(t)
+	r.expect("SET k v\r\n", "+OK")
+	r.expect("EXPIREAT k 4000000000\r\n", ":1")
+	r.expect("PEXPIREAT k 4000000000123\r\n", ":1")
+	r.expect("EXPIRE k -1\r\n", ":1")
+	r.expect("SET f 1.5\r\n", "+OK")
+	expectLines(t, r, "INCRBYFLOAT f 1\r\n", "$3", "2.5")
+	r.expect("SET g v GET\r\n", "$-1")
+	r.expect("SET p v EXAT 4000000000\r\n", "+OK")
+	expectLines(t, r, "GETEX p PERSIST\r\n", "$1", "v")
+	expectLines(t, r, "GETDEL p\r\n", "$1", "v")
+	r.expect("EXPIRE nope 10\r\n", ":0")
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{
+		"SET k v",
+		"PEXPIREAT k 4000000000000",
+		"PEXPIREAT k 4000000000123",
+		"DEL k",
+		"SET f 1.5",
+		"SET f 2.5 KEEPTTL",
+		"SET g v",
+		"SET p v PXAT 4000000000000",
+		"PERSIST p",
+		"DEL p",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("propagated:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// propagatorFunc adapts a function to the Propagator interface.
+type propagatorFunc func(db int, cmds [][][]byte)
+
+func (f propagatorFunc) Propagate(db int, cmds [][][]byte) { f(db, cmds) }
