@@ -56,6 +56,7 @@ type Runner struct {
 	started time.Time
 	ln      net.Listener
 	users   map[string]*aclUser // ACL users of our port
+	events  eventCounts         // switch/failover counts for Stats (stats.go)
 }
 
 // New validates the options and builds the machine.
@@ -202,6 +203,7 @@ func (r *Runner) processLocked() {
 }
 
 func (r *Runner) publishEvent(e sentinel.Event) {
+	r.events.observe(e)
 	if e.Level >= sentinel.LevelNotice {
 		r.log.Info(e.Type+" "+e.Payload, "event", e.Type)
 	} else {
