@@ -204,10 +204,7 @@ func (s *Server) infoClients(b *strings.Builder) {
 			replicas++
 		}
 	})
-	var blocked int64
-	if bc, ok := any(s).(interface{ BlockedClients() int64 }); ok {
-		blocked = bc.BlockedClients()
-	}
+	blocked := s.blockedClients.Load()
 	infoField(b, "connected_clients", n-replicas)
 	infoField(b, "cluster_connections", 0)
 	infoField(b, "maxclients", s.cfg.Int("maxclients"))
