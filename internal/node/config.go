@@ -451,10 +451,39 @@ func checkOutputBufferLimit(v string) (string, error) {
 }
 
 func checkNotifyFlags(v string) (string, error) {
-	if _, ok := parseNotifyFlags(v); !ok {
+	f, ok := parseNotifyFlags(v)
+	if !ok {
 		return "", errors.New("Invalid event class character. Use 'Ag$lshzxeKEtmd'.")
 	}
-	return v, nil
+	return notifyFlagsString(f), nil
+}
+
+// notifyFlagsString renders notify-keyspace-events as CONFIG GET shows it
+// (Redis's keyspaceEventsFlagsToString).
+func notifyFlagsString(f int) string {
+	var b strings.Builder
+	if f&notifyAll == notifyAll {
+		b.WriteByte('A')
+	} else {
+		for _, x := range []struct {
+			f  int
+			ch byte
+		}{{notifyGeneric, 'g'}, {notifyString, '$'}, {notifyList, 'l'}, {notifySet, 's'}, {notifyHash, 'h'}, {notifyZSet, 'z'}, {notifyExpired, 'x'}, {notifyEvicted, 'e'}, {notifyStream, 't'}, {notifyModule, 'd'}, {notifyNew, 'n'}} {
+			if f&x.f != 0 {
+				b.WriteByte(x.ch)
+			}
+		}
+	}
+	if f&notifyKeyspace != 0 {
+		b.WriteByte('K')
+	}
+	if f&notifyKeyevent != 0 {
+		b.WriteByte('E')
+	}
+	if f&notifyKeyMiss != 0 {
+		b.WriteByte('m')
+	}
+	return b.String()
 }
 
 // multiLineDirectives are written one line per group of words by CONFIG

@@ -132,6 +132,7 @@ func (c *Client) execute(args [][]byte) {
 	}
 	if c.hasFlag(clientMulti) && !isTxControl(cmd) {
 		if cmd.flags&flagNoMulti != 0 {
+			c.flagTransaction()
 			c.addError("ERR Command not allowed inside a transaction")
 			return
 		}
