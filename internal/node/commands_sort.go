@@ -18,9 +18,11 @@ func registerSortCommands(t *commandTable) {
 	t.add(&command{name: "sort_ro", arity: -2, flags: flagReadOnly | flagLockDB, first: 1, last: 1, step: 1, fn: cmdSortRO, group: "generic", since: "7.0.0"})
 }
 
-// sortKeys returns SORT's keys: the sorted key and any STORE destination.
+// sortKeys returns SORT's keys: the sorted key and the STORE destination
+// (the last STORE wins, as in the handler).
 func sortKeys(args [][]byte) []int {
 	pos := []int{1}
+	dst := 0
 	for i := 2; i < len(args); i++ {
 		switch strings.ToLower(string(args[i])) {
 		case "limit":
@@ -29,10 +31,13 @@ func sortKeys(args [][]byte) []int {
 			i++
 		case "store":
 			if i+1 < len(args) {
-				pos = append(pos, i+1)
+				dst = i + 1
 			}
 			i++
 		}
+	}
+	if dst > 0 {
+		pos = append(pos, dst)
 	}
 	return pos
 }
