@@ -181,7 +181,9 @@ func (a *aofState) Propagate(db int, cmds [][][]byte) {
 		buf = appendCommand(buf, []byte("SELECT"), []byte(strconv.Itoa(db)))
 		a.lastDB = db
 	}
-	multi := len(cmds) > 1
+	// Several commands form one atomic unit: wrap them in MULTI/EXEC
+	// unless they already are (EXEC propagates its own block).
+	multi := len(cmds) > 1 && !eqFold(cmds[0][0], "multi")
 	if multi {
 		buf = appendCommand(buf, []byte("MULTI"))
 	}
