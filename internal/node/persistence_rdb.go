@@ -374,7 +374,10 @@ func toRDBValue(se *snapEntry, v *rdb.Value) {
 		})
 	case *zsetValue:
 		v.Kind = rdb.KindZSet
-		o.ForEach(func(m string, sc float64) bool { v.ZSet = append(v.ZSet, rdb.ZMember{Member: sbytes(m), Score: sc}); return true })
+		o.ForEach(func(m string, sc float64) bool {
+			v.ZSet = append(v.ZSet, rdb.ZMember{Member: sbytes(m), Score: sc})
+			return true
+		})
 	case *hashValue:
 		v.Kind = rdb.KindHash
 		o.each(func(f, val []byte) bool { v.Hash = append(v.Hash, rdb.HashField{Field: f, Value: val}); return true })
