@@ -366,9 +366,10 @@ func (c *Client) blockForKeys(spec blockSpec) {
 	w.locks = slices.Compact(w.locks)
 
 	var timer <-chan time.Time
-	if spec.timeout > 0 {
-		d := time.Duration(spec.timeout-time.Now().UnixMilli()) * time.Millisecond
-		t := time.NewTimer(max(d, 0))
+	// Deadlines beyond a century are as good as none (and would overflow
+	// a Duration).
+	if ms := spec.timeout - time.Now().UnixMilli(); spec.timeout > 0 && ms < 100*365*24*3600*1000 {
+		t := time.NewTimer(max(time.Duration(ms)*time.Millisecond, 0))
 		defer t.Stop()
 		timer = t.C
 	}

@@ -37,7 +37,12 @@ func registerListCommands(t *commandTable) {
 // lookupList returns key's list: (nil, nil, true) when missing, ok=false
 // (after replying WRONGTYPE) when the key holds another type.
 func (c *Client) lookupList(key []byte) (e *entry, l *listValue, ok bool) {
-	e = c.curDB().lookup(string(key), c.now)
+	return c.lookupListKey(string(key))
+}
+
+// lookupListKey is lookupList for a key already converted to a string.
+func (c *Client) lookupListKey(key string) (e *entry, l *listValue, ok bool) {
+	e = c.curDB().lookup(key, c.now)
 	if e == nil {
 		return nil, nil, true
 	}
@@ -102,7 +107,7 @@ func popCmdName(left bool) []byte {
 
 func pushGeneric(c *Client, args [][]byte, left, xx bool) {
 	key := string(args[1])
-	e, l, ok := c.lookupList(args[1])
+	e, l, ok := c.lookupListKey(key)
 	if !ok {
 		return
 	}
@@ -221,7 +226,8 @@ func popGeneric(c *Client, args [][]byte, left bool) {
 		}
 		count = n
 	}
-	e, l, ok := c.lookupList(args[1])
+	key := string(args[1])
+	e, l, ok := c.lookupListKey(key)
 	if !ok {
 		return
 	}
@@ -237,7 +243,6 @@ func popGeneric(c *Client, args [][]byte, left bool) {
 		c.addArrayLen(0)
 		return
 	}
-	key := string(args[1])
 	if !hasCount {
 		c.addBulk(l.Pop(left))
 		c.listRemoved(key, l, left, 1)
