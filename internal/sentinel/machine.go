@@ -609,6 +609,11 @@ func (m *Machine) Step(now time.Time, msg Message) {
 				ri.link.connTime = now
 				ri.link.pending = 0
 				m.sendPing(now, ri) // as Redis: PING as soon as connected
+				if ri.kind != RoleSentinel && ri.infoRefresh.IsZero() {
+					ri.infoSent = now
+					ri.link.pending++
+					m.act(m.actionFor(ActInfo, ri))
+				}
 			}
 		})
 	case LinkDown:

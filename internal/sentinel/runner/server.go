@@ -28,7 +28,9 @@ type client struct {
 	w      *bufio.Writer // buffered replies
 	authed bool          // AUTH done (or no requirepass)
 	user   string        // authenticated user
-	name   string        // CLIENT SETNAME
+	// closeAfterReply: CLIENT KILL matched this client itself.
+	closeAfterReply bool
+	name            string // CLIENT SETNAME
 	// Guarded by Runner.mu: read by publishers.
 	proto int             // 2 or 3 (HELLO)
 	subs  map[string]bool // SUBSCRIBE channels
@@ -99,6 +101,7 @@ func (r *Runner) serve(c *client) {
 			sargs[i] = string(a)
 		}
 		b, quit := r.dispatch(c, sargs)
+		quit = quit || c.closeAfterReply
 		c.wmu.Lock()
 		c.w.Write(b)
 		if quit {
@@ -400,7 +403,11 @@ func (r *Runner) cmdClient(c *client, args []string) []byte {
 		return resp.AppendBulkString(nil, s.String())
 	case "KILL":
 		if len(args) >= 4 {
-			return r.clientKillFilter(c, args[2:])
+			b, self := r.clientKillFilter(c, args[2:])
+			if self {
+				c.closeAfterReply = true
+			}
+			return b
 		}
 		if len(args) == 3 {
 			r.mu.Lock()
@@ -419,10 +426,11 @@ func (r *Runner) cmdClient(c *client, args []string) []byte {
 }
 
 // clientKillFilter is CLIENT KILL <filter> <value> ... (USER, ADDR, ID,
-// TYPE, SKIPME).
-func (r *Runner) clientKillFilter(self *client, f []string) []byte {
+// TYPE, SKIPME). The calling client, if it matches, is closed after the
+// reply (reported by the second result).
+func (r *Runner) clientKillFilter(self *client, f []string) ([]byte, bool) {
 	if len(f)%2 != 0 {
-		return resp.AppendError(nil, "ERR syntax error")
+		return resp.AppendError(nil, "ERR syntax error"), false
 	}
 	skipMe := true
 	match := func(o *client) bool {
@@ -457,15 +465,19 @@ func (r *Runner) clientKillFilter(self *client, f []string) []byte {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	n := 0
+	n, killSelf := 0, false
 	for o := range r.clients {
 		if (o == self && skipMe) || !match(o) {
 			continue
 		}
-		o.conn.Close()
+		if o == self {
+			killSelf = true
+		} else {
+			o.conn.Close()
+		}
 		n++
 	}
-	return resp.AppendInt(nil, int64(n))
+	return resp.AppendInt(nil, int64(n)), killSelf
 }
 
 func (r *Runner) clientLine(c *client) string {
