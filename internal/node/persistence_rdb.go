@@ -77,6 +77,8 @@ func initPersistence(s *Server) {
 	}
 	p.aof = newAOFState(s)
 	s.AddShutdownHook(p.onShutdown)
+	s.persistInfo = s.persistenceInfo
+	registerPersistenceDebug(s)
 }
 
 // StartPersistence loads the dataset (the AOF when appendonly is on, else
@@ -405,6 +407,7 @@ func (s *Server) LoadRDB(r io.Reader) error {
 	defer s.loading.Store(false)
 	s.LockAll()
 	defer s.UnlockAll()
+	s.snapGuardAll()
 	for _, db := range s.dbs {
 		db.flush()
 	}
@@ -668,8 +671,8 @@ func (p *persistence) onShutdown(ctx context.Context) error {
 	if err := p.aof.shutdown(); err != nil {
 		errs = append(errs, err)
 	}
-	mode := shutdownModeFrom(ctx)
-	if mode == "save" || (mode != "nosave" && p.srv.cfg.Get("save") != "") {
+	o := ShutdownOptionsFrom(ctx)
+	if o.Save || (!o.NoSave && p.srv.cfg.Get("save") != "") {
 		for p.bgInProgress.Load() {
 			time.Sleep(10 * time.Millisecond)
 		}
@@ -678,22 +681,6 @@ func (p *persistence) onShutdown(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-type shutdownModeKey struct{}
-
-// WithShutdownMode returns a context telling the shutdown hooks whether
-// SHUTDOWN asked for SAVE or NOSAVE ("save", "nosave" or "" for default).
-func WithShutdownMode(ctx context.Context, mode string) context.Context {
-	return context.WithValue(ctx, shutdownModeKey{}, mode)
-}
-
-func shutdownModeFrom(ctx context.Context) string {
-	if ctx == nil {
-		return ""
-	}
-	m, _ := ctx.Value(shutdownModeKey{}).(string)
-	return m
 }
 
 // ---- commands ----------------------------------------------------------

@@ -546,3 +546,64 @@ func TestRDBCorruptFileStopsStartup(t *testing.T) {
 		})
 	}
 }
+
+func TestDebugReloadObjectAndInfo(t *testing.T) {
+	ts := startServer(t)
+	rc := ts.client(t)
+	c := ctx(t)
+	rc.Set(c, "s", "hello", time.Hour)
+	rc.RPush(c, "l", "a", "b", "c")
+	before := canonServer(ts.srv)
+	if err := rc.Do(c, "DEBUG", "RELOAD").Err(); err != nil {
+		t.Fatal(err)
+	}
+	sameData(t, canonServer(ts.srv), before)
+	// NOSAVE NOFLUSH MERGE reloads the file saved above over changed data.
+	rc.Set(c, "s", "changed", 0)
+	rc.Set(c, "extra", "x", 0)
+	if err := rc.Do(c, "DEBUG", "RELOAD", "NOSAVE", "NOFLUSH", "MERGE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if rc.Get(c, "s").Val() != "hello" || rc.Get(c, "extra").Val() != "x" {
+		t.Fatal("MERGE did not restore s or lost extra")
+	}
+	if err := rc.Do(c, "DEBUG", "RELOAD", "BOGUS").Err(); err == nil {
+		t.Fatal("bad option accepted")
+	}
+	obj := rc.Do(c, "DEBUG", "OBJECT", "s").Val().(string)
+	if !strings.HasPrefix(obj, "Value at:") || !strings.Contains(obj, "encoding:embstr serializedlength:6 lru:") {
+		t.Fatalf("DEBUG OBJECT: %q", obj)
+	}
+	if err := rc.Do(c, "DEBUG", "OBJECT", "nokey").Err(); err == nil || err.Error() != "ERR no such key" {
+		t.Fatalf("DEBUG OBJECT nokey: %v", err)
+	}
+	info := rc.Info(c, "persistence").Val()
+	for _, f := range []string{"loading:0", "rdb_bgsave_in_progress:0", "rdb_last_bgsave_status:ok", "aof_enabled:0", "aof_rewrite_in_progress:0", "aof_last_write_status:ok", "rdb_changes_since_last_save:"} {
+		if !strings.Contains(info, f) {
+			t.Errorf("INFO persistence lacks %q:\n%s", f, info)
+		}
+	}
+}
+
+func TestShutdownSaveModes(t *testing.T) {
+	for _, tc := range []struct {
+		save, arg string
+		want      bool
+	}{{"", "SAVE", true}, {"", "", false}, {"3600 1", "", true}, {"3600 1", "NOSAVE", false}} {
+		t.Run(tc.save+"/"+tc.arg, func(t *testing.T) {
+			dir := t.TempDir()
+			a := startServerIn(t, dir, "save", tc.save)
+			rc := a.client(t)
+			rc.Set(ctx(t), "k", "v", 0)
+			args := []any{"SHUTDOWN"}
+			if tc.arg != "" {
+				args = append(args, tc.arg)
+			}
+			_ = rc.Do(ctx(t), args...).Err()
+			_, err := os.Stat(filepath.Join(dir, "dump.rdb"))
+			if (err == nil) != tc.want {
+				t.Fatalf("dump.rdb exists=%v, want %v", err == nil, tc.want)
+			}
+		})
+	}
+}
