@@ -28,6 +28,7 @@ type simSentinel struct {
 	addr Addr
 	m    *Machine
 	ev   []Event
+	scr  []ScriptCall
 	subs map[Addr]bool // redis instances whose hello channel we hear
 	down bool
 }
@@ -182,6 +183,7 @@ func (w *world) process(s *simSentinel) {
 	for i := 0; i < 10; i++ {
 		rd := s.m.Ready()
 		s.ev = append(s.ev, rd.Events...)
+		s.scr = append(s.scr, rd.Scripts...)
 		if len(rd.Actions) == 0 {
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -281,6 +282,27 @@ func (m *Machine) emit(level Level, typ string, ri *instance, payload string) {
 		}
 	}
 	m.ready.Events = append(m.ready.Events, ev)
+	// As Redis: warnings run the master's notification script with
+	// <event type> <event description>.
+	if level == LevelWarning && ri != nil {
+		master := ri
+		if ri.master != nil {
+			master = ri.master
+		}
+		if master.notificationScript != "" {
+			m.ready.Scripts = append(m.ready.Scripts, ScriptCall{master.notificationScript, []string{typ, payload}})
+		}
+	}
+}
+
+// clientReconfScript schedules the client-reconfig-script:
+// <master-name> <role> <state> <from-ip> <from-port> <to-ip> <to-port>.
+func (m *Machine) clientReconfScript(master *instance, role, state string, from, to Addr) {
+	if master.clientReconfigScript == "" {
+		return
+	}
+	m.ready.Scripts = append(m.ready.Scripts, ScriptCall{master.clientReconfigScript, []string{master.name, role, state,
+		from.IP, strconv.Itoa(from.Port), to.IP, strconv.Itoa(to.Port)}})
 }
 
 func (m *Machine) act(a Action) { m.ready.Actions = append(m.ready.Actions, a) }
@@ -754,6 +776,7 @@ func (m *Machine) refreshInstanceInfo(now time.Time, ri *instance, info Info) {
 			m.instEvent(LevelWarning, EventPromotedReplica, ri, "")
 			m.setFailoverState(now, master, stateReconfReplicas)
 			m.instEvent(LevelWarning, EventStateReconfReplicas, master, "")
+			m.clientReconfScript(master, "leader", "start", master.addr, ri.addr)
 			m.forceHelloUpdate(master)
 		} else {
 			wait := 4 * m.timing.PublishPeriod
@@ -876,7 +899,9 @@ func (m *Machine) processHello(now time.Time, payload string) {
 			m.instEvent(LevelWarning, EventConfigUpdateFrom, si, "")
 			m.event(LevelWarning, EventSwitchMaster, master, "%s %s %d %s %d", master.name,
 				master.addr.IP, master.addr.Port, h.MasterAddr.IP, h.MasterAddr.Port)
+			old := master.addr
 			m.resetMasterAndChangeAddress(now, master, h.MasterAddr)
+			m.clientReconfScript(master, "observer", "start", old, master.addr)
 		}
 	}
 	si.lastHello = now

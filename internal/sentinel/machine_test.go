@@ -498,3 +498,39 @@ func TestMasterRebootDownAfter(t *testing.T) {
 	m.loading = false // PONG clears the reboot state
 	w.runUntil(5*time.Second, "-sdown", func() bool { return s.count(EventSDownExit) > 0 })
 }
+
+func TestScripts(t *testing.T) {
+	w, m, _, _ := setup(t, 3, 2, func(mc *MasterConfig) {
+		mc.NotificationScript = "/bin/notify"
+		mc.ClientReconfigScript = "/bin/reconf"
+	})
+	m.up = false
+	w.runUntil(30*time.Second, "switch everywhere", func() bool { return w.total(EventSwitchMaster) == 3 })
+	leaders, observers := 0, 0
+	for _, s := range w.sents {
+		sawSDown := false
+		for _, sc := range s.scr {
+			switch sc.Path {
+			case "/bin/notify":
+				if sc.Args[0] == EventSDown && sc.Args[1] == "master mymaster 10.0.0.1 6379" {
+					sawSDown = true
+				}
+			case "/bin/reconf":
+				if len(sc.Args) != 7 || sc.Args[0] != "mymaster" || sc.Args[2] != "start" || sc.Args[4] != "6379" {
+					t.Fatalf("client-reconfig-script args %v", sc.Args)
+				}
+				if sc.Args[1] == "leader" {
+					leaders++
+				} else if sc.Args[1] == "observer" {
+					observers++
+				}
+			}
+		}
+		if !sawSDown {
+			t.Fatalf("sentinel %s: no notification-script call for +sdown", s.name)
+		}
+	}
+	if leaders != 1 || observers != 2 {
+		t.Fatalf("client-reconfig-script: %d leader and %d observer calls, want 1 and 2", leaders, observers)
+	}
+}

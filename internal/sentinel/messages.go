@@ -123,10 +123,19 @@ func (a Action) Command(name string) string {
 	return name
 }
 
+// ScriptCall is one run of a user script: Path with Args.
+type ScriptCall struct {
+	Path string
+	Args []string
+}
+
 // Ready is what the machine produced since the previous call to Ready.
 type Ready struct {
 	Actions []Action
 	Events  []Event
+	// Scripts are notification-script and client-reconfig-script runs to
+	// start, in order.
+	Scripts []ScriptCall
 	// PersistConfig is set when the configuration changed (epochs, known
 	// replicas and sentinels, masters) and must be rewritten to disk.
 	PersistConfig bool

@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -188,6 +189,9 @@ func (r *Runner) processLocked() {
 	for _, a := range rd.Actions {
 		r.execute(a)
 	}
+	for _, sc := range rd.Scripts {
+		go r.runScript(sc)
+	}
 	if rd.PersistConfig {
 		r.flushConfigLocked()
 	}
@@ -277,6 +281,26 @@ func (r *Runner) execute(a sentinel.Action) {
 			cmd[0] = a.Command(cmd[0])
 			l.send(cmd, nil)
 		}
+	}
+}
+
+// scriptSlots bounds concurrently running scripts (Redis: 16).
+var scriptSlots = make(chan struct{}, 16)
+
+// runScript runs a notification or client reconfiguration script with
+// Redis's 60 s limit.
+func (r *Runner) runScript(sc sentinel.ScriptCall) {
+	select {
+	case scriptSlots <- struct{}{}:
+	case <-r.ctx.Done():
+		return
+	}
+	defer func() { <-scriptSlots }()
+	ctx, cancel := context.WithTimeout(r.ctx, 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, sc.Path, sc.Args...).CombinedOutput()
+	if err != nil {
+		r.log.Warn("sentinel: script failed", "script", sc.Path, "err", err, "output", string(out))
 	}
 }
 
