@@ -944,6 +944,7 @@ func (m *Machine) resetMaster(now time.Time, ri *instance, withSentinels, genEve
 		ri.sentinels = map[string]*instance{}
 	}
 	ri.flags &= 0
+	ri.leader = ""
 	ri.failoverState = stateNone
 	ri.failoverStartTime = time.Time{}
 	ri.failoverStateChange = time.Time{}

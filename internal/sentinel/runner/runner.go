@@ -411,13 +411,12 @@ func (r *Runner) watchConfig() {
 }
 
 func (r *Runner) reloadConfig() {
-	data, err := os.ReadFile(r.opt.ConfigPath)
-	if err != nil {
-		return
-	}
+	// Read under the lock: our own rewrites happen under it too, so the
+	// content cannot be one of ours half-way through a flush.
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if bytes.Equal(data, r.raw) {
+	data, err := os.ReadFile(r.opt.ConfigPath)
+	if err != nil || bytes.Equal(data, r.raw) {
 		return
 	}
 	f, err := sentinel.ParseFile(data)
