@@ -120,8 +120,22 @@ func pushGeneric(c *Client, args [][]byte, left, xx bool) {
 		l.grow(len(args) - 2)
 		c.curDB().add(key, &entry{obj: l})
 	}
+	// The small elements of one push share one allocation.
+	total := 0
 	for _, v := range args[2:] {
-		l.Push(bytes.Clone(v), left)
+		total += len(v)
+	}
+	if total > 4096 || len(args) == 3 {
+		for _, v := range args[2:] {
+			l.Push(bytes.Clone(v), left)
+		}
+	} else {
+		backing := make([]byte, 0, total)
+		for _, v := range args[2:] {
+			off := len(backing)
+			backing = append(backing, v...)
+			l.Push(backing[off:len(backing):len(backing)], left)
+		}
 	}
 	c.markDirty(len(args) - 2)
 	c.addInt(int64(l.Len()))

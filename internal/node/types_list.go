@@ -3,8 +3,9 @@ package node
 // listValue is a list: a deque of elements in a ring buffer, so pushes and
 // pops at both ends are O(1) amortised and LINDEX/LSET are O(1). The
 // buffer grows by doubling and shrinks when it is less than a quarter
-// full, and a new list starts with a small buffer, so small lists stay
-// compact (one slice header per element plus the element bytes).
+// full; a list created by a multi-element push gets a buffer of exactly
+// that size, so small lists stay compact (one slice header per element
+// plus the element bytes, which LPUSH/RPUSH pack in one allocation).
 //
 // Elements are stored as given: callers clone argument bytes before
 // pushing them (args are only valid during a command).
@@ -12,7 +13,7 @@ package node
 // Methods used by persistence and replication: newList, Len, PushBack,
 // PushFront, ForEach (head to tail).
 type listValue struct {
-	buf  [][]byte // ring buffer; len(buf) is 0 or a power of two
+	buf  [][]byte // ring buffer
 	head int      // index of the first element in buf
 	n    int      // number of elements
 }
@@ -50,8 +51,15 @@ func (l *listValue) memUsage() int64 {
 	return sz
 }
 
-// at returns the buffer slot of the i-th element (0 = head).
-func (l *listValue) slot(i int) int { return (l.head + i) & (len(l.buf) - 1) }
+// slot returns the buffer slot of the i-th element (0 = head), for
+// 0 <= i < len(l.buf).
+func (l *listValue) slot(i int) int {
+	j := l.head + i
+	if j >= len(l.buf) {
+		j -= len(l.buf)
+	}
+	return j
+}
 
 // grow makes room for at least extra more elements.
 func (l *listValue) grow(extra int) {
@@ -59,15 +67,11 @@ func (l *listValue) grow(extra int) {
 	if need <= len(l.buf) {
 		return
 	}
-	size := max(4, len(l.buf))
-	for size < need {
-		size *= 2
-	}
-	l.resize(size)
+	l.resize(max(need, 2*len(l.buf), 4))
 }
 
-// resize moves the elements into a buffer of size slots (a power of two
-// at least l.n), head at slot 0.
+// resize moves the elements into a buffer of size (>= l.n) slots, head at
+// slot 0.
 func (l *listValue) resize(size int) {
 	nb := make([][]byte, size)
 	if l.n > 0 {
@@ -100,7 +104,10 @@ func (l *listValue) PushBack(v []byte) {
 // PushFront inserts v at the head.
 func (l *listValue) PushFront(v []byte) {
 	l.grow(1)
-	l.head = (l.head - 1) & (len(l.buf) - 1)
+	l.head--
+	if l.head < 0 {
+		l.head += len(l.buf)
+	}
 	l.buf[l.head] = v
 	l.n++
 }
@@ -112,7 +119,7 @@ func (l *listValue) PopFront() []byte {
 	}
 	v := l.buf[l.head]
 	l.buf[l.head] = nil
-	l.head = (l.head + 1) & (len(l.buf) - 1)
+	l.head = l.slot(1)
 	l.n--
 	l.shrink()
 	return v
@@ -184,19 +191,21 @@ func (l *listValue) Insert(i int, v []byte) {
 		return
 	}
 	l.grow(1)
-	mask := len(l.buf) - 1
 	if i < l.n/2 {
 		// Shift the first i elements one slot to the left.
-		l.head = (l.head - 1) & mask
+		l.head--
+		if l.head < 0 {
+			l.head += len(l.buf)
+		}
 		for k := 0; k < i; k++ {
-			l.buf[(l.head+k)&mask] = l.buf[(l.head+k+1)&mask]
+			l.buf[l.slot(k)] = l.buf[l.slot(k+1)]
 		}
 	} else {
 		for k := l.n; k > i; k-- {
-			l.buf[(l.head+k)&mask] = l.buf[(l.head+k-1)&mask]
+			l.buf[l.slot(k)] = l.buf[l.slot(k-1)]
 		}
 	}
-	l.buf[(l.head+i)&mask] = v
+	l.buf[l.slot(i)] = v
 	l.n++
 }
 
@@ -209,9 +218,8 @@ func (l *listValue) Range(start, end int, fn func(v []byte) bool) {
 	if end >= l.n {
 		end = l.n - 1
 	}
-	mask := len(l.buf) - 1
 	for i := start; i <= end; i++ {
-		if !fn(l.buf[(l.head+i)&mask]) {
+		if !fn(l.buf[l.slot(i)]) {
 			return
 		}
 	}
@@ -223,9 +231,8 @@ func (l *listValue) RangeRev(start int, fn func(v []byte) bool) {
 	if start >= l.n {
 		start = l.n - 1
 	}
-	mask := len(l.buf) - 1
 	for i := start; i >= 0; i-- {
-		if !fn(l.buf[(l.head+i)&mask]) {
+		if !fn(l.buf[l.slot(i)]) {
 			return
 		}
 	}
@@ -243,18 +250,17 @@ func (l *listValue) ForEach(fn func(v []byte) bool) {
 // returns how many were removed. keep is called once per element, head to
 // tail.
 func (l *listValue) Filter(keep func(i int, v []byte) bool) int {
-	mask := len(l.buf) - 1
 	w := 0
 	for r := 0; r < l.n; r++ {
-		v := l.buf[(l.head+r)&mask]
+		v := l.buf[l.slot(r)]
 		if keep(r, v) {
-			l.buf[(l.head+w)&mask] = v
+			l.buf[l.slot(w)] = v
 			w++
 		}
 	}
 	removed := l.n - w
 	for k := w; k < l.n; k++ {
-		l.buf[(l.head+k)&mask] = nil
+		l.buf[l.slot(k)] = nil
 	}
 	l.n = w
 	l.shrink()

@@ -12,6 +12,7 @@ import (
 func TestListValueModel(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	l := newList()
+	l.grow(7) // a buffer size that is not a power of two
 	var model [][]byte
 	check := func(step int) {
 		t.Helper()
