@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"io"
-	"strconv"
 )
 
 // Limits Redis applies to requests (src/server.h).
@@ -245,8 +244,8 @@ func (r *Reader) nextMultibulk(data []byte) ([][]byte, error) {
 			}
 			return nil, ErrIncomplete
 		}
-		n, err := strconv.ParseInt(string(line[1:]), 10, 64)
-		if err != nil || n > maxMultibulkLen {
+		n, ok := parseLen(line[1:])
+		if !ok || n > maxMultibulkLen {
 			return nil, &ProtocolError{"invalid multibulk length"}
 		}
 		if r.authLess && n > UnauthMultibulkMax {
@@ -274,11 +273,15 @@ func (r *Reader) nextMultibulk(data []byte) ([][]byte, error) {
 				}
 				return nil, ErrIncomplete
 			}
-			if line[0] != '$' {
-				return nil, &ProtocolError{"expected '$', got '" + string(line[0]) + "'"}
+			if len(line) == 0 || line[0] != '$' {
+				got := byte('\r')
+				if len(line) > 0 {
+					got = line[0]
+				}
+				return nil, &ProtocolError{"expected '$', got '" + string(got) + "'"}
 			}
-			n, err := strconv.ParseInt(string(line[1:]), 10, 64)
-			if err != nil || n < 0 || n > r.opt.MaxBulkLen {
+			n, ok := parseLen(line[1:])
+			if !ok || n < 0 || n > r.opt.MaxBulkLen {
 				return nil, &ProtocolError{"invalid bulk length"}
 			}
 			if r.authLess && n > UnauthBulkMax {
@@ -313,6 +316,44 @@ func (r *Reader) nextMultibulk(data []byte) ([][]byte, error) {
 		r.args = nil
 	}
 	return args, nil
+}
+
+// parseLen parses a length as Redis's string2ll: optional '-', digits,
+// no leading zeros, no '+', no spaces, within int64.
+func parseLen(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	if len(b) == 1 && b[0] == '0' {
+		return 0, true
+	}
+	neg := b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	if len(b) == 0 || b[0] < '1' || b[0] > '9' {
+		return 0, false
+	}
+	var n uint64
+	for _, ch := range b {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		if n > (1<<63)/10 {
+			return 0, false
+		}
+		n = n*10 + uint64(ch-'0')
+	}
+	if neg {
+		if n > 1<<63 {
+			return 0, false
+		}
+		return -int64(n), true
+	}
+	if n > 1<<63-1 {
+		return 0, false
+	}
+	return int64(n), true
 }
 
 // SplitArgs splits an inline request into arguments the way Redis's
