@@ -358,8 +358,8 @@ done:
 		lim := c.zsetLimits()
 		for j := 0; j < elems; j++ {
 			s := scores[j]
-			member := args[i+2*j+1]
-			cur, exists := z.Score(string(member))
+			member := string(args[i+2*j+1])
+			cur, exists := z.Score(member)
 			if exists {
 				if nx {
 					continue
@@ -378,11 +378,11 @@ done:
 				processed++
 				score = s
 				if s != cur {
-					z.set(string(member), s, lim)
+					z.set(member, s, lim)
 					updated++
 				}
 			} else if !xx {
-				z.set(string(member), s, lim)
+				z.set(member, s, lim)
 				added++
 				processed++
 				score = s

@@ -347,6 +347,42 @@ func newSkiplist() *skiplist {
 	return &skiplist{header: &zslNode{level: make([]zslLevel, zslMaxLevel)}, level: 1}
 }
 
+// newZslNode allocates a node and its levels in one allocation for the
+// common heights (a node has more than 4 levels with probability 1/256).
+func newZslNode(lvl int) *zslNode {
+	switch lvl {
+	case 1:
+		b := &struct {
+			n zslNode
+			l [1]zslLevel
+		}{}
+		b.n.level = b.l[:]
+		return &b.n
+	case 2:
+		b := &struct {
+			n zslNode
+			l [2]zslLevel
+		}{}
+		b.n.level = b.l[:]
+		return &b.n
+	case 3:
+		b := &struct {
+			n zslNode
+			l [3]zslLevel
+		}{}
+		b.n.level = b.l[:]
+		return &b.n
+	case 4:
+		b := &struct {
+			n zslNode
+			l [4]zslLevel
+		}{}
+		b.n.level = b.l[:]
+		return &b.n
+	}
+	return &zslNode{level: make([]zslLevel, lvl)}
+}
+
 func zslRandomLevel() int {
 	lvl := 1
 	for lvl < zslMaxLevel && rand.Uint32()&0xFFFF < 0xFFFF/4 {
@@ -379,7 +415,8 @@ func (zl *skiplist) insert(score float64, member string) *zslNode {
 		}
 		zl.level = lvl
 	}
-	n := &zslNode{member: member, score: score, level: make([]zslLevel, lvl)}
+	n := newZslNode(lvl)
+	n.member, n.score = member, score
 	for i := 0; i < lvl; i++ {
 		n.level[i].forward = update[i].level[i].forward
 		update[i].level[i].forward = n
