@@ -1,7 +1,12 @@
 package node
 
 import (
+	"crypto/sha1"
+	"encoding/binary"
+	"encoding/hex"
 	"fmt"
+	"math"
+	"strconv"
 	"os"
 	"strings"
 	"sync"
@@ -17,6 +22,9 @@ import (
 func registerPersistenceDebug(s *Server) {
 	s.RegisterDebug("reload", debugReload)
 	s.RegisterDebug("object", debugObject)
+	s.RegisterDebug("digest", debugDigest)
+	s.RegisterDebug("digest-value", debugDigestValue)
+	s.RegisterDebug("loadaof", debugLoadAOF)
 }
 
 // DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]
@@ -131,4 +139,150 @@ func debugObject(c *Client, args [][]byte) {
 	}
 	c.addSimple(fmt.Sprintf("Value at:%s refcount:1 encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d%s",
 		addr, enc, serialized, lru&0xffffff, idle, extra))
+}
+
+// ---- DEBUG DIGEST ----------------------------------------------------------
+
+// The dataset digest, computed as Redis's debug.c does so DEBUG DIGEST
+// matches redis-server's for the same data: per key, SHA1 mixing of the
+// key and its value (ordered for strings and lists, order-independent XOR
+// for sets, hashes and sorted sets), XORed together; databases are mixed
+// in by number.
+
+type digest [20]byte
+
+// xor folds SHA1(p) into d.
+func (d *digest) xor(p []byte) {
+	h := sha1.Sum(p)
+	for i := range d {
+		d[i] ^= h[i]
+	}
+}
+
+// mix folds SHA1(p) into d, then replaces d by SHA1(d).
+func (d *digest) mix(p []byte) {
+	d.xor(p)
+	*d = sha1.Sum(d[:])
+}
+
+func digestScore(f float64) []byte {
+	switch {
+	case math.IsInf(f, 1):
+		return []byte("inf")
+	case math.IsInf(f, -1):
+		return []byte("-inf")
+	}
+	return strconv.AppendFloat(nil, f, 'g', 17, 64)
+}
+
+// objectDigest folds a value (and its having an expiry) into d.
+func objectDigest(d *digest, e *entry) {
+	var typ uint32
+	switch o := e.obj.(type) {
+	case nil:
+		d.mix(beUint32(typ))
+		d.mix(e.str)
+	case *listValue:
+		d.mix(beUint32(1))
+		o.ForEach(func(v []byte) bool { d.mix(v); return true })
+	case *setValue:
+		d.mix(beUint32(2))
+		o.each(func(m []byte) bool { d.xor(m); return true })
+	case *zsetValue:
+		d.mix(beUint32(3))
+		o.ForEach(func(m string, sc float64) bool {
+			var ed digest
+			ed.mix([]byte(m))
+			ed.mix(digestScore(sc))
+			d.xor(ed[:])
+			return true
+		})
+	case *hashValue:
+		d.mix(beUint32(4))
+		o.each(func(f, v []byte) bool {
+			var ed digest
+			ed.mix(f)
+			ed.mix(v)
+			d.xor(ed[:])
+			return true
+		})
+	}
+	if e.expire != 0 {
+		d.xor([]byte("!!expire!!"))
+	}
+}
+
+func beUint32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
+
+// DEBUG DIGEST
+func debugDigest(c *Client, args [][]byte) {
+	s := c.srv
+	var final digest
+	s.LockAll()
+	for i, db := range s.dbs {
+		if db.size() == 0 {
+			continue
+		}
+		final.mix(beUint32(uint32(i)))
+		for j := range db.shards {
+			for _, e := range db.shards[j].buckets {
+				for ; e != nil; e = e.next {
+					var d digest
+					d.mix([]byte(e.key))
+					objectDigest(&d, e)
+					final.xor(d[:])
+				}
+			}
+		}
+	}
+	s.UnlockAll()
+	c.addSimple(hex.EncodeToString(final[:]))
+}
+
+// DEBUG DIGEST-VALUE key [key ...]
+func debugDigestValue(c *Client, args [][]byte) {
+	db := c.curDB()
+	c.addArrayLen(len(args) - 2)
+	for _, k := range args[2:] {
+		key := string(k)
+		sh := &db.shards[shardOf(key)]
+		sh.mu.Lock()
+		var d digest
+		if e := db.getEntry(key); e != nil {
+			objectDigest(&d, e)
+		}
+		sh.mu.Unlock()
+		c.addSimple(hex.EncodeToString(d[:]))
+	}
+}
+
+// DEBUG LOADAOF: flush the AOF, empty the dataset and replay the AOF.
+func debugLoadAOF(c *Client, args [][]byte) {
+	s := c.srv
+	a := s.persist.aof
+	if a.enabled.Load() {
+		_ = a.fsyncNow()
+	}
+	s.LockAll()
+	s.snapGuardAll()
+	for _, db := range s.dbs {
+		db.flush()
+	}
+	s.UnlockAll()
+	a.mu.Lock()
+	saved := a.m
+	a.mu.Unlock()
+	if err := a.loadAtStartup(); err != nil {
+		s.log.Error("DEBUG LOADAOF failed", "err", err)
+		c.addError("ERR " + err.Error())
+		return
+	}
+	a.mu.Lock()
+	if a.m.base == "" && len(a.m.incr) == 0 {
+		a.m = saved
+	}
+	a.mu.Unlock()
+	s.dirty.Store(0)
+	s.log.Warn("Append Only File loaded by DEBUG LOADAOF")
+	c.addOK()
 }

@@ -433,8 +433,13 @@ func (a *aofState) rewrite(enable bool) error {
 	if a.enabled.Load() || enable {
 		err = a.openIncrLocked(true)
 	}
-	newIncr := a.m.incr[len(a.m.incr)-1:]
-	newIncrSeq := a.m.incrSeq[len(a.m.incrSeq)-1:]
+	// With the AOF off the rewrite leaves a base alone (as Redis 7).
+	var newIncr []string
+	var newIncrSeq []int
+	if err == nil && a.enabled.Load() {
+		newIncr = a.m.incr[len(a.m.incr)-1:]
+		newIncrSeq = a.m.incrSeq[len(a.m.incrSeq)-1:]
+	}
 	a.mu.Unlock()
 	s.UnlockAll()
 	if err != nil {

@@ -340,7 +340,7 @@ func TestRDBRedisCheckAndRedisServerLoadOurs(t *testing.T) {
 }
 
 func TestRDBWeLoadRedisServerDump(t *testing.T) {
-	r := testutil.StartRedis(t)
+	r := testutil.StartRedis(t, "--enable-debug-command", "yes")
 	runCommands(t, r.Addr, datasetCommands())
 	want := canonRedis(t, r.Addr)
 	rc := redis.NewClient(&redis.Options{Addr: r.Addr, DisableIdentity: true})
@@ -360,6 +360,19 @@ func TestRDBWeLoadRedisServerDump(t *testing.T) {
 	}
 	a := startServerIn(t, dir)
 	sameData(t, canonServer(a.srv), want)
+	// DEBUG DIGEST and DIGEST-VALUE agree with redis-server's.
+	ours := a.client(t)
+	c := ctx(t)
+	if got, want := ours.Do(c, "DEBUG", "DIGEST").Val(), rc.Do(c, "DEBUG", "DIGEST").Val(); got != want {
+		t.Errorf("DEBUG DIGEST %v, redis-server %v", got, want)
+	}
+	for _, k := range []string{"str:small", "list:big", "set:ints", "set:big", "zset:small", "zset:big", "hash:big", "str:ttl", "nokey"} {
+		got := fmt.Sprint(ours.Do(c, "DEBUG", "DIGEST-VALUE", k).Val())
+		want := fmt.Sprint(rc.Do(c, "DEBUG", "DIGEST-VALUE", k).Val())
+		if got != want {
+			t.Errorf("DIGEST-VALUE %s: %s, redis-server %s", k, got, want)
+		}
+	}
 }
 
 func TestRDBPointInTimeSnapshot(t *testing.T) {
