@@ -376,6 +376,7 @@ func parseLongDouble(b []byte) (*big.Float, bool) {
 		return nil, false
 	}
 	s := string(b)
+	// strtold knows no digit separators (Go does).
 	if s[0] == ' ' || (s[0] >= '\t' && s[0] <= '\r') || strings.ContainsRune(s, '_') {
 		return nil, false
 	}
@@ -394,19 +395,10 @@ func parseLongDouble(b []byte) (*big.Float, bool) {
 	if longDoubleOverflows(f) {
 		return nil, false
 	}
-	if f.Sign() == 0 {
-		// strtold reports ERANGE for a non-zero value that underflows.
-		for _, ch := range body {
-			if ch >= '1' && ch <= '9' {
-				if !strings.ContainsAny(body, "eEpP") {
-					break
-				}
-				return nil, false
-			}
-			if ch == 'e' || ch == 'E' || ch == 'p' || ch == 'P' {
-				break
-			}
-		}
+	if f.Sign() != 0 && f.MantExp(nil) < -16444 {
+		// Below the smallest long double denormal: strtold underflows
+		// to 0 with ERANGE, which Redis refuses.
+		return nil, false
 	}
 	return f, true
 }

@@ -200,15 +200,22 @@ func (d *chainDict[V]) randomNode() *dictNode[V] {
 }
 
 // memUsage estimates the bytes the table uses: buckets, nodes and keys.
+// Like Redis's MEMORY USAGE it samples a few nodes and extrapolates, so the
+// cost does not grow with the size of the table.
 func (d *chainDict[V]) memUsage(valBytes func(V) int) int64 {
+	const samples = 16
 	var sz int64 = 32 + int64(len(d.buckets))*8
-	for _, n := range d.buckets {
-		for ; n != nil; n = n.next {
-			sz += int64(unsafe.Sizeof(*n)) + int64(len(n.key))
-			if valBytes != nil {
-				sz += int64(valBytes(n.val))
-			}
+	var sampled, bytes int64
+	d.forEach(func(n *dictNode[V]) bool {
+		bytes += int64(unsafe.Sizeof(*n)) + int64(len(n.key))
+		if valBytes != nil {
+			bytes += int64(valBytes(n.val))
 		}
+		sampled++
+		return sampled < samples
+	})
+	if sampled > 0 {
+		sz += bytes * int64(d.count) / sampled
 	}
 	return sz
 }
