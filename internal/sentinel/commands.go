@@ -56,7 +56,7 @@ func (m *Machine) fields(now time.Time, ri *instance) []string {
 	add(ri.has(flagReconfInprog), "reconf_inprog")
 	add(ri.has(flagReconfDone), "reconf_done")
 	add(ri.has(flagForceFailover), "force_failover")
-	f := []string{"name", ri.name, "ip", ri.addr.IP, "port", strconv.Itoa(ri.addr.Port),
+	f := []string{"name", ri.name, "ip", m.announce(ri.addr).IP, "port", strconv.Itoa(ri.addr.Port),
 		"runid", ri.runID, "flags", strings.Join(flags, ","),
 		"link-pending-commands", strconv.Itoa(ri.link.pending), "link-refcount", "1"}
 	if ri.has(flagFailoverInProgress) {
@@ -174,7 +174,7 @@ func (m *Machine) MasterAddr(name string) (Addr, bool) {
 	if ri == nil {
 		return Addr{}, false
 	}
-	return currentMasterAddr(ri), true
+	return m.announce(currentMasterAddr(ri)), true
 }
 
 // currentMasterAddr is the promoted replica's address once a failover

@@ -134,8 +134,22 @@ type Machine struct {
 	prevTick  time.Time // time of the previous Tick, for the TILT check
 	simFail   SimFailure
 
-	ready Ready
-	addrs map[Addr]bool // addresses we hold links to, to emit ActDisconnect
+	ready   Ready
+	addrs   map[Addr]bool // addresses we hold links to, to emit ActDisconnect
+	resolve func(host string) string
+}
+
+// SetResolver installs the hostname resolver used to report IPs when
+// announce-hostnames is off (the machine itself never resolves).
+func (m *Machine) SetResolver(f func(host string) string) { m.resolve = f }
+
+// announce is Redis's announceSentinelAddr: the hostname if
+// announce-hostnames is on, else the resolved IP.
+func (m *Machine) announce(a Addr) Addr {
+	if m.announceHost || m.resolve == nil {
+		return a
+	}
+	return Addr{m.resolve(a.IP), a.Port}
 }
 
 // SimFailure selects the crashes SENTINEL SIMULATE-FAILURE arms.

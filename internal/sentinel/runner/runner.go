@@ -58,6 +58,9 @@ type Runner struct {
 	ln      net.Listener
 	users   map[string]*aclUser // ACL users of our port
 	events  eventCounts         // switch/failover counts for Stats (stats.go)
+
+	dnsMu sync.Mutex
+	dns   map[string]dnsEntry // resolveHost cache
 }
 
 // New validates the options and builds the machine.
@@ -90,6 +93,7 @@ func New(opt Options) (*Runner, error) {
 	r := &Runner{opt: opt, log: opt.Logger, m: m, file: opt.File, raw: raw,
 		links: map[sentinel.Addr]*link{}, clients: map[*client]bool{}}
 	r.initUsers()
+	m.SetResolver(r.resolveHost)
 	return r, nil
 }
 
@@ -318,6 +322,35 @@ func (r *Runner) linkGone(l *link) {
 	if r.ctx.Err() == nil {
 		r.step(sentinel.LinkDown{Addr: l.addr})
 	}
+}
+
+// resolveHost returns the first IP of host (host itself if it is an IP or
+// cannot be resolved), cached for a minute.
+func (r *Runner) resolveHost(host string) string {
+	if net.ParseIP(host) != nil {
+		return host
+	}
+	r.dnsMu.Lock()
+	defer r.dnsMu.Unlock()
+	if e, ok := r.dns[host]; ok && time.Since(e.at) < time.Minute {
+		return e.ip
+	}
+	ip := host
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if ips, err := net.DefaultResolver.LookupHost(ctx, host); err == nil && len(ips) > 0 {
+		ip = ips[0]
+	}
+	if r.dns == nil {
+		r.dns = map[string]dnsEntry{}
+	}
+	r.dns[host] = dnsEntry{ip, time.Now()}
+	return ip
+}
+
+type dnsEntry struct {
+	ip string
+	at time.Time
 }
 
 // flushConfig rewrites the config file with the current state.
