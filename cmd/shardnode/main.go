@@ -68,6 +68,9 @@ func run(cctx *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if err := startMetrics(ctx, srv, logger); err != nil { // metrics.go
+		return err
+	}
 	return srv.Run(ctx)
 }
 
