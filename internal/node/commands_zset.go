@@ -1069,8 +1069,7 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, op zsetOp, cardOnly boo
 				cardinality++
 				return limit == 0 || cardinality < limit
 			}
-			res.dict[m] = score
-			res.zsl.insert(score, m)
+			res.insertNew(m, score)
 			return true
 		})
 	case zopUnion:
@@ -1091,8 +1090,7 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, op zsetOp, cardOnly boo
 			})
 		}
 		for m, s := range acc {
-			res.dict[m] = s
-			res.zsl.insert(s, m)
+			res.insertNew(m, s)
 		}
 	case zopDiff:
 		src[0].forEach(func(m string, s float64) bool {
@@ -1101,8 +1099,7 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, op zsetOp, cardOnly boo
 					return true
 				}
 			}
-			res.dict[m] = s
-			res.zsl.insert(s, m)
+			res.insertNew(m, s)
 			return true
 		})
 	}
@@ -1413,9 +1410,9 @@ func zrandMemberWithCount(c *Client, keyb []byte, l int64, withScores bool) {
 
 // ZSCAN key cursor [MATCH pattern] [COUNT count]
 //
-// A small (listpack) set is returned whole with cursor 0, as Redis does. A
-// large one is walked in (score, member) order with the cursor as the rank
-// of the next member.
+// A small (listpack) set is returned whole with cursor 0, as Redis does; a
+// large one is walked through its hash table with a reverse-binary cursor,
+// so a member present for the whole scan is returned at least once.
 func cmdZScan(c *Client, args [][]byte) {
 	cursor, ok := zscanCursor(args[2])
 	if !ok {
@@ -1465,14 +1462,19 @@ func cmdZScan(c *Client, args [][]byte) {
 		}
 		if z.isSmall() {
 			z.ForEach(collect)
-		} else if cursor < uint64(z.Len()) {
-			end := cursor + uint64(count) - 1
-			if end >= uint64(z.Len()) {
-				end = uint64(z.Len()) - 1
-			} else {
-				next = end + 1
+		} else {
+			// Visit buckets until count elements are collected, at most
+			// count*10 buckets per call, as Redis's scanGenericCommand.
+			next = cursor
+			seen := int64(0)
+			visit := func(n *dictNode[float64]) { seen++; collect(n.key, n.val) }
+			for iter := count * 10; ; {
+				next = z.dict.scan(next, visit)
+				iter--
+				if next == 0 || iter <= 0 || seen >= count {
+					break
+				}
 			}
-			z.rangeByRank(int(cursor), int(end), false, collect)
 		}
 	}
 	c.addArrayLen(2)

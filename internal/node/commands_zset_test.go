@@ -644,3 +644,53 @@ func TestZBlockingPops(t *testing.T) {
 		}
 	})
 }
+
+// TestZScanUnderWrites checks SCAN's guarantee on a large sorted set: a
+// member present for the whole scan is returned although other members
+// are removed and added (shrinking and growing the table) meanwhile.
+func TestZScanUnderWrites(t *testing.T) {
+	ts := startServer(t)
+	rc := ts.client(t)
+	c := ctx(t)
+	var zs []redis.Z
+	for i := 0; i < 2000; i++ {
+		zs = append(zs, redis.Z{Score: float64(i), Member: "m" + strconv.Itoa(i)})
+	}
+	mustZ(t, rc.ZAdd(c, "z", zs...).Err())
+	found := map[string]bool{}
+	var cursor uint64
+	for i := 0; i < 10000; i++ {
+		keys, next, err := rc.ZScan(c, "z", cursor, "", 20).Result()
+		mustZ(t, err)
+		for j := 0; j < len(keys); j += 2 {
+			found[keys[j]] = true
+		}
+		// Churn: drop a batch of odd members, then add new ones.
+		if i == 5 {
+			var odd []any
+			for k := 1; k < 2000; k += 2 {
+				odd = append(odd, "m"+strconv.Itoa(k))
+			}
+			mustZ(t, rc.ZRem(c, "z", odd...).Err())
+		}
+		if i == 10 {
+			var more []redis.Z
+			for k := 0; k < 3000; k++ {
+				more = append(more, redis.Z{Score: 1, Member: "n" + strconv.Itoa(k)})
+			}
+			mustZ(t, rc.ZAdd(c, "z", more...).Err())
+		}
+		cursor = next
+		if cursor == 0 {
+			break
+		}
+	}
+	if cursor != 0 {
+		t.Fatal("ZSCAN did not finish")
+	}
+	for k := 0; k < 2000; k += 2 {
+		if !found["m"+strconv.Itoa(k)] {
+			t.Fatalf("ZSCAN missed m%d, present for the whole scan", k)
+		}
+	}
+}

@@ -21,7 +21,8 @@ type zsetValue struct {
 	// lp holds the small encoding, sorted; used when dict == nil.
 	lp []zitem
 	// dict and zsl hold the large encoding; member strings are shared.
-	dict map[string]float64
+	// dict is a chainDict (not a Go map) for ZSCAN's stable cursor.
+	dict *chainDict[float64]
 	zsl  *skiplist
 }
 
@@ -50,7 +51,7 @@ func newZSet() *zsetValue { return &zsetValue{} }
 
 // newZSetLarge returns an empty sorted set in the skiplist encoding.
 func newZSetLarge() *zsetValue {
-	return &zsetValue{dict: make(map[string]float64), zsl: newSkiplist()}
+	return &zsetValue{dict: newChainDict[float64](0), zsl: newSkiplist()}
 }
 
 // Len is the number of members.
@@ -58,7 +59,7 @@ func (z *zsetValue) Len() int {
 	if z.dict == nil {
 		return len(z.lp)
 	}
-	return len(z.dict)
+	return z.dict.len()
 }
 
 func (z *zsetValue) isSmall() bool { return z.dict == nil }
@@ -71,8 +72,10 @@ func (z *zsetValue) Score(member string) (float64, bool) {
 		}
 		return 0, false
 	}
-	s, ok := z.dict[member]
-	return s, ok
+	if n := z.dict.find(member); n != nil {
+		return n.val, true
+	}
+	return 0, false
 }
 
 func (z *zsetValue) lpFind(member string) int {
@@ -115,17 +118,17 @@ func (z *zsetValue) set(member string, score float64, lim zsetLimits) bool {
 		z.lp = slices.Insert(z.lp, j, zitem{member, score})
 		return i < 0
 	}
-	old, ok := z.dict[member]
-	if ok {
-		if old == score {
+	n, isNew := z.dict.upsert(member)
+	if !isNew {
+		if n.val == score {
 			return false
 		}
-		z.zsl.updateScore(old, member, score)
-		z.dict[member] = score
+		z.zsl.updateScore(n.val, n.key, score)
+		n.val = score
 		return false
 	}
-	z.zsl.insert(score, member)
-	z.dict[member] = score
+	n.val = score
+	z.zsl.insert(score, n.key)
 	return true
 }
 
@@ -140,11 +143,10 @@ func (z *zsetValue) Remove(member string) bool {
 		z.lp = slices.Delete(z.lp, i, i+1)
 		return true
 	}
-	s, ok := z.dict[member]
+	s, ok := z.dict.remove(member)
 	if !ok {
 		return false
 	}
-	delete(z.dict, member)
 	z.zsl.delete(s, member)
 	return true
 }
@@ -161,11 +163,11 @@ func (z *zsetValue) Rank(member string) (int, bool) {
 		i := z.lpFind(member)
 		return i, i >= 0
 	}
-	s, ok := z.dict[member]
-	if !ok {
+	n := z.dict.find(member)
+	if n == nil {
 		return 0, false
 	}
-	return z.zsl.rank(s, member) - 1, true
+	return z.zsl.rank(n.val, member) - 1, true
 }
 
 // At returns the member of 0-based ascending rank i (0 <= i < Len).
@@ -238,7 +240,7 @@ func (z *zsetValue) removeRankRange(start, end int) int {
 		z.lp = slices.Delete(z.lp, start, end+1)
 		return end - start + 1
 	}
-	removed := z.zsl.deleteRankRange(start+1, end+1, func(member string) { delete(z.dict, member) })
+	removed := z.zsl.deleteRankRange(start+1, end+1, func(member string) { z.dict.remove(member) })
 	return removed
 }
 
@@ -246,28 +248,37 @@ func (z *zsetValue) convertToSkiplist() {
 	if z.dict != nil {
 		return
 	}
-	z.dict = make(map[string]float64, len(z.lp))
+	z.dict = newChainDict[float64](len(z.lp))
 	z.zsl = newSkiplist()
 	for _, it := range z.lp {
-		z.dict[it.member] = it.score
-		z.zsl.insert(it.score, it.member)
+		z.insertNew(it.member, it.score)
 	}
 	z.lp = nil
+}
+
+// insertNew adds a member known to be absent to a large set.
+func (z *zsetValue) insertNew(member string, score float64) {
+	n, _ := z.dict.upsert(member)
+	n.val = score
+	z.zsl.insert(score, member)
 }
 
 // shrinkIfSmall converts a large set to the small encoding when it fits
 // lim (used for newly built results, as Redis's
 // zsetConvertToListpackIfNeeded).
 func (z *zsetValue) shrinkIfSmall(lim zsetLimits) {
-	if z.dict == nil || len(z.dict) > lim.entries {
+	if z.dict == nil || z.dict.len() > lim.entries {
 		return
 	}
-	for m := range z.dict {
-		if len(m) > lim.value {
-			return
-		}
+	long := false
+	z.dict.forEach(func(n *dictNode[float64]) bool {
+		long = len(n.key) > lim.value
+		return !long
+	})
+	if long {
+		return
 	}
-	lp := make([]zitem, 0, len(z.dict))
+	lp := make([]zitem, 0, z.dict.len())
 	z.ForEach(func(m string, s float64) bool {
 		lp = append(lp, zitem{m, s})
 		return true
@@ -294,8 +305,7 @@ func (z *zsetValue) clone() typedValue {
 	}
 	n := newZSetLarge()
 	z.ForEach(func(m string, s float64) bool {
-		n.dict[m] = s
-		n.zsl.insert(s, m)
+		n.insertNew(m, s)
 		return true
 	})
 	return n
