@@ -12,8 +12,8 @@ func registerCommandCommands(t *commandTable) {
 	t.addSub("command", &command{name: "info", arity: -2, flags: f, fn: cmdCommandInfo, since: "2.8.13"})
 	t.addSub("command", &command{name: "docs", arity: -2, flags: f, fn: cmdCommandDocs, since: "7.0.0"})
 	t.addSub("command", &command{name: "list", arity: -2, flags: f, fn: cmdCommandList, since: "7.0.0"})
-	t.addSub("command", &command{name: "getkeys", arity: -3, flags: f, fn: cmdCommandGetKeys, since: "2.8.13"})
-	t.addSub("command", &command{name: "getkeysandflags", arity: -3, flags: f, fn: cmdCommandGetKeysAndFlags, since: "7.0.0"})
+	t.addSub("command", &command{name: "getkeys", arity: -4, flags: f, fn: cmdCommandGetKeys, since: "2.8.13"})
+	t.addSub("command", &command{name: "getkeysandflags", arity: -4, flags: f, fn: cmdCommandGetKeysAndFlags, since: "7.0.0"})
 	t.addSub("command", &command{name: "help", arity: 2, flags: f, fn: cmdCommandHelp, since: "5.0.0"})
 }
 

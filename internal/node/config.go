@@ -65,7 +65,7 @@ func init() {
 	defConfig("logfile", "", nil, true)
 	defConfig("maxmemory", "0", checkMemory, false)
 	defConfig("maxmemory-policy", "noeviction", checkEnum("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"), false)
-	defConfig("maxmemory-samples", "5", checkIntRange(1, 64), false)
+	defConfig("maxmemory-samples", "5", checkIntRange(1, 1<<31-1), false)
 	defConfig("maxmemory-eviction-tenacity", "10", checkIntRange(0, 100), false)
 	defConfig("lfu-log-factor", "10", checkIntRange(0, 1<<31-1), false)
 	defConfig("lfu-decay-time", "1", checkIntRange(0, 1<<31-1), false)
@@ -453,7 +453,7 @@ func checkOutputBufferLimit(v string) (string, error) {
 func checkNotifyFlags(v string) (string, error) {
 	f, ok := parseNotifyFlags(v)
 	if !ok {
-		return "", errors.New("Invalid event class character. Use 'Ag$lshzxeKEtmd'.")
+		return "", errors.New("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")
 	}
 	return notifyFlagsString(f), nil
 }
