@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -319,5 +321,37 @@ func TestHashNotifications(t *testing.T) {
 		if m.Channel != "__keyevent@0__:"+w || m.Payload != "h" {
 			t.Fatalf("got %s %s, want %s", m.Channel, m.Payload, w)
 		}
+	}
+}
+
+// TestHashPropagation checks that HINCRBYFLOAT reaches replicas and the
+// AOF as HSET with the resulting value.
+func TestHashPropagation(t *testing.T) {
+	ts := startServer(t)
+	var mu sync.Mutex
+	var got []string
+	ts.srv.AddPropagator(propagatorFunc(func(db int, cmds [][][]byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, cmd := range cmds {
+			parts := make([]string, len(cmd))
+			for i, a := range cmd {
+				parts[i] = string(a)
+			}
+			got = append(got, strings.Join(parts, " "))
+		}
+	}))
+	r := ts.raw(t)
+	r.expect("HSET h f 1.5\r\n", ":1")
+	r.expect("HINCRBYFLOAT h f 0x10\r\n", "$4")
+	r.expect("", "17.5")
+	r.expect("HINCRBYFLOAT h f 1e-5000\r\n", "-ERR value is not a valid float")
+	r.expect("HINCRBY h n 2\r\n", ":2")
+	r.expect("HDEL h nothere\r\n", ":0")
+	mu.Lock()
+	defer mu.Unlock()
+	want := "HSET h f 1.5\nHSET h f 17.5\nHINCRBY h n 2"
+	if strings.Join(got, "\n") != want {
+		t.Fatalf("propagated:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -310,5 +312,50 @@ func TestSetNotifications(t *testing.T) {
 		if m.Channel != "__keyevent@0__:"+w[0] || m.Payload != w[1] {
 			t.Fatalf("got %s %s, want %v", m.Channel, m.Payload, w)
 		}
+	}
+}
+
+// TestSetPropagation checks what replicas and the AOF receive: SPOP as
+// SREM of each popped member, or DEL when the whole set is popped.
+func TestSetPropagation(t *testing.T) {
+	ts := startServer(t)
+	var mu sync.Mutex
+	var got []string
+	ts.srv.AddPropagator(propagatorFunc(func(db int, cmds [][][]byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, cmd := range cmds {
+			parts := make([]string, len(cmd))
+			for i, a := range cmd {
+				parts[i] = string(a)
+			}
+			got = append(got, strings.Join(parts, " "))
+		}
+	}))
+	rc := ts.client(t)
+	c := ctx(t)
+	rc.SAdd(c, "s", "a")
+	m := rc.SPop(c, "s").Val()
+	rc.SAdd(c, "t", "x", "y", "z")
+	popped := rc.SPopN(c, "t", 2).Val()
+	rest := rc.SPopN(c, "t", 5).Val()
+	rc.SPopN(c, "nokey", 5)
+	rc.SAdd(c, "u", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10")
+	many := rc.SPopN(c, "u", 9).Val() // keeps one member: the "new set" strategy
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"sadd s a", "SREM s " + m, "sadd t x y z"}
+	for _, p := range popped {
+		want = append(want, "SREM t "+p)
+	}
+	if len(rest) != 1 {
+		t.Fatalf("second SPOP returned %v", rest)
+	}
+	want = append(want, "DEL t", "sadd u 1 2 3 4 5 6 7 8 9 10")
+	for _, p := range many {
+		want = append(want, "SREM u "+p)
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("propagated:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
