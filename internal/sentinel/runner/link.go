@@ -99,24 +99,27 @@ func (l *link) dial(kind string) (net.Conn, *bufio.Reader, error) {
 	return c, br, nil
 }
 
-// roundTrip writes one command and reads its reply. Error replies to
-// AUTH are errors; other error replies are returned as values.
+// roundTrip writes one command and reads its reply. Replies saying the
+// connection is not authenticated are errors; other error replies are
+// returned as values.
 func roundTrip(c net.Conn, br *bufio.Reader, args []string) (resp.Value, error) {
 	_ = c.SetDeadline(time.Now().Add(ioTimeout))
 	if _, err := c.Write(resp.AppendCommandStrings(nil, args...)); err != nil {
 		return resp.Value{}, err
 	}
 	v, err := resp.ReadValue(br)
-	if err == nil && v.IsError() && (args[0] == "AUTH" || authError(v.Str)) {
+	if err == nil && v.IsError() && authError(v.Str) {
 		err = fmt.Errorf("%s: %s", args[0], v.Str)
 	}
 	return v, err
 }
 
-// authError reports a reply saying our credentials are missing or wrong:
-// the link is then dropped, so the instance shows as disconnected.
+// authError reports a reply saying the connection is not authenticated:
+// the link is then dropped, so the instance shows as disconnected. A failed
+// AUTH alone is not fatal (as in Redis): the connection may still work as
+// the default user.
 func authError(s string) bool {
-	return strings.HasPrefix(s, "NOAUTH") || strings.HasPrefix(s, "WRONGPASS") || strings.HasPrefix(s, "NOPERM")
+	return strings.HasPrefix(s, "NOAUTH") || strings.HasPrefix(s, "NOPERM")
 }
 
 // run serves the command connection until it fails or the link closes.
