@@ -117,7 +117,7 @@ func expireGeneric(c *Client, args [][]byte, basetime int64, seconds bool) {
 	if c.alreadyExpired(when) {
 		db.remove(key)
 		c.markDirty(1)
-		c.propagateAs([][]byte{[]byte("DEL"), args[1]})
+		c.propagateAs([][]byte{c.delVerb("lazyfree-lazy-expire"), args[1]})
 		c.signalModifiedKey(key)
 		c.notify(notifyGeneric, "del", key)
 		c.addInt(1)
@@ -135,6 +135,15 @@ func expireGeneric(c *Client, args [][]byte, basetime int64, seconds bool) {
 	c.propagateAs(prop)
 	c.signalModifiedKey(key)
 	c.notify(notifyGeneric, "expire", key)
+}
+
+// delVerb is how a deletion is propagated: UNLINK when the lazyfree
+// setting applies, DEL otherwise, as Redis does.
+func (c *Client) delVerb(lazyfree string) []byte {
+	if c.srv.cfg.Bool(lazyfree) {
+		return []byte("UNLINK")
+	}
+	return []byte("DEL")
 }
 
 // ttlGeneric implements TTL, PTTL, EXPIRETIME and PEXPIRETIME.

@@ -272,3 +272,26 @@ func TestExpirePropagation(t *testing.T) {
 type propagatorFunc func(db int, cmds [][][]byte)
 
 func (f propagatorFunc) Propagate(db int, cmds [][][]byte) { f(db, cmds) }
+
+func TestLazyfreePropagation(t *testing.T) {
+	ts := startServer(t, "lazyfree-lazy-user-del", "yes", "lazyfree-lazy-expire", "yes")
+	var mu sync.Mutex
+	var got []string
+	ts.srv.AddPropagator(propagatorFunc(func(db int, cmds [][][]byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, cmd := range cmds {
+			got = append(got, string(cmd[0]))
+		}
+	}))
+	r := ts.raw(t)
+	r.expect("SET a v\r\n", "+OK")
+	expectLines(t, r, "GETDEL a\r\n", "$1", "v")
+	r.expect("SET a v\r\n", "+OK")
+	r.expect("PEXPIREAT a 1\r\n", ":1")
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(got, " ") != "SET UNLINK SET UNLINK" {
+		t.Fatalf("propagated %v", got)
+	}
+}

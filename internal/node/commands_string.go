@@ -70,6 +70,16 @@ func (c *Client) storeString(e *entry, key []byte, val []byte, expire int64, kee
 	return c.curDB().setString(string(key), val, expire, keepTTL)
 }
 
+// storeStringCopy is storeString with a value the caller does not own
+// (a request argument): an overwritten string reuses its buffer when it
+// fits without wasting much, so SET on an existing key does not allocate.
+func (c *Client) storeStringCopy(e *entry, key []byte, val []byte, expire int64, keepTTL bool) *entry {
+	if e != nil && e.obj == nil && e.str != nil && cap(e.str) >= len(val) && cap(e.str) <= 2*len(val)+32 {
+		return c.storeString(e, key, append(e.str[:0], val...), expire, keepTTL)
+	}
+	return c.storeString(e, key, bytes.Clone(val), expire, keepTTL)
+}
+
 // GET key
 func cmdGet(c *Client, args [][]byte) {
 	e, ok := c.lookupString(args[1])
@@ -203,7 +213,7 @@ func setGeneric(c *Client, flags int, key, val, expireArg []byte, opts [][]byte,
 		}
 		return
 	}
-	e = c.storeString(e, key, bytes.Clone(val), when, flags&setKeepTTL != 0)
+	e = c.storeStringCopy(e, key, val, when, flags&setKeepTTL != 0)
 	k := e.key
 	c.markDirty(1)
 	c.signalModifiedKey(k)
@@ -270,7 +280,7 @@ func cmdGetSet(c *Client, args [][]byte) {
 	} else {
 		c.addBulk(e.str)
 	}
-	e = c.storeString(e, args[1], bytes.Clone(args[2]), 0, false)
+	e = c.storeStringCopy(e, args[1], args[2], 0, false)
 	c.markDirty(1)
 	c.signalModifiedKey(e.key)
 	c.notify(notifyString, "set", e.key)
@@ -291,7 +301,7 @@ func cmdGetDel(c *Client, args [][]byte) {
 	key := e.key
 	c.curDB().remove(key)
 	c.markDirty(1)
-	c.propagateAs([][]byte{[]byte("DEL"), args[1]})
+	c.propagateAs([][]byte{c.delVerb("lazyfree-lazy-user-del"), args[1]})
 	c.signalModifiedKey(key)
 	c.notify(notifyGeneric, "del", key)
 }
@@ -323,7 +333,7 @@ func cmdGetEx(c *Client, args [][]byte) {
 	case flags&(setEXAT|setPXAT) != 0 && c.alreadyExpired(when):
 		db.remove(key)
 		c.markDirty(1)
-		c.propagateAs([][]byte{[]byte("DEL"), args[1]})
+		c.propagateAs([][]byte{c.delVerb("lazyfree-lazy-expire"), args[1]})
 		c.signalModifiedKey(key)
 		c.notify(notifyGeneric, "del", key)
 	case expire != nil:
@@ -384,7 +394,7 @@ func msetGeneric(c *Client, args [][]byte, nx bool) {
 	}
 	for i := 1; i < len(args); i += 2 {
 		e := db.getEntry(bstr(args[i]))
-		e = c.storeString(e, args[i], bytes.Clone(args[i+1]), 0, false)
+		e = c.storeStringCopy(e, args[i], args[i+1], 0, false)
 		c.signalModifiedKey(e.key)
 		c.notify(notifyString, "set", e.key)
 	}
