@@ -131,6 +131,12 @@ func cmdReplConf(c *Client, args [][]byte) {
 			}
 			r.mu.Lock()
 			if ri := r.replicaOf(c); ri != nil {
+				if ri.waitAck {
+					ri.waitAck = false
+					buf := ri.buf
+					ri.buf = nil
+					c.push(func(out []byte) []byte { return append(out, buf...) })
+				}
 				if n > ri.ackOffset {
 					ri.ackOffset = n
 				}
@@ -250,7 +256,8 @@ func psync(c *Client, replid string, off int64, isPsync bool) {
 	ri.state = replStateSendBulk
 	r.mu.Unlock()
 	var err error
-	if c.replCapaEOF && s.cfg.Bool("repl-diskless-sync") {
+	diskless := c.replCapaEOF && s.cfg.Bool("repl-diskless-sync")
+	if diskless {
 		err = sendRDBEOF(c, write)
 	} else {
 		err = sendRDBLen(c, write)
@@ -262,11 +269,15 @@ func psync(c *Client, replid string, off int64, isPsync bool) {
 		return
 	}
 	r.mu.Lock()
-	buf := ri.buf
-	ri.buf = nil
 	ri.state = replStateOnline
 	ri.ackTime = time.Now()
-	c.push(func(out []byte) []byte { return append(out, buf...) })
+	if diskless {
+		ri.waitAck = true
+	} else {
+		buf := ri.buf
+		ri.buf = nil
+		c.push(func(out []byte) []byte { return append(out, buf...) })
+	}
 	r.mu.Unlock()
 	s.log.Info("replication: synchronization with replica succeeded", "replica", c.addr)
 }

@@ -101,7 +101,17 @@ func (c *Client) execute(args [][]byte) {
 		return
 	}
 	isWrite := cmd.flags&flagWrite != 0
-	if c.hasFlag(clientMulti) && isWrite || isWrite {
+	// CLIENT PAUSE holds commands here, before the checks below, so a
+	// command released from a pause is checked against the state it finds
+	// (a FAILOVER may have turned this node into a replica meanwhile).
+	inflight := false
+	if !c.hasFlag(clientMulti) || isTxControl(cmd) {
+		inflight = s.enterWrite(c, cmd)
+	}
+	if inflight {
+		defer s.inflightWrites.Add(-1)
+	}
+	if isWrite {
 		if s.cfg.Int("maxmemory") > 0 && cmd.flags&flagDenyOOM != 0 && !c.hasFlag(clientMaster) {
 			if !s.freeMemoryIfNeeded() {
 				c.flagTransaction()
@@ -144,7 +154,6 @@ func (c *Client) execute(args [][]byte) {
 		c.addSimple("QUEUED")
 		return
 	}
-	s.pause.wait(c, cmd)
 	c.call(cmd, args, false)
 }
 

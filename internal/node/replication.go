@@ -30,6 +30,10 @@ type replicaInfo struct {
 	ackTime       time.Time
 	capaEOF       bool
 	capaPSync2    bool
+	// waitAck holds the stream back after a diskless transfer until the
+	// replica's first ACK, as Redis does, so the stream cannot be mistaken
+	// for the end of the payload.
+	waitAck bool
 	// buf collects the stream while the replica waits for its RDB.
 	buf []byte
 }
@@ -72,6 +76,7 @@ func newReplication(s *Server) *replication {
 	r := &replication{srv: s, replid: newReplID(), replid2: strings.Repeat("0", 40), secondOffset: -1, lastDB: -1}
 	r.ackCond = sync.NewCond(&r.mu)
 	s.failoverStateFn = s.failover.getState
+	s.replInfo = r.info
 	s.minReplicasRefuse = func() bool {
 		need := s.cfg.Int("min-replicas-to-write")
 		if need <= 0 {
@@ -129,8 +134,8 @@ func (r *replication) feedLocked(b []byte) {
 		r.histlen = len(r.backlog)
 	}
 	for _, ri := range r.replicas {
-		switch ri.state {
-		case replStateOnline:
+		switch {
+		case ri.state == replStateOnline && !ri.waitAck:
 			ri.c.push(func(out []byte) []byte { return append(out, b...) })
 		default:
 			ri.buf = append(ri.buf, b...)
@@ -354,4 +359,12 @@ func boolInt(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// syncCounters returns INFO stats' sync_full, sync_partial_ok and
+// sync_partial_err.
+func (r *replication) syncCounters() (full, partialOK, partialErr int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.syncFull, r.syncPartialOK, r.syncPartialErr
 }

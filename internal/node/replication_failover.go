@@ -144,6 +144,7 @@ func cmdFailover(c *Client, args [][]byte) {
 	abortC := fo.abort
 	fo.mu.Unlock()
 	s.pause.set(time.Now().Add(24*time.Hour), false)
+	s.drainWrites(5 * time.Second)
 	s.log.Info("FAILOVER requested", "target", net.JoinHostPort(fo.host, strconv.Itoa(fo.port)))
 	go s.runFailover(abortC)
 	c.addOK()
@@ -245,4 +246,47 @@ func promoteRemote(host string, port int, user, pass string) error {
 		return errors.New(v.Str)
 	}
 	return nil
+}
+
+// enterWrite waits while CLIENT PAUSE applies to cmd and, for commands a
+// WRITE pause holds back, counts the command as in flight until the caller
+// decrements inflightWrites. It reports whether it counted. A pause set
+// between the check and the count is seen by one side or the other
+// (sequentially consistent atomics), so drainWrites cannot miss a write.
+func (s *Server) enterWrite(c *Client, cmd *command) bool {
+	counted := cmd.flags&(flagWrite|flagMayReplicate) != 0 && !c.hasFlag(clientReplica|clientMaster)
+	for {
+		s.pause.wait(c, cmd)
+		if !counted {
+			return false
+		}
+		s.inflightWrites.Add(1)
+		if !s.pause.holds(c, cmd) {
+			return true
+		}
+		s.inflightWrites.Add(-1)
+	}
+}
+
+// holds reports whether an active pause holds cmd back.
+func (p *pauseState) holds(c *Client, cmd *command) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.until.IsZero() || !time.Now().Before(p.until) || c.hasFlag(clientReplica|clientMaster) {
+		return false
+	}
+	return p.all || cmd.flags&(flagWrite|flagMayReplicate) != 0
+}
+
+// drainWrites waits until no write command is in flight (after a pause
+// was set), at most timeout.
+func (s *Server) drainWrites(timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for s.inflightWrites.Load() > 0 {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+	return true
 }

@@ -170,7 +170,24 @@ func (l *masterLink) session(ctx context.Context) error {
 	if !l.r.hasHistory() {
 		psyncID, psyncOff = "?", "-1"
 	}
-	v, err = call("PSYNC", psyncID, psyncOff)
+	// The master may send newlines to keep the link alive before it
+	// answers PSYNC (while a diskless sync waits for more replicas).
+	_ = nc.SetDeadline(time.Now().Add(timeout))
+	if _, err := nc.Write(resp.AppendCommandStrings(nil, "PSYNC", psyncID, psyncOff)); err != nil {
+		return fmt.Errorf("node: replication: PSYNC: %w", err)
+	}
+	for {
+		_ = nc.SetReadDeadline(time.Now().Add(timeout))
+		b, err := br.Peek(1)
+		if err != nil {
+			return fmt.Errorf("node: replication: PSYNC: %w", err)
+		}
+		if b[0] != '\n' && b[0] != '\r' {
+			break
+		}
+		_, _ = br.ReadByte()
+	}
+	v, err = resp.ReadValue(br)
 	if err != nil {
 		return fmt.Errorf("node: replication: PSYNC: %w", err)
 	}
@@ -284,46 +301,44 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 	return nil
 }
 
-// eofReader reads a diskless payload that ends with a 40-byte mark.
+// eofReader reads a diskless payload that ends with a 40-byte mark. It
+// never consumes a byte past the mark, which belong to the command stream.
 type eofReader struct {
 	r    *bufio.Reader
 	mark []byte
-	buf  []byte
 	done bool
 }
 
 func (e *eofReader) Read(p []byte) (int, error) {
-	for !e.done && len(e.buf) < len(e.mark)+len(p) {
-		chunk := make([]byte, 32*1024)
-		n, err := e.r.Read(chunk)
-		e.buf = append(e.buf, chunk[:n]...)
-		if bytes.HasSuffix(e.buf, e.mark) {
-			e.buf = e.buf[:len(e.buf)-len(e.mark)]
-			e.done = true
-			break
-		}
-		if err != nil {
-			return 0, err
-		}
-		if n == 0 {
-			break
-		}
-	}
 	if e.done {
-		if len(e.buf) == 0 {
-			return 0, io.EOF
-		}
-		n := copy(p, e.buf)
-		e.buf = e.buf[n:]
-		return n, nil
+		return 0, io.EOF
 	}
-	// Keep the last len(mark) bytes back: they may be the mark.
-	avail := len(e.buf) - len(e.mark)
-	if avail <= 0 {
+	if len(p) == 0 {
 		return 0, nil
 	}
-	n := copy(p, e.buf[:avail])
-	e.buf = e.buf[n:]
+	want := max(e.r.Buffered(), len(e.mark)+1)
+	buf, err := e.r.Peek(min(want, e.r.Size()))
+	if len(buf) < len(e.mark)+1 {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return 0, err
+	}
+	if i := bytes.Index(buf, e.mark); i >= 0 {
+		n := copy(p, buf[:i])
+		_, _ = e.r.Discard(n)
+		if n == i {
+			_, _ = e.r.Discard(len(e.mark))
+			e.done = true
+		}
+		if n == 0 {
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+	// Keep the last len(mark) bytes: they may start the mark.
+	n := copy(p, buf[:len(buf)-len(e.mark)])
+	_, _ = e.r.Discard(n)
 	return n, nil
 }
 

@@ -100,6 +100,9 @@ type Server struct {
 	blockedClients atomic.Int64
 	// failoverState is FAILOVER's state for INFO (no-failover by default).
 	failoverStateFn func() string
+	// inflightWrites counts write commands past the CLIENT PAUSE check, so
+	// a pause can wait for them to finish (see enterWrite).
+	inflightWrites atomic.Int64
 	// failover is the coordinated FAILOVER in progress, if any.
 	failover coordinatedFailover
 
