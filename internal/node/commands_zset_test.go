@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -692,5 +694,50 @@ func TestZScanUnderWrites(t *testing.T) {
 		if !found["m"+strconv.Itoa(k)] {
 			t.Fatalf("ZSCAN missed m%d, present for the whole scan", k)
 		}
+	}
+}
+
+// TestZSetPropagation checks what replicas and the AOF receive: pops as
+// ZPOPMIN/ZPOPMAX with the popped count, failed or no-op writes nothing.
+func TestZSetPropagation(t *testing.T) {
+	ts := startServer(t)
+	var mu sync.Mutex
+	var got []string
+	ts.srv.AddPropagator(propagatorFunc(func(db int, cmds [][][]byte) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, cmd := range cmds {
+			parts := make([]string, len(cmd))
+			for i, a := range cmd {
+				parts[i] = string(a)
+			}
+			got = append(got, strings.Join(parts, " "))
+		}
+	}))
+	rc := ts.client(t)
+	c := ctx(t)
+	rc.ZAdd(c, "z", redis.Z{Score: 1, Member: "a"}, redis.Z{Score: 2, Member: "b"}, redis.Z{Score: 3, Member: "c"})
+	rc.ZAddNX(c, "z", redis.Z{Score: 9, Member: "a"}) // no-op: not propagated
+	rc.ZMPop(c, "max", 5, "nokey", "z")               // pops 3
+	rc.ZMPop(c, "min", 1, "z")                        // nothing
+	rc.ZAdd(c, "z", redis.Z{Score: 1, Member: "a"})
+	rc.BZPopMin(c, time.Second, "z")
+	rc.ZAdd(c, "z", redis.Z{Score: 1, Member: "a"}, redis.Z{Score: 2, Member: "b"})
+	rc.BZMPop(c, time.Second, "min", 1, "z")
+	rc.ZPopMax(c, "z")
+	rc.ZRem(c, "nokey", "x")
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{
+		"zadd z 1 a 2 b 3 c",
+		"ZPOPMAX z 3",
+		"zadd z 1 a",
+		"ZPOPMIN z",
+		"zadd z 1 a 2 b",
+		"ZPOPMIN z 1",
+		"zpopmax z",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("propagated\n%q\nwant\n%q", got, want)
 	}
 }
