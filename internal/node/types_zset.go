@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"unsafe"
 )
 
 // zsetValue is a sorted set: members ordered by (score, member bytes).
@@ -320,11 +321,10 @@ func (z *zsetValue) memUsage() int64 {
 		}
 		return total
 	}
-	// Map slot (~40 bytes with overhead) + node (~56) + levels (~1.33*16).
-	z.ForEach(func(m string, _ float64) bool {
-		total += int64(len(m)) + 40 + 56 + 22
-		return true
-	})
+	// The dict is sampled (its nodes and member bytes); each skip list
+	// node adds its fixed part and 1.33 levels on average.
+	total += z.dict.memUsage(nil)
+	total += int64(z.dict.len()) * (int64(unsafe.Sizeof(zslNode{})) + 22)
 	return total
 }
 
