@@ -13,12 +13,12 @@ import (
 
 // Client flags.
 const (
-	clientMulti      = 1 << iota // inside MULTI
-	clientDirtyCAS               // a watched key was touched
-	clientDirtyExec              // a command failed to queue: EXECABORT
-	clientMonitor                // MONITOR
-	clientReplica                // a replica's link (REPLCONF / SYNC)
-	clientMaster                 // the link to our master
+	clientMulti     = 1 << iota // inside MULTI
+	clientDirtyCAS              // a watched key was touched
+	clientDirtyExec             // a command failed to queue: EXECABORT
+	clientMonitor               // MONITOR
+	clientReplica               // a replica's link (REPLCONF / SYNC)
+	clientMaster                // the link to our master
 	clientCloseAfterReply
 	clientNoEvict
 	clientBlocked
@@ -103,8 +103,8 @@ type Client struct {
 	replCapaEOF    bool
 	replCapaPSync2 bool
 
-	newMaxBulk   int64 // pending reader limits from CONFIG SET
-	newQbuf      int
+	newMaxBulk int64 // pending reader limits from CONFIG SET
+	newQbuf    int
 	// info mirrors fields read by CLIENT LIST (commands_client.go).
 	info clientInfo
 	// wmu serialises writes to conn.

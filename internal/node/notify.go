@@ -19,7 +19,7 @@ const (
 	notifyLoaded               // (module)
 	notifyModule               // d
 	notifyNew                  // n
-	notifyAll = notifyGeneric | notifyString | notifyList | notifySet | notifyHash | notifyZSet | notifyExpired | notifyEvicted | notifyStream | notifyModule
+	notifyAll      = notifyGeneric | notifyString | notifyList | notifySet | notifyHash | notifyZSet | notifyExpired | notifyEvicted | notifyStream | notifyModule
 )
 
 // parseNotifyFlags parses the notify-keyspace-events class string.

@@ -52,9 +52,9 @@ type replication struct {
 	offset       int64 // master_repl_offset
 	secondOffset int64 // second_repl_offset, -1 if none
 	backlog      []byte
-	histlen      int   // valid bytes in the backlog
-	backlogIdx   int   // next write position in the ring
-	lastDB       int   // database of the last SELECT sent, -1 forces one
+	histlen      int // valid bytes in the backlog
+	backlogIdx   int // next write position in the ring
+	lastDB       int // database of the last SELECT sent, -1 forces one
 	replicas     []*replicaInfo
 	ackCond      *sync.Cond
 	noReplicasAt time.Time // when the last replica left (repl-backlog-ttl)

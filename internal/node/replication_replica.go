@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -273,19 +274,26 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 	if s.loadRDB == nil {
 		return errors.New("node: replication: no RDB loader")
 	}
+	// Receive the whole payload into a temporary file first, as Redis
+	// does: a transfer cut half-way leaves the current dataset untouched
+	// (served as stale data) instead of a half-loaded one.
+	tmp, err := os.CreateTemp(s.cfg.Get("dir"), "temp-"+strconv.Itoa(os.Getpid())+"-*.rdb")
+	if err != nil {
+		return fmt.Errorf("node: replication: temp file for the master's RDB: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	if _, err := io.Copy(tmp, bufio.NewReaderSize(cr, 256*1024)); err != nil {
+		return fmt.Errorf("node: replication: receiving the master's RDB: %w", err)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("node: replication: %w", err)
+	}
 	s.loading.Store(true)
-	err := s.loadRDB(cr)
+	err = s.loadRDB(bufio.NewReaderSize(tmp, 256*1024))
 	s.loading.Store(false)
 	if err != nil {
 		return fmt.Errorf("node: replication: loading the master's RDB: %w", err)
-	}
-	if eofMark == nil {
-		// Drain anything the loader did not read.
-		if _, err := io.Copy(io.Discard, cr); err != nil {
-			return err
-		}
-	} else if _, err := io.Copy(io.Discard, cr); err != nil {
-		return err
 	}
 	l.r.mu.Lock()
 	l.r.replid = replid

@@ -9,11 +9,11 @@ package node
 
 import (
 	"context"
-	"io"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"

@@ -281,7 +281,7 @@ func (s *Server) clientsCron(now time.Time) {
 	}
 	limit := now.Add(-time.Duration(t) * time.Second).UnixMilli()
 	s.forEachClient(func(c *Client) {
-		if c.hasFlag(clientPubSub|clientReplica|clientMaster|clientBlocked|clientMonitor) {
+		if c.hasFlag(clientPubSub | clientReplica | clientMaster | clientBlocked | clientMonitor) {
 			return
 		}
 		if c.lastIO.Load() < limit {
