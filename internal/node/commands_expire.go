@@ -148,7 +148,7 @@ func (c *Client) delVerb(lazyfree string) []byte {
 
 // ttlGeneric implements TTL, PTTL, EXPIRETIME and PEXPIRETIME.
 func ttlGeneric(c *Client, key []byte, ms, abs bool) {
-	e := c.curDB().lookup(bstr(key), c.now)
+	e := c.lookupNoTouch(key)
 	if e == nil {
 		c.addInt(-2)
 		return

@@ -93,7 +93,7 @@ func (c *Client) lruNow() uint32 { return uint32(c.now / 1000) }
 
 // TYPE key
 func cmdType(c *Client, args [][]byte) {
-	e := c.curDB().lookup(bstr(args[1]), c.now)
+	e := c.lookupNoTouch(args[1])
 	if e == nil {
 		c.addSimple("none")
 		return
@@ -466,10 +466,24 @@ func cmdCopy(c *Client, args [][]byte) {
 	c.addInt(1)
 }
 
+// lookupNoTouch is lookup without refreshing the key's LRU clock (Redis's
+// LOOKUP_NOTOUCH: OBJECT, TYPE, TTL).
+func (c *Client) lookupNoTouch(key []byte) *entry {
+	db := c.curDB()
+	e := db.getEntry(bstr(key))
+	if e == nil || e.expired(c.now) {
+		if e != nil {
+			db.lookup(e.key, c.now) // deletes it on a master
+		}
+		return nil
+	}
+	return e
+}
+
 // objectLookup finds the key of an OBJECT subcommand, replying null when
 // it is missing.
 func objectLookup(c *Client, key []byte) *entry {
-	e := c.curDB().lookup(bstr(key), c.now)
+	e := c.lookupNoTouch(key)
 	if e == nil {
 		c.addNull()
 	}

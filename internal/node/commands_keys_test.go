@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -289,4 +290,31 @@ func scanAll(t *testing.T, rc *redis.Client, match string, count int64, typ stri
 	}
 	t.Fatal("SCAN did not finish")
 	return nil
+}
+
+func TestObjectIdletime(t *testing.T) {
+	ts := startServer(t)
+	r := ts.raw(t)
+	r.expect("SET k v\r\n", "+OK")
+	age := func(secs uint32) {
+		db := ts.srv.dbs[0]
+		sh := &db.shards[shardOf("k")]
+		sh.mu.Lock()
+		db.getEntry("k").lru = uint32(time.Now().Unix()) - secs
+		sh.mu.Unlock()
+	}
+	age(100)
+	// OBJECT, TYPE and TTL do not touch the key.
+	r.expect("TYPE k\r\n", "+string")
+	r.expect("TTL k\r\n", ":-1")
+	r.send("OBJECT IDLETIME k\r\n")
+	if n, _ := strconv.Atoi(strings.TrimPrefix(r.readLine(), ":")); n < 99 || n > 102 {
+		t.Fatalf("OBJECT IDLETIME after aging = %d", n)
+	}
+	expectLines(t, r, "GET k\r\n", "$1", "v")
+	r.expect("OBJECT IDLETIME k\r\n", ":0")
+	age(50)
+	r.expect("TOUCH k\r\n", ":1")
+	r.expect("OBJECT IDLETIME k\r\n", ":0")
+	r.expect("OBJECT IDLETIME nope\r\n", "$-1")
 }

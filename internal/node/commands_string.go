@@ -65,9 +65,11 @@ func (c *Client) storeString(e *entry, key []byte, val []byte, expire int64, kee
 		if !keepTTL {
 			c.curDB().setExpire(e, expire)
 		}
-		return e
+	} else {
+		e = c.curDB().setString(string(key), val, expire, keepTTL)
 	}
-	return c.curDB().setString(string(key), val, expire, keepTTL)
+	e.lru = c.lruNow()
+	return e
 }
 
 // storeStringCopy is storeString with a value the caller does not own

@@ -194,6 +194,10 @@ func (db *DB) lookup(key string, now int64) *entry {
 		}
 		return nil
 	}
+	// Every access refreshes the LRU clock (OBJECT IDLETIME, eviction).
+	if lru := uint32(now / 1000); e.lru != lru {
+		e.lru = lru
+	}
 	return e
 }
 
