@@ -1,22 +1,42 @@
 package node
 
-// listValue is a list: a deque of elements in a ring buffer, so pushes and
-// pops at both ends are O(1) amortised and LINDEX/LSET are O(1). The
-// buffer grows by doubling and shrinks when it is less than a quarter
-// full; a list created by a multi-element push gets a buffer of exactly
-// that size, so small lists stay compact (one slice header per element
-// plus the element bytes, which LPUSH/RPUSH pack in one allocation).
+import (
+	"bytes"
+	"encoding/binary"
+)
+
+// listValue is a list with two encodings:
 //
-// Elements are stored as given: callers clone argument bytes before
-// pushing them (args are only valid during a command).
+//   - small lists (at most listPackedMaxLen elements and listPackedMaxBytes
+//     bytes) are packed in one byte slice, each element a uvarint length
+//     followed by its bytes, like Redis's listpack: a few bytes of overhead
+//     per element. Operations scan it (it is small).
+//   - larger lists are a deque of elements in a ring buffer, so pushes and
+//     pops at both ends are O(1) amortised and LINDEX/LSET are O(1). The
+//     buffer grows by doubling and shrinks when less than a quarter full.
+//
+// A list converts from packed to ring once it outgrows the limits, never
+// back. Elements are stored as given (ring) or copied (packed): callers
+// clone argument bytes before pushing (args are only valid during a
+// command). Slices handed to ForEach/Range/Index callers are only valid
+// until the list is next modified; Pop returns a slice the caller owns.
 //
 // Methods used by persistence and replication: newList, Len, PushBack,
 // PushFront, ForEach (head to tail).
 type listValue struct {
-	buf  [][]byte // ring buffer
-	head int      // index of the first element in buf
-	n    int      // number of elements
+	large  bool     // ring encoding (else packed)
+	packed []byte   // packed encoding: uvarint(len) + bytes per element
+	buf    [][]byte // ring buffer
+	head   int      // index of the first element in buf
+	n      int      // number of elements
 }
+
+// Limits of the packed encoding (Redis's list-max-listpack-size -2 is 8 kB
+// per node).
+const (
+	listPackedMaxLen   = 128
+	listPackedMaxBytes = 8192
+)
 
 // newList returns an empty list.
 func newList() *listValue { return &listValue{} }
@@ -33,7 +53,10 @@ func (l *listValue) length() int { return l.n }
 func (l *listValue) Len() int { return l.n }
 
 func (l *listValue) clone() typedValue {
-	c := &listValue{}
+	if !l.large {
+		return &listValue{packed: bytes.Clone(l.packed), n: l.n}
+	}
+	c := &listValue{large: true}
 	c.grow(l.n)
 	l.ForEach(func(v []byte) bool {
 		c.PushBack(append([]byte(nil), v...))
@@ -43,7 +66,10 @@ func (l *listValue) clone() typedValue {
 }
 
 func (l *listValue) memUsage() int64 {
-	sz := int64(48 + 24*len(l.buf))
+	if !l.large {
+		return int64(64 + cap(l.packed))
+	}
+	sz := int64(64 + 24*len(l.buf))
 	l.ForEach(func(v []byte) bool {
 		sz += int64(cap(v))
 		return true
@@ -63,6 +89,9 @@ func (l *listValue) slot(i int) int {
 
 // grow makes room for at least extra more elements.
 func (l *listValue) grow(extra int) {
+	if !l.large {
+		return
+	}
 	need := l.n + extra
 	if need <= len(l.buf) {
 		return
@@ -96,6 +125,14 @@ func (l *listValue) shrink() {
 
 // PushBack appends v at the tail.
 func (l *listValue) PushBack(v []byte) {
+	if !l.large {
+		if l.fits(v) {
+			l.packed = appendPacked(l.packed, v)
+			l.n++
+			return
+		}
+		l.toRing(1)
+	}
 	l.grow(1)
 	l.buf[l.slot(l.n)] = v
 	l.n++
@@ -103,6 +140,16 @@ func (l *listValue) PushBack(v []byte) {
 
 // PushFront inserts v at the head.
 func (l *listValue) PushFront(v []byte) {
+	if !l.large {
+		if l.fits(v) {
+			np := make([]byte, 0, len(l.packed)+len(v)+binary.MaxVarintLen64)
+			np = appendPacked(np, v)
+			l.packed = append(np, l.packed...)
+			l.n++
+			return
+		}
+		l.toRing(1)
+	}
 	l.grow(1)
 	l.head--
 	if l.head < 0 {
@@ -117,6 +164,16 @@ func (l *listValue) PopFront() []byte {
 	if l.n == 0 {
 		return nil
 	}
+	if !l.large {
+		v, next := packedAt(l.packed, 0)
+		v = bytes.Clone(v)
+		l.packed = l.packed[next:]
+		l.n--
+		if l.n == 0 {
+			l.packed = nil
+		}
+		return v
+	}
 	v := l.buf[l.head]
 	l.buf[l.head] = nil
 	l.head = l.slot(1)
@@ -129,6 +186,17 @@ func (l *listValue) PopFront() []byte {
 func (l *listValue) PopBack() []byte {
 	if l.n == 0 {
 		return nil
+	}
+	if !l.large {
+		off := l.packedOffset(l.n - 1)
+		v, _ := packedAt(l.packed, off)
+		v = bytes.Clone(v)
+		l.packed = l.packed[:off]
+		l.n--
+		if l.n == 0 {
+			l.packed = nil
+		}
+		return v
 	}
 	i := l.slot(l.n - 1)
 	v := l.buf[i]
@@ -164,6 +232,10 @@ func (l *listValue) Index(i int) (v []byte, ok bool) {
 	if i < 0 || i >= l.n {
 		return nil, false
 	}
+	if !l.large {
+		v, _ := packedAt(l.packed, l.packedOffset(i))
+		return v, true
+	}
 	return l.buf[l.slot(i)], true
 }
 
@@ -175,6 +247,19 @@ func (l *listValue) Set(i int, v []byte) bool {
 	}
 	if i < 0 || i >= l.n {
 		return false
+	}
+	if !l.large {
+		if len(l.packed)+len(v) > listPackedMaxBytes {
+			l.toRing(0)
+		} else {
+			off := l.packedOffset(i)
+			_, next := packedAt(l.packed, off)
+			np := make([]byte, 0, len(l.packed)+len(v))
+			np = append(np, l.packed[:off]...)
+			np = appendPacked(np, v)
+			l.packed = append(np, l.packed[next:]...)
+			return true
+		}
 	}
 	l.buf[l.slot(i)] = v
 	return true
@@ -189,6 +274,18 @@ func (l *listValue) Insert(i int, v []byte) {
 	if i >= l.n {
 		l.PushBack(v)
 		return
+	}
+	if !l.large {
+		if l.fits(v) {
+			off := l.packedOffset(i)
+			np := make([]byte, 0, len(l.packed)+len(v)+binary.MaxVarintLen64)
+			np = append(np, l.packed[:off]...)
+			np = appendPacked(np, v)
+			l.packed = append(np, l.packed[off:]...)
+			l.n++
+			return
+		}
+		l.toRing(1)
 	}
 	l.grow(1)
 	if i < l.n/2 {
@@ -218,6 +315,17 @@ func (l *listValue) Range(start, end int, fn func(v []byte) bool) {
 	if end >= l.n {
 		end = l.n - 1
 	}
+	if !l.large {
+		off := 0
+		for i := 0; i <= end; i++ {
+			v, next := packedAt(l.packed, off)
+			off = next
+			if i >= start && !fn(v) {
+				return
+			}
+		}
+		return
+	}
 	for i := start; i <= end; i++ {
 		if !fn(l.buf[l.slot(i)]) {
 			return
@@ -230,6 +338,21 @@ func (l *listValue) Range(start, end int, fn func(v []byte) bool) {
 func (l *listValue) RangeRev(start int, fn func(v []byte) bool) {
 	if start >= l.n {
 		start = l.n - 1
+	}
+	if !l.large {
+		var offs [listPackedMaxLen]int
+		off := 0
+		for i := 0; i <= start; i++ {
+			offs[i] = off
+			_, off = packedAt(l.packed, off)
+		}
+		for i := start; i >= 0; i-- {
+			v, _ := packedAt(l.packed, offs[i])
+			if !fn(v) {
+				return
+			}
+		}
+		return
 	}
 	for i := start; i >= 0; i-- {
 		if !fn(l.buf[l.slot(i)]) {
@@ -250,6 +373,24 @@ func (l *listValue) ForEach(fn func(v []byte) bool) {
 // returns how many were removed. keep is called once per element, head to
 // tail.
 func (l *listValue) Filter(keep func(i int, v []byte) bool) int {
+	if !l.large {
+		np := make([]byte, 0, len(l.packed))
+		off, kept := 0, 0
+		for r := 0; r < l.n; r++ {
+			v, next := packedAt(l.packed, off)
+			if keep(r, v) {
+				np = append(np, l.packed[off:next]...)
+				kept++
+			}
+			off = next
+		}
+		removed := l.n - kept
+		l.packed, l.n = np, kept
+		if kept == 0 {
+			l.packed = nil
+		}
+		return removed
+	}
 	w := 0
 	for r := 0; r < l.n; r++ {
 		v := l.buf[l.slot(r)]
@@ -274,10 +415,59 @@ func (l *listValue) Trim(start, end int) {
 		*l = listValue{}
 		return
 	}
+	if !l.large {
+		from, to := l.packedOffset(start), l.packedOffset(end+1)
+		l.packed = bytes.Clone(l.packed[from:to])
+		l.n = end - start + 1
+		return
+	}
 	for l.n > end+1 {
 		l.PopBack()
 	}
 	for k := 0; k < start; k++ {
 		l.PopFront()
 	}
+}
+
+// ---- packed encoding -------------------------------------------------------
+
+// fits reports whether v can be added to the packed encoding.
+func (l *listValue) fits(v []byte) bool {
+	return l.n < listPackedMaxLen && len(l.packed)+len(v)+binary.MaxVarintLen64 <= listPackedMaxBytes
+}
+
+func appendPacked(p, v []byte) []byte {
+	p = binary.AppendUvarint(p, uint64(len(v)))
+	return append(p, v...)
+}
+
+// packedAt decodes the element at byte offset off and returns it and the
+// offset of the next one.
+func packedAt(p []byte, off int) (v []byte, next int) {
+	n, k := binary.Uvarint(p[off:])
+	start := off + k
+	end := start + int(n)
+	return p[start:end:end], end
+}
+
+// packedOffset returns the byte offset of the i-th element (i may be n for
+// the end).
+func (l *listValue) packedOffset(i int) int {
+	off := 0
+	for k := 0; k < i; k++ {
+		_, off = packedAt(l.packed, off)
+	}
+	return off
+}
+
+// toRing converts a packed list to the ring encoding with room for extra
+// more elements. The elements keep pointing into the packed bytes, which
+// are never written again.
+func (l *listValue) toRing(extra int) {
+	buf := make([][]byte, max(l.n+extra, 4))
+	off := 0
+	for i := 0; i < l.n; i++ {
+		buf[i], off = packedAt(l.packed, off)
+	}
+	l.buf, l.head, l.large, l.packed = buf, 0, true, nil
 }

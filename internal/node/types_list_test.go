@@ -10,9 +10,19 @@ import (
 // TestListValueModel checks the ring-buffer list against a plain slice
 // model under random operations.
 func TestListValueModel(t *testing.T) {
+	t.Run("Packed", func(t *testing.T) { listModel(t, 60, false) })
+	t.Run("Ring", func(t *testing.T) { listModel(t, 0, true) })
+	t.Run("Converting", func(t *testing.T) { listModel(t, 0, false) })
+}
+
+// listModel runs random operations; maxLen > 0 keeps the list at most that
+// long (packed encoding); ring starts in the ring encoding.
+func listModel(t *testing.T, maxLen int, ring bool) {
 	rng := rand.New(rand.NewSource(1))
 	l := newList()
-	l.grow(7) // a buffer size that is not a power of two
+	if ring {
+		l.toRing(7) // a buffer size that is not a power of two
+	}
 	var model [][]byte
 	check := func(step int) {
 		t.Helper()
@@ -33,7 +43,11 @@ func TestListValueModel(t *testing.T) {
 	}
 	for step := 0; step < 20000; step++ {
 		v := []byte(strconv.Itoa(step))
-		switch op := rng.Intn(10); {
+		op := rng.Intn(10)
+		if maxLen > 0 && len(model) >= maxLen && (op < 4 || op == 6) {
+			op = 5
+		}
+		switch {
 		case op < 2:
 			l.PushBack(v)
 			model = append(model, v)
@@ -94,11 +108,59 @@ func TestListValueModel(t *testing.T) {
 		}
 		check(step)
 	}
+	if maxLen > 0 && l.large {
+		t.Fatal("small list left the packed encoding")
+	}
+	if maxLen == 0 && !l.large {
+		t.Fatal("large list still packed")
+	}
 	if _, ok := l.Index(l.Len()); ok {
 		t.Fatal("Index out of range should fail")
 	}
 	c := l.clone().(*listValue)
 	if c.Len() != l.Len() || c.encoding() != "quicklist" || c.typeName() != "list" {
 		t.Fatal("clone differs")
+	}
+}
+
+// TestListValueBigElements checks the move to the ring encoding when an
+// element does not fit the packed one.
+func TestListValueBigElements(t *testing.T) {
+	big := bytes.Repeat([]byte("x"), listPackedMaxBytes+1)
+	for name, op := range map[string]func(l *listValue){
+		"PushBack":  func(l *listValue) { l.PushBack(big) },
+		"PushFront": func(l *listValue) { l.PushFront(big) },
+		"Insert":    func(l *listValue) { l.Insert(1, big) },
+		"Set":       func(l *listValue) { l.Set(1, big) },
+	} {
+		l := newList()
+		l.PushBack([]byte("a"))
+		l.PushBack([]byte("b"))
+		op(l)
+		if !l.large {
+			t.Fatalf("%s: still packed", name)
+		}
+		found := false
+		l.ForEach(func(v []byte) bool {
+			found = found || bytes.Equal(v, big)
+			return true
+		})
+		if !found || l.Len() < 2 {
+			t.Fatalf("%s: big element lost (len %d)", name, l.Len())
+		}
+	}
+	l := newList()
+	for i := 0; i < listPackedMaxLen; i++ {
+		l.PushBack([]byte("e"))
+	}
+	if l.large {
+		t.Fatal("converted before the length limit")
+	}
+	l.PushFront([]byte("f"))
+	if !l.large || l.Len() != listPackedMaxLen+1 {
+		t.Fatal("not converted past the length limit")
+	}
+	if v, _ := l.Index(0); string(v) != "f" {
+		t.Fatalf("head %q", v)
 	}
 }
