@@ -283,8 +283,12 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
-	if _, err := io.Copy(tmp, bufio.NewReaderSize(cr, 256*1024)); err != nil {
+	got, err := io.Copy(tmp, bufio.NewReaderSize(cr, 256*1024))
+	if err != nil {
 		return fmt.Errorf("node: replication: receiving the master's RDB: %w", err)
+	}
+	if eofMark == nil && got != l.status().syncTotal {
+		return fmt.Errorf("node: replication: the master's RDB was cut after %d of %d bytes", got, l.status().syncTotal)
 	}
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("node: replication: %w", err)

@@ -1,17 +1,21 @@
 package node
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardis/shardis/internal/resp"
 	"github.com/shardis/shardis/internal/testutil"
 )
 
@@ -303,4 +307,83 @@ func TestReplicationInteropRedis(t *testing.T) {
 		fill(t, nc, "stream", 20)
 		sameDataset(t, nc, rc)
 	})
+}
+
+// TestReplicationMasterDiesMidTransfer uses a fake master that announces a
+// full resync, sends part of the payload and hangs up: the replica keeps
+// its previous dataset (never a half-loaded one) and retries.
+func TestReplicationMasterDiesMidTransfer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var attempts atomic32
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			attempts.add()
+			go func(nc net.Conn) {
+				defer nc.Close()
+				br := bufio.NewReader(nc)
+				for {
+					v, err := resp.ReadValue(br)
+					if err != nil {
+						return
+					}
+					cmd := strings.ToUpper(v.Elems[0].Str)
+					switch cmd {
+					case "PING":
+						nc.Write([]byte("+PONG\r\n"))
+					case "REPLCONF":
+						nc.Write([]byte("+OK\r\n"))
+					case "PSYNC":
+						nc.Write([]byte("+FULLRESYNC " + strings.Repeat("a", 40) + " 100\r\n$100000\r\nREDIS0010"))
+						nc.Write(bytes.Repeat([]byte{0}, 5000))
+						time.Sleep(50 * time.Millisecond)
+						return // hang up mid-transfer
+					}
+				}
+			}(nc)
+		}
+	}()
+	replica := startServer(t)
+	rc := replica.client(t)
+	c := ctx(t)
+	for i := 0; i < 100; i++ {
+		rc.Set(c, fmt.Sprintf("old:%d", i), i, 0)
+	}
+	_, p := hostPort(ln.Addr().String())
+	if err := rc.Do(c, "REPLICAOF", "127.0.0.1", p).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "three sync attempts", func() bool { return attempts.get() >= 3 })
+	if n := rc.DBSize(c).Val(); n != 100 {
+		t.Fatalf("replica has %d keys after cut transfers, want its 100 old keys", n)
+	}
+	if got := replInfoField(t, rc, "master_link_status"); got != "down" {
+		t.Fatalf("master_link_status = %q", got)
+	}
+	// While a dataset is loading, commands get LOADING.
+	replica.srv.loading.Store(true)
+	err = rc.Get(c, "old:1").Err()
+	replica.srv.loading.Store(false)
+	if err == nil || !strings.HasPrefix(err.Error(), "LOADING") {
+		t.Fatalf("GET while loading: %v", err)
+	}
+}
+
+type atomic32 struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (a *atomic32) add() { a.mu.Lock(); a.n++; a.mu.Unlock() }
+func (a *atomic32) get() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n
 }
