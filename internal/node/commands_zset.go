@@ -1,6 +1,7 @@
 package node
 
 import (
+	"bytes"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -124,7 +125,7 @@ func zstrtod(s string) (float64, bool) {
 	if s == "" {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(s, 64)
+	f, err := strconv.ParseFloat(cHexFloat(s), 64)
 	if err != nil {
 		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
 			return f, true
@@ -135,6 +136,25 @@ func zstrtod(s string) (float64, bool) {
 		return 0, false
 	}
 	return f, true
+}
+
+// cHexFloat adapts a C hexadecimal float ("0x10", whose binary exponent is
+// optional for strtod) to Go's syntax, which requires the exponent.
+func cHexFloat(s string) string {
+	t := strings.TrimLeft(s, "+-")
+	if len(t) > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X') && !strings.ContainsAny(t, "pP_") {
+		return s + "p0"
+	}
+	return s
+}
+
+// zparseFloat parses a score argument as Redis's string2d (strtod) does,
+// hexadecimal floats included.
+func zparseFloat(b []byte) (float64, bool) {
+	if bytes.Contains(b, []byte("0x")) || bytes.Contains(b, []byte("0X")) {
+		return parseFloat([]byte(cHexFloat(string(b))))
+	}
+	return parseFloat(b)
 }
 
 // zScoreRange is a score interval with open/closed ends.
@@ -331,7 +351,7 @@ done:
 	}
 	scores := make([]float64, elems)
 	for j := range scores {
-		f, ok := parseFloat(args[i+2*j])
+		f, ok := zparseFloat(args[i+2*j])
 		if !ok {
 			c.addError(errNotFloat)
 			return
@@ -1419,6 +1439,16 @@ func cmdZScan(c *Client, args [][]byte) {
 		c.addError("ERR invalid cursor")
 		return
 	}
+	z, _, ok := c.lookupZSet(string(args[1]))
+	if !ok {
+		return
+	}
+	if z == nil {
+		c.addArrayLen(2)
+		c.addBulkString("0")
+		c.addArrayLen(0)
+		return
+	}
 	count := int64(10)
 	pattern := ""
 	hasPattern := false
@@ -1447,13 +1477,9 @@ func cmdZScan(c *Client, args [][]byte) {
 			return
 		}
 	}
-	z, _, ok := c.lookupZSet(string(args[1]))
-	if !ok {
-		return
-	}
 	var items []zitem
 	next := uint64(0)
-	if z != nil {
+	{
 		collect := func(m string, s float64) bool {
 			if !hasPattern || globMatch(pattern, m, false) {
 				items = append(items, zitem{m, s})
@@ -1487,11 +1513,25 @@ func cmdZScan(c *Client, args [][]byte) {
 	}
 }
 
-// zscanCursor parses a SCAN cursor (an unsigned 64-bit integer).
+// zscanCursor parses a SCAN cursor as Redis's strtoul does: an unsigned
+// 64-bit integer, a leading '-' negating it modulo 2^64.
 func zscanCursor(b []byte) (uint64, bool) {
-	if len(b) == 0 {
+	if len(b) == 0 || b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r' || b[0] == '\v' || b[0] == '\f' {
 		return 0, false
 	}
+	neg := false
+	switch b[0] {
+	case '-':
+		neg, b = true, b[1:]
+	case '+':
+		b = b[1:]
+	}
 	n, err := strconv.ParseUint(string(b), 10, 64)
-	return n, err == nil
+	if err != nil {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
 }
