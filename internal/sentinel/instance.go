@@ -69,6 +69,8 @@ type instance struct {
 	lastPub     time.Time     // last hello published to this instance
 	lastHello   time.Time     // (sentinels) last hello received from it
 	lastDownAns time.Time     // (sentinels) last IS-MASTER-DOWN-BY-ADDR reply
+	lastAskSent time.Time     // (sentinels) last IS-MASTER-DOWN-BY-ADDR sent
+	askPending  bool          // (sentinels) a question is unanswered
 	leader      string        // (sentinels) the leader it voted for; (masters) our vote
 	leaderEpoch uint64        // epoch of leader
 

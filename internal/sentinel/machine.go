@@ -474,6 +474,10 @@ func (m *Machine) gcLinks() {
 	}
 }
 
+// fastAskPeriod is how often peers are asked about a master we see down
+// before agreement is reached.
+const fastAskPeriod = 100 * time.Millisecond
+
 // sendPeriodicCommands sends INFO, PING and hello as their periods expire.
 func (m *Machine) sendPeriodicCommands(now time.Time, ri *instance) {
 	if !ri.link.connected {
@@ -621,9 +625,20 @@ func (m *Machine) askMasterStateToOtherSentinels(now time.Time, master *instance
 		if !master.has(flagSDown) || !s.link.connected {
 			continue
 		}
-		if !forced && now.Sub(s.lastDownAns) < m.timing.AskPeriod {
+		// Unlike Redis, ask every fastAskPeriod until ODOWN is reached or
+		// the election is won: agreement is the critical path of a
+		// failover, and a question costs one small command.
+		period := m.timing.AskPeriod
+		if !master.has(flagODown) || master.failoverState == stateWaitStart {
+			period = min(period, fastAskPeriod)
+		}
+		if !forced && now.Sub(s.lastDownAns) < period {
 			continue
 		}
+		if !forced && s.askPending && now.Sub(s.lastAskSent) < m.timing.AskPeriod {
+			continue
+		}
+		s.askPending, s.lastAskSent = true, now
 		runID := "*"
 		if master.failoverState > stateNone {
 			runID = m.myID
@@ -935,6 +950,7 @@ func (m *Machine) masterDownReply(now time.Time, r MasterDownReply) {
 			s.link.pending--
 		}
 		s.lastDownAns = now
+		s.askPending = false
 		if r.Down {
 			s.flags |= flagMasterDown
 		} else {

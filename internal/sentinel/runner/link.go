@@ -131,6 +131,7 @@ func (l *link) run() {
 		return
 	}
 	defer c.Close()
+	_ = c.SetDeadline(time.Time{}) // the handshake's deadline must not outlive it
 	if ta, ok := c.LocalAddr().(*net.TCPAddr); ok {
 		l.mu.Lock()
 		l.localIP = ta.IP.String()
@@ -144,17 +145,46 @@ func (l *link) run() {
 		go l.runPubSub()
 	}
 	go func() { <-l.ctx.Done(); c.Close() }()
+	// A reader goroutine notices a closed connection at once (not at the
+	// next command) and matches replies to requests in order.
+	inflight := make(chan request, cap(l.reqs)+1)
+	readerDone := make(chan struct{})
+	go func() {
+		defer close(readerDone)
+		defer l.cancel()
+		for {
+			v, err := resp.ReadValue(br)
+			if err != nil {
+				return
+			}
+			var req request
+			select {
+			case req = <-inflight:
+			default:
+				return // a reply nobody asked for: protocol out of sync
+			}
+			if v.IsError() && authError(v.Str) {
+				return
+			}
+			if req.done != nil {
+				req.done(v, nil)
+			}
+		}
+	}()
+	defer func() { c.Close(); <-readerDone }()
 	for {
 		select {
 		case <-l.ctx.Done():
 			return
 		case req := <-l.reqs:
-			v, err := roundTrip(c, br, req.args)
-			if err != nil {
-				return
+			select {
+			case inflight <- req:
+			default:
+				return // too many unanswered commands: reconnect
 			}
-			if req.done != nil {
-				req.done(v, nil)
+			_ = c.SetWriteDeadline(time.Now().Add(ioTimeout))
+			if _, err := c.Write(resp.AppendCommandStrings(nil, req.args...)); err != nil {
+				return
 			}
 		}
 	}
