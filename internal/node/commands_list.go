@@ -117,24 +117,16 @@ func pushGeneric(c *Client, args [][]byte, left, xx bool) {
 			return
 		}
 		l = newList()
-		l.grow(len(args) - 2)
 		c.curDB().add(key, &entry{obj: l})
 	}
-	// The small elements of one push share one allocation.
-	total := 0
-	for _, v := range args[2:] {
-		total += len(v)
+	if !left {
+		l.reserve(args[2:])
 	}
-	if total > 4096 || len(args) == 3 {
-		for _, v := range args[2:] {
+	for _, v := range args[2:] {
+		if l.packable(v) {
+			l.Push(v, left) // copied into the packed bytes
+		} else {
 			l.Push(bytes.Clone(v), left)
-		}
-	} else {
-		backing := make([]byte, 0, total)
-		for _, v := range args[2:] {
-			off := len(backing)
-			backing = append(backing, v...)
-			l.Push(backing[off:len(backing):len(backing)], left)
 		}
 	}
 	c.markDirty(len(args) - 2)

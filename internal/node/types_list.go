@@ -431,6 +431,29 @@ func (l *listValue) Trim(start, end int) {
 
 // ---- packed encoding -------------------------------------------------------
 
+// packable reports whether pushing v keeps the packed encoding, which
+// copies v (callers may then push argument bytes without cloning them).
+func (l *listValue) packable(v []byte) bool { return !l.large && l.fits(v) }
+
+// reserve makes room in the packed bytes for vs, so a multi-element push
+// allocates once and exactly.
+func (l *listValue) reserve(vs [][]byte) {
+	if l.large {
+		l.grow(len(vs))
+		return
+	}
+	extra := 0
+	for _, v := range vs {
+		extra += len(v) + uvarintLen(len(v))
+	}
+	if cap(l.packed)-len(l.packed) >= extra || len(l.packed)+extra > listPackedMaxBytes || l.n+len(vs) > listPackedMaxLen {
+		return
+	}
+	np := make([]byte, len(l.packed), len(l.packed)+extra)
+	copy(np, l.packed)
+	l.packed = np
+}
+
 // fits reports whether v can be added to the packed encoding.
 func (l *listValue) fits(v []byte) bool {
 	return l.n < listPackedMaxLen && len(l.packed)+len(v)+binary.MaxVarintLen64 <= listPackedMaxBytes
