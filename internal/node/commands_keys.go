@@ -199,7 +199,7 @@ func cmdScan(c *Client, args [][]byte) {
 	maxIter := o.count * 10
 	for shardIdx < numShards {
 		sh := &db.shards[shardIdx]
-		sh.mu.Lock()
+		locked := c.lockShardIfFree(sh)
 		for {
 			found = found[:0]
 			bucket = sh.scan(bucket, func(e *entry) { found = append(found, e) })
@@ -223,7 +223,9 @@ func cmdScan(c *Client, args [][]byte) {
 				break
 			}
 		}
-		sh.mu.Unlock()
+		if locked {
+			sh.mu.Unlock()
+		}
 		if bucket == 0 {
 			shardIdx++
 		}
@@ -254,9 +256,11 @@ func cmdRandomKey(c *Client, args [][]byte) {
 		total := 0
 		for i := range db.shards {
 			sh := &db.shards[i]
-			sh.mu.Lock()
+			locked := c.lockShardIfFree(sh)
 			counts[i] = sh.count
-			sh.mu.Unlock()
+			if locked {
+				sh.mu.Unlock()
+			}
 			total += counts[i]
 		}
 		if total == 0 {
@@ -268,23 +272,40 @@ func cmdRandomKey(c *Client, args [][]byte) {
 			r -= counts[idx]
 		}
 		sh := &db.shards[idx]
-		sh.mu.Lock()
+		locked := c.lockShardIfFree(sh)
 		e := sh.randomEntry()
-		if e == nil {
+		var key string
+		expired := false
+		if e != nil {
+			key = e.key
+			if e.expired(c.now) && c.srv.expireDeletes() {
+				db.expireEntry(key)
+				expired = true
+			}
+		}
+		if locked {
 			sh.mu.Unlock()
+		}
+		if e == nil || expired {
 			continue
 		}
-		key := e.key
-		if e.expired(c.now) && c.srv.expireDeletes() {
-			db.expireEntry(key)
-			sh.mu.Unlock()
-			continue
-		}
-		sh.mu.Unlock()
 		c.addBulkString(key)
 		return
 	}
 	c.addNull()
+}
+
+// lockShardIfFree locks sh for a command that locks shards itself (SCAN,
+// RANDOMKEY) unless the client already holds it (inside EXEC, whose locks
+// are taken up front). It reports whether it locked.
+func (c *Client) lockShardIfFree(sh *shard) bool {
+	for _, m := range c.held {
+		if m == &sh.mu {
+			return false
+		}
+	}
+	sh.mu.Lock()
+	return true
 }
 
 // randomEntry returns a random entry of the shard, or nil if it is empty.

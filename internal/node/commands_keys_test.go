@@ -318,3 +318,30 @@ func TestObjectIdletime(t *testing.T) {
 	r.expect("OBJECT IDLETIME k\r\n", ":0")
 	r.expect("OBJECT IDLETIME nope\r\n", "$-1")
 }
+
+// TestScanInMulti runs the self-locking commands inside EXEC next to
+// commands whose shard locks EXEC already holds (no self-deadlock).
+func TestScanInMulti(t *testing.T) {
+	ts := startServer(t)
+	rc := ts.client(t)
+	c := ctx(t)
+	for i := 0; i < 100; i++ {
+		rc.Set(c, "k"+strconv.Itoa(i), i, 0)
+	}
+	cmds, err := rc.TxPipelined(c, func(p redis.Pipeliner) error {
+		p.Set(c, "k1", "x", 0)
+		p.Scan(c, 0, "", 1000)
+		p.RandomKey(c)
+		p.Keys(c, "k1*")
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if keys, _ := cmds[1].(*redis.ScanCmd).Val(); len(keys) != 100 {
+		t.Fatalf("SCAN in MULTI = %d keys", len(keys))
+	}
+	if cmds[2].(*redis.StringCmd).Val() == "" {
+		t.Fatal("RANDOMKEY in MULTI returned nothing")
+	}
+}
