@@ -668,7 +668,15 @@ func (m *Machine) Step(now time.Time, msg Message) {
 			}
 		})
 	case LinkDown:
-		m.forAddr(msg.Addr, m.linkDown)
+		m.forAddr(msg.Addr, func(ri *instance) {
+			m.linkDown(ri)
+			// As Redis, whose reconnection sends a PING at once: the
+			// down-after clock starts now, not at the last reply, so a
+			// dropped link alone never makes an instance SDOWN early.
+			if ri.link.actPing.IsZero() {
+				ri.link.actPing = now
+			}
+		})
 	case PingReply:
 		m.forAddr(msg.Addr, func(ri *instance) { m.pingReply(now, ri, msg.Reply) })
 	case InfoReply:

@@ -534,3 +534,19 @@ func TestScripts(t *testing.T) {
 		t.Fatalf("client-reconfig-script: %d leader and %d observer calls, want 1 and 2", leaders, observers)
 	}
 }
+
+func TestLinkDropStartsDownAfterClock(t *testing.T) {
+	// A master whose link drops (and cannot be re-established) is SDOWN
+	// down-after after the drop, even if its last reply is older.
+	w, m, r1, r2 := setup(t, 1, 1, func(mc *MasterConfig) { mc.FailoverTimeout = time.Hour })
+	r1.priority, r2.priority = 0, 0
+	s := w.sents[0]
+	w.run(900 * time.Millisecond) // the last PONG ages
+	m.up = false
+	dropped := w.now
+	s.m.Step(w.now, LinkDown{m.addr})
+	w.runUntil(3*time.Second, "+sdown", func() bool { return s.count(EventSDown) > 0 })
+	if d := w.now.Sub(dropped); d <= time.Second {
+		t.Fatalf("+sdown %v after the link dropped, want > down-after (1s)", d)
+	}
+}
