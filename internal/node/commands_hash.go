@@ -34,12 +34,14 @@ func registerHashCommands(t *commandTable) {
 
 // lookupHash returns the hash at key: (nil, true) when the key is missing,
 // ok=false (after replying WRONGTYPE) when it holds another type. Reads
-// count keyspace hits and misses as Redis's lookupKeyRead does.
+// count keyspace hits and misses, and notify "keymiss", as Redis's
+// lookupKeyRead does.
 func (c *Client) lookupHash(key []byte, read bool) (h *hashValue, ok bool) {
 	e := c.curDB().lookup(string(key), c.now)
 	if e == nil {
 		if read {
 			c.srv.stats.keyspaceMisses.Add(1)
+			c.notify(notifyKeyMiss, "keymiss", bstr(key))
 		}
 		return nil, true
 	}

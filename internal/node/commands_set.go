@@ -59,6 +59,7 @@ func (c *Client) lookupSet(key []byte, read bool) (s *setValue, ok bool) {
 	if e == nil {
 		if read {
 			c.srv.stats.keyspaceMisses.Add(1)
+			c.notify(notifyKeyMiss, "keymiss", bstr(key))
 		}
 		return nil, true
 	}

@@ -292,7 +292,7 @@ func TestSScan(t *testing.T) {
 }
 
 func TestSetNotifications(t *testing.T) {
-	ts := startServer(t, "notify-keyspace-events", "KEA")
+	ts := startServer(t, "notify-keyspace-events", "KEAm")
 	rc := ts.client(t)
 	c := ctx(t)
 	sub := rc.PSubscribe(c, "__keyevent@0__:*")
@@ -300,12 +300,13 @@ func TestSetNotifications(t *testing.T) {
 	if _, err := sub.Receive(c); err != nil {
 		t.Fatal(err)
 	}
+	rc.SIsMember(c, "nokey", "a")
 	rc.SAdd(c, "s", "a", "b")
 	rc.SRem(c, "s", "a")
 	rc.SMove(c, "s", "t", "b")
 	rc.SInterStore(c, "d", "t", "t")
 	rc.SPop(c, "d")
-	want := [][2]string{{"sadd", "s"}, {"srem", "s"}, {"srem", "s"}, {"del", "s"}, {"sadd", "t"}, {"sinterstore", "d"}, {"spop", "d"}, {"del", "d"}}
+	want := [][2]string{{"keymiss", "nokey"}, {"sadd", "s"}, {"srem", "s"}, {"srem", "s"}, {"del", "s"}, {"sadd", "t"}, {"sinterstore", "d"}, {"spop", "d"}, {"del", "d"}}
 	ch := sub.Channel()
 	for _, w := range want {
 		m := <-ch
