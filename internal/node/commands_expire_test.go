@@ -295,3 +295,36 @@ func TestLazyfreePropagation(t *testing.T) {
 		t.Fatalf("propagated %v", got)
 	}
 }
+
+// TestActiveExpireBounded checks that reclaiming many expired keys happens
+// incrementally: other clients' commands keep being served promptly.
+func TestActiveExpireBounded(t *testing.T) {
+	ts := startServer(t, "hz", "50")
+	rc := ts.client(t)
+	c := ctx(t)
+	const n = 50000
+	pipe := rc.Pipeline()
+	for i := 0; i < n; i++ {
+		pipe.Set(c, "v:"+strconv.Itoa(i), "x", 50*time.Millisecond)
+	}
+	pipe.Set(c, "stay", "1", 0)
+	if _, err := pipe.Exec(c); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(60 * time.Millisecond)
+	var worst time.Duration
+	deadline := time.Now().Add(10 * time.Second)
+	for rc.DBSize(c).Val() > 1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("active expiry too slow: %d keys left", rc.DBSize(c).Val())
+		}
+		t0 := time.Now()
+		if v := rc.Get(c, "stay").Val(); v != "1" {
+			t.Fatalf("GET stay = %q", v)
+		}
+		worst = max(worst, time.Since(t0))
+	}
+	if worst > 250*time.Millisecond {
+		t.Fatalf("a GET waited %v during active expiry", worst)
+	}
+}

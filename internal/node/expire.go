@@ -1,43 +1,40 @@
 package node
 
-import "time"
+import (
+	"math/rand/v2"
+	"time"
+)
 
-// activeExpireCycle samples keys with an expiry and deletes the expired
-// ones, as Redis's activeExpireCycle does: per shard, take up to 20 keys
-// from the volatile set; if more than a quarter were expired, sample again,
-// until the time budget is used.
+// activeExpireCycle reclaims expired keys nobody reads, as Redis's
+// activeExpireCycle does. Each database's shards are visited from a random
+// starting shard (so a cycle cut short by its budget does not always favour
+// the same shards); per shard, up to keysPerLoop keys are sampled from the
+// volatile set and the expired ones deleted, again while more than the
+// acceptable share of the sample was expired. The whole cycle stops when
+// budget is used: the time is checked after every sample, and a shard lock
+// is only held for one sample.
 func (s *Server) activeExpireCycle(now int64, budget time.Duration) {
+	effort := s.cfg.Int("active-expire-effort") - 1 // 0..9, as Redis
+	if effort < 0 {
+		effort = 0
+	}
+	keysPerLoop := 20 + 20/4*int(effort)
+	acceptableStale := 10 - int(effort) // percent
 	start := time.Now()
 	for _, db := range s.dbs {
 		if db.expires.Load() == 0 {
 			continue
 		}
-		for i := range db.shards {
-			sh := &db.shards[i]
+		first := rand.IntN(numShards)
+		for n := 0; n < numShards; n++ {
+			sh := &db.shards[(first+n)%numShards]
 			for {
-				sh.mu.Lock()
-				if len(sh.volatile) == 0 {
-					sh.mu.Unlock()
+				sampled, expired := s.expireSample(db, sh, now, keysPerLoop)
+				if sampled == 0 || expired*100 <= sampled*acceptableStale {
 					break
 				}
-				sampled, expired := 0, 0
-				var dead []string
-				for k := range sh.volatile {
-					sampled++
-					if e := sh.find(k, keyHash(k)); e != nil && e.expired(now) {
-						dead = append(dead, k)
-					}
-					if sampled >= 20 {
-						break
-					}
-				}
-				for _, k := range dead {
-					db.expireEntry(k)
-					expired++
-				}
-				sh.mu.Unlock()
-				if expired*4 <= sampled || time.Since(start) > budget {
-					break
+				if time.Since(start) > budget {
+					return
 				}
 			}
 			if time.Since(start) > budget {
@@ -45,4 +42,29 @@ func (s *Server) activeExpireCycle(now int64, budget time.Duration) {
 			}
 		}
 	}
+}
+
+// expireSample samples up to n keys of the shard's volatile set under its
+// lock and deletes the expired ones.
+func (s *Server) expireSample(db *DB, sh *shard, now int64, n int) (sampled, expired int) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if len(sh.volatile) == 0 {
+		return 0, 0
+	}
+	var deadBuf [64]string
+	dead := deadBuf[:0]
+	for k := range sh.volatile { // map iteration starts at a random key
+		sampled++
+		if e := sh.find(k, keyHash(k)); e != nil && e.expired(now) {
+			dead = append(dead, k)
+		}
+		if sampled >= n {
+			break
+		}
+	}
+	for _, k := range dead {
+		db.expireEntry(k)
+	}
+	return sampled, len(dead)
 }
