@@ -142,30 +142,51 @@ func Up(ctx context.Context, opt Options) (_ *Deployment, err error) {
 	}
 	d.Masters = l.CurrentMasters(dir)
 
-	// Nodes.
+	// Nodes: the masters first, so the replicas find them listening.
 	nNodes := 0
-	for _, s := range l.Shards {
+	startNode := func(s ShardLayout, port int) error {
 		master := d.Masters[s.Name]
+		nd := NodeDir(dir, port)
+		if err := os.MkdirAll(nd, 0o755); err != nil {
+			return fmt.Errorf("deploy: %w", err)
+		}
+		conf := filepath.Join(nd, "node.conf")
+		if err := os.WriteFile(conf, []byte(l.nodeConf(dir, port, master)), 0o644); err != nil {
+			return fmt.Errorf("deploy: %w", err)
+		}
+		group, role := groupReplica, "replica"
+		if port == master {
+			group, role = groupMaster, "master"
+		}
+		p, err := d.sup.Start(fmt.Sprintf("node %s (%s %s)", l.Addr(port), s.Name, role), group, nd,
+			filepath.Join(nd, "node.log"), opt.Executable, conf)
+		if err != nil {
+			return err
+		}
+		d.procs[port] = p
+		nNodes++
+		return nil
+	}
+	for _, s := range l.Shards {
+		if err := startNode(s, d.Masters[s.Name]); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range l.Shards {
+		deadline := time.Now().Add(opt.WaitTimeout)
+		for !listening(l.Addr(d.Masters[s.Name])) && time.Now().Before(deadline) {
+			select {
+			case p := <-d.sup.Exited():
+				return nil, fmt.Errorf("deploy: %s exited (%v) during start-up; last lines of %s:\n%s", p.Name, p.Err(), p.LogPath, Tail(p.LogPath, 15))
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
 		for _, port := range s.Ports {
-			nd := NodeDir(dir, port)
-			if err := os.MkdirAll(nd, 0o755); err != nil {
-				return nil, fmt.Errorf("deploy: %w", err)
+			if port != d.Masters[s.Name] {
+				if err := startNode(s, port); err != nil {
+					return nil, err
+				}
 			}
-			conf := filepath.Join(nd, "node.conf")
-			if err := os.WriteFile(conf, []byte(l.nodeConf(dir, port, master)), 0o644); err != nil {
-				return nil, fmt.Errorf("deploy: %w", err)
-			}
-			group, role := groupReplica, "replica"
-			if port == master {
-				group, role = groupMaster, "master"
-			}
-			p, err := d.sup.Start(fmt.Sprintf("node %s (%s %s)", l.Addr(port), s.Name, role), group, nd,
-				filepath.Join(nd, "node.log"), opt.Executable, conf)
-			if err != nil {
-				return nil, err
-			}
-			d.procs[port] = p
-			nNodes++
 		}
 	}
 	verb := "starting"
@@ -310,6 +331,16 @@ func (d *Deployment) waitFor(ctx context.Context, progress io.Writer, what strin
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+// listening tells whether something accepts connections on addr.
+func listening(addr string) bool {
+	c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // checkPortsFree fails if a port of the deployment is taken.
