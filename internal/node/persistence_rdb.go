@@ -451,7 +451,12 @@ func (s *Server) rdbHandler() rdb.Handler {
 				return nil // expired keys are dropped on masters, as Redis does
 			}
 			db := s.dbs[en.DB]
-			key := string(en.Key)
+			// The decoder returns a fresh buffer per key: keep it as the
+			// key string without a second copy.
+			key := ""
+			if len(en.Key) > 0 {
+				key = unsafe.String(&en.Key[0], len(en.Key))
+			}
 			if old := db.getEntry(key); old != nil {
 				return fmt.Errorf("node: duplicate key %q in DB %d", key, en.DB)
 			}

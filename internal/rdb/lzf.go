@@ -1,6 +1,10 @@
 package rdb
 
-import "errors"
+import (
+	"errors"
+	"math/bits"
+	"sync"
+)
 
 // LZF, the compression RDB files use for strings (Marc Lehmann's format):
 // a stream of literal runs (control byte 000LLLLL, L+1 bytes follow) and
@@ -13,8 +17,11 @@ const (
 	lzfMaxOff    = 1 << 13
 	lzfMaxRef    = (1 << 8) + (1 << 3) // 264
 	lzfMinMatch  = 3
-	lzfHashShift = 32 - lzfHashBits
 )
+
+// lzfTables recycles hash tables; only the part an input needs is cleared,
+// so compressing many short strings does not clear 64 KB each time.
+var lzfTables = sync.Pool{New: func() any { return new([1 << lzfHashBits]int32) }}
 
 // ErrLZF reports corrupt compressed data.
 var ErrLZF = errors.New("rdb: invalid LZF data")
@@ -26,7 +33,12 @@ func LZFCompress(in []byte, maxOut int) []byte {
 	if len(in) < 4 || maxOut <= 0 {
 		return nil
 	}
-	var table [1 << lzfHashBits]int32 // positions + 1; 0 = empty
+	hb := min(lzfHashBits, max(8, bits.Len(uint(len(in)))))
+	shift := 32 - hb
+	tp := lzfTables.Get().(*[1 << lzfHashBits]int32)
+	defer lzfTables.Put(tp)
+	table := tp[:1<<hb] // positions + 1; 0 = empty
+	clear(table)
 	out := make([]byte, 0, maxOut)
 	litStart := 0 // start of the pending literal run
 	flushLits := func(end int) bool {
@@ -44,7 +56,7 @@ func LZFCompress(in []byte, maxOut int) []byte {
 	ip := 0
 	for ip+lzfMinMatch <= len(in) {
 		v := uint32(in[ip])<<16 | uint32(in[ip+1])<<8 | uint32(in[ip+2])
-		h := (v * 2654435761) >> lzfHashShift
+		h := (v * 2654435761) >> shift
 		ref := int(table[h]) - 1
 		table[h] = int32(ip + 1)
 		if ref >= 0 && ip-ref <= lzfMaxOff && in[ref] == in[ip] && in[ref+1] == in[ip+1] && in[ref+2] == in[ip+2] {
@@ -74,7 +86,7 @@ func LZFCompress(in []byte, maxOut int) []byte {
 			end := ip + n
 			for p := ip + 1; p < end && p+lzfMinMatch <= len(in); p++ {
 				w := uint32(in[p])<<16 | uint32(in[p+1])<<8 | uint32(in[p+2])
-				table[(w*2654435761)>>lzfHashShift] = int32(p + 1)
+				table[(w*2654435761)>>shift] = int32(p + 1)
 			}
 			ip = end
 			litStart = ip

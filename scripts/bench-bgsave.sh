@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# BGSAVE benchmark (not run in CI): shardnode vs redis-server on the same
+# machine, same data.
+#
+#   scripts/bench-bgsave.sh [-k KEYS] [-d VALUE_BYTES] [-p PORT]
+#
+# For each server: load KEYS string keys, then
+#   - baseline: redis-benchmark GET/SET p99 with no save running;
+#   - during save: the same benchmark while BGSAVEs run back to back;
+#   - BGSAVE time (mean of the saves), extra memory (peak RSS of the
+#     server and its fork children during the saves minus RSS before);
+#   - start-up load time of the written dump.rdb (until PING answers and
+#     INFO says loading:0).
+# Prints one table row per server (markdown) for docs/BENCHMARKS.md.
+set -eu
+keys=1000000
+size=64
+port=21196
+while getopts "k:d:p:" o; do
+  case $o in
+    k) keys=$OPTARG ;;
+    d) size=$OPTARG ;;
+    p) port=$OPTARG ;;
+    *) exit 2 ;;
+  esac
+done
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+pid=""
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
+(cd "$here" && go build -o "$work/shardnode-bin" ./cmd/shardnode)
+cli() { redis-cli -p "$port" "$@"; }
+
+rss_kb() { # RSS of pid and its children, in kB
+  local total=0 p
+  for p in "$1" $(pgrep -P "$1" || true); do
+    total=$((total + $(awk '/VmRSS/{print $2}' "/proc/$p/status" 2>/dev/null || echo 0)))
+  done
+  echo "$total"
+}
+
+start() { # server-binary dir
+  "$1" --port "$port" --bind 127.0.0.1 --save "" --dir "$2" --appendonly no --loglevel warning >"$2/log" 2>&1 &
+  pid=$!
+  for _ in $(seq 600); do
+    if cli ping >/dev/null 2>&1 && cli info persistence | grep -q 'loading:0'; then return; fi
+    sleep 0.05
+  done
+  echo "server did not start" >&2
+  exit 1
+}
+
+p99() { # redis-benchmark CSV -> max p99 over the tests (ms)
+  awk -F, 'NR>1 {gsub(/"/,"",$7); if ($7+0 > m) m = $7+0} END {print m}'
+}
+
+bench() { redis-benchmark -p "$port" -t set,get -n "$1" -c 50 -r "$keys" -d "$size" --csv 2>/dev/null; }
+
+row() { # name binary
+  local name=$1 bin=$2 dir="$work/$1"
+  mkdir -p "$dir"
+  start "$bin" "$dir"
+  awk -v n="$keys" -v d="$size" 'BEGIN { v = sprintf("%0" d "d", 0); for (i = 0; i < n; i++) { k = "key:" sprintf("%012d", i); printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", length(k), k, length(v), v } }' | cli --pipe >/dev/null
+  local base_p99 before peak saves=0 total_ms=0 t0 t1
+  base_p99=$(bench 400000 | p99)
+  before=$(rss_kb "$pid")
+  peak=$before
+  bench 400000 >"$dir/during.csv" &
+  local bpid=$!
+  while kill -0 "$bpid" 2>/dev/null; do
+    t0=$(date +%s%N)
+    cli bgsave >/dev/null 2>&1 || true
+    while cli info persistence | grep -q 'rdb_bgsave_in_progress:1'; do
+      r=$(rss_kb "$pid"); [ "$r" -gt "$peak" ] && peak=$r
+      sleep 0.02
+    done
+    t1=$(date +%s%N)
+    if kill -0 "$bpid" 2>/dev/null; then
+      saves=$((saves + 1))
+      total_ms=$((total_ms + (t1 - t0) / 1000000))
+    fi
+  done
+  wait "$bpid" || true
+  local during_p99 save_ms load_ms
+  during_p99=$(p99 <"$dir/during.csv")
+  # One more save alone for a clean timing and the file to load.
+  t0=$(date +%s%N)
+  cli bgsave >/dev/null
+  sleep 0.05
+  while cli info persistence | grep -q 'rdb_bgsave_in_progress:1'; do sleep 0.01; done
+  t1=$(date +%s%N)
+  save_ms=$(((t1 - t0) / 1000000))
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  t0=$(date +%s%N)
+  start "$bin" "$dir"
+  t1=$(date +%s%N)
+  load_ms=$(((t1 - t0) / 1000000))
+  local n; n=$(cli dbsize)
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  pid=""
+  printf '| %s | %s | %d | %d | %d | %s | %s | %d | %s |\n' "$name" "$keys" "$save_ms" "$saves" \
+    $(((peak - before) / 1024)) "$base_p99" "$during_p99" "$load_ms" "$n"
+}
+
+echo "| server | keys | BGSAVE ms (alone) | saves during bench | extra MB (peak) | p99 ms baseline | p99 ms during BGSAVE | load ms | keys loaded |"
+echo "|---|---|---|---|---|---|---|---|---|"
+row shardnode "$work/shardnode-bin"
+row redis-server "$(command -v redis-server)"
