@@ -287,7 +287,10 @@ func (s *Server) Run(ctx context.Context) error {
 			s.repl.becomeReplica(ro[0], port)
 		}
 	}
-	s.log.Info("ready to accept connections", "addr", s.Addr().String(), "version", Version, "pid", os.Getpid())
+	// The first two messages read like redis-server's, which tools (and
+	// Redis's own test harness) wait for.
+	s.log.Info(fmt.Sprintf("shardnode version=%s, just started, PID: %d", Version, os.Getpid()))
+	s.log.Info("Ready to accept connections", "addr", s.Addr().String())
 	var wg sync.WaitGroup
 	for _, ln := range s.listeners {
 		wg.Add(1)
