@@ -32,9 +32,10 @@ trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
 cli() { redis-cli -p "$port" "$@"; }
 
 rss_kb() { # RSS of pid and its children, in kB
-  local total=0 p
+  local total=0 p r
   for p in "$1" $(pgrep -P "$1" || true); do
-    total=$((total + $(awk '/VmRSS/{print $2}' "/proc/$p/status" 2>/dev/null || echo 0)))
+    r=$(awk '/VmRSS/{print $2}' "/proc/$p/status" 2>/dev/null || true)
+    total=$((total + ${r:-0}))
   done
   echo "$total"
 }

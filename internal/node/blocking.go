@@ -315,6 +315,7 @@ func lockShards(s *Server, keys []lockKey) []*sync.Mutex {
 		m.Lock()
 		ms = append(ms, m)
 	}
+	s.snapGuard(ms) // open snapshots copy these shards before they change
 	return ms
 }
 
