@@ -149,14 +149,17 @@ func startProc(t *testing.T, name string, port int, args ...string) *proc {
 	return p
 }
 
-func startRedis(t *testing.T, replicaOf int) *proc {
+func startRedis(t *testing.T, replicaOf int) *proc { return startServer(t, "redis-server", replicaOf) }
+
+// startServer starts redis-server or shardnode (same flags).
+func startServer(t *testing.T, bin string, replicaOf int) *proc {
 	port := freePort(t)
 	args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
 		"--dir", t.TempDir()}
 	if replicaOf != 0 {
 		args = append(args, "--replicaof", "127.0.0.1", strconv.Itoa(replicaOf))
 	}
-	return startProc(t, "redis-server", port, args...)
+	return startProc(t, bin, port, args...)
 }
 
 // sentinelConf writes a sentinel.conf monitoring masterPort.
@@ -457,4 +460,89 @@ func TestE2EConfigEdit(t *testing.T) {
 		_, err := sc.Master(ctx, "other").Result()
 		return err != nil && strings.Contains(err.Error(), "No such master")
 	})
+}
+
+var (
+	shardnodeOnce sync.Once
+	shardnodePath string
+	shardnodeErr  error
+)
+
+// shardnodeBinary builds cmd/shardnode once; tests skip if it does not
+// build (it is developed alongside).
+func shardnodeBinary(t *testing.T) string {
+	t.Helper()
+	shardnodeOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "shardnode-bin")
+		if err != nil {
+			shardnodeErr = err
+			return
+		}
+		shardnodePath = filepath.Join(dir, "shardnode")
+		out, err := exec.Command("go", "build", "-o", shardnodePath, "github.com/shardis/shardis/cmd/shardnode").CombinedOutput()
+		if err != nil {
+			shardnodeErr = fmt.Errorf("%v: %s", err, out)
+		}
+	})
+	if shardnodeErr != nil {
+		t.Skipf("cmd/shardnode does not build: %v", shardnodeErr)
+	}
+	return shardnodePath
+}
+
+// failoverShardnode runs a shardnode master and replica under three
+// Sentinels of the given kind, kills the master and checks that every
+// Sentinel and a go-redis FailoverClient follow the replica.
+func failoverShardnode(t *testing.T, kind string) {
+	bin := shardnodeBinary(t)
+	master := startServer(t, bin, 0)
+	replica := startServer(t, bin, master.port)
+	var ports []int
+	var addrs []string
+	for i := 0; i < 3; i++ {
+		var p *proc
+		if kind == "redis-sentinel" {
+			p = startRedisSentinel(t, master.port)
+		} else {
+			p, _ = startOurSentinel(t, master.port)
+		}
+		ports = append(ports, p.port)
+		addrs = append(addrs, addrOf(p.port))
+	}
+	waitGroupFormed(t, ports, 1)
+	ctx := context.Background()
+	fc := redis.NewFailoverClient(&redis.FailoverOptions{MasterName: "mymaster", SentinelAddrs: addrs,
+		DialTimeout: 500 * time.Millisecond, ReadTimeout: time.Second, MaxRetries: -1})
+	defer fc.Close()
+	if err := fc.Set(ctx, "k", "before", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rc := redis.NewClient(&redis.Options{Addr: addrOf(replica.port)})
+	defer rc.Close()
+	waitFor(t, 10*time.Second, "the replica to sync", func() bool {
+		v, err := rc.Get(ctx, "k").Result()
+		return err == nil && v == "before"
+	})
+	master.kill()
+	for _, p := range ports {
+		waitFor(t, 40*time.Second, fmt.Sprintf("sentinel %d to switch to the replica", p), func() bool {
+			return masterAddrByCLI(t, p) == addrOf(replica.port)
+		})
+	}
+	waitFor(t, 15*time.Second, "a write through FailoverClient", func() bool { return fc.Set(ctx, "k", "after", 0).Err() == nil })
+	nm := redis.NewClient(&redis.Options{Addr: addrOf(replica.port)})
+	defer nm.Close()
+	if role, _ := nm.Do(ctx, "ROLE").Slice(); len(role) == 0 || role[0] != "master" {
+		t.Fatalf("promoted shardnode ROLE %v", role)
+	}
+}
+
+func TestE2EOurSentinelsShardnode(t *testing.T) {
+	needE2E(t)
+	failoverShardnode(t, "shardis")
+}
+
+func TestE2ERedisSentinelsShardnode(t *testing.T) {
+	needE2E(t, "redis-sentinel")
+	failoverShardnode(t, "redis-sentinel")
 }
