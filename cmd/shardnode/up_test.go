@@ -441,4 +441,17 @@ func TestUpRedisSentinel(t *testing.T) {
 	if info, err := c.Info(context.Background(), "server").Result(); err != nil || !strings.Contains(info, "redis_mode:sentinel") {
 		t.Errorf("sentinel INFO: %v", err)
 	}
+
+	// SIGKILL "up" itself: the kernel signals the children (Pdeathsig).
+	_ = u.cmd.Process.Kill()
+	<-u.done
+	waitUntil(t, 10*time.Second, "the children to die with up", func() bool {
+		for _, p := range []int{base, base + 1, sbase, sbase + 1, sbase + 2} {
+			if c, err := net.DialTimeout("tcp", addr(p), 100*time.Millisecond); err == nil {
+				c.Close()
+				return false
+			}
+		}
+		return true
+	})
 }
