@@ -353,7 +353,7 @@ func (s *Server) writeRefused() string {
 	if s.minReplicasRefuse != nil && s.minReplicasRefuse() {
 		return errNoReplicas
 	}
-	return ""
+	return s.persistRefused()
 }
 
 // staleRefused refuses commands while the master link is down and

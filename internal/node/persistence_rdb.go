@@ -688,6 +688,23 @@ func (p *persistence) onShutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
+// persistRefused is Redis's MISCONF: with stop-writes-on-bgsave-error and
+// save rules, writes are refused after a failed background save; with the
+// AOF on, after a failed AOF write.
+func (s *Server) persistRefused() string {
+	p := s.persist
+	if p == nil {
+		return ""
+	}
+	if !p.lastBgOK.Load() && s.cfg.Bool("stop-writes-on-bgsave-error") && s.cfg.Get("save") != "" {
+		return "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error."
+	}
+	if e := p.aof.lastErr.Load(); e != nil && p.aof.enabled.Load() {
+		return "MISCONF Errors writing to the AOF file: " + *e
+	}
+	return ""
+}
+
 // ---- commands ----------------------------------------------------------
 
 func registerPersistenceCommands(t *commandTable) {
@@ -741,7 +758,7 @@ func cmdBgsave(c *Client, args [][]byte) {
 			c.addSimple("Background saving scheduled")
 			return
 		}
-		c.addError("ERR Background save already in progress")
+		c.addError("ERR An AOF log rewriting in progress: can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.")
 		return
 	}
 	if !p.bgsave() {

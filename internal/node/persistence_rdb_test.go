@@ -620,3 +620,37 @@ func TestShutdownSaveModes(t *testing.T) {
 		})
 	}
 }
+
+func TestBgsaveErrorStopsWrites(t *testing.T) {
+	dir := t.TempDir()
+	a := startServerIn(t, dir, "save", "3600 1")
+	rc := a.client(t)
+	c := ctx(t)
+	if err := rc.ConfigSet(c, "dir", filepath.Join(dir, "missing", "sub")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := rc.BgSave(c).Val(); got != "Background saving started" {
+		t.Fatalf("BGSAVE: %q", got)
+	}
+	testutil.WaitFor(t, 5*time.Second, "bgsave failed", func() bool {
+		return !a.srv.persist.bgInProgress.Load() && !a.srv.persist.lastBgOK.Load()
+	})
+	if info := rc.Info(c, "persistence").Val(); !strings.Contains(info, "rdb_last_bgsave_status:err") {
+		t.Fatalf("INFO: %s", info)
+	}
+	err := rc.Set(c, "k", "v", 0).Err()
+	if err == nil || !strings.HasPrefix(err.Error(), "MISCONF Redis is configured to save RDB snapshots") {
+		t.Fatalf("write after failed bgsave: %v", err)
+	}
+	if rc.Get(c, "k").Err() != redis.Nil {
+		t.Fatal("reads must still work")
+	}
+	rc.ConfigSet(c, "dir", dir)
+	if err := rc.BgSave(c).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "bgsave ok", func() bool { return a.srv.persist.lastBgOK.Load() })
+	if err := rc.Set(c, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
