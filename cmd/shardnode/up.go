@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -103,7 +104,9 @@ func runUp(c *cli.Context) error {
 		case <-tick:
 			st, err := col.Collect(ctx)
 			fmt.Print("\x1b[H\x1b[2J")
-			fmt.Printf("shardnode up: %s (Ctrl-C stops everything)\n\n", d.Dir)
+			fmt.Printf("shardnode up: %s (Ctrl-C stops everything)\n", d.Dir)
+			fmt.Printf("pool: MasterNames %s\n      SentinelAddrs %s\n\n",
+				strings.Join(d.Layout.MasterNames(), ","), strings.Join(d.Layout.SentinelAddrs(), ","))
 			if err != nil {
 				fmt.Println("status:", err)
 			} else {
