@@ -345,3 +345,27 @@ func TestScanInMulti(t *testing.T) {
 		t.Fatal("RANDOMKEY in MULTI returned nothing")
 	}
 }
+
+func TestNewKeyNotification(t *testing.T) {
+	ts := startServer(t, "notify-keyspace-events", "En")
+	rc := ts.client(t)
+	c := ctx(t)
+	sub := rc.PSubscribe(c, "*")
+	defer sub.Close()
+	if _, err := sub.Receive(c); err != nil {
+		t.Fatal(err)
+	}
+	rc.Set(c, "foo", "bar", 0)
+	rc.Set(c, "foo", "baz", 0) // not new
+	rc.Rename(c, "foo", "moved")
+	rc.Set(c, "bar", "bar", 0)
+	for _, want := range []string{"moved", "bar"} {
+		m, err := sub.ReceiveMessage(c)
+		if err == nil && m.Channel == "__keyevent@0__:new" && m.Payload == "foo" {
+			m, err = sub.ReceiveMessage(c)
+		}
+		if err != nil || m.Channel != "__keyevent@0__:new" || m.Payload != want {
+			t.Fatalf("got %+v %v, want new %s", m, err, want)
+		}
+	}
+}

@@ -226,6 +226,10 @@ func (db *DB) add(key string, e *entry) {
 	db.keys.Add(1)
 	db.slotKeys[sl].Add(1)
 	db.srv.keyAdded(db.id, key, e.obj)
+	if !db.srv.loading.Load() {
+		// Redis's dbAdd: the "new" event (class n), not sent while loading.
+		db.srv.notifyKeyspaceEvent(notifyNew, "new", key, db.id)
+	}
 }
 
 // remove deletes key and returns its entry, or nil.
