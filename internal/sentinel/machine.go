@@ -487,7 +487,11 @@ func (m *Machine) sendPeriodicCommands(now time.Time, ri *instance) {
 		return
 	}
 	infoPeriod := m.timing.InfoPeriod
-	if ri.kind == RoleReplica && (ri.master.has(flagODown|flagFailoverInProgress) || ri.masterLinkDownTime != 0) {
+	// Redis polls replicas every second once the master is ODOWN; we
+	// start at SDOWN, so that the replica ranking (which wants INFO
+	// fresher than 5 ping periods) has fresh data however fast the
+	// agreement comes.
+	if ri.kind == RoleReplica && (ri.master.has(flagSDown|flagODown|flagFailoverInProgress) || ri.masterLinkDownTime != 0) {
 		infoPeriod = time.Second
 	}
 	// Unlike Redis, poll the replicas our failover is waiting on quickly:
