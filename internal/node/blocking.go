@@ -65,6 +65,19 @@ type blockSpec struct {
 	timeoutReply func(c *Client)
 }
 
+// unblockMode is how a waiter is unblocked from outside.
+type unblockMode int
+
+const (
+	unblockTimeout unblockMode = iota // reply as on timeout
+	unblockError                      // reply the UNBLOCKED error
+	unblockRole                       // role change: UNBLOCKED error, then close
+)
+
+// errUnblockedRole is the reply of clients unblocked because this node
+// became a replica.
+const errUnblockedRole = "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
+
 // Waiter states.
 const (
 	waitWaiting = iota
@@ -83,8 +96,8 @@ type waiter struct {
 	mu    sync.Mutex // guards state; held while serving
 	state int
 	wake  chan struct{} // closed once served
-	// unblock receives CLIENT UNBLOCK requests: true for ERROR.
-	unblock chan bool
+	// unblock receives CLIENT UNBLOCK requests and role changes.
+	unblock chan unblockMode
 }
 
 // blockRegistry holds the waiters of a server.
@@ -345,7 +358,7 @@ func (c *Client) blockForKeys(spec blockSpec) {
 		db:      c.db,
 		spec:    &spec,
 		wake:    make(chan struct{}),
-		unblock: make(chan bool, 1),
+		unblock: make(chan unblockMode, 1),
 	}
 	for _, k := range spec.keys {
 		if !slices.Contains(w.keys, k) {
@@ -391,11 +404,12 @@ func (c *Client) blockForKeys(spec blockSpec) {
 	w.mu.Unlock()
 
 	hup, stopWatch := c.watchHangup()
-	var unblockErr, killed bool
+	var killed bool
+	mode := unblockTimeout
 	select {
 	case <-w.wake:
 	case <-timer:
-	case unblockErr = <-w.unblock:
+	case mode = <-w.unblock:
 	case <-c.Done():
 		killed = true
 	case <-hup:
@@ -415,8 +429,11 @@ func (c *Client) blockForKeys(spec blockSpec) {
 	switch {
 	case killed:
 		c.close()
-	case unblockErr:
+	case mode == unblockError:
 		c.addError(errUnblocked)
+	case mode == unblockRole:
+		c.addError(errUnblockedRole)
+		c.setFlag(clientCloseAfterReply, true)
 	case spec.timeoutReply != nil:
 		spec.timeoutReply(c)
 	default:
@@ -435,11 +452,34 @@ func (s *Server) unblockClient(id int64, withError bool) bool {
 	if w == nil {
 		return false
 	}
+	mode := unblockTimeout
+	if withError {
+		mode = unblockError
+	}
 	select {
-	case w.unblock <- withError:
+	case w.unblock <- mode:
 	default:
 	}
 	return true
+}
+
+// disconnectBlockedClients unblocks every client blocked on keys with
+// Redis's "-UNBLOCKED force unblock ..." error and closes them after the
+// reply, as Redis does when a master becomes a replica (their commands
+// could never be served). Replication calls it on REPLICAOF host port.
+func (s *Server) disconnectBlockedClients() {
+	s.blocking.mu.Lock()
+	ws := make([]*waiter, 0, len(s.blocking.byClient))
+	for _, w := range s.blocking.byClient {
+		ws = append(ws, w)
+	}
+	s.blocking.mu.Unlock()
+	for _, w := range ws {
+		select {
+		case w.unblock <- unblockRole:
+		default:
+		}
+	}
 }
 
 // watchHangup watches the connection of a blocked client for the peer

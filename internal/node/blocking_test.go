@@ -401,3 +401,19 @@ func TestBlockingPropagation(t *testing.T) {
 		}
 	}
 }
+
+func TestBlockingRoleChangeDisconnects(t *testing.T) {
+	ts := startServer(t)
+	r := ts.raw(t)
+	r.send("BLPOP l 0\r\n")
+	waitBlocked(t, ts, 1)
+	ts.srv.disconnectBlockedClients()
+	if got := r.readLine(); got != "-"+errUnblockedRole {
+		t.Fatalf("reply %q", got)
+	}
+	_ = r.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := r.br.ReadByte(); err == nil {
+		t.Fatal("connection still open")
+	}
+	waitBlocked(t, ts, 0)
+}
