@@ -40,7 +40,6 @@ func main() {
 	kill := flag.String("kill-master", "", "SIGKILL this shard's master (e.g. shard-2) and follow the failover")
 	timeout := flag.Duration("timeout", 60*time.Second, "longest wait for the failover")
 	flag.Parse()
-	redis.SetLogger(quiet{}) // dial errors to the dead master are counted, not logged
 	if err := run(*dir, *sentinels, *masters, *keys, *kill, *timeout); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
@@ -48,6 +47,7 @@ func main() {
 }
 
 func run(dir, sentinels, masters string, nkeys int, kill string, timeout time.Duration) error {
+	redis.SetLogger(quiet{}) // dial errors to the dead master are counted, not logged
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var names, addrs []string
