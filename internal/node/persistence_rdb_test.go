@@ -654,3 +654,31 @@ func TestBgsaveErrorStopsWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+func TestRDBStreamRefusedWithClearError(t *testing.T) {
+	r := testutil.StartRedis(t)
+	rc := redis.NewClient(&redis.Options{Addr: r.Addr, DisableIdentity: true})
+	defer rc.Close()
+	c := ctx(t)
+	rc.Set(c, "a", "1", 0)
+	rc.XAdd(c, &redis.XAddArgs{Stream: "mystream", Values: []string{"f", "v"}})
+	if err := rc.Save(c).Err(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(r.Dir, "dump.rdb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "dump.rdb"), data, 0o644)
+	err = newServerErr(t, dir)
+	if err == nil || !strings.Contains(err.Error(), `key "mystream"`) || !strings.Contains(err.Error(), "(stream)") {
+		t.Fatalf("got %v", err)
+	}
+	// RESTORE of a stream payload: Bad data format.
+	p := rc.Dump(c, "mystream").Val()
+	ts := startServer(t)
+	if err := ts.client(t).Restore(c, "s", 0, p).Err(); err == nil || err.Error() != "ERR Bad data format" {
+		t.Fatalf("RESTORE stream: %v", err)
+	}
+}
