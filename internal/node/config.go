@@ -147,6 +147,16 @@ func init() {
 	defConfig("close-on-replica-write", "yes", checkBool, false)
 	defConfig("metrics-addr", "", nil, true)
 	defConfig("gc-percent", "50", checkIntRange(-1, 1000), false)
+	// Accepted for redis.conf compatibility (Redis's test suite sets them);
+	// they have no effect here.
+	defConfig("no-appendfsync-on-rewrite", "no", checkBool, false)
+	defConfig("enable-module-command", "no", checkEnum("yes", "no", "local"), true)
+	defConfig("propagation-error-behavior", "ignore", checkEnum("ignore", "panic", "panic-on-replicas"), false)
+	defConfig("shutdown-timeout", "10", checkIntRange(0, 1<<31-1), false)
+	defConfig("loading-process-events-interval-bytes", "2097152", checkIntRange(1024, 1<<31-1), false)
+	defConfig("key-load-delay", "0", checkIntRange(-1<<31, 1<<31-1), false)
+	defConfig("rdb-key-save-delay", "0", checkIntRange(-1<<31, 1<<31-1), false)
+	defConfig("watchdog-period", "0", checkIntRange(0, 1<<31-1), false)
 }
 
 // NewConfig returns a configuration with Redis's defaults.
