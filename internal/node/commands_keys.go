@@ -128,30 +128,6 @@ type scanOptions struct {
 	hasType  bool
 }
 
-// parseKeyScanCursor parses a SCAN cursor as Redis's strtoul does: an
-// optional sign (a negative value wraps around), no leading space, no
-// trailing garbage, no overflow; an empty string is 0.
-func parseKeyScanCursor(b []byte) (uint64, bool) {
-	if len(b) == 0 {
-		return 0, true
-	}
-	if b[0] == ' ' || (b[0] >= '\t' && b[0] <= '\r') {
-		return 0, false
-	}
-	neg := b[0] == '-'
-	if b[0] == '+' || b[0] == '-' {
-		b = b[1:]
-	}
-	n, err := strconv.ParseUint(string(b), 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	if neg {
-		n = -n
-	}
-	return n, true
-}
-
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
 //
 // The cursor is the bucket cursor of one shard shifted left by shardBits,
@@ -160,7 +136,7 @@ func parseKeyScanCursor(b []byte) (uint64, bool) {
 // for the whole scan is returned at least once even if shards grow or
 // shrink between calls. Only one shard is locked at a time.
 func cmdScan(c *Client, args [][]byte) {
-	cursor, ok := parseKeyScanCursor(args[1])
+	cursor, ok := parseScanCursor(args[1])
 	if !ok {
 		c.addError("ERR invalid cursor")
 		return
