@@ -14,8 +14,9 @@ import (
 // them for COMMAND GETKEYS.
 
 func registerSortCommands(t *commandTable) {
-	t.add(&command{name: "sort", arity: -2, flags: flagWrite | flagDenyOOM | flagLockDB, keys: sortKeys, fn: cmdSort, group: "generic", since: "1.0.0"})
-	t.add(&command{name: "sort_ro", arity: -2, flags: flagReadOnly | flagLockDB, first: 1, last: 1, step: 1, fn: cmdSortRO, group: "generic", since: "7.0.0"})
+	t.add(&command{name: "sort", arity: -2, flags: flagWrite | flagDenyOOM | flagLockDB, keys: sortKeys, first: 1, last: 1, step: 1, fn: cmdSort, group: "generic", since: "1.0.0"})
+	// SORT_RO's only key is the sorted one, yet Redis flags it movablekeys.
+	t.add(&command{name: "sort_ro", arity: -2, flags: flagReadOnly | flagLockDB, keys: func([][]byte) []int { return []int{1} }, first: 1, last: 1, step: 1, fn: cmdSortRO, group: "generic", since: "7.0.0"})
 }
 
 // sortKeys returns SORT's keys: the sorted key and the STORE destination

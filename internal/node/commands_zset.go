@@ -27,10 +27,16 @@ func registerZSetCommands(t *commandTable) {
 	w := flagWrite | flagDenyOOM
 	ro := flagReadOnly
 	add := func(name string, arity int, flags cmdFlag, first, last, step int, fn handlerFunc, since string) {
-		t.add(&command{name: name, arity: arity, flags: flags, first: first, last: last, step: step, fn: fn, group: "sorted_set", since: since})
+		t.add(&command{name: name, arity: arity, flags: flags, first: first, last: last, step: step, fn: fn, group: "sorted-set", since: since})
 	}
+	// Movable keys: the keys func drives locking; first/last/step are
+	// what COMMAND INFO reports, as Redis's legacy key range.
 	addMov := func(name string, arity int, flags cmdFlag, keys keysFunc, fn handlerFunc, since string) {
-		t.add(&command{name: name, arity: arity, flags: flags, keys: keys, fn: fn, group: "sorted_set", since: since})
+		first, last := 0, 0
+		if strings.HasSuffix(name, "store") {
+			first, last = 1, 1
+		}
+		t.add(&command{name: name, arity: arity, flags: flags, keys: keys, first: first, last: last, step: first, fn: fn, group: "sorted-set", since: since})
 	}
 	add("zadd", -4, w|flagFast, 1, 1, 1, cmdZAdd, "1.2.0")
 	add("zincrby", 4, w|flagFast, 1, 1, 1, cmdZIncrBy, "1.2.0")

@@ -6,9 +6,9 @@ package node
 // registerZSetBlockingCommands registers BZPOPMIN, BZPOPMAX and BZMPOP.
 func registerZSetBlockingCommands(t *commandTable) {
 	f := flagWrite | flagNoScript | flagBlocking
-	t.add(&command{name: "bzpopmin", arity: -3, flags: f | flagFast, first: 1, last: -2, step: 1, fn: cmdBZPopMin, group: "sorted_set", since: "5.0.0"})
-	t.add(&command{name: "bzpopmax", arity: -3, flags: f | flagFast, first: 1, last: -2, step: 1, fn: cmdBZPopMax, group: "sorted_set", since: "5.0.0"})
-	t.add(&command{name: "bzmpop", arity: -5, flags: f, keys: zNumkeysKeys(2), fn: cmdBZMPop, group: "sorted_set", since: "7.0.0"})
+	t.add(&command{name: "bzpopmin", arity: -3, flags: f | flagFast, first: 1, last: -2, step: 1, fn: cmdBZPopMin, group: "sorted-set", since: "5.0.0"})
+	t.add(&command{name: "bzpopmax", arity: -3, flags: f | flagFast, first: 1, last: -2, step: 1, fn: cmdBZPopMax, group: "sorted-set", since: "5.0.0"})
+	t.add(&command{name: "bzmpop", arity: -5, flags: flagWrite | flagBlocking, keys: zNumkeysKeys(2), fn: cmdBZMPop, group: "sorted-set", since: "7.0.0"})
 }
 
 // BZPOPMIN key [key ...] timeout
