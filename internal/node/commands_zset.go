@@ -384,8 +384,10 @@ done:
 		lim := c.zsetLimits()
 		for j := 0; j < elems; j++ {
 			s := scores[j]
-			member := string(args[i+2*j+1])
-			cur, exists := z.Score(member)
+			arg := args[i+2*j+1]
+			// Look up without copying; the member is copied only when
+			// stored (bstr's string must not be retained).
+			cur, exists := z.Score(bstr(arg))
 			if exists {
 				if nx {
 					continue
@@ -404,11 +406,11 @@ done:
 				processed++
 				score = s
 				if s != cur {
-					z.set(member, s, lim)
+					z.set(string(arg), s, lim)
 					updated++
 				}
 			} else if !xx {
-				z.set(member, s, lim)
+				z.set(string(arg), s, lim)
 				added++
 				processed++
 				score = s
@@ -459,7 +461,7 @@ func cmdZRem(c *Client, args [][]byte) {
 	}
 	deleted, removed := 0, false
 	for _, m := range args[2:] {
-		if z.Remove(string(m)) {
+		if z.Remove(bstr(m)) {
 			deleted++
 		}
 		if z.Len() == 0 {
@@ -824,7 +826,7 @@ func cmdZScore(c *Client, args [][]byte) {
 		c.addNull()
 		return
 	}
-	if s, ok := z.Score(string(args[2])); ok {
+	if s, ok := z.Score(bstr(args[2])); ok {
 		c.addDouble(s)
 	} else {
 		c.addNull()
@@ -840,7 +842,7 @@ func cmdZMScore(c *Client, args [][]byte) {
 	c.addArrayLen(len(args) - 2)
 	for _, m := range args[2:] {
 		if z != nil {
-			if s, ok := z.Score(string(m)); ok {
+			if s, ok := z.Score(bstr(m)); ok {
 				c.addDouble(s)
 				continue
 			}
@@ -864,7 +866,7 @@ func zrankGeneric(c *Client, args [][]byte, rev bool) {
 		c.addNull()
 		return
 	}
-	r, ok := z.Rank(string(args[2]))
+	r, ok := z.Rank(bstr(args[2]))
 	if !ok {
 		c.addNull()
 		return
