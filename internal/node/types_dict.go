@@ -11,10 +11,15 @@ import (
 // Redis's dict. It is used instead of a Go map because it offers what a map
 // cannot: a SCAN cursor that survives growth and shrinking (reverse-binary
 // bucket order, as dictScan) and cheap fair random elements (as
-// dictGetFairRandomKey) for HRANDFIELD, SRANDMEMBER and SPOP.
+// dictGetFairRandomKey) for HRANDFIELD, SRANDMEMBER and SPOP, through a
+// dense array of its nodes.
 type chainDict[V any] struct {
 	buckets []*dictNode[V]
 	count   int
+	// dense holds every node once, in no particular order; a node knows
+	// its position (idx) and a delete moves the last node into the hole.
+	// It gives uniform random nodes in O(1) and cache-friendly iteration.
+	dense []*dictNode[V]
 }
 
 // dictNode is one element of a chainDict.
@@ -22,6 +27,7 @@ type dictNode[V any] struct {
 	next *dictNode[V]
 	key  string
 	val  V
+	idx  int // position in dense
 }
 
 // newChainDict returns a dict pre-sized for about n elements.
@@ -29,6 +35,7 @@ func newChainDict[V any](n int) *chainDict[V] {
 	d := &chainDict[V]{}
 	if n > 0 {
 		d.buckets = make([]*dictNode[V], dictSizeFor(n))
+		d.dense = make([]*dictNode[V], 0, n)
 	}
 	return d
 }
@@ -78,6 +85,8 @@ func (d *chainDict[V]) upsert(key string) (n *dictNode[V], isNew bool) {
 	n = &dictNode[V]{next: d.buckets[i], key: key}
 	d.buckets[i] = n
 	d.count++
+	n.idx = len(d.dense)
+	d.dense = append(d.dense, n)
 	return n, true
 }
 
@@ -97,6 +106,7 @@ func (d *chainDict[V]) remove(key string) (V, bool) {
 				prev.next = n.next
 			}
 			d.count--
+			d.removeDense(n)
 			d.maybeShrink()
 			return n.val, true
 		}
@@ -128,13 +138,27 @@ func (d *chainDict[V]) resize(size int) {
 	d.buckets = nb
 }
 
+// removeDense takes n out of dense, moving the last node into its place,
+// and gives memory back when dense is mostly empty.
+func (d *chainDict[V]) removeDense(n *dictNode[V]) {
+	last := len(d.dense) - 1
+	m := d.dense[last]
+	d.dense[n.idx] = m
+	m.idx = n.idx
+	d.dense[last] = nil
+	d.dense = d.dense[:last]
+	if cap(d.dense) > 64 && len(d.dense) < cap(d.dense)/4 {
+		nd := make([]*dictNode[V], len(d.dense), len(d.dense)*2)
+		copy(nd, d.dense)
+		d.dense = nd
+	}
+}
+
 // forEach visits every node until fn returns false. fn must not modify d.
 func (d *chainDict[V]) forEach(fn func(n *dictNode[V]) bool) {
-	for _, n := range d.buckets {
-		for ; n != nil; n = n.next {
-			if !fn(n) {
-				return
-			}
+	for _, n := range d.dense {
+		if !fn(n) {
+			return
 		}
 	}
 }
@@ -157,46 +181,14 @@ func (d *chainDict[V]) scan(cursor uint64, fn func(n *dictNode[V])) uint64 {
 	return bits.Reverse64(cursor)
 }
 
-// randomNode returns a random node (nil if empty) the way Redis's
-// dictGetFairRandomKey does: it samples up to 20 nodes from consecutive
-// buckets starting at a random one and picks one of the sample uniformly,
-// which evens out the bias of chains of different lengths (and is exactly
-// uniform for dicts of up to 20 elements, whose sample is all of them).
+// randomNode returns a uniformly random node (nil if empty) in O(1), from
+// the dense array: fairer than Redis's dictGetFairRandomKey, which samples
+// neighbouring buckets.
 func (d *chainDict[V]) randomNode() *dictNode[V] {
-	if d.count == 0 {
+	if len(d.dense) == 0 {
 		return nil
 	}
-	var sample [20]*dictNode[V]
-	want := min(len(sample), d.count)
-	got := 0
-	mask := len(d.buckets) - 1
-	i := rand.IntN(len(d.buckets))
-	// Walk consecutive buckets (never the same one twice, so no node is
-	// sampled twice) until the sample is full.
-	for steps := 0; steps < len(d.buckets) && steps < 1000 && got < want; steps++ {
-		for n := d.buckets[i]; n != nil && got < want; n = n.next {
-			sample[got] = n
-			got++
-		}
-		i = (i + 1) & mask
-	}
-	if got > 0 {
-		return sample[rand.IntN(got)]
-	}
-	for {
-		n := d.buckets[rand.IntN(len(d.buckets))]
-		if n == nil {
-			continue
-		}
-		l := 0
-		for m := n; m != nil; m = m.next {
-			l++
-		}
-		for k := rand.IntN(l); k > 0; k-- {
-			n = n.next
-		}
-		return n
-	}
+	return d.dense[rand.IntN(len(d.dense))]
 }
 
 // memUsage estimates the bytes the table uses: buckets, nodes and keys.
@@ -204,7 +196,7 @@ func (d *chainDict[V]) randomNode() *dictNode[V] {
 // cost does not grow with the size of the table.
 func (d *chainDict[V]) memUsage(valBytes func(V) int) int64 {
 	const samples = 16
-	var sz int64 = 32 + int64(len(d.buckets))*8
+	var sz int64 = 56 + int64(len(d.buckets))*8 + int64(cap(d.dense))*8
 	var sampled, bytes int64
 	d.forEach(func(n *dictNode[V]) bool {
 		bytes += int64(unsafe.Sizeof(*n)) + int64(len(n.key))

@@ -48,3 +48,30 @@ func TestSetValueEncodings(t *testing.T) {
 		t.Fatal("clone shares storage")
 	}
 }
+
+// TestSetRandomFairness checks that random members of a hashtable set are
+// close to uniform (chi-square over 5000 draws from 60 members, 59 degrees
+// of freedom: chi-square above 120 has a probability of about 5e-6).
+func TestSetRandomFairness(t *testing.T) {
+	s := newSet()
+	for i := 0; i < 60; i++ {
+		s.Add("m" + strconv.Itoa(i))
+	}
+	if s.encoding() != "hashtable" {
+		t.Fatal("want a hashtable set")
+	}
+	const draws = 6000
+	hits := map[string]int{}
+	for i := 0; i < draws; i++ {
+		hits[s.randomMember()]++
+	}
+	exp := float64(draws) / 60
+	chi := 0.0
+	for i := 0; i < 60; i++ {
+		d := float64(hits["m"+strconv.Itoa(i)]) - exp
+		chi += d * d / exp
+	}
+	if chi > 120 {
+		t.Fatalf("chi-square %.1f over 60 members: random members are biased", chi)
+	}
+}
