@@ -468,11 +468,10 @@ func cmdCopy(c *Client, args [][]byte) {
 func (c *Client) lookupNoTouch(key []byte) *entry {
 	db := c.curDB()
 	e := db.getEntry(bstr(key))
-	if e == nil || e.expired(c.now) {
-		if e != nil {
-			db.lookup(e.key, c.now) // deletes it on a master
-		}
-		return nil
+	if e != nil && e.expired(c.now) {
+		// lookup decides what an expired key is (deleted on a master);
+		// it only touches live keys, which this one is not.
+		return db.lookup(e.key, c.now)
 	}
 	return e
 }
