@@ -262,18 +262,33 @@ func (s *Server) handleReadyKeys(c *Client) {
 		}
 		return
 	}
-	for i := 0; i < len(queue) && i < 1<<20; i++ {
-		rk := queue[i]
-		if slices.Index(queue[:i], rk) >= 0 {
-			continue
+	// A key is queued at most once while it waits to be processed; a key
+	// made ready again after it was processed (BRPOPLPUSH chains, circular
+	// moves) is queued again.
+	queued := make(map[watchKey]struct{}, len(queue))
+	uniq := queue[:0]
+	for _, rk := range queue {
+		if _, dup := queued[rk]; !dup {
+			queued[rk] = struct{}{}
+			uniq = append(uniq, rk)
 		}
+	}
+	queue = uniq
+	for i := 0; i < len(queue); i++ {
+		rk := queue[i]
+		delete(queued, rk)
 		for {
 			w := s.blocking.first(rk)
 			if w == nil {
 				break
 			}
 			served, more := s.serveWaiter(w, rk.key)
-			queue = append(queue, more...)
+			for _, m := range more {
+				if _, dup := queued[m]; !dup {
+					queued[m] = struct{}{}
+					queue = append(queue, m)
+				}
+			}
 			if !served {
 				break
 			}

@@ -298,6 +298,26 @@ func TestBlockingMoveChains(t *testing.T) {
 		recvPop(t, a)
 		recvPop(t, b)
 	})
+	t.Run("CircularWithReader", func(t *testing.T) {
+		// l1 -> l2 -> l1, and a BLPOP on l1 behind the first mover: the
+		// element comes back to l1 after l1 was processed and must still
+		// reach the reader.
+		a := move("r1{t}", "r2{t}")
+		waitBlocked(t, ts, 1)
+		p := blpopAsync(t, ts, 0, "r1{t}")
+		waitBlocked(t, ts, 2)
+		b := move("r2{t}", "r1{t}")
+		waitBlocked(t, ts, 3)
+		rc.RPush(c, "r1{t}", "foo")
+		recvPop(t, a)
+		recvPop(t, b)
+		if r := recvPop(t, p); r.err != nil || r.vals[1] != "foo" {
+			t.Fatalf("BLPOP got %v %v", r.vals, r.err)
+		}
+		if n := rc.Exists(c, "r1{t}", "r2{t}").Val(); n != 0 {
+			t.Fatalf("lists left: %d", n)
+		}
+	})
 	t.Run("ToBLPOP", func(t *testing.T) {
 		p := blpopAsync(t, ts, 0, "target{t}")
 		waitBlocked(t, ts, 1)
