@@ -94,6 +94,7 @@ func (r *replication) becomeMaster() bool {
 	r.lastDB = -1
 	r.mu.Unlock()
 	r.srv.SetReplicaMode(false)
+	r.forgetLocalExpires()
 	_ = r.srv.cfg.Set("replicaof", "")
 	return true
 }

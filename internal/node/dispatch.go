@@ -204,7 +204,16 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 		c.lockFor(cmd, args)
 	}
 	errsBefore := s.stats.errorReplies.Load()
+	masterView := s.replicaMode.Load() && c.hasFlag(clientMaster)
+	if masterView {
+		c.setMasterAccess(cmd, args, true) // replication_expire.go
+	}
 	cmd.fn(c, args)
+	if masterView {
+		c.setMasterAccess(cmd, args, false)
+	} else if c.dirty > 0 && cmd.flags&flagWrite != 0 && s.replicaMode.Load() {
+		c.rememberLocalExpires(cmd, args)
+	}
 	if c.dirty > 0 && (cmd.flags&(flagWrite|flagMayReplicate) != 0 || c.propArgs != nil) && cmd.flags&flagNoPropagate == 0 {
 		s.dirty.Add(int64(c.dirty))
 		prop := c.propArgs

@@ -44,6 +44,10 @@ type shard struct {
 	buckets  []*entry
 	count    int
 	volatile map[string]struct{} // keys that have an expiry
+	// masterAccess is set while the master link's command holds the shard
+	// on a replica: it sees logically expired keys as alive, as Redis's
+	// expireIfNeeded does for the master client (replication_expire.go).
+	masterAccess bool
 }
 
 func (s *shard) find(key string, h uint64) *entry {
@@ -191,6 +195,8 @@ func (db *DB) lookup(key string, now int64) *entry {
 	if e.expired(now) {
 		if db.srv.expireDeletes() {
 			db.expireEntry(key)
+		} else if db.shards[shardOf(key)].masterAccess {
+			return e
 		}
 		return nil
 	}

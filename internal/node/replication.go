@@ -64,6 +64,9 @@ type replication struct {
 	syncPartialErr int64
 
 	link *masterLink // non-nil while this node is a replica
+
+	// localExp holds keys local writes gave a TTL on a writable replica.
+	localExp localExpires
 }
 
 func newReplID() string {
@@ -274,6 +277,7 @@ func (r *replication) cron(now time.Time, tick int64) {
 	r.mu.Unlock()
 	if link != nil {
 		link.sendAck()
+		r.expireLocalKeys(now)
 	}
 }
 

@@ -299,6 +299,7 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 	if err != nil {
 		return fmt.Errorf("node: replication: loading the master's RDB: %w", err)
 	}
+	l.r.forgetLocalExpires()
 	l.r.mu.Lock()
 	l.r.replid = replid
 	l.r.offset = offset

@@ -1,0 +1,141 @@
+package node
+
+import (
+	"sync"
+	"time"
+)
+
+// Expiry on a replica, as Redis does it:
+//   - a replica never deletes a key of its master's dataset because it
+//     expired: lookups hide it and the master sends a DEL when it expires
+//     the key itself;
+//   - the master's own commands see such keys as alive (the master decides
+//     when they die), so a DEL or a write from the master always reaches
+//     the key (shard.masterAccess, set by setMasterAccess around each
+//     command of the master link);
+//   - keys given a TTL by local writes on a writable replica
+//     (replica-read-only no) are the replica's own: it remembers them and
+//     expires them itself (Redis's rememberSlaveKeyWithExpire and
+//     expireSlaveKeys).
+
+// localExpires is the set of keys that local writes gave a TTL on a
+// writable replica, per database.
+type localExpires struct {
+	mu   sync.Mutex
+	keys map[int]map[string]struct{}
+}
+
+// setMasterAccess marks (or unmarks) the shards the running command of the
+// master link holds, so lookups there see expired keys as alive. The
+// command's shard locks are held, so the flag is never read concurrently.
+func (c *Client) setMasterAccess(cmd *command, args [][]byte, on bool) {
+	s := c.srv
+	switch {
+	case cmd.flags&flagLockAll != 0:
+		for _, db := range s.dbs {
+			for i := range db.shards {
+				db.shards[i].masterAccess = on
+			}
+		}
+	case cmd.flags&flagLockDB != 0:
+		db := s.dbs[c.db]
+		for i := range db.shards {
+			db.shards[i].masterAccess = on
+		}
+	default:
+		db := s.dbs[c.db]
+		for _, p := range cmd.keyPositions(args) {
+			if p < len(args) {
+				db.shards[shardOf(string(args[p]))].masterAccess = on
+			}
+		}
+	}
+}
+
+// rememberLocalExpires records the command's keys that have a TTL after a
+// local write on a replica, so the replica expires them itself. The
+// command's shard locks are held.
+func (c *Client) rememberLocalExpires(cmd *command, args [][]byte) {
+	if cmd.flags&(flagLockAll|flagLockDB) != 0 {
+		return
+	}
+	db := c.curDB()
+	var keys []string
+	for _, p := range cmd.keyPositions(args) {
+		if p >= len(args) {
+			continue
+		}
+		if e := db.getEntry(string(args[p])); e != nil && e.expire != 0 {
+			keys = append(keys, e.key)
+		}
+	}
+	if len(keys) == 0 {
+		return
+	}
+	le := &c.srv.repl.localExp
+	le.mu.Lock()
+	if le.keys == nil {
+		le.keys = make(map[int]map[string]struct{})
+	}
+	m := le.keys[c.db]
+	if m == nil {
+		m = make(map[string]struct{})
+		le.keys[c.db] = m
+	}
+	for _, k := range keys {
+		m[k] = struct{}{}
+	}
+	le.mu.Unlock()
+}
+
+// expireLocalKeys deletes the remembered local keys whose TTL passed and
+// forgets those that no longer have one. It runs from the replication cron
+// while this node is a replica.
+func (r *replication) expireLocalKeys(now time.Time) {
+	le := &r.localExp
+	le.mu.Lock()
+	if len(le.keys) == 0 {
+		le.mu.Unlock()
+		return
+	}
+	type dbKey struct {
+		db  int
+		key string
+	}
+	var todo []dbKey
+	for db, m := range le.keys {
+		for k := range m {
+			todo = append(todo, dbKey{db, k})
+		}
+	}
+	le.mu.Unlock()
+	ms := now.UnixMilli()
+	s := r.srv
+	for _, t := range todo {
+		if t.db >= len(s.dbs) {
+			continue
+		}
+		db := s.dbs[t.db]
+		locks := lockShards(s, []lockKey{{t.db, shardOf(t.key)}})
+		e := db.getEntry(t.key)
+		forget := e == nil || e.expire == 0
+		if e != nil && e.expired(ms) {
+			db.expireEntry(t.key)
+			forget = true
+		}
+		unlockShards(locks)
+		if forget {
+			le.mu.Lock()
+			delete(le.keys[t.db], t.key)
+			le.mu.Unlock()
+		}
+	}
+}
+
+// forgetLocalExpires drops the remembered keys (the node became a master,
+// or a full resync replaced the dataset).
+func (r *replication) forgetLocalExpires() {
+	r.localExp.mu.Lock()
+	r.localExp.keys = nil
+	r.localExp.mu.Unlock()
+}
