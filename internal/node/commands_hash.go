@@ -53,7 +53,6 @@ func (c *Client) lookupHash(key []byte, read bool) (h *hashValue, ok bool) {
 		c.addError(errWrongType)
 		return nil, false
 	}
-	e.lru = lruClock()
 	return h, true
 }
 

@@ -71,7 +71,6 @@ func (c *Client) lookupSet(key []byte, read bool) (s *setValue, ok bool) {
 		c.addError(errWrongType)
 		return nil, false
 	}
-	e.lru = lruClock()
 	return s, true
 }
 
