@@ -74,18 +74,36 @@ func runUp(c *cli.Context) error {
 	d.WriteSummary(os.Stdout)
 
 	var tick <-chan time.Time
-	var col *deploy.Collector
 	var events []string
-	if c.Bool("watch") {
-		col = deploy.NewCollector(d.Layout.SentinelAddrs()[0])
-		defer col.Close()
-		go col.Watch(ctx, nil)
+	watch := c.Bool("watch")
+	// Master switches are announced (and dated in the --watch table).
+	col := deploy.NewCollector(d.Layout.SentinelAddrs()[0])
+	defer col.Close()
+	switches := make(chan string, 16)
+	go col.Watch(ctx, func(name string, f deploy.Failover) {
+		select {
+		case switches <- fmt.Sprintf("%s  +switch-master %s %s -> %s", f.Time.Format("15:04:05"), name, f.From, f.To):
+		default:
+		}
+	})
+	if watch {
 		t := time.NewTicker(time.Second)
 		defer t.Stop()
 		tick = t.C
 	}
+	note := func(msg string) {
+		if !watch {
+			fmt.Println(msg)
+		}
+		events = append(events, msg)
+		if len(events) > 5 {
+			events = events[1:]
+		}
+	}
 	for {
 		select {
+		case msg := <-switches:
+			note(msg)
 		case <-ctx.Done():
 			stop() // a second Ctrl-C kills us (and, by Pdeathsig, the children)
 			fmt.Println("\nstopping: Sentinels, then replicas, then masters ...")
@@ -93,14 +111,7 @@ func runUp(c *cli.Context) error {
 			fmt.Println("stopped; \"shardnode up --dir", c.String("dir")+"\" restarts the deployment with its data")
 			return nil
 		case p := <-d.Exited():
-			msg := fmt.Sprintf("%s  %s exited (%v); log: %s", time.Now().Format("15:04:05"), p.Name, p.Err(), p.LogPath)
-			if col == nil {
-				fmt.Println(msg)
-			}
-			events = append(events, msg)
-			if len(events) > 5 {
-				events = events[1:]
-			}
+			note(fmt.Sprintf("%s  %s exited (%v); log: %s", time.Now().Format("15:04:05"), p.Name, p.Err(), p.LogPath))
 		case <-tick:
 			st, err := col.Collect(ctx)
 			fmt.Print("\x1b[H\x1b[2J")

@@ -347,8 +347,9 @@ func TestUpFailoverRestart(t *testing.T) {
 	if err := pool.Set(ctx, "up:after", "1", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "up to report the killed node", func() bool {
-		return strings.Contains(u.output(), "node "+addr(base+2)+" (shard-2 master) exited")
+	waitUntil(t, 10*time.Second, "up to report the killed node and the switch", func() bool {
+		return strings.Contains(u.output(), "node "+addr(base+2)+" (shard-2 master) exited") &&
+			strings.Contains(u.output(), "+switch-master shard-2 "+addr(base+2)+" -> "+addr(base+3))
 	})
 	var s2 deploy.ShardStatus
 	waitUntil(t, 10*time.Second, "status to show the new master agreed by all", func() bool {
