@@ -107,7 +107,7 @@ func TestQuickstartKillMaster(t *testing.T) {
 func freeRange(t *testing.T, n int) int {
 	t.Helper()
 	for range 200 {
-		base := 20000 + rand.IntN(20000)
+		base := 15000 + rand.IntN(15000) // below the ephemeral range (32768+)
 		ok := true
 		for p := base; p < base+n && ok; p++ {
 			ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
