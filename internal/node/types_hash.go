@@ -213,12 +213,19 @@ func (h *hashValue) setB(field, val []byte, lim hashLimits) (isNew bool) {
 					copy(old, val)
 					return false
 				}
-				tail := h.lp[e:]
-				nl := make([]byte, 0, vo+binary.MaxVarintLen64+len(val)+len(tail))
-				nl = append(nl, h.lp[:vo]...)
-				nl = lpAppend(nl, val)
-				nl = append(nl, tail...)
-				h.lp = nl
+				// Resize the value in place, moving the tail (copy is a
+				// memmove), growing the buffer to the exact size if needed.
+				newVal := uvarintLen(len(val)) + len(val)
+				delta := vo + newVal - e
+				oldLen := len(h.lp)
+				if delta > 0 {
+					h.reserve(delta)
+					h.lp = h.lp[:oldLen+delta]
+				}
+				copy(h.lp[e+delta:], h.lp[e:oldLen])
+				h.lp = h.lp[:oldLen+delta]
+				n := binary.PutUvarint(h.lp[vo:], uint64(len(val)))
+				copy(h.lp[vo+n:], val)
 				return false
 			}
 			if h.lp == nil {

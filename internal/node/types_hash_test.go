@@ -107,3 +107,32 @@ func TestChainDictScanAndRandom(t *testing.T) {
 		}
 	}
 }
+
+// TestHashListpackResizeValues rewrites values of every size in place and
+// checks every field after each change against a map.
+func TestHashListpackResizeValues(t *testing.T) {
+	h := newHash()
+	want := map[string]string{}
+	for i := 0; i < 20; i++ {
+		f := "f" + strconv.Itoa(i)
+		h.Set(f, []byte("v"))
+		want[f] = "v"
+	}
+	for round := 0; round < 200; round++ {
+		f := "f" + strconv.Itoa(round*7%20)
+		v := string(make([]byte, (round*13)%64))
+		if round%3 == 0 {
+			v = ""
+		}
+		h.Set(f, []byte(v))
+		want[f] = v
+		if h.encoding() != "listpack" || h.Len() != 20 {
+			t.Fatalf("round %d: %s %d", round, h.encoding(), h.Len())
+		}
+		for k, w := range want {
+			if g, ok := h.Get(k); !ok || string(g) != w {
+				t.Fatalf("round %d: %s = %q (%v), want %d bytes", round, k, g, ok, len(w))
+			}
+		}
+	}
+}
