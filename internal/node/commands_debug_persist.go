@@ -113,7 +113,7 @@ func debugObject(c *Client, args [][]byte) {
 	sh := &db.shards[shardOf(key)]
 	sh.mu.Lock()
 	c.now = time.Now().UnixMilli()
-	e := db.lookup(key, c.now)
+	e := db.getEntry(key) // as Redis's dictFind: no expiry check (a replica keeps expired keys)
 	if e == nil {
 		sh.mu.Unlock()
 		c.addError(errNoSuchKey)

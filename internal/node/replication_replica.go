@@ -405,8 +405,14 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 			l.sendAck()
 			continue
 		}
-		c.replyMode = replyOff
+		// Replies are built but never sent: an error means the datasets
+		// diverged, which Redis logs as CRITICAL.
+		c.replyMode = replyOn
 		c.execute(args)
+		if len(c.out) > 0 && c.out[0] == '-' {
+			msg, _, _ := bytes.Cut(c.out[1:], []byte("\r\n"))
+			s.log.Warn(fmt.Sprintf("== CRITICAL == This replica is sending an error to its master: '%s' after processing the command '%s'", msg, strings.ToLower(string(args[0]))))
+		}
 		c.out = c.out[:0]
 		l.r.feedFromMaster(raw)
 	}
