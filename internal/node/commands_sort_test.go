@@ -12,7 +12,7 @@ func TestSort(t *testing.T) {
 	for _, proto := range []int{2, 3} {
 		rc := ts.client(t, proto)
 		c := ctx(t)
-		mustZ(t, rc.FlushAll(c).Err())
+		mustZ(t, rc.Del(c, "n", "w_1", "w_2", "w_3", "h_1", "h_3", "dst", "s", "z", "str").Err())
 		mustZ(t, rc.RPush(c, "n", 3, 1, 2, 10, -5, 1.5).Err())
 		check := func(name string, got []string, err error, want ...string) {
 			t.Helper()

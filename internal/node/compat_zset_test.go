@@ -209,7 +209,7 @@ func TestZSetCompatWithRedis(t *testing.T) {
 		{"sort_ro", "n", "by", "w_*", "get", "#"},
 		{"hset", "hh", "a", "b"},
 		{"sort", "hh"},
-		{"flushall"},
+		{"flushdb"},
 		{"zadd", "z", "1", "a", "2", "b", "3", "c", "4", "d", "5", "e", "5", "f"},
 		{"zrangestore", "d", "z", "+inf", "-inf", "byscore", "rev", "limit", "1", "3"},
 		{"zrange", "d", "0", "-1", "withscores"},
@@ -311,7 +311,7 @@ func TestZSetCompatWithRedis(t *testing.T) {
 		{"zscan", "z", "0", "count", "10", "match", "*", "novalues"},
 		{"zscan", "z", "-1"},
 		{"zscan", "z", "18446744073709551616"},
-		{"flushall"},
+		{"flushdb"},
 		{"zadd", "z", "1", "a", "2", "b", "16", "c"},
 		{"zscan", "z", "0", "type", "x"},
 		{"zscan", "z", "0", "match"},
@@ -331,8 +331,8 @@ func TestZSetCompatWithRedis(t *testing.T) {
 		a, b := dialCompat(t, rs.Addr), dialCompat(t, ts.addr)
 		a.do(t, "hello", proto)
 		b.do(t, "hello", proto)
-		a.do(t, "flushall")
-		b.do(t, "flushall")
+		a.do(t, "flushdb")
+		b.do(t, "flushdb")
 		for _, cmd := range script {
 			ra, rb := a.do(t, cmd...), b.do(t, cmd...)
 			if !bytes.Equal(ra, rb) {
