@@ -91,8 +91,16 @@ func sortGeneric(c *Client, args [][]byte, readonly bool) {
 		case eqFold(a, "by") && left >= 1:
 			sortby, hasBy = args[j+1], true
 			dontsort = bytes.IndexByte(sortby, '*') < 0
+			if !dontsort && c.srv.cfg.Bool("cluster-enabled") {
+				c.addError("ERR BY option of SORT denied in Cluster mode.")
+				return
+			}
 			j++
 		case eqFold(a, "get") && left >= 1:
+			if c.srv.cfg.Bool("cluster-enabled") {
+				c.addError("ERR GET option of SORT denied in Cluster mode.")
+				return
+			}
 			gets = append(gets, args[j+1])
 			j++
 		default:
