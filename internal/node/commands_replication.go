@@ -64,13 +64,19 @@ func (r *replication) becomeReplica(host string, port int) bool {
 	}
 	r.link = nil
 	r.mu.Unlock()
+	wasMaster := old == nil
 	if old != nil {
 		old.stop()
 	}
 	r.srv.SetReplicaMode(true)
-	// Blocked clients are released and our replicas must resync.
+	if wasMaster {
+		// Clients blocked on keys of a master can never be served by a
+		// replica: Redis unblocks them with an error and closes them.
+		r.srv.disconnectBlockedClients()
+	}
+	// Our own replicas stay connected, as in Redis 7: they resync (PSYNC2)
+	// when our replication id changes or after our full sync.
 	r.mu.Lock()
-	r.disconnectReplicasLocked()
 	r.startLinkLocked(host, port)
 	r.mu.Unlock()
 	_ = r.srv.cfg.Set("replicaof", host+" "+strconv.Itoa(port))
