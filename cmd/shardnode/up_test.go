@@ -323,6 +323,31 @@ func TestUpFailoverRestart(t *testing.T) {
 	if pid <= 0 {
 		t.Fatal("no process_id in INFO server")
 	}
+	// A "status --watch --json" running across the failover dates it.
+	watcher := asMain(exec.Command(bin, "status", "--sentinel", sentinels[0], "--json", "--watch", "--interval", "200ms"))
+	wout, err := watcher.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := watcher.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { watcher.Process.Kill(); watcher.Wait() })
+	watched := make(chan *deploy.ShardStatus, 1)
+	go func() {
+		sc := bufio.NewScanner(wout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			var st deploy.Status
+			if json.Unmarshal(sc.Bytes(), &st) == nil && len(st.Shards) == 2 && st.Shards[1].LastFailover != nil &&
+				!st.Shards[1].LastFailover.Time.IsZero() && st.Shards[1].ConfigEpoch > 0 {
+				watched <- &st.Shards[1]
+				return
+			}
+		}
+	}()
+	time.Sleep(300 * time.Millisecond) // the watcher subscribes first
+
 	killed := time.Now()
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -361,6 +386,15 @@ func TestUpFailoverRestart(t *testing.T) {
 	}
 	if len(s2.Replicas) != 1 || s2.Replicas[0].Addr != addr(base+2) || s2.Replicas[0].Link != "down" {
 		t.Errorf("status shard-2 replicas = %+v, want the old master down", s2.Replicas)
+	}
+	select {
+	case w := <-watched:
+		f := w.LastFailover
+		if w.Master != addr(base+3) || f.From != addr(base+2) || f.To != addr(base+3) || f.Time.Before(killed) || f.Epoch < 1 {
+			t.Errorf("status --watch --json: master %s, last failover %+v", w.Master, f)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("status --watch --json never showed a dated failover")
 	}
 	table, err := asMain(exec.Command(bin, "status", "--sentinel", sentinels[0])).Output()
 	if err != nil {

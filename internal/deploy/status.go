@@ -292,7 +292,8 @@ func (c *Collector) Collect(ctx context.Context) (*Status, error) {
 		}
 		sort.Slice(ss.Replicas, func(i, j int) bool { return ss.Replicas[i].Addr < ss.Replicas[j].Addr })
 		c.mu.Lock()
-		if f := c.last[ss.Name]; f != nil {
+		// A switch seen while this snapshot was taken may be newer than it.
+		if f := c.last[ss.Name]; f != nil && f.To == ss.Master {
 			fo := *f
 			fo.Epoch = ss.ConfigEpoch
 			ss.LastFailover = &fo
