@@ -494,6 +494,12 @@ func (m *Machine) sendPeriodicCommands(now time.Time, ri *instance) {
 	if ri.kind == RoleReplica && (ri.master.has(flagSDown|flagODown|flagFailoverInProgress) || ri.masterLinkDownTime != 0) {
 		infoPeriod = time.Second
 	}
+	// A replica claiming to be a master is watched every second too, so
+	// that its conversion (after the 4 publish periods Redis waits) is
+	// not delayed by up to an INFO period.
+	if ri.kind == RoleReplica && ri.roleReported == RoleMaster {
+		infoPeriod = time.Second
+	}
 	// Unlike Redis, poll the replicas our failover is waiting on quickly:
 	// the promotion and the reconfiguration are only seen through INFO.
 	if ri.kind == RoleReplica && (ri.has(flagReconfSent|flagReconfInprog) ||
@@ -664,7 +670,9 @@ func (m *Machine) Step(now time.Time, msg Message) {
 				ri.link.connTime = now
 				ri.link.pending = 0
 				m.sendPing(now, ri) // as Redis: PING as soon as connected
-				if ri.kind != RoleSentinel && ri.infoRefresh.IsZero() {
+				// INFO at once too when the instance is new or was
+				// unreachable: it may have restarted with another role.
+				if ri.kind != RoleSentinel && (ri.infoRefresh.IsZero() || ri.has(flagSDown)) {
 					ri.infoSent = now
 					ri.link.pending++
 					m.act(m.actionFor(ActInfo, ri))
