@@ -519,15 +519,7 @@ func (sn *snapshot) writeCommands(w io.Writer) error {
 	for i, db := range s.dbs {
 		selected := false
 		for j := range db.shards {
-			sh := &db.shards[j]
-			sc := sn.shards[sh]
-			sh.mu.Lock()
-			if sc.state == shardPending {
-				sn.copyShard(sh, sc)
-			}
-			entries := sc.entries
-			sc.state, sc.entries, sc.arena = shardDone, nil, nil
-			sh.mu.Unlock()
+			entries := sn.takeShard(&db.shards[j])
 			for k := range entries {
 				se := &entries[k]
 				if !selected {

@@ -149,8 +149,11 @@ type snapshot struct {
 	aux     [][2]string
 	started atomic.Bool
 	closed  atomic.Bool
-	limits  rdb.Limits
-	lru     string // "lru", "lfu" or "": what per-key metadata to write
+	// allCopied is set when every shard was copied at opening (SAVE under
+	// all locks): the writer then reads copies without locking.
+	allCopied bool
+	limits    rdb.Limits
+	lru       string // "lru", "lfu" or "": what per-key metadata to write
 }
 
 // shardCopy is one shard's copy. state and entries are guarded by the
@@ -304,6 +307,38 @@ func (sn *snapshot) copyShard(sh *shard, sc *shardCopy) {
 	}
 }
 
+// copyAllLocked copies every pending shard now; every shard lock must be
+// held. The writer then reads the copies without locking.
+func (sn *snapshot) copyAllLocked() {
+	for sh, sc := range sn.shards {
+		if sc.state == shardPending {
+			sn.copyShard(sh, sc)
+		}
+	}
+	sn.allCopied = true
+}
+
+// takeShard returns a shard's copy (copying it first if needed) and marks
+// it written.
+func (sn *snapshot) takeShard(sh *shard) []snapEntry {
+	sc := sn.shards[sh]
+	if sn.allCopied {
+		// Commands' snapGuard reads state under the shard lock; leave it
+		// alone (it stays "copied") and only take the entries.
+		entries := sc.entries
+		sc.entries, sc.arena = nil, nil
+		return entries
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sc.state == shardPending {
+		sn.copyShard(sh, sc)
+	}
+	entries := sc.entries
+	sc.state, sc.entries, sc.arena = shardDone, nil, nil
+	return entries
+}
+
 // writeTo encodes the snapshot as an RDB stream and closes it.
 func (sn *snapshot) writeTo(w io.Writer) error {
 	sn.started.Store(true)
@@ -324,15 +359,7 @@ func (sn *snapshot) writeTo(w io.Writer) error {
 			enc.ResizeDB(uint64(sn.dbKeys[i]), uint64(sn.dbExp[i]))
 		}
 		for j := range db.shards {
-			sh := &db.shards[j]
-			sc := sn.shards[sh]
-			sh.mu.Lock()
-			if sc.state == shardPending {
-				sn.copyShard(sh, sc)
-			}
-			entries := sc.entries
-			sc.state, sc.entries, sc.arena = shardDone, nil, nil
-			sh.mu.Unlock()
+			entries := sn.takeShard(&db.shards[j])
 			for k := range entries {
 				se := &entries[k]
 				meta := rdb.KeyMeta{ExpireMs: se.expire, Idle: -1, Freq: -1}
@@ -573,6 +600,28 @@ func (p *persistence) save() error {
 	return p.saveOnce()
 }
 
+// saveHeld is SAVE: every shard lock is held by the caller (flagLockAll,
+// also inside EXEC), so the whole dataset is copied and written while
+// clients wait, as Redis's SAVE blocks the server.
+func (p *persistence) saveHeld() error {
+	s := p.srv
+	sn := p.openLocked()
+	sn.copyAllLocked()
+	dirty := s.dirty.Load()
+	p.saveMu.Lock()
+	defer p.saveMu.Unlock()
+	p.lastSaveTry.Store(time.Now().Unix())
+	if err := p.saveRDB(sn); err != nil {
+		s.log.Warn("error saving DB on disk", "err", err)
+		return err
+	}
+	s.dirty.Add(-dirty)
+	s.lastSave.Store(time.Now().Unix())
+	p.savesDone.Add(1)
+	s.log.Info("DB saved on disk")
+	return nil
+}
+
 func (p *persistence) saveOnce() error {
 	s := p.srv
 	s.LockAll()
@@ -593,6 +642,20 @@ func (p *persistence) saveOnce() error {
 
 // bgsave starts a background save; it reports false when one is running.
 func (p *persistence) bgsave() bool {
+	s := p.srv
+	s.LockAll()
+	defer s.UnlockAll()
+	return p.bgsaveLocked(false)
+}
+
+// bgsaveLocked is bgsave with every shard lock held by the caller (BGSAVE
+// runs with flagLockAll, also inside EXEC).
+//
+// Inside EXEC the block's later commands change shards without taking
+// locks again (so without snapGuard): copyAll copies everything now, which
+// puts the snapshot exactly at BGSAVE's place in the block, as Redis's
+// fork does.
+func (p *persistence) bgsaveLocked(copyAll bool) bool {
 	if !p.bgInProgress.CompareAndSwap(false, true) {
 		return false
 	}
@@ -600,10 +663,11 @@ func (p *persistence) bgsave() bool {
 	start := time.Now()
 	p.bgStart.Store(start.UnixMilli())
 	s := p.srv
-	s.LockAll()
 	sn := p.openLocked()
+	if copyAll {
+		sn.copyAllLocked()
+	}
 	dirty := s.dirty.Load()
-	s.UnlockAll()
 	s.log.Info("background saving started")
 	go func() {
 		p.saveMu.Lock()
@@ -708,8 +772,8 @@ func (s *Server) persistRefused() string {
 // ---- commands ----------------------------------------------------------
 
 func registerPersistenceCommands(t *commandTable) {
-	t.add(&command{name: "save", arity: 1, flags: flagAdmin | flagNoScript | flagNoAsyncLoading, fn: cmdSave, group: "server", since: "1.0.0"})
-	t.add(&command{name: "bgsave", arity: -1, flags: flagAdmin | flagNoScript | flagNoAsyncLoading, fn: cmdBgsave, group: "server", since: "1.0.0"})
+	t.add(&command{name: "save", arity: 1, flags: flagAdmin | flagNoScript | flagNoAsyncLoading | flagLockAll | flagNoMulti, fn: cmdSave, group: "server", since: "1.0.0"})
+	t.add(&command{name: "bgsave", arity: -1, flags: flagAdmin | flagNoScript | flagNoAsyncLoading | flagLockAll, fn: cmdBgsave, group: "server", since: "1.0.0"})
 	t.add(&command{name: "lastsave", arity: 1, flags: flagLoading | flagStale | flagFast, fn: cmdLastSave, group: "server", since: "1.0.0"})
 	t.add(&command{name: "bgrewriteaof", arity: 1, flags: flagAdmin | flagNoScript | flagNoAsyncLoading, fn: cmdBgRewriteAOF, group: "server", since: "1.0.0"})
 }
@@ -724,7 +788,7 @@ func cmdSave(c *Client, args [][]byte) {
 		c.addError("ERR Background save already in progress")
 		return
 	}
-	if err := p.save(); err != nil {
+	if err := p.saveHeld(); err != nil {
 		c.addError("ERR " + err.Error())
 		return
 	}
@@ -761,7 +825,7 @@ func cmdBgsave(c *Client, args [][]byte) {
 		c.addError("ERR An AOF log rewriting in progress: can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.")
 		return
 	}
-	if !p.bgsave() {
+	if !p.bgsaveLocked(c.inExec) {
 		c.addError("ERR Background save already in progress")
 		return
 	}

@@ -682,3 +682,34 @@ func TestRDBStreamRefusedWithClearError(t *testing.T) {
 		t.Fatalf("RESTORE stream: %v", err)
 	}
 }
+
+func TestSaveAndBgsaveInsideMulti(t *testing.T) {
+	dir := t.TempDir()
+	a := startServerIn(t, dir)
+	rc := a.client(t)
+	c := ctx(t)
+	// SAVE is no-multi in Redis 7.0: the transaction is aborted.
+	r := a.raw(t)
+	r.expect("MULTI\r\n", "+OK")
+	r.expect("SAVE\r\n", "-ERR Command not allowed inside a transaction")
+	r.expect("EXEC\r\n", "-EXECABORT Transaction discarded because of previous errors.")
+	// BGSAVE runs inside EXEC, which then holds every shard lock.
+	cmds, err := rc.TxPipelined(c, func(p redis.Pipeliner) error {
+		p.Set(c, "x", "1", 0)
+		p.BgSave(c)
+		p.Set(c, "y", "2", 0)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cmds[1].(*redis.StatusCmd).Val(); got != "Background saving started" {
+		t.Fatalf("BGSAVE in MULTI: %q", got)
+	}
+	testutil.WaitFor(t, 5*time.Second, "bgsave", func() bool { return !a.srv.persist.bgInProgress.Load() })
+	// The snapshot opened inside the block: x is in it, y not yet.
+	b := startServerIn(t, dir)
+	if got := canonServer(b.srv); got["0:x"].val != "1" || got["0:y"].val != "" {
+		t.Fatalf("after reload: %v", got)
+	}
+}
