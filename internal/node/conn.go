@@ -75,8 +75,12 @@ type Client struct {
 	multi   [][][]byte
 	watched []watchKey
 
-	// held are the shard locks the running command holds.
-	held []*sync.Mutex
+	// held are the shard locks the running command holds; lockBuf is
+	// lockFor's reusable buffer; lastCmdRef is the command last stored in
+	// lastCmd (dispatch.go).
+	held       []*sync.Mutex
+	lockBuf    []lockKey
+	lastCmdRef *command
 
 	// cmd is the command running; propArgs overrides what is propagated.
 	cmd      *command

@@ -242,9 +242,14 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	}
 	s.stats.commands.Add(1)
 	s.slowlog.maybeAdd(c, args, dur)
-	c.infoMu.Lock()
-	c.lastCmd = cmd.fullName()
-	c.infoMu.Unlock()
+	if c.lastCmdRef != cmd {
+		// CLIENT LIST's cmd= only changes with the command: no lock for a
+		// run of the same command.
+		c.lastCmdRef = cmd
+		c.infoMu.Lock()
+		c.lastCmd = cmd.fullName()
+		c.infoMu.Unlock()
+	}
 }
 
 func cloneArgs(args [][]byte) [][]byte {
@@ -272,17 +277,39 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 		c.srv.snapGuard(c.held)
 		return
 	}
-	pos := cmd.keyPositions(args)
-	if len(pos) == 0 {
-		return
-	}
-	keys := make([]lockKey, 0, len(pos))
-	for _, p := range pos {
-		if p < len(args) {
-			keys = append(keys, lockKey{c.db, consistent.KeySlot(string(args[p])) & (numShards - 1)})
+	keys := c.lockBuf[:0]
+	if cmd.keys != nil {
+		for _, p := range cmd.keys(args) {
+			if p < len(args) {
+				keys = append(keys, lockKey{c.db, shardOf(bstr(args[p]))})
+			}
+		}
+	} else if cmd.first > 0 {
+		last := cmd.last
+		if last < 0 {
+			last = len(args) + last
+		}
+		last = min(last, len(args)-1)
+		if cmd.first == last {
+			// One key (GET, SET, INCR, LPUSH...): no sorting, no buffer.
+			m := &c.srv.dbs[c.db].shards[shardOf(bstr(args[last]))].mu
+			m.Lock()
+			c.held = append(c.held, m)
+			c.srv.snapGuard(c.held)
+			return
+		}
+		step := max(cmd.step, 1)
+		for i := cmd.first; i <= last; i += step {
+			keys = append(keys, lockKey{c.db, shardOf(bstr(args[i]))})
 		}
 	}
+	if len(keys) == 0 {
+		return
+	}
 	c.lockKeys(keys)
+	if cap(keys) <= 1024 {
+		c.lockBuf = keys[:0]
+	}
 }
 
 // lockKeys locks the given shards in (db, shard) order, without duplicates.

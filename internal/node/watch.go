@@ -1,6 +1,9 @@
 package node
 
-import "sync"
+import (
+	"sync"
+	"sync/atomic"
+)
 
 // watchKey is a key a client WATCHes.
 type watchKey struct {
@@ -10,10 +13,12 @@ type watchKey struct {
 
 // watchRegistry maps watched keys to the clients watching them. Every write
 // calls touch; it is a leaf lock (never held while taking a shard lock).
+// n, the number of (client, key) watches, is an atomic so a write with
+// nothing watched anywhere does not take the registry's lock.
 type watchRegistry struct {
 	mu   sync.Mutex
 	keys map[watchKey]map[*Client]struct{}
-	n    int
+	n    atomic.Int64
 }
 
 func newWatchRegistry() *watchRegistry {
@@ -33,7 +38,7 @@ func (w *watchRegistry) watch(c *Client, db int, key string) {
 		return
 	}
 	m[c] = struct{}{}
-	w.n++
+	w.n.Add(1)
 	c.watched = append(c.watched, wk)
 }
 
@@ -44,7 +49,7 @@ func (w *watchRegistry) unwatchAll(c *Client) {
 		if m := w.keys[wk]; m != nil {
 			if _, ok := m[c]; ok {
 				delete(m, c)
-				w.n--
+				w.n.Add(-1)
 			}
 			if len(m) == 0 {
 				delete(w.keys, wk)
@@ -54,13 +59,15 @@ func (w *watchRegistry) unwatchAll(c *Client) {
 	c.watched = nil
 }
 
-// touch marks the watchers of key dirty.
+// touch marks the watchers of key dirty. A WATCH that starts while a
+// write of its key is running is ordered by the key's shard lock (WATCH
+// takes it too), so the lock-free n == 0 check cannot miss a watcher that
+// the write must break.
 func (w *watchRegistry) touch(db int, key string) {
-	w.mu.Lock()
-	if w.n == 0 {
-		w.mu.Unlock()
+	if w.n.Load() == 0 {
 		return
 	}
+	w.mu.Lock()
 	for c := range w.keys[watchKey{db, key}] {
 		c.setFlag(clientDirtyCAS, true)
 	}
