@@ -352,81 +352,17 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 		c.addError("ERR increment would produce NaN or Infinity")
 		return
 	}
-	out := formatLongDoubleHuman(cur)
+	out := formatLongDouble(cur)
 	if h == nil {
 		h = c.createHash(args[1])
 	}
-	h.setB(args[2], []byte(out), c.srv.hashLimits())
+	h.setB(args[2], out, c.srv.hashLimits())
 	key := string(args[1])
 	c.signalModifiedKey(key)
 	c.notify(notifyHash, "hincrbyfloat", key)
 	c.markDirty(1)
-	c.addBulkString(out)
-	c.propagateAs([][]byte{[]byte("HSET"), args[1], args[2], []byte(out)})
-}
-
-// longDoublePrec is the significand precision of the x87 80-bit long
-// double Redis uses for INCRBYFLOAT and HINCRBYFLOAT.
-const longDoublePrec = 64
-
-// parseLongDouble parses a float as Redis's string2ld (strtold) does: no
-// leading space, the whole string consumed, inf allowed, NaN and values
-// out of long double range refused.
-func parseLongDouble(b []byte) (*big.Float, bool) {
-	if len(b) == 0 || len(b) >= 5*1024 {
-		return nil, false
-	}
-	s := string(b)
-	// strtold knows no digit separators (Go does).
-	if s[0] == ' ' || (s[0] >= '\t' && s[0] <= '\r') || strings.ContainsRune(s, '_') {
-		return nil, false
-	}
-	body := strings.TrimLeft(s, "+-")
-	if len(s)-len(body) > 1 {
-		return nil, false
-	}
-	switch strings.ToLower(body) {
-	case "inf", "infinity":
-		return new(big.Float).SetInf(s[0] == '-'), true
-	}
-	f, _, err := new(big.Float).SetPrec(longDoublePrec).Parse(s, 0)
-	if err != nil || f.IsInf() {
-		return nil, false
-	}
-	if longDoubleOverflows(f) {
-		return nil, false
-	}
-	if f.Sign() != 0 && f.MantExp(nil) < -16444 {
-		// Below the smallest long double denormal: strtold underflows
-		// to 0 with ERANGE, which Redis refuses.
-		return nil, false
-	}
-	return f, true
-}
-
-// longDoubleOverflows reports whether f is beyond the long double range.
-func longDoubleOverflows(f *big.Float) bool {
-	return f.IsInf() || f.MantExp(nil) > 16384
-}
-
-// formatLongDoubleHuman formats f as Redis's ld2string(LD_STR_HUMAN):
-// "%.17Lf" with trailing zeros (and a trailing dot) removed, "-0" as "0".
-func formatLongDoubleHuman(f *big.Float) string {
-	if f.IsInf() {
-		if f.Sign() > 0 {
-			return "inf"
-		}
-		return "-inf"
-	}
-	s := f.Text('f', 17)
-	if strings.IndexByte(s, '.') >= 0 {
-		s = strings.TrimRight(s, "0")
-		s = strings.TrimSuffix(s, ".")
-	}
-	if s == "-0" {
-		s = "0"
-	}
-	return s
+	c.addBulk(out)
+	c.propagateAs([][]byte{[]byte("HSET"), args[1], args[2], out})
 }
 
 // HRANDFIELD key [count [WITHVALUES]]

@@ -346,6 +346,10 @@ func TestHashPropagation(t *testing.T) {
 	r.expect("HINCRBYFLOAT h f 0x10\r\n", "$4")
 	r.expect("", "17.5")
 	r.expect("HINCRBYFLOAT h f 1e-5000\r\n", "-ERR value is not a valid float")
+	// strtold reads no 0b/0o prefixes and no bare binary exponent.
+	r.expect("HINCRBYFLOAT h f 0b101\r\n", "-ERR value is not a valid float")
+	r.expect("HINCRBYFLOAT h f 0o17\r\n", "-ERR value is not a valid float")
+	r.expect("HINCRBYFLOAT h f 1p3\r\n", "-ERR value is not a valid float")
 	r.expect("HINCRBY h n 2\r\n", ":2")
 	r.expect("HDEL h nothere\r\n", ":0")
 	mu.Lock()

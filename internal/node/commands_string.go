@@ -468,83 +468,22 @@ func incrDecr(c *Client, key []byte, by int64) {
 	c.addInt(cur)
 }
 
-// incrFloatPrec is the mantissa of the x87 long double Redis computes
-// INCRBYFLOAT with; big.Float at this precision rounds like it does.
-const incrFloatPrec = 64
-
-// parseExtFloat parses a number as Redis's string2ld (strtold) does: no
-// surrounding spaces, no NaN, no overflow or underflow of a long double.
-func parseExtFloat(b []byte) (*big.Float, bool) {
-	if len(b) == 0 || len(b) >= 5*1024 {
-		return nil, false
-	}
-	s := string(b)
-	body := s
-	if body[0] == '+' || body[0] == '-' {
-		body = body[1:]
-	}
-	switch {
-	case eqFold([]byte(body), "inf") || eqFold([]byte(body), "infinity"):
-		f := new(big.Float).SetInf(s[0] == '-')
-		return f, true
-	}
-	base := 10
-	if len(body) > 2 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X') {
-		base = 0 // hexadecimal float, as strtold reads it
-		body = body[2:]
-	}
-	for i := 0; i < len(body); i++ {
-		ch := body[i]
-		ok := ch >= '0' && ch <= '9' || ch == '.' || ch == '+' || ch == '-'
-		if base == 10 {
-			ok = ok || ch == 'e' || ch == 'E'
-		} else {
-			ok = ok || ch >= 'a' && ch <= 'f' || ch >= 'A' && ch <= 'F' || ch == 'p' || ch == 'P'
-		}
-		if !ok {
-			return nil, false
-		}
-	}
-	f, _, err := big.ParseFloat(s, base, incrFloatPrec, big.ToNearestEven)
-	if err != nil {
-		return nil, false
-	}
-	if f.Sign() != 0 && (f.MantExp(nil) > 16384 || f.MantExp(nil) < -16444) {
-		return nil, false // ERANGE
-	}
-	return f, true
-}
-
-// formatLongDouble renders v as Redis's ld2string in human mode: %.17Lf
-// with trailing zeros (and a trailing point) removed, never "-0".
-func formatLongDouble(v *big.Float) []byte {
-	b := v.Append(nil, 'f', 17)
-	if bytes.IndexByte(b, '.') >= 0 {
-		b = bytes.TrimRight(b, "0")
-		b = bytes.TrimSuffix(b, []byte("."))
-	}
-	if string(b) == "-0" {
-		b = []byte("0")
-	}
-	return b
-}
-
 // INCRBYFLOAT key increment
 func cmdIncrByFloat(c *Client, args [][]byte) {
 	e, ok := c.lookupString(args[1])
 	if !ok {
 		return
 	}
-	cur := new(big.Float).SetPrec(incrFloatPrec)
+	cur := new(big.Float).SetPrec(longDoublePrec)
 	if e != nil {
-		v, ok := parseExtFloat(e.str)
+		v, ok := parseLongDouble(e.str)
 		if !ok {
 			c.addError(errNotFloat)
 			return
 		}
 		cur = v
 	}
-	incr, ok := parseExtFloat(args[2])
+	incr, ok := parseLongDouble(args[2])
 	if !ok {
 		c.addError(errNotFloat)
 		return
@@ -553,8 +492,8 @@ func cmdIncrByFloat(c *Client, args [][]byte) {
 		c.addError("ERR increment would produce NaN or Infinity")
 		return
 	}
-	sum := new(big.Float).SetPrec(incrFloatPrec).SetMode(big.ToNearestEven).Add(cur, incr)
-	if sum.Sign() != 0 && sum.MantExp(nil) > 16384 {
+	sum := new(big.Float).SetPrec(longDoublePrec).SetMode(big.ToNearestEven).Add(cur, incr)
+	if longDoubleOverflows(sum) {
 		c.addError("ERR increment would produce NaN or Infinity")
 		return
 	}
