@@ -310,10 +310,12 @@ func (db *DB) flush() {
 		sh.count = 0
 		sh.volatile = nil
 	}
-	db.keys.Store(0)
+	hadKeys := db.keys.Swap(0) != 0
 	db.expires.Store(0)
-	for i := range db.slotKeys {
-		db.slotKeys[i].Store(0)
+	if hadKeys { // an empty database has all-zero slot counts already
+		for i := range db.slotKeys {
+			db.slotKeys[i].Store(0)
+		}
 	}
 }
 
