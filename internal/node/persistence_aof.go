@@ -404,6 +404,12 @@ func (a *aofState) rewrite(enable bool) error {
 	if !a.rewriting.CompareAndSwap(false, true) {
 		return errors.New("node: AOF rewrite already in progress")
 	}
+	return a.rewriteReserved(enable)
+}
+
+// rewriteReserved runs a rewrite the caller reserved by setting rewriting
+// (so INFO shows it in progress from the moment BGREWRITEAOF answers).
+func (a *aofState) rewriteReserved(enable bool) error {
 	defer a.rewriting.Store(false)
 	start := time.Now()
 	a.rewriteStart.Store(start.UnixMilli())
@@ -881,8 +887,12 @@ func cmdBgRewriteAOF(c *Client, args [][]byte) {
 		c.addSimple("Background append only file rewriting scheduled")
 		return
 	}
+	if !a.rewriting.CompareAndSwap(false, true) {
+		c.addError("ERR Background append only file rewriting already in progress")
+		return
+	}
 	go func() {
-		if err := a.rewrite(false); err != nil {
+		if err := a.rewriteReserved(false); err != nil {
 			c.srv.log.Warn("BGREWRITEAOF failed", "err", err)
 		}
 	}()
