@@ -64,6 +64,10 @@ type replication struct {
 	syncPartialErr int64
 
 	link *masterLink // non-nil while this node is a replica
+	// masterDB is the database the master's stream last selected. It
+	// survives a cut link and a change of master, as Redis's cached master
+	// client: a master continuing partially sends no SELECT.
+	masterDB int
 
 	// localExp holds keys local writes gave a TTL on a writable replica.
 	localExp localExpires

@@ -305,6 +305,7 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 	l.r.offset = offset
 	l.r.replid2 = strings.Repeat("0", 40)
 	l.r.secondOffset = -1
+	l.r.masterDB = 0 // the master starts the stream with a SELECT
 	// Our own replicas must resync from the new dataset.
 	l.r.backlog = nil
 	l.r.createBacklogLocked()
@@ -383,6 +384,20 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 	l.mu.Lock()
 	l.client = c
 	l.mu.Unlock()
+	l.r.mu.Lock()
+	c.db = l.r.masterDB
+	l.r.mu.Unlock()
+	defer func() {
+		l.r.mu.Lock()
+		l.r.masterDB = c.db
+		l.r.mu.Unlock()
+	}()
+	// The master client is listed (CLIENT LIST flags=M) and can be killed
+	// with CLIENT KILL, which cuts the link as in Redis.
+	s.clientsMu.Lock()
+	s.clients[c.id] = c
+	s.clientsMu.Unlock()
+	defer c.close()
 	timeout := time.Duration(s.cfg.Int("repl-timeout")) * time.Second
 	for {
 		args, err := c.rd.Next()

@@ -1,0 +1,97 @@
+package node
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardis/shardis/internal/testutil"
+)
+
+// Regressions found by Redis's integration/replication-psync.tcl.
+
+// A link cut by CLIENT KILL on the replica (the master client is listed)
+// resumes partially, and the stream keeps applying to the database the
+// master last selected (the master sends no SELECT on a partial resync).
+func TestReplicationPartialKeepsSelectedDB(t *testing.T) {
+	master := startServer(t)
+	replica := startServer(t)
+	c := ctx(t)
+	mc := redis.NewClient(&redis.Options{Addr: master.addr, DB: 5})
+	defer mc.Close()
+	rc := redis.NewClient(&redis.Options{Addr: replica.addr, DB: 5})
+	defer rc.Close()
+	h, p := hostPort(master.addr)
+	if err := rc.Do(c, "REPLICAOF", h, p).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitLinkUp(t, rc)
+	mc.Set(c, "a", "1", 0)
+	testutil.WaitFor(t, 5*time.Second, "a replicated", func() bool { return rc.Get(c, "a").Val() == "1" })
+
+	// The master client appears in CLIENT LIST with flags=M; kill it.
+	list := rc.ClientList(c).Val()
+	addr := ""
+	for _, line := range splitLines(list) {
+		if fields := clientFields(line); fields["flags"] == "M" {
+			addr = fields["addr"]
+		}
+	}
+	if addr == "" {
+		t.Fatalf("no master client in CLIENT LIST:\n%s", list)
+	}
+	before := replInfoField(t, mc, "sync_partial_ok")
+	if err := rc.Do(c, "CLIENT", "KILL", addr).Err(); err != nil {
+		t.Fatal(err)
+	}
+	mc.Set(c, "b", "2", 0)
+	testutil.WaitFor(t, 10*time.Second, "partial resync", func() bool {
+		return replInfoField(t, mc, "sync_partial_ok") != before
+	})
+	mc.Set(c, "c", "3", 0)
+	testutil.WaitFor(t, 5*time.Second, "writes after the cut in db 5", func() bool {
+		return rc.Get(c, "b").Val() == "2" && rc.Get(c, "c").Val() == "3"
+	})
+	r0 := redis.NewClient(&redis.Options{Addr: replica.addr, DB: 0})
+	defer r0.Close()
+	if n := r0.DBSize(c).Val(); n != 0 {
+		t.Fatalf("replica db 0 has %d keys (stream applied to the wrong database)", n)
+	}
+}
+
+func splitLines(s string) []string {
+	var out []string
+	for len(s) > 0 {
+		i := 0
+		for i < len(s) && s[i] != '\n' {
+			i++
+		}
+		if line := s[:i]; len(line) > 0 {
+			out = append(out, line)
+		}
+		if i < len(s) {
+			i++
+		}
+		s = s[i:]
+	}
+	return out
+}
+
+func clientFields(line string) map[string]string {
+	m := map[string]string{}
+	start := 0
+	for i := 0; i <= len(line); i++ {
+		if i == len(line) || line[i] == ' ' {
+			kv := line[start:i]
+			for j := 0; j < len(kv); j++ {
+				if kv[j] == '=' {
+					m[kv[:j]] = kv[j+1:]
+					break
+				}
+			}
+			start = i + 1
+		}
+	}
+	return m
+}
