@@ -81,6 +81,7 @@ type Client struct {
 	held       []*sync.Mutex
 	lockBuf    []lockKey
 	lastCmdRef *command
+	propOne    [1][][]byte // call's propagation of the command itself
 
 	// cmd is the command running; propArgs overrides what is propagated.
 	cmd      *command
@@ -109,6 +110,7 @@ type Client struct {
 
 	newMaxBulk int64 // pending reader limits from CONFIG SET
 	newQbuf    int
+	newLimits  atomic.Bool // newMaxBulk/newQbuf are set
 	// info mirrors fields read by CLIENT LIST (commands_client.go).
 	info clientInfo
 	// wmu serialises writes to conn.
@@ -167,7 +169,7 @@ func (c *Client) serve() {
 			if c.hasFlag(clientCloseAfterReply) {
 				return
 			}
-			if t := c.srv.cfg.Int("timeout"); t > 0 && !c.hasFlag(clientPubSub|clientReplica|clientMaster|clientBlocked) {
+			if t := c.srv.hot().timeout; t > 0 && !c.hasFlag(clientPubSub|clientReplica|clientMaster|clientBlocked) {
 				_ = c.conn.SetReadDeadline(time.Now().Add(time.Duration(t) * time.Second))
 			} else {
 				_ = c.conn.SetReadDeadline(time.Time{})
@@ -179,6 +181,8 @@ func (c *Client) serve() {
 				return
 			}
 			c.srv.stats.netInput.Add(int64(c.rd.Buffered()))
+			now, _ := c.srv.clockNow()
+			c.lastIO.Store(now) // as Redis's lastinteraction: at each read
 			continue
 		}
 		if err != nil {
@@ -189,7 +193,6 @@ func (c *Client) serve() {
 			}
 			return
 		}
-		c.lastIO.Store(time.Now().UnixMilli())
 		c.execute(args)
 		c.applyReaderLimits()
 		if c.closed.Load() {
@@ -432,11 +435,16 @@ func (c *Client) rawWrite(b []byte) error {
 func (c *Client) rdLimits(maxBulk int64, qbuf int) {
 	c.pmu.Lock()
 	c.newMaxBulk, c.newQbuf = maxBulk, qbuf
+	c.newLimits.Store(true)
 	c.pmu.Unlock()
 }
 
 func (c *Client) applyReaderLimits() {
+	if !c.newLimits.Load() {
+		return
+	}
 	c.pmu.Lock()
+	c.newLimits.Store(false)
 	mb, qb := c.newMaxBulk, c.newQbuf
 	c.newMaxBulk, c.newQbuf = 0, 0
 	c.pmu.Unlock()

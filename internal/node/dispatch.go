@@ -112,7 +112,7 @@ func (c *Client) execute(args [][]byte) {
 		defer s.inflightWrites.Add(-1)
 	}
 	if isWrite {
-		if s.cfg.Int("maxmemory") > 0 && cmd.flags&flagDenyOOM != 0 && !c.hasFlag(clientMaster) {
+		if s.hot().maxmemory > 0 && cmd.flags&flagDenyOOM != 0 && !c.hasFlag(clientMaster) {
 			if !s.freeMemoryIfNeeded() {
 				c.flagTransaction()
 				c.addError(errOOM)
@@ -192,8 +192,8 @@ func (c *Client) flagTransaction() {
 // locked is true inside EXEC, whose locks are already held.
 func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	s := c.srv
-	start := time.Now()
-	c.now = start.UnixMilli()
+	var start time.Duration
+	c.now, start = s.clockNow() // perf_hot.go: one clock read
 	if s.monitor.active() && cmd.flags&flagSkipMonitor == 0 && cmd.flags&flagAdmin == 0 {
 		s.monitor.feed(c, args)
 	}
@@ -218,7 +218,8 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 		s.dirty.Add(int64(c.dirty))
 		prop := c.propArgs
 		if prop == nil {
-			prop = [][][]byte{args}
+			c.propOne[0] = args // no allocation; propagators copy
+			prop = c.propOne[:]
 		}
 		if c.inExec {
 			for _, p := range prop {
@@ -228,13 +229,14 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 			s.propagate(c.db, prop)
 		}
 	}
+	c.propOne[0] = nil
 	if !locked {
 		c.unlockHeld()
 		if len(c.readyKeys) > 0 || s.readyPending() {
 			s.handleReadyKeys(c)
 		}
 	}
-	dur := time.Since(start)
+	dur := time.Since(procStart) - start
 	cmd.stats.calls.Add(1)
 	cmd.stats.usec.Add(dur.Microseconds())
 	if s.stats.errorReplies.Load() != errsBefore {

@@ -66,8 +66,7 @@ func parseNotifyFlags(s string) (int, bool) {
 
 // notifyFlags returns the configured classes.
 func (s *Server) notifyFlags() int {
-	f, _ := parseNotifyFlags(s.cfg.Get("notify-keyspace-events"))
-	return f
+	return s.hot().notifyFlags
 }
 
 // notifyKeyspaceEvent publishes __keyspace@<db>__:<key> <event> and

@@ -270,6 +270,9 @@ func (s *Server) enterWrite(c *Client, cmd *command) bool {
 
 // holds reports whether an active pause holds cmd back.
 func (p *pauseState) holds(c *Client, cmd *command) bool {
+	if !p.on.Load() {
+		return false
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.until.IsZero() || !time.Now().Before(p.until) || c.hasFlag(clientReplica|clientMaster) {

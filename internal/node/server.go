@@ -33,6 +33,7 @@ const Version = "7.0.15"
 // replication streams and the AOF. Propagate is called with the locks of
 // the written keys held, so writes to the same key arrive in execution
 // order; cmds run as one atomic unit (a MULTI/EXEC block has several).
+// cmds and their arguments are only valid during the call: copy to keep.
 type Propagator interface {
 	Propagate(db int, cmds [][][]byte)
 }
@@ -57,6 +58,7 @@ type Server struct {
 	pubsub  *pubsubHub
 	watches *watchRegistry
 	pause   pauseState
+	perf    perfState // hot config and command clock, perf_hot.go
 
 	// propagators are attached before Run (replication, AOF).
 	propMu      sync.RWMutex
@@ -461,6 +463,7 @@ func (s *Server) cron() {
 			}
 			s.clientsCron(now)
 			s.pause.expire(now)
+			s.syncClock()
 		}
 	}
 }

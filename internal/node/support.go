@@ -121,7 +121,7 @@ func (l *slowlog) init() {}
 
 func (l *slowlog) maybeAdd(c *Client, args [][]byte, dur time.Duration) {
 	s := c.srv
-	th := s.cfg.Int("slowlog-log-slower-than")
+	th := s.hot().slowlogSlower
 	if th < 0 || dur.Microseconds() < th {
 		return
 	}
@@ -163,6 +163,11 @@ type pauseState struct {
 	until time.Time
 	all   bool // ALL (true) or WRITE (false)
 	wake  chan struct{}
+	// on is set with until and cleared when the pause ends: commands read
+	// it without the lock. A write increments inflightWrites before
+	// checking it and a pause sets it before draining them, so one of the
+	// two always sees the other.
+	on atomic.Bool
 }
 
 func (p *pauseState) set(until time.Time, all bool) {
@@ -179,12 +184,14 @@ func (p *pauseState) set(until time.Time, all bool) {
 		p.until = until
 	}
 	p.all = all
+	p.on.Store(true)
 }
 
 func (p *pauseState) unpause() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.until = time.Time{}
+	p.on.Store(false)
 	if p.wake != nil {
 		close(p.wake)
 		p.wake = nil
@@ -196,6 +203,7 @@ func (p *pauseState) expire(now time.Time) {
 	defer p.mu.Unlock()
 	if !p.until.IsZero() && !now.Before(p.until) {
 		p.until = time.Time{}
+		p.on.Store(false)
 		if p.wake != nil {
 			close(p.wake)
 			p.wake = nil
@@ -206,6 +214,9 @@ func (p *pauseState) expire(now time.Time) {
 // wait blocks c while a CLIENT PAUSE applies to cmd. Replicas and the
 // master link are never paused.
 func (p *pauseState) wait(c *Client, cmd *command) {
+	if !p.on.Load() {
+		return
+	}
 	for {
 		p.mu.Lock()
 		if p.until.IsZero() || !time.Now().Before(p.until) || c.hasFlag(clientReplica|clientMaster) {
