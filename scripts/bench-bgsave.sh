@@ -44,7 +44,7 @@ start() { # server-binary dir
   "$1" --port "$port" --bind 127.0.0.1 --save "" --dir "$2" --appendonly no --loglevel warning >"$2/log" 2>&1 &
   pid=$!
   for _ in $(seq 600); do
-    if cli ping >/dev/null 2>&1 && cli info persistence | grep -q 'loading:0'; then return; fi
+    if cli ping >/dev/null 2>&1 && cli info persistence | grep -q '^loading:0'; then return; fi
     sleep 0.05
   done
   echo "server did not start" >&2
