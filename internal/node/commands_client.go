@@ -148,8 +148,10 @@ func (c *Client) infoString(self *Client) string {
 				}
 			}
 		}
-		qbuf = c.rd.Buffered()
-		qfree = c.rd.BufferCap() - qbuf
+		// Redis trims the query buffer after the commands of a read
+		// run: the running command is still in it.
+		qbuf = len(c.rd.LastRaw()) + c.rd.Buffered()
+		qfree = max(c.rd.BufferCap()-qbuf, 0)
 	} else if fl&clientMulti != 0 {
 		multi = int(c.info.multi.Load())
 	}

@@ -101,23 +101,36 @@ func cmdFunctionFlush(c *Client, args [][]byte) {
 // FUNCTION LIST [WITHCODE] [LIBRARYNAME pattern]: no libraries.
 func cmdFunctionList(c *Client, args [][]byte) { c.addArrayLen(0) }
 
-// CONFIG GET parameter [parameter ...]
+// CONFIG GET parameter [parameter ...]: a name without glob characters is
+// looked up exactly (hidden directives included); a pattern matches every
+// name and alias (each its own entry), hidden directives excepted.
 func cmdConfigGet(c *Client, args [][]byte) {
 	seen := map[string]bool{}
 	var pairs []string
+	add := func(shown, name string) {
+		if !seen[shown] {
+			seen[shown] = true
+			pairs = append(pairs, shown, c.srv.cfg.Get(name))
+		}
+	}
 	for _, a := range args[2:] {
 		pat := strings.ToLower(string(a))
+		if !strings.ContainsAny(pat, "[*?") {
+			if name, d := canonicalName(pat); d != nil {
+				add(pat, name)
+			}
+			continue
+		}
 		for _, name := range c.srv.cfg.Names() {
 			d := configDefs[name]
-			match := globMatch(pat, name, true)
-			alias := d.alias != "" && globMatch(pat, d.alias, true)
-			if (match || alias) && !seen[name] {
-				shown := name
-				if !match && alias {
-					shown = d.alias
-				}
-				seen[name] = true
-				pairs = append(pairs, shown, c.srv.cfg.Get(name))
+			if d.hidden {
+				continue
+			}
+			if globMatch(pat, name, true) {
+				add(name, name)
+			}
+			if d.alias != "" && globMatch(pat, d.alias, true) {
+				add(d.alias, name)
 			}
 		}
 	}
@@ -127,13 +140,15 @@ func cmdConfigGet(c *Client, args [][]byte) {
 	}
 }
 
-// CONFIG SET parameter value [parameter value ...]: all or nothing.
+// CONFIG SET parameter value [parameter value ...]: all or nothing; when a
+// value is refused or cannot be applied (a port it cannot listen on),
+// every directive of the call gets its old value back.
 func cmdConfigSet(c *Client, args [][]byte) {
 	if len(args)%2 != 0 {
 		c.addError("ERR wrong number of arguments for 'config|set' command")
 		return
 	}
-	type change struct{ name, old, val string }
+	type change struct{ arg, name, old, val string }
 	var changes []change
 	seen := map[string]bool{}
 	for i := 2; i < len(args); i += 2 {
@@ -151,16 +166,34 @@ func cmdConfigSet(c *Client, args [][]byte) {
 			return
 		}
 		seen[canon] = true
-		changes = append(changes, change{canon, c.srv.cfg.Get(canon), string(args[i+1])})
+		changes = append(changes, change{string(args[i]), canon, c.srv.cfg.Get(canon), string(args[i+1])})
+	}
+	fail := func(ch change, err error, undo []change) {
+		for _, u := range undo {
+			_ = c.srv.cfg.Set(u.name, u.old)
+		}
+		msg := strings.TrimPrefix(err.Error(), "argument(s) must be one of the following: ")
+		c.addError("ERR CONFIG SET failed (possibly related to argument '" + ch.arg + "') - " + msg)
 	}
 	for i, ch := range changes {
 		if err := c.srv.cfg.Set(ch.name, ch.val); err != nil {
-			for _, undo := range changes[:i] {
-				_ = c.srv.cfg.Set(undo.name, undo.old)
+			fail(ch, err, changes[:i])
+			return
+		}
+	}
+	for i, ch := range changes {
+		d := configDefs[ch.name]
+		if d.applyErr == nil || ch.old == c.srv.cfg.Get(ch.name) {
+			continue
+		}
+		if err := d.applyErr(c.srv, c.srv.cfg.Get(ch.name)); err != nil {
+			fail(ch, err, changes)
+			// Undo the applies that succeeded.
+			for _, u := range changes[:i] {
+				if ud := configDefs[u.name]; ud.applyErr != nil && u.old != u.val {
+					_ = ud.applyErr(c.srv, u.old)
+				}
 			}
-			msg := err.Error()
-			msg = strings.TrimPrefix(msg, "argument(s) must be one of the following: ")
-			c.addError("ERR CONFIG SET failed (possibly related to argument '" + ch.name + "') - " + msg)
 			return
 		}
 	}

@@ -37,7 +37,13 @@ type configDef struct {
 	immutable bool
 	// apply is run after CONFIG SET changes the value on a running server.
 	apply func(s *Server, v string)
-	alias string
+	// applyErr is an apply step that can fail (CONFIG SET port): CONFIG
+	// SET then restores every value it changed and replies the error.
+	applyErr func(s *Server, v string) error
+	alias    string
+	// hidden directives are left out of CONFIG GET patterns (an exact
+	// name still finds them), as Redis's HIDDEN_CONFIG.
+	hidden bool
 }
 
 var configDefs = map[string]*configDef{}
@@ -49,7 +55,7 @@ func defConfig(name, def string, check func(string) (string, error), immutable b
 }
 
 func init() {
-	defConfig("port", "6379", checkIntRange(0, 65535), true)
+	defConfig("port", "6379", checkIntRange(0, 65535), false).applyErr = applyPort
 	defConfig("bind", "* -::*", nil, false)
 	defConfig("requirepass", "", nil, false)
 	defConfig("masterauth", "", nil, false)
@@ -64,6 +70,7 @@ func init() {
 	defConfig("loglevel", "notice", checkEnum("debug", "verbose", "notice", "warning", "nothing"), false)
 	defConfig("logfile", "", nil, true)
 	defConfig("maxmemory", "0", checkMemory, false)
+	defConfig("maxmemory-clients", "0", checkMemoryOrPercent, false)
 	defConfig("maxmemory-policy", "noeviction", checkEnum("volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl", "allkeys-lru", "allkeys-lfu", "allkeys-random", "noeviction"), false)
 	defConfig("maxmemory-samples", "5", checkIntRange(1, 1<<31-1), false)
 	defConfig("maxmemory-eviction-tenacity", "10", checkIntRange(0, 100), false)
@@ -145,7 +152,7 @@ func init() {
 	defConfig("jemalloc-bg-thread", "yes", checkBool, false)
 	defConfig("activedefrag", "no", checkBool, false)
 	defConfig("close-on-replica-write", "yes", checkBool, false)
-	defConfig("metrics-addr", "", nil, true)
+	defConfig("metrics-addr", "", nil, true).hidden = true
 	defConfig("gc-percent", "50", checkIntRange(-1, 1000), false)
 	// Accepted for redis.conf compatibility (Redis's test suite sets them);
 	// they have no effect here.
@@ -153,10 +160,10 @@ func init() {
 	defConfig("enable-module-command", "no", checkEnum("yes", "no", "local"), true)
 	defConfig("propagation-error-behavior", "ignore", checkEnum("ignore", "panic", "panic-on-replicas"), false)
 	defConfig("shutdown-timeout", "10", checkIntRange(0, 1<<31-1), false)
-	defConfig("loading-process-events-interval-bytes", "2097152", checkIntRange(1024, 1<<31-1), false)
-	defConfig("key-load-delay", "0", checkIntRange(-1<<31, 1<<31-1), false)
-	defConfig("rdb-key-save-delay", "0", checkIntRange(-1<<31, 1<<31-1), false)
-	defConfig("watchdog-period", "0", checkIntRange(0, 1<<31-1), false)
+	defConfig("loading-process-events-interval-bytes", "2097152", checkIntRange(1024, 1<<31-1), false).hidden = true
+	defConfig("key-load-delay", "0", checkIntRange(-1<<31, 1<<31-1), false).hidden = true
+	defConfig("rdb-key-save-delay", "0", checkIntRange(-1<<31, 1<<31-1), false).hidden = true
+	defConfig("watchdog-period", "0", checkIntRange(0, 1<<31-1), false).hidden = true
 }
 
 // NewConfig returns a configuration with Redis's defaults.
@@ -376,6 +383,22 @@ func checkMemory(v string) (string, error) {
 		return "", errors.New("argument must be a memory value")
 	}
 	return strconv.FormatInt(n, 10), nil
+}
+
+// checkMemoryOrPercent accepts a memory value or a percentage of
+// maxmemory ("10%"), as Redis's PERCENT_CONFIG directives do.
+func checkMemoryOrPercent(v string) (string, error) {
+	if p, ok := strings.CutSuffix(v, "%"); ok {
+		n, err := strconv.ParseInt(p, 10, 64)
+		if err != nil || n < 0 {
+			return "", errors.New("argument must be a memory or percent value")
+		}
+		if n > 100 {
+			return "", errors.New("percentage argument must be less or equal to 100")
+		}
+		return strconv.FormatInt(n, 10) + "%", nil
+	}
+	return checkMemory(v)
 }
 
 func checkMemoryMin(min int64) func(string) (string, error) {

@@ -232,14 +232,7 @@ func (s *Server) Addr() net.Addr {
 func (s *Server) Listen() error {
 	port := s.cfg.Get("port")
 	for _, b := range strings.Fields(s.cfg.Get("bind")) {
-		optional := strings.HasPrefix(b, "-")
-		b = strings.TrimPrefix(b, "-")
-		switch b {
-		case "*":
-			b = "0.0.0.0"
-		case "::*":
-			b = "::"
-		}
+		b, optional := bindHost(b)
 		if len(s.listeners) > 0 && port == "0" {
 			// A second listener would get another random port.
 			continue
