@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,7 +27,7 @@ func init() {
 			"(time since the +switch-master seen while watching, else the master's config epoch).\n" +
 			"--json prints the same data for scripts (one object per refresh with --watch).",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "sentinel", Usage: "a Sentinel's `host:port` (default: the first of --dir's deployment, else 127.0.0.1:26379)"},
+			&cli.StringFlag{Name: "sentinel", Usage: "Sentinel `host:port`[,host:port...]: the first that answers is asked (default: --dir's Sentinels, else 127.0.0.1:26379)"},
 			&cli.StringFlag{Name: "dir", Value: "./shardis-data", Usage: "a \"shardnode up\" data `directory`, to find a Sentinel"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 			&cli.BoolFlag{Name: "watch", Usage: "refresh until interrupted"},
@@ -38,16 +39,16 @@ func init() {
 
 func runStatus(c *cli.Context) error {
 	redis.SetLogger(quietRedisLog{})
-	addr := c.String("sentinel")
-	if addr == "" {
-		addr = "127.0.0.1:26379"
+	addrs := strings.Split(c.String("sentinel"), ",")
+	if c.String("sentinel") == "" {
+		addrs = []string{"127.0.0.1:26379"}
 		if l, err := deploy.LoadLayout(c.String("dir")); err == nil {
-			addr = l.SentinelAddrs()[0]
+			addrs = l.SentinelAddrs()
 		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	col := deploy.NewCollector(addr)
+	col := deploy.NewCollector(addrs...)
 	defer col.Close()
 	show := func() error {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)

@@ -77,7 +77,7 @@ func runUp(c *cli.Context) error {
 	var events []string
 	watch := c.Bool("watch")
 	// Master switches are announced (and dated in the --watch table).
-	col := deploy.NewCollector(d.Layout.SentinelAddrs()[0])
+	col := deploy.NewCollector(d.Layout.SentinelAddrs()...)
 	defer col.Close()
 	switches := make(chan string, 16)
 	go col.Watch(ctx, func(name string, f deploy.Failover) {

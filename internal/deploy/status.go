@@ -80,21 +80,32 @@ type Failover struct {
 }
 
 // Collector collects Status from a Sentinel, optionally watching its
-// +switch-master events to date failovers.
+// +switch-master events to date failovers. Given several Sentinels, it
+// queries the first that answers, so a dead Sentinel does not blind it.
 type Collector struct {
-	// Sentinel is the "host:port" of the Sentinel to query.
-	Sentinel string
+	// Sentinels are the "host:port" addresses of the Sentinels to query;
+	// the one answering last is tried first.
+	Sentinels []string
 	// Timeout bounds each request. Default 1s.
 	Timeout time.Duration
 
 	mu      sync.Mutex
+	cur     int // index in Sentinels of the one that answered last
 	clients map[string]*redis.Client
 	last    map[string]*Failover
 }
 
-// NewCollector returns a collector querying the Sentinel at addr.
-func NewCollector(addr string) *Collector {
-	return &Collector{Sentinel: addr, Timeout: time.Second, clients: map[string]*redis.Client{}, last: map[string]*Failover{}}
+// NewCollector returns a collector querying the Sentinels at addrs (at
+// least one).
+func NewCollector(addrs ...string) *Collector {
+	return &Collector{Sentinels: addrs, Timeout: time.Second, clients: map[string]*redis.Client{}, last: map[string]*Failover{}}
+}
+
+// current returns the Sentinel to query first.
+func (c *Collector) current() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Sentinels[c.cur%len(c.Sentinels)]
 }
 
 func (c *Collector) client(addr string) *redis.Client {
@@ -124,7 +135,7 @@ func (c *Collector) Close() {
 // reconnecting as needed; onSwitch (optional) is called for each.
 func (c *Collector) Watch(ctx context.Context, onSwitch func(name string, f Failover)) {
 	for ctx.Err() == nil {
-		ps := c.client(c.Sentinel).Subscribe(ctx, "+switch-master")
+		ps := c.client(c.current()).Subscribe(ctx, "+switch-master")
 		ch := ps.Channel(redis.WithChannelHealthCheckInterval(2 * time.Second))
 	loop:
 		for {
@@ -240,15 +251,34 @@ func (c *Collector) nodeInfo(ctx context.Context, addr string) (*nodeRepl, error
 	return nr, nil
 }
 
-// Collect queries the Sentinel, the Sentinels it knows and the masters.
+// Collect queries a Sentinel, the Sentinels it knows and the masters.
 func (c *Collector) Collect(ctx context.Context) (*Status, error) {
-	sc := c.client(c.Sentinel)
+	var errs []string
+	for range c.Sentinels {
+		addr := c.current()
+		st, err := c.collect(ctx, addr)
+		if err == nil {
+			return st, nil
+		}
+		errs = append(errs, err.Error())
+		if ctx.Err() != nil {
+			break
+		}
+		c.mu.Lock()
+		c.cur++
+		c.mu.Unlock()
+	}
+	return nil, fmt.Errorf("deploy: no Sentinel answered: %s", strings.Join(errs, "; "))
+}
+
+func (c *Collector) collect(ctx context.Context, addr string) (*Status, error) {
+	sc := c.client(addr)
 	v, err := sc.Do(ctx, "SENTINEL", "MASTERS").Result()
 	if err != nil {
-		return nil, fmt.Errorf("deploy: sentinel %s: %w", c.Sentinel, err)
+		return nil, fmt.Errorf("sentinel %s: %w", addr, err)
 	}
-	st := &Status{Time: time.Now(), Sentinel: c.Sentinel}
-	sentinels := map[string]bool{c.Sentinel: true}
+	st := &Status{Time: time.Now(), Sentinel: addr}
+	sentinels := map[string]bool{addr: true}
 	for _, m := range pairList(v) {
 		ss := ShardStatus{Name: m["name"], Master: hostPort(m), State: sentinelState(m["flags"]),
 			Quorum: int(atoi64(m["quorum"])), ConfigEpoch: atoi64(m["config-epoch"]), Replicas: []ReplicaStatus{}}
