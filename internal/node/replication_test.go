@@ -387,3 +387,33 @@ func (a *atomic32) get() int {
 	defer a.mu.Unlock()
 	return a.n
 }
+
+// TestReplicationMixedChain: redis-server master -> shardnode replica ->
+// redis-server sub-replica; writes on the top reach the bottom, and the
+// offsets of the chain stay in one space (the node forwards the stream).
+func TestReplicationMixedChain(t *testing.T) {
+	testutil.Binary(t, "redis-server")
+	c := context.Background()
+	top := testutil.StartRedis(t)
+	tc := redis.NewClient(&redis.Options{Addr: top.Addr, DisableIdentity: true})
+	defer tc.Close()
+	fill(t, tc, "chain", 50)
+	node := startServer(t)
+	nc := node.client(t)
+	if err := nc.Do(c, "REPLICAOF", "127.0.0.1", top.Port).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitLinkUp(t, nc)
+	_, p := hostPort(node.addr)
+	bottom := testutil.StartRedis(t, "--replicaof", "127.0.0.1 "+p)
+	bc := redis.NewClient(&redis.Options{Addr: bottom.Addr, DisableIdentity: true})
+	defer bc.Close()
+	waitLinkUp(t, bc)
+	fill(t, tc, "after", 20)
+	sameDataset(t, tc, nc)
+	sameDataset(t, tc, bc)
+	testutil.WaitFor(t, 10*time.Second, "equal offsets along the chain", func() bool {
+		return replInfoField(t, tc, "master_repl_offset") == replInfoField(t, nc, "master_repl_offset") &&
+			replInfoField(t, nc, "master_repl_offset") == replInfoField(t, bc, "master_repl_offset")
+	})
+}
