@@ -461,3 +461,82 @@ func TestMaxmemoryPolicies(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// infoInt reads one integer field of INFO.
+func infoInt(t *testing.T, rc *redis.Client, field string) int64 {
+	t.Helper()
+	info, err := rc.Info(ctx(t)).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				t.Fatalf("%s: %q", field, v)
+			}
+			return n
+		}
+	}
+	t.Fatalf("INFO lacks %s", field)
+	return 0
+}
+
+func TestClientPauseExecAndExpiry(t *testing.T) {
+	ts := startServer(t)
+	rc := ts.client(t)
+	// A read-only transaction runs during PAUSE WRITE; one that writes
+	// waits, and counts as a blocked client meanwhile.
+	ro, w := ts.raw(t), ts.raw(t)
+	ro.expect("MULTI\r\n", "+OK")
+	ro.expect("GET k\r\n", "+QUEUED")
+	w.expect("MULTI\r\n", "+OK")
+	w.expect("SET k v\r\n", "+QUEUED")
+	if err := rc.Do(ctx(t), "CLIENT", "PAUSE", 5000, "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ro.expect("EXEC\r\n", "*1")
+	ro.expect("", "$-1")
+	w.send("EXEC\r\n")
+	deadline := time.Now().Add(5 * time.Second)
+	for infoInt(t, rc, "blocked_clients") != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("EXEC with a write is not held by PAUSE WRITE")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := rc.Do(ctx(t), "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	w.expect("", "*1")
+	w.expect("", "+OK")
+	if n := infoInt(t, rc, "blocked_clients"); n != 0 {
+		t.Fatalf("blocked_clients %d after UNPAUSE", n)
+	}
+
+	// During a pause expired keys are hidden but neither lazily nor
+	// actively deleted.
+	if err := rc.Set(ctx(t), "e", "v", 10*time.Millisecond).Err(); err != nil {
+		t.Fatal(err)
+	}
+	before := infoInt(t, rc, "expired_keys")
+	if err := rc.Do(ctx(t), "CLIENT", "PAUSE", 5000, "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(250 * time.Millisecond) // > 2 active expiry cycles at hz 10
+	if err := rc.Get(ctx(t), "e").Err(); err != redis.Nil {
+		t.Fatalf("GET expired key during pause: %v", err)
+	}
+	if n := infoInt(t, rc, "expired_keys"); n != before {
+		t.Fatalf("expired_keys %d -> %d during pause", before, n)
+	}
+	if err := rc.Do(ctx(t), "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Get(ctx(t), "e").Err(); err != redis.Nil {
+		t.Fatal(err)
+	}
+	if n := infoInt(t, rc, "expired_keys"); n != before+1 {
+		t.Fatalf("expired_keys %d after UNPAUSE, want %d", n, before+1)
+	}
+}

@@ -210,7 +210,7 @@ func (s *Server) infoClients(b *strings.Builder) {
 	infoField(b, "maxclients", s.cfg.Int("maxclients"))
 	infoField(b, "client_recent_max_input_buffer", 16384)
 	infoField(b, "client_recent_max_output_buffer", 0)
-	infoField(b, "blocked_clients", blocked)
+	infoField(b, "blocked_clients", blocked+s.pause.waiting.Load())
 	infoField(b, "tracking_clients", 0)
 	infoField(b, "clients_in_timeout_table", blocked)
 }

@@ -103,6 +103,26 @@ func cmdExec(c *Client, args [][]byte) {
 	c.execProp = nil
 }
 
+// multiFlags returns the union of the flags of the commands queued in
+// MULTI (Redis's mstate.cmd_flags: CLIENT PAUSE WRITE holds an EXEC that
+// would write).
+func (c *Client) multiFlags() cmdFlag {
+	var f cmdFlag
+	for _, q := range c.multi {
+		cmd := c.srv.table.lookup(q[0])
+		if cmd == nil {
+			continue
+		}
+		if cmd.subs != nil && len(q) >= 2 {
+			if sub := cmd.subs[lowerASCII(q[1])]; sub != nil {
+				cmd = sub
+			}
+		}
+		f |= cmd.flags
+	}
+	return f
+}
+
 // WATCH key [key ...]
 func cmdWatch(c *Client, args [][]byte) {
 	if c.hasFlag(clientMulti) {

@@ -213,8 +213,9 @@ func (s *Server) propagateExpired(db int, key string) {
 }
 
 // expireDeletes reports whether lookups delete expired keys (masters) or
-// only hide them (replicas).
-func (s *Server) expireDeletes() bool { return !s.replicaMode.Load() }
+// only hide them (replicas, and any node during a CLIENT PAUSE, which
+// stops active expiry too, as Redis does).
+func (s *Server) expireDeletes() bool { return !s.replicaMode.Load() && !s.pause.on.Load() }
 
 // SetReplicaMode switches expiry and write handling between master and
 // replica behaviour.

@@ -168,6 +168,9 @@ type pauseState struct {
 	// checking it and a pause sets it before draining them, so one of the
 	// two always sees the other.
 	on atomic.Bool
+	// waiting counts the clients a pause holds (INFO blocked_clients, as
+	// Redis counts its postponed clients).
+	waiting atomic.Int64
 }
 
 func (p *pauseState) set(until time.Time, all bool) {
@@ -223,7 +226,12 @@ func (p *pauseState) wait(c *Client, cmd *command) {
 			p.mu.Unlock()
 			return
 		}
-		applies := p.all || cmd.flags&(flagWrite|flagMayReplicate) != 0
+		flags := cmd.flags
+		if cmd.name == "exec" {
+			// EXEC is held when its queued commands write.
+			flags |= c.multiFlags()
+		}
+		applies := p.all || flags&(flagWrite|flagMayReplicate) != 0
 		if !applies {
 			p.mu.Unlock()
 			return
@@ -234,11 +242,13 @@ func (p *pauseState) wait(c *Client, cmd *command) {
 		wake, until := p.wake, p.until
 		p.mu.Unlock()
 		c.setFlag(clientBlocked, true)
+		p.waiting.Add(1)
 		select {
 		case <-wake:
 		case <-time.After(time.Until(until)):
 		case <-c.done:
 		}
+		p.waiting.Add(-1)
 		c.setFlag(clientBlocked, false)
 	}
 }
