@@ -77,12 +77,7 @@ func cmdExec(c *Client, args [][]byte) {
 	c.execProp = c.execProp[:0]
 	startDB := c.db
 	for _, q := range queued {
-		cmd := c.srv.table.lookup(q[0])
-		if cmd.subs != nil && len(q) >= 2 {
-			if sub := cmd.subs[lowerASCII(q[1])]; sub != nil {
-				cmd = sub
-			}
-		}
+		cmd := c.srv.queuedCommand(q)
 		if cmd.flags&flagWrite != 0 && !c.hasFlag(clientMaster) {
 			if msg := c.srv.writeRefused(); msg != "" {
 				c.addError(msg)
@@ -109,18 +104,23 @@ func cmdExec(c *Client, args [][]byte) {
 func (c *Client) multiFlags() cmdFlag {
 	var f cmdFlag
 	for _, q := range c.multi {
-		cmd := c.srv.table.lookup(q[0])
-		if cmd == nil {
-			continue
+		if cmd := c.srv.queuedCommand(q); cmd != nil {
+			f |= cmd.flags
 		}
-		if cmd.subs != nil && len(q) >= 2 {
-			if sub := cmd.subs[lowerASCII(q[1])]; sub != nil {
-				cmd = sub
-			}
-		}
-		f |= cmd.flags
 	}
 	return f
+}
+
+// queuedCommand finds the command (or subcommand) of a request queued by
+// MULTI, which the dispatcher has already checked.
+func (s *Server) queuedCommand(q [][]byte) *command {
+	cmd := s.table.lookup(q[0])
+	if cmd != nil && cmd.subs != nil && len(q) >= 2 {
+		if sub := cmd.subs[lowerASCII(q[1])]; sub != nil {
+			cmd = sub
+		}
+	}
+	return cmd
 }
 
 // WATCH key [key ...]
