@@ -63,12 +63,11 @@ func cmdDel(c *Client, args [][]byte) {
 	c.addInt(int64(n))
 }
 
-// EXISTS key [key ...]
+// EXISTS key [key ...] (does not refresh the keys' access time)
 func cmdExists(c *Client, args [][]byte) {
-	db := c.curDB()
 	n := 0
 	for _, k := range args[1:] {
-		if db.lookup(bstr(k), c.now) != nil {
+		if c.lookupNoTouch(k) != nil {
 			n++
 		}
 	}

@@ -304,9 +304,10 @@ func TestObjectIdletime(t *testing.T) {
 		sh.mu.Unlock()
 	}
 	age(100)
-	// OBJECT, TYPE and TTL do not touch the key.
+	// OBJECT, TYPE, TTL and EXISTS do not touch the key.
 	r.expect("TYPE k\r\n", "+string")
 	r.expect("TTL k\r\n", ":-1")
+	r.expect("EXISTS k\r\n", ":1")
 	r.send("OBJECT IDLETIME k\r\n")
 	if n, _ := strconv.Atoi(strings.TrimPrefix(r.readLine(), ":")); n < 99 || n > 102 {
 		t.Fatalf("OBJECT IDLETIME after aging = %d", n)
