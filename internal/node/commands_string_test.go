@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -367,4 +368,26 @@ func TestLCS(t *testing.T) {
 	for i := 0; i < 100 && r3.readLine() != "*0"; i++ { // up to the empty modules array
 	}
 	expectLines(t, r3, "LCS a b IDX MINMATCHLEN 4\r\n", "%2", "$7", "matches", "*1")
+}
+
+// TestSetBigValueTrimmed: a value stored after a larger request does not
+// keep the larger buffer (MEMORY USAGE counts the real allocation), as
+// string.tcl's "trim on SET with big value" checks.
+func TestSetBigValueTrimmed(t *testing.T) {
+	ts := startServer(t)
+	rc := ts.client(t)
+	if err := rc.Set(ctx(t), "key", strings.Repeat("A", 100000), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Set(ctx(t), "key", strings.Repeat("A", 33000), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	n, err := rc.MemoryUsage(ctx(t), "key").Result()
+	if err != nil || n < 33000 || n >= 42000 {
+		t.Fatalf("MEMORY USAGE %d %v, want in [33000, 42000)", n, err)
+	}
+	info, err := rc.Info(ctx(t), "memory").Result()
+	if err != nil || !strings.Contains(info, "\r\nmem_allocator:jemalloc-5.3.0\r\n") {
+		t.Fatalf("mem_allocator: %v\n%s", err, info)
+	}
 }
