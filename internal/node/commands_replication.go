@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"fmt"
 	"crypto/rand"
 	"encoding/hex"
 	"io"
@@ -34,7 +35,7 @@ func cmdReplicaOf(c *Client, args [][]byte) {
 	}
 	if eqFold(args[1], "NO") && eqFold(args[2], "ONE") {
 		if s.repl.becomeMaster() {
-			s.log.Info("MASTER MODE enabled (user request)", "client", c.addr)
+			s.log.Info("MASTER MODE enabled (user request from '" + replicaOfRequester(c) + "')")
 		}
 		c.addOK()
 		return
@@ -49,7 +50,7 @@ func cmdReplicaOf(c *Client, args [][]byte) {
 		c.addSimple("OK Already connected to specified master")
 		return
 	}
-	s.log.Info("REPLICAOF enabled (user request)", "master", net.JoinHostPort(host, strconv.Itoa(int(port))), "client", c.addr)
+	s.log.Info(fmt.Sprintf("REPLICAOF %s:%d enabled (user request from '%s')", host, port, replicaOfRequester(c)))
 	c.addOK()
 }
 
@@ -211,6 +212,8 @@ func psync(c *Client, replid string, off int64, isPsync bool) {
 			return
 		}
 	}
+	name := replicaName(c)
+	s.log.Info("Replica " + name + " asks for synchronization")
 	canContinue := isPsync && r.backlog != nil && (replid == r.replid || (replid == r.replid2 && off <= r.secondOffset))
 	if canContinue {
 		if data, ok := r.backlogFromLocked(off); ok {
@@ -225,52 +228,80 @@ func psync(c *Client, replid string, off int64, isPsync bool) {
 			c.flush()
 			_ = c.rawWrite(append([]byte(reply), data...))
 			r.mu.Unlock()
-			s.log.Info("replication: partial resynchronization accepted", "replica", c.addr, "offset", off)
+			s.log.Info(fmt.Sprintf("Partial resynchronization request from %s accepted. Sending %d bytes of backlog starting from offset %d.", name, len(data), off))
 			return
+		}
+		s.log.Info(fmt.Sprintf("Unable to partial resync with replica %s for lack of backlog (Replica request was: %d).", name, off))
+	} else if isPsync && replid != "?" {
+		if replid != r.replid && replid != r.replid2 {
+			s.log.Info(fmt.Sprintf("Partial resynchronization not accepted: Replication ID mismatch (Replica asked for '%s', my replication IDs are '%s' and '%s')", replid, r.replid, r.replid2))
+		} else {
+			s.log.Info(fmt.Sprintf("Partial resynchronization not accepted: Requested offset for second ID was %d, but I can reply up to %d", off, r.secondOffset))
 		}
 	}
 	if isPsync && replid != "?" {
 		r.syncPartialErr++
 	}
+	if !isPsync || replid == "?" {
+		s.log.Info("Full resync requested by replica " + name)
+	}
 	r.syncFull++
 	r.createBacklogLocked()
-	r.mu.Unlock()
-
 	if s.snapshotRDB == nil {
+		r.mu.Unlock()
 		c.addError("ERR full resynchronization is not available: no RDB writer")
 		return
 	}
-	// Capture a point-in-time snapshot with every shard locked, and
-	// register the replica at the same instant so every later write goes
-	// to its buffer.
+	// The replica is listed (wait_bgsave) from now on; the writes it
+	// buffers before the snapshot are dropped when the snapshot is taken.
 	ri := &replicaInfo{c: c, state: replStateWaitBgsave, listeningPort: c.replPort, announceIP: c.replIP, capaEOF: c.replCapaEOF, capaPSync2: c.replCapaPSync2}
+	r.replicas = append(r.replicas, ri)
+	c.setFlag(clientReplica, true)
+	diskless := c.replCapaEOF && s.cfg.Bool("repl-diskless-sync")
+	r.mu.Unlock()
+	if diskless && !r.disklessDelay(c) {
+		r.removeReplica(c)
+		return
+	}
+	target := "disk"
+	if diskless {
+		target = "replicas sockets"
+	}
+	s.log.Info("Starting BGSAVE for SYNC with target: " + target)
+	// Capture a point-in-time snapshot with every shard locked: every
+	// later write goes to the replica's buffer.
 	s.LockAll()
 	r.mu.Lock()
 	replidNow, offNow := r.replid, r.offset
 	r.lastDB = -1
-	r.replicas = append(r.replicas, ri)
+	ri.buf = nil
 	r.mu.Unlock()
 	write := s.snapshotRDB()
 	s.UnlockAll()
-	c.setFlag(clientReplica, true)
 
 	c.flush()
-	if err := c.rawWrite([]byte("+FULLRESYNC " + replidNow + " " + strconv.FormatInt(offNow, 10) + "\r\n")); err != nil {
-		r.removeReplica(c)
-		return
+	// The old SYNC gets the payload with no +FULLRESYNC line.
+	if isPsync {
+		if err := c.rawWrite([]byte("+FULLRESYNC " + replidNow + " " + strconv.FormatInt(offNow, 10) + "\r\n")); err != nil {
+			r.removeReplica(c)
+			return
+		}
 	}
 	r.mu.Lock()
 	ri.state = replStateSendBulk
 	r.mu.Unlock()
 	var err error
-	diskless := c.replCapaEOF && s.cfg.Bool("repl-diskless-sync")
 	if diskless {
 		err = sendRDBEOF(c, write)
 	} else {
 		err = sendRDBLen(c, write)
 	}
 	if err != nil {
-		s.log.Warn("replication: sending RDB failed", "replica", c.addr, "err", err)
+		if diskless {
+			s.log.Warn("Diskless rdb transfer, last replica dropped, killing fork child.", "replica", name, "err", err)
+		} else {
+			s.log.Warn("Sending the RDB to replica "+name+" failed", "err", err)
+		}
 		r.removeReplica(c)
 		c.close()
 		return
@@ -286,7 +317,7 @@ func psync(c *Client, replid string, off int64, isPsync bool) {
 		c.push(func(out []byte) []byte { return append(out, buf...) })
 	}
 	r.mu.Unlock()
-	s.log.Info("replication: synchronization with replica succeeded", "replica", c.addr)
+	s.log.Info("Synchronization with replica " + name + " succeeded")
 }
 
 // sendRDBLen sends the snapshot as $<len>\r\n<payload> (disk-based form).
@@ -476,4 +507,75 @@ func cmdRole(c *Client, args [][]byte) {
 		off = -1
 	}
 	c.addInt(off)
+}
+
+// replicaName is how Redis names a replica in its logs: ip:listening-port.
+func replicaName(c *Client) string {
+	host, _, err := net.SplitHostPort(c.addr)
+	if err != nil {
+		host = c.addr
+	}
+	if c.replIP != "" {
+		host = c.replIP
+	}
+	if c.replPort == 0 {
+		return c.addr
+	}
+	return net.JoinHostPort(host, strconv.Itoa(c.replPort))
+}
+
+// disklessDelay waits repl-diskless-sync-delay seconds before a diskless
+// transfer, as Redis does to let more replicas arrive: replicas arriving
+// during a window share its end; repl-diskless-sync-max-replicas waiting
+// replicas end it early. A newline is sent every second so the replica
+// knows the master is alive. It reports false if the replica went away.
+func (r *replication) disklessDelay(c *Client) bool {
+	delay := time.Duration(r.srv.cfg.Int("repl-diskless-sync-delay")) * time.Second
+	if delay <= 0 {
+		return true
+	}
+	r.mu.Lock()
+	now := time.Now()
+	if r.disklessWindowEnd.Before(now) {
+		r.disklessWindowEnd = now.Add(delay)
+	}
+	end := r.disklessWindowEnd
+	r.mu.Unlock()
+	lastNL := now
+	for {
+		now = time.Now()
+		if !now.Before(end) {
+			return true
+		}
+		if max := r.srv.cfg.Int("repl-diskless-sync-max-replicas"); max > 0 {
+			r.mu.Lock()
+			waiting := 0
+			for _, ri := range r.replicas {
+				if ri.state == replStateWaitBgsave {
+					waiting++
+				}
+			}
+			r.mu.Unlock()
+			if int64(waiting) >= max {
+				return true
+			}
+		}
+		if now.Sub(lastNL) >= time.Second {
+			if err := c.rawWrite([]byte("\n")); err != nil {
+				return false
+			}
+			lastNL = now
+		}
+		select {
+		case <-c.done:
+			return false
+		case <-time.After(min(100*time.Millisecond, end.Sub(now))):
+		}
+	}
+}
+
+// replicaOfRequester describes the client of a REPLICAOF in the log, as
+// Redis's catClientInfoString does.
+func replicaOfRequester(c *Client) string {
+	return strings.TrimSuffix(c.infoString(c), "\n")
 }

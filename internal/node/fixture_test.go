@@ -31,6 +31,7 @@ func startServer(t testing.TB, directives ...string) *testServer {
 	must(cfg.Set("port", "0"))
 	must(cfg.Set("bind", "127.0.0.1"))
 	must(cfg.Set("save", ""))
+	must(cfg.Set("repl-diskless-sync-delay", "0")) // as Redis's test suite: no 5 s wait per full sync
 	must(cfg.Set("dir", t.TempDir()))
 	for i := 0; i+1 < len(directives); i += 2 {
 		must(cfg.Set(directives[i], directives[i+1]))

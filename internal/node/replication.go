@@ -58,6 +58,8 @@ type replication struct {
 	replicas     []*replicaInfo
 	ackCond      *sync.Cond
 	noReplicasAt time.Time // when the last replica left (repl-backlog-ttl)
+	// disklessWindowEnd ends the current repl-diskless-sync-delay wait.
+	disklessWindowEnd time.Time
 
 	syncFull       int64
 	syncPartialOK  int64
@@ -82,6 +84,7 @@ func newReplID() string {
 func newReplication(s *Server) *replication {
 	r := &replication{srv: s, replid: newReplID(), replid2: strings.Repeat("0", 40), secondOffset: -1, lastDB: -1}
 	r.ackCond = sync.NewCond(&r.mu)
+	registerReplicationDebug(s)
 	s.failoverStateFn = s.failover.getState
 	s.replInfo = r.info
 	s.minReplicasRefuse = func() bool {
@@ -213,6 +216,7 @@ func (r *replication) shiftReplIDLocked() {
 	r.replid2 = r.replid
 	r.secondOffset = r.offset + 1
 	r.replid = newReplID()
+	r.srv.log.Info(fmt.Sprintf("Setting secondary replication ID to %s, valid up to offset: %d. New replication ID is %s", r.replid2, r.secondOffset, r.replid))
 }
 
 func (r *replication) removeReplica(c *Client) {
@@ -221,6 +225,7 @@ func (r *replication) removeReplica(c *Client) {
 	for i, ri := range r.replicas {
 		if ri.c == c {
 			r.replicas = append(r.replicas[:i], r.replicas[i+1:]...)
+			r.srv.log.Info("Connection with replica " + replicaName(c) + " lost.")
 			break
 		}
 	}

@@ -114,6 +114,8 @@ func (l *masterLink) run(ctx context.Context) {
 func (l *masterLink) session(ctx context.Context) error {
 	s := l.r.srv
 	l.setState(linkConnecting)
+	s.log.Info(fmt.Sprintf("Connecting to MASTER %s:%d", l.host, l.port))
+	s.log.Info("MASTER <-> REPLICA sync started")
 	d := net.Dialer{Timeout: 5 * time.Second}
 	nc, err := d.DialContext(ctx, "tcp", net.JoinHostPort(l.host, strconv.Itoa(l.port)))
 	if err != nil {
@@ -138,11 +140,13 @@ func (l *masterLink) session(ctx context.Context) error {
 	}
 	v, err := call("PING")
 	if err != nil {
-		return fmt.Errorf("node: replication: ping: %w", err)
+		return l.handshakeErr("ping", err)
 	}
 	if v.IsError() && !strings.HasPrefix(v.Str, "NOAUTH") && !strings.HasPrefix(v.Str, "NOPERM") && !strings.HasPrefix(v.Str, "ERR operation not permitted") {
+		s.log.Warn("Error reply to PING from master: '" + v.Str + "'")
 		return fmt.Errorf("node: replication: master replied to PING: %s", v.Str)
 	}
+	s.log.Info("Master replied to PING, replication can continue...")
 	if pass := s.cfg.Get("masterauth"); pass != "" {
 		args := []string{"AUTH", pass}
 		if user := s.cfg.Get("masteruser"); user != "" {
@@ -170,6 +174,9 @@ func (l *masterLink) session(ctx context.Context) error {
 	psyncID, psyncOff := replid, strconv.FormatInt(offset+1, 10)
 	if !l.r.hasHistory() {
 		psyncID, psyncOff = "?", "-1"
+		s.log.Info("Partial resynchronization not possible (no cached master)")
+	} else {
+		s.log.Info("Trying a partial resynchronization (request " + psyncID + ":" + psyncOff + ").")
 	}
 	// The master may send newlines to keep the link alive before it
 	// answers PSYNC (while a diskless sync waits for more replicas).
@@ -181,7 +188,7 @@ func (l *masterLink) session(ctx context.Context) error {
 		_ = nc.SetReadDeadline(time.Now().Add(timeout))
 		b, err := br.Peek(1)
 		if err != nil {
-			return fmt.Errorf("node: replication: PSYNC: %w", err)
+			return l.handshakeErr("PSYNC", err)
 		}
 		if b[0] != '\n' && b[0] != '\r' {
 			break
@@ -190,15 +197,17 @@ func (l *masterLink) session(ctx context.Context) error {
 	}
 	v, err = resp.ReadValue(br)
 	if err != nil {
-		return fmt.Errorf("node: replication: PSYNC: %w", err)
+		return l.handshakeErr("PSYNC", err)
 	}
 	if v.IsError() {
+		s.log.Warn("Unexpected reply to PSYNC from master: " + v.Str)
 		return fmt.Errorf("node: replication: PSYNC refused: %s", v.Str)
 	}
 	f := strings.Fields(v.Str)
 	switch {
 	case len(f) >= 3 && f[0] == "FULLRESYNC":
 		off, _ := strconv.ParseInt(f[2], 10, 64)
+		s.log.Info("Full resync from master: " + f[1] + ":" + f[2])
 		if err := l.fullSync(nc, br, f[1], off); err != nil {
 			return err
 		}
@@ -211,9 +220,11 @@ func (l *masterLink) session(ctx context.Context) error {
 			l.r.secondOffset = l.r.offset + 1
 			l.r.replid = f[1]
 			l.r.disconnectReplicasLocked()
+			s.log.Info("Master replication ID changed to " + f[1])
 		}
 		l.r.mu.Unlock()
-		s.log.Info("replication: partial resynchronization accepted", "master", nc.RemoteAddr().String())
+		s.log.Info("Successful partial resynchronization with master.")
+		s.log.Info("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.")
 	default:
 		return fmt.Errorf("node: replication: unexpected PSYNC reply %q", v.Str)
 	}
@@ -223,7 +234,24 @@ func (l *masterLink) session(ctx context.Context) error {
 	l.lastIO = time.Now()
 	l.mu.Unlock()
 	l.sendAck()
-	return l.stream(nc, br)
+	err = l.stream(nc, br)
+	if ctx.Err() == nil {
+		s.log.Info("Connection with master lost.")
+		s.log.Info("Caching the disconnected master state.")
+	}
+	return err
+}
+
+// handshakeErr logs a failed handshake step as Redis does (a timeout is
+// "Timeout connecting to the MASTER...") and returns it wrapped.
+func (l *masterLink) handshakeErr(step string, err error) error {
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		l.r.srv.log.Warn("Timeout connecting to the MASTER...")
+	} else {
+		l.r.srv.log.Warn("Error condition on socket for SYNC: " + err.Error())
+	}
+	return fmt.Errorf("node: replication: %s: %w", step, err)
 }
 
 // hasHistory reports whether this node has a dataset worth a partial
@@ -260,6 +288,7 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 	if bytes.HasPrefix(header, []byte("$EOF:")) {
 		eofMark = bytes.Clone(header[5:])
 		payload = &eofReader{r: br, mark: eofMark}
+		s.log.Info("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk")
 	} else {
 		n, err := strconv.ParseInt(string(header[1:]), 10, 64)
 		if err != nil || n < 0 {
@@ -269,6 +298,7 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 		l.syncTotal = n
 		l.mu.Unlock()
 		payload = io.LimitReader(br, n)
+		s.log.Info(fmt.Sprintf("MASTER <-> REPLICA sync: receiving %d bytes from master to disk", n))
 	}
 	cr := &countingReader{r: payload, l: l, nc: nc, timeout: timeout}
 	if s.loadRDB == nil {
@@ -293,12 +323,21 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("node: replication: %w", err)
 	}
+	s.log.Info("MASTER <-> REPLICA sync: Flushing old data")
+	s.log.Info("MASTER <-> REPLICA sync: Loading DB in memory")
+	start := time.Now()
 	s.loading.Store(true)
 	err = s.loadRDB(bufio.NewReaderSize(tmp, 256*1024))
 	s.loading.Store(false)
 	if err != nil {
+		s.log.Warn("Failed trying to load the MASTER synchronization DB from disk, check server logs.", "err", err)
 		return fmt.Errorf("node: replication: loading the master's RDB: %w", err)
 	}
+	var keys int64
+	for _, db := range s.dbs {
+		keys += db.size()
+	}
+	s.log.Info(fmt.Sprintf("Done loading RDB, keys loaded: %d, keys expired: 0.", keys), "seconds", time.Since(start).Seconds())
 	l.r.forgetLocalExpires()
 	l.r.mu.Lock()
 	l.r.replid = replid
@@ -311,7 +350,7 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 	l.r.createBacklogLocked()
 	l.r.disconnectReplicasLocked()
 	l.r.mu.Unlock()
-	s.log.Info("replication: full resynchronization done", "master", nc.RemoteAddr().String(), "offset", offset)
+	s.log.Info("MASTER <-> REPLICA sync: Finished with success")
 	return nil
 }
 
