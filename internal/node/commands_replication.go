@@ -2,9 +2,9 @@ package node
 
 import (
 	"bytes"
-	"fmt"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net"
 	"strconv"
