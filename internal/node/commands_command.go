@@ -419,7 +419,7 @@ func getKeys(c *Client, args [][]byte, withFlags bool) {
 		if withFlags {
 			c.addArrayLen(2)
 			c.addBulk(sub[p])
-			c.addStatusSet(cmd.keyFlags())
+			c.addStatusSet(strings.Fields(keyArgFlags(cmd, sub, p)))
 		} else {
 			c.addBulk(sub[p])
 		}
