@@ -32,28 +32,9 @@ func registerHashCommands(t *commandTable) {
 	add("hscan", -3, ro, cmdHScan, "2.8.0")
 }
 
-// lookupHash returns the hash at key: (nil, true) when the key is missing,
-// ok=false (after replying WRONGTYPE) when it holds another type. Reads
-// count keyspace hits and misses, and notify "keymiss", as Redis's
-// lookupKeyRead does.
-func (c *Client) lookupHash(key []byte, read bool) (h *hashValue, ok bool) {
-	e := c.curDB().lookup(string(key), c.now)
-	if e == nil {
-		if read {
-			c.srv.stats.keyspaceMisses.Add(1)
-			c.notify(notifyKeyMiss, "keymiss", bstr(key))
-		}
-		return nil, true
-	}
-	if read {
-		c.srv.stats.keyspaceHits.Add(1)
-	}
-	h, ok = e.obj.(*hashValue)
-	if !ok {
-		c.addError(errWrongType)
-		return nil, false
-	}
-	return h, true
+// lookupHash returns the hash at key (see lookupValue).
+func (c *Client) lookupHash(key []byte, read bool) (*hashValue, bool) {
+	return lookupValue[*hashValue](c, key, read)
 }
 
 // createHash stores a new empty hash at key, which must be missing.
@@ -174,27 +155,7 @@ func cmdHDel(c *Client, args [][]byte) {
 		c.addInt(0)
 		return
 	}
-	deleted, removed := 0, false
-	for _, f := range args[2:] {
-		if h.delB(f) {
-			deleted++
-			if h.Len() == 0 {
-				c.curDB().remove(string(args[1]))
-				removed = true
-				break
-			}
-		}
-	}
-	if deleted > 0 {
-		key := string(args[1])
-		c.signalModifiedKey(key)
-		c.notify(notifyHash, "hdel", key)
-		if removed {
-			c.notify(notifyGeneric, "del", key)
-		}
-		c.markDirty(deleted)
-	}
-	c.addInt(int64(deleted))
+	c.addInt(int64(c.removeMembers(args[1], args[2:], h, h.delB, notifyHash, "hdel")))
 }
 
 // HLEN key
@@ -495,6 +456,11 @@ type collScanOptions struct {
 	match   bool
 }
 
+// keep reports whether an element passes the MATCH pattern.
+func (o *collScanOptions) keep(m []byte) bool {
+	return !o.match || globMatch(o.pattern, bstr(m), false)
+}
+
 // parseCollScan parses "cursor [MATCH pattern] [COUNT count]" as Redis's
 // parseScanCursorOrReply and scanGenericCommand do; on error it replies
 // and returns false.
@@ -584,10 +550,9 @@ func cmdHScan(c *Client, args [][]byte) {
 		c.addScanReply(0, nil)
 		return
 	}
-	keep := func(f []byte) bool { return !o.match || globMatch(o.pattern, bstr(f), false) }
 	if h.d == nil {
 		h.each(func(f, v []byte) bool {
-			if keep(f) {
+			if o.keep(f) {
 				items = append(items, f, v)
 			}
 			return true
@@ -595,18 +560,10 @@ func cmdHScan(c *Client, args [][]byte) {
 		c.addScanReply(0, items)
 		return
 	}
-	cursor := o.cursor
-	visited := 0
-	for iter := o.count * 10; ; iter-- {
-		cursor = h.d.scan(cursor, func(n *dictNode[[]byte]) {
-			visited++
-			if keep(sbytes(n.key)) {
-				items = append(items, sbytes(n.key), n.val)
-			}
-		})
-		if cursor == 0 || iter <= 0 || visited >= o.count {
-			break
+	cursor := h.d.scanCount(o.cursor, o.count, func(n *dictNode[[]byte]) {
+		if o.keep(sbytes(n.key)) {
+			items = append(items, sbytes(n.key), n.val)
 		}
-	}
+	})
 	c.addScanReply(cursor, items)
 }

@@ -52,26 +52,9 @@ func numKeysAt(pos int) keysFunc {
 	}
 }
 
-// lookupSet returns the set at key: (nil, true) when the key is missing,
-// ok=false (after replying WRONGTYPE) when it holds another type.
-func (c *Client) lookupSet(key []byte, read bool) (s *setValue, ok bool) {
-	e := c.curDB().lookup(string(key), c.now)
-	if e == nil {
-		if read {
-			c.srv.stats.keyspaceMisses.Add(1)
-			c.notify(notifyKeyMiss, "keymiss", bstr(key))
-		}
-		return nil, true
-	}
-	if read {
-		c.srv.stats.keyspaceHits.Add(1)
-	}
-	s, ok = e.obj.(*setValue)
-	if !ok {
-		c.addError(errWrongType)
-		return nil, false
-	}
-	return s, true
+// lookupSet returns the set at key (see lookupValue).
+func (c *Client) lookupSet(key []byte, read bool) (*setValue, bool) {
+	return lookupValue[*setValue](c, key, read)
 }
 
 // SADD key member [member ...]
@@ -110,27 +93,7 @@ func cmdSRem(c *Client, args [][]byte) {
 		c.addInt(0)
 		return
 	}
-	deleted, removed := 0, false
-	for _, m := range args[2:] {
-		if s.remB(m) {
-			deleted++
-			if s.Len() == 0 {
-				c.curDB().remove(string(args[1]))
-				removed = true
-				break
-			}
-		}
-	}
-	if deleted > 0 {
-		key := string(args[1])
-		c.signalModifiedKey(key)
-		c.notify(notifySet, "srem", key)
-		if removed {
-			c.notify(notifyGeneric, "del", key)
-		}
-		c.markDirty(deleted)
-	}
-	c.addInt(int64(deleted))
+	c.addInt(int64(c.removeMembers(args[1], args[2:], s, s.remB, notifySet, "srem")))
 }
 
 // SMOVE source destination member
@@ -645,10 +608,9 @@ func cmdSScan(c *Client, args [][]byte) {
 		return
 	}
 	var items [][]byte
-	keep := func(m []byte) bool { return !o.match || globMatch(o.pattern, bstr(m), false) }
 	if s.d == nil {
 		s.each(func(m []byte) bool {
-			if keep(m) {
+			if o.keep(m) {
 				items = append(items, slices.Clone(m))
 			}
 			return true
@@ -656,18 +618,10 @@ func cmdSScan(c *Client, args [][]byte) {
 		c.addScanReply(0, items)
 		return
 	}
-	cursor := o.cursor
-	visited := 0
-	for iter := o.count * 10; ; iter-- {
-		cursor = s.d.scan(cursor, func(n *dictNode[struct{}]) {
-			visited++
-			if keep(sbytes(n.key)) {
-				items = append(items, sbytes(n.key))
-			}
-		})
-		if cursor == 0 || iter <= 0 || visited >= o.count {
-			break
+	cursor := s.d.scanCount(o.cursor, o.count, func(n *dictNode[struct{}]) {
+		if o.keep(sbytes(n.key)) {
+			items = append(items, sbytes(n.key))
 		}
-	}
+	})
 	c.addScanReply(cursor, items)
 }

@@ -181,6 +181,21 @@ func (d *chainDict[V]) scan(cursor uint64, fn func(n *dictNode[V])) uint64 {
 	return bits.Reverse64(cursor)
 }
 
+// scanCount is the scan loop of Redis's scanGenericCommand for a
+// hashtable-encoded collection: it visits buckets from cursor until count
+// elements were seen or count*10 buckets were looked at, and returns the
+// next cursor.
+func (d *chainDict[V]) scanCount(cursor uint64, count int, fn func(n *dictNode[V])) uint64 {
+	seen := 0
+	visit := func(n *dictNode[V]) { seen++; fn(n) }
+	for iter := count * 10; ; iter-- {
+		cursor = d.scan(cursor, visit)
+		if cursor == 0 || iter <= 0 || seen >= count {
+			return cursor
+		}
+	}
+}
+
 // randomNode returns a uniformly random node (nil if empty) in O(1), from
 // the dense array: fairer than Redis's dictGetFairRandomKey, which samples
 // neighbouring buckets.
