@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -29,7 +30,7 @@ func cmdInfo(c *Client, args [][]byte) {
 // 7.0's section order, headers and field names.
 func (s *Server) infoString(args [][]byte) string {
 	want := map[string]bool{}
-	all, everything := false, false
+	all := false
 	if len(args) == 0 {
 		for _, n := range defaultInfoSections {
 			want[n] = true
@@ -41,72 +42,47 @@ func (s *Server) infoString(args [][]byte) string {
 			for _, d := range defaultInfoSections {
 				want[d] = true
 			}
-		case "all":
+		case "all", "everything":
 			all = true
-		case "everything":
-			all, everything = true, true
 		default:
 			want[n] = true
 		}
 	}
-	_ = everything
-	has := func(n string) bool { return all || want[n] }
 	var b strings.Builder
-	section := func(title string) {
+	// Redis 7.0's section order; a section is written when any of its
+	// names was asked for (or all of them).
+	sections := []struct {
+		names []string
+		title string
+		write func(b *strings.Builder)
+	}{
+		{[]string{"server"}, "Server", s.infoServer},
+		{[]string{"clients"}, "Clients", s.infoClients},
+		{[]string{"memory"}, "Memory", s.infoMemory},
+		{[]string{"persistence"}, "Persistence", s.infoPersistence},
+		{[]string{"stats"}, "Stats", s.infoStats},
+		{[]string{"replication"}, "Replication", s.infoReplication},
+		{[]string{"cpu"}, "CPU", infoCPU},
+		{[]string{"module_list", "modules"}, "Modules", nil},
+		{[]string{"commandstats"}, "Commandstats", s.infoCommandStats},
+		{[]string{"errorstats"}, "Errorstats", s.infoErrorStats},
+		{[]string{"latencystats"}, "Latencystats", nil},
+		{[]string{"cluster"}, "Cluster", func(b *strings.Builder) {
+			infoField(b, "cluster_enabled", b01(s.cfg.Bool("cluster-enabled")))
+		}},
+		{[]string{"keyspace"}, "Keyspace", s.infoKeyspace},
+	}
+	for _, sec := range sections {
+		if !all && !slices.ContainsFunc(sec.names, func(n string) bool { return want[n] }) {
+			continue
+		}
 		if b.Len() > 0 {
 			b.WriteString("\r\n")
 		}
-		b.WriteString("# " + title + "\r\n")
-	}
-	if has("server") {
-		section("Server")
-		s.infoServer(&b)
-	}
-	if has("clients") {
-		section("Clients")
-		s.infoClients(&b)
-	}
-	if has("memory") {
-		section("Memory")
-		s.infoMemory(&b)
-	}
-	if has("persistence") {
-		section("Persistence")
-		s.infoPersistence(&b)
-	}
-	if has("stats") {
-		section("Stats")
-		s.infoStats(&b)
-	}
-	if has("replication") {
-		section("Replication")
-		s.infoReplication(&b)
-	}
-	if has("cpu") {
-		section("CPU")
-		infoCPU(&b)
-	}
-	if has("module_list") || has("modules") {
-		section("Modules")
-	}
-	if has("commandstats") {
-		section("Commandstats")
-		s.infoCommandStats(&b)
-	}
-	if has("errorstats") {
-		section("Errorstats")
-		s.infoErrorStats(&b)
-	}
-	if has("latencystats") {
-		section("Latencystats")
-	}
-	if has("cluster") {
-		section("Cluster")
-		infoField(&b, "cluster_enabled", b01(s.cfg.Bool("cluster-enabled")))
-	}
-	if has("keyspace") {
-		section("Keyspace")
-		s.infoKeyspace(&b)
+		b.WriteString("# " + sec.title + "\r\n")
+		if sec.write != nil {
+			sec.write(&b)
+		}
 	}
 	return b.String()
 }
