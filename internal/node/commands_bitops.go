@@ -110,21 +110,9 @@ func bitRange(n, start, end int64, isBit bool) (from, to int64, empty bool) {
 	if isBit {
 		total <<= 3
 	}
-	if start < 0 {
-		start += total
-	}
-	if end < 0 {
-		end += total
-	}
-	start, end = max(start, 0), max(end, 0)
-	if end >= total {
-		end = total - 1
-	}
-	if start > end {
-		return 0, 0, true
-	}
-	if isBit {
-		return start, end, false
+	start, end, empty = clampRange(start, end, total)
+	if empty || isBit {
+		return start, end, empty
 	}
 	return start << 3, end<<3 + 7, false
 }

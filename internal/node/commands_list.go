@@ -63,6 +63,15 @@ func parseLong(c *Client, b []byte) (int64, bool) {
 	return n, ok
 }
 
+// parseLongPair parses two integer arguments (start and stop), replying
+// Redis's error for the first invalid one.
+func parseLongPair(c *Client, a, b []byte) (x, y int64, ok bool) {
+	if x, ok = parseLong(c, a); ok {
+		y, ok = parseLong(c, b)
+	}
+	return x, y, ok
+}
+
 // parseListEnd parses LEFT|RIGHT: true for LEFT.
 func parseListEnd(c *Client, b []byte) (left, ok bool) {
 	switch {
@@ -433,11 +442,7 @@ func listRange(start, end int64, n int) (s, e int, empty bool) {
 
 // LRANGE key start stop
 func cmdLRange(c *Client, args [][]byte) {
-	start, ok := parseLong(c, args[2])
-	if !ok {
-		return
-	}
-	end, ok := parseLong(c, args[3])
+	start, end, ok := parseLongPair(c, args[2], args[3])
 	if !ok {
 		return
 	}
@@ -463,11 +468,7 @@ func cmdLRange(c *Client, args [][]byte) {
 
 // LTRIM key start stop
 func cmdLTrim(c *Client, args [][]byte) {
-	start, ok := parseLong(c, args[2])
-	if !ok {
-		return
-	}
-	end, ok := parseLong(c, args[3])
+	start, end, ok := parseLongPair(c, args[2], args[3])
 	if !ok {
 		return
 	}

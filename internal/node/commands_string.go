@@ -113,6 +113,22 @@ const (
 	setAnyExpire = setEX | setPX | setEXAT | setPXAT
 )
 
+// expireOption returns the flag of an EX, PX, EXAT or PXAT option, 0 for
+// any other argument.
+func expireOption(a []byte) int {
+	switch {
+	case eqFold(a, "EX"):
+		return setEX
+	case eqFold(a, "PX"):
+		return setPX
+	case eqFold(a, "EXAT"):
+		return setEXAT
+	case eqFold(a, "PXAT"):
+		return setPXAT
+	}
+	return 0
+}
+
 // parseStringFlags parses SET's (forSet) or GETEX's options. It returns
 // the flags and the expire argument (nil if none); on a syntax error it
 // replies and returns ok=false.
@@ -131,20 +147,10 @@ func parseStringFlags(c *Client, opts [][]byte, forSet bool) (flags int, expire 
 			flags |= setKeepTTL
 		case !forSet && eqFold(a, "PERSIST") && flags&(setKeepTTL|setAnyExpire) == 0:
 			flags |= setPersist
-		case eqFold(a, "EX") && flags&(setKeepTTL|setPersist|setEXAT|setPX|setPXAT) == 0 && hasNext:
-			flags |= setEX
-			expire = opts[j+1]
-			j++
-		case eqFold(a, "PX") && flags&(setKeepTTL|setPersist|setEX|setEXAT|setPXAT) == 0 && hasNext:
-			flags |= setPX
-			expire = opts[j+1]
-			j++
-		case eqFold(a, "EXAT") && flags&(setKeepTTL|setPersist|setEX|setPX|setPXAT) == 0 && hasNext:
-			flags |= setEXAT
-			expire = opts[j+1]
-			j++
-		case eqFold(a, "PXAT") && flags&(setKeepTTL|setPersist|setEX|setEXAT|setPX) == 0 && hasNext:
-			flags |= setPXAT
+		case hasNext && expireOption(a) != 0 && flags&(setKeepTTL|setPersist|setAnyExpire&^expireOption(a)) == 0:
+			// EX, PX, EXAT or PXAT: one kind only (repeating it is
+			// allowed, the last value wins).
+			flags |= expireOption(a)
 			expire = opts[j+1]
 			j++
 		default:
@@ -555,14 +561,8 @@ func cmdStrlen(c *Client, args [][]byte) {
 
 // GETRANGE key start end (also SUBSTR)
 func cmdGetRange(c *Client, args [][]byte) {
-	start, ok := parseInt(args[2])
+	start, end, ok := parseLongPair(c, args[2], args[3])
 	if !ok {
-		c.addError(errNotInt)
-		return
-	}
-	end, ok := parseInt(args[3])
-	if !ok {
-		c.addError(errNotInt)
 		return
 	}
 	e, ok := c.lookupString(args[1])
@@ -573,11 +573,23 @@ func cmdGetRange(c *Client, args [][]byte) {
 		c.addBulk([]byte{})
 		return
 	}
-	n := int64(len(e.str))
 	if start < 0 && end < 0 && start > end {
 		c.addBulk([]byte{})
 		return
 	}
+	from, to, empty := clampRange(start, end, int64(len(e.str)))
+	if empty {
+		c.addBulk([]byte{})
+		return
+	}
+	c.addBulk(e.str[from : to+1])
+}
+
+// clampRange turns GETRANGE/BITCOUNT-style indexes (negative ones count
+// from the end) into an inclusive range of a sequence of n items, clamped
+// to it as Redis clamps them (both ends to 0 first, so a range wholly
+// before the start selects the first item); empty when nothing is left.
+func clampRange(start, end, n int64) (from, to int64, empty bool) {
 	if start < 0 {
 		start += n
 	}
@@ -588,11 +600,10 @@ func cmdGetRange(c *Client, args [][]byte) {
 	if end >= n {
 		end = n - 1
 	}
-	if start > end || n == 0 {
-		c.addBulk([]byte{})
-		return
+	if start > end {
+		return 0, 0, true
 	}
-	c.addBulk(e.str[start : end+1])
+	return start, end, false
 }
 
 // SETRANGE key offset value
