@@ -83,41 +83,37 @@ func connFD(nc net.Conn) int {
 	return fd
 }
 
+// clientFlagLetters are CLIENT LIST's flags= letters after the replica
+// or monitor one, in Redis's order.
+var clientFlagLetters = []struct {
+	flag   int64
+	letter string
+}{
+	{clientMaster, "M"},
+	{clientPubSub, "P"},
+	{clientMulti, "x"},
+	{clientBlocked, "b"},
+	{clientDirtyCAS, "d"},
+	{clientCloseAfterReply, "c"},
+	{clientNoEvict, "e"},
+}
+
 // infoString renders one CLIENT LIST line (without the newline), field by
 // field as Redis 7.0 prints them. self is the client running CLIENT LIST:
 // its own qbuf and argv are those of the running command.
 func (c *Client) infoString(self *Client) string {
-	flags := ""
 	fl := c.flags.Load()
-	if fl&clientReplica != 0 {
-		if fl&clientMonitor != 0 {
-			flags += "O"
-		} else {
-			flags += "S"
+	flags := ""
+	switch {
+	case fl&clientMonitor != 0:
+		flags = "O"
+	case fl&clientReplica != 0:
+		flags = "S"
+	}
+	for _, f := range clientFlagLetters {
+		if fl&f.flag != 0 {
+			flags += f.letter
 		}
-	} else if fl&clientMonitor != 0 {
-		flags += "O"
-	}
-	if fl&clientMaster != 0 {
-		flags += "M"
-	}
-	if fl&clientPubSub != 0 {
-		flags += "P"
-	}
-	if fl&clientMulti != 0 {
-		flags += "x"
-	}
-	if fl&clientBlocked != 0 {
-		flags += "b"
-	}
-	if fl&clientDirtyCAS != 0 {
-		flags += "d"
-	}
-	if fl&clientCloseAfterReply != 0 {
-		flags += "c"
-	}
-	if fl&clientNoEvict != 0 {
-		flags += "e"
 	}
 	if flags == "" {
 		flags = "N"
