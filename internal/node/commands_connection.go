@@ -2,6 +2,7 @@ package node
 
 import (
 	"crypto/subtle"
+	"math"
 	"strconv"
 	"strings"
 
@@ -44,18 +45,31 @@ func cmdPing(c *Client, args [][]byte) {
 // ECHO message
 func cmdEcho(c *Client, args [][]byte) { c.addBulk(args[1]) }
 
+// parseDBIndex parses a database number as SELECT, MOVE and COPY do
+// (Redis's getIntFromObjectOrReply, then the configured databases),
+// replying the error when it is not one.
+func (c *Client) parseDBIndex(arg []byte) (int, bool) {
+	n, ok := parseInt(arg)
+	switch {
+	case !ok:
+		c.addError(errNotInt)
+	case n < math.MinInt32 || n > math.MaxInt32:
+		c.addError("ERR value is out of range, value must between -2147483648 and 2147483647")
+	case n < 0 || n >= int64(len(c.srv.dbs)):
+		c.addError(errDBIndex)
+	default:
+		return int(n), true
+	}
+	return 0, false
+}
+
 // SELECT index
 func cmdSelect(c *Client, args [][]byte) {
-	n, ok := parseInt(args[1])
+	n, ok := c.parseDBIndex(args[1])
 	if !ok {
-		c.addError("ERR value is not an integer or out of range")
 		return
 	}
-	if n < 0 || n >= int64(len(c.srv.dbs)) {
-		c.addError(errDBIndex)
-		return
-	}
-	c.db = int(n)
+	c.db = n
 	c.publishInfo()
 	c.addOK()
 }

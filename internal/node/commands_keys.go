@@ -365,13 +365,8 @@ func cmdMove(c *Client, args [][]byte) {
 		c.addError("ERR MOVE is not allowed in cluster mode")
 		return
 	}
-	id, ok := parseInt(args[2])
-	if !ok || id < -1<<31 || id > 1<<31-1 {
-		c.addError(errNotInt)
-		return
-	}
-	if id < 0 || id >= int64(len(c.srv.dbs)) {
-		c.addError("ERR DB index is out of range")
+	id, ok := c.parseDBIndex(args[2])
+	if !ok {
 		return
 	}
 	src, dst := c.curDB(), c.srv.dbs[id]
@@ -407,13 +402,8 @@ func cmdCopy(c *Client, args [][]byte) {
 		case eqFold(a, "REPLACE"):
 			replace = true
 		case eqFold(a, "DB") && j+1 < len(args):
-			id, ok := parseInt(args[j+1])
-			if !ok || id < -1<<31 || id > 1<<31-1 {
-				c.addError(errNotInt)
-				return
-			}
-			if id < 0 || id >= int64(len(c.srv.dbs)) {
-				c.addError("ERR DB index is out of range")
+			id, ok := c.parseDBIndex(args[j+1])
+			if !ok {
 				return
 			}
 			dst = c.srv.dbs[id]
