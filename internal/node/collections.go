@@ -1,6 +1,6 @@
 package node
 
-// Helpers shared by the collection families (hash, set, list...): typed
+// Helpers shared by the collection families (hash, set, ...): typed
 // lookups and member removal with Redis's bookkeeping.
 
 // lookupValue returns the value of type T at key: (zero, true) when the
@@ -26,34 +26,46 @@ func lookupValue[T typedValue](c *Client, key []byte, read bool) (v T, ok bool) 
 	return v, ok
 }
 
-// sized is a collection that knows its length.
-type sized interface{ Len() int }
-
-// removeMembers deletes members from coll (an existing collection) with
-// del, as HDEL and SREM do: the key goes when the collection empties
-// (remaining members are not looked at), and when anything was removed the
-// key is signalled, event is notified (then "del" if the key went) and the
-// changes counted. It returns the number removed.
-func (c *Client) removeMembers(key []byte, members [][]byte, coll sized, del func([]byte) bool, class int, event string) int {
+// removeMembersCommand is HDEL and SREM (key member [member ...]): it
+// deletes the members from the collection at key with del and replies how
+// many went. The key goes when the collection empties (the remaining
+// members are not looked at); when anything was removed the key is
+// signalled, event notified (then "del" if the key went) and the changes
+// counted.
+func removeMembersCommand[T interface {
+	typedValue
+	Len() int
+}](c *Client, args [][]byte, del func(T, []byte) bool, class int, event string) {
+	db := c.curDB()
+	key := string(args[1])
+	e := db.lookup(key, c.now)
+	if e == nil {
+		c.addInt(0)
+		return
+	}
+	coll, ok := e.obj.(T)
+	if !ok {
+		c.addError(errWrongType)
+		return
+	}
 	deleted, removed := 0, false
-	for _, m := range members {
-		if del(m) {
+	for _, m := range args[2:] {
+		if del(coll, m) {
 			deleted++
 			if coll.Len() == 0 {
-				c.curDB().remove(string(key))
+				db.remove(key)
 				removed = true
 				break
 			}
 		}
 	}
 	if deleted > 0 {
-		k := string(key)
-		c.signalModifiedKey(k)
-		c.notify(class, event, k)
+		c.signalModifiedKey(key)
+		c.notify(class, event, key)
 		if removed {
-			c.notify(notifyGeneric, "del", k)
+			c.notify(notifyGeneric, "del", key)
 		}
 		c.markDirty(deleted)
 	}
-	return deleted
+	c.addInt(int64(deleted))
 }

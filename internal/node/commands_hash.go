@@ -147,15 +147,7 @@ func cmdHMGet(c *Client, args [][]byte) {
 
 // HDEL key field [field ...]
 func cmdHDel(c *Client, args [][]byte) {
-	h, ok := c.lookupHash(args[1], false)
-	if !ok {
-		return
-	}
-	if h == nil {
-		c.addInt(0)
-		return
-	}
-	c.addInt(int64(c.removeMembers(args[1], args[2:], h, h.delB, notifyHash, "hdel")))
+	removeMembersCommand(c, args, (*hashValue).delB, notifyHash, "hdel")
 }
 
 // HLEN key

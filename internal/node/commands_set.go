@@ -85,15 +85,7 @@ func cmdSAdd(c *Client, args [][]byte) {
 
 // SREM key member [member ...]
 func cmdSRem(c *Client, args [][]byte) {
-	s, ok := c.lookupSet(args[1], false)
-	if !ok {
-		return
-	}
-	if s == nil {
-		c.addInt(0)
-		return
-	}
-	c.addInt(int64(c.removeMembers(args[1], args[2:], s, s.remB, notifySet, "srem")))
+	removeMembersCommand(c, args, (*setValue).remB, notifySet, "srem")
 }
 
 // SMOVE source destination member
