@@ -3,6 +3,9 @@ package node
 import (
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 	"time"
 )
@@ -115,4 +118,26 @@ func BenchmarkExecLrange100(b *testing.B) {
 		setup = append(setup, []string{"LPUSH", "mylist", "xxx"})
 	}
 	benchExecute(b, setup, func(i int) []string { return []string{"LRANGE", "mylist", "0", "99"} })
+}
+
+// TestPerfRedisBenchmark runs redis-benchmark against an in-process node so
+// that go test's -cpuprofile/-mutexprofile see the server under the real
+// load. Only with PERF_REDIS_BENCHMARK set to redis-benchmark's arguments,
+// for example:
+//
+//	PERF_REDIS_BENCHMARK="-c 50 -n 200000 -P 16 -t get -r 100000" \
+//	  go test -run TestPerfRedisBenchmark -cpuprofile cpu.out ./internal/node
+func TestPerfRedisBenchmark(t *testing.T) {
+	args := os.Getenv("PERF_REDIS_BENCHMARK")
+	if args == "" {
+		t.Skip("PERF_REDIS_BENCHMARK not set")
+	}
+	ts := startServer(t)
+	_, port, _ := net.SplitHostPort(ts.addr)
+	cmd := exec.Command("redis-benchmark", append([]string{"-p", port, "--csv"}, strings.Fields(args)...)...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("redis-benchmark: %v\n%s", err, out)
+	}
+	t.Logf("\n%s", out)
 }

@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"io"
 	"net"
 	"strconv"
 	"sync"
@@ -40,6 +41,7 @@ type Client struct {
 	srv  *Server
 	id   int64
 	conn net.Conn
+	io   io.ReadWriter // conn's reads and writes (conn_raw.go)
 	rd   *resp.Reader
 
 	// out collects the replies of the current pipeline batch.
@@ -82,6 +84,8 @@ type Client struct {
 	lockBuf    []lockKey
 	lastCmdRef *command
 	propOne    [1][][]byte // call's propagation of the command itself
+	stat       statAcc     // commandstats accumulator (perf_hot.go)
+	errReplies int64       // error replies sent (a command failed if it grew)
 
 	// cmd is the command running; propArgs overrides what is propagated.
 	cmd      *command
@@ -129,7 +133,8 @@ func newClient(s *Server, nc net.Conn) *Client {
 		done:    make(chan struct{}),
 		user:    "default",
 	}
-	c.rd = resp.NewReader(nc, resp.ReaderOptions{
+	c.io = newRawIO(nc) // conn_raw.go
+	c.rd = resp.NewReader(c.io, resp.ReaderOptions{
 		MaxBulkLen:       s.cfg.Int("proto-max-bulk-len"),
 		QueryBufferLimit: int(s.cfg.Int("client-query-buffer-limit")),
 	})
@@ -160,6 +165,9 @@ func (c *Client) setFlag(f int64, on bool) {
 func (c *Client) serve() {
 	defer c.close()
 	defer c.srv.unregister(c)
+	c.stat.batched = true
+	defer c.flushStats()
+	deadline := false // a read deadline is set on conn
 	for {
 		args, err := c.rd.Next()
 		if err == resp.ErrIncomplete {
@@ -171,8 +179,10 @@ func (c *Client) serve() {
 			}
 			if t := c.srv.hot().timeout; t > 0 && !c.hasFlag(clientPubSub|clientReplica|clientMaster|clientBlocked) {
 				_ = c.conn.SetReadDeadline(time.Now().Add(time.Duration(t) * time.Second))
-			} else {
+				deadline = true
+			} else if deadline {
 				_ = c.conn.SetReadDeadline(time.Time{})
+				deadline = false
 			}
 			if err := c.rd.Fill(); err != nil {
 				if errors.Is(err, resp.ErrQueryBufferLimit) {
@@ -208,6 +218,7 @@ func (c *Client) serve() {
 // flush writes the batch's replies. It returns false if the connection is
 // gone.
 func (c *Client) flush() bool {
+	c.flushStats()
 	if c.hasFlag(clientPubSub|clientMonitor|clientReplica) || c.pendingLen() > 0 {
 		// Keep order with pushed messages.
 		c.pmu.Lock()
@@ -221,7 +232,7 @@ func (c *Client) flush() bool {
 		return true
 	}
 	c.wmu.Lock()
-	n, err := c.conn.Write(c.out)
+	n, err := c.io.Write(c.out)
 	c.wmu.Unlock()
 	c.srv.stats.netOutput.Add(int64(n))
 	if cap(c.out) > 64*1024 {
@@ -329,6 +340,7 @@ func (c *Client) addSimple(s string) {
 // addError replies with an error; msg includes its code ("ERR ...").
 func (c *Client) addError(msg string) {
 	c.srv.stats.countError(msg)
+	c.errReplies++
 	if c.replying() {
 		c.out = resp.AppendError(c.out, msg)
 	}

@@ -203,7 +203,8 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	if !locked {
 		c.lockFor(cmd, args)
 	}
-	errsBefore := s.stats.errorReplies.Load()
+	errsBefore := c.errReplies
+	c.statsBefore(cmd) // perf_hot.go
 	masterView := s.replicaMode.Load() && c.hasFlag(clientMaster)
 	if masterView {
 		c.setMasterAccess(cmd, args, true) // replication_expire.go
@@ -237,12 +238,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 		}
 	}
 	dur := time.Since(procStart) - start
-	cmd.stats.calls.Add(1)
-	cmd.stats.usec.Add(dur.Microseconds())
-	if s.stats.errorReplies.Load() != errsBefore {
-		cmd.stats.failed.Add(1)
-	}
-	s.stats.commands.Add(1)
+	c.countCall(cmd, dur.Microseconds(), c.errReplies != errsBefore) // perf_hot.go
 	s.slowlog.maybeAdd(c, args, dur)
 	if c.lastCmdRef != cmd {
 		// CLIENT LIST's cmd= only changes with the command: no lock for a

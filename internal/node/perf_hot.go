@@ -71,3 +71,58 @@ func (s *Server) hot() *hotConfig {
 	}
 	return h
 }
+
+// statAcc accumulates a client's INFO commandstats counters for a run of
+// one command, so a pipeline of GETs does not hit the command's shared
+// counters (and total_commands_processed) once per GET from both cores.
+// It is flushed when the client runs another command and before a batch's
+// replies are written (Client.flush): a count is visible before its reply
+// is, and INFO on the same connection sees the commands before it.
+type statAcc struct {
+	cmd                 *command
+	calls, usec, failed int64
+	// batched is set by serve (the client's own read loop, which calls
+	// flush); other clients (the master link) count each call at once.
+	batched bool
+}
+
+// statsBefore is called before cmd runs: counts of another command are
+// published first, so the command (INFO, CONFIG RESETSTAT) sees them.
+func (c *Client) statsBefore(cmd *command) {
+	if c.stat.cmd != cmd {
+		c.flushStats()
+		c.stat.cmd = cmd
+	}
+}
+
+// countCall records one call of cmd that took usec µs.
+func (c *Client) countCall(cmd *command, usec int64, failed bool) {
+	a := &c.stat
+	if a.cmd != cmd {
+		c.flushStats()
+		a.cmd = cmd
+	}
+	a.calls++
+	a.usec += usec
+	if failed {
+		a.failed++
+	}
+	if !a.batched {
+		c.flushStats()
+	}
+}
+
+// flushStats adds the accumulated counts to the shared counters.
+func (c *Client) flushStats() {
+	a := &c.stat
+	if a.calls == 0 {
+		return
+	}
+	a.cmd.stats.calls.Add(a.calls)
+	a.cmd.stats.usec.Add(a.usec)
+	if a.failed > 0 {
+		a.cmd.stats.failed.Add(a.failed)
+	}
+	c.srv.stats.commands.Add(a.calls)
+	a.calls, a.usec, a.failed = 0, 0, 0
+}

@@ -1,0 +1,97 @@
+package node
+
+import (
+	"io"
+	"net"
+	"os"
+	"syscall"
+	"unsafe"
+)
+
+// rawIO reads and writes a TCP connection with raw system calls on its
+// non-blocking socket, through the connection's RawConn (so deadlines,
+// Close and waiting for readiness in the netpoller work as for net.Conn).
+//
+// net.Conn's Read and Write enter the scheduler's syscall state around
+// each call. On a machine where a read or write of a loopback socket takes
+// tens of µs (a VM), the runtime's sysmon then takes the P away from the
+// thread in the call and wakes another thread for it, and keeps itself on
+// its fastest tick: a futex wake, a thread switch and many nanosleeps per
+// request. A read or write of a non-blocking socket never sleeps in the
+// kernel (EAGAIN instead), so it does not need that state; waiting is left
+// to the netpoller as before.
+type rawIO struct {
+	rc syscall.RawConn
+}
+
+// newRawIO returns a reader/writer for nc: raw system calls for a TCP
+// connection, nc itself for anything else (tests, unix sockets in future).
+func newRawIO(nc net.Conn) io.ReadWriter {
+	tc, ok := nc.(*net.TCPConn)
+	if !ok || os.Getenv("SHARDNODE_NO_RAW_IO") != "" {
+		return nc
+	}
+	rc, err := tc.SyscallConn()
+	if err != nil {
+		return nc
+	}
+	return &rawIO{rc: rc}
+}
+
+func (r *rawIO) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var n int
+	var errno syscall.Errno
+	err := r.rc.Read(func(fd uintptr) bool {
+		for {
+			r0, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+			switch e {
+			case syscall.EINTR:
+				continue
+			case syscall.EAGAIN:
+				return false // wait in the netpoller
+			}
+			n, errno = int(r0), e
+			return true
+		}
+	})
+	switch {
+	case err != nil:
+		return 0, err // deadline, closed
+	case errno != 0:
+		return 0, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", errno)}
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
+func (r *rawIO) Write(p []byte) (int, error) {
+	var n int
+	var errno syscall.Errno
+	err := r.rc.Write(func(fd uintptr) bool {
+		for n < len(p) {
+			r0, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
+			switch e {
+			case 0:
+				n += int(r0)
+			case syscall.EINTR:
+			case syscall.EAGAIN:
+				return false // socket buffer full: wait in the netpoller
+			default:
+				errno = e
+				return true
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return n, err
+	}
+	if errno != 0 {
+		return n, &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", errno)}
+	}
+	return n, nil
+}
