@@ -244,6 +244,9 @@ func (s *Server) Listen() error {
 				continue
 			}
 			s.closeListeners()
+			// Redis's wording, which its test harness looks for to retry
+			// on another port.
+			s.log.Warn(fmt.Sprintf("Failed listening on port %s (TCP), aborting.", port), "err", err)
 			return fmt.Errorf("node: listen %s: %w", net.JoinHostPort(b, port), err)
 		}
 		s.listeners = append(s.listeners, ln)
@@ -254,6 +257,16 @@ func (s *Server) Listen() error {
 	}
 	if len(s.listeners) == 0 {
 		return errors.New("node: no address to listen on")
+	}
+	// unixsocket: an extra listener after the TCP ones (Addr stays TCP).
+	if path := s.cfg.Get("unixsocket"); path != "" {
+		_ = os.Remove(path)
+		ln, err := net.Listen("unix", path)
+		if err != nil {
+			s.closeListeners()
+			return fmt.Errorf("node: listen on unix socket %s: %w", path, err)
+		}
+		s.listeners = append(s.listeners, ln)
 	}
 	// Load the dataset (RDB or AOF) before serving, as Redis does once its
 	// listeners are open.
