@@ -12,11 +12,11 @@ import (
 // offset byte; length L+2, distance ((OOOOO << 8) | offset) + 1).
 
 const (
-	lzfHashBits  = 14
-	lzfMaxLit    = 32
-	lzfMaxOff    = 1 << 13
-	lzfMaxRef    = (1 << 8) + (1 << 3) // 264
-	lzfMinMatch  = 3
+	lzfHashBits = 14
+	lzfMaxLit   = 32
+	lzfMaxOff   = 1 << 13
+	lzfMaxRef   = (1 << 8) + (1 << 3) // 264
+	lzfMinMatch = 3
 )
 
 // lzfTables recycles hash tables; only the part an input needs is cleared,
