@@ -118,68 +118,57 @@ func (cmd *command) flagList() []string {
 	return out
 }
 
-// aclCategories derives the command's ACL categories from its flags and
-// group, as Redis's setImplicitACLCategories does plus the group's own.
+// aclCategoryOrder is the order Redis lists ACL categories in.
+var aclCategoryOrder = []string{"@keyspace", "@read", "@write", "@set", "@sortedset", "@list", "@hash", "@string", "@bitmap", "@hyperloglog", "@geo", "@stream", "@pubsub", "@admin", "@fast", "@slow", "@blocking", "@dangerous", "@connection", "@transaction", "@scripting"}
+
+// groupCategory is the category of a command group, for commands Redis
+// 7.0 does not have (its declared ones come from aclCategoryTable).
+var groupCategory = map[string]string{
+	"generic": "@keyspace", "string": "@string", "list": "@list", "set": "@set",
+	"sorted-set": "@sortedset", "hash": "@hash", "bitmap": "@bitmap",
+	"hyperloglog": "@hyperloglog", "geo": "@geo", "stream": "@stream",
+	"pubsub": "@pubsub", "transactions": "@transaction", "connection": "@connection",
+	"scripting": "@scripting",
+}
+
+// aclCategories returns the command's ACL categories as COMMAND INFO lists
+// them: those it declares plus those its flags imply (Redis's
+// setImplicitACLCategories), in Redis's order.
 func (cmd *command) aclCategories() []string {
-	var out []string
-	add := func(s string) {
-		for _, x := range out {
-			if x == s {
-				return
-			}
+	has := map[string]bool{}
+	if decl, ok := aclCategoryTable[cmd.fullName()]; ok {
+		for _, cat := range strings.Fields(decl) {
+			has[cat] = true
 		}
-		out = append(out, s)
-	}
-	switch cmd.cmdGroup() {
-	case "generic":
-		add("@keyspace")
-	case "string":
-		add("@string")
-	case "list":
-		add("@list")
-	case "set":
-		add("@set")
-	case "sorted-set":
-		add("@sortedset")
-	case "hash":
-		add("@hash")
-	case "bitmap":
-		add("@bitmap")
-	case "hyperloglog":
-		add("@hyperloglog")
-	case "geo":
-		add("@geo")
-	case "stream":
-		add("@stream")
-	case "pubsub":
-		add("@pubsub")
-	case "transactions":
-		add("@transaction")
-	case "connection":
-		add("@connection")
-	case "scripting":
-		add("@scripting")
+	} else if cat := groupCategory[cmd.cmdGroup()]; cat != "" {
+		has[cat] = true
 	}
 	if cmd.flags&flagWrite != 0 {
-		add("@write")
+		has["@write"] = true
 	}
-	if cmd.flags&flagReadOnly != 0 {
-		add("@read")
+	if cmd.flags&flagReadOnly != 0 && !has["@scripting"] {
+		has["@read"] = true
 	}
 	if cmd.flags&flagAdmin != 0 {
-		add("@admin")
-		add("@dangerous")
+		has["@admin"], has["@dangerous"] = true, true
 	}
 	if cmd.flags&flagPubSub != 0 {
-		add("@pubsub")
+		has["@pubsub"] = true
 	}
 	if cmd.flags&flagFast != 0 {
-		add("@fast")
-	} else {
-		add("@slow")
+		has["@fast"] = true
 	}
 	if cmd.flags&flagBlocking != 0 {
-		add("@blocking")
+		has["@blocking"] = true
+	}
+	if !has["@fast"] {
+		has["@slow"] = true
+	}
+	var out []string
+	for _, cat := range aclCategoryOrder {
+		if has[cat] {
+			out = append(out, cat)
+		}
 	}
 	return out
 }
@@ -216,7 +205,11 @@ func (c *Client) addCommandInfo(cmd *command) {
 	c.addInt(int64(last))
 	c.addInt(int64(step))
 	c.addStatusSet(cmd.aclCategories())
-	c.addSetLen(0) // tips
+	tips := strings.Fields(commandTipsTable[cmd.fullName()])
+	c.addSetLen(len(tips))
+	for _, tip := range tips {
+		c.addBulkString(tip)
+	}
 	c.addKeySpecs(cmd)
 	if cmd.subs == nil {
 		c.addSetLen(0)
@@ -240,7 +233,9 @@ func (cmd *command) keyFlags() []string {
 	}
 }
 
-func (c *Client) addKeySpecs(cmd *command) {
+// addDerivedKeySpec writes one key spec derived from cmd's key metadata
+// (none for a command without keys).
+func (c *Client) addDerivedKeySpec(cmd *command) {
 	if !cmd.hasKeys() {
 		c.addSetLen(0)
 		return
@@ -250,41 +245,21 @@ func (c *Client) addKeySpecs(cmd *command) {
 	c.addBulkString("flags")
 	c.addStatusSet(cmd.keyFlags())
 	c.addBulkString("begin_search")
-	c.addMapLen(2)
-	c.addBulkString("type")
 	if cmd.keys != nil {
-		c.addBulkString("unknown")
-		c.addBulkString("spec")
-		c.addMapLen(0)
+		c.addTypedSpec("unknown")
 	} else {
-		c.addBulkString("index")
-		c.addBulkString("spec")
-		c.addMapLen(1)
-		c.addBulkString("index")
-		c.addInt(int64(cmd.first))
+		c.addTypedSpec("index", "index", cmd.first)
 	}
 	c.addBulkString("find_keys")
-	c.addMapLen(2)
-	c.addBulkString("type")
 	if cmd.keys != nil {
-		c.addBulkString("unknown")
-		c.addBulkString("spec")
-		c.addMapLen(0)
+		c.addTypedSpec("unknown")
 		return
 	}
-	c.addBulkString("range")
-	c.addBulkString("spec")
-	c.addMapLen(3)
 	last := cmd.last
 	if last >= 0 {
 		last -= cmd.first
 	}
-	c.addBulkString("lastkey")
-	c.addInt(int64(last))
-	c.addBulkString("keystep")
-	c.addInt(int64(cmd.step))
-	c.addBulkString("limit")
-	c.addInt(0)
+	c.addTypedSpec("range", "lastkey", last, "keystep", cmd.step, "limit", 0)
 }
 
 // COMMAND COUNT

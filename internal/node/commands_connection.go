@@ -13,10 +13,10 @@ func registerConnectionCommands(t *commandTable) {
 	t.add(&command{name: "ping", arity: -1, flags: flagFast | flagStale | flagLoading, fn: cmdPing, group: "connection", since: "1.0.0"})
 	t.add(&command{name: "echo", arity: 2, flags: flagFast | flagStale | flagLoading, fn: cmdEcho, group: "connection", since: "1.0.0"})
 	t.add(&command{name: "select", arity: 2, flags: flagFast | flagStale | flagLoading, fn: cmdSelect, group: "connection", since: "1.0.0"})
-	t.add(&command{name: "quit", arity: -1, flags: flagFast | flagStale | flagLoading | flagNoAuth, fn: cmdQuit, group: "connection", since: "1.0.0"})
-	t.add(&command{name: "reset", arity: 1, flags: flagFast | flagStale | flagLoading | flagNoAuth, fn: cmdReset, group: "connection", since: "6.2.0"})
-	t.add(&command{name: "auth", arity: -2, flags: flagFast | flagStale | flagLoading | flagNoAuth | flagSkipMonitor | flagSkipSlowlog, fn: cmdAuth, group: "connection", since: "1.0.0"})
-	t.add(&command{name: "hello", arity: -1, flags: flagFast | flagStale | flagLoading | flagNoAuth | flagSkipMonitor | flagSkipSlowlog, fn: cmdHello, group: "connection", since: "6.0.0"})
+	t.add(&command{name: "quit", arity: -1, flags: flagNoScript | flagAllowBusy | flagFast | flagStale | flagLoading | flagNoAuth, fn: cmdQuit, group: "connection", since: "1.0.0"})
+	t.add(&command{name: "reset", arity: 1, flags: flagNoScript | flagAllowBusy | flagFast | flagStale | flagLoading | flagNoAuth, fn: cmdReset, group: "connection", since: "6.2.0"})
+	t.add(&command{name: "auth", arity: -2, flags: flagNoScript | flagAllowBusy | flagFast | flagStale | flagLoading | flagNoAuth | flagSkipMonitor | flagSkipSlowlog, fn: cmdAuth, group: "connection", since: "1.0.0"})
+	t.add(&command{name: "hello", arity: -1, flags: flagNoScript | flagAllowBusy | flagFast | flagStale | flagLoading | flagNoAuth | flagSkipMonitor | flagSkipSlowlog, fn: cmdHello, group: "connection", since: "6.0.0"})
 }
 
 // PING [message]

@@ -8,17 +8,20 @@ import "strings"
 // keyword, then a range or a numkeys argument).
 type keySpec struct {
 	flags string // as Redis prints them: "RW access delete"
+	notes string
 
 	pos       int    // begin search: index
-	keyword   string // begin search: keyword (lower case)
+	keyword   string // begin search: keyword
 	startFrom int    // where the keyword search starts (negative: from the end, backwards)
 	unknown   bool   // begin search not declared (found by the command's own code)
 
-	keyNum    bool // find keys: numkeys argument (else a range)
-	lastKey   int  // range: last key relative to the first (negative: from the end)
-	keyNumIdx int  // keynum: index of numkeys relative to the begin
-	firstKey  int  // keynum: first key relative to the begin
-	step      int
+	unknownKeys bool // find keys not declared
+	keyNum      bool // find keys: numkeys argument (else a range)
+	lastKey     int  // range: last key relative to the first (negative: from the end)
+	limit       int  // range: with lastKey -1, only 1/limit of the remaining args
+	keyNumIdx   int  // keynum: index of numkeys relative to the begin
+	firstKey    int  // keynum: first key relative to the begin
+	step        int
 }
 
 // begin finds where the spec's keys start in args, 0 when it cannot say.
@@ -48,7 +51,7 @@ func (ks *keySpec) begin(args [][]byte) int {
 // spec's keys.
 func (ks *keySpec) covers(args [][]byte, p int) bool {
 	b := ks.begin(args)
-	if b <= 0 || p < b {
+	if b <= 0 || p < b || ks.unknownKeys {
 		return false
 	}
 	step := max(ks.step, 1)
@@ -115,4 +118,65 @@ func keyArgFlags(cmd *command, args [][]byte, p int) string {
 	// An incomplete spec makes Redis ask the command's own key finder,
 	// whose flags do not carry the mark.
 	return strings.TrimSuffix(strings.Replace(flags, " incomplete", "", 1), " ")
+}
+
+// addKeySpecs writes COMMAND INFO's key specifications of cmd: Redis 7.0's
+// declared specs, or one spec derived from the key metadata for a command
+// the table lacks.
+func (c *Client) addKeySpecs(cmd *command) {
+	specs := keySpecTable[cmd.fullName()]
+	if len(specs) == 0 {
+		c.addDerivedKeySpec(cmd)
+		return
+	}
+	c.addSetLen(len(specs))
+	for i := range specs {
+		ks := &specs[i]
+		if ks.notes != "" {
+			c.addMapLen(4)
+			c.addBulkString("notes")
+			c.addBulkString(ks.notes)
+		} else {
+			c.addMapLen(3)
+		}
+		c.addBulkString("flags")
+		c.addStatusSet(strings.Fields(ks.flags))
+		c.addBulkString("begin_search")
+		switch {
+		case ks.unknown:
+			c.addTypedSpec("unknown")
+		case ks.keyword != "":
+			c.addTypedSpec("keyword", "keyword", ks.keyword, "startfrom", ks.startFrom)
+		default:
+			c.addTypedSpec("index", "index", ks.pos)
+		}
+		c.addBulkString("find_keys")
+		switch {
+		case ks.unknownKeys:
+			c.addTypedSpec("unknown")
+		case ks.keyNum:
+			c.addTypedSpec("keynum", "keynumidx", ks.keyNumIdx, "firstkey", ks.firstKey, "keystep", ks.step)
+		default:
+			c.addTypedSpec("range", "lastkey", ks.lastKey, "keystep", ks.step, "limit", ks.limit)
+		}
+	}
+}
+
+// addTypedSpec writes a key spec part: {type: typ, spec: {name: value
+// ...}} with kv alternating names and values (strings or ints).
+func (c *Client) addTypedSpec(typ string, kv ...any) {
+	c.addMapLen(2)
+	c.addBulkString("type")
+	c.addBulkString(typ)
+	c.addBulkString("spec")
+	c.addMapLen(len(kv) / 2)
+	for i := 0; i+1 < len(kv); i += 2 {
+		c.addBulkString(kv[i].(string))
+		switch v := kv[i+1].(type) {
+		case string:
+			c.addBulkString(v)
+		case int:
+			c.addInt(int64(v))
+		}
+	}
 }
