@@ -141,3 +141,13 @@ func TestPerfRedisBenchmark(t *testing.T) {
 	}
 	t.Logf("\n%s", out)
 }
+
+// BenchmarkExecGetLarge reads 100k keys in a random order: the keyspace
+// does not fit in the CPU caches (as under redis-benchmark -r 100000).
+func BenchmarkExecGetLarge(b *testing.B) {
+	var setup [][]string
+	for i := 0; i < 100000; i++ {
+		setup = append(setup, []string{"SET", fmt.Sprintf("key:%012d", i), "xxx"})
+	}
+	benchExecute(b, setup, func(i int) []string { return []string{"GET", fmt.Sprintf("key:%012d", (i*7919+13)%100000)} })
+}

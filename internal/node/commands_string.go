@@ -79,6 +79,13 @@ func (c *Client) storeStringCopy(e *entry, key []byte, val []byte, expire int64,
 	if e != nil && e.obj == nil && e.str != nil && cap(e.str) >= len(val) && cap(e.str) <= 2*len(val)+32 {
 		return c.storeString(e, key, append(e.str[:0], val...), expire, keepTTL)
 	}
+	if e == nil {
+		// A new key: entry, key and value in one allocation (perf_entry.go).
+		if ne := c.curDB().addString(key, val, expire); ne != nil {
+			ne.lru = c.lruNow()
+			return ne
+		}
+	}
 	return c.storeString(e, key, bytes.Clone(val), expire, keepTTL)
 }
 

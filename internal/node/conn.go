@@ -85,6 +85,7 @@ type Client struct {
 	lastCmdRef *command
 	propOne    [1][][]byte // call's propagation of the command itself
 	stat       statAcc     // commandstats accumulator (perf_hot.go)
+	clock      cmdClock    // command clock chained through a batch (perf_hot.go)
 	errReplies int64       // error replies sent (a command failed if it grew)
 
 	// cmd is the command running; propArgs overrides what is propagated.
@@ -191,8 +192,7 @@ func (c *Client) serve() {
 				return
 			}
 			c.srv.stats.netInput.Add(int64(c.rd.Buffered()))
-			now, _ := c.srv.clockNow()
-			c.lastIO.Store(now) // as Redis's lastinteraction: at each read
+			c.markRead() // lastIO, as Redis's lastinteraction: at each read
 			continue
 		}
 		if err != nil {

@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/shardis/shardis/internal/consistent"
 )
 
 // Exact Redis error texts used by the dispatcher and many handlers.
@@ -193,7 +191,7 @@ func (c *Client) flagTransaction() {
 func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	s := c.srv
 	var start time.Duration
-	c.now, start = s.clockNow() // perf_hot.go: one clock read
+	c.now, start = c.commandStart() // perf_hot.go: at most one clock read
 	if s.monitor.active() && cmd.flags&flagSkipMonitor == 0 && cmd.flags&flagAdmin == 0 {
 		s.monitor.feed(c, args)
 	}
@@ -237,7 +235,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 			s.handleReadyKeys(c)
 		}
 	}
-	dur := time.Since(procStart) - start
+	dur := c.commandEnd() - start
 	c.countCall(cmd, dur.Microseconds(), c.errReplies != errsBefore) // perf_hot.go
 	s.slowlog.maybeAdd(c, args, dur)
 	if c.lastCmdRef != cmd {
@@ -417,7 +415,7 @@ func (c *Client) keysOfMulti() (keys []lockKey, all bool) {
 		}
 		for _, p := range cmd.keyPositions(q) {
 			if p < len(q) {
-				keys = append(keys, lockKey{c.db, consistent.KeySlot(string(q[p])) & (numShards - 1)})
+				keys = append(keys, lockKey{c.db, shardOf(bstr(q[p]))})
 			}
 		}
 	}

@@ -5,8 +5,6 @@ import (
 	"math/bits"
 	"sync"
 	"sync/atomic"
-
-	"github.com/shardis/shardis/internal/consistent"
 )
 
 // The keyspace of one database is split into numShards shards, each a
@@ -33,6 +31,10 @@ type entry struct {
 	obj    any    // value of any other type (nil for strings)
 	expire int64  // absolute unix time in ms; 0 means no expiry
 	lru    uint32 // LRU clock (seconds) or LFU data, see evict.go
+	// hash is the low half of keyHash(key), set by shard.insert (it fills
+	// the struct's padding): a chain walk skips other keys without
+	// touching their bytes, and resize does not rehash.
+	hash uint32
 }
 
 // shard is a chained hash table with power-of-two buckets. Its SCAN cursor
@@ -55,7 +57,7 @@ func (s *shard) find(key string, h uint64) *entry {
 		return nil
 	}
 	for e := s.buckets[h&uint64(len(s.buckets)-1)]; e != nil; e = e.next {
-		if e.key == key {
+		if e.hash == uint32(h) && e.key == key {
 			return e
 		}
 	}
@@ -67,6 +69,7 @@ func (s *shard) insert(e *entry, h uint64) {
 		s.resize(max(4, len(s.buckets)*2))
 	}
 	i := h & uint64(len(s.buckets)-1)
+	e.hash = uint32(h)
 	e.next = s.buckets[i]
 	s.buckets[i] = e
 	s.count++
@@ -79,7 +82,7 @@ func (s *shard) remove(key string, h uint64) *entry {
 	i := h & uint64(len(s.buckets)-1)
 	var prev *entry
 	for e := s.buckets[i]; e != nil; e = e.next {
-		if e.key == key {
+		if e.hash == uint32(h) && e.key == key {
 			if prev == nil {
 				s.buckets[i] = e.next
 			} else {
@@ -106,7 +109,7 @@ func (s *shard) resize(n int) {
 	for _, e := range s.buckets {
 		for e != nil {
 			next := e.next
-			i := keyHash(e.key) & mask
+			i := uint64(e.hash) & mask
 			e.next = nb[i]
 			nb[i] = e
 			e = next
@@ -159,7 +162,7 @@ func newDB(srv *Server, id int) *DB {
 	return &DB{id: id, srv: srv}
 }
 
-func shardOf(key string) int { return consistent.KeySlot(key) & (numShards - 1) }
+func shardOf(key string) int { return keySlot(key) & (numShards - 1) }
 
 // lockShards locks the shards of the given shard indexes, which must be
 // sorted and unique.
@@ -222,7 +225,7 @@ func (db *DB) expireEntry(key string) {
 // add inserts a new key (which must not exist) and returns its entry.
 func (db *DB) add(key string, e *entry) {
 	e.key = key
-	sl := consistent.KeySlot(key)
+	sl := keySlot(key)
 	sh := &db.shards[sl&(numShards-1)]
 	sh.insert(e, keyHash(key))
 	if e.expire != 0 {
@@ -240,7 +243,7 @@ func (db *DB) add(key string, e *entry) {
 
 // remove deletes key and returns its entry, or nil.
 func (db *DB) remove(key string) *entry {
-	sl := consistent.KeySlot(key)
+	sl := keySlot(key)
 	e := db.shards[sl&(numShards-1)].remove(key, keyHash(key))
 	if e != nil {
 		if e.expire != 0 {

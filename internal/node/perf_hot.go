@@ -126,3 +126,50 @@ func (c *Client) flushStats() {
 	c.srv.stats.commands.Add(a.calls)
 	a.calls, a.usec, a.failed = 0, 0, 0
 }
+
+// wallMs converts a reading of the command clock to Unix ms.
+func (s *Server) wallMs(mono time.Duration) int64 {
+	off := s.perf.wallOffset.Load()
+	if off == 0 {
+		off = s.syncClock()
+	}
+	return (off + int64(mono)) / int64(time.Millisecond)
+}
+
+// cmdClock chains the command clock through a batch: the reading taken
+// when a read returned (serve) or when the previous command ended starts
+// the next command, so a command costs one clock read, not two. Only the
+// client's read loop sets it, and anything that can wait between two
+// commands (a CLIENT PAUSE) drops it.
+type cmdClock struct {
+	mark time.Duration
+	ok   bool
+}
+
+// commandStart returns the running command's time (c.now) and the clock
+// reading its duration is measured from.
+func (c *Client) commandStart() (unixMs int64, mono time.Duration) {
+	if c.clock.ok {
+		c.clock.ok = false
+		return c.srv.wallMs(c.clock.mark), c.clock.mark
+	}
+	return c.srv.clockNow()
+}
+
+// commandEnd reads the clock at the end of a command; the reading starts
+// the client's next command of the batch.
+func (c *Client) commandEnd() time.Duration {
+	m := time.Since(procStart)
+	if c.stat.batched {
+		c.clock = cmdClock{m, true}
+	}
+	return m
+}
+
+// markRead records the clock when the read loop got data (lastIO, and
+// the start of the batch's first command).
+func (c *Client) markRead() {
+	m := time.Since(procStart)
+	c.clock = cmdClock{m, true}
+	c.lastIO.Store(c.srv.wallMs(m))
+}

@@ -220,6 +220,7 @@ func (p *pauseState) wait(c *Client, cmd *command) {
 	if !p.on.Load() {
 		return
 	}
+	c.clock.ok = false // waited: the command reads the clock itself
 	for {
 		p.mu.Lock()
 		if p.until.IsZero() || !time.Now().Before(p.until) || c.hasFlag(clientReplica|clientMaster) {
