@@ -302,7 +302,7 @@ func TestConfigRewrite(t *testing.T) {
 	if err := os.WriteFile(path, []byte(orig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ts.srv.cfg.File = path
+	ts.srv.cfg.SetPath(path)
 	if err := rc.ConfigSet(ctx(t), "maxmemory-samples", "9").Err(); err != nil {
 		t.Fatal(err)
 	}

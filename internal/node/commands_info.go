@@ -168,7 +168,7 @@ func (s *Server) infoServer(b *strings.Builder) {
 	infoField(b, "configured_hz", s.cfg.Int("hz"))
 	infoField(b, "lru_clock", int64(lruClock()&(1<<24-1)))
 	infoField(b, "executable", exe)
-	infoField(b, "config_file", s.cfg.File)
+	infoField(b, "config_file", s.cfg.Path())
 	infoField(b, "io_threads_active", 0)
 }
 

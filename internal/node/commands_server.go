@@ -246,7 +246,7 @@ func cmdConfigResetStat(c *Client, args [][]byte) {
 
 // CONFIG REWRITE
 func cmdConfigRewrite(c *Client, args [][]byte) {
-	if c.srv.cfg.File == "" {
+	if c.srv.cfg.Path() == "" {
 		c.addError("ERR The server is running without a config file")
 		return
 	}
