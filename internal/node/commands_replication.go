@@ -57,6 +57,12 @@ func cmdReplicaOf(c *Client, args [][]byte) {
 // becomeReplica points this node at a master. It reports false if it
 // already replicates from that address.
 func (r *replication) becomeReplica(host string, port int) bool {
+	return r.becomeReplicaFailover(host, port, nil)
+}
+
+// becomeReplicaFailover is becomeReplica for FAILOVER: the link's first
+// PSYNC carries FAILOVER and its outcome is sent to done.
+func (r *replication) becomeReplicaFailover(host string, port int, done chan error) bool {
 	r.mu.Lock()
 	old := r.link
 	if old != nil && old.host == host && old.port == port {
@@ -78,7 +84,7 @@ func (r *replication) becomeReplica(host string, port int) bool {
 	// Our own replicas stay connected, as in Redis 7: they resync (PSYNC2)
 	// when our replication id changes or after our full sync.
 	r.mu.Lock()
-	r.startLinkLocked(host, port)
+	r.startLinkLocked(host, port, done)
 	r.mu.Unlock()
 	_ = r.srv.cfg.Set("replicaof", host+" "+strconv.Itoa(port))
 	return true
@@ -188,6 +194,16 @@ func cmdPSync(c *Client, args [][]byte) {
 		if !same {
 			c.addError("ERR PSYNC FAILOVER replid must match my replid.")
 			return
+		}
+		// Let the link apply what the old master already sent us (it
+		// closes our link when it hands over) before taking over.
+		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			r.mu.Lock()
+			caught := r.offset+1 >= off
+			r.mu.Unlock()
+			if caught {
+				break
+			}
 		}
 		r.becomeMaster()
 	}

@@ -1,8 +1,8 @@
 package node
 
 import (
-	"bufio"
 	"errors"
+	"fmt"
 	"net"
 	"strconv"
 	"sync"
@@ -136,6 +136,10 @@ func cmdFailover(c *Client, args [][]byte) {
 	}
 	fo.state = failoverWaitSync
 	fo.host, fo.port, fo.force = target.ip(), target.listeningPort, force
+	if port < 0 {
+		// No target: the first replica to reach our offset, as Redis.
+		fo.host, fo.port = "", 0
+	}
 	fo.deadline = time.Time{}
 	if timeout > 0 {
 		fo.deadline = time.Now().Add(time.Duration(timeout) * time.Millisecond)
@@ -167,11 +171,22 @@ func (s *Server) runFailover(abortC chan struct{}) {
 	fo.mu.Lock()
 	host, port, force, deadline := fo.host, fo.port, fo.force, fo.deadline
 	fo.mu.Unlock()
+	var pickHost string
+	var pickPort int
 	for {
 		r.mu.Lock()
 		target := int64(-1)
 		for _, ri := range r.replicas {
-			if ri.state == replStateOnline && ri.ip() == host && ri.listeningPort == port {
+			if ri.state != replStateOnline {
+				continue
+			}
+			if host == "" {
+				// Any replica: the most up to date one.
+				if ri.ackOffset > target {
+					target = ri.ackOffset
+					pickHost, pickPort = ri.ip(), ri.listeningPort
+				}
+			} else if ri.ip() == host && ri.listeningPort == port {
 				target = ri.ackOffset
 			}
 		}
@@ -186,10 +201,14 @@ func (s *Server) runFailover(abortC chan struct{}) {
 			return
 		}
 		if target >= off {
+			if host == "" {
+				host, port = pickHost, pickPort
+			}
 			break
 		}
 		if !deadline.IsZero() && time.Now().After(deadline) {
 			if force {
+				s.log.Info(fmt.Sprintf("FAILOVER to %s:%d time out exceeded, failing over.", host, port))
 				break
 			}
 			end("timeout waiting for the target to sync")
@@ -205,47 +224,24 @@ func (s *Server) runFailover(abortC chan struct{}) {
 	fo.mu.Lock()
 	fo.state = failoverInProgress
 	fo.mu.Unlock()
-	if err := promoteRemote(host, port, s.cfg.Get("masteruser"), s.cfg.Get("masterauth")); err != nil {
-		end("promoting the target: " + err.Error())
+	// As Redis: become a replica of the target at once (never two
+	// masters) and send it PSYNC ... FAILOVER, which makes it promote
+	// itself before it answers; if it refuses, take the master role back.
+	done := make(chan error, 1)
+	s.repl.becomeReplicaFailover(host, port, done)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		err = errors.New("timeout")
+	}
+	if err != nil {
+		s.repl.becomeMaster()
+		end("the target did not take over: " + err.Error())
 		return
 	}
-	s.repl.becomeReplica(host, port)
 	end("")
 	s.log.Info("FAILOVER done", "new-master", net.JoinHostPort(host, strconv.Itoa(port)))
-}
-
-// promoteRemote sends REPLICAOF NO ONE to host:port.
-func promoteRemote(host string, port int, user, pass string) error {
-	nc, err := net.DialTimeout("tcp", net.JoinHostPort(host, strconv.Itoa(port)), 2*time.Second)
-	if err != nil {
-		return err
-	}
-	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
-	br := bufio.NewReader(nc)
-	if pass != "" {
-		args := []string{"AUTH", pass}
-		if user != "" {
-			args = []string{"AUTH", user, pass}
-		}
-		if _, err := nc.Write(resp.AppendCommandStrings(nil, args...)); err != nil {
-			return err
-		}
-		if _, err := resp.ReadValue(br); err != nil {
-			return err
-		}
-	}
-	if _, err := nc.Write(resp.AppendCommandStrings(nil, "REPLICAOF", "NO", "ONE")); err != nil {
-		return err
-	}
-	v, err := resp.ReadValue(br)
-	if err != nil {
-		return err
-	}
-	if v.IsError() {
-		return errors.New(v.Str)
-	}
-	return nil
 }
 
 // enterWrite waits while CLIENT PAUSE applies to cmd and, for commands a

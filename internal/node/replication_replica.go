@@ -47,6 +47,21 @@ type masterLink struct {
 	conn      net.Conn
 	// client executes the master's commands.
 	client *Client
+	// failoverDone is set while this node hands over to its new master
+	// (FAILOVER): the first PSYNC carries FAILOVER, which makes the
+	// target promote itself, and its outcome is sent here once.
+	failoverDone chan error
+}
+
+// failoverResult reports the outcome of a FAILOVER handshake, once.
+func (l *masterLink) failoverResult(err error) {
+	l.mu.Lock()
+	ch := l.failoverDone
+	l.failoverDone = nil
+	l.mu.Unlock()
+	if ch != nil {
+		ch <- err
+	}
 }
 
 type linkStatus struct {
@@ -71,9 +86,9 @@ func (l *masterLink) setState(st string) {
 }
 
 // startLink makes this node a replica of host:port. Callers hold r.mu.
-func (r *replication) startLinkLocked(host string, port int) {
+func (r *replication) startLinkLocked(host string, port int, failoverDone chan error) {
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &masterLink{r: r, host: host, port: port, cancel: cancel, done: make(chan struct{}), state: linkConnect, downSince: time.Now()}
+	l := &masterLink{r: r, host: host, port: port, cancel: cancel, done: make(chan struct{}), state: linkConnect, downSince: time.Now(), failoverDone: failoverDone}
 	r.link = l
 	go l.run(ctx)
 }
@@ -91,9 +106,11 @@ func (l *masterLink) stop() {
 
 func (l *masterLink) run(ctx context.Context) {
 	defer close(l.done)
+	defer l.failoverResult(errors.New("replication link stopped"))
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		err := l.session(ctx)
+		l.failoverResult(err)
 		if ctx.Err() != nil {
 			return
 		}
@@ -181,7 +198,14 @@ func (l *masterLink) session(ctx context.Context) error {
 	// The master may send newlines to keep the link alive before it
 	// answers PSYNC (while a diskless sync waits for more replicas).
 	_ = nc.SetDeadline(time.Now().Add(timeout))
-	if _, err := nc.Write(resp.AppendCommandStrings(nil, "PSYNC", psyncID, psyncOff)); err != nil {
+	psyncArgs := []string{"PSYNC", psyncID, psyncOff}
+	l.mu.Lock()
+	failover := l.failoverDone != nil
+	l.mu.Unlock()
+	if failover {
+		psyncArgs = append(psyncArgs, "FAILOVER")
+	}
+	if _, err := nc.Write(resp.AppendCommandStrings(nil, psyncArgs...)); err != nil {
 		return fmt.Errorf("node: replication: PSYNC: %w", err)
 	}
 	for {
@@ -200,8 +224,15 @@ func (l *masterLink) session(ctx context.Context) error {
 		return l.handshakeErr("PSYNC", err)
 	}
 	if v.IsError() {
-		s.log.Warn("Unexpected reply to PSYNC from master: " + v.Str)
+		if failover {
+			s.log.Warn("Failover target rejected psync request: " + v.Str)
+		} else {
+			s.log.Warn("Unexpected reply to PSYNC from master: " + v.Str)
+		}
 		return fmt.Errorf("node: replication: PSYNC refused: %s", v.Str)
+	}
+	if failover {
+		l.failoverResult(nil)
 	}
 	f := strings.Fields(v.Str)
 	switch {

@@ -95,3 +95,45 @@ func clientFields(line string) map[string]string {
 	}
 	return m
 }
+
+// FAILOVER without a target hands over to the replica that reached our
+// offset, with PSYNC ... FAILOVER: the target promotes itself and the old
+// master continues from it partially (no full sync), with every write.
+func TestFailoverAnyReplica(t *testing.T) {
+	a := startServer(t)
+	b := startServer(t)
+	ac, bc := a.client(t), b.client(t)
+	c := ctx(t)
+	h, p := hostPort(a.addr)
+	if err := bc.Do(c, "REPLICAOF", h, p).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitLinkUp(t, bc)
+	fill(t, ac, "pre", 20)
+	if err := ac.Set(c, "last", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	fullBefore := replInfoField(t, bc, "sync_full")
+	if err := ac.Do(c, "FAILOVER").Err(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "failover done", func() bool {
+		return replInfoField(t, ac, "master_failover_state") == "no-failover" &&
+			replInfoField(t, ac, "role") == "slave" && replInfoField(t, bc, "role") == "master"
+	})
+	waitLinkUp(t, ac)
+	if got := replInfoField(t, bc, "sync_full"); got != fullBefore {
+		t.Fatalf("new master served a full sync (sync_full %s -> %s)", fullBefore, got)
+	}
+	if replInfoField(t, bc, "sync_partial_ok") == "0" {
+		t.Fatal("old master did not continue partially")
+	}
+	if v := bc.Get(c, "last").Val(); v != "1" {
+		t.Fatalf("last write lost: %q", v)
+	}
+	sameDataset(t, ac, bc)
+	// The old master is now a replica: FAILOVER is refused there.
+	if err := ac.Do(c, "FAILOVER").Err(); err == nil {
+		t.Fatal("FAILOVER on a replica accepted")
+	}
+}
