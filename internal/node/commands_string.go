@@ -473,7 +473,15 @@ func incrDecr(c *Client, key []byte, by int64) {
 	if e != nil {
 		e.str = strconv.AppendInt(e.str[:0], cur, 10)
 	} else {
-		e = c.curDB().setString(string(key), strconv.AppendInt(make([]byte, 0, 8), cur, 10), 0, false)
+		var nb [20]byte
+		v := strconv.AppendInt(nb[:0], cur, 10)
+		// A new key: one allocation (perf_entry.go), unless a replica
+		// still holds it expired.
+		if e = c.curDB().addString(key, v, 0); e != nil {
+			e.lru = c.lruNow()
+		} else {
+			e = c.curDB().setString(string(key), bytes.Clone(v), 0, false)
+		}
 	}
 	c.markDirty(1)
 	c.signalModifiedKey(e.key)
