@@ -520,8 +520,18 @@ func (l *masterLink) sendAck() {
 }
 
 // disconnectReplicasLocked closes every replica's link so they resync.
+//
+// They leave the list at once (the connections close asynchronously): no
+// byte fed after this point may reach them, or a sub-replica would count
+// bytes of our new history (after a replid change) under the old id and
+// ask for an offset its next master cannot continue from.
 func (r *replication) disconnectReplicasLocked() {
 	for _, ri := range r.replicas {
 		go ri.c.close()
+	}
+	if len(r.replicas) > 0 {
+		r.replicas = nil
+		r.noReplicasAt = time.Now()
+		r.ackCond.Broadcast()
 	}
 }

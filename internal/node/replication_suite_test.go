@@ -1,6 +1,7 @@
 package node
 
 import (
+	"strconv"
 	"testing"
 	"time"
 
@@ -136,4 +137,49 @@ func TestFailoverAnyReplica(t *testing.T) {
 	if err := ac.Do(c, "FAILOVER").Err(); err == nil {
 		t.Fatal("FAILOVER on a replica accepted")
 	}
+}
+
+// PSYNC2 chain (Redis's psync2.tcl): when a master becomes the replica of
+// its promoted replica and continues partially under the new replication
+// id, its own replicas are dropped before any byte of the new history
+// reaches them, so they continue partially too (no full sync).
+func TestReplicationSubReplicasContinueAfterReplIDChange(t *testing.T) {
+	m := startServer(t)
+	a := startServer(t)
+	b := startServer(t)
+	mc, ac, bc := m.client(t), a.client(t), b.client(t)
+	c := ctx(t)
+	mh, mp := hostPort(m.addr)
+	for _, rc := range []*redis.Client{ac, bc} {
+		if err := rc.Do(c, "REPLICAOF", mh, mp).Err(); err != nil {
+			t.Fatal(err)
+		}
+		waitLinkUp(t, rc)
+	}
+	mc.Set(c, "k0", "v", 0)
+	testutil.WaitFor(t, 5*time.Second, "k0 everywhere", func() bool {
+		return ac.Get(c, "k0").Val() == "v" && bc.Get(c, "k0").Val() == "v"
+	})
+	if err := ac.Do(c, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	// New history on the promoted node, before the old master follows it.
+	for i := 0; i < 20; i++ {
+		ac.Set(c, "new"+strconv.Itoa(i), "x", 0)
+	}
+	fullBefore := replInfoField(t, mc, "sync_full")
+	ah, ap := hostPort(a.addr)
+	if err := mc.Do(c, "REPLICAOF", ah, ap).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "b follows the new history", func() bool {
+		return bc.Get(c, "new19").Val() == "x" && replInfoField(t, bc, "master_link_status") == "up"
+	})
+	if got := replInfoField(t, mc, "sync_full"); got != fullBefore {
+		t.Fatalf("sub-replica needed a full sync (sync_full %s -> %s)", fullBefore, got)
+	}
+	if got := replInfoField(t, ac, "sync_full"); got != "0" {
+		t.Fatalf("old master needed a full sync from the promoted node (sync_full %s)", got)
+	}
+	sameDataset(t, ac, bc)
 }
