@@ -66,7 +66,17 @@ func run(cctx *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGTERM/SIGINT start a shutdown that a failing final save cancels
+	// (the node keeps serving, as redis-server does): see HandleSignal.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	go func() {
+		for sig := range sigs {
+			srv.HandleSignal(sig)
+		}
+	}()
+	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	if err := startMetrics(ctx, srv, logger); err != nil { // metrics.go
 		return err

@@ -353,18 +353,6 @@ func (a *aofState) stop() {
 	}
 }
 
-func (a *aofState) shutdown() error {
-	if !a.enabled.Load() {
-		return nil
-	}
-	for a.rewriting.Load() {
-		time.Sleep(10 * time.Millisecond)
-	}
-	err := a.fsyncNow()
-	a.stop()
-	return err
-}
-
 // cron fsyncs every second (everysec) and triggers automatic rewrites.
 func (a *aofState) cron(now time.Time) {
 	if a.rewriteSched.Load() && !a.rewriting.Load() && !a.srv.persist.bgInProgress.Load() {

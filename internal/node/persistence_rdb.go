@@ -733,23 +733,38 @@ func (p *persistence) saveCron(now time.Time) {
 	}
 }
 
-// onShutdown saves when save rules are configured (or SHUTDOWN SAVE was
-// given) and flushes the AOF.
+// onShutdown flushes the AOF and saves when save rules are configured (or
+// SHUTDOWN SAVE was given), as Redis's finishShutdown does. When the save
+// fails and the shutdown is not forced, the AOF is left running and the
+// error cancels the shutdown (Server.Shutdown): the server keeps serving.
 func (p *persistence) onShutdown(ctx context.Context) error {
-	var errs []error
-	if err := p.aof.shutdown(); err != nil {
-		errs = append(errs, err)
-	}
+	s := p.srv
 	o := ShutdownOptionsFrom(ctx)
-	if o.Save || (!o.NoSave && p.srv.cfg.Get("save") != "") {
+	if p.aof.enabled.Load() {
+		for p.aof.rewriting.Load() {
+			time.Sleep(10 * time.Millisecond)
+		}
+		s.log.Info("Calling fsync() on the AOF file.")
+		if err := p.aof.fsyncNow(); err != nil {
+			s.log.Warn("Fail to fsync the AOF file", "err", err)
+		}
+	}
+	// A dataset being loaded is never saved (it would be partial).
+	if !s.loading.Load() && (o.Save || (!o.NoSave && s.cfg.Get("save") != "")) {
+		s.log.Info("Saving the final RDB snapshot before exiting.")
 		for p.bgInProgress.Load() {
 			time.Sleep(10 * time.Millisecond)
 		}
 		if err := p.save(); err != nil {
-			errs = append(errs, err)
+			if !o.Force {
+				s.log.Warn("Error trying to save the DB, can't exit.")
+				return err
+			}
+			s.log.Warn("Error trying to save the DB. Exit anyway.")
 		}
 	}
-	return errors.Join(errs...)
+	p.aof.stop()
+	return nil
 }
 
 // persistRefused is Redis's MISCONF: with stop-writes-on-bgsave-error and

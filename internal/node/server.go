@@ -73,7 +73,13 @@ type Server struct {
 	dirty     atomic.Int64 // writes since the last save
 	lastSave  atomic.Int64 // unix seconds
 	shutdownC chan struct{}
-	closeOnce sync.Once
+	// shutdownMu serialises Shutdown; shutDown is set once it succeeded
+	// (a failed shutdown leaves the server running, as Redis does).
+	shutdownMu sync.Mutex
+	shutDown   bool
+	// shuttingDown is set while Shutdown runs its hooks (HandleSignal: a
+	// second SIGINT then exits at once).
+	shuttingDown atomic.Bool
 
 	slowlog slowlog
 	monitor monitorHub
@@ -315,7 +321,11 @@ func (s *Server) Run(ctx context.Context) error {
 	}()
 	select {
 	case <-ctx.Done():
-		s.Shutdown(context.Background())
+		if s.Shutdown(context.Background()) != nil {
+			// The final save failed: keep serving, as Redis does, until
+			// SHUTDOWN (NOSAVE, FORCE) or a later signal (HandleSignal).
+			<-s.shutdownC
+		}
 	case <-s.shutdownC:
 	}
 	s.closeListeners()
@@ -326,20 +336,34 @@ func (s *Server) Run(ctx context.Context) error {
 	return nil
 }
 
-// Shutdown runs the shutdown hooks and stops Run. It is safe to call more
-// than once.
+// Shutdown runs the shutdown hooks and stops Run. If a hook fails (the
+// final save could not be written) and the shutdown is not forced
+// (SHUTDOWN FORCE), the shutdown is cancelled and the server keeps
+// serving, as Redis's finishShutdown does; the error is returned. It is
+// safe to call more than once and concurrently.
 func (s *Server) Shutdown(ctx context.Context) error {
-	var err error
-	s.closeOnce.Do(func() {
-		for _, h := range s.shutdownHooks {
-			if e := h(ctx); e != nil {
-				err = e
-				s.log.Error("shutdown hook failed", "err", e)
-			}
+	s.shutdownMu.Lock()
+	defer s.shutdownMu.Unlock()
+	if s.shutDown {
+		return nil
+	}
+	s.shuttingDown.Store(true)
+	defer s.shuttingDown.Store(false)
+	var errs []error
+	for _, h := range s.shutdownHooks {
+		if e := h(ctx); e != nil {
+			errs = append(errs, e)
+			s.log.Error("shutdown hook failed", "err", e)
 		}
-		close(s.shutdownC)
-	})
-	return err
+	}
+	if err := errors.Join(errs...); err != nil && !ShutdownOptionsFrom(ctx).Force {
+		s.log.Warn("Errors trying to shut down the server. Check the logs for more information.")
+		return err
+	}
+	s.shutDown = true
+	s.log.Warn("shardnode is now ready to exit, bye bye...")
+	close(s.shutdownC)
+	return nil
 }
 
 func (s *Server) acceptLoop(ln net.Listener) {
