@@ -2,6 +2,7 @@ package node
 
 import (
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -11,13 +12,35 @@ func registerDebugCommands(t *commandTable) {
 
 // RegisterDebug adds a DEBUG subcommand (persistence registers RELOAD and
 // OBJECT). The handler gets the full argument list (args[1] is the
-// subcommand) and runs WITHOUT keyspace locks: it takes what it needs
-// (the key's shard lock, or s.LockAll). Call it before Run.
+// subcommand). Outside MULTI it runs WITHOUT keyspace locks and takes what
+// it needs through debugLockAll / debugLockShard; inside EXEC the block
+// already holds every shard lock (keysOfMulti locks everything for a
+// block with DEBUG, so the block stays atomic as in Redis) and those
+// helpers take nothing. Call it before Run.
 func (s *Server) RegisterDebug(name string, fn handlerFunc) {
 	if s.debugHooks == nil {
 		s.debugHooks = make(map[string]handlerFunc)
 	}
 	s.debugHooks[strings.ToLower(name)] = fn
+}
+
+// debugLockAll locks every shard for a DEBUG subcommand, unless it runs
+// inside EXEC (which holds them all), and returns the matching release.
+func (c *Client) debugLockAll() (unlock func()) {
+	if c.inExec {
+		return func() {}
+	}
+	c.srv.LockAll()
+	return c.srv.UnlockAll
+}
+
+// debugLockShard is debugLockAll for one shard lock.
+func (c *Client) debugLockShard(m *sync.Mutex) (unlock func()) {
+	if c.inExec {
+		return func() {}
+	}
+	m.Lock()
+	return m.Unlock
 }
 
 func debugSyntaxError(c *Client, args [][]byte) {
@@ -61,9 +84,9 @@ func cmdDebug(c *Client, args [][]byte) {
 			return
 		}
 		// Like Redis, the whole server stops: every shard is locked.
-		c.lockEverything()
+		unlock := c.debugLockAll()
 		time.Sleep(time.Duration(f * float64(time.Second)))
-		c.unlockHeld()
+		unlock()
 		c.addOK()
 	case sub == "set-active-expire" && len(args) == 3:
 		n, ok := parseInt(args[2])

@@ -27,7 +27,9 @@ func registerPersistenceDebug(s *Server) {
 	s.RegisterDebug("loadaof", debugLoadAOF)
 }
 
-// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]
+// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save, empty the dataset and
+// load the file back, atomically as in Redis: every shard lock is held
+// from the save to the end of the load (inside EXEC the block holds them).
 func debugReload(c *Client, args [][]byte) {
 	save, flush, merge := true, true, false
 	for _, a := range args[2:] {
@@ -45,8 +47,10 @@ func debugReload(c *Client, args [][]byte) {
 	}
 	s := c.srv
 	p := s.persist
+	unlock := c.debugLockAll()
+	defer unlock()
 	if save {
-		if err := p.save(); err != nil {
+		if err := p.saveHeld(); err != nil {
 			c.addError("ERR " + err.Error())
 			return
 		}
@@ -58,7 +62,6 @@ func debugReload(c *Client, args [][]byte) {
 	}
 	defer f.Close()
 	s.loading.Store(true)
-	s.LockAll()
 	s.snapGuardAll()
 	if flush {
 		for _, db := range s.dbs {
@@ -70,7 +73,6 @@ func debugReload(c *Client, args [][]byte) {
 		h.Key = s.mergeKeyHandler(h.Key)
 	}
 	_, err = rdb.Parse(f, h)
-	s.UnlockAll()
 	s.loading.Store(false)
 	if err != nil {
 		s.log.Warn("DEBUG RELOAD: loading failed", "err", err)
@@ -111,11 +113,11 @@ func debugObject(c *Client, args [][]byte) {
 	key := string(args[2])
 	db := c.curDB()
 	sh := &db.shards[shardOf(key)]
-	sh.mu.Lock()
+	unlock := c.debugLockShard(&sh.mu)
 	c.now = time.Now().UnixMilli()
 	e := db.getEntry(key) // as Redis's dictFind: no expiry check (a replica keeps expired keys)
 	if e == nil {
-		sh.mu.Unlock()
+		unlock()
 		c.addError(errNoSuchKey)
 		return
 	}
@@ -132,7 +134,7 @@ func debugObject(c *Client, args [][]byte) {
 			nodes, float64(n)/float64(nodes), -2, 0, serialized)
 	}
 	addr := fmt.Sprintf("%p", e)
-	sh.mu.Unlock()
+	unlock()
 	idle := int64(0)
 	if !strings.HasSuffix(c.srv.cfg.Get("maxmemory-policy"), "-lfu") {
 		idle = max(0, time.Now().Unix()-int64(lru))
@@ -218,7 +220,7 @@ func beUint32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
 func debugDigest(c *Client, args [][]byte) {
 	s := c.srv
 	var final digest
-	s.LockAll()
+	unlock := c.debugLockAll()
 	for i, db := range s.dbs {
 		if db.size() == 0 {
 			continue
@@ -235,7 +237,7 @@ func debugDigest(c *Client, args [][]byte) {
 			}
 		}
 	}
-	s.UnlockAll()
+	unlock()
 	c.addSimple(hex.EncodeToString(final[:]))
 }
 
@@ -246,20 +248,27 @@ func debugDigestValue(c *Client, args [][]byte) {
 	for _, k := range args[2:] {
 		key := string(k)
 		sh := &db.shards[shardOf(key)]
-		sh.mu.Lock()
+		unlock := c.debugLockShard(&sh.mu)
 		var d digest
 		if e := db.getEntry(key); e != nil {
 			objectDigest(&d, e)
 		}
-		sh.mu.Unlock()
+		unlock()
 		c.addSimple(hex.EncodeToString(d[:]))
 	}
 }
 
 // DEBUG LOADAOF: flush the AOF, empty the dataset and replay the AOF.
+// The replay locks per command, so inside EXEC the block's locks are
+// released for its duration (the only DEBUG subcommand that is not
+// isolated inside a transaction).
 func debugLoadAOF(c *Client, args [][]byte) {
 	s := c.srv
 	a := s.persist.aof
+	if c.inExec {
+		held := c.releaseForWait()
+		defer c.relockHeld(held)
+	}
 	if a.enabled.Load() {
 		_ = a.fsyncNow()
 	}

@@ -410,7 +410,9 @@ func (c *Client) keysOfMulti() (keys []lockKey, all bool) {
 				cmd = sub
 			}
 		}
-		if cmd.flags&(flagLockAll|flagLockDB) != 0 || cmd.fullName() == "select" {
+		// DEBUG subcommands in a block run with every lock held (see
+		// RegisterDebug): DEBUG RELOAD replaces the whole dataset.
+		if cmd.flags&(flagLockAll|flagLockDB) != 0 || cmd.fullName() == "select" || cmd.name == "debug" {
 			return nil, true
 		}
 		for _, p := range cmd.keyPositions(q) {

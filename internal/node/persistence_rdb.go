@@ -44,8 +44,17 @@ type persistence struct {
 	snapMu sync.Mutex
 	snaps  atomic.Pointer[[]*snapshot]
 
-	// saveMu serialises SAVE, BGSAVE and DEBUG RELOAD.
-	saveMu         sync.Mutex
+	// saveMu serialises the saves that run without shard locks (BGSAVE's
+	// writer, the shutdown save). SAVE and DEBUG RELOAD hold every shard
+	// lock and must not wait for it (the BGSAVE writer may be waiting for
+	// a shard lock); renames are ordered by snapshot sequence instead.
+	saveMu sync.Mutex
+	// snapSeq numbers snapshots in the order they were opened (under
+	// every shard lock); renamed maps an RDB path to the newest sequence
+	// renamed into it, so an older snapshot never replaces a newer one.
+	snapSeq        atomic.Int64
+	renameMu       sync.Mutex
+	renamed        map[string]int64
 	bgInProgress   atomic.Bool
 	bgScheduled    atomic.Bool
 	bgStart        atomic.Int64 // unix ms of the running BGSAVE's start
@@ -141,6 +150,7 @@ const (
 // snapshot is an open point-in-time view of the keyspace.
 type snapshot struct {
 	p       *persistence
+	seq     int64
 	opened  time.Time
 	nowMs   int64
 	shards  map[*shard]*shardCopy
@@ -176,7 +186,7 @@ type snapEntry struct {
 // openLocked opens a snapshot. Every shard lock must be held.
 func (p *persistence) openLocked() *snapshot {
 	s := p.srv
-	sn := &snapshot{p: p, opened: time.Now(), shards: make(map[*shard]*shardCopy, len(s.dbs)*numShards)}
+	sn := &snapshot{p: p, seq: p.snapSeq.Add(1), opened: time.Now(), shards: make(map[*shard]*shardCopy, len(s.dbs)*numShards)}
 	sn.nowMs = sn.opened.UnixMilli()
 	for i, db := range s.dbs {
 		sn.dbKeys = append(sn.dbKeys, db.size())
@@ -555,12 +565,32 @@ func (p *persistence) saveRDB(sn *snapshot) error {
 	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf("temp-%d-%d.rdb", os.Getpid(), time.Now().UnixNano()))
 	err := writeFileSync(tmp, sn.writeTo)
 	if err == nil {
-		err = os.Rename(tmp, path)
+		err = p.renameSnapshot(sn, tmp, path)
 	}
 	if err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("node: saving %s: %w", path, err)
 	}
+	return nil
+}
+
+// renameSnapshot moves a written snapshot into place unless a newer
+// snapshot was already renamed there (a SAVE that ran while a BGSAVE was
+// writing): then the older file is dropped, and the save still counts as
+// done, its data being older than what is on disk.
+func (p *persistence) renameSnapshot(sn *snapshot, tmp, path string) error {
+	p.renameMu.Lock()
+	defer p.renameMu.Unlock()
+	if p.renamed[path] > sn.seq {
+		return os.Remove(tmp)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if p.renamed == nil {
+		p.renamed = make(map[string]int64)
+	}
+	p.renamed[path] = sn.seq
 	syncDir(filepath.Dir(path))
 	return nil
 }
@@ -600,16 +630,16 @@ func (p *persistence) save() error {
 	return p.saveOnce()
 }
 
-// saveHeld is SAVE: every shard lock is held by the caller (flagLockAll,
-// also inside EXEC), so the whole dataset is copied and written while
-// clients wait, as Redis's SAVE blocks the server.
+// saveHeld is SAVE (and DEBUG RELOAD's save): every shard lock is held by
+// the caller (flagLockAll, also inside EXEC), so the whole dataset is
+// copied and written while clients wait, as Redis's SAVE blocks the
+// server. It does not take saveMu: a BGSAVE writer holding it may be
+// waiting for one of our shard locks.
 func (p *persistence) saveHeld() error {
 	s := p.srv
 	sn := p.openLocked()
 	sn.copyAllLocked()
 	dirty := s.dirty.Load()
-	p.saveMu.Lock()
-	defer p.saveMu.Unlock()
 	p.lastSaveTry.Store(time.Now().Unix())
 	if err := p.saveRDB(sn); err != nil {
 		s.log.Warn("error saving DB on disk", "err", err)

@@ -713,3 +713,76 @@ func TestSaveAndBgsaveInsideMulti(t *testing.T) {
 		t.Fatalf("after reload: %v", got)
 	}
 }
+
+// DEBUG RELOAD (and the other DEBUG subcommands) inside MULTI complete:
+// EXEC used to hold the block's key locks while DEBUG RELOAD waited for
+// all of them. The block stays atomic, also with a BGSAVE writing and
+// other clients writing meanwhile.
+func TestDebugReloadInsideMulti(t *testing.T) {
+	a := startServerIn(t, t.TempDir())
+	rc := a.client(t)
+	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for i := range 2000 {
+		rc.Set(c, "pre:"+strconv.Itoa(i), i, 0)
+	}
+	stop := make(chan struct{})
+	writerDone := make(chan error, 1)
+	go func() {
+		wc := a.client(t)
+		for i := 0; ; i++ {
+			if i >= 100 { // every w: key written at least once
+				select {
+				case <-stop:
+					writerDone <- nil
+					return
+				default:
+				}
+			}
+			if err := wc.Set(c, "w:"+strconv.Itoa(i%100), i, 0).Err(); err != nil {
+				writerDone <- err
+				return
+			}
+		}
+	}()
+	for round := range 5 {
+		if round == 2 {
+			if err := rc.BgSave(c).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmds, err := rc.TxPipelined(c, func(p redis.Pipeliner) error {
+			p.Set(c, "k", round, 0)
+			p.Do(c, "DEBUG", "RELOAD")
+			p.Get(c, "k")
+			p.Do(c, "DEBUG", "OBJECT", "k")
+			p.Do(c, "DEBUG", "DIGEST-VALUE", "k")
+			p.Do(c, "DEBUG", "SLEEP", "0")
+			p.Incr(c, "k")
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("round %d: %v", round, err)
+		}
+		if got := cmds[1].(*redis.Cmd).Val(); got != "OK" {
+			t.Fatalf("round %d: DEBUG RELOAD = %v", round, got)
+		}
+		if got := cmds[2].(*redis.StringCmd).Val(); got != strconv.Itoa(round) {
+			t.Fatalf("round %d: GET after reload = %q", round, got)
+		}
+		if got := cmds[6].(*redis.IntCmd).Val(); got != int64(round+1) {
+			t.Fatalf("round %d: INCR = %d", round, got)
+		}
+	}
+	close(stop)
+	if err := <-writerDone; err != nil {
+		t.Fatal(err)
+	}
+	if n := rc.DBSize(c).Val(); n != 2000+1+100 {
+		t.Fatalf("DBSIZE after the reloads = %d", n)
+	}
+	// Outside MULTI too.
+	if err := rc.Do(c, "DEBUG", "RELOAD").Err(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -41,13 +41,12 @@ func debugPopulate(c *Client, args [][]byte) {
 		}
 		size = n
 	}
-	s := c.srv
 	db := c.curDB()
 	var kb, vb []byte
 	for j := int64(0); j < count; j++ {
 		kb = strconv.AppendInt(append(append(kb[:0], prefix...), ':'), j, 10)
 		key := string(kb)
-		locks := lockShards(s, []lockKey{{c.db, shardOf(key)}})
+		unlock := c.debugLockShard(&db.shards[shardOf(key)].mu)
 		if db.getEntry(key) == nil {
 			vb = strconv.AppendInt(append(vb[:0], "value:"...), j, 10)
 			var val []byte
@@ -59,7 +58,7 @@ func debugPopulate(c *Client, args [][]byte) {
 			}
 			db.setString(key, val, 0, false)
 		}
-		unlockShards(locks)
+		unlock()
 	}
 	c.addOK()
 }
