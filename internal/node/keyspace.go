@@ -156,6 +156,10 @@ type DB struct {
 	// slotKeys counts keys per hash slot (cluster mode, COUNTKEYSINSLOT).
 	slotKeys [numSlots]atomic.Int32
 	avgTTL   atomic.Int64
+	// staged marks a replica's staging database, loaded during a full
+	// sync and swapped in at its end: its keys are not visible yet, so
+	// adding one wakes no client and sends no event.
+	staged bool
 }
 
 func newDB(srv *Server, id int) *DB {
@@ -234,6 +238,9 @@ func (db *DB) add(key string, e *entry) {
 	}
 	db.keys.Add(1)
 	db.slotKeys[sl].Add(1)
+	if db.staged {
+		return
+	}
 	db.srv.keyAdded(db.id, key, e.obj)
 	if !db.srv.loading.Load() {
 		// Redis's dbAdd: the "new" event (class n), not sent while loading.

@@ -466,7 +466,11 @@ func (s *Server) loadRDBLocked(r io.Reader) error {
 	return err
 }
 
-func (s *Server) rdbHandler() rdb.Handler {
+func (s *Server) rdbHandler() rdb.Handler { return s.rdbHandlerInto(s.dbs) }
+
+// rdbHandlerInto loads into dbs: the server's databases, or a replica's
+// staging databases during a full sync (replication_replica.go).
+func (s *Server) rdbHandlerInto(dbs []*DB) rdb.Handler {
 	now := time.Now().UnixMilli()
 	hl := s.hashLimits()
 	il := s.intsetLimit()
@@ -474,8 +478,8 @@ func (s *Server) rdbHandler() rdb.Handler {
 	master := s.expireDeletes()
 	return rdb.Handler{
 		SelectDB: func(n int) error {
-			if n >= len(s.dbs) {
-				return fmt.Errorf("node: the RDB file selects DB %d but only %d databases are configured", n, len(s.dbs))
+			if n >= len(dbs) {
+				return fmt.Errorf("node: the RDB file selects DB %d but only %d databases are configured", n, len(dbs))
 			}
 			return nil
 		},
@@ -487,7 +491,7 @@ func (s *Server) rdbHandler() rdb.Handler {
 			if master && en.ExpireMs != 0 && en.ExpireMs < now {
 				return nil // expired keys are dropped on masters, as Redis does
 			}
-			db := s.dbs[en.DB]
+			db := dbs[en.DB]
 			// The decoder returns a fresh buffer per key: keep it as the
 			// key string without a second copy.
 			key := ""

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardis/shardis/internal/rdb"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -335,34 +336,15 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 	if s.loadRDB == nil {
 		return errors.New("node: replication: no RDB loader")
 	}
-	// Receive the whole payload into a temporary file first, as Redis
-	// does: a transfer cut half-way leaves the current dataset untouched
-	// (served as stale data) instead of a half-loaded one.
-	tmp, err := os.CreateTemp(s.cfg.Get("dir"), "temp-"+strconv.Itoa(os.Getpid())+"-*.rdb")
-	if err != nil {
-		return fmt.Errorf("node: replication: temp file for the master's RDB: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	got, err := io.Copy(tmp, bufio.NewReaderSize(cr, 256*1024))
-	if err != nil {
-		return fmt.Errorf("node: replication: receiving the master's RDB: %w", err)
-	}
-	if eofMark == nil && got != l.status().syncTotal {
-		return fmt.Errorf("node: replication: the master's RDB was cut after %d of %d bytes", got, l.status().syncTotal)
-	}
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("node: replication: %w", err)
-	}
-	s.log.Info("MASTER <-> REPLICA sync: Flushing old data")
-	s.log.Info("MASTER <-> REPLICA sync: Loading DB in memory")
 	start := time.Now()
-	s.loading.Store(true)
-	err = s.loadRDB(bufio.NewReaderSize(tmp, 256*1024))
-	s.loading.Store(false)
+	var err error
+	if s.datasetEmpty() {
+		err = l.loadStreaming(cr, eofMark != nil)
+	} else {
+		err = l.loadFromDisk(cr, eofMark != nil)
+	}
 	if err != nil {
-		s.log.Warn("Failed trying to load the MASTER synchronization DB from disk, check server logs.", "err", err)
-		return fmt.Errorf("node: replication: loading the master's RDB: %w", err)
+		return err
 	}
 	var keys int64
 	for _, db := range s.dbs {
@@ -383,6 +365,101 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 	l.r.mu.Unlock()
 	s.log.Info("MASTER <-> REPLICA sync: Finished with success")
 	return nil
+}
+
+// loadFromDisk receives the whole payload into a temporary file first, as
+// Redis does with repl-diskless-load disabled: a transfer cut half-way
+// leaves the current dataset untouched (served as stale data) instead of a
+// half-loaded one. Then the dataset is flushed and the file loaded.
+func (l *masterLink) loadFromDisk(payload io.Reader, eofForm bool) error {
+	s := l.r.srv
+	tmp, err := os.CreateTemp(s.cfg.Get("dir"), "temp-"+strconv.Itoa(os.Getpid())+"-*.rdb")
+	if err != nil {
+		return fmt.Errorf("node: replication: temp file for the master's RDB: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	defer tmp.Close()
+	got, err := io.Copy(tmp, bufio.NewReaderSize(payload, 256*1024))
+	if err != nil {
+		return fmt.Errorf("node: replication: receiving the master's RDB: %w", err)
+	}
+	if !eofForm && got != l.status().syncTotal {
+		return fmt.Errorf("node: replication: the master's RDB was cut after %d of %d bytes", got, l.status().syncTotal)
+	}
+	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("node: replication: %w", err)
+	}
+	s.log.Info("MASTER <-> REPLICA sync: Flushing old data")
+	s.log.Info("MASTER <-> REPLICA sync: Loading DB in memory")
+	if err := s.loadRDB(bufio.NewReaderSize(tmp, 256*1024)); err != nil {
+		s.log.Warn("Failed trying to load the MASTER synchronization DB from disk, check server logs.", "err", err)
+		return fmt.Errorf("node: replication: loading the master's RDB: %w", err)
+	}
+	return nil
+}
+
+// loadStreaming loads the payload while it arrives into staging databases
+// and swaps them in when the whole payload was read and checked: clients
+// keep seeing the current dataset until then, and a transfer cut half-way
+// drops the staging data and leaves the dataset untouched. It is used when
+// the dataset is empty, so the staging copy costs no extra memory; with
+// repl-diskless-load on-empty-db the server answers LOADING meanwhile, as
+// Redis does in that mode. Receiving and loading overlap (the master
+// encodes while we decode), where the disk path does one after the other.
+func (l *masterLink) loadStreaming(payload io.Reader, eofForm bool) error {
+	s := l.r.srv
+	s.log.Info("MASTER <-> REPLICA sync: Loading DB in memory")
+	if s.cfg.Get("repl-diskless-load") == "on-empty-db" {
+		s.loading.Store(true)
+		defer s.loading.Store(false)
+	}
+	staging := make([]*DB, len(s.dbs))
+	for i := range staging {
+		staging[i] = newDB(s, i)
+		staging[i].staged = true
+	}
+	br := bufio.NewReaderSize(payload, 256*1024)
+	if err := s.loadRDBInto(br, staging); err != nil {
+		s.log.Warn("Failed trying to load the MASTER synchronization DB from socket, check server logs.", "err", err)
+		return fmt.Errorf("node: replication: loading the master's RDB: %w", err)
+	}
+	// The RDB ends with its checksum: nothing but the end of the payload
+	// (the EOF mark, or the announced length) may follow.
+	if n, err := io.Copy(io.Discard, br); err != nil || n != 0 {
+		return fmt.Errorf("node: replication: %d bytes after the end of the master's RDB (%v)", n, err)
+	}
+	if !eofForm && l.status().syncRead != l.status().syncTotal {
+		return fmt.Errorf("node: replication: the master's RDB was cut after %d of %d bytes", l.status().syncRead, l.status().syncTotal)
+	}
+	s.log.Info("MASTER <-> REPLICA sync: Flushing old data")
+	s.LockAll()
+	s.snapGuardAll()
+	for i, db := range s.dbs {
+		db.swapContents(staging[i])
+		s.signalDBsSwapped(i, i)
+	}
+	s.UnlockAll()
+	if s.persist != nil {
+		s.persist.loadedAt.Store(time.Now().Unix())
+	}
+	return nil
+}
+
+// loadRDBInto adds the keys of the RDB stream r to dbs, which no one else
+// uses (a replica's staging databases).
+func (s *Server) loadRDBInto(r io.Reader, dbs []*DB) error {
+	_, err := rdb.Parse(r, s.rdbHandlerInto(dbs))
+	return err
+}
+
+// datasetEmpty reports whether no database holds a key.
+func (s *Server) datasetEmpty() bool {
+	for _, db := range s.dbs {
+		if db.size() != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // eofReader reads a diskless payload that ends with a 40-byte mark. It

@@ -1,0 +1,119 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardis/shardis/internal/resp"
+	"github.com/shardis/shardis/internal/testutil"
+)
+
+// fakeMaster answers the replica handshake and sends payload after
+// +FULLRESYNC, then hangs up. It returns its address and a counter of
+// connections.
+func fakeMaster(t *testing.T, payload func() []byte) (string, *atomic32) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	var attempts atomic32
+	go func() {
+		for {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			attempts.add()
+			go func(nc net.Conn) {
+				defer nc.Close()
+				br := bufio.NewReader(nc)
+				for {
+					v, err := resp.ReadValue(br)
+					if err != nil || len(v.Elems) == 0 {
+						return
+					}
+					switch strings.ToUpper(v.Elems[0].Str) {
+					case "PING":
+						nc.Write([]byte("+PONG\r\n"))
+					case "REPLCONF":
+						nc.Write([]byte("+OK\r\n"))
+					case "PSYNC":
+						nc.Write([]byte("+FULLRESYNC " + strings.Repeat("a", 40) + " 100\r\n"))
+						nc.Write(payload())
+						time.Sleep(50 * time.Millisecond)
+						return
+					}
+				}
+			}(nc)
+		}
+	}()
+	return ln.Addr().String(), &attempts
+}
+
+// TestReplicationStreamingLoadCut: a replica with an empty dataset loads
+// the master's RDB while it arrives (into staging databases); a transfer
+// cut half-way, or a payload with bytes after the RDB's end, leaves the
+// dataset empty: no key of the partial payload is ever visible.
+func TestReplicationStreamingLoadCut(t *testing.T) {
+	src := startServer(t)
+	sc := src.client(t)
+	for i := 0; i < 2000; i++ {
+		sc.Set(ctx(t), fmt.Sprintf("key:%d", i), i, 0)
+	}
+	var rdbBytes bytes.Buffer
+	if err := src.srv.WriteRDB(&rdbBytes); err != nil {
+		t.Fatal(err)
+	}
+	full := rdbBytes.Bytes()
+	half := full[:len(full)/2]
+	mark := strings.Repeat("m", 40)
+	cases := []struct {
+		name    string
+		payload []byte
+	}{
+		{"len cut", append([]byte("$"+strconv.Itoa(len(full))+"\r\n"), half...)},
+		{"eof cut", append([]byte("$EOF:"+mark+"\r\n"), half...)},
+		{"len trailing bytes", append(append([]byte("$"+strconv.Itoa(len(full)+3)+"\r\n"), full...), "xyz"...)},
+		{"eof trailing bytes", append(append(append([]byte("$EOF:"+mark+"\r\n"), full...), "xyz"...), mark...)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			addr, attempts := fakeMaster(t, func() []byte { return tc.payload })
+			replica := startServer(t)
+			rc := replica.client(t)
+			h, p := hostPort(addr)
+			if err := rc.Do(ctx(t), "REPLICAOF", h, p).Err(); err != nil {
+				t.Fatal(err)
+			}
+			testutil.WaitFor(t, 10*time.Second, "three sync attempts", func() bool { return attempts.get() >= 3 })
+			if n := rc.DBSize(ctx(t)).Val(); n != 0 {
+				t.Fatalf("replica shows %d keys of a broken transfer", n)
+			}
+			if got := replInfoField(t, rc, "master_link_status"); got != "down" {
+				t.Fatalf("master_link_status = %q", got)
+			}
+		})
+	}
+	// The whole payload in the EOF form loads.
+	t.Run("eof whole", func(t *testing.T) {
+		addr, _ := fakeMaster(t, func() []byte { return append(append([]byte("$EOF:"+mark+"\r\n"), full...), mark...) })
+		replica := startServer(t)
+		rc := replica.client(t)
+		h, p := hostPort(addr)
+		if err := rc.Do(ctx(t), "REPLICAOF", h, p).Err(); err != nil {
+			t.Fatal(err)
+		}
+		testutil.WaitFor(t, 10*time.Second, "2000 keys loaded", func() bool { return rc.DBSize(ctx(t)).Val() == 2000 })
+		if got := rc.Get(ctx(t), "key:1999").Val(); got != "1999" {
+			t.Fatalf("key:1999 = %q", got)
+		}
+	})
+}
