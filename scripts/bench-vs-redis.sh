@@ -8,6 +8,13 @@
 #
 #   scripts/bench-vs-redis.sh                      # defaults below
 #   TESTS=lpush,rpush,lpop ROUNDS=5 scripts/bench-vs-redis.sh
+#   IO_THREADS= scripts/bench-vs-redis.sh          # shardnode on every CPU
+#
+# IO_THREADS (default 1) is passed to both servers as --io-threads: the
+# threads that run clients. 1 is redis-server's default; for shardnode it
+# is the number of Go Ps (its own default is one per CPU). On a small
+# machine redis-benchmark needs a core of its own, so one server thread is
+# the like-for-like comparison; empty leaves both servers at their default.
 set -euo pipefail
 TESTS=${TESTS:-set,get,incr,mset}
 ROUNDS=${ROUNDS:-3}
@@ -17,12 +24,14 @@ PIPELINES=${PIPELINES:-"1 16"}
 KEYS=${KEYS:-1000000}
 RPORT=${RPORT:-16379}
 SPORT=${SPORT:-16380}
+IO_THREADS=${IO_THREADS-1}
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'kill $rpid $spid 2>/dev/null || true; rm -rf "$work"' EXIT
 (cd "$here" && go build -o "$work/shardnode" ./cmd/shardnode)
 
 common=(--bind 127.0.0.1 --save "" --appendonly no --protected-mode no)
+[ -n "$IO_THREADS" ] && common+=(--io-threads "$IO_THREADS")
 redis-server --port "$RPORT" "${common[@]}" --dir "$work" --loglevel warning >"$work/redis.log" 2>&1 &
 rpid=$!
 "$work/shardnode" --port "$SPORT" "${common[@]}" --dir "$work" --loglevel warning >"$work/node.log" 2>&1 &
@@ -33,7 +42,7 @@ done
 
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
 echo "redis-server: $(redis-server --version | awk '{print $3}'), go: $(go version | awk '{print $3}')"
-echo "clients=$CLIENTS requests=$REQUESTS rounds=$ROUNDS tests=$TESTS"
+echo "clients=$CLIENTS requests=$REQUESTS rounds=$ROUNDS tests=$TESTS io-threads=${IO_THREADS:-default} load: $(cut -d' ' -f1-3 /proc/loadavg)"
 : >"$work/results.csv"
 for r in $(seq "$ROUNDS"); do
   for P in $PIPELINES; do
@@ -81,3 +90,4 @@ if [ "$KEYS" -gt 0 ]; then
   done
   awk '/^redis/{split($3,a,"=");r=a[2]} /^shardnode/{split($3,a,"=");s=a[2]} END{printf "RSS with %s keys: shardnode/redis = %.2f\n", "'"$KEYS"'", s/r}' "$work/rss.txt"
 fi
+echo "load at end: $(cut -d" " -f1-3 /proc/loadavg)"

@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -57,6 +58,7 @@ func run(cctx *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	runtime.GOMAXPROCS(int(cfg.Int("io-threads")))
 	logger, closeLog, err := newLogger(cfg)
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -146,7 +147,11 @@ func init() {
 	defConfig("cluster-node-timeout", "15000", checkIntRange(0, 1<<62), false)
 	defConfig("enable-debug-command", "yes", checkEnum("yes", "no", "local"), true)
 	defConfig("enable-protected-configs", "no", checkEnum("yes", "no", "local"), true)
-	defConfig("io-threads", "1", checkIntRange(1, 128), true)
+	// io-threads is the number of threads running clients' commands
+	// (GOMAXPROCS, set by cmd/shardnode at start). Redis's default is 1
+	// (one thread runs every command); shardnode's is one per CPU, as its
+	// keyspace is sharded (docs/ARCHITECTURE.md).
+	defConfig("io-threads", strconv.Itoa(min(runtime.GOMAXPROCS(0), 128)), checkIntRange(1, 128), true)
 	defConfig("supervised", "no", nil, true)
 	defConfig("always-show-logo", "no", checkBool, true)
 	defConfig("set-proc-title", "yes", checkBool, true)

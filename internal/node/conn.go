@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -87,6 +88,12 @@ type Client struct {
 	stat       statAcc     // commandstats accumulator (perf_hot.go)
 	clock      cmdClock    // command clock chained through a batch (perf_hot.go)
 	errReplies int64       // error replies sent (a command failed if it grew)
+
+	// batch and batchArgs hold requests parsed ahead of execution;
+	// prefetchSink receives prefetchBatch's loads (perf_prefetch.go).
+	batch        []batchReq
+	batchArgs    [][]byte
+	prefetchSink uint32
 
 	// cmd is the command running; propArgs overrides what is propagated.
 	cmd      *command
@@ -185,6 +192,13 @@ func (c *Client) serve() {
 				_ = c.conn.SetReadDeadline(time.Time{})
 				deadline = false
 			}
+			// Let the other ready clients run before reading again: a
+			// client that was just answered rarely has its next request
+			// here yet, and a read that finds nothing costs a system call
+			// plus a park and a netpoll wake-up; after the others' turn
+			// the read usually finds data (runtime.Gosched costs no
+			// system call, and this client's replies are written already).
+			runtime.Gosched()
 			if err := c.rd.Fill(); err != nil {
 				if errors.Is(err, resp.ErrQueryBufferLimit) {
 					c.srv.log.Warn("closing client that reached max query buffer length", "addr", c.addr)
@@ -203,16 +217,74 @@ func (c *Client) serve() {
 			}
 			return
 		}
-		c.execute(args)
-		c.applyReaderLimits()
-		if c.closed.Load() {
-			return
+		cmd := c.srv.table.lookup(args[0])
+		if c.rd.Buffered() > 0 && batchable(cmd) && c.authed.Load() {
+			if !c.runBatch(args, cmd) {
+				return
+			}
+			continue
 		}
-		if c.hasFlag(clientCloseAfterReply) {
-			c.flush()
+		c.executeCmd(args, cmd)
+		if !c.afterCommand() {
 			return
 		}
 	}
+}
+
+// afterCommand applies what a command changed in the connection; it
+// returns false when serve must stop.
+func (c *Client) afterCommand() bool {
+	c.applyReaderLimits()
+	if c.closed.Load() {
+		return false
+	}
+	if c.hasFlag(clientCloseAfterReply) {
+		c.flush()
+		return false
+	}
+	return true
+}
+
+// runBatch parses the requests already buffered behind args while they
+// are batchable, prefetches their keys, and runs them in order
+// (perf_prefetch.go). It returns false when serve must stop.
+func (c *Client) runBatch(args [][]byte, cmd *command) bool {
+	c.batch = c.batch[:0]
+	c.batchArgs = append(c.batchArgs[:0], args...)
+	c.batch = append(c.batch, batchReq{args: c.batchArgs[:len(args):len(args)], cmd: cmd})
+	var perr error
+	for len(c.batch) < maxBatch && batchable(cmd) {
+		next, err := c.rd.Next()
+		if err != nil {
+			if err != resp.ErrIncomplete {
+				perr = err
+			}
+			break
+		}
+		cmd = c.srv.table.lookup(next[0])
+		start := len(c.batchArgs)
+		c.batchArgs = append(c.batchArgs, next...)
+		c.batch = append(c.batch, batchReq{args: c.batchArgs[start:len(c.batchArgs):len(c.batchArgs)], cmd: cmd})
+	}
+	c.prefetchBatch(c.batch)
+	for i := range c.batch {
+		c.executeCmd(c.batch[i].args, c.batch[i].cmd)
+		if !c.afterCommand() {
+			return false
+		}
+	}
+	if perr != nil {
+		var pe *resp.ProtocolError
+		if errors.As(perr, &pe) {
+			c.out = resp.AppendError(c.out, pe.Error())
+			c.flush()
+		}
+		return false
+	}
+	if cap(c.batchArgs) > 4096 {
+		c.batchArgs = nil
+	}
+	return true
 }
 
 // flush writes the batch's replies. It returns false if the connection is

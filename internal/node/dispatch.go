@@ -62,6 +62,12 @@ type lockKey struct{ db, shard int }
 // execute runs one request from the client's connection: command lookup
 // and the checks of Redis's processCommand, MULTI queueing, then call.
 func (c *Client) execute(args [][]byte) {
+	c.executeCmd(args, c.srv.table.lookup(args[0]))
+}
+
+// executeCmd is execute with args[0] already looked up in the command
+// table (nil: unknown command).
+func (c *Client) executeCmd(args [][]byte, cmd *command) {
 	s := c.srv
 	if c.replyMode == replySkip {
 		c.replyMode = replySkipNext
@@ -73,7 +79,6 @@ func (c *Client) execute(args [][]byte) {
 			c.replyMode = replySkipNext
 		}
 	}()
-	cmd := s.table.lookup(args[0])
 	if cmd == nil {
 		c.flagTransaction()
 		c.addError(errUnknownCommand(args))

@@ -50,6 +50,8 @@ type shard struct {
 	// on a replica: it sees logically expired keys as alive, as Redis's
 	// expireIfNeeded does for the master client (replication_expire.go).
 	masterAccess bool
+	// view publishes buckets for lock-free prefetching (perf_prefetch.go).
+	view atomic.Pointer[bucketView]
 }
 
 func (s *shard) find(key string, h uint64) *entry {
@@ -115,7 +117,7 @@ func (s *shard) resize(n int) {
 			e = next
 		}
 	}
-	s.buckets = nb
+	s.setBuckets(nb)
 }
 
 // scan visits the bucket at cursor and returns the next cursor (0 when the
@@ -316,7 +318,7 @@ func (db *DB) size() int64 { return db.keys.Load() }
 func (db *DB) flush() {
 	for i := range db.shards {
 		sh := &db.shards[i]
-		sh.buckets = nil
+		sh.setBuckets(nil)
 		sh.count = 0
 		sh.volatile = nil
 	}
@@ -334,7 +336,9 @@ func (db *DB) flush() {
 func (db *DB) swapContents(o *DB) {
 	for i := range db.shards {
 		a, b := &db.shards[i], &o.shards[i]
-		a.buckets, b.buckets = b.buckets, a.buckets
+		ab, bb := a.buckets, b.buckets
+		a.setBuckets(bb)
+		b.setBuckets(ab)
 		a.count, b.count = b.count, a.count
 		a.volatile, b.volatile = b.volatile, a.volatile
 	}
