@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/bits"
 	"net"
 	"os"
 	"strconv"
@@ -419,7 +420,7 @@ func (l *masterLink) loadStreaming(payload io.Reader, eofForm bool) error {
 		staging[i].staged = true
 	}
 	br := bufio.NewReaderSize(payload, 256*1024)
-	if err := s.loadRDBInto(br, staging); err != nil {
+	if err := s.loadRDBInto(br, staging, true); err != nil {
 		s.log.Warn("Failed trying to load the MASTER synchronization DB from socket, check server logs.", "err", err)
 		return fmt.Errorf("node: replication: loading the master's RDB: %w", err)
 	}
@@ -446,10 +447,43 @@ func (l *masterLink) loadStreaming(payload io.Reader, eofForm bool) error {
 }
 
 // loadRDBInto adds the keys of the RDB stream r to dbs, which no one else
-// uses (a replica's staging databases).
-func (s *Server) loadRDBInto(r io.Reader, dbs []*DB) error {
-	_, err := rdb.Parse(r, s.rdbHandlerInto(dbs))
+// uses (a replica's staging databases). With presize, the RESIZEDB hints
+// size the empty databases' shards up front, saving their rehashing as
+// they grow.
+func (s *Server) loadRDBInto(r io.Reader, dbs []*DB, presize bool) error {
+	h := s.rdbHandlerInto(dbs)
+	if presize {
+		cur := 0
+		sel := h.SelectDB
+		h.SelectDB = func(n int) error {
+			cur = n
+			if sel != nil {
+				return sel(n)
+			}
+			return nil
+		}
+		h.ResizeDB = func(size, _ uint64) {
+			if cur < len(dbs) && dbs[cur].size() == 0 {
+				dbs[cur].presize(size)
+			}
+		}
+	}
+	_, err := rdb.Parse(r, h)
 	return err
+}
+
+// presize gives an empty database's shards room for about n keys.
+func (db *DB) presize(n uint64) {
+	per := n / numShards
+	if per < 4 || per > 1<<26 {
+		return
+	}
+	b := 1 << bits.Len64(per) // above per: no growth at the expected count
+	for i := range db.shards {
+		if sh := &db.shards[i]; sh.count == 0 && len(sh.buckets) < b {
+			sh.resize(b)
+		}
+	}
 }
 
 // datasetEmpty reports whether no database holds a key.

@@ -1,0 +1,103 @@
+package node
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// BenchmarkReplicationFullSync measures a full sync of REPL_BENCH_KEYS
+// (default 200000) 16-byte keys/values between two in-process nodes: the
+// time from REPLICAOF to master_link_status:up. Both sides run in this
+// process, so -cpuprofile shows the master's RDB generation and the
+// replica's receive and load together.
+//
+//	REPL_BENCH_KEYS=1000000 go test -run '^$' -bench ReplicationFullSync -benchtime 3x -cpuprofile /tmp/cpu.out ./internal/node
+func BenchmarkReplicationFullSync(b *testing.B) {
+	n := 200000
+	if v, err := strconv.Atoi(os.Getenv("REPL_BENCH_KEYS")); err == nil && v > 0 {
+		n = v
+	}
+	m := startServer(b)
+	db := m.srv.DB(0)
+	m.srv.LockAll()
+	for i := 0; i < n; i++ {
+		db.addString([]byte(fmt.Sprintf("key:%012d", i)), []byte(fmt.Sprintf("val:%012d", i)), 0)
+	}
+	m.srv.UnlockAll()
+	host, port := hostPort(m.addr)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		s := startServer(b)
+		rc := s.client(b)
+		b.StartTimer()
+		start := time.Now()
+		if err := rc.Do(ctx(b), "REPLICAOF", host, port).Err(); err != nil {
+			b.Fatal(err)
+		}
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				b.Fatal("link not up after a minute")
+			}
+			if s.srv.repl.linkUp() {
+				break
+			}
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "sync-s")
+		b.StopTimer()
+		if got := s.srv.DB(0).size(); got != int64(n) {
+			b.Fatalf("replica has %d keys, want %d", got, n)
+		}
+		_ = rc.Do(ctx(b), "REPLICAOF", "NO", "ONE").Err()
+		b.StartTimer()
+	}
+}
+
+// linkUp reports whether this node is a replica with its link connected.
+func (r *replication) linkUp() bool {
+	r.mu.Lock()
+	l := r.link
+	r.mu.Unlock()
+	return l != nil && l.status().state == linkConnected
+}
+
+// BenchmarkStagingLoad measures a replica's load of a full-sync payload
+// into staging databases (REPL_BENCH_KEYS keys, default 200000).
+func BenchmarkStagingLoad(b *testing.B) {
+	n := 200000
+	if v, err := strconv.Atoi(os.Getenv("REPL_BENCH_KEYS")); err == nil && v > 0 {
+		n = v
+	}
+	m := startServer(b)
+	db := m.srv.DB(0)
+	m.srv.LockAll()
+	for i := 0; i < n; i++ {
+		db.addString([]byte(fmt.Sprintf("key:%012d", i)), []byte(fmt.Sprintf("val:%012d", i)), 0)
+	}
+	m.srv.UnlockAll()
+	var buf bytes.Buffer
+	if err := m.srv.WriteRDB(&buf); err != nil {
+		b.Fatal(err)
+	}
+	for _, presize := range []bool{false, true} {
+		b.Run(fmt.Sprintf("presize=%v", presize), func(b *testing.B) {
+			for b.Loop() {
+				staging := make([]*DB, m.srv.NumDBs())
+				for i := range staging {
+					staging[i] = newDB(m.srv, i)
+					staging[i].staged = true
+				}
+				if err := m.srv.loadRDBInto(bytes.NewReader(buf.Bytes()), staging, presize); err != nil {
+					b.Fatal(err)
+				}
+				if got := staging[0].size(); got != int64(n) {
+					b.Fatalf("%d keys", got)
+				}
+			}
+		})
+	}
+}
