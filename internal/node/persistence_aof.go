@@ -513,9 +513,14 @@ func (sn *snapshot) writeCommands(w io.Writer) error {
 	for i, db := range s.dbs {
 		selected := false
 		for j := range db.shards {
-			entries := sn.takeShard(&db.shards[j])
-			for k := range entries {
-				se := &entries[k]
+			buf := sn.takeShard(&db.shards[j])
+			if buf == nil {
+				continue
+			}
+			var entry snapEntry
+			se := &entry
+			for k := range buf.recs {
+				buf.entry(k, se)
 				if !selected {
 					b = appendCommand(b[:0], []byte("SELECT"), []byte(strconv.Itoa(i)))
 					bw.Write(b)
@@ -561,6 +566,7 @@ func (sn *snapshot) writeCommands(w io.Writer) error {
 					return err
 				}
 			}
+			buf.release()
 		}
 	}
 	return bw.Flush()

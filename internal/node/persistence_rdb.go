@@ -164,17 +164,71 @@ type snapshot struct {
 	allCopied bool
 	limits    rdb.Limits
 	lru       string // "lru", "lfu" or "": what per-key metadata to write
+	// background is set for BGSAVE's snapshots: the writer then gives way
+	// to clients (pace).
+	background bool
 }
 
-// shardCopy is one shard's copy. state and entries are guarded by the
-// shard's lock.
+// shardCopy is one shard's copy. state and buf are guarded by the shard's
+// lock.
 type shardCopy struct {
-	db      int
-	state   int
-	entries []snapEntry
-	arena   []byte
+	db    int
+	state int
+	buf   *snapBuf
 }
 
+// snapBuf is a shard's copy, built for a cheap copy under the shard lock
+// and little GC work: keys and string values are copied into one arena and
+// described by pointer-free records, so a copy is a few large allocations
+// the collector does not scan (only cloned collections hold pointers).
+// Buffers are recycled through snapBufs once encoded: back-to-back saves
+// allocate next to nothing.
+type snapBuf struct {
+	recs  []snapRec
+	arena []byte
+	objs  []typedValue
+	ents  []*entry // copyShard's scratch, kept empty
+}
+
+// snapRec is one key of a snapBuf.
+type snapRec struct {
+	off    int64 // the key's bytes start at arena[off]; a string's value follows
+	vlen   int64 // a string value's length
+	expire int64
+	klen   uint32
+	lru    uint32
+	obj    int32 // 1 + index in objs for a collection, 0 for a string
+}
+
+var snapBufs = sync.Pool{New: func() any { return new(snapBuf) }}
+
+// release recycles b (small enough buffers only).
+func (b *snapBuf) release() {
+	if b == nil {
+		return
+	}
+	clear(b.objs)
+	b.recs, b.arena, b.objs = b.recs[:0], b.arena[:0], b.objs[:0]
+	if cap(b.arena) <= 64<<20 && cap(b.recs) <= 1<<20 {
+		snapBufs.Put(b)
+	}
+}
+
+// entry fills se with key k of b; se's key and value alias b.
+func (b *snapBuf) entry(k int, se *snapEntry) {
+	r := &b.recs[k]
+	kb := b.arena[r.off : r.off+int64(r.klen)]
+	se.key = unsafe.String(unsafe.SliceData(kb), len(kb))
+	se.expire, se.lru, se.str, se.obj = r.expire, r.lru, nil, nil
+	if r.obj != 0 {
+		se.obj = b.objs[r.obj-1]
+	} else {
+		end := r.off + int64(r.klen) + r.vlen
+		se.str = b.arena[r.off+int64(r.klen) : end : end]
+	}
+}
+
+// snapEntry is one key as the encoders read it.
 type snapEntry struct {
 	key    string
 	str    []byte
@@ -285,37 +339,65 @@ func (s *Server) snapGuard(held []*sync.Mutex) {
 }
 
 // copyShard copies a shard's live entries. The shard's lock is held.
+//
+// Clients pay for this copy when they touch a shard first, so it is built
+// for speed: the entries are gathered first, then copied in groups whose
+// key and value bytes are touched in one tight loop of independent loads
+// beforehand, so their cache misses overlap instead of coming one after
+// another (as perf_prefetch.go does for pipelines).
 func (sn *snapshot) copyShard(sh *shard, sc *shardCopy) {
 	sc.state = shardCopied
 	if sh.count == 0 {
 		return
 	}
-	sc.entries = make([]snapEntry, 0, sh.count)
+	b := snapBufs.Get().(*snapBuf)
+	if cap(b.recs) < sh.count {
+		b.recs = make([]snapRec, 0, sh.count)
+	}
+	ents := b.ents[:0]
 	size := 0
 	for _, e := range sh.buckets {
 		for ; e != nil; e = e.next {
-			if e.obj == nil {
-				size += len(e.str)
-			}
+			ents = append(ents, e)
+			size += len(e.key) + len(e.str)
 		}
 	}
-	sc.arena = make([]byte, 0, size)
-	for _, e := range sh.buckets {
-		for ; e != nil; e = e.next {
-			se := snapEntry{key: e.key, expire: e.expire, lru: e.lru}
+	if cap(b.arena) < size {
+		b.arena = make([]byte, 0, size)
+	}
+	const group = 16
+	var sink byte
+	for i := 0; i < len(ents); i += group {
+		g := ents[i:min(i+group, len(ents))]
+		for _, e := range g {
+			if len(e.str) > 0 {
+				sink ^= e.str[0]
+			}
+			sink ^= e.key[0]
+		}
+		for _, e := range g {
+			r := snapRec{off: int64(len(b.arena)), expire: e.expire, klen: uint32(len(e.key)), lru: e.lru}
 			if e.obj == nil {
-				off := len(sc.arena)
-				sc.arena = append(sc.arena, e.str...)
-				se.str = sc.arena[off:len(sc.arena):len(sc.arena)]
+				b.arena = append(append(b.arena, e.key...), e.str...)
+				r.vlen = int64(len(e.str))
 			} else if tv, ok := e.obj.(typedValue); ok {
-				se.obj = tv.clone()
+				b.arena = append(b.arena, e.key...)
+				b.objs = append(b.objs, tv.clone())
+				r.obj = int32(len(b.objs))
 			} else {
 				continue
 			}
-			sc.entries = append(sc.entries, se)
+			b.recs = append(b.recs, r)
 		}
 	}
+	snapSink += sink
+	clear(ents)
+	b.ents = ents[:0]
+	sc.buf = b
 }
+
+// snapSink keeps copyShard's touching loads from being optimised away.
+var snapSink byte
 
 // copyAllLocked copies every pending shard now; every shard lock must be
 // held. The writer then reads the copies without locking.
@@ -329,24 +411,25 @@ func (sn *snapshot) copyAllLocked() {
 }
 
 // takeShard returns a shard's copy (copying it first if needed) and marks
-// it written.
-func (sn *snapshot) takeShard(sh *shard) []snapEntry {
+// it written. The caller releases the buffer (nil for an empty shard) once
+// it is encoded.
+func (sn *snapshot) takeShard(sh *shard) *snapBuf {
 	sc := sn.shards[sh]
 	if sn.allCopied {
 		// Commands' snapGuard reads state under the shard lock; leave it
-		// alone (it stays "copied") and only take the entries.
-		entries := sc.entries
-		sc.entries, sc.arena = nil, nil
-		return entries
+		// alone (it stays "copied") and only take the buffer.
+		b := sc.buf
+		sc.buf = nil
+		return b
 	}
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	if sc.state == shardPending {
 		sn.copyShard(sh, sc)
 	}
-	entries := sc.entries
-	sc.state, sc.entries, sc.arena = shardDone, nil, nil
-	return entries
+	b := sc.buf
+	sc.state, sc.buf = shardDone, nil
+	return b
 }
 
 // writeTo encodes the snapshot as an RDB stream and closes it.
@@ -363,15 +446,20 @@ func (sn *snapshot) writeTo(w io.Writer) error {
 		enc.Aux(a[0], a[1])
 	}
 	var val rdb.Value
+	var pace savePacer
 	for i, db := range s.dbs {
 		if sn.dbKeys[i] > 0 {
 			enc.SelectDB(i)
 			enc.ResizeDB(uint64(sn.dbKeys[i]), uint64(sn.dbExp[i]))
 		}
 		for j := range db.shards {
-			entries := sn.takeShard(&db.shards[j])
-			for k := range entries {
-				se := &entries[k]
+			buf := sn.takeShard(&db.shards[j])
+			if buf == nil {
+				continue
+			}
+			var se snapEntry
+			for k := range buf.recs {
+				buf.entry(k, &se)
 				meta := rdb.KeyMeta{ExpireMs: se.expire, Idle: -1, Freq: -1}
 				switch sn.lru {
 				case "lru":
@@ -379,16 +467,40 @@ func (sn *snapshot) writeTo(w io.Writer) error {
 				case "lfu":
 					meta.Freq = int(se.lru & 0xff)
 				}
-				toRDBValue(se, &val)
+				toRDBValue(&se, &val)
 				enc.Key(sbytes(se.key), meta, &val)
-				entries[k] = snapEntry{}
 			}
+			buf.release()
 			if err := enc.Err(); err != nil {
 				return err
 			}
+			sn.pace(&pace)
 		}
 	}
 	return enc.Finish()
+}
+
+// savePacer lets a background save give way to clients on a busy server,
+// as a low-priority process would: after each shard, if clients sent
+// anything meanwhile, the writer sleeps as long as it has just worked, so
+// it takes at most about half a core while clients are active and runs
+// flat out on an idle server. (Redis's forked child competes with the
+// server for the CPU instead; the copy-on-first-touch design keeps the
+// point-in-time view whatever the pace.)
+type savePacer struct {
+	start time.Time
+	netIn int64
+}
+
+func (sn *snapshot) pace(p *savePacer) {
+	if !sn.background {
+		return
+	}
+	in := sn.p.srv.stats.netInput.Load()
+	if !p.start.IsZero() && in != p.netIn {
+		time.Sleep(time.Since(p.start))
+	}
+	p.start, p.netIn = time.Now(), sn.p.srv.stats.netInput.Load()
 }
 
 // toRDBValue converts a snapshot entry, reusing v's slices.
@@ -698,6 +810,7 @@ func (p *persistence) bgsaveLocked(copyAll bool) bool {
 	p.bgStart.Store(start.UnixMilli())
 	s := p.srv
 	sn := p.openLocked()
+	sn.background = true
 	if copyAll {
 		sn.copyAllLocked()
 	}

@@ -166,6 +166,19 @@ func appendLen(b []byte, n uint64) []byte {
 	return binary.BigEndian.AppendUint64(b, n)
 }
 
+// lenSize is the size of appendLen's encoding of n.
+func lenSize(n uint64) int {
+	switch {
+	case n < 1<<6:
+		return 1
+	case n < 1<<14:
+		return 2
+	case n <= math.MaxUint32:
+		return 5
+	}
+	return 9
+}
+
 // appendString writes a string object: integer-encoded when it is the
 // canonical form of an int32, LZF-compressed when longer than 20 bytes and
 // compression helps, raw otherwise.
@@ -183,12 +196,19 @@ func appendString(b []byte, s []byte, compress bool) []byte {
 		}
 	}
 	if compress && len(s) > 20 {
-		if c := LZFCompress(s, len(s)-4); c != nil {
-			b = append(b, 0xc3)
-			b = appendLen(b, uint64(len(c)))
-			b = appendLen(b, uint64(len(s)))
-			return append(b, c...)
+		// Compress in place after room for the longest header, then move
+		// the data back behind the actual header: no allocation.
+		base := len(b)
+		maxHdr := 1 + 2*lenSize(uint64(len(s)))
+		b = append(b, make([]byte, maxHdr)...)
+		out, ok := LZFCompressAppend(b, s, len(s)-4)
+		if ok {
+			clen := len(out) - base - maxHdr
+			hdr := appendLen(appendLen(append(out[base:base], 0xc3), uint64(clen)), uint64(len(s)))
+			n := copy(out[base+len(hdr):], out[base+maxHdr:])
+			return out[:base+len(hdr)+n]
 		}
+		b = out[:base]
 	}
 	b = appendLen(b, uint64(len(s)))
 	return append(b, s...)

@@ -33,13 +33,30 @@ func LZFCompress(in []byte, maxOut int) []byte {
 	if len(in) < 4 || maxOut <= 0 {
 		return nil
 	}
+	out, ok := LZFCompressAppend(make([]byte, 0, maxOut), in, maxOut)
+	if !ok {
+		return nil
+	}
+	return out
+}
+
+// LZFCompressAppend appends the compression of in to dst, using at most
+// maxOut bytes. It reports false (dst's content past its original length
+// is then garbage) when the result would not fit. The RDB encoder uses it
+// to compress straight into its output buffer, without an allocation per
+// string.
+func LZFCompressAppend(dst, in []byte, maxOut int) ([]byte, bool) {
+	if len(in) < 4 || maxOut <= 0 {
+		return dst, false
+	}
 	hb := min(lzfHashBits, max(8, bits.Len(uint(len(in)))))
 	shift := 32 - hb
 	tp := lzfTables.Get().(*[1 << lzfHashBits]int32)
 	defer lzfTables.Put(tp)
 	table := tp[:1<<hb] // positions + 1; 0 = empty
 	clear(table)
-	out := make([]byte, 0, maxOut)
+	out := dst
+	maxOut += len(dst)
 	litStart := 0 // start of the pending literal run
 	flushLits := func(end int) bool {
 		for litStart < end {
@@ -66,18 +83,18 @@ func LZFCompress(in []byte, maxOut int) []byte {
 				n++
 			}
 			if !flushLits(ip) {
-				return nil
+				return out, false
 			}
 			off := ip - ref - 1
 			l := n - 2
 			if l < 7 {
 				if len(out)+2 > maxOut {
-					return nil
+					return out, false
 				}
 				out = append(out, byte(l<<5|off>>8), byte(off))
 			} else {
 				if len(out)+3 > maxOut {
-					return nil
+					return out, false
 				}
 				out = append(out, byte(7<<5|off>>8), byte(l-7), byte(off))
 			}
@@ -95,9 +112,9 @@ func LZFCompress(in []byte, maxOut int) []byte {
 		ip++
 	}
 	if !flushLits(len(in)) {
-		return nil
+		return out, false
 	}
-	return out
+	return out, true
 }
 
 // LZFDecompress expands in, which must produce exactly outLen bytes.
