@@ -7,7 +7,9 @@
 #
 # REDIS_TESTS must hold runtest and tests/ from the redis repository at tag
 # 7.0.15 (never committed here) with src/ linked to the Debian binaries.
-# Set SERVER=redis to run the same files against redis-server instead.
+# Set SERVER=redis to run the same files against redis-server instead, and
+# TAGS to replace the default --tags filter (for example to allow
+# needs:debug and needs:save).
 set -u
 port=21111
 baseport=21500
@@ -28,7 +30,7 @@ bin="$work/shardnode"
 if [ "${SERVER:-shardnode}" = shardnode ]; then
   (cd "$here" && go build -o "$bin" ./cmd/shardnode) || exit 1
 fi
-tags="-needs:debug -needs:repl -needs:config-maxmemory -needs:config-resetstat -needs:reset -needs:save -needs:pfdebug -needs:latency -needs:local-process"
+tags=${TAGS:-"-needs:debug -needs:repl -needs:config-maxmemory -needs:config-resetstat -needs:reset -needs:save -needs:pfdebug -needs:latency -needs:local-process"}
 total_ok=0
 total_err=0
 for unit in "$@"; do
