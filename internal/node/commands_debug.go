@@ -83,9 +83,10 @@ func cmdDebug(c *Client, args [][]byte) {
 			c.addError(errNotFloat)
 			return
 		}
-		// Like Redis, the whole server stops: every shard is locked.
+		// Like Redis, the whole server stops: every shard is locked and
+		// no other client's command runs (debug_freeze.go).
 		unlock := c.debugLockAll()
-		time.Sleep(time.Duration(f * float64(time.Second)))
+		c.srv.freeze(c, time.Duration(f*float64(time.Second)))
 		unlock()
 		c.addOK()
 	case sub == "set-active-expire" && len(args) == 3:

@@ -576,7 +576,7 @@ func (r *replication) disklessDelay(c *Client) bool {
 				return true
 			}
 		}
-		if now.Sub(lastNL) >= time.Second {
+		if now.Sub(lastNL) >= time.Second && !r.srv.frozen() {
 			if err := c.rawWrite([]byte("\n")); err != nil {
 				return false
 			}

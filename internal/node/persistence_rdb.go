@@ -128,7 +128,10 @@ func (p *persistence) loadRDBFile() error {
 	}
 	defer f.Close()
 	start := time.Now()
-	if err := p.srv.LoadRDB(f); err != nil {
+	p.srv.repl.beforeStartupLoad()
+	err = p.srv.LoadRDB(f)
+	p.srv.repl.afterStartupLoad(err == nil)
+	if err != nil {
 		return fmt.Errorf("node: loading %s: %w", path, err)
 	}
 	n := int64(0)
@@ -286,11 +289,8 @@ func (p *persistence) auxFields(now time.Time) [][2]string {
 	}
 	if r := s.repl; r != nil {
 		// Every shard lock is held, so no write is being fed: the offset
-		// is exactly the snapshot's.
-		r.mu.Lock()
-		id, off := r.replid, r.offset
-		r.mu.Unlock()
-		aux = append(aux, [2]string{"repl-stream-db", "0"}, [2]string{"repl-id", id}, [2]string{"repl-offset", strconv.FormatInt(off, 10)})
+		// is exactly the snapshot's (replication_restore.go).
+		aux = append(aux, r.rdbAux()...)
 	}
 	aof := "0"
 	if p.aof != nil && p.aof.writingBase.Load() {
@@ -447,6 +447,7 @@ func (sn *snapshot) writeTo(w io.Writer) error {
 	}
 	var val rdb.Value
 	var pace savePacer
+	keyDelay := s.cfg.Int("rdb-key-save-delay")
 	for i, db := range s.dbs {
 		if sn.dbKeys[i] > 0 {
 			enc.SelectDB(i)
@@ -469,6 +470,9 @@ func (sn *snapshot) writeTo(w io.Writer) error {
 				}
 				toRDBValue(&se, &val)
 				enc.Key(sbytes(se.key), meta, &val)
+				if keyDelay != 0 {
+					debugDelay(keyDelay) // rdb-key-save-delay (tests)
+				}
 			}
 			buf.release()
 			if err := enc.Err(); err != nil {
@@ -592,10 +596,17 @@ func (s *Server) rdbHandlerInto(dbs []*DB) rdb.Handler {
 	il := s.intsetLimit()
 	zl := zsetLimits{entries: int(s.cfg.Int("zset-max-listpack-entries")), value: int(s.cfg.Int("zset-max-listpack-value"))}
 	master := s.expireDeletes()
+	loadDelay := s.cfg.Int("key-load-delay")
 	return rdb.Handler{
 		SelectDB: func(n int) error {
 			if n >= len(dbs) {
 				return fmt.Errorf("node: the RDB file selects DB %d but only %d databases are configured", n, len(dbs))
+			}
+			return nil
+		},
+		Aux: func(key, val []byte) error {
+			if s.repl != nil {
+				s.repl.loadAux(key, val)
 			}
 			return nil
 		},
@@ -605,7 +616,12 @@ func (s *Server) rdbHandlerInto(dbs []*DB) rdb.Handler {
 		},
 		Key: func(en *rdb.Entry) error {
 			if master && en.ExpireMs != 0 && en.ExpireMs < now {
-				return nil // expired keys are dropped on masters, as Redis does
+				// Expired keys are dropped on masters, as Redis does (at
+				// start-up their DELs go to the backlog).
+				if s.repl != nil {
+					s.repl.loadExpired(en.DB, en.Key)
+				}
+				return nil
 			}
 			db := dbs[en.DB]
 			// The decoder returns a fresh buffer per key: keep it as the
@@ -630,6 +646,9 @@ func (s *Server) rdbHandlerInto(dbs []*DB) rdb.Handler {
 				e.lru = lruClock()
 			}
 			db.add(key, e)
+			if loadDelay != 0 {
+				debugDelay(loadDelay) // key-load-delay (tests)
+			}
 			return nil
 		},
 	}
@@ -1031,7 +1050,7 @@ func (s *Server) persistenceInfo(b *strings.Builder) {
 	fmt.Fprintf(b, "rdb_last_bgsave_time_sec:%d\r\n", lastBgTime)
 	fmt.Fprintf(b, "rdb_current_bgsave_time_sec:%d\r\n", cur)
 	fmt.Fprintf(b, "rdb_saves:%d\r\n", p.savesDone.Load())
-	fmt.Fprintf(b, "rdb_last_cow_size:0\r\nrdb_last_load_keys_expired:0\r\nrdb_last_load_keys_loaded:%d\r\n", p.loadedKeys.Load())
+	fmt.Fprintf(b, "rdb_last_cow_size:0\r\nrdb_last_load_keys_expired:%d\r\nrdb_last_load_keys_loaded:%d\r\n", p.srv.repl.loadExpiredKeys.Load(), p.loadedKeys.Load())
 	a.info(b)
 	fmt.Fprintf(b, "module_fork_in_progress:0\r\nmodule_fork_last_cow_size:0\r\n")
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardis/shardis/internal/resp"
@@ -73,6 +74,15 @@ type replication struct {
 
 	// localExp holds keys local writes gave a TTL on a writable replica.
 	localExp localExpires
+
+	// streamDB is the database the master's stream selected last, for
+	// the repl-stream-db aux field of a replica's RDB.
+	streamDB atomic.Int64
+	// startup is set during the start-up RDB load (replication_restore.go).
+	startup startupState
+	// loadExpiredKeys counts the expired keys the last load dropped
+	// (INFO rdb_last_load_keys_expired).
+	loadExpiredKeys atomic.Int64
 }
 
 func newReplID() string {
@@ -259,6 +269,9 @@ func (r *replication) goodReplicasLocked(maxLag time.Duration) int {
 // cron runs once a second: PING in the stream every repl-ping-replica-period,
 // REPLCONF ACK from replicas, backlog TTL.
 func (r *replication) cron(now time.Time, tick int64) {
+	if r.srv.frozen() {
+		return // DEBUG SLEEP stops the cron, as Redis's does
+	}
 	period := r.srv.cfg.Int("repl-ping-replica-period")
 	if period <= 0 {
 		period = 10

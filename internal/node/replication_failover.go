@@ -251,6 +251,9 @@ func (s *Server) runFailover(abortC chan struct{}) {
 // (sequentially consistent atomics), so drainWrites cannot miss a write.
 func (s *Server) enterWrite(c *Client, cmd *command) bool {
 	counted := cmd.flags&(flagWrite|flagMayReplicate) != 0 && !c.hasFlag(clientReplica|clientMaster)
+	if s.frozen() {
+		s.waitUnfrozen(c) // DEBUG SLEEP: every client waits, replicas too
+	}
 	for {
 		s.pause.wait(c, cmd)
 		if !counted {

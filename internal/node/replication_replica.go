@@ -111,6 +111,7 @@ func (l *masterLink) run(ctx context.Context) {
 	defer l.failoverResult(errors.New("replication link stopped"))
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
+		l.r.srv.waitUnfrozen(nil) // DEBUG SLEEP: no reconnection meanwhile
 		err := l.session(ctx)
 		l.failoverResult(err)
 		if ctx.Err() != nil {
@@ -359,6 +360,7 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 	l.r.replid2 = strings.Repeat("0", 40)
 	l.r.secondOffset = -1
 	l.r.masterDB = 0 // the master starts the stream with a SELECT
+	l.r.streamDB.Store(0)
 	// Our own replicas must resync from the new dataset.
 	l.r.backlog = nil
 	l.r.createBacklogLocked()
@@ -567,6 +569,7 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 	l.mu.Unlock()
 	l.r.mu.Lock()
 	c.db = l.r.masterDB
+	l.r.streamDB.Store(int64(c.db))
 	l.r.mu.Unlock()
 	defer func() {
 		l.r.mu.Lock()
@@ -581,6 +584,9 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 	defer c.close()
 	timeout := time.Duration(s.cfg.Int("repl-timeout")) * time.Second
 	for {
+		if s.frozen() {
+			s.waitUnfrozen(nil) // DEBUG SLEEP: the stream waits too
+		}
 		args, err := c.rd.Next()
 		if err == resp.ErrIncomplete {
 			_ = nc.SetReadDeadline(time.Now().Add(timeout))
@@ -610,6 +616,9 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 			s.log.Warn(fmt.Sprintf("== CRITICAL == This replica is sending an error to its master: '%s' after processing the command '%s'", msg, strings.ToLower(string(args[0]))))
 		}
 		c.out = c.out[:0]
+		if int64(c.db) != l.r.streamDB.Load() {
+			l.r.streamDB.Store(int64(c.db))
+		}
 		l.r.feedFromMaster(raw)
 	}
 }

@@ -171,6 +171,8 @@ type pauseState struct {
 	// waiting counts the clients a pause holds (INFO blocked_clients, as
 	// Redis counts its postponed clients).
 	waiting atomic.Int64
+	// freeze stops everything during DEBUG SLEEP (debug_freeze.go).
+	freeze freezeGate
 }
 
 func (p *pauseState) set(until time.Time, all bool) {
