@@ -22,6 +22,19 @@ import (
 // to the netpoller as before.
 type rawIO struct {
 	rc syscall.RawConn
+	// The functions handed to rc.Read and rc.Write are made once, with
+	// their arguments and results in these fields, so a read or a write
+	// allocates nothing (a closure per call escapes to the heap).
+	// Reads come from the client's goroutine, writes under its wmu.
+	rp     []byte
+	rn     int
+	rerrno syscall.Errno
+	readFn func(fd uintptr) bool
+
+	wp      []byte
+	wn      int
+	werrno  syscall.Errno
+	writeFn func(fd uintptr) bool
 }
 
 // newRawIO returns a reader/writer for nc: raw system calls for a TCP
@@ -35,28 +48,34 @@ func newRawIO(nc net.Conn) io.ReadWriter {
 	if err != nil {
 		return nc
 	}
-	return &rawIO{rc: rc}
+	r := &rawIO{rc: rc}
+	r.readFn, r.writeFn = r.read, r.write
+	return r
+}
+
+func (r *rawIO) read(fd uintptr) bool {
+	p := r.rp
+	for {
+		r0, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EAGAIN:
+			return false // wait in the netpoller
+		}
+		r.rn, r.rerrno = int(r0), e
+		return true
+	}
 }
 
 func (r *rawIO) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var errno syscall.Errno
-	err := r.rc.Read(func(fd uintptr) bool {
-		for {
-			r0, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false // wait in the netpoller
-			}
-			n, errno = int(r0), e
-			return true
-		}
-	})
+	r.rp, r.rn, r.rerrno = p, 0, 0
+	err := r.rc.Read(r.readFn)
+	n, errno := r.rn, r.rerrno
+	r.rp = nil
 	switch {
 	case err != nil:
 		return 0, err // deadline, closed
@@ -68,25 +87,32 @@ func (r *rawIO) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (r *rawIO) Write(p []byte) (int, error) {
-	var n int
-	var errno syscall.Errno
-	err := r.rc.Write(func(fd uintptr) bool {
-		for n < len(p) {
-			r0, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
-			switch e {
-			case 0:
-				n += int(r0)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return false // socket buffer full: wait in the netpoller
-			default:
-				errno = e
-				return true
-			}
+func (r *rawIO) write(fd uintptr) bool {
+	p := r.wp
+	for r.wn < len(p) {
+		r0, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[r.wn])), uintptr(len(p)-r.wn))
+		switch e {
+		case 0:
+			r.wn += int(r0)
+		case syscall.EINTR:
+		case syscall.EAGAIN:
+			return false // socket buffer full: wait in the netpoller
+		default:
+			r.werrno = e
+			return true
 		}
-		return true
-	})
+	}
+	return true
+}
+
+func (r *rawIO) Write(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	r.wp, r.wn, r.werrno = p, 0, 0
+	err := r.rc.Write(r.writeFn)
+	n, errno := r.wn, r.werrno
+	r.wp = nil
 	if err != nil {
 		return n, err
 	}
