@@ -88,6 +88,7 @@ type Client struct {
 	stat       statAcc     // commandstats accumulator (perf_hot.go)
 	clock      cmdClock    // command clock chained through a batch (perf_hot.go)
 	errReplies int64       // error replies sent (a command failed if it grew)
+	nestedErrs int64       // of which by commands run inside EXEC (dispatch.go)
 
 	// batch and batchArgs hold requests parsed ahead of execution;
 	// prefetchSink receives prefetchBatch's loads (perf_prefetch.go).

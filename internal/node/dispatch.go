@@ -90,17 +90,15 @@ func (c *Client) executeCmd(args [][]byte, cmd *command) {
 		}
 	}
 	if !arityOK(cmd, len(args)) {
-		c.flagTransaction()
 		if cmd.parent != nil {
-			c.addError("ERR wrong number of arguments for '" + cmd.parent.name + "|" + cmd.name + "' command")
+			c.reject(cmd, "ERR wrong number of arguments for '"+cmd.parent.name+"|"+cmd.name+"' command")
 		} else {
-			c.addError(errWrongArgs(cmd.name))
+			c.reject(cmd, errWrongArgs(cmd.name))
 		}
 		return
 	}
 	if !c.authed.Load() && cmd.flags&flagNoAuth == 0 {
-		c.flagTransaction()
-		c.addError(errNoAuth)
+		c.reject(cmd, errNoAuth)
 		return
 	}
 	isWrite := cmd.flags&flagWrite != 0
@@ -117,36 +115,32 @@ func (c *Client) executeCmd(args [][]byte, cmd *command) {
 	if isWrite {
 		if s.hot().maxmemory > 0 && cmd.flags&flagDenyOOM != 0 && !c.hasFlag(clientMaster) {
 			if !s.freeMemoryIfNeeded() {
-				c.flagTransaction()
-				c.addError(errOOM)
+				c.reject(cmd, errOOM)
 				return
 			}
 		}
 	}
 	if isWrite && !c.hasFlag(clientMaster) {
 		if msg := s.writeRefused(); msg != "" {
-			c.flagTransaction()
-			c.addError(msg)
+			c.reject(cmd, msg)
 			return
 		}
 	}
 	if c.proto < 3 && c.hasFlag(clientPubSub) && !pubsubAllowed(cmd) {
-		c.addError("ERR Can't execute '" + cmd.fullName() + "': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+		c.reject(cmd, "ERR Can't execute '"+cmd.fullName()+"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		return
 	}
 	if s.loading.Load() && cmd.flags&flagLoading == 0 {
-		c.addError(errLoading)
+		c.reject(cmd, errLoading)
 		return
 	}
 	if msg := s.staleRefused(cmd); msg != "" && !c.hasFlag(clientMaster) {
-		c.flagTransaction()
-		c.addError(msg)
+		c.reject(cmd, msg)
 		return
 	}
 	if c.hasFlag(clientMulti) && !isTxControl(cmd) {
 		if cmd.flags&flagNoMulti != 0 {
-			c.flagTransaction()
-			c.addError("ERR Command not allowed inside a transaction")
+			c.reject(cmd, "ERR Command not allowed inside a transaction")
 			return
 		}
 		q := make([][]byte, len(args))
@@ -183,6 +177,14 @@ func pubsubAllowed(cmd *command) bool {
 	return false
 }
 
+// reject refuses cmd before it runs, as Redis's rejectCommand: the error
+// reply, a failed MULTI block, and the command's rejected_calls.
+func (c *Client) reject(cmd *command, msg string) {
+	c.flagTransaction()
+	c.addError(msg)
+	cmd.stats.rejected.Add(1)
+}
+
 // flagTransaction marks a MULTI block as failed so EXEC aborts.
 func (c *Client) flagTransaction() {
 	if c.hasFlag(clientMulti) {
@@ -197,16 +199,13 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	s := c.srv
 	var start time.Duration
 	c.now, start = c.commandStart() // perf_hot.go: at most one clock read
-	if s.monitor.active() && cmd.flags&flagSkipMonitor == 0 && cmd.flags&flagAdmin == 0 {
-		s.monitor.feed(c, args)
-	}
 	c.cmd = cmd
 	c.dirty = 0
 	c.propArgs = nil
 	if !locked {
 		c.lockFor(cmd, args)
 	}
-	errsBefore := c.errReplies
+	errsBefore, nestedBefore := c.errReplies, c.nestedErrs
 	c.statsBefore(cmd) // perf_hot.go
 	masterView := s.replicaMode.Load() && c.hasFlag(clientMaster)
 	if masterView {
@@ -240,8 +239,21 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 			s.handleReadyKeys(c)
 		}
 	}
+	// MONITOR shows a command once it has run, as Redis 7 does (a
+	// command refused before running is not shown).
+	if s.monitor.active() && cmd.flags&flagSkipMonitor == 0 && cmd.flags&flagAdmin == 0 {
+		s.monitor.feed(c, args)
+	}
 	dur := c.commandEnd() - start
-	c.countCall(cmd, dur.Microseconds(), c.errReplies != errsBefore) // perf_hot.go
+	// A command failed if it replied an error of its own: EXEC does not
+	// fail for its queued commands' errors (counted on those commands).
+	errs := c.errReplies - errsBefore
+	if locked {
+		c.nestedErrs += errs
+	} else {
+		errs -= c.nestedErrs - nestedBefore
+	}
+	c.countCall(cmd, dur.Microseconds(), errs > 0) // perf_hot.go
 	s.slowlog.maybeAdd(c, args, dur)
 	if c.lastCmdRef != cmd {
 		// CLIENT LIST's cmd= only changes with the command: no lock for a
