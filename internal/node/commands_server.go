@@ -241,6 +241,7 @@ func cmdConfigResetStat(c *Client, args [][]byte) {
 	s.info.mu.Lock()
 	s.info.peak = 0
 	s.info.mu.Unlock()
+	s.repl.resetSyncCounters()
 	c.addOK()
 }
 

@@ -394,3 +394,11 @@ func (r *replication) syncCounters() (full, partialOK, partialErr int64) {
 	defer r.mu.Unlock()
 	return r.syncFull, r.syncPartialOK, r.syncPartialErr
 }
+
+// resetSyncCounters zeroes sync_full, sync_partial_ok and sync_partial_err
+// (CONFIG RESETSTAT).
+func (r *replication) resetSyncCounters() {
+	r.mu.Lock()
+	r.syncFull, r.syncPartialOK, r.syncPartialErr = 0, 0, 0
+	r.mu.Unlock()
+}
