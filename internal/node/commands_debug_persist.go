@@ -227,6 +227,7 @@ func debugDigest(c *Client, args [][]byte) {
 		}
 		final.mix(beUint32(uint32(i)))
 		for j := range db.shards {
+			db.shards[j].finishRehash()
 			for _, e := range db.shards[j].buckets {
 				for ; e != nil; e = e.next {
 					var d digest

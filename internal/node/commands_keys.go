@@ -107,6 +107,7 @@ func cmdKeys(c *Client, args [][]byte) {
 	all := pat == "*"
 	var keys []string
 	for i := range db.shards {
+		db.shards[i].finishRehash()
 		for _, head := range db.shards[i].buckets {
 			for e := head; e != nil; e = e.next {
 				if (all || globMatch(pat, e.key, false)) && !e.expired(c.now) {
@@ -289,6 +290,7 @@ func (s *shard) randomEntry() *entry {
 	if s.count == 0 || len(s.buckets) == 0 {
 		return nil
 	}
+	s.finishRehash()
 	n := len(s.buckets)
 	start := rand.IntN(n)
 	for i := 0; i < n; i++ {

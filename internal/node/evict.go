@@ -98,6 +98,7 @@ func (s *Server) pickEvictionKey(policy string, samples int) (*DB, string, bool)
 					break
 				}
 			} else if len(sh.buckets) > 0 {
+				sh.finishRehash()
 				start := rand.IntN(len(sh.buckets))
 				for i := 0; i < len(sh.buckets) && e == nil; i++ {
 					e = sh.buckets[(start+i)%len(sh.buckets)]

@@ -41,6 +41,13 @@ type entry struct {
 // walks bucket indexes in reverse-binary order, as Redis's dictScan does, so
 // a scan survives growth and shrinking without missing a key that is present
 // for the whole scan.
+//
+// Growth is incremental, as in Redis's dict: when the table is full a table
+// twice as large becomes buckets and the old one is drained a few buckets
+// per insert (rehashStep), so no single write pays for moving every key of
+// the shard (64k keys took ~7 ms, a stall for every client of the shard).
+// While old is set, a key is in one of the two tables. Code that walks the
+// buckets directly calls finishRehash first.
 type shard struct {
 	mu       sync.Mutex
 	buckets  []*entry
@@ -52,9 +59,20 @@ type shard struct {
 	masterAccess bool
 	// view publishes buckets for lock-free prefetching (perf_prefetch.go).
 	view atomic.Pointer[bucketView]
+	// old is the smaller table being drained into buckets during a growth;
+	// its buckets below oldPos are empty already.
+	old    []*entry
+	oldPos int
 }
 
 func (s *shard) find(key string, h uint64) *entry {
+	if s.old != nil {
+		for e := s.old[h&uint64(len(s.old)-1)]; e != nil; e = e.next {
+			if e.hash == uint32(h) && e.key == key {
+				return e
+			}
+		}
+	}
 	if len(s.buckets) == 0 {
 		return nil
 	}
@@ -66,9 +84,17 @@ func (s *shard) find(key string, h uint64) *entry {
 	return nil
 }
 
+// rehashBuckets is how many old buckets an insert moves during a growth:
+// more than one, so the old table is empty long before the new one is
+// full.
+const rehashBuckets = 4
+
 func (s *shard) insert(e *entry, h uint64) {
+	if s.old != nil {
+		s.rehashStep(rehashBuckets)
+	}
 	if s.count >= len(s.buckets) {
-		s.resize(max(4, len(s.buckets)*2))
+		s.grow()
 	}
 	i := h & uint64(len(s.buckets)-1)
 	e.hash = uint32(h)
@@ -77,7 +103,74 @@ func (s *shard) insert(e *entry, h uint64) {
 	s.count++
 }
 
+// grow starts moving the keys to a table twice as large (a small table is
+// rehashed at once).
+func (s *shard) grow() {
+	s.finishRehash()
+	n := max(4, len(s.buckets)*2)
+	if len(s.buckets) < 1024 {
+		s.resize(n)
+		return
+	}
+	s.old, s.oldPos = s.buckets, 0
+	s.setBuckets(make([]*entry, n))
+}
+
+// rehashStep moves up to n buckets of the old table (and skips at most
+// 10*n empty ones) into buckets.
+func (s *shard) rehashStep(n int) {
+	mask := uint64(len(s.buckets) - 1)
+	empty := 10 * n
+	for n > 0 && s.oldPos < len(s.old) {
+		e := s.old[s.oldPos]
+		if e == nil {
+			s.oldPos++
+			if empty--; empty == 0 {
+				break
+			}
+			continue
+		}
+		for e != nil {
+			next := e.next
+			i := uint64(e.hash) & mask
+			e.next = s.buckets[i]
+			s.buckets[i] = e
+			e = next
+		}
+		s.old[s.oldPos] = nil
+		s.oldPos++
+		n--
+	}
+	if s.oldPos >= len(s.old) {
+		s.old, s.oldPos = nil, 0
+	}
+}
+
+// finishRehash completes a growth in progress, so that buckets holds every
+// key (for code that walks the buckets).
+func (s *shard) finishRehash() {
+	if s.old != nil {
+		s.rehashStep(len(s.old))
+		s.old, s.oldPos = nil, 0
+	}
+}
+
 func (s *shard) remove(key string, h uint64) *entry {
+	if s.old != nil {
+		i := h & uint64(len(s.old)-1)
+		var prev *entry
+		for e := s.old[i]; e != nil; e = e.next {
+			if e.hash == uint32(h) && e.key == key {
+				if prev == nil {
+					s.old[i] = e.next
+				} else {
+					prev.next = e.next
+				}
+				return s.removed(e, key)
+			}
+			prev = e
+		}
+	}
 	if len(s.buckets) == 0 {
 		return nil
 	}
@@ -90,22 +183,30 @@ func (s *shard) remove(key string, h uint64) *entry {
 			} else {
 				prev.next = e.next
 			}
-			e.next = nil
-			s.count--
-			if e.expire != 0 {
-				delete(s.volatile, key)
-			}
-			if len(s.buckets) > 64 && s.count < len(s.buckets)/8 {
-				s.resize(len(s.buckets) / 2)
-			}
-			return e
+			return s.removed(e, key)
 		}
 		prev = e
 	}
 	return nil
 }
 
+// removed finishes remove for e, already unlinked.
+func (s *shard) removed(e *entry, key string) *entry {
+	e.next = nil
+	s.count--
+	if e.expire != 0 {
+		delete(s.volatile, key)
+	}
+	if len(s.buckets) > 64 && s.count < len(s.buckets)/8 {
+		s.finishRehash()
+		s.resize(len(s.buckets) / 2)
+	}
+	return e
+}
+
+// resize rehashes every key into a table of n buckets at once.
 func (s *shard) resize(n int) {
+	s.finishRehash()
 	nb := make([]*entry, n)
 	mask := uint64(n - 1)
 	for _, e := range s.buckets {
@@ -121,20 +222,43 @@ func (s *shard) resize(n int) {
 }
 
 // scan visits the bucket at cursor and returns the next cursor (0 when the
-// shard is done), walking indexes in reverse-binary order.
+// shard is done), walking indexes in reverse-binary order. During a growth
+// it visits the cursor's bucket in the old table and every bucket of the
+// new table that bucket expands to, as Redis's dictScan does, so the
+// guarantee holds across the two tables.
 func (s *shard) scan(cursor uint64, fn func(e *entry)) uint64 {
 	if len(s.buckets) == 0 {
 		return 0
 	}
-	mask := uint64(len(s.buckets) - 1)
-	for e := s.buckets[cursor&mask]; e != nil; e = e.next {
+	if s.old == nil {
+		mask := uint64(len(s.buckets) - 1)
+		for e := s.buckets[cursor&mask]; e != nil; e = e.next {
+			fn(e)
+		}
+		return nextCursor(cursor, mask)
+	}
+	small, large := s.old, s.buckets
+	m0, m1 := uint64(len(small)-1), uint64(len(large)-1)
+	for e := small[cursor&m0]; e != nil; e = e.next {
 		fn(e)
 	}
+	for {
+		for e := large[cursor&m1]; e != nil; e = e.next {
+			fn(e)
+		}
+		cursor = nextCursor(cursor, m1)
+		if cursor&(m0^m1) == 0 {
+			return cursor
+		}
+	}
+}
+
+// nextCursor increments the reversed bits of cursor under mask.
+func nextCursor(cursor, mask uint64) uint64 {
 	cursor |= ^mask
 	cursor = bits.Reverse64(cursor)
 	cursor++
-	cursor = bits.Reverse64(cursor)
-	return cursor
+	return bits.Reverse64(cursor)
 }
 
 func (s *shard) setVolatile(key string, on bool) {
@@ -319,6 +443,7 @@ func (db *DB) flush() {
 	for i := range db.shards {
 		sh := &db.shards[i]
 		sh.setBuckets(nil)
+		sh.old, sh.oldPos = nil, 0
 		sh.count = 0
 		sh.volatile = nil
 	}
@@ -336,6 +461,8 @@ func (db *DB) flush() {
 func (db *DB) swapContents(o *DB) {
 	for i := range db.shards {
 		a, b := &db.shards[i], &o.shards[i]
+		a.finishRehash()
+		b.finishRehash()
 		ab, bb := a.buckets, b.buckets
 		a.setBuckets(bb)
 		b.setBuckets(ab)

@@ -356,6 +356,7 @@ func (sn *snapshot) copyShard(sh *shard, sc *shardCopy) {
 	}
 	ents := b.ents[:0]
 	size := 0
+	sh.finishRehash()
 	for _, e := range sh.buckets {
 		for ; e != nil; e = e.next {
 			ents = append(ents, e)
@@ -582,8 +583,9 @@ func (s *Server) LoadRDB(r io.Reader) error {
 
 // loadRDBLocked adds the keys of r to the dataset. All shards are locked.
 func (s *Server) loadRDBLocked(r io.Reader) error {
-	_, err := rdb.Parse(r, s.rdbHandler())
-	return err
+	// The dataset was just emptied: RESIZEDB hints size the shards, so a
+	// load does not grow them step by step (replication_replica.go).
+	return s.loadRDBInto(r, s.dbs, true)
 }
 
 func (s *Server) rdbHandler() rdb.Handler { return s.rdbHandlerInto(s.dbs) }

@@ -46,6 +46,7 @@ func canonServer(s *Server) map[string]item {
 	defer s.UnlockAll()
 	for i, db := range s.dbs {
 		for j := range db.shards {
+			db.shards[j].finishRehash()
 			for _, e := range db.shards[j].buckets {
 				for ; e != nil; e = e.next {
 					it := item{expire: e.expire}
