@@ -340,9 +340,18 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 	}
 	start := time.Now()
 	var err error
-	if s.datasetEmpty() {
-		err = l.loadStreaming(cr, eofMark != nil)
-	} else {
+	l.r.mu.Lock()
+	sameHistory := replid == l.r.replid
+	l.r.mu.Unlock()
+	switch mode := s.cfg.Get("repl-diskless-load"); {
+	case mode == "swapdb":
+		// Redis 7.0: the old dataset is kept until the new one is
+		// loaded; LOADING meanwhile unless the master continues our own
+		// history (async loading).
+		err = l.loadStreaming(cr, eofMark != nil, !sameHistory)
+	case s.datasetEmpty():
+		err = l.loadStreaming(cr, eofMark != nil, mode == "on-empty-db")
+	default:
 		err = l.loadFromDisk(cr, eofMark != nil)
 	}
 	if err != nil {
@@ -402,17 +411,18 @@ func (l *masterLink) loadFromDisk(payload io.Reader, eofForm bool) error {
 }
 
 // loadStreaming loads the payload while it arrives into staging databases
-// and swaps them in when the whole payload was read and checked: clients
-// keep seeing the current dataset until then, and a transfer cut half-way
-// drops the staging data and leaves the dataset untouched. It is used when
-// the dataset is empty, so the staging copy costs no extra memory; with
-// repl-diskless-load on-empty-db the server answers LOADING meanwhile, as
-// Redis does in that mode. Receiving and loading overlap (the master
-// encodes while we decode), where the disk path does one after the other.
-func (l *masterLink) loadStreaming(payload io.Reader, eofForm bool) error {
+// and swaps them in when the whole payload was read and checked: a
+// transfer cut half-way drops the staging data and leaves the dataset
+// untouched. It is used when the dataset is empty (the staging copy costs
+// no extra memory), and with repl-diskless-load swapdb. With loading the
+// server answers LOADING meanwhile (on-empty-db, and swapdb with a new
+// history, as Redis does); otherwise clients keep seeing the current
+// dataset. Receiving and loading overlap (the master encodes while we
+// decode), where the disk path does one after the other.
+func (l *masterLink) loadStreaming(payload io.Reader, eofForm, loading bool) error {
 	s := l.r.srv
 	s.log.Info("MASTER <-> REPLICA sync: Loading DB in memory")
-	if s.cfg.Get("repl-diskless-load") == "on-empty-db" {
+	if loading {
 		s.loading.Store(true)
 		defer s.loading.Store(false)
 	}
