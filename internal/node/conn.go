@@ -219,7 +219,7 @@ func (c *Client) serve() {
 			return
 		}
 		cmd := c.srv.table.lookup(args[0])
-		if c.rd.Buffered() > 0 && batchable(cmd) && c.authed.Load() {
+		if batchable(cmd) && (c.rd.Buffered() > 0 || multiKey(cmd, len(args))) && c.authed.Load() {
 			if !c.runBatch(args, cmd) {
 				return
 			}

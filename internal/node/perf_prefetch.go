@@ -40,8 +40,12 @@ func (s *shard) setBuckets(nb []*entry) {
 	s.view.Store(&bucketView{base: unsafe.Pointer(&nb[0]), mask: uint64(len(nb) - 1)})
 }
 
-// maxBatch bounds the requests parsed ahead of execution.
-const maxBatch = 32
+// maxBatch bounds the requests parsed ahead of execution, maxPrefetch the
+// keys prefetched for them.
+const (
+	maxBatch    = 32
+	maxPrefetch = 64
+)
 
 // batchReq is one parsed request of a batch: its arguments (pointing into
 // the reader's buffer, valid until the next Fill) and its command.
@@ -57,34 +61,48 @@ func batchable(cmd *command) bool {
 	return cmd != nil && cmd.first > 0 && cmd.keys == nil && cmd.subs == nil
 }
 
-// prefetchBatch warms the cache lines the batch's first keys will be
-// looked up in: first every key's bucket slot, then every slot's first
-// entry and its key bytes.
+// multiKey reports whether a request of cmd with n arguments has several
+// keys (MSET, MGET, DEL k1 k2 ...), worth prefetching on its own.
+func multiKey(cmd *command, n int) bool {
+	return cmd.last < 0 && n > cmd.first+max(cmd.step, 1) || cmd.last > cmd.first
+}
+
+// prefetchBatch warms the cache lines the batch's keys will be looked up
+// in: first every key's bucket slot, then every slot's first entry and its
+// key bytes. Keys are taken from the commands' first/last/step metadata, up
+// to maxPrefetch of them.
 func (c *Client) prefetchBatch(reqs []batchReq) {
 	if !prefetchEnabled {
 		return
 	}
 	db := c.srv.dbs[c.db]
-	var slots [maxBatch]unsafe.Pointer
+	var slots [maxPrefetch]unsafe.Pointer
 	n := 0
 	for i := range reqs {
 		r := &reqs[i]
 		if r.cmd == nil || r.cmd.first <= 0 || r.cmd.first >= len(r.args) {
 			continue
 		}
-		key := bstr(r.args[r.cmd.first])
-		v := db.shards[shardOf(key)].view.Load()
-		if v == nil {
-			continue
+		last, step := r.cmd.last, max(r.cmd.step, 1)
+		if last < 0 {
+			last += len(r.args)
 		}
-		i := keyHash(key) & v.mask
-		slots[n] = unsafe.Add(v.base, uintptr(i)*unsafe.Sizeof((*entry)(nil)))
-		n++
+		last = min(last, len(r.args)-1)
+		for k := r.cmd.first; k <= last && n < maxPrefetch; k += step {
+			key := bstr(r.args[k])
+			v := db.shards[shardOf(key)].view.Load()
+			if v == nil {
+				continue
+			}
+			i := keyHash(key) & v.mask
+			slots[n] = unsafe.Add(v.base, uintptr(i)*unsafe.Sizeof((*entry)(nil)))
+			n++
+		}
 	}
 	if n < 2 {
 		return
 	}
-	var heads [maxBatch]*entry
+	var heads [maxPrefetch]*entry
 	for i := 0; i < n; i++ {
 		heads[i] = loadSlot(slots[i])
 	}
