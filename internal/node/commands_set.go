@@ -202,8 +202,7 @@ func cmdSPop(c *Client, args [][]byte) {
 		c.addNull()
 		return
 	}
-	m := s.randomMember()
-	s.remB(sbytes(m))
+	m := s.popRandom()
 	key := string(args[1])
 	c.notify(notifySet, "spop", key)
 	c.propagateAs([][]byte{[]byte("SREM"), args[1], []byte(m)})

@@ -355,7 +355,12 @@ done:
 		c.addError("ERR INCR option supports a single increment-element pair")
 		return
 	}
-	scores := make([]float64, elems)
+	var scoreBuf [8]float64
+	scores := scoreBuf[:0]
+	if elems > len(scoreBuf) {
+		scores = make([]float64, 0, elems)
+	}
+	scores = scores[:elems]
 	for j := range scores {
 		f, ok := zparseFloat(args[i+2*j])
 		if !ok {
@@ -387,7 +392,18 @@ done:
 			arg := args[i+2*j+1]
 			// Look up without copying; the member is copied only when
 			// stored (bstr's string must not be retained).
-			cur, exists := z.Score(bstr(arg))
+			// In the skiplist encoding the dict node found here is
+			// updated directly: one lookup, no copy of the member.
+			var node *dictNode[float64]
+			var cur float64
+			var exists bool
+			if z.dict != nil {
+				if node = z.dict.findBytes(arg); node != nil {
+					cur, exists = node.val, true
+				}
+			} else {
+				cur, exists = z.Score(bstr(arg))
+			}
 			if exists {
 				if nx {
 					continue
@@ -406,7 +422,12 @@ done:
 				processed++
 				score = s
 				if s != cur {
-					z.set(string(arg), s, lim)
+					if node != nil {
+						z.zsl.updateScore(cur, node.key, s)
+						node.val = s
+					} else {
+						z.set(string(arg), s, lim)
+					}
 					updated++
 				}
 			} else if !xx {

@@ -27,7 +27,10 @@ type dictNode[V any] struct {
 	next *dictNode[V]
 	key  string
 	val  V
-	idx  int // position in dense
+	idx  uint32 // position in dense
+	// hash is the low 32 bits of keyHash(key): it picks the bucket (so a
+	// resize never rehashes a key) and lets find skip most key compares.
+	hash uint32
 }
 
 // newChainDict returns a dict pre-sized for about n elements.
@@ -50,8 +53,11 @@ func dictSizeFor(n int) int {
 
 func (d *chainDict[V]) len() int { return d.count }
 
-func (d *chainDict[V]) bucketOf(key string) int {
-	return int(keyHash(key) & uint64(len(d.buckets)-1))
+// dictHash is the hash a chainDict keeps for key.
+func dictHash(key string) uint32 { return uint32(keyHash(key)) }
+
+func (d *chainDict[V]) bucketOf(h uint32) int {
+	return int(h & uint32(len(d.buckets)-1))
 }
 
 // find returns key's node or nil.
@@ -59,8 +65,12 @@ func (d *chainDict[V]) find(key string) *dictNode[V] {
 	if d.count == 0 {
 		return nil
 	}
-	for n := d.buckets[d.bucketOf(key)]; n != nil; n = n.next {
-		if n.key == key {
+	return d.findHashed(key, dictHash(key))
+}
+
+func (d *chainDict[V]) findHashed(key string, h uint32) *dictNode[V] {
+	for n := d.buckets[d.bucketOf(h)]; n != nil; n = n.next {
+		if n.hash == h && n.key == key {
 			return n
 		}
 	}
@@ -75,19 +85,40 @@ func (d *chainDict[V]) findBytes(key []byte) *dictNode[V] {
 // upsert returns key's node, inserting a zero-valued one (isNew) if absent.
 // key must be an owned string (not aliasing a request buffer).
 func (d *chainDict[V]) upsert(key string) (n *dictNode[V], isNew bool) {
-	if n := d.find(key); n != nil {
-		return n, false
+	h := dictHash(key)
+	if d.count > 0 {
+		if n := d.findHashed(key, h); n != nil {
+			return n, false
+		}
 	}
+	return d.insertHashed(key, h), true
+}
+
+// upsertBytes is upsert for a key that may alias a request buffer: it is
+// copied only when inserted.
+func (d *chainDict[V]) upsertBytes(key []byte) (n *dictNode[V], isNew bool) {
+	k := bstr(key)
+	h := dictHash(k)
+	if d.count > 0 {
+		if n := d.findHashed(k, h); n != nil {
+			return n, false
+		}
+	}
+	return d.insertHashed(string(key), h), true
+}
+
+// insertHashed adds key, which must be absent and owned, with hash h.
+func (d *chainDict[V]) insertHashed(key string, h uint32) *dictNode[V] {
 	if d.count >= len(d.buckets) {
 		d.resize(max(4, len(d.buckets)*2))
 	}
-	i := d.bucketOf(key)
-	n = &dictNode[V]{next: d.buckets[i], key: key}
+	i := d.bucketOf(h)
+	n := &dictNode[V]{next: d.buckets[i], key: key, hash: h}
 	d.buckets[i] = n
 	d.count++
-	n.idx = len(d.dense)
+	n.idx = uint32(len(d.dense))
 	d.dense = append(d.dense, n)
-	return n, true
+	return n
 }
 
 // remove deletes key and reports whether it was present.
@@ -96,10 +127,11 @@ func (d *chainDict[V]) remove(key string) (V, bool) {
 	if d.count == 0 {
 		return zero, false
 	}
-	i := d.bucketOf(key)
+	h := dictHash(key)
+	i := d.bucketOf(h)
 	var prev *dictNode[V]
 	for n := d.buckets[i]; n != nil; n = n.next {
-		if n.key == key {
+		if n.hash == h && n.key == key {
 			if prev == nil {
 				d.buckets[i] = n.next
 			} else {
@@ -115,6 +147,23 @@ func (d *chainDict[V]) remove(key string) (V, bool) {
 	return zero, false
 }
 
+// removeNode deletes n, a node of d.
+func (d *chainDict[V]) removeNode(n *dictNode[V]) {
+	i := d.bucketOf(n.hash)
+	if d.buckets[i] == n {
+		d.buckets[i] = n.next
+	} else {
+		p := d.buckets[i]
+		for p.next != n {
+			p = p.next
+		}
+		p.next = n.next
+	}
+	d.count--
+	d.removeDense(n)
+	d.maybeShrink()
+}
+
 // maybeShrink halves the table while it is less than 10% full, as Redis's
 // htNeedsResize/dictResize do after deletions.
 func (d *chainDict[V]) maybeShrink() {
@@ -125,11 +174,11 @@ func (d *chainDict[V]) maybeShrink() {
 
 func (d *chainDict[V]) resize(size int) {
 	nb := make([]*dictNode[V], size)
-	mask := uint64(size - 1)
+	mask := uint32(size - 1)
 	for _, n := range d.buckets {
 		for n != nil {
 			next := n.next
-			i := keyHash(n.key) & mask
+			i := n.hash & mask
 			n.next = nb[i]
 			nb[i] = n
 			n = next

@@ -240,13 +240,15 @@ func (h *hashValue) setB(field, val []byte, lim hashLimits) (isNew bool) {
 		}
 		h.toDict()
 	}
-	if n := h.d.findBytes(field); n != nil {
-		n.val = ownBytes(val)
+	n, isNew := h.d.upsertBytes(field)
+	if !isNew && len(n.val) == len(val) && len(val) > 0 {
+		// Overwrite in place: no garbage when a field keeps its size
+		// (the listpack encoding above does the same).
+		copy(n.val, val)
 		return false
 	}
-	n, _ := h.d.upsert(string(field))
 	n.val = ownBytes(val)
-	return true
+	return isNew
 }
 
 // delB removes field and reports whether it was present.

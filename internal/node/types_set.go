@@ -105,11 +105,8 @@ func (s *setValue) addB(member []byte, maxInts int) bool {
 		}
 		s.toDict()
 	}
-	if s.d.findBytes(member) != nil {
-		return false
-	}
-	s.d.upsert(string(member))
-	return true
+	_, isNew := s.d.upsertBytes(member)
+	return isNew
 }
 
 // hasB reports whether member is in the set.
@@ -156,6 +153,19 @@ func (s *setValue) each(fn func(member []byte) bool) {
 			return
 		}
 	}
+}
+
+// popRandom removes a uniformly random member and returns it.
+func (s *setValue) popRandom() string {
+	if s.d != nil {
+		n := s.d.randomNode()
+		s.d.removeNode(n)
+		return n.key
+	}
+	i := rand.IntN(len(s.ints))
+	m := strconv.FormatInt(s.ints[i], 10)
+	s.ints = slices.Delete(s.ints, i, i+1)
+	return m
 }
 
 // randomMember returns a uniformly random member as a new string.
