@@ -317,6 +317,9 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 	if len(header) == 0 || header[0] != '$' {
 		return fmt.Errorf("node: replication: bad RDB header %q", header)
 	}
+	l.mu.Lock()
+	l.syncTotal, l.syncRead = 0, 0 // this transfer's counts (the link outlives sessions)
+	l.mu.Unlock()
 	var payload io.Reader
 	var eofMark []byte
 	if bytes.HasPrefix(header, []byte("$EOF:")) {

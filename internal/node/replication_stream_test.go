@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/shardis/shardis/internal/resp"
 	"github.com/shardis/shardis/internal/testutil"
 )
@@ -116,4 +118,51 @@ func TestReplicationStreamingLoadCut(t *testing.T) {
 			t.Fatalf("key:1999 = %q", got)
 		}
 	})
+}
+
+// TestReplicationRepeatedStreamingFullSync: a replica with
+// repl-diskless-load swapdb full-syncs twice on one link from a disk-based
+// master ($len form): each transfer's byte count starts at zero (a count
+// carried over from the first made every later full sync fail).
+func TestReplicationRepeatedStreamingFullSync(t *testing.T) {
+	master := startServer(t, "repl-diskless-sync", "no", "repl-backlog-size", "16384")
+	replica := startServer(t, "repl-diskless-load", "swapdb")
+	mc, rc := master.client(t), replica.client(t)
+	c := ctx(t)
+	fill(t, mc, "a", 20)
+	h, p := hostPort(master.addr)
+	if err := rc.Do(c, "REPLICAOF", h, p).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitLinkUp(t, rc)
+	// Overflow the backlog, then cut the link: the next sync is full.
+	big := strings.Repeat("x", 4096)
+	for i := 0; i < 20; i++ {
+		mc.Set(c, "big:"+strconv.Itoa(i), big, 0)
+	}
+	testutil.WaitFor(t, 10*time.Second, "replica caught up", func() bool {
+		return replInfoField(t, mc, "master_repl_offset") == replInfoField(t, rc, "master_repl_offset")
+	})
+	// The replica is frozen (DEBUG SLEEP) with its link cut while the
+	// master writes past its backlog, so it cannot continue partially.
+	done := make(chan error, 1)
+	go func() {
+		_, err := rc.TxPipelined(c, func(p redis.Pipeliner) error {
+			p.Do(c, "CLIENT", "KILL", "TYPE", "master")
+			p.Do(c, "DEBUG", "SLEEP", "0.5")
+			return nil
+		})
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	for i := 20; i < 40; i++ {
+		mc.Set(c, "big:"+strconv.Itoa(i), big, 0)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 15*time.Second, "second full sync done", func() bool {
+		return replInfoField(t, mc, "sync_full") == "2" && replInfoField(t, rc, "master_link_status") == "up"
+	})
+	sameDataset(t, mc, rc)
 }
