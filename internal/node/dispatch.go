@@ -308,7 +308,14 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 			m := &c.srv.dbs[c.db].shards[shardOf(bstr(args[last]))].mu
 			m.Lock()
 			c.held = append(c.held, m)
-			c.srv.snapGuard(c.held)
+			// An open snapshot needs the shard copied before it changes;
+			// a read-only command leaves that to the snapshot writer (or
+			// the next write), so GETs never pay for a copy. A read can
+			// only delete a key that has expired, as active expiry does
+			// without a copy (docs/PERSISTENCE.md).
+			if cmd.flags&flagWrite != 0 {
+				c.srv.snapGuard(c.held)
+			}
 			return
 		}
 		step := max(cmd.step, 1)
