@@ -40,8 +40,14 @@ rss_kb() { # RSS of pid and its children, in kB
   echo "$total"
 }
 
+# IO_THREADS (default 1, as in bench-vs-redis.sh) is passed to both servers
+# as --io-threads; empty leaves both at their default.
+IO_THREADS=${IO_THREADS-1}
+threads=()
+[ -n "$IO_THREADS" ] && threads=(--io-threads "$IO_THREADS")
+
 start() { # server-binary dir
-  "$1" --port "$port" --bind 127.0.0.1 --save "" --dir "$2" --appendonly no --loglevel warning >"$2/log" 2>&1 &
+  "$1" --port "$port" --bind 127.0.0.1 --save "" --dir "$2" --appendonly no --loglevel warning "${threads[@]}" >"$2/log" 2>&1 &
   pid=$!
   for _ in $(seq 600); do
     if cli ping >/dev/null 2>&1 && cli info persistence | grep -q '^loading:0'; then return; fi

@@ -26,6 +26,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -473,6 +474,12 @@ func (sn *snapshot) writeTo(w io.Writer) error {
 				enc.Key(sbytes(se.key), meta, &val)
 				if keyDelay != 0 {
 					debugDelay(keyDelay) // rdb-key-save-delay (tests)
+				}
+				if sn.background && k&255 == 255 {
+					// Give way to clients every 256 keys (~0.1 ms): with
+					// one thread (io-threads 1) a shard's encoding would
+					// otherwise hold it for milliseconds.
+					runtime.Gosched()
 				}
 			}
 			buf.release()
