@@ -3,7 +3,9 @@
 # measured in the same run, alternating for ROUNDS rounds:
 #  1. full sync of KEYS keys: time from REPLICAOF to master_link_status:up;
 #  2. replication lag under a redis-benchmark SET load on the master:
-#     master_repl_offset - slave_repl_offset sampled every 20 ms (bytes).
+#     master_repl_offset - slave_repl_offset sampled every 20 ms (bytes),
+#     the master's offset averaged over readings before and after the
+#     replica's (negative when the replica is fully caught up).
 #
 #   scripts/bench-replication.sh            # KEYS=1000000 ROUNDS=3
 set -euo pipefail
@@ -48,8 +50,12 @@ for r in $(seq "$ROUNDS"); do
     bp=$!
     : >"$work/lag"
     while kill -0 "$bp" 2>/dev/null; do
-      so=$(field "$s" slave_repl_offset); mo=$(field "$m" master_repl_offset)
-      [ -n "$mo" ] && [ -n "$so" ] && echo $((mo - so)) >>"$work/lag"
+      # The master's offset is read before and after the replica's and
+      # averaged: each redis-cli call takes milliseconds, during which the
+      # master keeps writing, so reading one side first would add (or
+      # subtract) the master's write rate times that gap to the lag.
+      mo1=$(field "$m" master_repl_offset); so=$(field "$s" slave_repl_offset); mo2=$(field "$m" master_repl_offset)
+      [ -n "$mo1" ] && [ -n "$mo2" ] && [ -n "$so" ] && echo $(((mo1 + mo2) / 2 - so)) >>"$work/lag"
       sleep 0.02
     done
     lag=$(sort -n "$work/lag" | awk '{a[NR]=$1} END {if (NR==0) {print "n/a n/a"; exit}; p50=a[int(NR*0.5)+1]; p99=a[int(NR*0.99)+1]; if (p99=="") p99=a[NR]; print p50, p99}')
