@@ -156,34 +156,31 @@ func (s *shard) finishRehash() {
 }
 
 func (s *shard) remove(key string, h uint64) *entry {
-	if s.old != nil {
-		i := h & uint64(len(s.old)-1)
-		var prev *entry
-		for e := s.old[i]; e != nil; e = e.next {
-			if e.hash == uint32(h) && e.key == key {
-				if prev == nil {
-					s.old[i] = e.next
-				} else {
-					prev.next = e.next
-				}
-				return s.removed(e, key)
-			}
-			prev = e
-		}
+	if e := unlink(s.old, key, h); e != nil {
+		return s.removed(e, key)
 	}
-	if len(s.buckets) == 0 {
+	if e := unlink(s.buckets, key, h); e != nil {
+		return s.removed(e, key)
+	}
+	return nil
+}
+
+// unlink removes key from its chain in table (nil or empty: not there)
+// and returns its entry.
+func unlink(table []*entry, key string, h uint64) *entry {
+	if len(table) == 0 {
 		return nil
 	}
-	i := h & uint64(len(s.buckets)-1)
+	i := h & uint64(len(table)-1)
 	var prev *entry
-	for e := s.buckets[i]; e != nil; e = e.next {
+	for e := table[i]; e != nil; e = e.next {
 		if e.hash == uint32(h) && e.key == key {
 			if prev == nil {
-				s.buckets[i] = e.next
+				table[i] = e.next
 			} else {
 				prev.next = e.next
 			}
-			return s.removed(e, key)
+			return e
 		}
 		prev = e
 	}
