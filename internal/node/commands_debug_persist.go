@@ -61,6 +61,7 @@ func debugReload(c *Client, args [][]byte) {
 		return
 	}
 	defer f.Close()
+	s.loadHeld.Store(true)
 	s.loading.Store(true)
 	s.snapGuardAll()
 	if flush {
@@ -74,6 +75,7 @@ func debugReload(c *Client, args [][]byte) {
 	}
 	_, err = rdb.Parse(f, h)
 	s.loading.Store(false)
+	s.loadHeld.Store(false)
 	if err != nil {
 		s.log.Warn("DEBUG RELOAD: loading failed", "err", err)
 		c.addError("ERR Error trying to load the RDB dump, check server logs.")

@@ -130,7 +130,7 @@ func (c *Client) executeCmd(args [][]byte, cmd *command) {
 		c.reject(cmd, "ERR Can't execute '"+cmd.fullName()+"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
 		return
 	}
-	if s.loading.Load() && cmd.flags&flagLoading == 0 {
+	if s.loading.Load() && !s.loadHeld.Load() && cmd.flags&flagLoading == 0 {
 		c.reject(cmd, errLoading)
 		return
 	}

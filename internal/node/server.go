@@ -69,6 +69,10 @@ type Server struct {
 	// when replica-read-only is on.
 	replicaMode atomic.Bool
 	loading     atomic.Bool
+	// loadHeld is set while a load runs under every shard lock (DEBUG
+	// RELOAD): clients wait for the locks instead of getting LOADING, as
+	// Redis's clients wait for its one thread.
+	loadHeld atomic.Bool
 
 	dirty     atomic.Int64 // writes since the last save
 	lastSave  atomic.Int64 // unix seconds
