@@ -1,6 +1,7 @@
 package consistent
 
 import (
+	"math/rand/v2"
 	"strconv"
 	"testing"
 )
@@ -79,5 +80,35 @@ func BenchmarkKeySlot(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = KeySlot("{user1000}.following")
+	}
+}
+
+// crc16Bitwise is the textbook bit-at-a-time CRC-16/XMODEM, the reference
+// for the table-driven CRC16.
+func crc16Bitwise(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}
+
+func TestCRC16MatchesBitwise(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 5000; i++ {
+		b := make([]byte, r.IntN(40))
+		for j := range b {
+			b[j] = byte(r.IntN(256))
+		}
+		if got, want := CRC16(string(b)), crc16Bitwise(string(b)); got != want {
+			t.Fatalf("CRC16(%q) = %#x, want %#x", b, got, want)
+		}
 	}
 }
