@@ -787,17 +787,7 @@ func (p *persistence) saveHeld() error {
 	s := p.srv
 	sn := p.openLocked()
 	sn.copyAllLocked()
-	dirty := s.dirty.Load()
-	p.lastSaveTry.Store(time.Now().Unix())
-	if err := p.saveRDB(sn); err != nil {
-		s.log.Warn("error saving DB on disk", "err", err)
-		return err
-	}
-	s.dirty.Add(-dirty)
-	s.lastSave.Store(time.Now().Unix())
-	p.savesDone.Add(1)
-	s.log.Info("DB saved on disk")
-	return nil
+	return p.writeSave(sn, s.dirty.Load())
 }
 
 func (p *persistence) saveOnce() error {
@@ -806,6 +796,13 @@ func (p *persistence) saveOnce() error {
 	sn := p.openLocked()
 	dirty := s.dirty.Load()
 	s.UnlockAll()
+	return p.writeSave(sn, dirty)
+}
+
+// writeSave writes an opened snapshot to dump.rdb (SAVE, saves on
+// shutdown) and, on success, subtracts the dirty count it covers.
+func (p *persistence) writeSave(sn *snapshot, dirty int64) error {
+	s := p.srv
 	p.lastSaveTry.Store(time.Now().Unix())
 	if err := p.saveRDB(sn); err != nil {
 		s.log.Warn("error saving DB on disk", "err", err)
