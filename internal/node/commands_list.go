@@ -132,11 +132,7 @@ func pushGeneric(c *Client, args [][]byte, left, xx bool) {
 		l.reserve(args[2:])
 	}
 	for _, v := range args[2:] {
-		if l.packable(v) {
-			l.Push(v, left) // copied into the packed bytes
-		} else {
-			l.Push(bytes.Clone(v), left)
-		}
+		l.Push(v, left) // copied into the list
 	}
 	c.markDirty(len(args) - 2)
 	c.addInt(int64(l.Len()))
@@ -193,7 +189,7 @@ func cmdLInsert(c *Client, args [][]byte) {
 	if after {
 		pos++
 	}
-	l.Insert(pos, bytes.Clone(args[4]))
+	l.Insert(pos, args[4])
 	key := string(args[1])
 	c.signalModifiedKey(key)
 	c.notify(notifyList, "linsert", key)
@@ -221,7 +217,7 @@ func (c *Client) popRangeReply(l *listValue, left bool, count int64) int {
 	n := int(min(count, int64(l.Len())))
 	c.addArrayLen(n)
 	for k := 0; k < n; k++ {
-		c.addBulk(l.Pop(left))
+		c.addBulk(l.popView(left)) // copied into the reply before the next pop
 	}
 	return n
 }
@@ -259,7 +255,7 @@ func popGeneric(c *Client, args [][]byte, left bool) {
 		return
 	}
 	if !hasCount {
-		c.addBulk(l.Pop(left))
+		c.addBulk(l.popView(left))
 		c.listRemoved(key, l, left, 1)
 		return
 	}
@@ -407,7 +403,7 @@ func cmdLSet(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	if i > int64(l.Len()) || i < -int64(l.Len()) || !l.Set(int(i), bytes.Clone(args[3])) {
+	if i > int64(l.Len()) || i < -int64(l.Len()) || !l.Set(int(i), args[3]) {
 		c.addError("ERR index out of range")
 		return
 	}
@@ -779,7 +775,7 @@ func servePop(c *Client, key string, l *listValue, left bool, count int64) {
 	if count < 0 {
 		c.addArrayLen(2)
 		c.addBulkString(key)
-		c.addBulk(l.Pop(left))
+		c.addBulk(l.popView(left))
 		c.listRemoved(key, l, left, 1)
 		c.propagateAs([][]byte{popCmdName(left), []byte(key)})
 		return

@@ -11,24 +11,26 @@ import (
 //     bytes) are packed in one byte slice, each element a uvarint length
 //     followed by its bytes, like Redis's listpack: a few bytes of overhead
 //     per element. Operations scan it (it is small).
-//   - larger lists are a deque of elements in a ring buffer, so pushes and
-//     pops at both ends are O(1) amortised and LINDEX/LSET are O(1). The
-//     buffer grows by doubling and shrinks when less than a quarter full.
+//   - larger lists are a quicklist (listBlocks): a deque of pointer-free
+//     blocks of at most listBlockMax bytes, each packing its elements with
+//     a length before and after every element so it can be walked from
+//     both ends. Pushes and pops at both ends touch only the end blocks
+//     (O(1) amortised, no element is moved); positional operations walk
+//     blocks from the nearer end, then scan one block.
 //
-// A list converts from packed to ring once it outgrows the limits, never
-// back. Elements are stored as given (ring) or copied (packed): callers
-// clone argument bytes before pushing (args are only valid during a
-// command). Slices handed to ForEach/Range/Index callers are only valid
-// until the list is next modified; Pop returns a slice the caller owns.
+// A list converts from packed to blocks once it outgrows the limits, never
+// back. Push, Insert and Set copy the element's bytes, so callers may pass
+// argument bytes. Slices handed to ForEach/Range/RangeRev/Index callers
+// and returned by popView are only valid until the list is next modified
+// (blocks are compacted and reused in place); Pop returns a copy the caller
+// owns.
 //
 // Methods used by persistence and replication: newList, Len, PushBack,
 // PushFront, ForEach (head to tail).
 type listValue struct {
-	large  bool     // ring encoding (else packed)
-	packed []byte   // packed encoding: uvarint(len) + bytes per element
-	buf    [][]byte // ring buffer
-	head   int      // index of the first element in buf
-	n      int      // number of elements
+	packed []byte      // packed encoding: uvarint(len) + bytes per element
+	n      int         // number of elements
+	q      *listBlocks // block encoding when non-nil (packed is then nil)
 }
 
 // Limits of the packed encoding (Redis's list-max-listpack-size -2 is 8 kB
@@ -37,6 +39,32 @@ const (
 	listPackedMaxLen   = 128
 	listPackedMaxBytes = 8192
 )
+
+// Block sizes: a block's capacity is a power of two from listBlockMin to
+// listBlockMax, except a block holding a single element larger than
+// listBlockMax, which is sized to it.
+const (
+	listBlockMax = 8192
+	listBlockMin = 256
+)
+
+// listBlocks is the large encoding: a ring of blocks, head to tail.
+type listBlocks struct {
+	ring  []*listBlock // ring buffer of blocks; len(ring) is a power of two or 0
+	head  int          // slot of the first block
+	nb    int          // blocks in use
+	spare *listBlock   // the last emptied full-size block, reused by the next new block
+}
+
+// listBlock holds b.n elements in b.b[start:end]. Each element is
+// uvarint(len) + bytes + the uvarint's bytes reversed (so the element
+// before an offset can be decoded). The head block of a list is filled
+// from its end backwards, the others from their start.
+type listBlock struct {
+	b          []byte // fixed capacity, len(b) == cap(b)
+	start, end int    // used region
+	n          int    // elements in the block
+}
 
 // newList returns an empty list.
 func newList() *listValue { return &listValue{} }
@@ -52,95 +80,367 @@ func (l *listValue) length() int { return l.n }
 // Len returns the number of elements.
 func (l *listValue) Len() int { return l.n }
 
+// clone returns a deep copy; blocks are copied compactly.
 func (l *listValue) clone() typedValue {
-	if !l.large {
+	if l.q == nil {
 		return &listValue{packed: bytes.Clone(l.packed), n: l.n}
 	}
-	c := &listValue{large: true}
-	c.grow(l.n)
-	l.ForEach(func(v []byte) bool {
-		c.PushBack(append([]byte(nil), v...))
-		return true
-	})
-	return c
+	q := &listBlocks{}
+	q.ensureRing(l.q.nb)
+	for i := 0; i < l.q.nb; i++ {
+		b := l.q.block(i)
+		used := b.end - b.start
+		nb := &listBlock{b: make([]byte, used), end: used, n: b.n}
+		copy(nb.b, b.b[b.start:b.end])
+		q.ring[i] = nb
+	}
+	q.nb = l.q.nb
+	return &listValue{n: l.n, q: q}
 }
 
 func (l *listValue) memUsage() int64 {
-	if !l.large {
-		return int64(64 + cap(l.packed))
+	if l.q == nil {
+		return int64(48 + cap(l.packed))
 	}
-	sz := int64(64 + 24*len(l.buf))
-	l.ForEach(func(v []byte) bool {
-		sz += int64(cap(v))
-		return true
-	})
+	sz := int64(48 + 64 + 8*len(l.q.ring))
+	for i := 0; i < l.q.nb; i++ {
+		sz += int64(48 + cap(l.q.block(i).b))
+	}
 	return sz
 }
 
-// slot returns the buffer slot of the i-th element (0 = head), for
-// 0 <= i < len(l.buf).
-func (l *listValue) slot(i int) int {
-	j := l.head + i
-	if j >= len(l.buf) {
-		j -= len(l.buf)
+// ---- entries -----------------------------------------------------------
+
+// entrySize is the bytes an element of n bytes takes in a block.
+func entrySize(n int) int { return 2*uvarintLen(n) + n }
+
+// putEntry writes v as a block entry at the start of dst, which has room
+// for entrySize(len(v)) bytes.
+func putEntry(dst, v []byte) {
+	k := binary.PutUvarint(dst, uint64(len(v)))
+	p := k + copy(dst[k:], v)
+	for i := 0; i < k; i++ {
+		dst[p+i] = dst[k-1-i]
 	}
-	return j
 }
 
-// grow makes room for at least extra more elements.
-func (l *listValue) grow(extra int) {
-	if !l.large {
-		return
-	}
-	need := l.n + extra
-	if need <= len(l.buf) {
-		return
-	}
-	l.resize(max(need, 2*len(l.buf), 4))
+// entryAt decodes the entry at offset off of b and returns its element
+// and the offset of the next entry.
+func entryAt(b []byte, off int) (v []byte, next int) {
+	n, k := binary.Uvarint(b[off:])
+	s := off + k
+	e := s + int(n)
+	return b[s:e:e], e + k
 }
 
-// resize moves the elements into a buffer of size (>= l.n) slots, head at
-// slot 0.
-func (l *listValue) resize(size int) {
-	nb := make([][]byte, size)
-	if l.n > 0 {
-		end := l.head + l.n
-		if end <= len(l.buf) {
-			copy(nb, l.buf[l.head:end])
-		} else {
-			k := copy(nb, l.buf[l.head:])
-			copy(nb[k:], l.buf[:end-len(l.buf)])
+// entryBefore decodes the entry that ends at offset end of b and returns
+// its element and its start offset.
+func entryBefore(b []byte, end int) (v []byte, start int) {
+	var n uint64
+	var shift uint
+	k := 0
+	for {
+		k++
+		c := b[end-k]
+		n |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			break
+		}
+		shift += 7
+	}
+	e := end - k
+	s := e - int(n)
+	return b[s:e:e], s - k
+}
+
+// offset returns the offset of the block's j-th entry (j may be b.n for
+// the end), scanning from the nearer end.
+func (b *listBlock) offset(j int) int {
+	if j <= b.n/2 {
+		off := b.start
+		for k := 0; k < j; k++ {
+			_, off = entryAt(b.b, off)
+		}
+		return off
+	}
+	off := b.end
+	for k := b.n; k > j; k-- {
+		_, off = entryBefore(b.b, off)
+	}
+	return off
+}
+
+// allocBlock returns an empty block with room for need bytes, filled from
+// its end when front.
+func (q *listBlocks) allocBlock(need int, front bool) *listBlock {
+	var b *listBlock
+	if s := q.spare; s != nil && need <= len(s.b) {
+		b, q.spare = s, nil
+		b.n = 0
+	} else {
+		c := need
+		if need <= listBlockMax {
+			c = listBlockMin
+			for c < need {
+				c *= 2
+			}
+		}
+		b = &listBlock{b: make([]byte, c)}
+	}
+	b.start, b.end = 0, 0
+	if front {
+		b.start, b.end = len(b.b), len(b.b)
+	}
+	return b
+}
+
+// regrow moves the block's entries into a larger buffer with room for
+// need more bytes at the front or the back (used+need <= listBlockMax).
+func (b *listBlock) regrow(need int, front bool) {
+	used := b.end - b.start
+	c := max(2*len(b.b), listBlockMin)
+	for c < used+need {
+		c *= 2
+	}
+	c = min(c, listBlockMax)
+	nb := make([]byte, c)
+	var s int
+	if front {
+		back := min(len(b.b)-b.end, c-used-need)
+		s = c - back - used
+	} else {
+		s = min(b.start, c-used-need)
+	}
+	copy(nb[s:], b.b[b.start:b.end])
+	b.b, b.start, b.end = nb, s, s+used
+}
+
+// ---- block ring --------------------------------------------------------
+
+func (q *listBlocks) slot(i int) int { return (q.head + i) & (len(q.ring) - 1) }
+
+// block returns the i-th block, 0 = head.
+func (q *listBlocks) block(i int) *listBlock { return q.ring[q.slot(i)] }
+
+// ensureRing makes room for n blocks, moving the head to slot 0 when the
+// ring is reallocated.
+func (q *listBlocks) ensureRing(n int) {
+	if n <= len(q.ring) {
+		return
+	}
+	size := max(len(q.ring), 4)
+	for size < n {
+		size *= 2
+	}
+	nr := make([]*listBlock, size)
+	for i := 0; i < q.nb; i++ {
+		nr[i] = q.block(i)
+	}
+	q.ring, q.head = nr, 0
+}
+
+// insertBlock puts b at block position i (0 <= i <= nb), shifting the
+// shorter side.
+func (q *listBlocks) insertBlock(i int, b *listBlock) {
+	q.ensureRing(q.nb + 1)
+	if i < q.nb-i {
+		q.head = (q.head - 1) & (len(q.ring) - 1)
+		for k := 0; k < i; k++ {
+			q.ring[q.slot(k)] = q.ring[q.slot(k+1)]
+		}
+	} else {
+		for k := q.nb; k > i; k-- {
+			q.ring[q.slot(k)] = q.ring[q.slot(k-1)]
 		}
 	}
-	l.buf = nb
-	l.head = 0
+	q.ring[q.slot(i)] = b
+	q.nb++
 }
 
-// shrink halves the buffer when it is mostly empty.
-func (l *listValue) shrink() {
-	if len(l.buf) > 16 && l.n < len(l.buf)/4 {
-		l.resize(len(l.buf) / 2)
+// removeBlock unlinks block i, shifting the shorter side, and keeps it as
+// the spare when it is full-size (its bytes may still be read by the
+// caller until the list is next modified).
+func (q *listBlocks) removeBlock(i int) {
+	b := q.block(i)
+	if i < q.nb-1-i {
+		for k := i; k > 0; k-- {
+			q.ring[q.slot(k)] = q.ring[q.slot(k-1)]
+		}
+		q.ring[q.head] = nil
+		q.head = q.slot(1)
+	} else {
+		for k := i; k < q.nb-1; k++ {
+			q.ring[q.slot(k)] = q.ring[q.slot(k+1)]
+		}
+		q.ring[q.slot(q.nb-1)] = nil
+	}
+	q.nb--
+	if len(b.b) == listBlockMax {
+		q.spare = b
 	}
 }
 
-// PushBack appends v at the tail.
+// locate returns the block position, block and index in the block of
+// element i (0 <= i < n), walking from the nearer end.
+func (q *listBlocks) locate(i, n int) (bi int, b *listBlock, j int) {
+	if i < n/2 {
+		for bi = 0; ; bi++ {
+			b = q.block(bi)
+			if i < b.n {
+				return bi, b, i
+			}
+			i -= b.n
+		}
+	}
+	r := n - 1 - i
+	for bi = q.nb - 1; ; bi-- {
+		b = q.block(bi)
+		if r < b.n {
+			return bi, b, b.n - 1 - r
+		}
+		r -= b.n
+	}
+}
+
+// pushBack appends v to the tail block, growing it or starting a new one.
+func (q *listBlocks) pushBack(v []byte) {
+	need := entrySize(len(v))
+	var t *listBlock
+	if q.nb > 0 {
+		t = q.block(q.nb - 1)
+		if t.end+need > len(t.b) {
+			if t.end-t.start+need <= listBlockMax && len(t.b) < listBlockMax {
+				t.regrow(need, false)
+			} else {
+				t = nil
+			}
+		}
+	}
+	if t == nil {
+		t = q.allocBlock(need, false)
+		q.insertBlock(q.nb, t)
+	}
+	putEntry(t.b[t.end:], v)
+	t.end += need
+	t.n++
+}
+
+// pushFront prepends v to the head block, growing it or starting a new
+// one.
+func (q *listBlocks) pushFront(v []byte) {
+	need := entrySize(len(v))
+	var h *listBlock
+	if q.nb > 0 {
+		h = q.block(0)
+		if h.start < need {
+			if h.end-h.start+need <= listBlockMax && len(h.b) < listBlockMax {
+				h.regrow(need, true)
+			} else {
+				h = nil
+			}
+		}
+	}
+	if h == nil {
+		h = q.allocBlock(need, true)
+		q.insertBlock(0, h)
+	}
+	h.start -= need
+	putEntry(h.b[h.start:], v)
+	h.n++
+}
+
+// popFront removes the head element and returns it (aliasing the block).
+func (q *listBlocks) popFront() []byte {
+	h := q.block(0)
+	v, next := entryAt(h.b, h.start)
+	h.start = next
+	h.n--
+	if h.n == 0 {
+		q.removeBlock(0)
+	}
+	return v
+}
+
+// popBack removes the tail element and returns it (aliasing the block).
+func (q *listBlocks) popBack() []byte {
+	t := q.block(q.nb - 1)
+	v, s := entryBefore(t.b, t.end)
+	t.end = s
+	t.n--
+	if t.n == 0 {
+		q.removeBlock(q.nb - 1)
+	}
+	return v
+}
+
+// replaceBlock replaces block bi by blocks packing elems (which may alias
+// the old block: new blocks are fresh allocations).
+func (q *listBlocks) replaceBlock(bi int, elems [][]byte) {
+	var out []*listBlock
+	var cur *listBlock
+	for k, v := range elems {
+		need := entrySize(len(v))
+		if cur == nil || cur.end+need > len(cur.b) {
+			// Size the block for the elements that will go in it.
+			size := need
+			for _, w := range elems[k+1:] {
+				s := entrySize(len(w))
+				if size+s > listBlockMax {
+					break
+				}
+				size += s
+			}
+			cur = &listBlock{}
+			c := size
+			if size <= listBlockMax {
+				c = listBlockMin
+				for c < size {
+					c *= 2
+				}
+			}
+			cur.b = make([]byte, c)
+			out = append(out, cur)
+		}
+		putEntry(cur.b[cur.end:], v)
+		cur.end += need
+		cur.n++
+	}
+	q.removeBlock(bi)
+	for k, b := range out {
+		q.insertBlock(bi+k, b)
+	}
+}
+
+// elems returns the block's elements (aliasing it).
+func (b *listBlock) elems() [][]byte {
+	out := make([][]byte, 0, b.n+1)
+	for off := b.start; off < b.end; {
+		var v []byte
+		v, off = entryAt(b.b, off)
+		out = append(out, v)
+	}
+	return out
+}
+
+// ---- listValue operations ----------------------------------------------
+
+// PushBack appends a copy of v at the tail.
 func (l *listValue) PushBack(v []byte) {
-	if !l.large {
+	if l.q == nil {
 		if l.fits(v) {
 			l.packed = appendPacked(l.packed, v)
 			l.n++
 			return
 		}
-		l.toRing(1)
+		l.toBlocks()
 	}
-	l.grow(1)
-	l.buf[l.slot(l.n)] = v
+	l.q.pushBack(v)
 	l.n++
 }
 
-// PushFront inserts v at the head.
+// PushFront inserts a copy of v at the head.
 func (l *listValue) PushFront(v []byte) {
-	if !l.large {
+	if l.q == nil {
 		if l.fits(v) {
 			np := make([]byte, 0, len(l.packed)+len(v)+binary.MaxVarintLen64)
 			np = appendPacked(np, v)
@@ -148,73 +448,59 @@ func (l *listValue) PushFront(v []byte) {
 			l.n++
 			return
 		}
-		l.toRing(1)
+		l.toBlocks()
 	}
-	l.grow(1)
-	l.head--
-	if l.head < 0 {
-		l.head += len(l.buf)
-	}
-	l.buf[l.head] = v
+	l.q.pushFront(v)
 	l.n++
 }
 
-// PopFront removes and returns the head element (nil if empty).
-func (l *listValue) PopFront() []byte {
+// popView removes the head (left) or tail element and returns it; the
+// slice is only valid until the list is next modified (a reply copies it
+// at once). nil if empty.
+func (l *listValue) popView(left bool) []byte {
 	if l.n == 0 {
 		return nil
 	}
-	if !l.large {
-		v, next := packedAt(l.packed, 0)
-		v = bytes.Clone(v)
-		l.packed = l.packed[next:]
-		l.n--
-		if l.n == 0 {
-			l.packed = nil
-		}
-		return v
-	}
-	v := l.buf[l.head]
-	l.buf[l.head] = nil
-	l.head = l.slot(1)
 	l.n--
-	l.shrink()
-	return v
-}
-
-// PopBack removes and returns the tail element (nil if empty).
-func (l *listValue) PopBack() []byte {
-	if l.n == 0 {
-		return nil
-	}
-	if !l.large {
-		off := l.packedOffset(l.n - 1)
-		v, _ := packedAt(l.packed, off)
-		v = bytes.Clone(v)
-		l.packed = l.packed[:off]
-		l.n--
-		if l.n == 0 {
-			l.packed = nil
+	if l.q != nil {
+		if left {
+			return l.q.popFront()
 		}
-		return v
+		return l.q.popBack()
 	}
-	i := l.slot(l.n - 1)
-	v := l.buf[i]
-	l.buf[i] = nil
-	l.n--
-	l.shrink()
-	return v
-}
-
-// Pop removes the head (left) or the tail element.
-func (l *listValue) Pop(left bool) []byte {
+	var v []byte
 	if left {
-		return l.PopFront()
+		var next int
+		v, next = packedAt(l.packed, 0)
+		l.packed = l.packed[next:]
+	} else {
+		off := l.packedOffset(l.n)
+		v, _ = packedAt(l.packed, off)
+		l.packed = l.packed[:off]
 	}
-	return l.PopBack()
+	if l.n == 0 {
+		l.packed = nil
+	}
+	return v
 }
 
-// Push inserts v at the head (left) or the tail.
+// PopFront removes and returns the head element (nil if empty); the
+// caller owns the slice.
+func (l *listValue) PopFront() []byte { return l.Pop(true) }
+
+// PopBack removes and returns the tail element (nil if empty); the
+// caller owns the slice.
+func (l *listValue) PopBack() []byte { return l.Pop(false) }
+
+// Pop removes the head (left) or the tail element and returns a copy.
+func (l *listValue) Pop(left bool) []byte {
+	if l.n == 0 {
+		return nil
+	}
+	return bytes.Clone(l.popView(left))
+}
+
+// Push inserts a copy of v at the head (left) or the tail.
 func (l *listValue) Push(v []byte, left bool) {
 	if left {
 		l.PushFront(v)
@@ -232,15 +518,17 @@ func (l *listValue) Index(i int) (v []byte, ok bool) {
 	if i < 0 || i >= l.n {
 		return nil, false
 	}
-	if !l.large {
+	if l.q == nil {
 		v, _ := packedAt(l.packed, l.packedOffset(i))
 		return v, true
 	}
-	return l.buf[l.slot(i)], true
+	_, b, j := l.q.locate(i, l.n)
+	v, _ = entryAt(b.b, b.offset(j))
+	return v, true
 }
 
-// Set replaces the i-th element (negative from the tail); false when out
-// of range.
+// Set replaces the i-th element (negative from the tail) with a copy of v;
+// false when out of range.
 func (l *listValue) Set(i int, v []byte) bool {
 	if i < 0 {
 		i += l.n
@@ -248,9 +536,9 @@ func (l *listValue) Set(i int, v []byte) bool {
 	if i < 0 || i >= l.n {
 		return false
 	}
-	if !l.large {
+	if l.q == nil {
 		if len(l.packed)+len(v) > listPackedMaxBytes {
-			l.toRing(0)
+			l.toBlocks()
 		} else {
 			off := l.packedOffset(i)
 			_, next := packedAt(l.packed, off)
@@ -261,11 +549,20 @@ func (l *listValue) Set(i int, v []byte) bool {
 			return true
 		}
 	}
-	l.buf[l.slot(i)] = v
+	bi, b, j := l.q.locate(i, l.n)
+	off := b.offset(j)
+	_, next := entryAt(b.b, off)
+	if next-off == entrySize(len(v)) {
+		putEntry(b.b[off:], v)
+		return true
+	}
+	es := b.elems()
+	es[j] = v
+	l.q.replaceBlock(bi, es)
 	return true
 }
 
-// Insert puts v at position i (0 <= i <= Len), shifting the shorter side.
+// Insert puts a copy of v at position i (0 <= i <= Len).
 func (l *listValue) Insert(i int, v []byte) {
 	if i <= 0 {
 		l.PushFront(v)
@@ -275,7 +572,7 @@ func (l *listValue) Insert(i int, v []byte) {
 		l.PushBack(v)
 		return
 	}
-	if !l.large {
+	if l.q == nil {
 		if l.fits(v) {
 			off := l.packedOffset(i)
 			np := make([]byte, 0, len(l.packed)+len(v)+binary.MaxVarintLen64)
@@ -285,29 +582,28 @@ func (l *listValue) Insert(i int, v []byte) {
 			l.n++
 			return
 		}
-		l.toRing(1)
+		l.toBlocks()
 	}
-	l.grow(1)
-	if i < l.n/2 {
-		// Shift the first i elements one slot to the left.
-		l.head--
-		if l.head < 0 {
-			l.head += len(l.buf)
-		}
-		for k := 0; k < i; k++ {
-			l.buf[l.slot(k)] = l.buf[l.slot(k+1)]
-		}
+	bi, b, j := l.q.locate(i, l.n)
+	need := entrySize(len(v))
+	if b.end+need <= len(b.b) {
+		// Room after the block's entries: move the tail of the block.
+		off := b.offset(j)
+		copy(b.b[off+need:], b.b[off:b.end])
+		putEntry(b.b[off:], v)
+		b.end += need
+		b.n++
 	} else {
-		for k := l.n; k > i; k-- {
-			l.buf[l.slot(k)] = l.buf[l.slot(k-1)]
-		}
+		es := b.elems()
+		es = append(es[:j+1], es[j:]...)
+		es[j] = v
+		l.q.replaceBlock(bi, es)
 	}
-	l.buf[l.slot(i)] = v
 	l.n++
 }
 
-// Range calls fn for elements start..end (inclusive, 0-based, already
-// clamped to the list) in order; fn returns false to stop.
+// Range calls fn for elements start..end (inclusive, 0-based, clamped to
+// the list) in order; fn returns false to stop.
 func (l *listValue) Range(start, end int, fn func(v []byte) bool) {
 	if start < 0 {
 		start = 0
@@ -315,7 +611,10 @@ func (l *listValue) Range(start, end int, fn func(v []byte) bool) {
 	if end >= l.n {
 		end = l.n - 1
 	}
-	if !l.large {
+	if start > end {
+		return
+	}
+	if l.q == nil {
 		off := 0
 		for i := 0; i <= end; i++ {
 			v, next := packedAt(l.packed, off)
@@ -326,8 +625,17 @@ func (l *listValue) Range(start, end int, fn func(v []byte) bool) {
 		}
 		return
 	}
-	for i := start; i <= end; i++ {
-		if !fn(l.buf[l.slot(i)]) {
+	bi, b, j := l.q.locate(start, l.n)
+	off := b.offset(j)
+	for k := end - start + 1; k > 0; k-- {
+		for off == b.end {
+			bi++
+			b = l.q.block(bi)
+			off = b.start
+		}
+		var v []byte
+		v, off = entryAt(b.b, off)
+		if !fn(v) {
 			return
 		}
 	}
@@ -339,7 +647,10 @@ func (l *listValue) RangeRev(start int, fn func(v []byte) bool) {
 	if start >= l.n {
 		start = l.n - 1
 	}
-	if !l.large {
+	if start < 0 {
+		return
+	}
+	if l.q == nil {
 		var offs [listPackedMaxLen]int
 		off := 0
 		for i := 0; i <= start; i++ {
@@ -354,8 +665,17 @@ func (l *listValue) RangeRev(start int, fn func(v []byte) bool) {
 		}
 		return
 	}
-	for i := start; i >= 0; i-- {
-		if !fn(l.buf[l.slot(i)]) {
+	bi, b, j := l.q.locate(start, l.n)
+	off := b.offset(j + 1)
+	for k := start + 1; k > 0; k-- {
+		for off == b.start {
+			bi--
+			b = l.q.block(bi)
+			off = b.end
+		}
+		var v []byte
+		v, off = entryBefore(b.b, off)
+		if !fn(v) {
 			return
 		}
 	}
@@ -373,7 +693,7 @@ func (l *listValue) ForEach(fn func(v []byte) bool) {
 // returns how many were removed. keep is called once per element, head to
 // tail.
 func (l *listValue) Filter(keep func(i int, v []byte) bool) int {
-	if !l.large {
+	if l.q == nil {
 		np := make([]byte, 0, len(l.packed))
 		off, kept := 0, 0
 		for r := 0; r < l.n; r++ {
@@ -391,20 +711,47 @@ func (l *listValue) Filter(keep func(i int, v []byte) bool) int {
 		}
 		return removed
 	}
-	w := 0
-	for r := 0; r < l.n; r++ {
-		v := l.buf[l.slot(r)]
-		if keep(r, v) {
-			l.buf[l.slot(w)] = v
-			w++
+	// Compact every block in place (an entry only moves towards its
+	// block's start, after keep has seen it), then drop the empty blocks
+	// and merge a block into the previous one when it fits there.
+	q := l.q
+	idx, kept := 0, 0
+	var out []*listBlock
+	for bi := 0; bi < q.nb; bi++ {
+		b := q.block(bi)
+		w, n := b.start, 0
+		for off := b.start; off < b.end; {
+			v, next := entryAt(b.b, off)
+			if keep(idx, v) {
+				w += copy(b.b[w:], b.b[off:next])
+				n++
+			}
+			idx++
+			off = next
 		}
+		b.end, b.n = w, n
+		kept += n
+		if n == 0 {
+			continue
+		}
+		if len(out) > 0 {
+			p := out[len(out)-1]
+			if used := b.end - b.start; p.end+used <= len(p.b) {
+				copy(p.b[p.end:], b.b[b.start:b.end])
+				p.end += used
+				p.n += n
+				continue
+			}
+		}
+		out = append(out, b)
 	}
-	removed := l.n - w
-	for k := w; k < l.n; k++ {
-		l.buf[l.slot(k)] = nil
-	}
-	l.n = w
-	l.shrink()
+	removed := l.n - kept
+	l.n = kept
+	clear(q.ring)
+	q.head, q.nb = 0, 0
+	q.ensureRing(len(out))
+	copy(q.ring, out)
+	q.nb = len(out)
 	return removed
 }
 
@@ -415,31 +762,45 @@ func (l *listValue) Trim(start, end int) {
 		*l = listValue{}
 		return
 	}
-	if !l.large {
+	if l.q == nil {
 		from, to := l.packedOffset(start), l.packedOffset(end+1)
 		l.packed = bytes.Clone(l.packed[from:to])
 		l.n = end - start + 1
 		return
 	}
-	for l.n > end+1 {
-		l.PopBack()
+	q := l.q
+	// Drop whole blocks, then entries, from the tail, then the head.
+	for drop := l.n - 1 - end; drop > 0; {
+		t := q.block(q.nb - 1)
+		if t.n <= drop {
+			drop -= t.n
+			q.removeBlock(q.nb - 1)
+			continue
+		}
+		t.end = t.offset(t.n - drop)
+		t.n -= drop
+		drop = 0
 	}
-	for k := 0; k < start; k++ {
-		l.PopFront()
+	for drop := start; drop > 0; {
+		h := q.block(0)
+		if h.n <= drop {
+			drop -= h.n
+			q.removeBlock(0)
+			continue
+		}
+		h.start = h.offset(drop)
+		h.n -= drop
+		drop = 0
 	}
+	l.n = end - start + 1
 }
 
 // ---- packed encoding -------------------------------------------------------
 
-// packable reports whether pushing v keeps the packed encoding, which
-// copies v (callers may then push argument bytes without cloning them).
-func (l *listValue) packable(v []byte) bool { return !l.large && l.fits(v) }
-
 // reserve makes room in the packed bytes for vs, so a multi-element push
 // allocates once and exactly.
 func (l *listValue) reserve(vs [][]byte) {
-	if l.large {
-		l.grow(len(vs))
+	if l.q != nil {
 		return
 	}
 	extra := 0
@@ -483,14 +844,14 @@ func (l *listValue) packedOffset(i int) int {
 	return off
 }
 
-// toRing converts a packed list to the ring encoding with room for extra
-// more elements. The elements keep pointing into the packed bytes, which
-// are never written again.
-func (l *listValue) toRing(extra int) {
-	buf := make([][]byte, max(l.n+extra, 4))
+// toBlocks converts a packed list to the block encoding.
+func (l *listValue) toBlocks() {
+	q := &listBlocks{}
 	off := 0
 	for i := 0; i < l.n; i++ {
-		buf[i], off = packedAt(l.packed, off)
+		var v []byte
+		v, off = packedAt(l.packed, off)
+		q.pushBack(v)
 	}
-	l.buf, l.head, l.large, l.packed = buf, 0, true, nil
+	l.q, l.packed = q, nil
 }
