@@ -1,0 +1,122 @@
+// Command repllag samples replication lag for scripts/bench-replication.sh:
+// over one open connection to the master and one to the replica it reads
+// INFO replication from the master, the replica, then the master again,
+// and prints one sample a line,
+//
+//	lag_bytes master_offset_spread_bytes elapsed_ms
+//
+// where lag is the mean of the two master_repl_offset readings minus the
+// replica's slave_repl_offset (the master keeps writing while the replica
+// is asked; the mean is the master's offset at about the moment of the
+// replica's reading) and the spread is how much the master's offset moved
+// between its two readings (the uncertainty of that sample). Sampling
+// stops when the process given by -while-pid exits. It treats both servers
+// alike: the same commands, the same fields, the same connections.
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/shardis/shardis/internal/resp"
+)
+
+type conn struct {
+	nc net.Conn
+	br *bufio.Reader
+}
+
+func dial(addr string) (*conn, error) {
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return &conn{nc: nc, br: bufio.NewReader(nc)}, nil
+}
+
+// field returns an integer field of INFO replication.
+func (c *conn) field(name string) (int64, error) {
+	_ = c.nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.nc.Write(resp.AppendCommandStrings(nil, "INFO", "replication")); err != nil {
+		return 0, err
+	}
+	v, err := resp.ReadValue(c.br)
+	if err != nil {
+		return 0, err
+	}
+	if v.IsError() {
+		return 0, errors.New(v.Str)
+	}
+	for _, line := range strings.Split(v.Str, "\r\n") {
+		k, val, ok := strings.Cut(line, ":")
+		if ok && k == name {
+			return strconv.ParseInt(val, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in INFO replication", name)
+}
+
+// alive reports whether pid runs: a zombie (exited, not yet waited for
+// by the script) counts as gone.
+func alive(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return syscall.Kill(pid, 0) == nil // no procfs
+	}
+	_, after, ok := strings.Cut(string(b), ") ")
+	return !ok || !strings.HasPrefix(after, "Z")
+}
+
+func main() {
+	master := flag.String("master", "127.0.0.1:6379", "master address")
+	replica := flag.String("replica", "127.0.0.1:6380", "replica address")
+	interval := flag.Duration("interval", 20*time.Millisecond, "pause between samples")
+	pid := flag.Int("while-pid", 0, "sample until this process exits")
+	flag.Parse()
+	if err := run(*master, *replica, *interval, *pid); err != nil {
+		fmt.Fprintln(os.Stderr, "repllag:", err)
+		os.Exit(1)
+	}
+}
+
+func run(master, replica string, interval time.Duration, pid int) error {
+	m, err := dial(master)
+	if err != nil {
+		return err
+	}
+	s, err := dial(replica)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	for pid == 0 || alive(pid) {
+		mo1, err := m.field("master_repl_offset")
+		if err != nil {
+			return err
+		}
+		so, err := s.field("slave_repl_offset")
+		if err != nil {
+			return err
+		}
+		mo2, err := m.field("master_repl_offset")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "%d %d %d\n", (mo1+mo2)/2-so, mo2-mo1, time.Since(start).Milliseconds())
+		if pid == 0 {
+			break
+		}
+		time.Sleep(interval)
+	}
+	return nil
+}
