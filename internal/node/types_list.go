@@ -127,6 +127,16 @@ func putEntry(dst, v []byte) {
 // entryAt decodes the entry at offset off of b and returns its element
 // and the offset of the next entry.
 func entryAt(b []byte, off int) (v []byte, next int) {
+	if c := b[off]; c < 0x80 { // elements shorter than 128 bytes
+		s := off + 1
+		e := s + int(c)
+		return b[s:e:e], e + 1
+	}
+	return entryAtLong(b, off)
+}
+
+// entryAtLong is entryAt for a length of more than one byte.
+func entryAtLong(b []byte, off int) (v []byte, next int) {
 	n, k := binary.Uvarint(b[off:])
 	s := off + k
 	e := s + int(n)
@@ -136,6 +146,16 @@ func entryAt(b []byte, off int) (v []byte, next int) {
 // entryBefore decodes the entry that ends at offset end of b and returns
 // its element and its start offset.
 func entryBefore(b []byte, end int) (v []byte, start int) {
+	if c := b[end-1]; c < 0x80 {
+		e := end - 1
+		s := e - int(c)
+		return b[s:e:e], s - 1
+	}
+	return entryBeforeLong(b, end)
+}
+
+// entryBeforeLong is entryBefore for a length of more than one byte.
+func entryBeforeLong(b []byte, end int) (v []byte, start int) {
 	var n uint64
 	var shift uint
 	k := 0
@@ -627,17 +647,28 @@ func (l *listValue) Range(start, end int, fn func(v []byte) bool) {
 	}
 	bi, b, j := l.q.locate(start, l.n)
 	off := b.offset(j)
-	for k := end - start + 1; k > 0; k-- {
-		for off == b.end {
-			bi++
-			b = l.q.block(bi)
-			off = b.start
+	k := end - start + 1
+	for {
+		buf, bend := b.b[:b.end], b.end
+		for off < bend {
+			var v []byte
+			if c := buf[off]; c < 0x80 { // entryAt's common case, inline
+				s := off + 1
+				e := s + int(c)
+				v, off = buf[s:e:e], e+1
+			} else {
+				v, off = entryAtLong(buf, off)
+			}
+			if !fn(v) {
+				return
+			}
+			if k--; k == 0 {
+				return
+			}
 		}
-		var v []byte
-		v, off = entryAt(b.b, off)
-		if !fn(v) {
-			return
-		}
+		bi++
+		b = l.q.block(bi)
+		off = b.start
 	}
 }
 
@@ -667,17 +698,28 @@ func (l *listValue) RangeRev(start int, fn func(v []byte) bool) {
 	}
 	bi, b, j := l.q.locate(start, l.n)
 	off := b.offset(j + 1)
-	for k := start + 1; k > 0; k-- {
-		for off == b.start {
-			bi--
-			b = l.q.block(bi)
-			off = b.end
+	k := start + 1
+	for {
+		buf, bstart := b.b, b.start
+		for off > bstart {
+			var v []byte
+			if c := buf[off-1]; c < 0x80 { // entryBefore's common case, inline
+				e := off - 1
+				s := e - int(c)
+				v, off = buf[s:e:e], s-1
+			} else {
+				v, off = entryBeforeLong(buf, off)
+			}
+			if !fn(v) {
+				return
+			}
+			if k--; k == 0 {
+				return
+			}
 		}
-		var v []byte
-		v, off = entryBefore(b.b, off)
-		if !fn(v) {
-			return
-		}
+		bi--
+		b = l.q.block(bi)
+		off = b.end
 	}
 }
 
