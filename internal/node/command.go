@@ -72,6 +72,9 @@ type command struct {
 	subs map[string]*command
 	// parent is set on subcommands.
 	parent *command
+	// members locates hash fields and set/sorted-set members in the
+	// arguments, for pipeline prefetching (perf_prefetch.go).
+	members memberSpec
 
 	stats cmdStats
 }
@@ -175,5 +178,6 @@ func newCommandTable() *commandTable {
 	for _, register := range commandFamilies {
 		register(t)
 	}
+	setMemberSpecs(t)
 	return t
 }

@@ -99,6 +99,7 @@ func (c *Client) prefetchBatch(reqs []batchReq) {
 			n++
 		}
 	}
+	c.prefetchMembers(reqs)
 	if n < 2 {
 		return
 	}
@@ -116,4 +117,146 @@ func (c *Client) prefetchBatch(reqs []batchReq) {
 		}
 	}
 	c.prefetchSink = sink // keeps the loads from being optimised away
+}
+
+// Member prefetching.
+//
+// A pipeline of HSET, SADD, ZADD, SISMEMBER ... on one large collection
+// pays, per command, the same chain of misses inside the collection's
+// hash table: the bucket slot, the node, the member's bytes. For a run of
+// consecutive requests on the same key, prefetchMembers looks the key up
+// under its shard's lock (the value's type and table are only safe to read
+// there) and touches every member's bucket slot, then every slot's first
+// node and the first byte of its member, in loops of independent loads, so
+// those misses overlap too. As for keys, nothing read decides anything.
+
+// memberSpec locates a command's members: args[from], args[from+step], ...
+// (at most max of them when max > 0), or, with fromEnd, args[len-1],
+// args[len-1-step], ... down to args[from] (ZADD's score/member pairs end
+// with the member, whatever options precede them). step 0: no members.
+type memberSpec struct {
+	from, step, max int8
+	fromEnd         bool
+}
+
+// memberSpecs are the commands whose members are prefetched; all have
+// their single key at position 1.
+var memberSpecs = map[string]memberSpec{
+	"hset": {from: 2, step: 2}, "hmset": {from: 2, step: 2},
+	"hsetnx": {from: 2, step: 1, max: 1}, "hget": {from: 2, step: 1, max: 1},
+	"hexists": {from: 2, step: 1, max: 1}, "hstrlen": {from: 2, step: 1, max: 1},
+	"hincrby": {from: 2, step: 1, max: 1}, "hincrbyfloat": {from: 2, step: 1, max: 1},
+	"hmget": {from: 2, step: 1}, "hdel": {from: 2, step: 1},
+	"sadd": {from: 2, step: 1}, "srem": {from: 2, step: 1},
+	"sismember": {from: 2, step: 1, max: 1}, "smismember": {from: 2, step: 1},
+	"zscore": {from: 2, step: 1, max: 1}, "zmscore": {from: 2, step: 1},
+	"zrem": {from: 2, step: 1}, "zincrby": {from: 3, step: 1, max: 1},
+	"zrank": {from: 2, step: 1, max: 1}, "zrevrank": {from: 2, step: 1, max: 1},
+	"zadd": {from: 3, step: 2, fromEnd: true},
+}
+
+// setMemberSpecs copies memberSpecs into the table.
+func setMemberSpecs(t *commandTable) {
+	for name, spec := range memberSpecs {
+		cmd := t.cmds[name]
+		if cmd == nil || cmd.first != 1 {
+			panic("node: member prefetch for unknown or multi-key command " + name)
+		}
+		cmd.members = spec
+	}
+}
+
+// hasMembers reports whether r's members can be prefetched.
+func (r *batchReq) hasMembers() bool {
+	return r.cmd != nil && r.cmd.members.step > 0 && len(r.args) > int(r.cmd.members.from)
+}
+
+// appendMembers appends r's members to ms, up to maxPrefetch in all.
+func (r *batchReq) appendMembers(ms [][]byte) [][]byte {
+	sp := r.cmd.members
+	from, step := int(sp.from), int(sp.step)
+	n := 0
+	if sp.fromEnd {
+		for i := len(r.args) - 1; i >= from && len(ms) < maxPrefetch; i -= step {
+			ms = append(ms, r.args[i])
+		}
+		return ms
+	}
+	for i := from; i < len(r.args) && len(ms) < maxPrefetch; i += step {
+		ms = append(ms, r.args[i])
+		if n++; sp.max > 0 && n == int(sp.max) {
+			break
+		}
+	}
+	return ms
+}
+
+// prefetchMembers prefetches the members of runs of requests on one key.
+func (c *Client) prefetchMembers(reqs []batchReq) {
+	var buf [maxPrefetch][]byte
+	for i := 0; i < len(reqs); {
+		if !reqs[i].hasMembers() {
+			i++
+			continue
+		}
+		key := reqs[i].args[1]
+		ms := reqs[i].appendMembers(buf[:0])
+		j := i + 1
+		for ; j < len(reqs) && reqs[j].hasMembers() && string(reqs[j].args[1]) == string(key); j++ {
+			ms = reqs[j].appendMembers(ms)
+		}
+		if len(ms) >= 2 {
+			c.prefetchSink += c.srv.dbs[c.db].prefetchMembers(bstr(key), ms)
+		}
+		i = j
+	}
+}
+
+// prefetchMembers touches the table cells of key's collection that
+// looking up ms will read.
+func (db *DB) prefetchMembers(key string, ms [][]byte) uint32 {
+	s := &db.shards[shardOf(key)]
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.find(key, keyHash(key))
+	if e == nil {
+		return 0
+	}
+	switch v := e.obj.(type) {
+	case *hashValue:
+		if v.d != nil {
+			return prefetchDict(v.d, ms)
+		}
+	case *setValue:
+		if v.d != nil {
+			return prefetchDict(v.d, ms)
+		}
+	case *zsetValue:
+		if v.dict != nil {
+			return prefetchDict(v.dict, ms)
+		}
+	}
+	return 0
+}
+
+// prefetchDict loads ms's bucket slots in d, then the first node of each
+// and its member's first byte.
+func prefetchDict[V any](d *chainDict[V], ms [][]byte) uint32 {
+	if len(d.buckets) == 0 {
+		return 0
+	}
+	var heads [maxPrefetch]*dictNode[V]
+	for i, m := range ms {
+		heads[i] = d.buckets[d.bucketOf(dictHash(bstr(m)))]
+	}
+	var sink uint32
+	for _, n := range heads[:len(ms)] {
+		if n != nil {
+			sink += n.hash
+			if len(n.key) > 0 {
+				sink += uint32(*unsafe.StringData(n.key))
+			}
+		}
+	}
+	return sink
 }

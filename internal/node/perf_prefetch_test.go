@@ -214,3 +214,88 @@ func TestPipelineBatchDuringResize(t *testing.T) {
 		}
 	}
 }
+
+// collectionPipeline is a pipeline of runs of member commands on large
+// hashes, sets and sorted sets (hashtable/skiplist encodings, whose
+// members prefetchMembers touches), with the key's type changing, the key
+// vanishing and ZADD options in the middle of runs.
+func collectionPipeline(rounds int) []byte {
+	var b []byte
+	b = encodeCmd(b, "FLUSHALL")
+	for i := 0; i < 300; i++ {
+		m := "m:" + strconv.Itoa(i)
+		b = encodeCmd(b, "HSET", "h", m, strconv.Itoa(i))
+		b = encodeCmd(b, "SADD", "s", m)
+		b = encodeCmd(b, "ZADD", "z", strconv.Itoa(i%17), m)
+	}
+	for i := 0; i < rounds; i++ {
+		m := "m:" + strconv.Itoa((i*31)%400)
+		n := "m:" + strconv.Itoa((i*7)%400)
+		b = encodeCmd(b, "HSET", "h", m, "v"+strconv.Itoa(i), n, "w")
+		b = encodeCmd(b, "HGET", "h", n)
+		b = encodeCmd(b, "HINCRBY", "h", "ctr", "3")
+		b = encodeCmd(b, "HMGET", "h", m, n, "nosuch")
+		b = encodeCmd(b, "HDEL", "h", n)
+		b = encodeCmd(b, "HEXISTS", "h", n)
+		b = encodeCmd(b, "SADD", "s", m, n)
+		b = encodeCmd(b, "SISMEMBER", "s", n)
+		b = encodeCmd(b, "SREM", "s", m)
+		b = encodeCmd(b, "SMISMEMBER", "s", m, n)
+		b = encodeCmd(b, "ZADD", "z", strconv.Itoa(i%23), m)
+		b = encodeCmd(b, "ZADD", "z", "GT", "CH", "5", n, "7", m)
+		b = encodeCmd(b, "ZADD", "z", "INCR", "1.5", m)
+		b = encodeCmd(b, "ZSCORE", "z", m)
+		b = encodeCmd(b, "ZRANK", "z", n)
+		b = encodeCmd(b, "ZINCRBY", "z", "2", n)
+		b = encodeCmd(b, "ZREM", "z", n, "nosuch")
+		b = encodeCmd(b, "ZMSCORE", "z", m, n)
+		switch i % 25 {
+		case 5:
+			b = encodeCmd(b, "HSET", "s", m, "1") // WRONGTYPE
+			b = encodeCmd(b, "SADD", "h", m)      // WRONGTYPE
+			b = encodeCmd(b, "ZADD", "z", "NX", "XX", "1", m)
+		case 10:
+			b = encodeCmd(b, "RENAME", "h", "h2")
+			b = encodeCmd(b, "HSET", "h", m, "new") // a small hash again
+			b = encodeCmd(b, "HGET", "h2", m)
+			b = encodeCmd(b, "DEL", "h")
+			b = encodeCmd(b, "RENAME", "h2", "h")
+		case 20:
+			b = encodeCmd(b, "DEL", "s")
+			b = encodeCmd(b, "SISMEMBER", "s", m)
+			b = encodeCmd(b, "SADD", "s", m)
+		}
+	}
+	b = encodeCmd(b, "HLEN", "h")
+	b = encodeCmd(b, "SCARD", "s")
+	b = encodeCmd(b, "ZRANGE", "z", "0", "-1", "WITHSCORES")
+	b = encodeCmd(b, "ECHO", "end-of-pipeline")
+	return b
+}
+
+// TestPipelineMembersMatchRedis is TestPipelineBatchMatchesRedis for the
+// member prefetch of hashes, sets and sorted sets.
+func TestPipelineMembersMatchRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts redis-server")
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("redis-server not installed")
+	}
+	raddr := startRedisServer(t, bin)
+	ts := startServer(t)
+	req := collectionPipeline(200)
+	const end = "$15\r\nend-of-pipeline\r\n"
+	want := pipelineReplies(t, raddr, req, end)
+	got := pipelineReplies(t, ts.addr, req, end)
+	if !bytes.Equal(got, want) {
+		i := 0
+		for i < len(got) && i < len(want) && got[i] == want[i] {
+			i++
+		}
+		lo := max(0, i-80)
+		t.Fatalf("replies differ at byte %d of %d/%d:\nredis:     %q\nshardnode: %q", i, len(want), len(got),
+			want[lo:min(len(want), i+80)], got[lo:min(len(got), i+80)])
+	}
+}
