@@ -97,10 +97,7 @@ func zNumkeysKeys(numIdx int, fixed ...int) keysFunc {
 
 // zsetLimits reads the small-encoding thresholds from the configuration.
 func (c *Client) zsetLimits() zsetLimits {
-	return zsetLimits{
-		entries: int(c.srv.cfg.Int("zset-max-listpack-entries")),
-		value:   int(c.srv.cfg.Int("zset-max-listpack-value")),
-	}
+	return c.srv.hot().zsetLim
 }
 
 // lookupZSet returns the sorted set at key (nil when missing); ok=false

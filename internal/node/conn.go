@@ -95,6 +95,8 @@ type Client struct {
 	batch        []batchReq
 	batchArgs    [][]byte
 	prefetchSink uint32
+	// cmdCache is the command looked up last (lookupCmd).
+	cmdCache *command
 
 	// cmd is the command running; propArgs overrides what is propagated.
 	cmd      *command
@@ -218,7 +220,7 @@ func (c *Client) serve() {
 			}
 			return
 		}
-		cmd := c.srv.table.lookup(args[0])
+		cmd := c.lookupCmd(args[0])
 		if batchable(cmd) && (c.rd.Buffered() > 0 || multiKey(cmd, len(args))) && c.authed.Load() {
 			if !c.runBatch(args, cmd) {
 				return
@@ -262,7 +264,7 @@ func (c *Client) runBatch(args [][]byte, cmd *command) bool {
 			}
 			break
 		}
-		cmd = c.srv.table.lookup(next[0])
+		cmd = c.lookupCmd(next[0])
 		start := len(c.batchArgs)
 		c.batchArgs = append(c.batchArgs, next...)
 		c.batch = append(c.batch, batchReq{args: c.batchArgs[start:len(c.batchArgs):len(c.batchArgs)], cmd: cmd})

@@ -403,7 +403,7 @@ func (c *Client) curDB() *DB { return c.srv.dbs[c.db] }
 // writeRefused returns the error that refuses a write on this node now, if
 // any: read-only replica, min-replicas.
 func (s *Server) writeRefused() string {
-	if s.replicaMode.Load() && s.cfg.Bool("replica-read-only") {
+	if s.replicaMode.Load() && s.hot().replicaReadOnly {
 		return errReadOnly
 	}
 	if s.minReplicasRefuse != nil && s.minReplicasRefuse() {

@@ -49,6 +49,13 @@ type hotConfig struct {
 	slowlogSlower int64 // slowlog-log-slower-than (µs; < 0 disables)
 	timeout       int64 // client idle timeout (s)
 	notifyFlags   int   // parsed notify-keyspace-events
+	// Write refusals (writeRefused, persistRefused).
+	replicaReadOnly, stopWritesOnBgsaveErr, saveRules bool
+	minReplicasToWrite                                int64
+	// Encoding thresholds of the collection types.
+	hashLim     hashLimits
+	zsetLim     zsetLimits
+	intsetLimit int
 }
 
 // hot returns the current hotConfig: two atomic loads of read-mostly
@@ -66,6 +73,13 @@ func (s *Server) hot() *hotConfig {
 		timeout:       s.cfg.Int("timeout"),
 	}
 	h.notifyFlags, _ = parseNotifyFlags(s.cfg.Get("notify-keyspace-events"))
+	h.replicaReadOnly = s.cfg.Bool("replica-read-only")
+	h.stopWritesOnBgsaveErr = s.cfg.Bool("stop-writes-on-bgsave-error")
+	h.saveRules = s.cfg.Get("save") != ""
+	h.minReplicasToWrite = s.cfg.Int("min-replicas-to-write")
+	h.hashLim = hashLimits{entries: int(s.cfg.Int("hash-max-listpack-entries")), value: int(s.cfg.Int("hash-max-listpack-value"))}
+	h.zsetLim = zsetLimits{entries: int(s.cfg.Int("zset-max-listpack-entries")), value: int(s.cfg.Int("zset-max-listpack-value"))}
+	h.intsetLimit = int(s.cfg.Int("set-max-intset-entries"))
 	if sn != nil {
 		s.perf.hot.Store(h)
 	}
@@ -172,4 +186,29 @@ func (c *Client) markRead() {
 	m := time.Since(procStart)
 	c.clock = cmdClock{m, true}
 	c.lastIO.Store(c.srv.wallMs(m))
+}
+
+// lookupCmd is table.lookup with a one-entry cache: a pipeline usually
+// repeats one command, whose name is then compared instead of hashed.
+func (c *Client) lookupCmd(name []byte) *command {
+	if last := c.cmdCache; last != nil && len(name) == len(last.name) {
+		i := 0
+		for ; i < len(name); i++ {
+			ch := name[i]
+			if ch >= 'A' && ch <= 'Z' {
+				ch += 'a' - 'A'
+			}
+			if ch != last.name[i] {
+				break
+			}
+		}
+		if i == len(name) {
+			return last
+		}
+	}
+	cmd := c.srv.table.lookup(name)
+	if cmd != nil {
+		c.cmdCache = cmd
+	}
+	return cmd
 }

@@ -951,7 +951,7 @@ func (s *Server) persistRefused() string {
 	if p == nil {
 		return ""
 	}
-	if !p.lastBgOK.Load() && s.cfg.Bool("stop-writes-on-bgsave-error") && s.cfg.Get("save") != "" {
+	if !p.lastBgOK.Load() && s.hot().stopWritesOnBgsaveErr && s.hot().saveRules {
 		return "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error."
 	}
 	if e := p.aof.lastErr.Load(); e != nil && p.aof.enabled.Load() {

@@ -98,7 +98,7 @@ func newReplication(s *Server) *replication {
 	s.failoverStateFn = s.failover.getState
 	s.replInfo = r.info
 	s.minReplicasRefuse = func() bool {
-		need := s.cfg.Int("min-replicas-to-write")
+		need := s.hot().minReplicasToWrite
 		if need <= 0 {
 			return false
 		}

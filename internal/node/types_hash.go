@@ -32,10 +32,7 @@ var defaultHashLimits = hashLimits{entries: 128, value: 64}
 
 // hashLimits reads the thresholds from the server's configuration.
 func (s *Server) hashLimits() hashLimits {
-	return hashLimits{
-		entries: int(s.cfg.Int("hash-max-listpack-entries")),
-		value:   int(s.cfg.Int("hash-max-listpack-value")),
-	}
+	return s.hot().hashLim
 }
 
 // newHash returns an empty hash in the listpack encoding.

@@ -23,7 +23,7 @@ type setValue struct {
 const defaultIntsetEntries = 512
 
 // intsetLimit reads set-max-intset-entries from the configuration.
-func (s *Server) intsetLimit() int { return int(s.cfg.Int("set-max-intset-entries")) }
+func (s *Server) intsetLimit() int { return s.hot().intsetLimit }
 
 // newSet returns an empty set in the intset encoding.
 func newSet() *setValue { return &setValue{} }
