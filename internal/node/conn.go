@@ -353,6 +353,12 @@ func (c *Client) flushPending() {
 	defer c.wmu.Unlock()
 	var buf []byte
 	for {
+		if c.hasFlag(clientReplica) {
+			// A replica's stream: let the clients already runnable
+			// propagate first, so their writes leave in one system call
+			// (Redis writes to replicas once per event-loop pass).
+			runtime.Gosched()
+		}
 		c.pmu.Lock()
 		if len(c.pending) == 0 {
 			c.flushing = false

@@ -56,6 +56,9 @@ type replication struct {
 	histlen      int // valid bytes in the backlog
 	backlogIdx   int // next write position in the ring
 	lastDB       int // database of the last SELECT sent, -1 forces one
+	// scratch is Propagate's encoding buffer, reused (feedLocked copies
+	// what it keeps): no allocation per propagated write.
+	scratch      []byte
 	replicas     []*replicaInfo
 	ackCond      *sync.Cond
 	noReplicasAt time.Time // when the last replica left (repl-backlog-ttl)
@@ -173,7 +176,7 @@ func (r *replication) Propagate(db int, cmds [][][]byte) {
 		// the master's, forwarded verbatim (feedFromMaster).
 		return
 	}
-	var b []byte
+	b := r.scratch[:0]
 	if db != r.lastDB {
 		b = resp.AppendCommandStrings(b, "SELECT", strconv.Itoa(db))
 		r.lastDB = db
@@ -182,6 +185,11 @@ func (r *replication) Propagate(db int, cmds [][][]byte) {
 		b = resp.AppendCommand(b, cmd...)
 	}
 	r.feedLocked(b)
+	if cap(b) <= 64*1024 {
+		r.scratch = b[:0]
+	} else {
+		r.scratch = nil // a big write: don't keep its buffer
+	}
 }
 
 // feedFromMaster forwards bytes a replica applied from its master to its

@@ -614,7 +614,9 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 		if err != nil {
 			return fmt.Errorf("node: replication: stream: %w", err)
 		}
-		raw := bytes.Clone(c.rd.LastRaw())
+		// raw points into the reader's buffer, which only the next read
+		// reuses: feeding copies it (backlog, sub-replicas' output).
+		raw := c.rd.LastRaw()
 		if len(args) >= 2 && eqFold(args[0], "REPLCONF") && eqFold(args[1], "GETACK") {
 			l.r.feedFromMaster(raw)
 			l.sendAck()
