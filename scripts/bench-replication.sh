@@ -85,11 +85,11 @@ r=$(med redis); n=$(med shardnode)
 lagmed() { grep " $1 " "$work/results" | grep -v skipped | sed 's/.*max=//' | awk -v k="$2" '{print $k}' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 if [ "$SYNC_ONLY" != 1 ]; then
   echo "median lag p50: redis $(lagmed redis 1) B, shardnode $(lagmed shardnode 1) B; median lag p99: redis $(lagmed redis 2) B, shardnode $(lagmed shardnode 2) B"
-  for r in $(seq "$ROUNDS"); do
-    a=$(grep "^round $r redis " "$work/results" | sed 's/.*max=//' | awk '{print $2}')
-    b=$(grep "^round $r shardnode " "$work/results" | sed 's/.*max=//' | awk '{print $2}')
+  for rd in $(seq "$ROUNDS"); do
+    a=$(grep "^round $rd redis " "$work/results" | sed 's/.*max=//' | awk '{print $2}')
+    b=$(grep "^round $rd shardnode " "$work/results" | sed 's/.*max=//' | awk '{print $2}')
     v="no"; [ "$b" -le "$a" ] && v="yes"
-    echo "round $r lag p99 shardnode <= redis: $v ($b vs $a B)"
+    echo "round $rd lag p99 shardnode <= redis: $v ($b vs $a B)"
   done
 fi
 echo "median full sync: redis ${r}s, shardnode ${n}s, ratio $(echo "scale=2; $n / $r" | bc)"
