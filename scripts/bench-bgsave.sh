@@ -2,7 +2,9 @@
 # BGSAVE benchmark (not run in CI): shardnode vs redis-server on the same
 # machine, same data.
 #
-#   scripts/bench-bgsave.sh [-k KEYS] [-d VALUE_BYTES] [-p PORT]
+#   scripts/bench-bgsave.sh [-k KEYS] [-d VALUE_BYTES] [-p PORT] [-S]
+#
+# -S runs shardnode only (no redis-server row), for iterating.
 #
 # For each server: load KEYS string keys, then
 #   - baseline: redis-benchmark GET/SET p99 with no save running;
@@ -16,11 +18,13 @@ set -eu
 keys=1000000
 size=64
 port=21196
-while getopts "k:d:p:" o; do
+only_shardnode=""
+while getopts "k:d:p:S" o; do
   case $o in
     k) keys=$OPTARG ;;
     d) size=$OPTARG ;;
     p) port=$OPTARG ;;
+    S) only_shardnode=1 ;;
     *) exit 2 ;;
   esac
 done
@@ -112,4 +116,4 @@ row() { # name binary
 echo "| server | keys | BGSAVE ms (alone) | saves during bench | extra MB (peak) | p99 ms baseline | p99 ms during BGSAVE | load ms | keys loaded |"
 echo "|---|---|---|---|---|---|---|---|---|"
 row shardnode "$work/shardnode-bin"
-row redis-server "$(command -v redis-server)"
+[ -n "$only_shardnode" ] || row redis-server "$(command -v redis-server)"

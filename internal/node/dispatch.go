@@ -205,6 +205,9 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	if !locked {
 		c.lockFor(cmd, args)
 	}
+	if cmd.flags&flagWrite != 0 && s.snapOpen() {
+		c.snapGuardKeys(cmd, args) // an open snapshot copies what it changes first
+	}
 	errsBefore, nestedBefore := c.errReplies, c.nestedErrs
 	c.statsBefore(cmd) // perf_hot.go
 	masterView := s.replicaMode.Load() && c.hasFlag(clientMaster)
@@ -287,7 +290,9 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 		for _, m := range c.held {
 			m.Lock()
 		}
-		c.srv.snapGuard(c.held)
+		if cmd.flags&flagWrite != 0 {
+			c.srv.snapGuard(c.held)
+		}
 		return
 	}
 	keys := c.lockBuf[:0]
@@ -308,14 +313,6 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 			m := &c.srv.dbs[c.db].shards[shardOf(bstr(args[last]))].mu
 			m.Lock()
 			c.held = append(c.held, m)
-			// An open snapshot needs the shard copied before it changes;
-			// a read-only command leaves that to the snapshot writer (or
-			// the next write), so GETs never pay for a copy. A read can
-			// only delete a key that has expired, as active expiry does
-			// without a copy (docs/PERSISTENCE.md).
-			if cmd.flags&flagWrite != 0 {
-				c.srv.snapGuard(c.held)
-			}
 			return
 		}
 		step := max(cmd.step, 1)
@@ -348,7 +345,6 @@ func (c *Client) lockKeys(keys []lockKey) {
 		m.Lock()
 		c.held = append(c.held, m)
 	}
-	c.srv.snapGuard(c.held)
 }
 
 func (c *Client) lockEverything() {

@@ -63,6 +63,12 @@ type shard struct {
 	// its buckets below oldPos are empty already.
 	old    []*entry
 	oldPos int
+	// snaps are the open snapshots that have not copied all of this shard
+	// yet (persistence_snapshot.go). While one is listed, the buckets stay
+	// where they are (growth waits, shrinking is skipped), so a key stays
+	// in the chunk of buckets it had when the snapshot opened; insert and
+	// remove first have the key's chunk copied.
+	snaps []*shardCopy
 }
 
 func (s *shard) find(key string, h uint64) *entry {
@@ -90,10 +96,13 @@ func (s *shard) find(key string, h uint64) *entry {
 const rehashBuckets = 4
 
 func (s *shard) insert(e *entry, h uint64) {
+	if len(s.snaps) != 0 {
+		s.snapTouch(h)
+	}
 	if s.old != nil {
 		s.rehashStep(rehashBuckets)
 	}
-	if s.count >= len(s.buckets) {
+	if s.count >= len(s.buckets) && s.mayGrow() {
 		s.grow()
 	}
 	i := h & uint64(len(s.buckets)-1)
@@ -101,6 +110,24 @@ func (s *shard) insert(e *entry, h uint64) {
 	e.next = s.buckets[i]
 	s.buckets[i] = e
 	s.count++
+}
+
+// frozenLoad is how full a shard may get while an open snapshot keeps
+// its buckets in place (chains get longer meanwhile, as in Redis, which
+// does not resize while a child process exists); past it the snapshot's
+// copy of the shard is completed and the shard grows.
+const frozenLoad = 8
+
+// mayGrow reports whether a full shard may grow now.
+func (s *shard) mayGrow() bool {
+	if len(s.snaps) == 0 {
+		return true
+	}
+	if s.count < frozenLoad*len(s.buckets) {
+		return false
+	}
+	s.snapCopyAll()
+	return true
 }
 
 // grow starts moving the keys to a table twice as large (a small table is
@@ -156,6 +183,9 @@ func (s *shard) finishRehash() {
 }
 
 func (s *shard) remove(key string, h uint64) *entry {
+	if len(s.snaps) != 0 {
+		s.snapTouch(h)
+	}
 	if e := unlink(s.old, key, h); e != nil {
 		return s.removed(e, key)
 	}
@@ -194,7 +224,7 @@ func (s *shard) removed(e *entry, key string) *entry {
 	if e.expire != 0 {
 		delete(s.volatile, key)
 	}
-	if len(s.buckets) > 64 && s.count < len(s.buckets)/8 {
+	if len(s.buckets) > 64 && s.count < len(s.buckets)/8 && len(s.snaps) == 0 {
 		s.finishRehash()
 		s.resize(len(s.buckets) / 2)
 	}

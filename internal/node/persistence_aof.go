@@ -504,7 +504,9 @@ func contains(list []string, s string) bool {
 
 // writeCommands writes the snapshot as commands (aof-use-rdb-preamble no).
 func (sn *snapshot) writeCommands(w io.Writer) error {
-	sn.started.Store(true)
+	if !sn.started.CompareAndSwap(false, true) {
+		return errors.New("node: snapshot expired before it was written")
+	}
 	defer sn.close()
 	s := sn.p.srv
 	bw := bufio.NewWriterSize(w, 64<<10)
@@ -513,60 +515,61 @@ func (sn *snapshot) writeCommands(w io.Writer) error {
 	for i, db := range s.dbs {
 		selected := false
 		for j := range db.shards {
-			buf := sn.takeShard(&db.shards[j])
-			if buf == nil {
-				continue
-			}
-			var entry snapEntry
-			se := &entry
-			for k := range buf.recs {
-				buf.entry(k, se)
-				if !selected {
-					b = appendCommand(b[:0], []byte("SELECT"), []byte(strconv.Itoa(i)))
-					bw.Write(b)
-					selected = true
-				}
-				toRDBValue(se, &val)
-				key := sbytes(se.key)
-				b = b[:0]
-				switch val.Kind {
-				case rdb.KindString:
-					b = appendCommand(b, []byte("SET"), key, val.Str)
-				case rdb.KindList, rdb.KindSet:
-					name := "RPUSH"
-					if val.Kind == rdb.KindSet {
-						name = "SADD"
+			err := sn.forEachChunk(&db.shards[j], func(buf *snapBuf) error {
+				var entry snapEntry
+				se := &entry
+				for k := range buf.recs {
+					buf.entry(k, se)
+					if !selected {
+						b = appendCommand(b[:0], []byte("SELECT"), []byte(strconv.Itoa(i)))
+						bw.Write(b)
+						selected = true
 					}
-					for x := 0; x < len(val.Elems); x += 64 {
-						args := [][]byte{[]byte(name), key}
-						args = append(args, val.Elems[x:min(x+64, len(val.Elems))]...)
-						b = appendCommand(b, args...)
-					}
-				case rdb.KindZSet:
-					for x := 0; x < len(val.ZSet); x += 64 {
-						args := [][]byte{[]byte("ZADD"), key}
-						for _, m := range val.ZSet[x:min(x+64, len(val.ZSet))] {
-							args = append(args, []byte(strconv.FormatFloat(m.Score, 'g', 17, 64)), m.Member)
+					toRDBValue(se, &val)
+					key := sbytes(se.key)
+					b = b[:0]
+					switch val.Kind {
+					case rdb.KindString:
+						b = appendCommand(b, []byte("SET"), key, val.Str)
+					case rdb.KindList, rdb.KindSet:
+						name := "RPUSH"
+						if val.Kind == rdb.KindSet {
+							name = "SADD"
 						}
-						b = appendCommand(b, args...)
-					}
-				case rdb.KindHash:
-					for x := 0; x < len(val.Hash); x += 64 {
-						args := [][]byte{[]byte("HSET"), key}
-						for _, f := range val.Hash[x:min(x+64, len(val.Hash))] {
-							args = append(args, f.Field, f.Value)
+						for x := 0; x < len(val.Elems); x += 64 {
+							args := [][]byte{[]byte(name), key}
+							args = append(args, val.Elems[x:min(x+64, len(val.Elems))]...)
+							b = appendCommand(b, args...)
 						}
-						b = appendCommand(b, args...)
+					case rdb.KindZSet:
+						for x := 0; x < len(val.ZSet); x += 64 {
+							args := [][]byte{[]byte("ZADD"), key}
+							for _, m := range val.ZSet[x:min(x+64, len(val.ZSet))] {
+								args = append(args, []byte(strconv.FormatFloat(m.Score, 'g', 17, 64)), m.Member)
+							}
+							b = appendCommand(b, args...)
+						}
+					case rdb.KindHash:
+						for x := 0; x < len(val.Hash); x += 64 {
+							args := [][]byte{[]byte("HSET"), key}
+							for _, f := range val.Hash[x:min(x+64, len(val.Hash))] {
+								args = append(args, f.Field, f.Value)
+							}
+							b = appendCommand(b, args...)
+						}
+					}
+					if se.expire != 0 {
+						b = appendCommand(b, []byte("PEXPIREAT"), key, []byte(strconv.FormatInt(se.expire, 10)))
+					}
+					if _, err := bw.Write(b); err != nil {
+						return err
 					}
 				}
-				if se.expire != 0 {
-					b = appendCommand(b, []byte("PEXPIREAT"), key, []byte(strconv.FormatInt(se.expire, 10)))
-				}
-				if _, err := bw.Write(b); err != nil {
-					return err
-				}
+				return nil
+			})
+			if err != nil {
+				return err
 			}
-			buf.release()
 		}
 	}
 	return bw.Flush()
@@ -821,6 +824,9 @@ func (c *Client) replay(args [][]byte) error {
 	c.dirty = 0
 	c.propArgs = nil
 	c.lockFor(cmd, args)
+	if cmd.flags&flagWrite != 0 && c.srv.snapOpen() {
+		c.snapGuardKeys(cmd, args)
+	}
 	cmd.fn(c, args)
 	c.unlockHeld()
 	c.readyKeys = nil

@@ -3,19 +3,11 @@ package node
 // RDB persistence: point-in-time snapshots without stopping the world,
 // SAVE/BGSAVE/LASTSAVE, save rules, save on shutdown, load at start-up.
 //
-// Snapshots (see docs/PERSISTENCE.md, "How a snapshot is taken"): a
-// snapshot is opened with every shard lock held (a few microseconds: no
-// data is copied then), which fixes its point in time. From then on each
-// shard is copied exactly once, under its own lock, by whoever gets there
-// first: the snapshot writer walking the shards in order, or a command
-// that is about to lock a shard not copied yet (the dispatcher calls
-// snapGuard after taking its locks). A command therefore never changes a
-// shard before the snapshot has its copy, so the file holds the dataset as
-// it was when the snapshot opened, and no client waits for more than one
-// shard's copy. Copies clone collection values (they are mutated in place)
-// and string bytes (SETRANGE writes in place) into a per-shard arena; the
-// copy of a shard is dropped as soon as it is encoded, so the extra memory
-// is about one shard plus the shards that writers copied ahead.
+// Snapshots (persistence_snapshot.go, docs/PERSISTENCE.md "How a snapshot
+// is taken") open in microseconds under every shard lock and are copied
+// chunk by chunk by whoever needs a chunk first: the writer here, or a
+// write about to change a key of it. The writer encodes each chunk's copy
+// outside any lock and drops it.
 
 import (
 	"bufio"
@@ -143,143 +135,6 @@ func (p *persistence) loadRDBFile() error {
 	return nil
 }
 
-// ---- snapshots ---------------------------------------------------------
-
-const (
-	shardPending = iota
-	shardCopied
-	shardDone
-)
-
-// snapshot is an open point-in-time view of the keyspace.
-type snapshot struct {
-	p       *persistence
-	seq     int64
-	opened  time.Time
-	nowMs   int64
-	shards  map[*shard]*shardCopy
-	dbKeys  []int64 // keys per db when opened
-	dbExp   []int64
-	aux     [][2]string
-	started atomic.Bool
-	closed  atomic.Bool
-	// allCopied is set when every shard was copied at opening (SAVE under
-	// all locks): the writer then reads copies without locking.
-	allCopied bool
-	limits    rdb.Limits
-	lru       string // "lru", "lfu" or "": what per-key metadata to write
-	// background is set for BGSAVE's snapshots: the writer then gives way
-	// to clients (pace).
-	background bool
-}
-
-// shardCopy is one shard's copy. state and buf are guarded by the shard's
-// lock.
-type shardCopy struct {
-	db    int
-	state int
-	buf   *snapBuf
-}
-
-// snapBuf is a shard's copy, built for a cheap copy under the shard lock
-// and little GC work: keys and string values are copied into one arena and
-// described by pointer-free records, so a copy is a few large allocations
-// the collector does not scan (only cloned collections hold pointers).
-// Buffers are recycled through snapBufs once encoded: back-to-back saves
-// allocate next to nothing.
-type snapBuf struct {
-	recs  []snapRec
-	arena []byte
-	objs  []typedValue
-	ents  []*entry // copyShard's scratch, kept empty
-}
-
-// snapRec is one key of a snapBuf.
-type snapRec struct {
-	off    int64 // the key's bytes start at arena[off]; a string's value follows
-	vlen   int64 // a string value's length
-	expire int64
-	klen   uint32
-	lru    uint32
-	obj    int32 // 1 + index in objs for a collection, 0 for a string
-}
-
-var snapBufs = sync.Pool{New: func() any { return new(snapBuf) }}
-
-// release recycles b (small enough buffers only).
-func (b *snapBuf) release() {
-	if b == nil {
-		return
-	}
-	clear(b.objs)
-	b.recs, b.arena, b.objs = b.recs[:0], b.arena[:0], b.objs[:0]
-	if cap(b.arena) <= 64<<20 && cap(b.recs) <= 1<<20 {
-		snapBufs.Put(b)
-	}
-}
-
-// entry fills se with key k of b; se's key and value alias b.
-func (b *snapBuf) entry(k int, se *snapEntry) {
-	r := &b.recs[k]
-	kb := b.arena[r.off : r.off+int64(r.klen)]
-	se.key = unsafe.String(unsafe.SliceData(kb), len(kb))
-	se.expire, se.lru, se.str, se.obj = r.expire, r.lru, nil, nil
-	if r.obj != 0 {
-		se.obj = b.objs[r.obj-1]
-	} else {
-		end := r.off + int64(r.klen) + r.vlen
-		se.str = b.arena[r.off+int64(r.klen) : end : end]
-	}
-}
-
-// snapEntry is one key as the encoders read it.
-type snapEntry struct {
-	key    string
-	str    []byte
-	obj    typedValue
-	expire int64
-	lru    uint32
-}
-
-// openLocked opens a snapshot. Every shard lock must be held.
-func (p *persistence) openLocked() *snapshot {
-	s := p.srv
-	sn := &snapshot{p: p, seq: p.snapSeq.Add(1), opened: time.Now(), shards: make(map[*shard]*shardCopy, len(s.dbs)*numShards)}
-	sn.nowMs = sn.opened.UnixMilli()
-	for i, db := range s.dbs {
-		sn.dbKeys = append(sn.dbKeys, db.size())
-		sn.dbExp = append(sn.dbExp, db.expires.Load())
-		for j := range db.shards {
-			sn.shards[&db.shards[j]] = &shardCopy{db: i}
-		}
-	}
-	sn.limits = rdb.Limits{
-		HashEntries: int(s.cfg.Int("hash-max-listpack-entries")), HashValue: int(s.cfg.Int("hash-max-listpack-value")),
-		ZSetEntries: int(s.cfg.Int("zset-max-listpack-entries")), ZSetValue: int(s.cfg.Int("zset-max-listpack-value")),
-		SetIntsetEntries: int(s.cfg.Int("set-max-intset-entries")), ListNodeBytes: 8192,
-	}
-	switch pol := s.cfg.Get("maxmemory-policy"); {
-	case strings.HasSuffix(pol, "-lru"):
-		sn.lru = "lru"
-	case strings.HasSuffix(pol, "-lfu"):
-		sn.lru = "lfu"
-	}
-	sn.aux = p.auxFields(sn.opened)
-	p.snapMu.Lock()
-	old := *p.snaps.Load()
-	nw := append(append([]*snapshot(nil), old...), sn)
-	p.snaps.Store(&nw)
-	p.snapMu.Unlock()
-	// A snapshot whose writer never runs (a replica that went away before
-	// the transfer) must not keep copying shards forever.
-	time.AfterFunc(2*time.Minute, func() {
-		if !sn.started.Load() {
-			sn.close()
-		}
-	})
-	return sn
-}
-
 func (p *persistence) auxFields(now time.Time) [][2]string {
 	s := p.srv
 	aux := [][2]string{
@@ -300,147 +155,12 @@ func (p *persistence) auxFields(now time.Time) [][2]string {
 	return append(aux, [2]string{"aof-base", aof})
 }
 
-func (sn *snapshot) close() {
-	if sn.closed.Swap(true) {
-		return
-	}
-	p := sn.p
-	p.snapMu.Lock()
-	old := *p.snaps.Load()
-	nw := make([]*snapshot, 0, len(old))
-	for _, o := range old {
-		if o != sn {
-			nw = append(nw, o)
-		}
-	}
-	p.snaps.Store(&nw)
-	p.snapMu.Unlock()
-}
-
-// snapGuard copies, into every open snapshot, the held shards not copied
-// yet. The dispatcher calls it right after taking a command's locks.
-func (s *Server) snapGuard(held []*sync.Mutex) {
-	p := s.persist
-	if p == nil {
-		return
-	}
-	snaps := *p.snaps.Load()
-	if len(snaps) == 0 {
-		return
-	}
-	for _, sn := range snaps {
-		for _, m := range held {
-			// mu is shard's first field: the mutex's address is the shard's.
-			sh := (*shard)(unsafe.Pointer(m))
-			if sc := sn.shards[sh]; sc != nil && sc.state == shardPending {
-				sn.copyShard(sh, sc)
-			}
-		}
-	}
-}
-
-// copyShard copies a shard's live entries. The shard's lock is held.
-//
-// Clients pay for this copy when they touch a shard first, so it is built
-// for speed: the entries are gathered first, then copied in groups whose
-// key and value bytes are touched in one tight loop of independent loads
-// beforehand, so their cache misses overlap instead of coming one after
-// another (as perf_prefetch.go does for pipelines).
-func (sn *snapshot) copyShard(sh *shard, sc *shardCopy) {
-	sc.state = shardCopied
-	if sh.count == 0 {
-		return
-	}
-	b := snapBufs.Get().(*snapBuf)
-	if cap(b.recs) < sh.count {
-		b.recs = make([]snapRec, 0, sh.count)
-	}
-	ents := b.ents[:0]
-	size := 0
-	sh.finishRehash()
-	for _, e := range sh.buckets {
-		for ; e != nil; e = e.next {
-			ents = append(ents, e)
-			size += len(e.key) + len(e.str)
-		}
-	}
-	if cap(b.arena) < size {
-		b.arena = make([]byte, 0, size)
-	}
-	const group = 16
-	var sink byte
-	for i := 0; i < len(ents); i += group {
-		g := ents[i:min(i+group, len(ents))]
-		for _, e := range g {
-			if len(e.str) > 0 {
-				sink ^= e.str[0]
-			}
-			sink ^= e.key[0]
-		}
-		for _, e := range g {
-			r := snapRec{off: int64(len(b.arena)), expire: e.expire, klen: uint32(len(e.key)), lru: e.lru}
-			if e.obj == nil {
-				b.arena = append(append(b.arena, e.key...), e.str...)
-				r.vlen = int64(len(e.str))
-			} else if tv, ok := e.obj.(typedValue); ok {
-				b.arena = append(b.arena, e.key...)
-				b.objs = append(b.objs, tv.clone())
-				r.obj = int32(len(b.objs))
-			} else {
-				continue
-			}
-			b.recs = append(b.recs, r)
-		}
-	}
-	snapSink += sink
-	clear(ents)
-	b.ents = ents[:0]
-	sc.buf = b
-}
-
-// snapSink keeps copyShard's touching loads from being optimised away.
-var snapSink byte
-
-// copyAllLocked copies every pending shard now; every shard lock must be
-// held. The writer then reads the copies without locking.
-func (sn *snapshot) copyAllLocked() {
-	for sh, sc := range sn.shards {
-		if sc.state == shardPending {
-			sn.copyShard(sh, sc)
-		}
-	}
-	sn.allCopied = true
-}
-
-// takeShard returns a shard's copy (copying it first if needed) and marks
-// it written. The caller releases the buffer (nil for an empty shard) once
-// it is encoded.
-func (sn *snapshot) takeShard(sh *shard) *snapBuf {
-	sc := sn.shards[sh]
-	if sn.allCopied {
-		// Commands' snapGuard reads state under the shard lock; leave it
-		// alone (it stays "copied") and only take the buffer.
-		b := sc.buf
-		sc.buf = nil
-		return b
-	}
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sc.state == shardPending {
-		sn.copyShard(sh, sc)
-	}
-	b := sc.buf
-	sc.state, sc.buf = shardDone, nil
-	return b
-}
-
 // writeTo encodes the snapshot as an RDB stream and closes it.
 func (sn *snapshot) writeTo(w io.Writer) error {
-	sn.started.Store(true)
-	defer sn.close()
-	if sn.closed.Load() {
+	if !sn.started.CompareAndSwap(false, true) {
 		return errors.New("node: snapshot expired before it was written")
 	}
+	defer sn.close()
 	s := sn.p.srv
 	enc := rdb.NewEncoder(w, rdb.Options{Compress: s.cfg.Bool("rdbcompression"), Checksum: s.cfg.Bool("rdbchecksum"), Limits: sn.limits})
 	enc.Header()
@@ -456,40 +176,43 @@ func (sn *snapshot) writeTo(w io.Writer) error {
 			enc.ResizeDB(uint64(sn.dbKeys[i]), uint64(sn.dbExp[i]))
 		}
 		for j := range db.shards {
-			buf := sn.takeShard(&db.shards[j])
-			if buf == nil {
-				continue
-			}
-			var se snapEntry
-			for k := range buf.recs {
-				buf.entry(k, &se)
-				meta := rdb.KeyMeta{ExpireMs: se.expire, Idle: -1, Freq: -1}
-				switch sn.lru {
-				case "lru":
-					meta.Idle = max(0, sn.nowMs/1000-int64(se.lru))
-				case "lfu":
-					meta.Freq = int(se.lru & 0xff)
-				}
-				toRDBValue(&se, &val)
-				enc.Key(sbytes(se.key), meta, &val)
-				if keyDelay != 0 {
-					debugDelay(keyDelay) // rdb-key-save-delay (tests)
-				}
-				if sn.background && k&255 == 255 {
-					// Give way to clients every 256 keys (~0.1 ms): with
-					// one thread (io-threads 1) a shard's encoding would
-					// otherwise hold it for milliseconds.
-					runtime.Gosched()
-				}
-			}
-			buf.release()
-			if err := enc.Err(); err != nil {
+			err := sn.forEachChunk(&db.shards[j], func(buf *snapBuf) error {
+				sn.encodeBuf(enc, buf, &val, keyDelay)
+				return enc.Err()
+			})
+			if err != nil {
 				return err
 			}
 			sn.pace(&pace)
 		}
 	}
 	return enc.Finish()
+}
+
+// encodeBuf encodes the keys of a copied chunk.
+func (sn *snapshot) encodeBuf(enc *rdb.Encoder, buf *snapBuf, val *rdb.Value, keyDelay int64) {
+	var se snapEntry
+	for k := range buf.recs {
+		buf.entry(k, &se)
+		meta := rdb.KeyMeta{ExpireMs: se.expire, Idle: -1, Freq: -1}
+		switch sn.lru {
+		case "lru":
+			meta.Idle = max(0, sn.nowMs/1000-int64(se.lru))
+		case "lfu":
+			meta.Freq = int(se.lru & 0xff)
+		}
+		toRDBValue(&se, val)
+		enc.Key(sbytes(se.key), meta, val)
+		if keyDelay != 0 {
+			debugDelay(keyDelay) // rdb-key-save-delay (tests)
+		}
+		if sn.background && k&255 == 255 {
+			// Give way to clients every 256 keys (~0.1 ms): with one
+			// thread (io-threads 1) the encoding would otherwise hold it
+			// for that long at a time.
+			runtime.Gosched()
+		}
+	}
 }
 
 // savePacer lets a background save give way to clients on a busy server,

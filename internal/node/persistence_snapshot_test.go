@@ -1,0 +1,491 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/shardis/shardis/internal/rdb"
+)
+
+// snapCanonEntry renders an entry canonically ("type value expire"),
+// comparable with snapCanonRDB's rendering of the same key in a file.
+func snapCanonEntry(e *entry) string {
+	var typ string
+	var l []string
+	switch o := e.obj.(type) {
+	case nil:
+		typ, l = "string", []string{string(e.str)}
+	case *listValue:
+		typ = "list"
+		o.ForEach(func(v []byte) bool { l = append(l, string(v)); return true })
+	case *setValue:
+		typ = "set"
+		o.ForEach(func(m string) bool { l = append(l, m); return true })
+		sort.Strings(l)
+	case *hashValue:
+		typ = "hash"
+		o.ForEach(func(f string, v []byte) bool { l = append(l, f+"="+string(v)); return true })
+		sort.Strings(l)
+	case *zsetValue:
+		typ = "zset"
+		o.ForEach(func(m string, sc float64) bool { l = append(l, m+"="+fmtScore(sc)); return true })
+		sort.Strings(l)
+	}
+	return fmt.Sprintf("%s %q %d", typ, strings.Join(l, "\x00"), e.expire)
+}
+
+// snapCanonLocked reads every database, expired keys included, without
+// changing any shard (no finishRehash: a growth in progress must still be
+// in progress when the snapshot opens). Every shard lock must be held.
+func snapCanonLocked(s *Server) map[string]string {
+	out := map[string]string{}
+	for i, db := range s.dbs {
+		for j := range db.shards {
+			sh := &db.shards[j]
+			for _, table := range [][]*entry{sh.old, sh.buckets} {
+				for _, e := range table {
+					for ; e != nil; e = e.next {
+						out[fmt.Sprintf("%d:%s", i, e.key)] = snapCanonEntry(e)
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// snapCanonRDB reads a file's keys (expired ones included) as
+// snapCanonLocked renders them.
+func snapCanonRDB(t *testing.T, data []byte) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	_, err := rdb.Parse(bytes.NewReader(data), rdb.Handler{Key: func(en *rdb.Entry) error {
+		v := en.Value
+		var typ string
+		var l []string
+		switch v.Kind {
+		case rdb.KindString:
+			typ, l = "string", []string{string(v.Str)}
+		case rdb.KindList:
+			typ = "list"
+			for _, el := range v.Elems {
+				l = append(l, string(el))
+			}
+		case rdb.KindSet:
+			typ = "set"
+			for _, el := range v.Elems {
+				l = append(l, string(el))
+			}
+			sort.Strings(l)
+		case rdb.KindHash:
+			typ = "hash"
+			for _, f := range v.Hash {
+				l = append(l, string(f.Field)+"="+string(f.Value))
+			}
+			sort.Strings(l)
+		case rdb.KindZSet:
+			typ = "zset"
+			for _, m := range v.ZSet {
+				l = append(l, string(m.Member)+"="+fmtScore(m.Score))
+			}
+			sort.Strings(l)
+		}
+		k := fmt.Sprintf("%d:%s", en.DB, en.Key)
+		if _, dup := out[k]; dup {
+			return fmt.Errorf("key %s twice in the file", k)
+		}
+		out[k] = fmt.Sprintf("%s %q %d", typ, strings.Join(l, "\x00"), en.ExpireMs)
+		return nil
+	}})
+	if err != nil {
+		t.Fatalf("parsing the snapshot: %v", err)
+	}
+	return out
+}
+
+// TestSnapshotChunksPointInTime is a randomized model test of chunked
+// snapshot copies: two snapshots are opened at one instant over a dataset
+// of every type in four databases (small shards of one chunk, large
+// shards of many, a shard in the middle of a growth, keys about to
+// expire), then clients write at random (in-place changes, inserts that
+// would grow a shard, deletes, expiries, renames, MULTI/EXEC, other
+// databases, FLUSHDB, late SWAPDB and MOVE) while the slowed writers advance. Both files must hold
+// exactly the dataset of the opening instant. A chunk a change reaches
+// before its copy shows up as a difference: the test fails without the
+// per-key guard of write commands, without the copy in shard.remove
+// (expiries) or with a pending shard allowed to grow or shrink. (The copy
+// in shard.insert is a second line: every insert here comes from a
+// command whose keys are guarded already.)
+func TestSnapshotChunksPointInTime(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	ts := startServer(t, "rdb-key-save-delay", "-2")
+	s := ts.srv
+	// Tags in distinct shards.
+	used := map[int]bool{}
+	tag := func(name string) string {
+		for i := 0; ; i++ {
+			tg := fmt.Sprintf("{%s%d}", name, i)
+			if !used[shardOf(tg)] {
+				used[shardOf(tg)] = true
+				return tg
+			}
+		}
+	}
+	big, grow, edge, shrink := tag("big"), tag("grow"), tag("edge"), tag("shrink")
+
+	// The dataset. Tagged keys share a shard: {big} has 6000 keys (8192
+	// buckets, 32 chunks), {grow} stops in the middle of a growth (copied
+	// whole), {edge} and {shrink} below; other shards have a few hundred
+	// keys (one chunk).
+	s.LockAll()
+	now := time.Now().UnixMilli()
+	put := func(db int, key string) {
+		d := s.dbs[db]
+		switch rng.IntN(8) {
+		case 0:
+			l := newList()
+			for i := range 1 + rng.IntN(20) {
+				l.PushBack([]byte("e" + strconv.Itoa(i)))
+			}
+			d.setObject(key, l)
+		case 1:
+			h := newHash()
+			for i := range 1 + rng.IntN(20) {
+				h.setB([]byte("f"+strconv.Itoa(i)), []byte("v"), s.hashLimits())
+			}
+			d.setObject(key, h)
+		case 2:
+			st := newSet()
+			for i := range 1 + rng.IntN(20) {
+				st.addB([]byte(strconv.Itoa(i*3)), s.intsetLimit())
+			}
+			d.setObject(key, st)
+		case 3:
+			z := newZSet()
+			for i := range 1 + rng.IntN(20) {
+				z.Add("m"+strconv.Itoa(i), float64(i))
+			}
+			d.setObject(key, z)
+		default:
+			d.setString(key, []byte("v0-"+key), 0, false)
+		}
+		if sh := shardOf(key); sh == shardOf(edge) || sh == shardOf(shrink) {
+			return // their key counts must not change before the opening
+		}
+		if e := d.getEntry(key); rng.IntN(10) == 0 {
+			// Expiring soon: active expiry deletes these while the save
+			// runs (the file must still hold them).
+			d.setExpire(e, now+100+rng.Int64N(1500))
+		} else if rng.IntN(10) == 0 {
+			d.setExpire(e, now+3600_000)
+		}
+	}
+	for i := range 15000 {
+		put(0, "k"+strconv.Itoa(i))
+	}
+	for i := range 6000 {
+		put(0, big+strconv.Itoa(i))
+	}
+	growSh := &s.dbs[0].shards[shardOf(grow)]
+	for i := 0; growSh.old == nil || growSh.count < 1040; i++ {
+		put(0, grow+strconv.Itoa(i))
+	}
+	for db := 1; db < 4; db++ {
+		for i := range 3000 {
+			put(db, "k"+strconv.Itoa(i))
+		}
+	}
+	// {edge} is full (its next insert would grow it), {shrink} is one
+	// delete away from shrinking: both must wait while pending.
+	edgeSh := &s.dbs[0].shards[shardOf(edge)]
+	for i := 0; edgeSh.count < 1024 && i < 2000; i++ {
+		put(0, edge+strconv.Itoa(i))
+	}
+	shrinkSh := &s.dbs[0].shards[shardOf(shrink)]
+	for i := range 1000 {
+		put(0, shrink+strconv.Itoa(i))
+	}
+	for i := 0; shrinkSh.count > len(shrinkSh.buckets)/8 && i < 1000; i++ {
+		s.dbs[0].remove(shrink + strconv.Itoa(i))
+	}
+	shrinkSh.finishRehash()
+	if growSh.old == nil || edgeSh.old != nil || edgeSh.count != len(edgeSh.buckets) || shrinkSh.count != len(shrinkSh.buckets)/8 {
+		s.UnlockAll()
+		t.Fatalf("shards not as planned: {grow} growing %v, {edge} %d keys in %d buckets, {shrink} %d in %d",
+			growSh.old != nil, edgeSh.count, len(edgeSh.buckets), shrinkSh.count, len(shrinkSh.buckets))
+	}
+	want := snapCanonLocked(s)
+	p := s.persist
+	sn1 := p.openLocked()
+	sn1.background = true
+	sn2 := p.openLocked()
+	s.UnlockAll()
+
+	// First touches: a delete that would shrink {shrink} and an insert
+	// that would grow {edge}, while nearly all their chunks are pending.
+	pre := ts.client(t)
+	if err := pre.Del(context.Background(), shrink+"999").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := pre.Set(context.Background(), edge+"new", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	s.LockAll()
+	past := shrinkSh.count < len(shrinkSh.buckets)/8 && edgeSh.count > len(edgeSh.buckets)
+	s.UnlockAll()
+	if !past {
+		t.Fatalf("{shrink} %d keys in %d buckets, {edge} %d in %d: not past their limits", shrinkSh.count, len(shrinkSh.buckets), edgeSh.count, len(edgeSh.buckets))
+	}
+
+	// Clients write at random while the writers run.
+	var stop atomic.Bool
+	var ops atomic.Int64
+	var wg sync.WaitGroup
+	errc := make(chan error, 8)
+	for w := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(seed, uint64(w)))
+			rc := redis.NewClient(&redis.Options{Addr: ts.addr, DisableIdentity: true, MaxRetries: -1, PoolSize: 1})
+			defer rc.Close()
+			c := context.Background()
+			key := func() string {
+				switch r.IntN(10) {
+				case 0:
+					return big + strconv.Itoa(r.IntN(6500))
+				case 1:
+					return grow + strconv.Itoa(r.IntN(1100))
+				case 2:
+					return edge + strconv.Itoa(r.IntN(1100))
+				case 3:
+					return shrink + strconv.Itoa(r.IntN(1000))
+				}
+				return "k" + strconv.Itoa(r.IntN(16000))
+			}
+			for n := 0; n < 200000 && !stop.Load(); n++ {
+				if err := snapRandomOp(c, rc, r, key, w, n); err != nil {
+					errc <- err
+					return
+				}
+				ops.Add(1)
+			}
+		}()
+	}
+	var buf1, buf2 bytes.Buffer
+	var err1, err2 error
+	var wwg sync.WaitGroup
+	wwg.Add(2)
+	time.Sleep(20 * time.Millisecond) // let the clients start first
+	go func() { defer wwg.Done(); err1 = sn1.writeTo(&buf1) }()
+	go func() { defer wwg.Done(); err2 = sn2.writeTo(&buf2) }()
+	wwg.Wait()
+	writtenOps := ops.Load()
+	stop.Store(true)
+	wg.Wait()
+	select {
+	case err := <-errc:
+		t.Fatalf("client: %v", err)
+	default:
+	}
+	if err1 != nil || err2 != nil {
+		t.Fatalf("writers: %v, %v", err1, err2)
+	}
+	t.Logf("%d keys, %d client operations during the save", len(want), writtenOps)
+	if writtenOps < 2000 {
+		t.Fatalf("only %d client operations ran during the save", writtenOps)
+	}
+	for name, data := range map[string][]byte{"first": buf1.Bytes(), "second": buf2.Bytes()} {
+		got := snapCanonRDB(t, data)
+		bad := 0
+		for k, w := range want {
+			if g, ok := got[k]; !ok {
+				t.Errorf("%s snapshot: key %s missing", name, k)
+			} else if g != w {
+				t.Errorf("%s snapshot: key %s: got %.100s, want %.100s", name, k, g, w)
+			} else {
+				continue
+			}
+			if bad++; bad > 10 {
+				t.Fatalf("%s snapshot: too many differences", name)
+			}
+		}
+		for k := range got {
+			if _, ok := want[k]; !ok {
+				t.Errorf("%s snapshot: key %s was not there at the opening", name, k)
+				if bad++; bad > 10 {
+					t.Fatalf("%s snapshot: too many differences", name)
+				}
+			}
+		}
+	}
+	// Every shard is unfrozen again, and {fill} grew once it was full.
+	s.LockAll()
+	defer s.UnlockAll()
+	for i, db := range s.dbs {
+		for j := range db.shards {
+			if n := len(db.shards[j].snaps); n != 0 {
+				t.Errorf("db %d shard %d still lists %d snapshots", i, j, n)
+			}
+		}
+	}
+}
+
+// snapRandomOp runs one random write (or a read that may expire a key)
+// for TestSnapshotChunksPointInTime.
+func snapRandomOp(c context.Context, rc *redis.Client, r *rand.Rand, key func() string, w, n int) error {
+	k := key()
+	val := fmt.Sprintf("w%d-%d", w, n)
+	var err error
+	switch op := r.IntN(22); op {
+	case 0, 1:
+		err = rc.Set(c, k, val, 0).Err()
+	case 2:
+		err = rc.Del(c, k).Err()
+	case 3:
+		err = rc.Append(c, k, "x").Err()
+	case 4:
+		err = rc.SetRange(c, k, 1, "Z").Err()
+	case 5:
+		err = rc.RPush(c, k, val).Err()
+	case 6:
+		err = rc.LPop(c, k).Err()
+	case 7:
+		err = rc.HSet(c, k, "f"+strconv.Itoa(r.IntN(30)), val).Err()
+	case 8:
+		err = rc.SAdd(c, k, strconv.Itoa(r.IntN(90))).Err()
+	case 9:
+		err = rc.ZAdd(c, k, redis.Z{Score: float64(r.IntN(100)), Member: "m" + strconv.Itoa(r.IntN(30))}).Err()
+	case 10:
+		err = rc.PExpire(c, k, time.Duration(1+r.IntN(300))*time.Millisecond).Err()
+	case 11:
+		err = rc.Persist(c, k).Err()
+	case 12:
+		err = rc.Rename(c, k, key()).Err()
+	case 13:
+		err = rc.MSet(c, k, val, key(), val, key(), val).Err()
+	case 14:
+		err = rc.Del(c, k, key(), key()).Err()
+	case 15:
+		_, err = rc.TxPipelined(c, func(p redis.Pipeliner) error {
+			p.Set(c, k, val, 0)
+			p.Incr(c, "counter"+strconv.Itoa(r.IntN(50)))
+			p.Del(c, key())
+			return nil
+		})
+	case 16:
+		err = rc.GetDel(c, k).Err()
+	case 17, 18:
+		err = rc.Get(c, k).Err() // may delete an expired key
+	case 19:
+		// SWAPDB and MOVE lock every shard, which completes every copy:
+		// rare, and only once the others had time to hit pending chunks.
+		switch {
+		case n > 3000 && r.IntN(3000) == 0:
+			err = rc.Do(c, "SWAPDB", 2, 3).Err()
+		case n > 3000 && r.IntN(3000) == 0:
+			err = rc.Do(c, "MOVE", k, 1).Err()
+		default:
+			err = rc.HDel(c, k, "f"+strconv.Itoa(r.IntN(30))).Err()
+		}
+	case 20:
+		if r.IntN(300) == 0 {
+			_, err = rc.Pipelined(c, func(p redis.Pipeliner) error {
+				p.Select(c, 3)
+				p.FlushDB(c)
+				p.Select(c, 0)
+				return nil
+			})
+		} else {
+			err = rc.Incr(c, "counter"+strconv.Itoa(r.IntN(50))).Err()
+		}
+	case 21:
+		_, err = rc.Pipelined(c, func(p redis.Pipeliner) error {
+			p.Select(c, 1+r.IntN(3))
+			p.Set(c, "k"+strconv.Itoa(r.IntN(3500)), val, 0)
+			p.HSet(c, "k"+strconv.Itoa(r.IntN(3500)), "f", val)
+			p.Select(c, 0)
+			return nil
+		})
+	}
+	if err != nil && err != redis.Nil && !strings.HasPrefix(err.Error(), "WRONGTYPE") && !strings.HasPrefix(err.Error(), "ERR") {
+		return err
+	}
+	return nil
+}
+
+// TestSnapshotFrozenShardGrowsPastLimit fills one chunk of a pending
+// shard until the shard holds frozenLoad keys per bucket: it must not
+// grow before (its chunks would move), and at the limit its other chunk
+// is copied before it grows. The file holds the opening's dataset.
+func TestSnapshotFrozenShardGrowsPastLimit(t *testing.T) {
+	s := newBareServer(t)
+	db := s.dbs[0]
+	sh := &db.shards[shardOf("{f}")]
+	s.LockAll()
+	for i := 0; sh.count < 400; i++ {
+		db.setString("{f}"+strconv.Itoa(i), []byte("old"), 0, false)
+	}
+	if len(sh.buckets) != 512 || sh.old != nil {
+		s.UnlockAll()
+		t.Fatalf("%d buckets, growing %v", len(sh.buckets), sh.old != nil)
+	}
+	want := snapCanonLocked(s)
+	sn := s.persist.openLocked()
+	s.UnlockAll()
+
+	sh.mu.Lock()
+	added := 0
+	for i := 0; sh.count < frozenLoad*512 && i < 1_000_000; i++ {
+		k := "{f}new" + strconv.Itoa(i)
+		if keyHash(k)&511 >= chunkBuckets {
+			continue // chunk 1 stays pending
+		}
+		db.setString(k, []byte("new"), 0, false)
+		added++
+		if len(sh.buckets) != 512 {
+			sh.mu.Unlock()
+			t.Fatalf("the pending shard grew at %d keys", sh.count)
+		}
+	}
+	if len(sh.snaps) != 1 || sh.snaps[0].copied[1] {
+		sh.mu.Unlock()
+		t.Fatalf("chunk 1 copied before the limit (%d listed)", len(sh.snaps))
+	}
+	db.setString("{f}last", []byte("new"), 0, false) // count is at the limit: grows
+	grown, listed := len(sh.buckets), len(sh.snaps)
+	// A change to the other chunk now is after its copy.
+	for i := 0; i < 400; i++ {
+		db.remove("{f}" + strconv.Itoa(i))
+	}
+	sh.mu.Unlock()
+	if grown <= 512 || listed != 0 {
+		t.Fatalf("at the limit: %d buckets, %d snapshots listed", grown, listed)
+	}
+	var buf bytes.Buffer
+	if err := sn.writeTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	got := snapCanonRDB(t, buf.Bytes())
+	if len(got) != len(want) {
+		t.Fatalf("%d keys in the file, %d at the opening (%d added after)", len(got), len(want), added)
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Fatalf("key %s: got %q, want %q", k, got[k], w)
+		}
+	}
+}
