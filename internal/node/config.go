@@ -161,6 +161,7 @@ func init() {
 	defConfig("close-on-replica-write", "yes", checkBool, false)
 	defConfig("metrics-addr", "", nil, true).hidden = true
 	defConfig("gc-percent", "50", checkIntRange(-1, 1000), false)
+	defConfig("gc-min-headroom", "16777216", checkMemory, false) // gc.go
 	// Accepted for redis.conf compatibility (Redis's test suite sets them);
 	// they have no effect here.
 	defConfig("no-appendfsync-on-rewrite", "no", checkBool, false)

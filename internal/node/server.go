@@ -17,7 +17,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -171,11 +170,7 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 	return s, nil
 }
 
-func (s *Server) applyGCPercent() {
-	if p := s.cfg.Int("gc-percent"); p != 0 {
-		debug.SetGCPercent(int(p))
-	}
-}
+func (s *Server) applyGCPercent() { s.tuneGC() }
 
 // Config returns the server's live configuration.
 func (s *Server) Config() *Config { return s.cfg }
@@ -499,6 +494,7 @@ func (s *Server) cron() {
 			s.clientsCron(now)
 			s.pause.expire(now)
 			s.syncClock()
+			s.tuneGC()
 		}
 	}
 }

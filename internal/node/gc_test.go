@@ -1,0 +1,42 @@
+package node
+
+import (
+	"context"
+	"testing"
+)
+
+func TestGCPercentFor(t *testing.T) {
+	const mb = 1 << 20
+	for _, c := range []struct{ base, headroom, live, want int64 }{
+		{50, 32 * mb, 2 * mb, 1600},  // small heap: 32 MB of headroom
+		{50, 32 * mb, 20 * mb, 160},  // 20 MB live may grow to 52 MB
+		{50, 32 * mb, 64 * mb, 50},   // 50 % of 64 MB is the floor already
+		{50, 32 * mb, 1000 * mb, 50}, // large heap: gc-percent alone
+		{50, 0, 2 * mb, 50},          // floor off
+		{-1, 32 * mb, 2 * mb, -1},    // collector off stays off
+		{50, 32 * mb, 0, 50},         // nothing measured yet
+		{50, 1 << 40, 1, 1 << 20},    // bounded
+	} {
+		if got := gcPercentFor(c.base, c.headroom, c.live); got != c.want {
+			t.Errorf("gcPercentFor(%d, %d, %d) = %d, want %d", c.base, c.headroom, c.live, got, c.want)
+		}
+	}
+}
+
+func TestGCMinHeadroomConfig(t *testing.T) {
+	ts := startServer(t)
+	c := ts.client(t)
+	ctx := context.Background()
+	if got := c.ConfigGet(ctx, "gc-min-headroom").Val()["gc-min-headroom"]; got != "16777216" {
+		t.Fatalf("default gc-min-headroom = %q", got)
+	}
+	if err := c.ConfigSet(ctx, "gc-min-headroom", "64mb").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.ConfigGet(ctx, "gc-min-headroom").Val()["gc-min-headroom"]; got != "67108864" {
+		t.Fatalf("gc-min-headroom after CONFIG SET 64mb = %q", got)
+	}
+	if err := c.ConfigSet(ctx, "gc-min-headroom", "lots").Err(); err == nil {
+		t.Fatal("CONFIG SET gc-min-headroom lots accepted")
+	}
+}
