@@ -117,19 +117,7 @@ func TestPipelineBatchMatchesRedis(t *testing.T) {
 	}
 	raddr := startRedisServer(t, bin)
 	ts := startServer(t)
-	req := mixedPipeline(400)
-	const end = "$15\r\nend-of-pipeline\r\n"
-	want := pipelineReplies(t, raddr, req, end)
-	got := pipelineReplies(t, ts.addr, req, end)
-	if !bytes.Equal(got, want) {
-		i := 0
-		for i < len(got) && i < len(want) && got[i] == want[i] {
-			i++
-		}
-		lo := max(0, i-80)
-		t.Fatalf("replies differ at byte %d of %d/%d:\nredis:     %q\nshardnode: %q", i, len(want), len(got),
-			want[lo:min(len(want), i+80)], got[lo:min(len(got), i+80)])
-	}
+	comparePipeline(t, raddr, ts.addr, mixedPipeline(400))
 
 	// A protocol error after a batch: the batch's replies, then the
 	// error, then the connection is closed, as redis-server does.
@@ -137,8 +125,8 @@ func TestPipelineBatchMatchesRedis(t *testing.T) {
 	bad = encodeCmd(bad, "GET", "a")
 	bad = encodeCmd(bad, "INCR", "n")
 	bad = append(bad, "*1\r\n$x\r\n"...)
-	want = pipelineReplies(t, raddr, bad, "")
-	got = pipelineReplies(t, ts.addr, bad, "")
+	want := pipelineReplies(t, raddr, bad, "")
+	got := pipelineReplies(t, ts.addr, bad, "")
 	if !bytes.Equal(got, want) {
 		t.Fatalf("protocol error after a batch:\nredis:     %q\nshardnode: %q", want, got)
 	}
@@ -283,12 +271,17 @@ func TestPipelineMembersMatchRedis(t *testing.T) {
 	if err != nil {
 		t.Skip("redis-server not installed")
 	}
-	raddr := startRedisServer(t, bin)
-	ts := startServer(t)
-	req := collectionPipeline(200)
+	comparePipeline(t, startRedisServer(t, bin), startServer(t).addr, collectionPipeline(200))
+}
+
+// comparePipeline sends req, which ends with ECHO end-of-pipeline, in one
+// write to redis-server (raddr) and to shardnode (addr) and fails at the
+// first byte where the reply streams differ.
+func comparePipeline(t *testing.T, raddr, addr string, req []byte) {
+	t.Helper()
 	const end = "$15\r\nend-of-pipeline\r\n"
 	want := pipelineReplies(t, raddr, req, end)
-	got := pipelineReplies(t, ts.addr, req, end)
+	got := pipelineReplies(t, addr, req, end)
 	if !bytes.Equal(got, want) {
 		i := 0
 		for i < len(got) && i < len(want) && got[i] == want[i] {
