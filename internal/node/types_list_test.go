@@ -90,12 +90,7 @@ func listModel(t *testing.T, maxLen int, ring bool) {
 		case op == 8 && rng.Intn(20) == 0:
 			mod := rng.Intn(3) + 2
 			n := l.Filter(func(i int, v []byte) bool { return i%mod != 0 })
-			var nm [][]byte
-			for i, x := range model {
-				if i%mod != 0 {
-					nm = append(nm, x)
-				}
-			}
+			nm := keepNotMultiple(model, mod)
 			if n != len(model)-len(nm) {
 				t.Fatalf("Filter removed %d", n)
 			}
@@ -367,12 +362,7 @@ func listBlocksModel(t *testing.T, maxSize int, seed int64) {
 			what = "Filter" // LREM
 			mod := rng.Intn(6) + 2
 			n := l.Filter(func(i int, v []byte) bool { return i%mod != 0 })
-			var nm [][]byte
-			for i, x := range model {
-				if i%mod != 0 {
-					nm = append(nm, x)
-				}
-			}
+			nm := keepNotMultiple(model, mod)
 			if n != len(model)-len(nm) {
 				t.Fatalf("step %d: Filter removed %d, want %d", step, n, len(model)-len(nm))
 			}
@@ -439,4 +429,16 @@ func TestListPopViewAliasing(t *testing.T) {
 		t.Fatalf("head %q", v)
 	}
 	checkListBlocks(t, l)
+}
+
+// keepNotMultiple is the model of Filter(i%mod != 0): the elements whose
+// index is not a multiple of mod.
+func keepNotMultiple(model [][]byte, mod int) [][]byte {
+	var nm [][]byte
+	for i, x := range model {
+		if i%mod != 0 {
+			nm = append(nm, x)
+		}
+	}
+	return nm
 }
