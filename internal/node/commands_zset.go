@@ -389,14 +389,15 @@ done:
 			arg := args[i+2*j+1]
 			// Look up without copying; the member is copied only when
 			// stored (bstr's string must not be retained).
-			// In the skiplist encoding the dict node found here is
+			// In the skiplist encoding the skip list node found here is
 			// updated directly: one lookup, no copy of the member.
-			var node *dictNode[float64]
+			var node *zslNode
 			var cur float64
 			var exists bool
 			if z.dict != nil {
-				if node = z.dict.findBytes(arg); node != nil {
-					cur, exists = node.val, true
+				if n := z.dict.findBytes(arg); n != nil {
+					node = n.val
+					cur, exists = node.score, true
 				}
 			} else {
 				cur, exists = z.Score(bstr(arg))
@@ -420,8 +421,7 @@ done:
 				score = s
 				if s != cur {
 					if node != nil {
-						z.zsl.updateScore(cur, node.key, s)
-						node.val = s
+						z.zsl.updateScore(node, s)
 					} else {
 						z.set(string(arg), s, lim)
 					}
@@ -1519,7 +1519,7 @@ func cmdZScan(c *Client, args [][]byte) {
 			// count*10 buckets per call, as Redis's scanGenericCommand.
 			next = cursor
 			seen := int64(0)
-			visit := func(n *dictNode[float64]) { seen++; collect(n.key, n.val) }
+			visit := func(n *dictNode[*zslNode]) { seen++; collect(n.key, n.val.score) }
 			for iter := count * 10; ; {
 				next = z.dict.scan(next, visit)
 				iter--

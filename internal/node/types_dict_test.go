@@ -96,9 +96,8 @@ func TestSkiplistUpdateScoreMoves(t *testing.T) {
 		m := "m" + strconv.Itoa(rng.IntN(2000))
 		n := z.dict.find(m)
 		s := float64(rng.IntN(500))
-		if n.val != s {
-			z.zsl.updateScore(n.val, n.key, s)
-			n.val = s
+		if n.val.score != s {
+			z.zsl.updateScore(n.val, s)
 		}
 		ref[m] = s
 	}

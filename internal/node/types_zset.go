@@ -22,8 +22,10 @@ type zsetValue struct {
 	// lp holds the small encoding, sorted; used when dict == nil.
 	lp []zitem
 	// dict and zsl hold the large encoding; member strings are shared.
-	// dict is a chainDict (not a Go map) for ZSCAN's stable cursor.
-	dict *chainDict[float64]
+	// dict maps a member to its skip list node (which holds the score),
+	// so a score update starts from the node; it is a chainDict (not a
+	// Go map) for ZSCAN's stable cursor.
+	dict *chainDict[*zslNode]
 	zsl  *skiplist
 }
 
@@ -52,7 +54,7 @@ func newZSet() *zsetValue { return &zsetValue{} }
 
 // newZSetLarge returns an empty sorted set in the skiplist encoding.
 func newZSetLarge() *zsetValue {
-	return &zsetValue{dict: newChainDict[float64](0), zsl: newSkiplist()}
+	return &zsetValue{dict: newChainDict[*zslNode](0), zsl: newSkiplist()}
 }
 
 // Len is the number of members.
@@ -74,7 +76,7 @@ func (z *zsetValue) Score(member string) (float64, bool) {
 		return 0, false
 	}
 	if n := z.dict.find(member); n != nil {
-		return n.val, true
+		return n.val.score, true
 	}
 	return 0, false
 }
@@ -121,15 +123,12 @@ func (z *zsetValue) set(member string, score float64, lim zsetLimits) bool {
 	}
 	n, isNew := z.dict.upsert(member)
 	if !isNew {
-		if n.val == score {
-			return false
+		if n.val.score != score {
+			z.zsl.updateScore(n.val, score)
 		}
-		z.zsl.updateScore(n.val, n.key, score)
-		n.val = score
 		return false
 	}
-	n.val = score
-	z.zsl.insert(score, n.key)
+	n.val = z.zsl.insert(score, n.key)
 	return true
 }
 
@@ -144,11 +143,11 @@ func (z *zsetValue) Remove(member string) bool {
 		z.lp = slices.Delete(z.lp, i, i+1)
 		return true
 	}
-	s, ok := z.dict.remove(member)
+	x, ok := z.dict.remove(member)
 	if !ok {
 		return false
 	}
-	z.zsl.delete(s, member)
+	z.zsl.deleteNode(x)
 	return true
 }
 
@@ -168,7 +167,7 @@ func (z *zsetValue) Rank(member string) (int, bool) {
 	if n == nil {
 		return 0, false
 	}
-	return z.zsl.rank(n.val, member) - 1, true
+	return z.zsl.rank(n.val.score, member) - 1, true
 }
 
 // At returns the member of 0-based ascending rank i (0 <= i < Len).
@@ -249,7 +248,7 @@ func (z *zsetValue) convertToSkiplist() {
 	if z.dict != nil {
 		return
 	}
-	z.dict = newChainDict[float64](len(z.lp))
+	z.dict = newChainDict[*zslNode](len(z.lp))
 	z.zsl = newSkiplist()
 	for _, it := range z.lp {
 		z.insertNew(it.member, it.score)
@@ -260,8 +259,7 @@ func (z *zsetValue) convertToSkiplist() {
 // insertNew adds a member known to be absent to a large set.
 func (z *zsetValue) insertNew(member string, score float64) {
 	n, _ := z.dict.upsert(member)
-	n.val = score
-	z.zsl.insert(score, member)
+	n.val = z.zsl.insert(score, n.key)
 }
 
 // shrinkIfSmall converts a large set to the small encoding when it fits
@@ -272,7 +270,7 @@ func (z *zsetValue) shrinkIfSmall(lim zsetLimits) {
 		return
 	}
 	long := false
-	z.dict.forEach(func(n *dictNode[float64]) bool {
+	z.dict.forEach(func(n *dictNode[*zslNode]) bool {
 		long = len(n.key) > lim.value
 		return !long
 	})
@@ -413,45 +411,60 @@ func (zl *skiplist) insert(score float64, member string) *zslNode {
 	return n
 }
 
+// zslPath is where a key goes in a skip list: for each level i below the
+// list's level, prev[i] is the last node at that level ordered before the
+// key (the header if none) and rank[i] is prev[i]'s 1-based rank (0 for
+// the header).
+type zslPath struct {
+	prev [zslMaxLevel]*zslNode
+	rank [zslMaxLevel]int
+}
+
 // insertNode links n, of height lvl (score and member set, links
 // ignored), at its place.
 func (zl *skiplist) insertNode(n *zslNode, lvl int) {
 	score, member := n.score, n.member
-	var update [zslMaxLevel]*zslNode
-	var rank [zslMaxLevel]int
+	var p zslPath
 	x := zl.header
+	r := 0
 	for i := zl.level - 1; i >= 0; i-- {
-		if i < zl.level-1 {
-			rank[i] = rank[i+1]
-		}
 		for f := x.lv(i).forward; f != nil && zless(f.score, f.member, score, member); f = x.lv(i).forward {
-			rank[i] += x.lv(i).span
+			r += x.lv(i).span
 			x = f
 		}
-		update[i] = x
+		p.prev[i], p.rank[i] = x, r
 	}
+	zl.link(n, lvl, &p)
+}
+
+// link inserts n, of height lvl, at path p of the list without n.
+func (zl *skiplist) link(n *zslNode, lvl int, p *zslPath) {
 	if lvl > zl.level {
 		for i := zl.level; i < lvl; i++ {
-			rank[i] = 0
-			update[i] = zl.header
-			update[i].lv(i).span = zl.length
+			p.rank[i] = 0
+			p.prev[i] = zl.header
+			p.prev[i].lv(i).span = zl.length
 		}
 		zl.level = lvl
 	}
+	r0 := p.rank[0]
 	for i := 0; i < lvl; i++ {
-		n.lv(i).forward = update[i].lv(i).forward
-		update[i].lv(i).forward = n
-		n.lv(i).span = update[i].lv(i).span - (rank[0] - rank[i])
-		update[i].lv(i).span = rank[0] - rank[i] + 1
+		u := p.prev[i].lv(i)
+		l := n.lv(i)
+		l.forward = u.forward
+		u.forward = n
+		l.span = u.span - (r0 - p.rank[i])
+		u.span = r0 - p.rank[i] + 1
 	}
 	for i := lvl; i < zl.level; i++ {
-		update[i].lv(i).span++
+		p.prev[i].lv(i).span++
 	}
-	if update[0] != zl.header {
-		n.backward = update[0]
+	n.backward = nil
+	if p.prev[0] != zl.header {
+		n.backward = p.prev[0]
 	}
-	if n.lv(0).forward != nil {
-		n.lv(0).forward.backward = n
+	if f := n.lvl0.forward; f != nil {
+		f.backward = n
 	} else {
 		zl.tail = n
 	}
@@ -478,54 +491,80 @@ func (zl *skiplist) unlink(x *zslNode, update *[zslMaxLevel]*zslNode) {
 	zl.length--
 }
 
-// delete removes (score, member) and reports whether it was found.
-func (zl *skiplist) delete(score float64, member string) bool {
+// deleteNode unlinks x, which must be in the list.
+func (zl *skiplist) deleteNode(x *zslNode) {
 	var update [zslMaxLevel]*zslNode
-	x := zl.header
+	score, member := x.score, x.member
+	p := zl.header
 	for i := zl.level - 1; i >= 0; i-- {
-		for f := x.lv(i).forward; f != nil && zless(f.score, f.member, score, member); f = x.lv(i).forward {
-			x = f
+		for f := p.lv(i).forward; f != x && f != nil && zless(f.score, f.member, score, member); f = p.lv(i).forward {
+			p = f
 		}
-		update[i] = x
+		update[i] = p
 	}
-	x = x.lv(0).forward
-	if x != nil && x.score == score && x.member == member {
-		zl.unlink(x, &update)
-		return true
-	}
-	return false
+	zl.unlink(x, &update)
 }
 
-// updateScore moves member from score old to score nu, in place when its
-// position does not change.
-func (zl *skiplist) updateScore(old float64, member string, nu float64) {
-	var update [zslMaxLevel]*zslNode
-	x := zl.header
-	for i := zl.level - 1; i >= 0; i-- {
-		for f := x.lv(i).forward; f != nil && zless(f.score, f.member, old, member); f = x.lv(i).forward {
-			x = f
-		}
-		update[i] = x
-	}
-	x = x.lv(0).forward
-	if x == nil || x.score != old || x.member != member {
-		return
-	}
-	if (x.backward == nil || zless(x.backward.score, x.backward.member, nu, member)) &&
-		(x.lv(0).forward == nil || zless(nu, member, x.lv(0).forward.score, x.lv(0).forward.member)) {
+// updateScore gives node x, which is in the list, the score nu.
+//
+// When x stays between its neighbours only its score changes (no search).
+// Otherwise one descent from the header walks two paths side by side (the
+// nodes before x's old place and the nodes before its new place, both in
+// the list as it is), so the cache misses of the two walks overlap instead
+// of following each other; x is then unlinked and linked again at the new
+// place with its height, without allocating.
+func (zl *skiplist) updateScore(x *zslNode, nu float64) {
+	member := x.member
+	b, f := x.backward, x.lvl0.forward
+	if (b == nil || zless(b.score, b.member, nu, member)) &&
+		(f == nil || zless(nu, member, f.score, f.member)) {
 		x.score = nu
 		return
 	}
-	// Move the node: unlink it and link it again at its new place,
-	// keeping its height (no allocation, as Redis's zslUpdateScore).
+	old := x.score
+	var oldPrev [zslMaxLevel]*zslNode
+	var oldRank [zslMaxLevel]int
+	var p zslPath
+	po, pn := zl.header, zl.header
+	ro, rn := 0, 0
+	for i := zl.level - 1; i >= 0; i-- {
+		for {
+			fo, fn := po.lv(i).forward, pn.lv(i).forward
+			mo := fo != x && fo != nil && zless(fo.score, fo.member, old, member)
+			mn := fn != nil && zless(fn.score, fn.member, nu, member)
+			if mo {
+				ro += po.lv(i).span
+				po = fo
+			}
+			if mn {
+				rn += pn.lv(i).span
+				pn = fn
+			}
+			if !mo && !mn {
+				break
+			}
+		}
+		oldPrev[i], oldRank[i] = po, ro
+		p.prev[i], p.rank[i] = pn, rn
+	}
+	// x's height: the levels at which its old predecessor links to it.
 	h := 1
-	for h < zl.level && update[h].lv(h).forward == x {
+	for h < zl.level && oldPrev[h].lv(h).forward == x {
 		h++
 	}
-	zl.unlink(x, &update)
+	// The new path was taken with x still linked: where it stopped on x,
+	// x's own predecessor takes its place, and ranks past x drop by one.
+	xr := oldRank[0] + 1
+	for i := 0; i < zl.level; i++ {
+		if p.prev[i] == x {
+			p.prev[i], p.rank[i] = oldPrev[i], oldRank[i]
+		} else if p.rank[i] > xr {
+			p.rank[i]--
+		}
+	}
+	zl.unlink(x, &oldPrev)
 	x.score = nu
-	x.backward = nil
-	zl.insertNode(x, h)
+	zl.link(x, h, &p)
 }
 
 // rank returns the 1-based rank of (score, member), 0 if absent.

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -168,5 +169,154 @@ func TestZSetTypeEncoding(t *testing.T) {
 	}
 	if s, ok := z.Score("x"); !ok || s != 1 {
 		t.Fatalf("Score(x) = %v %v", s, ok)
+	}
+}
+
+// BenchmarkZSetUpdateScore is redis-benchmark's zadd test in process: a
+// skiplist-encoded set of 100k members "element:<12 digits>" with integer
+// scores below 100k, each op giving a random member a random new score
+// through ZADD's path (dict lookup, then updateScore).
+func BenchmarkZSetUpdateScore(b *testing.B) {
+	const n = 100000
+	z := newZSetLarge()
+	members := make([][]byte, n)
+	for i := range members {
+		members[i] = fmt.Appendf(nil, "element:%012d", i)
+		z.set(string(members[i]), float64(rand.IntN(n)), defaultZSetLimits)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		m := members[rng.IntN(n)]
+		s := float64(rng.IntN(n))
+		node := z.dict.findBytes(m)
+		if node.val.score != s {
+			z.zsl.updateScore(node.val, s)
+		}
+	}
+}
+
+// checkSkiplist verifies every link of a large set's skip list against
+// want, the members in order: level 0 is want, each level is an ordered
+// subsequence whose spans are rank differences, backward links, tail,
+// length and level agree, and the dict points at the nodes.
+func checkSkiplist(t *testing.T, z *zsetValue, want naiveZSet) {
+	t.Helper()
+	zl := z.zsl
+	if zl.length != len(want) || z.dict.len() != len(want) {
+		t.Fatalf("length %d, dict %d, want %d", zl.length, z.dict.len(), len(want))
+	}
+	rankOf := map[*zslNode]int{zl.header: 0}
+	var prev *zslNode
+	r := 0
+	for x := zl.header.lvl0.forward; x != nil; x = x.lvl0.forward {
+		if r >= len(want) {
+			t.Fatalf("level 0 longer than %d", len(want))
+		}
+		if x.member != want[r].member || x.score != want[r].score {
+			t.Fatalf("rank %d: %q %v, want %q %v", r+1, x.member, x.score, want[r].member, want[r].score)
+		}
+		if x.backward != prev {
+			t.Fatalf("rank %d (%q): wrong backward link", r+1, x.member)
+		}
+		if n := z.dict.find(x.member); n == nil || n.val != x {
+			t.Fatalf("dict entry of %q does not point at its node", x.member)
+		}
+		r++
+		rankOf[x] = r
+		prev = x
+	}
+	if r != len(want) || zl.tail != prev {
+		t.Fatalf("level 0 has %d nodes (want %d) or wrong tail", r, len(want))
+	}
+	if zl.level < 1 || zl.level > zslMaxLevel || (zl.level > 1 && zl.header.lv(zl.level-1).forward == nil) {
+		t.Fatalf("level %d with an empty top level", zl.level)
+	}
+	for i := zl.level; i < zslMaxLevel; i++ {
+		if zl.header.lv(i).forward != nil {
+			t.Fatalf("header links at level %d >= level %d", i, zl.level)
+		}
+	}
+	for i := 0; i < zl.level; i++ {
+		x := zl.header
+		for f := x.lv(i).forward; f != nil; x, f = f, f.lv(i).forward {
+			rf, ok := rankOf[f]
+			if !ok || rf <= rankOf[x] {
+				t.Fatalf("level %d: link from rank %d to a node out of order or not at level 0", i, rankOf[x])
+			}
+			if got := x.lv(i).span; got != rf-rankOf[x] {
+				t.Fatalf("level %d: span from rank %d is %d, want %d", i, rankOf[x], got, rf-rankOf[x])
+			}
+		}
+	}
+}
+
+// TestSkiplistUpdateModel drives a large set with random score updates
+// (moves in both directions, updates that keep the place, equal scores
+// ordered by member, ±inf, -0), inserts and removals, and checks the whole
+// skip list against a sorted-slice model after every operation, plus Rank
+// and At of a few members.
+func TestSkiplistUpdateModel(t *testing.T) {
+	for seed := uint64(1); seed <= 4; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		z := newZSetLarge()
+		ref := map[string]float64{}
+		scores := []float64{math.Inf(-1), math.Inf(1), -1, 0, math.Copysign(0, -1), 1, 2, 2.5, 3, 7, 1e300}
+		score := func() float64 {
+			if rng.IntN(3) == 0 {
+				return float64(rng.IntN(40)) / 4
+			}
+			return scores[rng.IntN(len(scores))]
+		}
+		members := 40 + int(seed)*60
+		for step := 0; step < 3000; step++ {
+			m := fmt.Sprintf("m%03d", rng.IntN(members))
+			cur, had := ref[m]
+			switch op := rng.IntN(10); {
+			case op < 5:
+				s := score()
+				if had && rng.IntN(3) == 0 {
+					// a small step: often keeps the node's place
+					s = math.Nextafter(cur, math.Inf(2*rng.IntN(2)-1))
+					if math.IsNaN(s) || math.IsInf(cur, 0) {
+						s = score()
+					}
+				}
+				if isNew := z.set(m, s, zsetLimits{}); isNew == had {
+					t.Fatalf("set(%q) new=%v, had=%v", m, isNew, had)
+				}
+				if !had || cur != s {
+					ref[m] = s
+				}
+			case op < 8 && had:
+				// ZADD's path: the node from the dict, updated directly
+				n := z.dict.find(m)
+				s := score()
+				if n.val.score != s {
+					z.zsl.updateScore(n.val, s)
+					ref[m] = s
+				}
+			default:
+				if got := z.Remove(m); got != had {
+					t.Fatalf("Remove(%q) = %v, want %v", m, got, had)
+				}
+				delete(ref, m)
+			}
+			var want naiveZSet
+			for m, s := range ref {
+				want = append(want, zitem{m, s})
+			}
+			want = want.sorted()
+			checkSkiplist(t, z, want)
+			for k := 0; k < 3 && len(want) > 0; k++ {
+				i := rng.IntN(len(want))
+				if got, ok := z.Rank(want[i].member); !ok || got != i {
+					t.Fatalf("step %d: Rank(%q) = %d %v, want %d", step, want[i].member, got, ok, i)
+				}
+				if m, s := z.At(i); m != want[i].member || s != want[i].score {
+					t.Fatalf("step %d: At(%d) = %q %v, want %q %v", step, i, m, s, want[i].member, want[i].score)
+				}
+			}
+		}
 	}
 }
