@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -59,6 +60,10 @@ type blockSpec struct {
 	// the locks. A reply that is an error (WRONGTYPE destination) counts as
 	// served.
 	serve func(c *Client, key string) bool
+	// kick: some keys may already be ready (behindWaiters); once queued,
+	// the blocking client serves its keys' waiters itself, in order, up to
+	// and including itself if the elements last.
+	kick bool
 	// timeoutReply replies on timeout and CLIENT UNBLOCK [TIMEOUT]; nil
 	// means a null array (RESP2 *-1, RESP3 _), as Redis replies for lists,
 	// sorted sets and streams.
@@ -92,6 +97,9 @@ type waiter struct {
 	keys  []string
 	locks []lockKey // shards to lock to serve it, sorted and unique
 	spec  *blockSpec
+	// arrival orders the waiters of a key: when the command reached the
+	// machine (unix ns; see Client.arrivalNs).
+	arrival int64
 
 	mu    sync.Mutex // guards state; held while serving
 	state int
@@ -127,10 +135,17 @@ func (r *blockRegistry) add(w *waiter) {
 	r.init()
 	for _, k := range w.keys {
 		wk := watchKey{w.db, k}
-		if len(r.byKey[wk]) == 0 {
+		q := r.byKey[wk]
+		if len(q) == 0 {
 			r.waiting.Add(1)
 		}
-		r.byKey[wk] = append(r.byKey[wk], w)
+		// After every waiter whose command arrived no later than w's
+		// (usually the tail: commands run in about the order they came).
+		i := len(q)
+		for i > 0 && q[i-1].arrival > w.arrival {
+			i--
+		}
+		r.byKey[wk] = slices.Insert(q, i, w)
 	}
 	r.byClient[w.c.id] = w
 	r.mu.Unlock()
@@ -262,6 +277,13 @@ func (s *Server) handleReadyKeys(c *Client) {
 		}
 		return
 	}
+	s.serveReady(queue)
+}
+
+// serveReady serves the waiters of the keys in queue, each key's in
+// arrival order, until a key cannot serve its first waiter. No shard lock
+// may be held.
+func (s *Server) serveReady(queue []watchKey) {
 	// A key is queued at most once while it waits to be processed; a key
 	// made ready again after it was processed (BRPOPLPUSH chains, circular
 	// moves) is queued again.
@@ -274,6 +296,13 @@ func (s *Server) handleReadyKeys(c *Client) {
 		}
 	}
 	queue = uniq
+	// Let the goroutines already runnable go first: a client whose
+	// blocking command arrived before this push may not have run yet (the
+	// scheduler does not keep the order in which connections became
+	// readable); once it has, it is queued in arrival order (arrivalNs),
+	// and behind the waiters (behindWaiters), as Redis's event loop would
+	// have it.
+	runtime.Gosched()
 	for i := 0; i < len(queue); i++ {
 		rk := queue[i]
 		delete(queued, rk)
@@ -294,6 +323,24 @@ func (s *Server) handleReadyKeys(c *Client) {
 			}
 		}
 	}
+}
+
+// behindWaiters reports whether a blocking command that found key ready
+// must nevertheless wait its turn: clients are blocked on key, so a push
+// has just made it ready and is about to serve them (between the push
+// releasing its locks and its handleReadyKeys). In Redis they are served
+// before any later command runs; so the command queues behind them (with
+// blockSpec.kick) instead of taking the elements first. Called with the
+// key's shard locked.
+func (c *Client) behindWaiters(key []byte) bool {
+	r := &c.srv.blocking
+	if r.waiting.Load() == 0 || !c.canBlock() {
+		return false
+	}
+	r.mu.Lock()
+	n := len(r.byKey[watchKey{c.db, string(key)}])
+	r.mu.Unlock()
+	return n > 0
 }
 
 // serveWaiter tries to serve w from key. served is false when the key
@@ -371,6 +418,7 @@ func (c *Client) blockForKeys(spec blockSpec) {
 	w := &waiter{
 		c:       c,
 		db:      c.db,
+		arrival: c.arrivalNs(),
 		spec:    &spec,
 		wake:    make(chan struct{}),
 		unblock: make(chan unblockMode, 1),
@@ -417,6 +465,13 @@ func (c *Client) blockForKeys(spec blockSpec) {
 	s.blocking.add(w)
 	c.releaseForWait()
 	w.mu.Unlock()
+	if spec.kick {
+		q := make([]watchKey, 0, len(w.keys))
+		for _, k := range w.keys {
+			q = append(q, watchKey{w.db, k})
+		}
+		s.serveReady(q) // may serve w itself: then w.wake is closed
+	}
 
 	hup, stopWatch := c.watchHangup()
 	var killed bool

@@ -735,6 +735,7 @@ func cmdLMove(c *Client, args [][]byte) {
 // single-element form ([key, element] reply), count > 0 BLMPOP's
 // [key, [elements]].
 func blockingPop(c *Client, keys [][]byte, left bool, timeout int64, count int64) {
+	kick := false
 	for _, k := range keys {
 		e, l, ok := c.lookupList(k)
 		if !ok {
@@ -743,6 +744,10 @@ func blockingPop(c *Client, keys [][]byte, left bool, timeout int64, count int64
 		if e == nil || l.Len() == 0 {
 			continue
 		}
+		if c.behindWaiters(k) {
+			kick = true
+			break
+		}
 		servePop(c, string(k), l, left, count)
 		return
 	}
@@ -750,7 +755,7 @@ func blockingPop(c *Client, keys [][]byte, left bool, timeout int64, count int64
 		c.addNullArray()
 		return
 	}
-	spec := blockSpec{timeout: timeout}
+	spec := blockSpec{timeout: timeout, kick: kick}
 	for _, k := range keys {
 		spec.keys = append(spec.keys, string(k))
 	}
@@ -826,7 +831,8 @@ func blmoveGeneric(c *Client, args [][]byte, from, to bool, timeout int64, rpopl
 	if !ok {
 		return
 	}
-	if e != nil {
+	kick := e != nil && c.behindWaiters(args[1])
+	if e != nil && !kick {
 		if lmoveGeneric(c, args[1], args[2], from, to) {
 			if rpoplpush {
 				c.propagateAs([][]byte{[]byte("RPOPLPUSH"), []byte(srcKey), []byte(dstKey)})
@@ -840,7 +846,7 @@ func blmoveGeneric(c *Client, args [][]byte, from, to bool, timeout int64, rpopl
 		c.addNull()
 		return
 	}
-	spec := blockSpec{keys: []string{srcKey}, target: dstKey, timeout: timeout}
+	spec := blockSpec{keys: []string{srcKey}, target: dstKey, timeout: timeout, kick: kick}
 	spec.serve = func(c *Client, key string) bool {
 		se := c.curDB().lookup(key, c.now)
 		if se == nil {

@@ -39,6 +39,7 @@ func bzpopGeneric(c *Client, keys [][]byte, timeoutArg []byte, max bool, count i
 		return
 	}
 	nested := count != -1
+	kick := false
 	for _, k := range keys {
 		z, _, ok := c.lookupZSet(string(k))
 		if !ok {
@@ -46,6 +47,10 @@ func bzpopGeneric(c *Client, keys [][]byte, timeoutArg []byte, max bool, count i
 		}
 		if z == nil || z.Len() == 0 {
 			continue
+		}
+		if c.behindWaiters(k) {
+			kick = true
+			break
 		}
 		key, n := zpopGeneric(c, [][]byte{k}, max, true, count, nested, nested)
 		if n > 0 {
@@ -64,6 +69,7 @@ func bzpopGeneric(c *Client, keys [][]byte, timeoutArg []byte, max bool, count i
 	c.blockForKeys(blockSpec{
 		keys:    names,
 		timeout: timeout,
+		kick:    kick,
 		serve: func(c *Client, key string) bool {
 			e := c.curDB().lookup(key, c.now)
 			if e == nil {

@@ -130,6 +130,8 @@ type Client struct {
 	info clientInfo
 	// wmu serialises writes to conn.
 	wmu sync.Mutex
+	// raw is io when it is a rawIO (TCP), else nil.
+	raw *rawIO
 }
 
 func newClient(s *Server, nc net.Conn) *Client {
@@ -145,6 +147,7 @@ func newClient(s *Server, nc net.Conn) *Client {
 		user:    "default",
 	}
 	c.io = newRawIO(nc) // conn_raw.go
+	c.raw, _ = c.io.(*rawIO)
 	c.rd = resp.NewReader(c.io, resp.ReaderOptions{
 		MaxBulkLen:       s.cfg.Int("proto-max-bulk-len"),
 		QueryBufferLimit: int(s.cfg.Int("client-query-buffer-limit")),
@@ -182,6 +185,9 @@ func (c *Client) serve() {
 	for {
 		args, err := c.rd.Next()
 		if err == resp.ErrIncomplete {
+			if c.raw != nil {
+				c.raw.busy.Store(0) // arrival.go: nothing read is left to run
+			}
 			if !c.flush() {
 				return
 			}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"sync/atomic"
 	"syscall"
 	"unsafe"
 )
@@ -35,6 +36,15 @@ type rawIO struct {
 	wn      int
 	werrno  syscall.Errno
 	writeFn func(fd uintptr) bool
+
+	// stamps: reads are recvmsg calls that also return the data's
+	// receive time into rx (conn_rxstamp_linux.go).
+	stamps bool
+	rx     rxStampState
+	fd     int // the socket, for the arrival poller (arrival.go)
+	// busy is the receive time of data read and not yet executed (set by
+	// a read, cleared by the client when its buffer is drained); 0 idle.
+	busy atomic.Int64
 }
 
 // newRawIO returns a reader/writer for nc: raw system calls for a TCP
@@ -50,13 +60,37 @@ func newRawIO(nc net.Conn) io.ReadWriter {
 	}
 	r := &rawIO{rc: rc}
 	r.readFn, r.writeFn = r.read, r.write
+	if rxStampsSupported && os.Getenv("SHARDNODE_NO_RX_STAMPS") == "" {
+		var serr error
+		if err := rc.Control(func(fd uintptr) { r.fd, serr = int(fd), enableRxStamps(fd) }); err == nil && serr == nil {
+			r.stamps = true
+		}
+	}
 	return r
 }
+
+// rxTime is the kernel's receive time (unix ns) of the data the last read
+// returned, or 0 when unknown.
+func (r *rawIO) rxTime() int64 { return r.rx.ns }
 
 func (r *rawIO) read(fd uintptr) bool {
 	p := r.rp
 	for {
-		r0, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		var r0 uintptr
+		var e syscall.Errno
+		if r.stamps {
+			// busy covers the moment the data leaves the socket: 1 (older
+			// than anything) during the call, then the data's time.
+			prev := r.busy.Swap(1)
+			r0, e = r.rx.recvStamped(fd, p)
+			if e == 0 && r0 > 0 {
+				r.busy.Store(r.rx.ns)
+			} else {
+				r.busy.Store(prev)
+			}
+		} else {
+			r0, _, e = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
+		}
 		switch e {
 		case syscall.EINTR:
 			continue

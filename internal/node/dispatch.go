@@ -203,6 +203,12 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	c.dirty = 0
 	c.propArgs = nil
 	if !locked {
+		if cmd.flags&flagBlocking != 0 {
+			s.noteBlocking() // arrival.go
+		}
+		if s.arrival.lastBlock.Load() != 0 {
+			c.arrivalBarrier(cmd)
+		}
 		c.lockFor(cmd, args)
 	}
 	if cmd.flags&flagWrite != 0 && s.snapOpen() {

@@ -89,6 +89,7 @@ type Server struct {
 
 	// blocking holds clients blocked by BLPOP & co (blocking.go).
 	blocking blockRegistry
+	arrival  arrivalOrder // arrival.go
 
 	// activeExpire can be switched off by DEBUG SET-ACTIVE-EXPIRE 0.
 	activeExpire atomic.Bool
@@ -415,6 +416,7 @@ func (s *Server) admit(c *Client) string {
 		return "ERR max number of clients reached"
 	}
 	s.clients[c.id] = c
+	s.clientAdmitted(c) // arrival.go
 	return ""
 }
 
@@ -431,6 +433,7 @@ func isLoopback(a net.Addr) bool {
 func (s *Server) unregister(c *Client) {
 	s.clientsMu.Lock()
 	delete(s.clients, c.id)
+	s.clientGone(c) // arrival.go
 	s.clientsMu.Unlock()
 }
 

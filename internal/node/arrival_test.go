@@ -1,0 +1,69 @@
+package node
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBlockingArrivalOrder is Redis's "BRPOPLPUSH with multiple blocked
+// clients" run many times without waiting between the sends: two clients
+// send a blocking BRPOPLPUSH one after the other (the first one's
+// destination has the wrong type), and a third pushes right after. Redis
+// serves the first (WRONGTYPE), then the second (the element). With a
+// goroutine per connection the scheduler may run the three in any order;
+// the arrival order (arrival.go) must still decide. Without it the second
+// client takes the element and the first blocks forever (about half the
+// rounds on a 2-core machine).
+func TestBlockingArrivalOrder(t *testing.T) {
+	ts := startServer(t)
+	r := ts.raw(t)
+	// Blocking commands in use (the barrier is on from the first one).
+	r.expect("*3\r\n$5\r\nBLPOP\r\n$4\r\nwarm\r\n$4\r\n0.01\r\n", "*-1")
+	const rounds = 150
+	deadline := time.Now().Add(60 * time.Second)
+	for i := 0; i < rounds && time.Now().Before(deadline); i++ {
+		rd1, rd2 := ts.raw(t), ts.raw(t)
+		r.send("*4\r\n$3\r\nDEL\r\n$5\r\nblist\r\n$7\r\ntarget1\r\n$7\r\ntarget2\r\n")
+		if got := r.readLine(); !strings.HasPrefix(got, ":") {
+			t.Fatalf("round %d: DEL replied %q", i, got)
+		}
+		r.expect("*3\r\n$3\r\nSET\r\n$7\r\ntarget1\r\n$6\r\nnolist\r\n", "+OK")
+		rd1.send("*4\r\n$10\r\nBRPOPLPUSH\r\n$5\r\nblist\r\n$7\r\ntarget1\r\n$1\r\n0\r\n")
+		rd2.send("*4\r\n$10\r\nBRPOPLPUSH\r\n$5\r\nblist\r\n$7\r\ntarget2\r\n$1\r\n0\r\n")
+		r.send("*3\r\n$5\r\nLPUSH\r\n$5\r\nblist\r\n$3\r\nfoo\r\n")
+		if got := r.readLine(); got != ":1" {
+			t.Fatalf("round %d: LPUSH replied %q", i, got)
+		}
+		got1 := rd1.readLineWithin(3 * time.Second)
+		if !strings.HasPrefix(got1, "-WRONGTYPE") {
+			t.Fatalf("round %d: first client got %q, want WRONGTYPE (served out of arrival order)", i, got1)
+		}
+		if got := rd2.readLineWithin(3 * time.Second); got != "$3" {
+			t.Fatalf("round %d: second client got %q, want the element", i, got)
+		}
+		if got := rd2.readLine(); got != "foo" {
+			t.Fatalf("round %d: second client got %q", i, got)
+		}
+		r.expect("*4\r\n$6\r\nLRANGE\r\n$7\r\ntarget2\r\n$1\r\n0\r\n$2\r\n-1\r\n", "*1")
+		if got := r.readLine(); got != "$3" {
+			t.Fatalf("round %d: %q", i, got)
+		}
+		if got := r.readLine(); got != "foo" {
+			t.Fatalf("round %d: target2 holds %q", i, got)
+		}
+		rd1.nc.Close()
+		rd2.nc.Close()
+	}
+}
+
+// readLineWithin reads one line, failing the test after d.
+func (r *rawConn) readLineWithin(d time.Duration) string {
+	r.t.Helper()
+	_ = r.nc.SetReadDeadline(time.Now().Add(d))
+	line, err := r.br.ReadString('\n')
+	if err != nil {
+		r.t.Fatalf("read: %v (got %q): client left blocked", err, line)
+	}
+	return strings.TrimSuffix(line, "\r\n")
+}
