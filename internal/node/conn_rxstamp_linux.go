@@ -53,13 +53,7 @@ type rxStampState struct {
 // recvStamped reads into p with recvmsg and records the data's receive
 // time in st.ns when the kernel returned one.
 func (st *rxStampState) recvStamped(fd uintptr, p []byte) (uintptr, syscall.Errno) {
-	st.iov.Base = &p[0]
-	st.iov.SetLen(len(p))
-	st.msg.Iov = &st.iov
-	st.msg.Iovlen = 1
-	st.msg.Control = (*byte)(unsafe.Pointer(&st.ctl[0]))
-	st.msg.SetControllen(len(st.ctl) * 8)
-	st.msg.Flags = 0
+	st.prepare(&p[0], len(p))
 	n, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&st.msg)), 0)
 	if e == 0 && n > 0 {
 		st.ns = 0
@@ -72,6 +66,17 @@ func (st *rxStampState) recvStamped(fd uintptr, p []byte) (uintptr, syscall.Errn
 	}
 	st.iov.Base = nil // do not keep the caller's buffer alive
 	return n, e
+}
+
+// prepare points the message at n bytes at p and the control buffer.
+func (st *rxStampState) prepare(p *byte, n int) {
+	st.iov.Base = p
+	st.iov.SetLen(n)
+	st.msg.Iov = &st.iov
+	st.msg.Iovlen = 1
+	st.msg.Control = (*byte)(unsafe.Pointer(&st.ctl[0]))
+	st.msg.SetControllen(len(st.ctl) * 8)
+	st.msg.Flags = 0
 }
 
 // parse finds an SCM_TIMESTAMPNS message in the first clen bytes of the
@@ -99,13 +104,7 @@ func (st *rxStampState) parse(clen int) {
 func (st *rxStampState) peekStamp(fd int) int64 {
 	var b [1]byte
 	st.ns = 0
-	st.iov.Base = &b[0]
-	st.iov.SetLen(1)
-	st.msg.Iov = &st.iov
-	st.msg.Iovlen = 1
-	st.msg.Control = (*byte)(unsafe.Pointer(&st.ctl[0]))
-	st.msg.SetControllen(len(st.ctl) * 8)
-	st.msg.Flags = 0
+	st.prepare(&b[0], 1)
 	n, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&st.msg)), syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 	st.iov.Base = nil
 	if e != 0 || n == 0 {
