@@ -41,6 +41,9 @@ const (
 	// arrivalMaxWait bounds one command's wait for earlier arrivals (a
 	// client that does not read its socket must not stall the others).
 	arrivalMaxWait = 10 * time.Millisecond
+	// arrivalMaxWalk is the number of clients up to which the barrier
+	// also looks at data read but not yet run.
+	arrivalMaxWalk = 256
 )
 
 // arrivalOrder is the server's state for the above.
@@ -135,7 +138,12 @@ func (a *arrivalOrder) earlierPending(self *Client, ns int64) bool {
 		}
 	}
 	// Read, not yet run (the goroutine waits for a CPU, or for this
-	// barrier itself).
+	// barrier itself). Looked at only with few clients: with many, a walk
+	// over all of them per write would cost more than the order is worth
+	// (the window it covers is one read-to-run delay).
+	if len(a.byFd) > arrivalMaxWalk {
+		return false
+	}
 	for _, c := range a.byFd {
 		if c != self && !c.hasFlag(clientBlocked) {
 			if b := c.raw.busy.Load(); b != 0 && b < ns {
