@@ -1,6 +1,7 @@
 package node
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -427,11 +428,13 @@ func (zl *skiplist) insertNode(n *zslNode, lvl int) {
 	var p zslPath
 	x := zl.header
 	r := 0
+	var stop *zslNode // not before n: a level below needs no compare with it
 	for i := zl.level - 1; i >= 0; i-- {
-		for f := x.lv(i).forward; f != nil && zless(f.score, f.member, score, member); f = x.lv(i).forward {
+		for f := x.lv(i).forward; f != stop && f != nil && zless(f.score, f.member, score, member); f = x.lv(i).forward {
 			r += x.lv(i).span
 			x = f
 		}
+		stop = x.lv(i).forward
 		p.prev[i], p.rank[i] = x, r
 	}
 	zl.link(n, lvl, &p)
@@ -496,10 +499,12 @@ func (zl *skiplist) deleteNode(x *zslNode) {
 	var update [zslMaxLevel]*zslNode
 	score, member := x.score, x.member
 	p := zl.header
+	var stop *zslNode
 	for i := zl.level - 1; i >= 0; i-- {
-		for f := p.lv(i).forward; f != x && f != nil && zless(f.score, f.member, score, member); f = p.lv(i).forward {
+		for f := p.lv(i).forward; f != x && f != stop && f != nil && zless(f.score, f.member, score, member); f = p.lv(i).forward {
 			p = f
 		}
+		stop = p.lv(i).forward
 		update[i] = p
 	}
 	zl.unlink(x, &update)
@@ -527,18 +532,25 @@ func (zl *skiplist) updateScore(x *zslNode, nu float64) {
 	var p zslPath
 	po, pn := zl.header, zl.header
 	ro, rn := 0, 0
+	// so and sn are nodes known not to be before the old and the new
+	// place: a front compares a node once, also across levels.
+	var so, sn *zslNode
 	for i := zl.level - 1; i >= 0; i-- {
 		for {
 			fo, fn := po.lv(i).forward, pn.lv(i).forward
-			mo := fo != x && fo != nil && zless(fo.score, fo.member, old, member)
-			mn := fn != nil && zless(fn.score, fn.member, nu, member)
+			mo := fo != so && fo != x && fo != nil && zless(fo.score, fo.member, old, member)
+			mn := fn != sn && fn != nil && zless(fn.score, fn.member, nu, member)
 			if mo {
 				ro += po.lv(i).span
 				po = fo
+			} else {
+				so = fo
 			}
 			if mn {
 				rn += pn.lv(i).span
 				pn = fn
+			} else {
+				sn = fn
 			}
 			if !mo && !mn {
 				break
@@ -571,11 +583,13 @@ func (zl *skiplist) updateScore(x *zslNode, nu float64) {
 func (zl *skiplist) rank(score float64, member string) int {
 	r := 0
 	x := zl.header
+	var stop *zslNode // after (score, member): no compare again below
 	for i := zl.level - 1; i >= 0; i-- {
-		for f := x.lv(i).forward; f != nil && !zless(score, member, f.score, f.member); f = x.lv(i).forward {
+		for f := x.lv(i).forward; f != stop && f != nil && !zless(score, member, f.score, f.member); f = x.lv(i).forward {
 			r += x.lv(i).span
 			x = f
 		}
+		stop = x.lv(i).forward
 		if x != zl.header && x.member == member && x.score == score {
 			return r
 		}
@@ -640,4 +654,33 @@ func (zl *skiplist) deleteRankRange(start, end int, onDelete func(member string)
 		x = next
 	}
 	return removed
+}
+
+// prefetchZSetNodes is the pipelined member prefetch's second step for a
+// large sorted set (after prefetchDict has loaded ms's dict nodes): it
+// loads each member's skip list node and its two level-0 neighbours, which
+// a score update reads first (the in-place check), so the misses of a
+// run's updates overlap. The sum only keeps the loads.
+func prefetchZSetNodes(d *chainDict[*zslNode], ms [][]byte) uint32 {
+	var xs [maxPrefetch]*zslNode
+	k := 0
+	for _, m := range ms {
+		if n := d.findBytes(m); n != nil {
+			xs[k] = n.val
+			k++
+		}
+	}
+	var sink uint64
+	for _, x := range xs[:k] {
+		sink += math.Float64bits(x.score)
+	}
+	for _, x := range xs[:k] {
+		if b := x.backward; b != nil {
+			sink += math.Float64bits(b.score)
+		}
+		if f := x.lvl0.forward; f != nil {
+			sink += math.Float64bits(f.score)
+		}
+	}
+	return uint32(sink)
 }
