@@ -74,20 +74,18 @@ func BenchmarkSnapshotCopy(b *testing.B) {
 		sn.copyAllLocked()
 		s.UnlockAll()
 		for _, sc := range sn.shards {
-			for k, c := range sc.chunks {
-				c.release()
-				sc.chunks[k] = nil
-			}
+			sc.side.release()
+			sc.side = nil
 		}
 		sn.close()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchRDBKeys, "ns/key")
 }
 
-// BenchmarkSnapshotChunkTouch is what a write pays on a key whose chunk
-// an open snapshot has not copied yet: one chunk's copy (about
-// chunkBuckets keys) per operation.
-func BenchmarkSnapshotChunkTouch(b *testing.B) {
+// BenchmarkSnapshotBucketTouch is what a write pays on a key whose
+// bucket an open snapshot has not copied yet: one bucket's copy (its
+// chain, about one key) per operation.
+func BenchmarkSnapshotBucketTouch(b *testing.B) {
 	s := benchRDBServer(b, benchRDBKeys)
 	db := s.dbs[0]
 	keys := make([]string, 0, 4096)
@@ -97,7 +95,7 @@ func BenchmarkSnapshotChunkTouch(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	var sn *snapshot
-	chunks := 0
+	touched := 0
 	for i := range b.N {
 		if sn == nil || i%len(keys) == 0 {
 			b.StopTimer()
@@ -115,8 +113,8 @@ func BenchmarkSnapshotChunkTouch(b *testing.B) {
 		sh.mu.Lock()
 		if len(sh.snaps) != 0 {
 			sc := sh.snaps[0]
-			if c := sc.chunkOf(keyHash(k)); !sc.copied[c] {
-				chunks++
+			if !sc.isCopied(sc.bucketOf(keyHash(k))) {
+				touched++
 			}
 		}
 		db.snapTouchKey(k)
@@ -124,5 +122,5 @@ func BenchmarkSnapshotChunkTouch(b *testing.B) {
 	}
 	b.StopTimer()
 	sn.close()
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(chunks, 1)), "ns/chunk")
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(touched, 1)), "ns/bucket")
 }

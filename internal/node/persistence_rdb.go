@@ -18,7 +18,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -168,7 +167,7 @@ func (sn *snapshot) writeTo(w io.Writer) error {
 		enc.Aux(a[0], a[1])
 	}
 	var val rdb.Value
-	var pace savePacer
+	pace := sn.newPacer()
 	keyDelay := s.cfg.Int("rdb-key-save-delay")
 	for i, db := range s.dbs {
 		if sn.dbKeys[i] > 0 {
@@ -177,20 +176,19 @@ func (sn *snapshot) writeTo(w io.Writer) error {
 		}
 		for j := range db.shards {
 			err := sn.forEachChunk(&db.shards[j], func(buf *snapBuf) error {
-				sn.encodeBuf(enc, buf, &val, keyDelay)
+				sn.encodeBuf(enc, buf, &val, keyDelay, &pace)
 				return enc.Err()
 			})
 			if err != nil {
 				return err
 			}
-			sn.pace(&pace)
 		}
 	}
 	return enc.Finish()
 }
 
 // encodeBuf encodes the keys of a copied chunk.
-func (sn *snapshot) encodeBuf(enc *rdb.Encoder, buf *snapBuf, val *rdb.Value, keyDelay int64) {
+func (sn *snapshot) encodeBuf(enc *rdb.Encoder, buf *snapBuf, val *rdb.Value, keyDelay int64, pace *savePacer) {
 	var se snapEntry
 	for k := range buf.recs {
 		buf.entry(k, &se)
@@ -206,40 +204,8 @@ func (sn *snapshot) encodeBuf(enc *rdb.Encoder, buf *snapBuf, val *rdb.Value, ke
 		if keyDelay != 0 {
 			debugDelay(keyDelay) // rdb-key-save-delay (tests)
 		}
-		if sn.background && k&255 == 255 {
-			// Give way to clients every 256 keys (~0.1 ms): with one
-			// thread (io-threads 1) the encoding would otherwise hold it
-			// for that long at a time.
-			runtime.Gosched()
-		}
+		pace.step()
 	}
-}
-
-// savePacer lets a background save give way to clients on a busy server,
-// as a low-priority process would: after each shard, if clients sent
-// anything meanwhile, the writer sleeps three times as long as it has just
-// worked, so it takes at most about a quarter of a core while clients are
-// active and runs flat out on an idle server (scripts/bench-bgsave.sh, 1M
-// keys: p99 during saves 22.6 ms unpaced, 11-15 ms sleeping 1x, 9.8 ms
-// sleeping 3x; baseline 1.5-3.6 ms). (Redis's forked child competes with the
-// server for the CPU instead; the copy-on-first-touch design keeps the
-// point-in-time view whatever the pace.)
-type savePacer struct {
-	start time.Time
-	netIn int64
-}
-
-func (sn *snapshot) pace(p *savePacer) {
-	if !sn.background {
-		return
-	}
-	in := sn.p.srv.stats.netInput.Load()
-	if !p.start.IsZero() && in != p.netIn {
-		// Capped: a shard's work is a few ms; a long wait for a shard
-		// lock (DEBUG SLEEP) is not work.
-		time.Sleep(min(3*time.Since(p.start), 100*time.Millisecond))
-	}
-	p.start, p.netIn = time.Now(), sn.p.srv.stats.netInput.Load()
 }
 
 // toRDBValue converts a snapshot entry, reusing v's slices.
