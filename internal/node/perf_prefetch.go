@@ -233,7 +233,7 @@ func (db *DB) prefetchMembers(key string, ms [][]byte) uint32 {
 		}
 	case *zsetValue:
 		if v.dict != nil {
-			return prefetchDict(v.dict, ms) + prefetchZSetNodes(v.dict, ms)
+			return prefetchZSetMembers(v.dict, ms)
 		}
 	}
 	return 0

@@ -656,21 +656,38 @@ func (zl *skiplist) deleteRankRange(start, end int, onDelete func(member string)
 	return removed
 }
 
-// prefetchZSetNodes is the pipelined member prefetch's second step for a
-// large sorted set (after prefetchDict has loaded ms's dict nodes): it
-// loads each member's skip list node and its two level-0 neighbours, which
-// a score update reads first (the in-place check), so the misses of a
-// run's updates overlap. The sum only keeps the loads.
-func prefetchZSetNodes(d *chainDict[*zslNode], ms [][]byte) uint32 {
+// prefetchZSetMembers is the pipelined member prefetch for a large sorted
+// set: it loads the dict bucket, dict node and member bytes of each of ms
+// (as prefetchDict), then the member's skip list node and its two level-0
+// neighbours, which a score update reads first (the in-place check), each
+// step for all members before the next so the misses overlap. A dict node
+// is taken by its hash alone (a rare wrong guess only wastes loads). The
+// sum only keeps the loads.
+func prefetchZSetMembers(d *chainDict[*zslNode], ms [][]byte) uint32 {
+	if len(d.buckets) == 0 {
+		return 0
+	}
+	var hs [maxPrefetch]uint32
+	var heads [maxPrefetch]*dictNode[*zslNode]
+	for i, m := range ms {
+		hs[i] = dictHash(bstr(m))
+		heads[i] = d.buckets[d.bucketOf(hs[i])]
+	}
 	var xs [maxPrefetch]*zslNode
+	var sink uint64
 	k := 0
-	for _, m := range ms {
-		if n := d.findBytes(m); n != nil {
-			xs[k] = n.val
-			k++
+	for i := range ms {
+		for n := heads[i]; n != nil; n = n.next {
+			if n.hash == hs[i] {
+				if len(n.key) > 0 {
+					sink += uint64(*unsafe.StringData(n.key))
+				}
+				xs[k] = n.val
+				k++
+				break
+			}
 		}
 	}
-	var sink uint64
 	for _, x := range xs[:k] {
 		sink += math.Float64bits(x.score)
 	}
