@@ -1,7 +1,7 @@
 package node
 
 import (
-	"runtime"
+	"bytes"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,20 +19,24 @@ import (
 // and the netpoller hands a batch of ready connections out in reverse).
 // Three measures restore Redis's order where it is observable:
 //
-//   - Every read returns the kernel's receive time of its data (SO_TIMESTAMPNS,
-//     conn_rxstamp_linux.go); waiters of a key are queued by that time
-//     (Client.arrivalNs), not by the time their goroutine ran.
+//   - Every read returns the kernel's receive time of its data
+//     (SO_TIMESTAMPNS, conn_rxstamp_linux.go); waiters of a key are queued
+//     by that time (Client.arrivalNs), not by the time their goroutine ran.
 //   - A blocking command that finds a key ready while clients wait on it
 //     queues behind them (Client.behindWaiters).
 //   - While blocking commands are in use (one ran in the last
-//     arrivalWindow), a list or sorted-set write first lets the commands
-//     that reached the machine before it run: it waits (briefly, bounded
-//     by arrivalMaxWait) while another client has read older data it has
-//     not run yet, or has older data unread in its socket (a
-//     level-triggered epoll set of the client sockets says which have
-//     unread data; a peek gives its receive time)
-//     (Client.arrivalBarrier). The epoll set exists only once a blocking
-//     command has run, so servers that never block pay nothing.
+//     arrivalWindow), a list or sorted-set write (blocking commands
+//     included) first lets the blocking commands that reached the machine
+//     before it be queued: it waits while another client runs a blocking
+//     command of an older arrival that is not queued yet, or has one
+//     unread in its socket (a level-triggered epoll set of the client
+//     sockets says which have unread data; a MSG_PEEK of the first bytes
+//     gives its receive time and command name). The wait ends when that
+//     command is queued or done (notify), after arrivalMaxWait at most.
+//     The epoll set exists only once a blocking command has run, so
+//     servers that never block pay nothing; clients whose last list or
+//     sorted-set write was not a blocking command (producers) are not
+//     peeked at.
 
 const (
 	// arrivalWindow is how long after the last blocking command writes to
@@ -42,20 +46,28 @@ const (
 	// client that does not read its socket must not stall the others).
 	arrivalMaxWait = 10 * time.Millisecond
 	// arrivalMaxWalk is the number of clients up to which the barrier
-	// also looks at data read but not yet run.
+	// also looks at blocking commands read but not yet queued.
 	arrivalMaxWalk = 256
+	// arrivalPeek is how much unread data is peeked at: enough for the
+	// command name of any blocking command.
+	arrivalPeek = 64
 )
 
 // arrivalOrder is the server's state for the above.
 type arrivalOrder struct {
 	lastBlock atomic.Int64 // unix ns of the last blocking command, 0 never
 	enabled   atomic.Bool
+	sleepers  atomic.Int32 // barriers waiting on wake
 
 	mu     sync.Mutex // guards the rest; after Server.clientsMu
 	poller *readyPoller
 	byFd   map[int]*Client
-	peek   rxStampState
+	peekSt rxStampState
+	peekB  [arrivalPeek]byte
 	fds    []int
+	// wake is closed (and cleared) when a blocking command is queued or
+	// done; barriers that found an older one pending wait on it.
+	wake chan struct{}
 }
 
 // noteBlocking records that a blocking command runs, enabling the arrival
@@ -118,48 +130,150 @@ func (a *arrivalOrder) addLocked(c *Client) {
 	}
 }
 
-// earlierPending reports whether another client's socket holds unread
-// data received before ns (a command that arrived before the caller's and
-// has not run yet). Blocked clients are skipped: what they sent after
-// their blocking command runs only once they are served.
-func (a *arrivalOrder) earlierPending(self *Client, ns int64) bool {
+// earlierPending reports whether another client has a blocking command
+// that arrived before ns and is not queued yet; if so it also returns a
+// channel closed at the next change.
+func (a *arrivalOrder) earlierPending(s *Server, self *Client, ns int64) (bool, <-chan struct{}) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	// Not read yet: checked first, as data leaves the socket only after
-	// the reader marked itself busy (conn_raw.go).
+	wake := func() <-chan struct{} {
+		if a.wake == nil {
+			a.wake = make(chan struct{})
+		}
+		return a.wake
+	}
+	walk := len(a.byFd) <= arrivalMaxWalk
+	if walk && !a.anyProneLocked(self) {
+		return false, nil // e.g. every consumer waits, producers push
+	}
+	// Unread, from clients that may send a blocking command. Looked at
+	// before the busy walk below: a prone client is busy from before its
+	// data leaves the socket.
 	a.fds = a.poller.readable(a.fds[:0])
 	for _, fd := range a.fds {
 		c := a.byFd[fd]
-		if c == nil || c == self || c.hasFlag(clientBlocked) {
+		if c == nil || c == self || c.hasFlag(clientBlocked) || !c.raw.prone.Load() {
 			continue
 		}
-		if ts := a.peek.peekStamp(fd); ts != 0 && ts < ns {
-			return true
+		n, ts := a.peekSt.peek(fd, a.peekB[:])
+		if ts == 0 || ts >= ns {
+			continue
+		}
+		if cmd := s.table.lookup(firstCommandName(a.peekB[:n])); cmd != nil && cmd.flags&flagBlocking != 0 {
+			return true, wake()
 		}
 	}
-	// Read, not yet run (the goroutine waits for a CPU, or for this
-	// barrier itself). Looked at only with few clients: with many, a walk
-	// over all of them per write would cost more than the order is worth
-	// (the window it covers is one read-to-run delay).
-	if len(a.byFd) > arrivalMaxWalk {
-		return false
-	}
-	for _, c := range a.byFd {
-		if c != self && !c.hasFlag(clientBlocked) {
-			if b := c.raw.busy.Load(); b != 0 && b < ns {
-				return true
+	// Read and running, not queued yet (waiting for a CPU, or in its own
+	// barrier).
+	if walk {
+		for _, c := range a.byFd {
+			if c != self && !c.hasFlag(clientBlocked) {
+				if b := c.raw.busy.Load(); b != 0 && b < ns {
+					return true, wake()
+				}
 			}
+		}
+	}
+	return false, nil
+}
+
+// anyProneLocked reports whether a client other than self may send a
+// blocking command and is not blocked, or runs one.
+func (a *arrivalOrder) anyProneLocked(self *Client) bool {
+	for _, c := range a.byFd {
+		if c != self && !c.hasFlag(clientBlocked) && (c.raw.prone.Load() || c.raw.busy.Load() != 0) {
+			return true
 		}
 	}
 	return false
 }
 
-// arrivalBarrier lets commands that reached the machine before this one
-// run first, when blocking commands are in use and cmd is a list or
-// sorted-set write (it may make a key ready for a blocking command that
-// arrived before it but has not run yet). It returns at once otherwise.
+// notify wakes the barriers waiting for a blocking command to be queued.
+func (a *arrivalOrder) notify() {
+	if a.sleepers.Load() == 0 {
+		return
+	}
+	a.mu.Lock()
+	if a.wake != nil {
+		close(a.wake)
+		a.wake = nil
+	}
+	a.mu.Unlock()
+}
+
+// firstCommandName returns the name of the first command in p (RESP array
+// or inline), or nil when p does not hold all of it.
+func firstCommandName(p []byte) []byte {
+	if len(p) == 0 {
+		return nil
+	}
+	if p[0] != '*' {
+		i := 0
+		for i < len(p) && p[i] != ' ' && p[i] != '\r' && p[i] != '\n' {
+			i++
+		}
+		if i == len(p) {
+			return nil
+		}
+		return p[:i]
+	}
+	i := bytes.IndexByte(p, '\n')
+	if i < 0 || i+1 >= len(p) || p[i+1] != '$' {
+		return nil
+	}
+	p = p[i+2:]
+	n := 0
+	j := 0
+	for ; j < len(p) && p[j] >= '0' && p[j] <= '9'; j++ {
+		n = n*10 + int(p[j]-'0')
+		if n > arrivalPeek {
+			return nil
+		}
+	}
+	if j+2+n > len(p) || j == 0 {
+		return nil
+	}
+	return p[j+2 : j+2+n]
+}
+
+// arrivalEnter runs before a command takes its locks, when blocking
+// commands are or become in use: it records a blocking command as running
+// and not queued, and waits for older ones (arrivalBarrier).
+func (c *Client) arrivalEnter(cmd *command) {
+	r := c.raw
+	if cmd.flags&flagBlocking != 0 {
+		c.srv.noteBlocking()
+		if r != nil {
+			r.prone.Store(true)
+			r.busy.Store(r.rx.ns)
+		}
+	} else if r != nil {
+		if r.prone.Load() && cmd.flags&flagWrite != 0 && (cmd.group == "list" || cmd.group == "sorted-set") {
+			r.prone.Store(false) // a producer
+		}
+		if r.busy.Load() != 0 {
+			c.arrivalLeave() // not a blocking command: nothing to wait for
+		}
+	}
+	c.arrivalBarrier(cmd)
+}
+
+// arrivalLeave runs after a blocking command (served, timed out, or
+// answered at once).
+func (c *Client) arrivalLeave() {
+	if r := c.raw; r != nil && r.busy.Load() != 0 {
+		r.busy.Store(0)
+		c.srv.arrival.notify()
+	}
+}
+
+// arrivalBarrier lets the blocking commands that reached the machine
+// before this one be queued first, when blocking commands are in use and
+// cmd is a list or sorted-set write (it may make a key ready for them, or
+// is one of them). It returns at once otherwise.
 func (c *Client) arrivalBarrier(cmd *command) {
-	a := &c.srv.arrival
+	s := c.srv
+	a := &s.arrival
 	last := a.lastBlock.Load()
 	if last == 0 || cmd.flags&flagWrite == 0 || (cmd.group != "list" && cmd.group != "sorted-set") || !a.enabled.Load() {
 		return
@@ -172,15 +286,26 @@ func (c *Client) arrivalBarrier(cmd *command) {
 	if r == nil || !r.stamps || r.rx.ns == 0 {
 		return
 	}
-	mine := r.rx.ns
-	deadline := now.Add(arrivalMaxWait)
-	for a.earlierPending(c, mine) && time.Now().Before(deadline) {
-		// Park so the scheduler polls the network and runs the earlier
-		// connections' goroutines (a Gosched alone would pick this one
-		// again before polling).
-		time.Sleep(20 * time.Microsecond)
+	var timer *time.Timer
+	for {
+		pending, ch := a.earlierPending(s, c, r.rx.ns)
+		if !pending {
+			break
+		}
+		if timer == nil {
+			timer = time.NewTimer(arrivalMaxWait)
+			defer timer.Stop()
+		}
+		a.sleepers.Add(1)
+		select {
+		case <-ch:
+			a.sleepers.Add(-1)
+			continue
+		case <-timer.C:
+			a.sleepers.Add(-1)
+		}
+		break
 	}
-	runtime.Gosched() // and let them finish their command
 }
 
 // arrivalNs is when the command being run reached the machine, in unix ns:

@@ -67,3 +67,21 @@ func (r *rawConn) readLineWithin(d time.Duration) string {
 	}
 	return strings.TrimSuffix(line, "\r\n")
 }
+
+func TestFirstCommandName(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"*4\r\n$10\r\nBRPOPLPUSH\r\n$5\r\nblist\r\n", "BRPOPLPUSH"},
+		{"*3\r\n$5\r\nblpop\r\n", "blpop"},
+		{"*3\r\n$5\r\nblp", ""},    // name cut by the peek
+		{"*3\r\n", ""},             // header only
+		{"*1\r\n:5\r\n", ""},       // not a bulk string
+		{"BLPOP q 0\r\n", "BLPOP"}, // inline
+		{"PING", ""},               // inline, no end yet
+		{"*1\r\n$999999999999\r\n", ""},
+		{"", ""},
+	} {
+		if got := string(firstCommandName([]byte(tc.in))); got != tc.want {
+			t.Errorf("firstCommandName(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -3,7 +3,6 @@ package node
 import (
 	"errors"
 	"os"
-	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -296,13 +295,6 @@ func (s *Server) serveReady(queue []watchKey) {
 		}
 	}
 	queue = uniq
-	// Let the goroutines already runnable go first: a client whose
-	// blocking command arrived before this push may not have run yet (the
-	// scheduler does not keep the order in which connections became
-	// readable); once it has, it is queued in arrival order (arrivalNs),
-	// and behind the waiters (behindWaiters), as Redis's event loop would
-	// have it.
-	runtime.Gosched()
 	for i := 0; i < len(queue); i++ {
 		rk := queue[i]
 		delete(queued, rk)
@@ -465,6 +457,7 @@ func (c *Client) blockForKeys(spec blockSpec) {
 	s.blocking.add(w)
 	c.releaseForWait()
 	w.mu.Unlock()
+	s.arrival.notify() // queued: writes waiting for it may go (arrival.go)
 	if spec.kick {
 		q := make([]watchKey, 0, len(w.keys))
 		for _, k := range w.keys {

@@ -148,6 +148,9 @@ func newClient(s *Server, nc net.Conn) *Client {
 	}
 	c.io = newRawIO(nc) // conn_raw.go
 	c.raw, _ = c.io.(*rawIO)
+	if c.raw != nil {
+		c.raw.arr = &s.arrival
+	}
 	c.rd = resp.NewReader(c.io, resp.ReaderOptions{
 		MaxBulkLen:       s.cfg.Int("proto-max-bulk-len"),
 		QueryBufferLimit: int(s.cfg.Int("client-query-buffer-limit")),
@@ -185,8 +188,8 @@ func (c *Client) serve() {
 	for {
 		args, err := c.rd.Next()
 		if err == resp.ErrIncomplete {
-			if c.raw != nil {
-				c.raw.busy.Store(0) // arrival.go: nothing read is left to run
+			if c.raw != nil && c.raw.busy.Load() != 0 {
+				c.arrivalLeave() // arrival.go: all read has run
 			}
 			if !c.flush() {
 				return
@@ -375,7 +378,7 @@ func (c *Client) flushPending() {
 		c.flushing = true
 		c.pmu.Unlock()
 		_ = c.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
-		n, err := c.conn.Write(buf)
+		n, err := c.io.Write(buf) // raw: no syscall state (conn_raw.go)
 		_ = c.conn.SetWriteDeadline(time.Time{})
 		c.srv.stats.netOutput.Add(int64(n))
 		if err != nil {

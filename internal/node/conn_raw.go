@@ -42,9 +42,16 @@ type rawIO struct {
 	stamps bool
 	rx     rxStampState
 	fd     int // the socket, for the arrival poller (arrival.go)
-	// busy is the receive time of data read and not yet executed (set by
-	// a read, cleared by the client when its buffer is drained); 0 idle.
+	// busy is the receive time of data read by a prone client and not run
+	// yet, or of a blocking command that runs and is not queued yet; 1
+	// while such a client reads; 0 none (arrival.go).
 	busy atomic.Int64
+	// arr is the server's arrival state, set by the client.
+	arr *arrivalOrder
+	// prone: this client may send a blocking command next (its last list
+	// or sorted-set write was one, or it sent none yet), so the arrival
+	// barrier peeks at its unread data.
+	prone atomic.Bool
 }
 
 // newRawIO returns a reader/writer for nc: raw system calls for a TCP
@@ -60,6 +67,7 @@ func newRawIO(nc net.Conn) io.ReadWriter {
 	}
 	r := &rawIO{rc: rc}
 	r.readFn, r.writeFn = r.read, r.write
+	r.prone.Store(true)
 	if rxStampsSupported && os.Getenv("SHARDNODE_NO_RX_STAMPS") == "" {
 		var serr error
 		if err := rc.Control(func(fd uintptr) { r.fd, serr = int(fd), enableRxStamps(fd) }); err == nil && serr == nil {
@@ -79,14 +87,22 @@ func (r *rawIO) read(fd uintptr) bool {
 		var r0 uintptr
 		var e syscall.Errno
 		if r.stamps {
-			// busy covers the moment the data leaves the socket: 1 (older
-			// than anything) during the call, then the data's time.
-			prev := r.busy.Swap(1)
+			// A client that may send a blocking command is busy from
+			// before its data leaves the socket (1: older than anything)
+			// until the command runs (arrival.go); no arrival barrier
+			// can look between the two and see neither.
+			prone := r.prone.Load() && r.arr != nil && r.arr.enabled.Load()
+			if prone {
+				r.busy.Store(1)
+			}
 			r0, e = r.rx.recvStamped(fd, p)
-			if e == 0 && r0 > 0 {
-				r.busy.Store(r.rx.ns)
-			} else {
-				r.busy.Store(prev)
+			if prone {
+				if e == 0 && r0 > 0 {
+					r.busy.Store(r.rx.ns)
+				} else {
+					r.busy.Store(0)
+				}
+				r.arr.notify() // barriers that saw 1 look again
 			}
 		} else {
 			r0, _, e = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))

@@ -99,19 +99,19 @@ func (st *rxStampState) parse(clen int) {
 	}
 }
 
-// peekStamp returns the receive time of the oldest unread data of socket
-// fd without consuming it (0 when there is none or no timestamp).
-func (st *rxStampState) peekStamp(fd int) int64 {
-	var b [1]byte
+// peek copies the start of socket fd's unread data into p without
+// consuming it, and returns its length and receive time (0, 0 when there
+// is none).
+func (st *rxStampState) peek(fd int, p []byte) (int, int64) {
 	st.ns = 0
-	st.prepare(&b[0], 1)
+	st.prepare(&p[0], len(p))
 	n, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, uintptr(fd), uintptr(unsafe.Pointer(&st.msg)), syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
 	st.iov.Base = nil
 	if e != 0 || n == 0 {
-		return 0
+		return 0, 0
 	}
 	st.parse(int(st.msg.Controllen))
-	return st.ns
+	return int(n), st.ns
 }
 
 // readyPoller is a level-triggered epoll set of client sockets, asked

@@ -17,7 +17,7 @@ func (st *rxStampState) recvStamped(fd uintptr, p []byte) (uintptr, syscall.Errn
 	return 0, syscall.ENOTSUP
 }
 
-func (st *rxStampState) peekStamp(int) int64 { return 0 }
+func (st *rxStampState) peek(int, []byte) (int, int64) { return 0, 0 }
 
 type readyPoller struct{}
 

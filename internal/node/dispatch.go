@@ -203,11 +203,8 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	c.dirty = 0
 	c.propArgs = nil
 	if !locked {
-		if cmd.flags&flagBlocking != 0 {
-			s.noteBlocking() // arrival.go
-		}
-		if s.arrival.lastBlock.Load() != 0 {
-			c.arrivalBarrier(cmd)
+		if cmd.flags&flagBlocking != 0 || s.arrival.lastBlock.Load() != 0 {
+			c.arrivalEnter(cmd) // arrival.go
 		}
 		c.lockFor(cmd, args)
 	}
@@ -244,6 +241,9 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	c.propOne[0] = nil
 	if !locked {
 		c.unlockHeld()
+		if cmd.flags&flagBlocking != 0 {
+			c.arrivalLeave()
+		}
 		if len(c.readyKeys) > 0 || s.readyPending() {
 			s.handleReadyKeys(c)
 		}
