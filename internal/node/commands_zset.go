@@ -154,10 +154,38 @@ func cHexFloat(s string) string {
 // zparseFloat parses a score argument as Redis's string2d (strtod) does,
 // hexadecimal floats included.
 func zparseFloat(b []byte) (float64, bool) {
+	if f, ok := zparseSmallInt(b); ok {
+		return f, true
+	}
 	if bytes.Contains(b, []byte("0x")) || bytes.Contains(b, []byte("0X")) {
 		return parseFloat([]byte(cHexFloat(string(b))))
 	}
 	return parseFloat(b)
+}
+
+// zparseSmallInt parses an optionally negative decimal integer of at most
+// 15 digits (redis-benchmark's scores), which a float64 holds exactly, as
+// strtod would ("-0" is -0); anything else is left to the float parser.
+func zparseSmallInt(b []byte) (float64, bool) {
+	d := b
+	if len(d) > 0 && d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 15 {
+		return 0, false
+	}
+	var v int64
+	for _, c := range d {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	f := float64(v)
+	if len(d) < len(b) {
+		f = -f
+	}
+	return f, true
 }
 
 // zScoreRange is a score interval with open/closed ends.
