@@ -8,6 +8,7 @@ import (
 // tests rely on.
 func registerReplicationDebug(s *Server) {
 	s.RegisterDebug("populate", debugPopulate)
+	s.RegisterDebug("trace", debugTrace) // debug_trace.go: for the lag diagnosis
 }
 
 // DEBUG POPULATE count [prefix] [size]: creates string keys prefix:N

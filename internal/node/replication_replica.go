@@ -574,7 +574,17 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 	s := l.r.srv
 	c := newClient(s, nc)
 	c.authed.Store(true)
-	c.rd = resp.NewReader(br, resp.ReaderOptions{MaxBulkLen: 1 << 40})
+	// The stream is read with raw system calls (c.io, conn_raw.go), as
+	// clients are: a read through net.Conn enters the scheduler's syscall
+	// state, which woke sysmon at every read and cost the replica about a
+	// third more CPU per applied write (docs/BENCHMARKS.md, Replication).
+	// The handshake's reader may already hold the first bytes.
+	var src io.Reader = c.io
+	if n := br.Buffered(); n > 0 {
+		pre, _ := br.Peek(n)
+		src = io.MultiReader(bytes.NewReader(bytes.Clone(pre)), c.io)
+	}
+	c.rd = resp.NewReader(src, resp.ReaderOptions{MaxBulkLen: 1 << 40})
 	c.setFlag(clientMaster, true)
 	c.replyMode = replyOff
 	l.mu.Lock()

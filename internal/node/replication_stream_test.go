@@ -166,3 +166,83 @@ func TestReplicationRepeatedStreamingFullSync(t *testing.T) {
 	})
 	sameDataset(t, mc, rc)
 }
+
+// TestReplicationStreamBytesBehindPayload: commands the master sends in
+// the same write as the end of the RDB payload are held by the handshake's
+// reader when the stream starts; they are applied first, then the stream
+// read from the socket (raw reads, conn_raw.go), and slave_repl_offset
+// counts both.
+func TestReplicationStreamBytesBehindPayload(t *testing.T) {
+	empty := startServer(t)
+	var rdb bytes.Buffer
+	if err := empty.srv.WriteRDB(&rdb); err != nil {
+		t.Fatal(err)
+	}
+	first := resp.AppendCommandStrings(nil, "SELECT", "0")
+	first = resp.AppendCommandStrings(first, "SET", "a", "1")
+	first = resp.AppendCommandStrings(first, "SET", "b", "2")
+	second := resp.AppendCommandStrings(nil, "SET", "c", "3")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	sendSecond := make(chan struct{})
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		br := bufio.NewReader(nc)
+		for {
+			v, err := resp.ReadValue(br)
+			if err != nil || len(v.Elems) == 0 {
+				return
+			}
+			switch strings.ToUpper(v.Elems[0].Str) {
+			case "PING":
+				nc.Write([]byte("+PONG\r\n"))
+			case "REPLCONF":
+				if len(v.Elems) > 1 && strings.EqualFold(v.Elems[1].Str, "ACK") {
+					continue // a master does not answer ACKs
+				}
+				nc.Write([]byte("+OK\r\n"))
+			case "PSYNC":
+				// One write: the payload's end and the first commands.
+				var b []byte
+				b = append(b, "+FULLRESYNC "+strings.Repeat("a", 40)+" 100\r\n"...)
+				b = append(b, "$"+strconv.Itoa(rdb.Len())+"\r\n"...)
+				b = append(b, rdb.Bytes()...)
+				b = append(b, first...)
+				nc.Write(b)
+				go func() {
+					select {
+					case <-sendSecond:
+						nc.Write(second)
+					case <-done:
+					}
+				}()
+			}
+		}
+	}()
+	replica := startServer(t)
+	rc := replica.client(t)
+	c := ctx(t)
+	h, p := hostPort(ln.Addr().String())
+	if err := rc.Do(c, "REPLICAOF", h, p).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "a and b applied", func() bool { return rc.Exists(ctx(t), "a", "b").Val() == 2 })
+	close(sendSecond)
+	testutil.WaitFor(t, 10*time.Second, "c applied", func() bool { return rc.Get(ctx(t), "c").Val() == "3" })
+	want := strconv.Itoa(100 + len(first) + len(second))
+	if got := replInfoField(t, rc, "slave_repl_offset"); got != want {
+		t.Fatalf("slave_repl_offset = %s, want %s", got, want)
+	}
+	if got := rc.Get(c, "a").Val() + rc.Get(c, "b").Val(); got != "12" {
+		t.Fatalf("a, b = %q", got)
+	}
+}
