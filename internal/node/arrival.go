@@ -239,7 +239,7 @@ func firstCommandName(p []byte) []byte {
 // arrivalEnter runs before a command takes its locks, when blocking
 // commands are or become in use: it records a blocking command as running
 // and not queued, and waits for older ones (arrivalBarrier).
-func (c *Client) arrivalEnter(cmd *command) {
+func (c *Client) arrivalEnter(cmd *command, args [][]byte) {
 	r := c.raw
 	if cmd.flags&flagBlocking != 0 {
 		c.srv.noteBlocking()
@@ -255,7 +255,7 @@ func (c *Client) arrivalEnter(cmd *command) {
 			c.arrivalLeave() // not a blocking command: nothing to wait for
 		}
 	}
-	c.arrivalBarrier(cmd)
+	c.arrivalBarrier(cmd, args)
 }
 
 // arrivalLeave runs after a blocking command (served, timed out, or
@@ -271,7 +271,7 @@ func (c *Client) arrivalLeave() {
 // before this one be queued first, when blocking commands are in use and
 // cmd is a list or sorted-set write (it may make a key ready for them, or
 // is one of them). It returns at once otherwise.
-func (c *Client) arrivalBarrier(cmd *command) {
+func (c *Client) arrivalBarrier(cmd *command, args [][]byte) {
 	s := c.srv
 	a := &s.arrival
 	last := a.lastBlock.Load()
@@ -284,6 +284,9 @@ func (c *Client) arrivalBarrier(cmd *command) {
 	}
 	r := c.raw
 	if r == nil || !r.stamps || r.rx.ns == 0 {
+		return
+	}
+	if c.arrivalKeysReady(cmd, args) {
 		return
 	}
 	var timer *time.Timer
@@ -306,6 +309,40 @@ func (c *Client) arrivalBarrier(cmd *command) {
 		}
 		break
 	}
+}
+
+// arrivalKeysReady reports whether the keys cmd works on (its first key,
+// and a move's destination) all hold elements and have no waiters: then
+// an older blocking command on them, had it run first, would have taken
+// an element already there, so this command need not wait for it (the
+// common state of a job queue with a backlog). A missing, empty or
+// expired key, or one with waiters, needs the order.
+func (c *Client) arrivalKeysReady(cmd *command, args [][]byte) bool {
+	if len(args) < 2 {
+		return false
+	}
+	n := 1
+	switch cmd.name {
+	case "lmove", "rpoplpush", "blmove", "brpoplpush":
+		n = 2
+	}
+	db := c.srv.dbs[c.db]
+	for _, k := range args[1:min(1+n, len(args))] {
+		key := bstr(k)
+		m := &db.shards[shardOf(key)].mu
+		m.Lock()
+		e := db.getEntry(key)
+		ok := e != nil && !e.expired(time.Now().UnixMilli())
+		if ok {
+			tv, isTyped := e.obj.(typedValue)
+			ok = isTyped && tv.length() > 0
+		}
+		m.Unlock()
+		if !ok || c.srv.blocking.hasWaiters(c.db, key) {
+			return false
+		}
+	}
+	return true
 }
 
 // arrivalNs is when the command being run reached the machine, in unix ns:

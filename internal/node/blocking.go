@@ -34,6 +34,10 @@ import (
 // Lock order: shard locks (in (db, shard) order), then a waiter's mu, then
 // the registry's mu. The registry lock is a leaf.
 
+// hangupWatchDelay is how long a client waits blocked before a watcher
+// looks for its peer hanging up.
+const hangupWatchDelay = 2 * time.Millisecond
+
 // errUnblocked is the reply of a client unblocked by CLIENT UNBLOCK ... ERROR.
 const errUnblocked = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
 
@@ -183,6 +187,17 @@ func (r *blockRegistry) first(wk watchKey) *waiter {
 	return nil
 }
 
+// hasWaiters reports whether clients wait on key.
+func (r *blockRegistry) hasWaiters(db int, key string) bool {
+	if r.waiting.Load() == 0 {
+		return false
+	}
+	r.mu.Lock()
+	n := len(r.byKey[watchKey{db, key}])
+	r.mu.Unlock()
+	return n > 0
+}
+
 // markReady queues a key for serving if clients wait on it.
 func (r *blockRegistry) markReady(db int, key string) {
 	if r.waiting.Load() == 0 {
@@ -325,14 +340,7 @@ func (s *Server) serveReady(queue []watchKey) {
 // blockSpec.kick) instead of taking the elements first. Called with the
 // key's shard locked.
 func (c *Client) behindWaiters(key []byte) bool {
-	r := &c.srv.blocking
-	if r.waiting.Load() == 0 || !c.canBlock() {
-		return false
-	}
-	r.mu.Lock()
-	n := len(r.byKey[watchKey{c.db, string(key)}])
-	r.mu.Unlock()
-	return n > 0
+	return c.canBlock() && c.srv.blocking.hasWaiters(c.db, string(key))
 }
 
 // serveWaiter tries to serve w from key. served is false when the key
@@ -466,18 +474,31 @@ func (c *Client) blockForKeys(spec blockSpec) {
 		s.serveReady(q) // may serve w itself: then w.wake is closed
 	}
 
-	hup, stopWatch := c.watchHangup()
+	// A peer that hangs up is noticed by a watcher started only once the
+	// wait lasts hangupWatchDelay: most waits in a busy queue end sooner,
+	// and the watcher costs a goroutine and two deadline changes.
+	var hup <-chan struct{}
+	stopWatch := func() {}
+	watchDelay := time.NewTimer(hangupWatchDelay)
 	var killed bool
 	mode := unblockTimeout
-	select {
-	case <-w.wake:
-	case <-timer:
-	case mode = <-w.unblock:
-	case <-c.Done():
-		killed = true
-	case <-hup:
-		killed = true
+wait:
+	for {
+		select {
+		case <-w.wake:
+		case <-timer:
+		case mode = <-w.unblock:
+		case <-c.Done():
+			killed = true
+		case <-hup:
+			killed = true
+		case <-watchDelay.C:
+			hup, stopWatch = c.watchHangup()
+			continue wait
+		}
+		break
 	}
+	watchDelay.Stop()
 	stopWatch()
 
 	w.mu.Lock()

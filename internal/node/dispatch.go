@@ -204,7 +204,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	c.propArgs = nil
 	if !locked {
 		if cmd.flags&flagBlocking != 0 || s.arrival.lastBlock.Load() != 0 {
-			c.arrivalEnter(cmd) // arrival.go
+			c.arrivalEnter(cmd, args) // arrival.go
 		}
 		c.lockFor(cmd, args)
 	}
