@@ -5,9 +5,9 @@ package node
 //
 // Snapshots (persistence_snapshot.go, docs/PERSISTENCE.md "How a snapshot
 // is taken") open in microseconds under every shard lock and are copied
-// chunk by chunk by whoever needs a chunk first: the writer here, or a
-// write about to change a key of it. The writer encodes each chunk's copy
-// outside any lock and drops it.
+// bucket by bucket by whoever needs a bucket first: a write about to
+// change a key of it, or the writer here, which copies the rest a chunk of
+// buckets at a time, encodes each copy outside any lock and drops it.
 
 import (
 	"bufio"
