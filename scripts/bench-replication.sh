@@ -12,7 +12,9 @@
 #     slave_repl_offset is the offset of the last command the replica has
 #     applied (Redis: master->reploff, advanced after each command runs;
 #     shardnode: advanced after each command of the stream is applied).
-#     Printed per round: p50, p99, p99.9 and max, and the sample count.
+#     Printed per round: p50, p99, p99.9 and max, and the sample count,
+#     and the CPU time (user + system) the master and the replica used per
+#     SET of the load (less noisy than the lag on a shared machine).
 #
 #   scripts/bench-replication.sh            # KEYS=1000000 ROUNDS=3
 #   KEYS=1000000 ROUNDS=3 LAG_REQUESTS=1000000 LAG_INTERVAL_MS=10 (defaults)
@@ -45,10 +47,31 @@ start() { # impl port
   mkdir -p "$work/$2"
   "$bin" --port "$2" --bind 127.0.0.1 --save "" --appendonly no --repl-diskless-sync-delay 0 --dir "$work/$2" --loglevel warning >"$work/$2.log" 2>&1 &
   pids+=($!)
+  portpid[$2]=$!
   for _ in $(seq 100); do redis-cli -p "$2" ping >/dev/null 2>&1 && return; sleep 0.1; done
   echo "server on $2 did not start" >&2; exit 1
 }
+# CPU time (user + system, clock ticks) of the server listening on port $1.
+hz=$(getconf CLK_TCK)
+declare -A portpid
+cputicks() { awk '{print $14 + $15}' "/proc/${portpid[$1]}/stat"; }
 field() { redis-cli -p "$1" info replication | tr -d '\r' | awk -F: -v f="$2" '$1==f{print $2}'; }
+# settle: a write on master $1 reaches replica $2 before the load starts.
+# After a diskless sync a master holds the stream until the replica's
+# first REPLCONF ACK (Redis and shardnode alike); a load started before
+# that measured up to a second of buffered stream (redis-server's p99 in
+# LAG_ONLY runs: 0.2-1.0 MB, the first ~1 s of samples at
+# slave_repl_offset 0), not the steady lag.
+settle() {
+  redis-cli -p "$1" set repl:settle 1 >/dev/null
+  local want
+  want=$(field "$1" master_repl_offset)
+  for _ in $(seq 500); do
+    [ "$(field "$2" slave_repl_offset)" -ge "$want" ] && return
+    sleep 0.01
+  done
+  echo "replica on $2 did not reach offset $want" >&2
+}
 load() {
   awk -v n="$KEYS" 'BEGIN { for (i = 0; i < n; i++) { k = sprintf("key:%012d", i); v = sprintf("val:%012d", i); printf "*3\r\n$3\r\nSET\r\n$16\r\n%s\r\n$16\r\n%s\r\n", k, v } }' |
     redis-cli -p "$1" --pipe >/dev/null
@@ -69,13 +92,16 @@ for r in $(seq "$ROUNDS"); do
     lag="skipped"
     if [ "$SYNC_ONLY" != 1 ]; then
       # Lag under load.
+      settle "$m" "$s"
+      mc0=$(cputicks "$m"); sc0=$(cputicks "$s")
       redis-benchmark -p "$m" -t set -n "$LAG_REQUESTS" -c 50 -r 1000000 -q >/dev/null 2>&1 &
       bp=$!
       "$work/repllag" -master "127.0.0.1:$m" -replica "127.0.0.1:$s" -interval "${LAG_INTERVAL_MS}ms" -while-pid "$bp" >"$work/lag"
       wait "$bp" || true
+      cpu="cpu_us_per_set master=$(echo "scale=1; ($(cputicks "$m") - $mc0) * 1000000 / $hz / $LAG_REQUESTS" | bc) replica=$(echo "scale=1; ($(cputicks "$s") - $sc0) * 1000000 / $hz / $LAG_REQUESTS" | bc)"
       lag=$(awk '{print $1}' "$work/lag" | sort -n | awk '{a[NR]=$1} END {if (NR==0) {print "n/a"; exit}; p=a[int(NR*0.5)+1]; q=a[int(NR*0.99)+1]; t=a[int(NR*0.999)+1]; if (q=="") q=a[NR]; if (t=="") t=a[NR]; print p, q, t, a[NR], "samples=" NR}')
     fi
-    echo "round $r $impl sync_seconds=$sync lag_bytes_p50_p99_p999_max=$lag" | tee -a "$work/results"
+    echo "round $r $impl sync_seconds=$sync lag_bytes_p50_p99_p999_max=$lag ${cpu:-}" | tee -a "$work/results"
     redis-cli -p "$m" shutdown nosave >/dev/null 2>&1 || true
     redis-cli -p "$s" shutdown nosave >/dev/null 2>&1 || true
   done
