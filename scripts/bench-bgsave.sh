@@ -2,9 +2,13 @@
 # BGSAVE benchmark (not run in CI): shardnode vs redis-server on the same
 # machine, same data.
 #
-#   scripts/bench-bgsave.sh [-k KEYS] [-d VALUE_BYTES] [-p PORT] [-S]
+#   scripts/bench-bgsave.sh [-k KEYS] [-d VALUE_BYTES] [-p PORT] [-S] [-r ROUNDS]
 #
 # -S runs shardnode only (no redis-server row), for iterating.
+# -r ROUNDS alternates baseline and during-save benchmarks ROUNDS times
+# (400000/ROUNDS requests each) and reports the median p99 of each: on a
+# shared machine a baseline taken minutes before the saves can be off by
+# 2-4x (default 1).
 #
 # For each server: load KEYS string keys, then
 #   - baseline: redis-benchmark GET/SET p99 with no save running;
@@ -26,12 +30,14 @@ keys=1000000
 size=64
 port=21196
 only_shardnode=""
-while getopts "k:d:p:S" o; do
+rounds=1
+while getopts "k:d:p:Sr:" o; do
   case $o in
     k) keys=$OPTARG ;;
     d) size=$OPTARG ;;
     p) port=$OPTARG ;;
     S) only_shardnode=1 ;;
+    r) rounds=$OPTARG ;;
     *) exit 2 ;;
   esac
 done
@@ -118,6 +124,8 @@ print(saves, int(1000 * total / max(saves, 1)), peak)
 PY
 }
 
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
 p99() { # redis-benchmark CSV -> max p99 over the tests (ms)
   awk -F, 'NR>1 {gsub(/"/,"",$7); if ($7+0 > m) m = $7+0} END {print m}'
 }
@@ -129,14 +137,24 @@ row() { # name binary
   mkdir -p "$dir"
   start "$bin" "$dir"
   awk -v n="$keys" -v d="$size" 'BEGIN { v = sprintf("%0" d "d", 0); for (i = 0; i < n; i++) { k = "key:" sprintf("%012d", i); printf "*3\r\n$3\r\nSET\r\n$%d\r\n%s\r\n$%d\r\n%s\r\n", length(k), k, length(v), v } }' | cli --pipe >/dev/null
-  local base_p99 before during_p99 save_ms load_ms t0 t1 saves during_ms peak
-  base_p99=$(bench 400000 | p99)
+  local base_p99 before during_p99 save_ms load_ms t0 t1 saves=0 during_ms=0 peak=0 n_req r
+  local bases=() durings=() s m pk
+  n_req=$((400000 / rounds))
   before=$(rss_kb "$pid")
-  bench 400000 >"$dir/during.csv" &
-  local bpid=$!
-  read -r saves during_ms peak < <(saver "$bpid")
-  wait "$bpid" || true
-  during_p99=$(p99 <"$dir/during.csv")
+  for r in $(seq "$rounds"); do
+    bases+=("$(bench "$n_req" | p99)")
+    bench "$n_req" >"$dir/during.csv" &
+    local bpid=$!
+    read -r s m pk < <(saver "$bpid")
+    wait "$bpid" || true
+    durings+=("$(p99 <"$dir/during.csv")")
+    during_ms=$(((during_ms * saves + m * s) / (saves + s > 0 ? saves + s : 1)))
+    saves=$((saves + s))
+    [ "$pk" -gt "$peak" ] && peak=$pk
+  done
+  base_p99=$(median "${bases[@]}")
+  during_p99=$(median "${durings[@]}")
+  [ "$rounds" -gt 1 ] && echo "rounds: baseline p99 ${bases[*]}; during ${durings[*]}" >&2
   # One more save alone for a clean timing and the file to load.
   read -r _ save_ms _ < <(saver 0)
   kill "$pid"; wait "$pid" 2>/dev/null || true
