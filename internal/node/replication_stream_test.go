@@ -16,6 +16,32 @@ import (
 	"github.com/shardis/shardis/internal/testutil"
 )
 
+// fakeHandshake plays a master's side of the replica handshake on nc:
+// +PONG to PING, +OK to REPLCONF (nothing to REPLCONF ACK), and psync()
+// at PSYNC; it returns when psync reports true or the replica hangs up.
+func fakeHandshake(nc net.Conn, psync func() (stop bool)) {
+	br := bufio.NewReader(nc)
+	for {
+		v, err := resp.ReadValue(br)
+		if err != nil || len(v.Elems) == 0 {
+			return
+		}
+		switch strings.ToUpper(v.Elems[0].Str) {
+		case "PING":
+			nc.Write([]byte("+PONG\r\n"))
+		case "REPLCONF":
+			if len(v.Elems) > 1 && strings.EqualFold(v.Elems[1].Str, "ACK") {
+				continue // a master does not answer ACKs
+			}
+			nc.Write([]byte("+OK\r\n"))
+		case "PSYNC":
+			if psync() {
+				return
+			}
+		}
+	}
+}
+
 // fakeMaster answers the replica handshake and sends payload after
 // +FULLRESYNC, then hangs up. It returns its address and a counter of
 // connections.
@@ -36,24 +62,12 @@ func fakeMaster(t *testing.T, payload func() []byte) (string, *atomic32) {
 			attempts.add()
 			go func(nc net.Conn) {
 				defer nc.Close()
-				br := bufio.NewReader(nc)
-				for {
-					v, err := resp.ReadValue(br)
-					if err != nil || len(v.Elems) == 0 {
-						return
-					}
-					switch strings.ToUpper(v.Elems[0].Str) {
-					case "PING":
-						nc.Write([]byte("+PONG\r\n"))
-					case "REPLCONF":
-						nc.Write([]byte("+OK\r\n"))
-					case "PSYNC":
-						nc.Write([]byte("+FULLRESYNC " + strings.Repeat("a", 40) + " 100\r\n"))
-						nc.Write(payload())
-						time.Sleep(50 * time.Millisecond)
-						return
-					}
-				}
+				fakeHandshake(nc, func() bool {
+					nc.Write([]byte("+FULLRESYNC " + strings.Repeat("a", 40) + " 100\r\n"))
+					nc.Write(payload())
+					time.Sleep(50 * time.Millisecond)
+					return true
+				})
 			}(nc)
 		}
 	}()
@@ -196,37 +210,23 @@ func TestReplicationStreamBytesBehindPayload(t *testing.T) {
 			return
 		}
 		defer nc.Close()
-		br := bufio.NewReader(nc)
-		for {
-			v, err := resp.ReadValue(br)
-			if err != nil || len(v.Elems) == 0 {
-				return
-			}
-			switch strings.ToUpper(v.Elems[0].Str) {
-			case "PING":
-				nc.Write([]byte("+PONG\r\n"))
-			case "REPLCONF":
-				if len(v.Elems) > 1 && strings.EqualFold(v.Elems[1].Str, "ACK") {
-					continue // a master does not answer ACKs
+		fakeHandshake(nc, func() bool {
+			// One write: the payload's end and the first commands.
+			var b []byte
+			b = append(b, "+FULLRESYNC "+strings.Repeat("a", 40)+" 100\r\n"...)
+			b = append(b, "$"+strconv.Itoa(rdb.Len())+"\r\n"...)
+			b = append(b, rdb.Bytes()...)
+			b = append(b, first...)
+			nc.Write(b)
+			go func() {
+				select {
+				case <-sendSecond:
+					nc.Write(second)
+				case <-done:
 				}
-				nc.Write([]byte("+OK\r\n"))
-			case "PSYNC":
-				// One write: the payload's end and the first commands.
-				var b []byte
-				b = append(b, "+FULLRESYNC "+strings.Repeat("a", 40)+" 100\r\n"...)
-				b = append(b, "$"+strconv.Itoa(rdb.Len())+"\r\n"...)
-				b = append(b, rdb.Bytes()...)
-				b = append(b, first...)
-				nc.Write(b)
-				go func() {
-					select {
-					case <-sendSecond:
-						nc.Write(second)
-					case <-done:
-					}
-				}()
-			}
-		}
+			}()
+			return false
+		})
 	}()
 	replica := startServer(t)
 	rc := replica.client(t)
