@@ -332,7 +332,7 @@ func (c *Client) arrivalKeysReady(cmd *command, args [][]byte) bool {
 		m := &db.shards[shardOf(key)].mu
 		m.Lock()
 		e := db.getEntry(key)
-		ok := e != nil && !e.expired(time.Now().UnixMilli())
+		ok := e != nil && !e.expired(c.now) // c.now: set by call() before arrivalEnter
 		if ok {
 			tv, isTyped := e.obj.(typedValue)
 			ok = isTyped && tv.length() > 0
