@@ -74,7 +74,7 @@ func BenchmarkSnapshotCopy(b *testing.B) {
 		sn.copyAllLocked()
 		s.UnlockAll()
 		for _, sc := range sn.shards {
-			sc.side.release()
+			releaseChain(sc.side)
 			sc.side = nil
 		}
 		sn.close()

@@ -523,3 +523,56 @@ func TestSnapshotFrozenShardGrowsPastLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotSideBlocks writes, while a snapshot is open and its writer
+// has not started, more keys of one shard than a side block holds: the
+// clients' copies go to a chain of fixed-size blocks (never a grown
+// buffer), and the file still holds exactly the opening's dataset.
+func TestSnapshotSideBlocks(t *testing.T) {
+	s := newBareServer(t)
+	db := s.dbs[0]
+	sh := &db.shards[shardOf("{b}")]
+	big := bytes.Repeat([]byte("v"), 300) // 3 keys per 1 kB of arena
+	s.LockAll()
+	for i := 0; i < 3*sideRecs; i++ {
+		db.setString("{b}"+strconv.Itoa(i), big, 0, false)
+	}
+	want := snapCanonLocked(s)
+	sn := s.persist.openLocked()
+	s.UnlockAll()
+
+	sh.mu.Lock()
+	for i := 0; i < 3*sideRecs; i++ {
+		k := "{b}" + strconv.Itoa(i)
+		db.snapTouchKey(k) // as the dispatcher does before a write
+		db.setString(k, []byte("new"), 0, false)
+	}
+	sc := sn.shards[sh]
+	blocks := 0
+	for b := sc.side; b != nil; b = b.older {
+		blocks++
+		// Blocks recycled from writer buffers may be larger, never
+		// smaller.
+		if cap(b.arena) < sideArena {
+			sh.mu.Unlock()
+			t.Fatalf("block %d: arena capacity %d", blocks, cap(b.arena))
+		}
+	}
+	sh.mu.Unlock()
+	if min := 3 * sideRecs * len(big) / sideArena; blocks < min {
+		t.Fatalf("%d side blocks for %d copied keys, want at least %d", blocks, 3*sideRecs, min)
+	}
+	var buf bytes.Buffer
+	if err := sn.writeTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	got := snapCanonRDB(t, buf.Bytes())
+	if len(got) != len(want) {
+		t.Fatalf("%d keys in the file, %d at the opening", len(got), len(want))
+	}
+	for k, w := range want {
+		if got[k] != w {
+			t.Fatalf("key %s: got %q, want %q", k, got[k], w)
+		}
+	}
+}
