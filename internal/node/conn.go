@@ -117,6 +117,9 @@ type Client struct {
 	pending      []byte
 	flushing     bool
 	pendingLimit pendingLimit
+	// spare is flushPending's other buffer between runs (a replica's
+	// stream would otherwise regrow one from nothing at every run).
+	spare []byte
 	// Replica handshake data (REPLCONF) of a replica's connection.
 	replPort       int
 	replIP         string
@@ -342,6 +345,23 @@ func (c *Client) push(fn func(b []byte) []byte) {
 	}
 	c.pmu.Lock()
 	c.pending = fn(c.pending)
+	c.pushed()
+}
+
+// pushBytes is push of bytes already encoded (a replica's stream): no
+// closure to allocate per write.
+func (c *Client) pushBytes(b []byte) {
+	if c.closed.Load() {
+		return
+	}
+	c.pmu.Lock()
+	c.pending = append(c.pending, b...)
+	c.pushed()
+}
+
+// pushed ends push with c.pmu held (it unlocks it): it applies the output
+// buffer limits and starts the writer if none runs.
+func (c *Client) pushed() {
 	over := c.pendingLimit.exceeded(c, len(c.pending))
 	start := !c.flushing
 	c.flushing = true
@@ -360,7 +380,10 @@ func (c *Client) push(fn func(b []byte) []byte) {
 func (c *Client) flushPending() {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	var buf []byte
+	c.pmu.Lock()
+	buf := c.spare
+	c.spare = nil
+	c.pmu.Unlock()
 	for {
 		if c.hasFlag(clientReplica) {
 			// A replica's stream: let the clients already runnable
@@ -371,6 +394,9 @@ func (c *Client) flushPending() {
 		c.pmu.Lock()
 		if len(c.pending) == 0 {
 			c.flushing = false
+			if cap(buf) <= 1<<20 {
+				c.spare = buf[:0]
+			}
 			c.pmu.Unlock()
 			return
 		}

@@ -56,6 +56,8 @@ type hotConfig struct {
 	hashLim     hashLimits
 	zsetLim     zsetLimits
 	intsetLimit int
+	// outLimits is client-output-buffer-limit per client class.
+	outLimits [outClasses]outLimit
 }
 
 // hot returns the current hotConfig: two atomic loads of read-mostly
@@ -80,6 +82,7 @@ func (s *Server) hot() *hotConfig {
 	h.hashLim = hashLimits{entries: int(s.cfg.Int("hash-max-listpack-entries")), value: int(s.cfg.Int("hash-max-listpack-value"))}
 	h.zsetLim = zsetLimits{entries: int(s.cfg.Int("zset-max-listpack-entries")), value: int(s.cfg.Int("zset-max-listpack-value"))}
 	h.intsetLimit = int(s.cfg.Int("set-max-intset-entries"))
+	h.outLimits = parseOutLimits(s.cfg.Get("client-output-buffer-limit"))
 	if sn != nil {
 		s.perf.hot.Store(h)
 	}

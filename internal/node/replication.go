@@ -159,7 +159,7 @@ func (r *replication) feedLocked(b []byte) {
 	for _, ri := range r.replicas {
 		switch {
 		case ri.state == replStateOnline && !ri.waitAck:
-			ri.c.push(func(out []byte) []byte { return append(out, b...) })
+			ri.c.pushBytes(b)
 		default:
 			ri.buf = append(ri.buf, b...)
 		}

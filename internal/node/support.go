@@ -263,36 +263,68 @@ type pendingLimit struct {
 	softSince time.Time
 }
 
-// exceeded reports whether a pending output of n bytes breaks the limits
-// of c's class. Called with c.pmu held.
-func (l *pendingLimit) exceeded(c *Client, n int) bool {
-	class := "normal"
-	switch {
-	case c.hasFlag(clientReplica):
-		class = "slave"
-	case c.hasFlag(clientPubSub):
-		class = "pubsub"
-	}
-	f := strings.Fields(c.srv.cfg.Get("client-output-buffer-limit"))
+// Client classes of client-output-buffer-limit.
+const (
+	outClassNormal = iota
+	outClassReplica
+	outClassPubSub
+	outClasses
+)
+
+// outLimit is one class's client-output-buffer-limit (0: no limit).
+type outLimit struct {
+	hard, soft int64
+	softFor    time.Duration
+}
+
+// parseOutLimits reads client-output-buffer-limit (stored as "class hard
+// soft seconds" groups of plain integers); the last group of a class
+// wins, as when Redis applies them in order.
+func parseOutLimits(v string) (l [outClasses]outLimit) {
+	f := strings.Fields(v)
 	for i := 0; i+3 < len(f); i += 4 {
-		if f[i] != class {
+		class := -1
+		switch f[i] {
+		case "normal":
+			class = outClassNormal
+		case "slave", "replica":
+			class = outClassReplica
+		case "pubsub":
+			class = outClassPubSub
+		}
+		if class < 0 {
 			continue
 		}
 		hard, _ := strconv.ParseInt(f[i+1], 10, 64)
 		soft, _ := strconv.ParseInt(f[i+2], 10, 64)
 		secs, _ := strconv.ParseInt(f[i+3], 10, 64)
-		if hard > 0 && int64(n) >= hard {
+		l[class] = outLimit{hard: hard, soft: soft, softFor: time.Duration(secs) * time.Second}
+	}
+	return l
+}
+
+// exceeded reports whether a pending output of n bytes breaks the limits
+// of c's class. Called with c.pmu held.
+func (l *pendingLimit) exceeded(c *Client, n int) bool {
+	class := outClassNormal
+	switch {
+	case c.hasFlag(clientReplica):
+		class = outClassReplica
+	case c.hasFlag(clientPubSub):
+		class = outClassPubSub
+	}
+	lim := &c.srv.hot().outLimits[class]
+	if lim.hard > 0 && int64(n) >= lim.hard {
+		return true
+	}
+	if lim.soft > 0 && int64(n) >= lim.soft {
+		if l.softSince.IsZero() {
+			l.softSince = time.Now()
+		} else if time.Since(l.softSince) >= lim.softFor {
 			return true
 		}
-		if soft > 0 && int64(n) >= soft {
-			if l.softSince.IsZero() {
-				l.softSince = time.Now()
-			} else if time.Since(l.softSince) >= time.Duration(secs)*time.Second {
-				return true
-			}
-		} else {
-			l.softSince = time.Time{}
-		}
+	} else {
+		l.softSince = time.Time{}
 	}
 	return false
 }
