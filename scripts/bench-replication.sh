@@ -15,6 +15,14 @@
 #     Printed per round: p50, p99, p99.9 and max, and the sample count,
 #     and the CPU time (user + system) the master and the replica used per
 #     SET of the load (less noisy than the lag on a shared machine).
+#  3. the same lag in time, as a client sees it (repllag -probe, run at
+#     the same time on its own connections): every LAG_INTERVAL_MS a SET of
+#     a probe key on the master, then GETs on the replica until the new
+#     value shows; microseconds from the master's acknowledgement to the
+#     first GET that sees it. The byte lag depends on when each server
+#     reads its offset for INFO relative to when the reply leaves (Redis
+#     replies at the end of an event-loop pass, shardnode at once) and on
+#     how long INFO waits on the busy master; the time lag does not.
 #
 #   scripts/bench-replication.sh            # KEYS=1000000 ROUNDS=3
 #   KEYS=1000000 ROUNDS=3 LAG_REQUESTS=1000000 LAG_INTERVAL_MS=10 (defaults)
@@ -96,26 +104,35 @@ for r in $(seq "$ROUNDS"); do
       mc0=$(cputicks "$m"); sc0=$(cputicks "$s")
       redis-benchmark -p "$m" -t set -n "$LAG_REQUESTS" -c 50 -r 1000000 -q >/dev/null 2>&1 &
       bp=$!
+      "$work/repllag" -probe -master "127.0.0.1:$m" -replica "127.0.0.1:$s" -interval "${LAG_INTERVAL_MS}ms" -while-pid "$bp" >"$work/tlag" &
+      tp=$!
       "$work/repllag" -master "127.0.0.1:$m" -replica "127.0.0.1:$s" -interval "${LAG_INTERVAL_MS}ms" -while-pid "$bp" >"$work/lag"
       wait "$bp" || true
+      wait "$tp" || true
       cpu="cpu_us_per_set master=$(echo "scale=1; ($(cputicks "$m") - $mc0) * 1000000 / $hz / $LAG_REQUESTS" | bc) replica=$(echo "scale=1; ($(cputicks "$s") - $sc0) * 1000000 / $hz / $LAG_REQUESTS" | bc)"
       lag=$(awk '{print $1}' "$work/lag" | sort -n | awk '{a[NR]=$1} END {if (NR==0) {print "n/a"; exit}; p=a[int(NR*0.5)+1]; q=a[int(NR*0.99)+1]; t=a[int(NR*0.999)+1]; if (q=="") q=a[NR]; if (t=="") t=a[NR]; print p, q, t, a[NR], "samples=" NR}')
+      tlag=$(awk '{print $1}' "$work/tlag" | sort -n | awk '{a[NR]=$1} END {if (NR==0) {print "n/a"; exit}; p=a[int(NR*0.5)+1]; q=a[int(NR*0.99)+1]; t=a[int(NR*0.999)+1]; if (q=="") q=a[NR]; if (t=="") t=a[NR]; print p, q, t, a[NR], "probes=" NR}')
     fi
-    echo "round $r $impl sync_seconds=$sync lag_bytes_p50_p99_p999_max=$lag ${cpu:-}" | tee -a "$work/results"
+    echo "round $r $impl sync_seconds=$sync lag_bytes_p50_p99_p999_max=$lag lag_us_p50_p99_p999_max=${tlag:-skipped} ${cpu:-}" | tee -a "$work/results"
     redis-cli -p "$m" shutdown nosave >/dev/null 2>&1 || true
     redis-cli -p "$s" shutdown nosave >/dev/null 2>&1 || true
   done
 done
 med() { grep " $1 " "$work/results" | sed 's/.*sync_seconds=\([0-9.]*\).*/\1/' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 r=$(med redis); n=$(med shardnode)
-lagmed() { grep " $1 " "$work/results" | grep -v skipped | sed 's/.*max=//' | awk -v k="$2" '{print $k}' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# lagmed IMPL UNIT K: median over rounds of field K (1 p50, 2 p99) of the
+# byte lag (UNIT bytes) or the probe's time lag (UNIT us).
+lagmed() { grep " $1 " "$work/results" | grep -v skipped | sed "s/.*lag_$2_p50_p99_p999_max=//" | awk -v k="$3" '{print $k}' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+lagp99() { grep "^round $1 $2 " "$work/results" | sed "s/.*lag_$3_p50_p99_p999_max=//" | awk '{print $2}'; }
 if [ "$SYNC_ONLY" != 1 ]; then
-  echo "median lag p50: redis $(lagmed redis 1) B, shardnode $(lagmed shardnode 1) B; median lag p99: redis $(lagmed redis 2) B, shardnode $(lagmed shardnode 2) B"
+  echo "median byte lag p50: redis $(lagmed redis bytes 1) B, shardnode $(lagmed shardnode bytes 1) B; p99: redis $(lagmed redis bytes 2) B, shardnode $(lagmed shardnode bytes 2) B"
+  echo "median time lag p50: redis $(lagmed redis us 1) us, shardnode $(lagmed shardnode us 1) us; p99: redis $(lagmed redis us 2) us, shardnode $(lagmed shardnode us 2) us"
   for rd in $(seq "$ROUNDS"); do
-    a=$(grep "^round $rd redis " "$work/results" | sed 's/.*max=//' | awk '{print $2}')
-    b=$(grep "^round $rd shardnode " "$work/results" | sed 's/.*max=//' | awk '{print $2}')
-    v="no"; [ "$b" -le "$a" ] && v="yes"
-    echo "round $rd lag p99 shardnode <= redis: $v ($b vs $a B)"
+    for u in bytes us; do
+      a=$(lagp99 "$rd" redis $u); b=$(lagp99 "$rd" shardnode $u)
+      v="no"; [ "$b" -le "$a" ] && v="yes"
+      echo "round $rd $u lag p99 shardnode <= redis: $v ($b vs $a)"
+    done
   done
 fi
 echo "median full sync: redis ${r}s, shardnode ${n}s, ratio $(echo "scale=2; $n / $r" | bc)"

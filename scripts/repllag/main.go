@@ -12,6 +12,19 @@
 // between its two readings (the uncertainty of that sample). Sampling
 // stops when the process given by -while-pid exits. It treats both servers
 // alike: the same commands, the same fields, the same connections.
+//
+// With -probe it measures the lag in time instead, as a client sees it:
+// each sample writes SET repllag:probe <n> to the master and, once the
+// master has acknowledged it, reads GET repllag:probe from the replica
+// back to back until it returns n, and prints
+//
+//	lag_microseconds polls elapsed_ms
+//
+// (acknowledgement to first read that sees the write; the resolution is
+// one GET round trip to the replica, tens of microseconds). Unlike the
+// byte lag it does not depend on when a server reads its offset for INFO
+// relative to when it answers (Redis answers at the end of an event-loop
+// pass, shardnode at once), nor on how long INFO waits on a busy master.
 package main
 
 import (
@@ -80,8 +93,13 @@ func main() {
 	replica := flag.String("replica", "127.0.0.1:6380", "replica address")
 	interval := flag.Duration("interval", 20*time.Millisecond, "pause between samples")
 	pid := flag.Int("while-pid", 0, "sample until this process exits")
+	probe := flag.Bool("probe", false, "measure the lag in time with a probe key")
 	flag.Parse()
-	if err := run(*master, *replica, *interval, *pid); err != nil {
+	f := run
+	if *probe {
+		f = runProbe
+	}
+	if err := f(*master, *replica, *interval, *pid); err != nil {
 		fmt.Fprintln(os.Stderr, "repllag:", err)
 		os.Exit(1)
 	}
@@ -113,6 +131,62 @@ func run(master, replica string, interval time.Duration, pid int) error {
 			return err
 		}
 		fmt.Fprintf(out, "%d %d %d\n", (mo1+mo2)/2-so, mo2-mo1, time.Since(start).Milliseconds())
+		if pid == 0 {
+			break
+		}
+		time.Sleep(interval)
+	}
+	return nil
+}
+
+// do sends one command and returns its reply.
+func (c *conn) do(args ...string) (resp.Value, error) {
+	_ = c.nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.nc.Write(resp.AppendCommandStrings(nil, args...)); err != nil {
+		return resp.Value{}, err
+	}
+	v, err := resp.ReadValue(c.br)
+	if err == nil && v.IsError() {
+		err = errors.New(v.Str)
+	}
+	return v, err
+}
+
+// runProbe samples the time from a write's acknowledgement by the master
+// to its first sight on the replica.
+func runProbe(master, replica string, interval time.Duration, pid int) error {
+	m, err := dial(master)
+	if err != nil {
+		return err
+	}
+	s, err := dial(replica)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	for n := 1; pid == 0 || alive(pid); n++ {
+		want := strconv.Itoa(n)
+		if _, err := m.do("SET", "repllag:probe", want); err != nil {
+			return err
+		}
+		acked := time.Now()
+		polls := 0
+		for {
+			v, err := s.do("GET", "repllag:probe")
+			if err != nil {
+				return err
+			}
+			polls++
+			if v.Str == want {
+				break
+			}
+			if time.Since(acked) > 10*time.Second {
+				return fmt.Errorf("probe %d not on the replica after 10 s", n)
+			}
+		}
+		fmt.Fprintf(out, "%d %d %d\n", time.Since(acked).Microseconds(), polls, time.Since(start).Milliseconds())
 		if pid == 0 {
 			break
 		}
