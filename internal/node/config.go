@@ -108,6 +108,8 @@ func init() {
 	defConfig("auto-aof-rewrite-min-size", "67108864", checkMemory, false)
 	defConfig("aof-load-truncated", "yes", checkBool, false)
 	defConfig("aof-use-rdb-preamble", "yes", checkBool, false)
+	defConfig("rdb-save-incremental-fsync", "yes", checkBool, false)
+	defConfig("aof-rewrite-incremental-fsync", "yes", checkBool, false)
 	defConfig("aof-timestamp-enabled", "no", checkBool, false)
 	defConfig("rdbcompression", "yes", checkBool, false)
 	defConfig("rdbchecksum", "yes", checkBool, false)

@@ -151,7 +151,7 @@ func parseManifest(data []byte, name string) (manifest, error) {
 func (a *aofState) writeManifest(m manifest) error {
 	dir := a.dir()
 	tmp := filepath.Join(dir, "temp-"+a.manifestName())
-	if err := writeFileSync(tmp, func(w io.Writer) error { _, err := w.Write(m.render()); return err }); err != nil {
+	if err := writeFileSync(tmp, false, func(w io.Writer) error { _, err := w.Write(m.render()); return err }); err != nil {
 		return fmt.Errorf("node: writing AOF manifest: %w", err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, a.manifestName())); err != nil {
@@ -449,10 +449,11 @@ func (a *aofState) rewriteReserved(enable bool) error {
 	baseName := fmt.Sprintf("%s.%d.base.%s", s.cfg.Get("appendfilename"), baseSeq, ext)
 	basePath := filepath.Join(a.dir(), baseName)
 	tmp := filepath.Join(a.dir(), fmt.Sprintf("temp-rewriteaof-%d.aof", time.Now().UnixNano()))
+	autoSync := s.cfg.Bool("aof-rewrite-incremental-fsync")
 	if ext == "rdb" {
-		err = writeFileSync(tmp, sn.writeTo)
+		err = writeFileSync(tmp, autoSync, sn.writeTo)
 	} else {
-		err = writeFileSync(tmp, sn.writeCommands)
+		err = writeFileSync(tmp, autoSync, sn.writeCommands)
 	}
 	if err == nil {
 		err = os.Rename(tmp, basePath)

@@ -400,7 +400,7 @@ func fillEntry(e *entry, v *rdb.Value, hl hashLimits, il int, zl zsetLimits) err
 func (p *persistence) saveRDB(sn *snapshot) error {
 	path := p.rdbPath()
 	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf("temp-%d-%d.rdb", os.Getpid(), time.Now().UnixNano()))
-	err := writeFileSync(tmp, sn.writeTo)
+	err := writeFileSync(tmp, p.srv.cfg.Bool("rdb-save-incremental-fsync"), sn.writeTo)
 	if err == nil {
 		err = p.renameSnapshot(sn, tmp, path)
 	}
@@ -432,13 +432,21 @@ func (p *persistence) renameSnapshot(sn *snapshot, tmp, path string) error {
 	return nil
 }
 
-// writeFileSync creates path, fills it with write and fsyncs it.
-func writeFileSync(path string, write func(w io.Writer) error) error {
+// writeFileSync creates path, fills it with write and fsyncs it. With
+// autoSync the file is pushed to disk every autoSyncBytes as it is
+// written (autoSyncFile), and written in pieces of at most 64 kB (the
+// encoder's), so no single system call copies more.
+func writeFileSync(path string, autoSync bool, write func(w io.Writer) error) error {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriterSize(f, 1<<20)
+	var bw *bufio.Writer
+	if autoSync {
+		bw = bufio.NewWriterSize(&autoSyncFile{f: f}, 64<<10)
+	} else {
+		bw = bufio.NewWriterSize(f, 1<<20)
+	}
 	err = write(bw)
 	if err == nil {
 		err = bw.Flush()
