@@ -11,7 +11,9 @@
 # 2-4x (default 1).
 #
 # For each server: load KEYS string keys, then
-#   - baseline: redis-benchmark GET/SET p99 with no save running;
+#   - baseline: redis-benchmark GET/SET p99 with no save running, with the
+#     save driver's INFO poll running as during the saves (BASELINE_POLL=0:
+#     without it, as before 2026-11-30 17:40 UTC);
 #   - during save: the same benchmark while BGSAVEs run back to back;
 #     their count and mean time, extra memory (peak RSS of the server and
 #     its fork children during the saves minus RSS before);
@@ -60,6 +62,7 @@ rss_kb() { # RSS of pid and its children, in kB
 # IO_THREADS (default 1, as in bench-vs-redis.sh) is passed to both servers
 # as --io-threads; empty leaves both at their default.
 IO_THREADS=${IO_THREADS-1}
+BASELINE_POLL=${BASELINE_POLL-1}
 threads=()
 [ -n "$IO_THREADS" ] && threads=(--io-threads "$IO_THREADS")
 
@@ -74,12 +77,18 @@ start() { # server-binary dir
   exit 1
 }
 
-# saver BENCH_PID: BGSAVEs back to back while BENCH_PID runs (0: one save);
-# prints "saves mean_ms peak_rss_kb" (server and its children).
+# saver BENCH_PID [poll]: BGSAVEs back to back while BENCH_PID runs (0: one
+# save); prints "saves mean_ms peak_rss_kb" (server and its children).
+# With "poll" it starts no save and only sends the same INFO persistence
+# every 20 ms: the baseline runs with it, so that the two benchmarks differ
+# by the saves alone (the poller by itself, waking 50 times a second on the
+# 2 cores the server and redis-benchmark use, took shardnode's p99 from
+# ~1.1-1.3 ms to ~1.9-2.0 ms, 2026-11-30 17:33 UTC).
 saver() {
-  python3 - "$port" "$pid" "$1" <<'PY'
+  python3 - "$port" "$pid" "$1" "${2:-save}" <<'PY'
 import os, socket, sys, time
 port, server, bench = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+poll_only = sys.argv[4] == "poll"
 conn = socket.create_connection(("127.0.0.1", port))
 rd = conn.makefile("rb")
 def cmd(*args):
@@ -107,7 +116,11 @@ def rss():
             pass
     return total
 saves, total, peak = 0, 0.0, rss()
-while True:
+while poll_only and running(bench):
+    cmd(b"INFO", b"persistence")
+    peak = max(peak, rss())
+    time.sleep(0.02)
+while not poll_only:
     t0 = time.monotonic()
     while cmd(b"BGSAVE").startswith(b"-"):  # one still running: retry
         time.sleep(0.02)
@@ -142,9 +155,15 @@ row() { # name binary
   n_req=$((400000 / rounds))
   before=$(rss_kb "$pid")
   for r in $(seq "$rounds"); do
-    bases+=("$(bench "$n_req" | p99)")
-    bench "$n_req" >"$dir/during.csv" &
+    bench "$n_req" >"$dir/base.csv" &
     local bpid=$!
+    if [ "$BASELINE_POLL" = 1 ]; then
+      read -r _ _ _ < <(saver "$bpid" poll)
+    fi
+    wait "$bpid" || true
+    bases+=("$(p99 <"$dir/base.csv")")
+    bench "$n_req" >"$dir/during.csv" &
+    bpid=$!
     read -r s m pk < <(saver "$bpid")
     wait "$bpid" || true
     durings+=("$(p99 <"$dir/during.csv")")
