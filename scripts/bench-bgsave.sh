@@ -22,11 +22,12 @@
 #     INFO says loading:0).
 # Prints one table row per server (markdown) for docs/BENCHMARKS.md.
 #
-# The saves are started and watched by one small python3 process on one
+# The saves are started and watched by scripts/bgsavedriver on one
 # connection (BGSAVE, then INFO persistence every 20 ms), which also samples
 # the RSS. (Until 2026-11-30 this was a shell loop spawning redis-cli, grep
 # and sleep ~150 times a second: on 2 cores the spawns alone, with no save,
-# raised shardnode's p99 from ~1-4 ms to ~8 ms, for both servers.)
+# raised shardnode's p99 from ~1-4 ms to ~8 ms, for both servers; then a
+# python3 process, whose wake-ups alone raised it from ~1.0 to ~2.1 ms.)
 set -eu
 keys=1000000
 size=64
@@ -47,7 +48,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 pid=""
 trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$work"' EXIT
-(cd "$here" && go build -o "$work/shardnode-bin" ./cmd/shardnode)
+(cd "$here" && go build -o "$work/shardnode-bin" ./cmd/shardnode && go build -o "$work/bgsavedriver" ./scripts/bgsavedriver)
 cli() { redis-cli -p "$port" "$@"; }
 
 rss_kb() { # RSS of pid and its children, in kB
@@ -81,60 +82,13 @@ start() { # server-binary dir
 # save); prints "saves mean_ms peak_rss_kb" (server and its children).
 # With "poll" it starts no save and only sends the same INFO persistence
 # every 20 ms: the baseline runs with it, so that the two benchmarks differ
-# by the saves alone (the poller by itself, waking 50 times a second on the
-# 2 cores the server and redis-benchmark use, took shardnode's p99 from
-# ~1.1-1.3 ms to ~1.9-2.0 ms, 2026-11-30 17:33 UTC).
+# by the saves alone. The driver is scripts/bgsavedriver (Go, one
+# connection); until 2026-11-30 17:40 UTC it was a python3 process, whose
+# wake-ups alone, with no save, took shardnode's p99 from ~1.0 to ~2.1 ms.
 saver() {
-  python3 - "$port" "$pid" "$1" "${2:-save}" <<'PY'
-import os, socket, sys, time
-port, server, bench = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-poll_only = sys.argv[4] == "poll"
-conn = socket.create_connection(("127.0.0.1", port))
-rd = conn.makefile("rb")
-def cmd(*args):
-    conn.sendall(b"".join([b"*%d\r\n" % len(args)] + [b"$%d\r\n%s\r\n" % (len(a), a) for a in args]))
-    line = rd.readline()
-    return rd.read(int(line[1:]) + 2) if line[:1] == b"$" else line
-def running(p):
-    try:
-        os.kill(p, 0)
-        return True
-    except OSError:
-        return False
-def rss():
-    total = 0
-    try:
-        kids = open("/proc/%d/task/%d/children" % (server, server)).read().split()
-    except OSError:
-        kids = []
-    for p in [str(server)] + kids:
-        try:
-            for l in open("/proc/%s/status" % p):
-                if l.startswith("VmRSS:"):
-                    total += int(l.split()[1])
-        except OSError:
-            pass
-    return total
-saves, total, peak = 0, 0.0, rss()
-while poll_only and running(bench):
-    cmd(b"INFO", b"persistence")
-    peak = max(peak, rss())
-    time.sleep(0.02)
-while not poll_only:
-    t0 = time.monotonic()
-    while cmd(b"BGSAVE").startswith(b"-"):  # one still running: retry
-        time.sleep(0.02)
-    time.sleep(0.02)
-    while b"rdb_bgsave_in_progress:1" in cmd(b"INFO", b"persistence"):
-        peak = max(peak, rss())
-        time.sleep(0.02)
-    t1 = time.monotonic()
-    if bench == 0 or running(bench):
-        saves, total = saves + 1, total + (t1 - t0)
-    if bench == 0 or not running(bench):
-        break
-print(saves, int(1000 * total / max(saves, 1)), peak)
-PY
+  local mode=()
+  [ "${2:-}" = poll ] && mode=(-poll)
+  "$work/bgsavedriver" -addr "127.0.0.1:$port" -server-pid "$pid" -while-pid "$1" "${mode[@]}"
 }
 
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
