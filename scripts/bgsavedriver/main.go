@@ -16,42 +16,15 @@
 package main
 
 import (
-	"bufio"
-	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
-	"github.com/shardis/shardis/internal/resp"
+	"github.com/shardis/shardis/scripts/internal/benchconn"
 )
-
-type conn struct {
-	nc net.Conn
-	br *bufio.Reader
-}
-
-func (c *conn) do(args ...string) (resp.Value, error) {
-	_ = c.nc.SetDeadline(time.Now().Add(time.Minute))
-	if _, err := c.nc.Write(resp.AppendCommandStrings(nil, args...)); err != nil {
-		return resp.Value{}, err
-	}
-	return resp.ReadValue(c.br)
-}
-
-// alive reports whether pid runs (a zombie counts as gone).
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return syscall.Kill(pid, 0) == nil
-	}
-	_, after, ok := strings.Cut(string(b), ") ")
-	return !ok || !strings.HasPrefix(after, "Z")
-}
 
 // rssKB is the RSS of pid and its children.
 func rssKB(pid int) int64 {
@@ -88,25 +61,21 @@ func main() {
 }
 
 func run(addr string, server, bench int, poll bool) error {
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	c, err := benchconn.Dial(addr)
 	if err != nil {
 		return err
 	}
-	c := &conn{nc: nc, br: bufio.NewReader(nc)}
 	const tick = 20 * time.Millisecond
 	peak := rssKB(server)
 	saving := func() (bool, error) {
-		v, err := c.do("INFO", "persistence")
+		v, err := c.Do("INFO", "persistence")
 		if err != nil {
 			return false, err
-		}
-		if v.IsError() {
-			return false, errors.New(v.Str)
 		}
 		return strings.Contains(v.Str, "rdb_bgsave_in_progress:1"), nil
 	}
 	if poll {
-		for bench != 0 && alive(bench) {
+		for bench != 0 && benchconn.Alive(bench) {
 			if _, err := saving(); err != nil {
 				return err
 			}
@@ -121,12 +90,12 @@ func run(addr string, server, bench int, poll bool) error {
 	for {
 		t0 := time.Now()
 		for {
-			v, err := c.do("BGSAVE")
-			if err != nil {
-				return err
+			v, err := c.Do("BGSAVE")
+			if err == nil {
+				break
 			}
 			if !v.IsError() {
-				break
+				return err
 			}
 			time.Sleep(tick) // one still running
 		}
@@ -141,7 +110,7 @@ func run(addr string, server, bench int, poll bool) error {
 				break
 			}
 		}
-		running := bench != 0 && alive(bench)
+		running := bench != 0 && benchconn.Alive(bench)
 		if bench == 0 || running {
 			saves++
 			total += time.Since(t0)

@@ -29,64 +29,14 @@ package main
 
 import (
 	"bufio"
-	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
-	"github.com/shardis/shardis/internal/resp"
+	"github.com/shardis/shardis/scripts/internal/benchconn"
 )
-
-type conn struct {
-	nc net.Conn
-	br *bufio.Reader
-}
-
-func dial(addr string) (*conn, error) {
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	return &conn{nc: nc, br: bufio.NewReader(nc)}, nil
-}
-
-// field returns an integer field of INFO replication.
-func (c *conn) field(name string) (int64, error) {
-	_ = c.nc.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := c.nc.Write(resp.AppendCommandStrings(nil, "INFO", "replication")); err != nil {
-		return 0, err
-	}
-	v, err := resp.ReadValue(c.br)
-	if err != nil {
-		return 0, err
-	}
-	if v.IsError() {
-		return 0, errors.New(v.Str)
-	}
-	for _, line := range strings.Split(v.Str, "\r\n") {
-		k, val, ok := strings.Cut(line, ":")
-		if ok && k == name {
-			return strconv.ParseInt(val, 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no %s in INFO replication", name)
-}
-
-// alive reports whether pid runs: a zombie (exited, not yet waited for
-// by the script) counts as gone.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return syscall.Kill(pid, 0) == nil // no procfs
-	}
-	_, after, ok := strings.Cut(string(b), ") ")
-	return !ok || !strings.HasPrefix(after, "Z")
-}
 
 func main() {
 	master := flag.String("master", "127.0.0.1:6379", "master address")
@@ -105,28 +55,32 @@ func main() {
 	}
 }
 
-func run(master, replica string, interval time.Duration, pid int) error {
-	m, err := dial(master)
-	if err != nil {
-		return err
+// dialBoth connects to the master and the replica.
+func dialBoth(master, replica string) (m, s *benchconn.Conn, err error) {
+	if m, err = benchconn.Dial(master); err == nil {
+		s, err = benchconn.Dial(replica)
 	}
-	s, err := dial(replica)
+	return m, s, err
+}
+
+func run(master, replica string, interval time.Duration, pid int) error {
+	m, s, err := dialBoth(master, replica)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
-	for pid == 0 || alive(pid) {
-		mo1, err := m.field("master_repl_offset")
+	for pid == 0 || benchconn.Alive(pid) {
+		mo1, err := m.InfoField("replication", "master_repl_offset")
 		if err != nil {
 			return err
 		}
-		so, err := s.field("slave_repl_offset")
+		so, err := s.InfoField("replication", "slave_repl_offset")
 		if err != nil {
 			return err
 		}
-		mo2, err := m.field("master_repl_offset")
+		mo2, err := m.InfoField("replication", "master_repl_offset")
 		if err != nil {
 			return err
 		}
@@ -139,42 +93,25 @@ func run(master, replica string, interval time.Duration, pid int) error {
 	return nil
 }
 
-// do sends one command and returns its reply.
-func (c *conn) do(args ...string) (resp.Value, error) {
-	_ = c.nc.SetDeadline(time.Now().Add(10 * time.Second))
-	if _, err := c.nc.Write(resp.AppendCommandStrings(nil, args...)); err != nil {
-		return resp.Value{}, err
-	}
-	v, err := resp.ReadValue(c.br)
-	if err == nil && v.IsError() {
-		err = errors.New(v.Str)
-	}
-	return v, err
-}
-
 // runProbe samples the time from a write's acknowledgement by the master
 // to its first sight on the replica.
 func runProbe(master, replica string, interval time.Duration, pid int) error {
-	m, err := dial(master)
-	if err != nil {
-		return err
-	}
-	s, err := dial(replica)
+	m, s, err := dialBoth(master, replica)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
-	for n := 1; pid == 0 || alive(pid); n++ {
+	for n := 1; pid == 0 || benchconn.Alive(pid); n++ {
 		want := strconv.Itoa(n)
-		if _, err := m.do("SET", "repllag:probe", want); err != nil {
+		if _, err := m.Do("SET", "repllag:probe", want); err != nil {
 			return err
 		}
 		acked := time.Now()
 		polls := 0
 		for {
-			v, err := s.do("GET", "repllag:probe")
+			v, err := s.Do("GET", "repllag:probe")
 			if err != nil {
 				return err
 			}
