@@ -55,48 +55,15 @@ func main() {
 	}
 }
 
-// dialBoth connects to the master and the replica.
-func dialBoth(master, replica string) (m, s *benchconn.Conn, err error) {
-	if m, err = benchconn.Dial(master); err == nil {
-		s, err = benchconn.Dial(replica)
-	}
-	return m, s, err
-}
-
-func run(master, replica string, interval time.Duration, pid int) error {
-	m, s, err := dialBoth(master, replica)
+// sampleLoop connects to the master and the replica and prints the line
+// one returns for each sample (n counts from 1), every interval, until the
+// process pid exits (one sample when pid is 0).
+func sampleLoop(master, replica string, interval time.Duration, pid int, one func(m, s *benchconn.Conn, n int) (string, error)) error {
+	m, err := benchconn.Dial(master)
 	if err != nil {
 		return err
 	}
-	start := time.Now()
-	out := bufio.NewWriter(os.Stdout)
-	defer out.Flush()
-	for pid == 0 || benchconn.Alive(pid) {
-		mo1, err := m.InfoField("replication", "master_repl_offset")
-		if err != nil {
-			return err
-		}
-		so, err := s.InfoField("replication", "slave_repl_offset")
-		if err != nil {
-			return err
-		}
-		mo2, err := m.InfoField("replication", "master_repl_offset")
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "%d %d %d\n", (mo1+mo2)/2-so, mo2-mo1, time.Since(start).Milliseconds())
-		if pid == 0 {
-			break
-		}
-		time.Sleep(interval)
-	}
-	return nil
-}
-
-// runProbe samples the time from a write's acknowledgement by the master
-// to its first sight on the replica.
-func runProbe(master, replica string, interval time.Duration, pid int) error {
-	m, s, err := dialBoth(master, replica)
+	s, err := benchconn.Dial(replica)
 	if err != nil {
 		return err
 	}
@@ -104,30 +71,61 @@ func runProbe(master, replica string, interval time.Duration, pid int) error {
 	out := bufio.NewWriter(os.Stdout)
 	defer out.Flush()
 	for n := 1; pid == 0 || benchconn.Alive(pid); n++ {
-		want := strconv.Itoa(n)
-		if _, err := m.Do("SET", "repllag:probe", want); err != nil {
+		line, err := one(m, s, n)
+		if err != nil {
 			return err
 		}
-		acked := time.Now()
-		polls := 0
-		for {
-			v, err := s.Do("GET", "repllag:probe")
-			if err != nil {
-				return err
-			}
-			polls++
-			if v.Str == want {
-				break
-			}
-			if time.Since(acked) > 10*time.Second {
-				return fmt.Errorf("probe %d not on the replica after 10 s", n)
-			}
-		}
-		fmt.Fprintf(out, "%d %d %d\n", time.Since(acked).Microseconds(), polls, time.Since(start).Milliseconds())
+		fmt.Fprintf(out, "%s %d\n", line, time.Since(start).Milliseconds())
 		if pid == 0 {
 			break
 		}
 		time.Sleep(interval)
 	}
 	return nil
+}
+
+// run samples the lag in bytes.
+func run(master, replica string, interval time.Duration, pid int) error {
+	return sampleLoop(master, replica, interval, pid, func(m, s *benchconn.Conn, _ int) (string, error) {
+		mo1, err := m.InfoField("replication", "master_repl_offset")
+		if err != nil {
+			return "", err
+		}
+		so, err := s.InfoField("replication", "slave_repl_offset")
+		if err != nil {
+			return "", err
+		}
+		mo2, err := m.InfoField("replication", "master_repl_offset")
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%d %d", (mo1+mo2)/2-so, mo2-mo1), nil
+	})
+}
+
+// runProbe samples the time from a write's acknowledgement by the master
+// to its first sight on the replica.
+func runProbe(master, replica string, interval time.Duration, pid int) error {
+	return sampleLoop(master, replica, interval, pid, func(m, s *benchconn.Conn, n int) (string, error) {
+		want := strconv.Itoa(n)
+		if _, err := m.Do("SET", "repllag:probe", want); err != nil {
+			return "", err
+		}
+		acked := time.Now()
+		polls := 0
+		for {
+			v, err := s.Do("GET", "repllag:probe")
+			if err != nil {
+				return "", err
+			}
+			polls++
+			if v.Str == want {
+				break
+			}
+			if time.Since(acked) > 10*time.Second {
+				return "", fmt.Errorf("repllag: probe %d not on the replica after 10 s", n)
+			}
+		}
+		return fmt.Sprintf("%d %d", time.Since(acked).Microseconds(), polls), nil
+	})
 }
