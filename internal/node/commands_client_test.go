@@ -540,3 +540,26 @@ func TestClientPauseExecAndExpiry(t *testing.T) {
 		t.Fatalf("expired_keys %d after UNPAUSE, want %d", n, before+1)
 	}
 }
+
+// TestOutputLimitsFollowConfigSet: client-output-buffer-limit is parsed
+// once per configuration change (hotConfig.outLimits), per class, with
+// "replica" as Redis's alias of "slave"; a CONFIG SET is seen by the next
+// check.
+func TestOutputLimitsFollowConfigSet(t *testing.T) {
+	l := parseOutLimits("normal 0 0 0 replica 100 50 7 pubsub 33554432 8388608 60")
+	if l[outClassReplica] != (outLimit{hard: 100, soft: 50, softFor: 7 * time.Second}) ||
+		l[outClassNormal] != (outLimit{}) || l[outClassPubSub].hard != 33554432 {
+		t.Fatalf("parsed %+v", l)
+	}
+	ts := startServer(t)
+	c := ts.client(t)
+	if got := ts.srv.hot().outLimits[outClassPubSub].hard; got != 32<<20 {
+		t.Fatalf("default pubsub hard limit %d", got)
+	}
+	if err := c.ConfigSet(ctx(t), "client-output-buffer-limit", "pubsub 2mb 1mb 30").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if got := ts.srv.hot().outLimits[outClassPubSub]; got != (outLimit{hard: 2 << 20, soft: 1 << 20, softFor: 30 * time.Second}) {
+		t.Fatalf("after CONFIG SET: %+v", got)
+	}
+}
