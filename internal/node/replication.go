@@ -337,7 +337,7 @@ func (r *replication) info(b *strings.Builder) {
 			inSync = 1
 		}
 		fmt.Fprintf(b, "master_sync_in_progress:%d\r\n", inSync)
-		fmt.Fprintf(b, "slave_read_repl_offset:%d\r\nslave_repl_offset:%d\r\n", r.offset, r.offset)
+		fmt.Fprintf(b, "slave_read_repl_offset:%d\r\nslave_repl_offset:%d\r\n", r.link.readOffset(r.offset), r.offset)
 		if inSync == 1 {
 			fmt.Fprintf(b, "master_sync_total_bytes:%d\r\nmaster_sync_read_bytes:%d\r\nmaster_sync_left_bytes:%d\r\nmaster_sync_perc:0.00\r\nmaster_sync_last_io_seconds_ago:0\r\n", st.syncTotal, st.syncRead, st.syncTotal-st.syncRead)
 		}

@@ -3,10 +3,15 @@ package node
 import (
 	"bytes"
 	"fmt"
+	"math/rand/v2"
+	"net"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardis/shardis/internal/resp"
 )
 
 // BenchmarkReplicationFullSync measures a full sync of REPL_BENCH_KEYS
@@ -100,4 +105,82 @@ func BenchmarkStagingLoad(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkReplicaApply measures how fast a replica applies its master's
+// stream: a fake master sends an RDB of REPL_BENCH_KEYS keys (default
+// 1000000) and then, per iteration, 100000 SETs of random existing keys
+// with 3-byte values (redis-benchmark's SET load), as fast as the socket
+// takes them; the time is until slave_repl_offset reaches the end. ns/op
+// is per applied SET, on one goroutine, so it is the apply path's cost
+// (parse, key lookup, write, forward to the backlog).
+func BenchmarkReplicaApply(b *testing.B) {
+	n := 1000000
+	if v, err := strconv.Atoi(os.Getenv("REPL_BENCH_KEYS")); err == nil && v > 0 {
+		n = v
+	}
+	src := startServer(b)
+	db := src.srv.DB(0)
+	src.srv.LockAll()
+	for i := 0; i < n; i++ {
+		db.addString([]byte(fmt.Sprintf("key:%012d", i)), []byte(fmt.Sprintf("val:%012d", i)), 0)
+	}
+	src.srv.UnlockAll()
+	var rdb bytes.Buffer
+	if err := src.srv.WriteRDB(&rdb); err != nil {
+		b.Fatal(err)
+	}
+	const per = 100000
+	rng := rand.New(rand.NewPCG(1, 2))
+	var stream []byte
+	for i := 0; i < per; i++ {
+		stream = resp.AppendCommandStrings(stream, "SET", fmt.Sprintf("key:%012d", rng.IntN(n)), "xxx")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ln.Close() })
+	conns := make(chan net.Conn, 1)
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		fakeHandshake(nc, func() bool {
+			var p []byte
+			p = append(p, "+FULLRESYNC "+strings.Repeat("a", 40)+" 0\r\n"...)
+			p = append(p, "$"+strconv.Itoa(rdb.Len())+"\r\n"...)
+			p = append(p, rdb.Bytes()...)
+			p = resp.AppendCommandStrings(p, "SELECT", "0")
+			nc.Write(p)
+			conns <- nc
+			return false
+		})
+	}()
+	replica := startServer(b)
+	rc := replica.client(b)
+	h, p := hostPort(ln.Addr().String())
+	if err := rc.Do(ctx(b), "REPLICAOF", h, p).Err(); err != nil {
+		b.Fatal(err)
+	}
+	nc := <-conns
+	r := replica.srv.repl
+	offset := func() int64 { r.mu.Lock(); defer r.mu.Unlock(); return r.offset }
+	for deadline := time.Now().Add(time.Minute); !r.linkUp() || offset() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("link not up after a minute")
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		want := offset() + int64(len(stream))
+		go nc.Write(stream)
+		for deadline := time.Now().Add(time.Minute); offset() < want; time.Sleep(100 * time.Microsecond) {
+			if time.Now().After(deadline) {
+				b.Fatal("stream not applied after a minute")
+			}
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*per), "ns/set")
 }

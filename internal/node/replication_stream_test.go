@@ -246,3 +246,127 @@ func TestReplicationStreamBytesBehindPayload(t *testing.T) {
 		t.Fatalf("a, b = %q", got)
 	}
 }
+
+// TestReplicationStreamBatchesAndReadOffset: a stream whose commands
+// arrive many to a write is applied in order across batches (keyed
+// commands parsed ahead and prefetched, replication_replica.go), with
+// SELECT, MULTI/EXEC and a GETACK between them; and slave_read_repl_offset
+// counts bytes read but not applied yet (a command cut in two), as Redis's
+// does, while slave_repl_offset counts applied commands only.
+func TestReplicationStreamBatchesAndReadOffset(t *testing.T) {
+	empty := startServer(t)
+	var rdb bytes.Buffer
+	if err := empty.srv.WriteRDB(&rdb); err != nil {
+		t.Fatal(err)
+	}
+	var first []byte
+	first = resp.AppendCommandStrings(first, "SELECT", "0")
+	for i := 0; i < 200; i++ {
+		first = resp.AppendCommandStrings(first, "SET", "k"+strconv.Itoa(i%50), strconv.Itoa(i))
+	}
+	first = resp.AppendCommandStrings(first, "RPUSH", "l", "a", "b")
+	first = resp.AppendCommandStrings(first, "SELECT", "1")
+	first = resp.AppendCommandStrings(first, "SET", "k0", "db1")
+	first = resp.AppendCommandStrings(first, "MULTI")
+	first = resp.AppendCommandStrings(first, "INCR", "n")
+	first = resp.AppendCommandStrings(first, "INCR", "n")
+	first = resp.AppendCommandStrings(first, "EXEC")
+	first = resp.AppendCommandStrings(first, "SET", "last", "1")
+	first = resp.AppendCommandStrings(first, "REPLCONF", "GETACK", "*")
+	cut := resp.AppendCommandStrings(nil, "SET", "cut", "done")
+	const headLen = 9 // "*3\r\n$3\r\nS": read, not a whole command
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	acks := make(chan string, 16)
+	sendRest := make(chan struct{})
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		br := bufio.NewReader(nc)
+		for {
+			v, err := resp.ReadValue(br)
+			if err != nil || len(v.Elems) == 0 {
+				return
+			}
+			switch strings.ToUpper(v.Elems[0].Str) {
+			case "PING":
+				nc.Write([]byte("+PONG\r\n"))
+			case "REPLCONF":
+				if strings.EqualFold(v.Elems[1].Str, "ACK") {
+					acks <- v.Elems[2].Str
+					continue
+				}
+				nc.Write([]byte("+OK\r\n"))
+			case "PSYNC":
+				var b []byte
+				b = append(b, "+FULLRESYNC "+strings.Repeat("a", 40)+" 100\r\n"...)
+				b = append(b, "$"+strconv.Itoa(rdb.Len())+"\r\n"...)
+				b = append(b, rdb.Bytes()...)
+				b = append(b, first...)
+				b = append(b, cut[:headLen]...)
+				nc.Write(b)
+				go func() {
+					select {
+					case <-sendRest:
+						nc.Write(cut[headLen:])
+					case <-done:
+					}
+				}()
+			}
+		}
+	}()
+	replica := startServer(t)
+	rc := replica.client(t)
+	c := ctx(t)
+	h, p := hostPort(ln.Addr().String())
+	if err := rc.Do(c, "REPLICAOF", h, p).Err(); err != nil {
+		t.Fatal(err)
+	}
+	applied := int64(100 + len(first))
+	wantAck := strconv.FormatInt(applied, 10)
+	for deadline := time.After(10 * time.Second); ; {
+		select {
+		case a := <-acks:
+			if a != wantAck {
+				continue // the once-a-second ACK may come first
+			}
+		case <-deadline:
+			t.Fatalf("no REPLCONF ACK %s after the GETACK", wantAck)
+		}
+		break
+	}
+	testutil.WaitFor(t, 10*time.Second, "the cut command's head read", func() bool {
+		return replInfoField(t, rc, "slave_read_repl_offset") == strconv.FormatInt(applied+headLen, 10)
+	})
+	if got := replInfoField(t, rc, "slave_repl_offset"); got != wantAck {
+		t.Fatalf("slave_repl_offset = %s with a command half read, want %s", got, wantAck)
+	}
+	for i := 0; i < 50; i++ {
+		want := strconv.Itoa(150 + i)
+		if got := rc.Get(c, "k"+strconv.Itoa(i)).Val(); got != want {
+			t.Fatalf("k%d = %q, want %q (the stream's last write)", i, got, want)
+		}
+	}
+	if got := rc.LRange(c, "l", 0, -1).Val(); strings.Join(got, ",") != "a,b" {
+		t.Fatalf("l = %v", got)
+	}
+	r1 := redis.NewClient(&redis.Options{Addr: replica.addr, DB: 1})
+	t.Cleanup(func() { r1.Close() })
+	if got := r1.MGet(c, "k0", "n", "last").Val(); fmt.Sprint(got) != "[db1 2 1]" {
+		t.Fatalf("db 1: k0, n, last = %v", got)
+	}
+	close(sendRest)
+	testutil.WaitFor(t, 10*time.Second, "the cut command applied", func() bool { return r1.Get(ctx(t), "cut").Val() == "done" })
+	end := strconv.FormatInt(applied+int64(len(cut)), 10)
+	if a, b := replInfoField(t, rc, "slave_read_repl_offset"), replInfoField(t, rc, "slave_repl_offset"); a != end || b != end {
+		t.Fatalf("read, applied offsets = %s, %s, want %s both", a, b, end)
+	}
+}
