@@ -18,10 +18,12 @@
 // master has acknowledged it, reads GET repllag:probe from the replica
 // back to back until it returns n, and prints
 //
-//	lag_microseconds polls elapsed_ms
+//	lag_microseconds polls last_get_microseconds elapsed_ms
 //
 // (acknowledgement to first read that sees the write; the resolution is
-// one GET round trip to the replica, tens of microseconds). Unlike the
+// one GET round trip to the replica, tens of microseconds; last_get is the
+// round trip of the GET that saw it, so a sample whose lag is mostly that
+// round trip is a slow reply, not a late write). Unlike the
 // byte lag it does not depend on when a server reads its offset for INFO
 // relative to when it answers (Redis answers at the end of an event-loop
 // pass, shardnode at once), nor on how long INFO waits on a busy master.
@@ -113,8 +115,11 @@ func runProbe(master, replica string, interval time.Duration, pid int) error {
 		}
 		acked := time.Now()
 		polls := 0
+		var last time.Duration
 		for {
+			t := time.Now()
 			v, err := s.Do("GET", "repllag:probe")
+			last = time.Since(t)
 			if err != nil {
 				return "", err
 			}
@@ -126,6 +131,6 @@ func runProbe(master, replica string, interval time.Duration, pid int) error {
 				return "", fmt.Errorf("repllag: probe %d not on the replica after 10 s", n)
 			}
 		}
-		return fmt.Sprintf("%d %d", time.Since(acked).Microseconds(), polls), nil
+		return fmt.Sprintf("%d %d %d", time.Since(acked).Microseconds(), polls, last.Microseconds()), nil
 	})
 }
