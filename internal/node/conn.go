@@ -306,6 +306,9 @@ func (c *Client) runBatch(args [][]byte, cmd *command) bool {
 // gone.
 func (c *Client) flush() bool {
 	c.flushStats()
+	if c.srv.repl != nil && c.srv.repl.streamDirty.Load() {
+		c.srv.repl.writeStreamsNow()
+	}
 	if c.hasFlag(clientPubSub|clientMonitor|clientReplica) || c.pendingLen() > 0 {
 		// Keep order with pushed messages.
 		c.pmu.Lock()
@@ -378,28 +381,26 @@ func (c *Client) pushed() {
 
 // flushPending writes pushed output until none is left.
 func (c *Client) flushPending() {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	c.pmu.Lock()
-	buf := c.spare
-	c.spare = nil
-	c.pmu.Unlock()
+	replica := c.hasFlag(clientReplica)
 	for {
-		if c.hasFlag(clientReplica) {
+		if replica {
 			// A replica's stream: let the clients already runnable
 			// propagate first, so their writes leave in one system call
-			// (Redis writes to replicas once per event-loop pass).
+			// (Redis writes to replicas once per event-loop pass); they
+			// may also write it themselves before replying
+			// (writeStreamNow).
 			runtime.Gosched()
 		}
+		c.wmu.Lock()
 		c.pmu.Lock()
 		if len(c.pending) == 0 {
 			c.flushing = false
-			if cap(buf) <= 1<<20 {
-				c.spare = buf[:0]
-			}
 			c.pmu.Unlock()
+			c.wmu.Unlock()
 			return
 		}
+		buf := c.spare
+		c.spare = nil
 		buf, c.pending = c.pending, buf[:0]
 		c.flushing = true
 		c.pmu.Unlock()
@@ -407,14 +408,68 @@ func (c *Client) flushPending() {
 		n, err := c.io.Write(buf) // raw: no syscall state (conn_raw.go)
 		_ = c.conn.SetWriteDeadline(time.Time{})
 		c.srv.stats.netOutput.Add(int64(n))
+		c.pmu.Lock()
 		if err != nil {
-			c.pmu.Lock()
 			c.pending = nil
 			c.flushing = false
-			c.pmu.Unlock()
+		} else if c.spare == nil && cap(buf) <= 1<<20 {
+			c.spare = buf[:0]
+		}
+		c.pmu.Unlock()
+		c.wmu.Unlock()
+		if err != nil {
 			c.close()
 			return
 		}
+	}
+}
+
+// writeStreamNow writes a replica's pending stream from the calling
+// goroutine (a client about to send its replies), as far as the socket
+// takes it without waiting; flushPending, started by the push, writes
+// whatever is left. It does nothing while another goroutine writes.
+func (c *Client) writeStreamNow() {
+	if c.raw == nil || c.closed.Load() || !c.wmu.TryLock() {
+		return
+	}
+	defer c.wmu.Unlock()
+	for {
+		c.pmu.Lock()
+		if len(c.pending) == 0 {
+			c.pmu.Unlock()
+			return
+		}
+		buf := c.spare
+		c.spare = nil
+		buf, c.pending = c.pending, buf[:0]
+		c.pmu.Unlock()
+		n, err := c.raw.tryWrite(buf)
+		c.srv.stats.netOutput.Add(int64(n))
+		if err != nil {
+			go c.close()
+			return
+		}
+		c.pmu.Lock()
+		if n < len(buf) {
+			// Socket full: the rest goes back in front of what was
+			// pushed meanwhile, for flushPending.
+			k := copy(buf, buf[n:])
+			buf = append(buf[:k], c.pending...)
+			buf, c.pending = c.pending, buf
+			if c.spare == nil && cap(buf) <= 1<<20 {
+				c.spare = buf[:0]
+			}
+			if !c.flushing {
+				c.flushing = true
+				go c.flushPending()
+			}
+			c.pmu.Unlock()
+			return
+		}
+		if c.spare == nil && cap(buf) <= 1<<20 {
+			c.spare = buf[:0]
+		}
+		c.pmu.Unlock()
 	}
 }
 

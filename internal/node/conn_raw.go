@@ -155,6 +155,36 @@ func (r *rawIO) write(fd uintptr) bool {
 	return true
 }
 
+// tryWrite writes what the socket takes now, without waiting for room:
+// n may be short of len(p) (socket buffer full).
+func (r *rawIO) tryWrite(p []byte) (int, error) {
+	n := 0
+	var errno syscall.Errno
+	err := r.rc.Write(func(fd uintptr) bool {
+		for n < len(p) {
+			r0, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
+			switch e {
+			case 0:
+				n += int(r0)
+			case syscall.EINTR:
+			case syscall.EAGAIN:
+				return true
+			default:
+				errno = e
+				return true
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return n, err
+	}
+	if errno != 0 {
+		return n, &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", errno)}
+	}
+	return n, nil
+}
+
 func (r *rawIO) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil

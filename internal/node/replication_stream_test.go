@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -20,6 +21,12 @@ import (
 // +PONG to PING, +OK to REPLCONF (nothing to REPLCONF ACK), and psync()
 // at PSYNC; it returns when psync reports true or the replica hangs up.
 func fakeHandshake(nc net.Conn, psync func() (stop bool)) {
+	fakeHandshakeAcks(nc, psync, nil)
+}
+
+// fakeHandshakeAcks is fakeHandshake that hands the offset of every
+// REPLCONF ACK to ack, if not nil.
+func fakeHandshakeAcks(nc net.Conn, psync func() (stop bool), ack func(offset string)) {
 	br := bufio.NewReader(nc)
 	for {
 		v, err := resp.ReadValue(br)
@@ -30,7 +37,10 @@ func fakeHandshake(nc net.Conn, psync func() (stop bool)) {
 		case "PING":
 			nc.Write([]byte("+PONG\r\n"))
 		case "REPLCONF":
-			if len(v.Elems) > 1 && strings.EqualFold(v.Elems[1].Str, "ACK") {
+			if len(v.Elems) > 2 && strings.EqualFold(v.Elems[1].Str, "ACK") {
+				if ack != nil {
+					ack(v.Elems[2].Str)
+				}
 				continue // a master does not answer ACKs
 			}
 			nc.Write([]byte("+OK\r\n"))
@@ -72,6 +82,46 @@ func fakeMaster(t *testing.T, payload func() []byte) (string, *atomic32) {
 		}
 	}()
 	return ln.Addr().String(), &attempts
+}
+
+// streamingFakeMaster is a master for one replica: at PSYNC it sends
+// +FULLRESYNC (offset 100), the RDB payload rdb and the stream bytes first
+// in one write, then second when sendSecond is called. ack, if not nil,
+// gets the offset of every REPLCONF ACK.
+func streamingFakeMaster(t *testing.T, rdb, first, second []byte, ack func(offset string)) (addr string, sendSecond func()) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	next := make(chan struct{})
+	done := make(chan struct{})
+	t.Cleanup(func() { close(done) })
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		fakeHandshakeAcks(nc, func() bool {
+			var b []byte
+			b = append(b, "+FULLRESYNC "+strings.Repeat("a", 40)+" 100\r\n"...)
+			b = append(b, "$"+strconv.Itoa(len(rdb))+"\r\n"...)
+			b = append(b, rdb...)
+			b = append(b, first...)
+			nc.Write(b)
+			go func() {
+				select {
+				case <-next:
+					nc.Write(second)
+				case <-done:
+				}
+			}()
+			return false
+		}, ack)
+	}()
+	return ln.Addr().String(), func() { close(next) }
 }
 
 // TestReplicationStreamingLoadCut: a replica with an empty dataset loads
@@ -196,47 +246,16 @@ func TestReplicationStreamBytesBehindPayload(t *testing.T) {
 	first = resp.AppendCommandStrings(first, "SET", "a", "1")
 	first = resp.AppendCommandStrings(first, "SET", "b", "2")
 	second := resp.AppendCommandStrings(nil, "SET", "c", "3")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	sendSecond := make(chan struct{})
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done) })
-	go func() {
-		nc, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer nc.Close()
-		fakeHandshake(nc, func() bool {
-			// One write: the payload's end and the first commands.
-			var b []byte
-			b = append(b, "+FULLRESYNC "+strings.Repeat("a", 40)+" 100\r\n"...)
-			b = append(b, "$"+strconv.Itoa(rdb.Len())+"\r\n"...)
-			b = append(b, rdb.Bytes()...)
-			b = append(b, first...)
-			nc.Write(b)
-			go func() {
-				select {
-				case <-sendSecond:
-					nc.Write(second)
-				case <-done:
-				}
-			}()
-			return false
-		})
-	}()
+	addr, sendSecond := streamingFakeMaster(t, rdb.Bytes(), first, second, nil)
 	replica := startServer(t)
 	rc := replica.client(t)
 	c := ctx(t)
-	h, p := hostPort(ln.Addr().String())
+	h, p := hostPort(addr)
 	if err := rc.Do(c, "REPLICAOF", h, p).Err(); err != nil {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, 10*time.Second, "a and b applied", func() bool { return rc.Exists(ctx(t), "a", "b").Val() == 2 })
-	close(sendSecond)
+	sendSecond()
 	testutil.WaitFor(t, 10*time.Second, "c applied", func() bool { return rc.Get(ctx(t), "c").Val() == "3" })
 	want := strconv.Itoa(100 + len(first) + len(second))
 	if got := replInfoField(t, rc, "slave_repl_offset"); got != want {
@@ -275,58 +294,17 @@ func TestReplicationStreamBatchesAndReadOffset(t *testing.T) {
 	first = resp.AppendCommandStrings(first, "REPLCONF", "GETACK", "*")
 	cut := resp.AppendCommandStrings(nil, "SET", "cut", "done")
 	const headLen = 9 // "*3\r\n$3\r\nS": read, not a whole command
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
 	acks := make(chan string, 16)
-	sendRest := make(chan struct{})
-	done := make(chan struct{})
-	t.Cleanup(func() { close(done) })
-	go func() {
-		nc, err := ln.Accept()
-		if err != nil {
-			return
+	addr, sendRest := streamingFakeMaster(t, rdb.Bytes(), append(first, cut[:headLen]...), cut[headLen:], func(off string) {
+		select {
+		case acks <- off:
+		default:
 		}
-		defer nc.Close()
-		br := bufio.NewReader(nc)
-		for {
-			v, err := resp.ReadValue(br)
-			if err != nil || len(v.Elems) == 0 {
-				return
-			}
-			switch strings.ToUpper(v.Elems[0].Str) {
-			case "PING":
-				nc.Write([]byte("+PONG\r\n"))
-			case "REPLCONF":
-				if strings.EqualFold(v.Elems[1].Str, "ACK") {
-					acks <- v.Elems[2].Str
-					continue
-				}
-				nc.Write([]byte("+OK\r\n"))
-			case "PSYNC":
-				var b []byte
-				b = append(b, "+FULLRESYNC "+strings.Repeat("a", 40)+" 100\r\n"...)
-				b = append(b, "$"+strconv.Itoa(rdb.Len())+"\r\n"...)
-				b = append(b, rdb.Bytes()...)
-				b = append(b, first...)
-				b = append(b, cut[:headLen]...)
-				nc.Write(b)
-				go func() {
-					select {
-					case <-sendRest:
-						nc.Write(cut[headLen:])
-					case <-done:
-					}
-				}()
-			}
-		}
-	}()
+	})
 	replica := startServer(t)
 	rc := replica.client(t)
 	c := ctx(t)
-	h, p := hostPort(ln.Addr().String())
+	h, p := hostPort(addr)
 	if err := rc.Do(c, "REPLICAOF", h, p).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -363,10 +341,68 @@ func TestReplicationStreamBatchesAndReadOffset(t *testing.T) {
 	if got := r1.MGet(c, "k0", "n", "last").Val(); fmt.Sprint(got) != "[db1 2 1]" {
 		t.Fatalf("db 1: k0, n, last = %v", got)
 	}
-	close(sendRest)
+	sendRest()
 	testutil.WaitFor(t, 10*time.Second, "the cut command applied", func() bool { return r1.Get(ctx(t), "cut").Val() == "done" })
 	end := strconv.FormatInt(applied+int64(len(cut)), 10)
 	if a, b := replInfoField(t, rc, "slave_read_repl_offset"), replInfoField(t, rc, "slave_repl_offset"); a != end || b != end {
 		t.Fatalf("read, applied offsets = %s, %s, want %s both", a, b, end)
+	}
+}
+
+// TestWriteStreamNowPartial: writeStreamNow, a client writing a replica's
+// pending stream before its reply, never waits for the socket: with more
+// pending than the socket takes it returns after a short write, and the
+// rest reaches the replica in order, written by flushPending.
+func TestWriteStreamNowPartial(t *testing.T) {
+	ts := startServer(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	peer, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { peer.Close() })
+	nc, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(ts.srv, nc)
+	if c.raw == nil {
+		t.Skip("no raw I/O on this connection")
+	}
+	c.setFlag(clientReplica, true)
+	t.Cleanup(c.close)
+	const size = 32 << 20 // more than loopback socket buffers hold
+	want := make([]byte, size)
+	for i := range want {
+		want[i] = byte(i % 251)
+	}
+	c.pmu.Lock()
+	c.pending = append([]byte(nil), want...)
+	c.pmu.Unlock()
+	done := make(chan struct{})
+	go func() { c.writeStreamNow(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("writeStreamNow waited for the socket")
+	}
+	if n := ts.srv.stats.netOutput.Load(); n <= 0 || n >= size {
+		t.Fatalf("writeStreamNow wrote %d of %d bytes, want a short write", n, size)
+	}
+	_ = peer.SetReadDeadline(time.Now().Add(30 * time.Second))
+	got := make([]byte, size)
+	if _, err := io.ReadFull(peer, got); err != nil {
+		t.Fatalf("reading the stream: %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		i := 0
+		for i < size && got[i] == want[i] {
+			i++
+		}
+		t.Fatalf("stream differs from byte %d on", i)
 	}
 }
