@@ -133,8 +133,11 @@ func parseArgs(args []string) (*node.Config, error) {
 	return cfg, cfg.Validate()
 }
 
+// newLogger logs to the logfile directive's file or, when it is empty
+// (the default), to standard output, as redis-server does: Redis's own
+// test suite finds a started server's "PID: n" line on its stdout.
 func newLogger(cfg *node.Config) (*slog.Logger, func(), error) {
-	var w io.Writer = os.Stderr
+	var w io.Writer = os.Stdout
 	closeFn := func() {}
 	if f := cfg.Get("logfile"); f != "" {
 		fh, err := os.OpenFile(f, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)

@@ -106,3 +106,29 @@ func TestShutdownSaveFailureKeepsServing(t *testing.T) {
 		t.Fatalf("no bye bye in the log:\n%s", out.String())
 	}
 }
+
+// With logfile "" (the default) the log goes to standard output, as
+// redis-server's does; Redis's test suite waits for " PID: <pid>" there.
+func TestLogToStdoutByDefault(t *testing.T) {
+	port := testutil.FreePort(t)
+	cmd := asMain(exec.Command(shardnodeBinary(t), "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		"--dir", t.TempDir(), "--save", "", "--appendonly", "no"))
+	var stdout, stderr lockedBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	})
+	want := " PID: " + strconv.Itoa(cmd.Process.Pid)
+	testutil.WaitFor(t, 10*time.Second, "the start-up line on stdout", func() bool {
+		return strings.Contains(stdout.String(), want) && strings.Contains(stdout.String(), "Ready to accept")
+	})
+	if s := stderr.String(); s != "" {
+		t.Fatalf("stderr not empty: %q", s)
+	}
+}
