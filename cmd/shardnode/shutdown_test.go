@@ -35,6 +35,24 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// startChild starts cmd with the given output buffers; it is killed at
+// the end of the test. The channel gets cmd.Wait's result.
+func startChild(t *testing.T, cmd *exec.Cmd, stdout, stderr *lockedBuffer) chan error {
+	t.Helper()
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	done := make(chan struct{})
+	go func() { err := cmd.Wait(); close(done); exited <- err }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-done
+	})
+	return exited
+}
+
 // A final save that fails keeps the node running, as redis-server 7.0
 // does (shutdown.tcl "SHUTDOWN will abort if rdb save failed on signal /
 // on shutdown command"): SIGTERM logs and keeps serving, SHUTDOWN answers
@@ -45,16 +63,7 @@ func TestShutdownSaveFailureKeepsServing(t *testing.T) {
 	cmd := asMain(exec.Command(shardnodeBinary(t), "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--dir", dir, "--save", "3600", "1", "--appendonly", "no"))
 	var out lockedBuffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
+	exited := startChild(t, cmd, &out, &out)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	testutil.WaitFor(t, 10*time.Second, "node up", func() bool {
 		if strings.Contains(out.String(), "Ready to accept") {
@@ -95,7 +104,6 @@ func TestShutdownSaveFailureKeepsServing(t *testing.T) {
 	_ = rc.Do(c, "SHUTDOWN", "NOSAVE").Err()
 	select {
 	case err := <-exited:
-		exited <- err
 		if err != nil {
 			t.Fatalf("exit after SHUTDOWN NOSAVE: %v\n%s", err, out.String())
 		}
@@ -114,16 +122,7 @@ func TestLogToStdoutByDefault(t *testing.T) {
 	cmd := asMain(exec.Command(shardnodeBinary(t), "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 		"--dir", t.TempDir(), "--save", "", "--appendonly", "no"))
 	var stdout, stderr lockedBuffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-exited
-	})
+	startChild(t, cmd, &stdout, &stderr)
 	want := " PID: " + strconv.Itoa(cmd.Process.Pid)
 	testutil.WaitFor(t, 10*time.Second, "the start-up line on stdout", func() bool {
 		return strings.Contains(stdout.String(), want) && strings.Contains(stdout.String(), "Ready to accept")

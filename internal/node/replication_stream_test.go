@@ -124,6 +124,17 @@ func streamingFakeMaster(t *testing.T, rdb, first, second []byte, ack func(offse
 	return ln.Addr().String(), func() { close(next) }
 }
 
+// replicaOfAddr starts a node and makes it a replica of addr.
+func replicaOfAddr(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	rc := startServer(t).client(t)
+	h, p := hostPort(addr)
+	if err := rc.Do(ctx(t), "REPLICAOF", h, p).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return rc
+}
+
 // TestReplicationStreamingLoadCut: a replica with an empty dataset loads
 // the master's RDB while it arrives (into staging databases); a transfer
 // cut half-way, or a payload with bytes after the RDB's end, leaves the
@@ -247,13 +258,8 @@ func TestReplicationStreamBytesBehindPayload(t *testing.T) {
 	first = resp.AppendCommandStrings(first, "SET", "b", "2")
 	second := resp.AppendCommandStrings(nil, "SET", "c", "3")
 	addr, sendSecond := streamingFakeMaster(t, rdb.Bytes(), first, second, nil)
-	replica := startServer(t)
-	rc := replica.client(t)
+	rc := replicaOfAddr(t, addr)
 	c := ctx(t)
-	h, p := hostPort(addr)
-	if err := rc.Do(c, "REPLICAOF", h, p).Err(); err != nil {
-		t.Fatal(err)
-	}
 	testutil.WaitFor(t, 10*time.Second, "a and b applied", func() bool { return rc.Exists(ctx(t), "a", "b").Val() == 2 })
 	sendSecond()
 	testutil.WaitFor(t, 10*time.Second, "c applied", func() bool { return rc.Get(ctx(t), "c").Val() == "3" })
@@ -301,13 +307,8 @@ func TestReplicationStreamBatchesAndReadOffset(t *testing.T) {
 		default:
 		}
 	})
-	replica := startServer(t)
-	rc := replica.client(t)
+	rc := replicaOfAddr(t, addr)
 	c := ctx(t)
-	h, p := hostPort(addr)
-	if err := rc.Do(c, "REPLICAOF", h, p).Err(); err != nil {
-		t.Fatal(err)
-	}
 	applied := int64(100 + len(first))
 	wantAck := strconv.FormatInt(applied, 10)
 	for deadline := time.After(10 * time.Second); ; {
@@ -336,7 +337,7 @@ func TestReplicationStreamBatchesAndReadOffset(t *testing.T) {
 	if got := rc.LRange(c, "l", 0, -1).Val(); strings.Join(got, ",") != "a,b" {
 		t.Fatalf("l = %v", got)
 	}
-	r1 := redis.NewClient(&redis.Options{Addr: replica.addr, DB: 1})
+	r1 := redis.NewClient(&redis.Options{Addr: rc.Options().Addr, DB: 1})
 	t.Cleanup(func() { r1.Close() })
 	if got := r1.MGet(c, "k0", "n", "last").Val(); fmt.Sprint(got) != "[db1 2 1]" {
 		t.Fatalf("db 1: k0, n, last = %v", got)
