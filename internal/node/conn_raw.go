@@ -36,6 +36,7 @@ type rawIO struct {
 	wn      int
 	werrno  syscall.Errno
 	writeFn func(fd uintptr) bool
+	wtry    bool // tryWrite: a full socket ends the write
 
 	// stamps: reads are recvmsg calls that also return the data's
 	// receive time into rx (conn_rxstamp_linux.go).
@@ -146,7 +147,9 @@ func (r *rawIO) write(fd uintptr) bool {
 			r.wn += int(r0)
 		case syscall.EINTR:
 		case syscall.EAGAIN:
-			return false // socket buffer full: wait in the netpoller
+			// Socket buffer full: wait in the netpoller, or return
+			// the short count (tryWrite).
+			return r.wtry
 		default:
 			r.werrno = e
 			return true
@@ -156,33 +159,13 @@ func (r *rawIO) write(fd uintptr) bool {
 }
 
 // tryWrite writes what the socket takes now, without waiting for room:
-// n may be short of len(p) (socket buffer full).
+// n may be short of len(p) (socket buffer full). Like Write, it runs under
+// the client's wmu.
 func (r *rawIO) tryWrite(p []byte) (int, error) {
-	n := 0
-	var errno syscall.Errno
-	err := r.rc.Write(func(fd uintptr) bool {
-		for n < len(p) {
-			r0, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
-			switch e {
-			case 0:
-				n += int(r0)
-			case syscall.EINTR:
-			case syscall.EAGAIN:
-				return true
-			default:
-				errno = e
-				return true
-			}
-		}
-		return true
-	})
-	if err != nil {
-		return n, err
-	}
-	if errno != 0 {
-		return n, &net.OpError{Op: "write", Net: "tcp", Err: os.NewSyscallError("write", errno)}
-	}
-	return n, nil
+	r.wtry = true
+	n, err := r.Write(p)
+	r.wtry = false
+	return n, err
 }
 
 func (r *rawIO) Write(p []byte) (int, error) {
