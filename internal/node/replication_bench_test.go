@@ -14,6 +14,23 @@ import (
 	"github.com/shardis/shardis/internal/resp"
 )
 
+// benchKeys starts a node holding n keys key:%012d with 16-byte values,
+// n from REPL_BENCH_KEYS or def.
+func benchKeys(b *testing.B, def int) (*testServer, int) {
+	n := def
+	if v, err := strconv.Atoi(os.Getenv("REPL_BENCH_KEYS")); err == nil && v > 0 {
+		n = v
+	}
+	ts := startServer(b)
+	db := ts.srv.DB(0)
+	ts.srv.LockAll()
+	for i := 0; i < n; i++ {
+		db.addString([]byte(fmt.Sprintf("key:%012d", i)), []byte(fmt.Sprintf("val:%012d", i)), 0)
+	}
+	ts.srv.UnlockAll()
+	return ts, n
+}
+
 // BenchmarkReplicationFullSync measures a full sync of REPL_BENCH_KEYS
 // (default 200000) 16-byte keys/values between two in-process nodes: the
 // time from REPLICAOF to master_link_status:up. Both sides run in this
@@ -22,17 +39,7 @@ import (
 //
 //	REPL_BENCH_KEYS=1000000 go test -run '^$' -bench ReplicationFullSync -benchtime 3x -cpuprofile /tmp/cpu.out ./internal/node
 func BenchmarkReplicationFullSync(b *testing.B) {
-	n := 200000
-	if v, err := strconv.Atoi(os.Getenv("REPL_BENCH_KEYS")); err == nil && v > 0 {
-		n = v
-	}
-	m := startServer(b)
-	db := m.srv.DB(0)
-	m.srv.LockAll()
-	for i := 0; i < n; i++ {
-		db.addString([]byte(fmt.Sprintf("key:%012d", i)), []byte(fmt.Sprintf("val:%012d", i)), 0)
-	}
-	m.srv.UnlockAll()
+	m, n := benchKeys(b, 200000)
 	host, port := hostPort(m.addr)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -73,17 +80,7 @@ func (r *replication) linkUp() bool {
 // BenchmarkStagingLoad measures a replica's load of a full-sync payload
 // into staging databases (REPL_BENCH_KEYS keys, default 200000).
 func BenchmarkStagingLoad(b *testing.B) {
-	n := 200000
-	if v, err := strconv.Atoi(os.Getenv("REPL_BENCH_KEYS")); err == nil && v > 0 {
-		n = v
-	}
-	m := startServer(b)
-	db := m.srv.DB(0)
-	m.srv.LockAll()
-	for i := 0; i < n; i++ {
-		db.addString([]byte(fmt.Sprintf("key:%012d", i)), []byte(fmt.Sprintf("val:%012d", i)), 0)
-	}
-	m.srv.UnlockAll()
+	m, n := benchKeys(b, 200000)
 	var buf bytes.Buffer
 	if err := m.srv.WriteRDB(&buf); err != nil {
 		b.Fatal(err)
@@ -115,17 +112,7 @@ func BenchmarkStagingLoad(b *testing.B) {
 // is per applied SET, on one goroutine, so it is the apply path's cost
 // (parse, key lookup, write, forward to the backlog).
 func BenchmarkReplicaApply(b *testing.B) {
-	n := 1000000
-	if v, err := strconv.Atoi(os.Getenv("REPL_BENCH_KEYS")); err == nil && v > 0 {
-		n = v
-	}
-	src := startServer(b)
-	db := src.srv.DB(0)
-	src.srv.LockAll()
-	for i := 0; i < n; i++ {
-		db.addString([]byte(fmt.Sprintf("key:%012d", i)), []byte(fmt.Sprintf("val:%012d", i)), 0)
-	}
-	src.srv.UnlockAll()
+	src, n := benchKeys(b, 1000000)
 	var rdb bytes.Buffer
 	if err := src.srv.WriteRDB(&rdb); err != nil {
 		b.Fatal(err)
