@@ -1,6 +1,7 @@
 package node
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -53,7 +54,28 @@ type rawIO struct {
 	// or sorted-set write was one, or it sent none yet), so the arrival
 	// barrier peeks at its unread data.
 	prone atomic.Bool
+
+	// Read loop (Client.serveLoop): while the client's goroutine runs
+	// inside one rc.Read call, inLoop is set and Read calls read on loopFd
+	// directly, returning errWouldBlock instead of waiting; drained
+	// records that the last read returned less than asked, so the socket
+	// held nothing more. looping mirrors inLoop for other goroutines
+	// (Client.close). inLoop, loopFd and drained belong to the client's
+	// goroutine.
+	inLoop  bool
+	loopFd  uintptr
+	drained bool
+	looping atomic.Bool
+
+	// reads and writes count the system calls, for INFO's
+	// total_reads_processed and total_writes_processed (Redis counts its
+	// read and write handler calls, one system call each).
+	reads, writes atomic.Int64
 }
+
+// errWouldBlock is Read's error, inside the read loop, when the socket has
+// nothing to read: the loop then returns to rc.Read to wait.
+var errWouldBlock = errors.New("node: read would block")
 
 // newRawIO returns a reader/writer for nc: raw system calls for a TCP
 // connection, nc itself for anything else (tests, unix sockets in future).
@@ -87,6 +109,7 @@ func (r *rawIO) read(fd uintptr) bool {
 	for {
 		var r0 uintptr
 		var e syscall.Errno
+		r.reads.Add(1)
 		if r.stamps {
 			// A client that may send a blocking command is busy from
 			// before its data leaves the socket (1: older than anything)
@@ -124,8 +147,17 @@ func (r *rawIO) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	r.rp, r.rn, r.rerrno = p, 0, 0
-	err := r.rc.Read(r.readFn)
+	var err error
+	if r.inLoop {
+		if !r.read(r.loopFd) {
+			r.rp = nil
+			return 0, errWouldBlock
+		}
+	} else {
+		err = r.rc.Read(r.readFn)
+	}
 	n, errno := r.rn, r.rerrno
+	r.drained = n < len(p)
 	r.rp = nil
 	switch {
 	case err != nil:
@@ -141,6 +173,7 @@ func (r *rawIO) Read(p []byte) (int, error) {
 func (r *rawIO) write(fd uintptr) bool {
 	p := r.wp
 	for r.wn < len(p) {
+		r.writes.Add(1)
 		r0, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[r.wn])), uintptr(len(p)-r.wn))
 		switch e {
 		case 0:

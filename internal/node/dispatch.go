@@ -112,6 +112,9 @@ func (c *Client) executeCmd(args [][]byte, cmd *command) {
 	if inflight {
 		defer s.inflightWrites.Add(-1)
 	}
+	if c.closed.Load() {
+		return // killed while CLIENT PAUSE held the command
+	}
 	if isWrite {
 		if s.hot().maxmemory > 0 && cmd.flags&flagDenyOOM != 0 && !c.hasFlag(clientMaster) {
 			if !s.freeMemoryIfNeeded() {

@@ -256,7 +256,7 @@ func (s *Server) enterWrite(c *Client, cmd *command) bool {
 	}
 	for {
 		s.pause.wait(c, cmd)
-		if !counted {
+		if !counted || c.closed.Load() {
 			return false
 		}
 		s.inflightWrites.Add(1)

@@ -39,6 +39,10 @@ type Propagator interface {
 
 // Server is one shardnode instance.
 type Server struct {
+	// readLoop: TCP clients are served by Client.serveLoop
+	// (SHARDNODE_NO_READ_LOOP=1 turns it off, for comparisons).
+	readLoop atomic.Bool
+
 	cfg   *Config
 	log   *slog.Logger
 	dbs   []*DB
@@ -157,6 +161,7 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 		watches:   newWatchRegistry(),
 	}
 	s.activeExpire.Store(true)
+	s.readLoop.Store(os.Getenv("SHARDNODE_NO_READ_LOOP") == "")
 	s.lastSave.Store(time.Now().Unix())
 	n := int(cfg.Int("databases"))
 	s.dbs = make([]*DB, n)
@@ -432,9 +437,28 @@ func isLoopback(a net.Addr) bool {
 
 func (s *Server) unregister(c *Client) {
 	s.clientsMu.Lock()
+	if r := c.raw; r != nil && s.clients[c.id] == c {
+		s.stats.readsGone.Add(r.reads.Load())
+		s.stats.writesGone.Add(r.writes.Load())
+	}
 	delete(s.clients, c.id)
 	s.clientGone(c) // arrival.go
 	s.clientsMu.Unlock()
+}
+
+// ioCalls returns the read and write system calls made on client
+// connections since the start (INFO stats).
+func (s *Server) ioCalls() (reads, writes int64) {
+	s.clientsMu.Lock()
+	defer s.clientsMu.Unlock()
+	reads, writes = s.stats.readsGone.Load(), s.stats.writesGone.Load()
+	for _, c := range s.clients {
+		if r := c.raw; r != nil {
+			reads += r.reads.Load()
+			writes += r.writes.Load()
+		}
+	}
+	return reads, writes
 }
 
 // forEachClient calls fn for a snapshot of the connected clients.

@@ -19,6 +19,10 @@ type serverStats struct {
 	keyspaceMisses      atomic.Int64
 	errorReplies        atomic.Int64
 	expireCycleCPU      atomic.Int64
+	// readsGone and writesGone are the read and write system calls of
+	// closed clients (the connected ones keep their own counts, rawIO).
+	readsGone  atomic.Int64
+	writesGone atomic.Int64
 
 	errMu     sync.Mutex
 	errByCode map[string]int64

@@ -253,6 +253,9 @@ func (p *pauseState) wait(c *Client, cmd *command) {
 		}
 		p.waiting.Add(-1)
 		c.setFlag(clientBlocked, false)
+		if c.closed.Load() {
+			return // killed while paused: its command never runs (dispatch)
+		}
 	}
 }
 
