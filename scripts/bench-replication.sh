@@ -23,6 +23,8 @@
 #     reads its offset for INFO relative to when the reply leaves (Redis
 #     replies at the end of an event-loop pass, shardnode at once) and on
 #     how long INFO waits on the busy master; the time lag does not.
+#     Besides the median over rounds of each round's p99, the time lag is
+#     printed pooled: all rounds' probes as one distribution.
 #
 #   scripts/bench-replication.sh            # KEYS=1000000 ROUNDS=3
 #   KEYS=1000000 ROUNDS=3 LAG_REQUESTS=1000000 LAG_INTERVAL_MS=10 (defaults)
@@ -111,6 +113,7 @@ for r in $(seq "$ROUNDS"); do
       wait "$tp" || true
       cpu="cpu_us_per_set master=$(echo "scale=1; ($(cputicks "$m") - $mc0) * 1000000 / $hz / $LAG_REQUESTS" | bc) replica=$(echo "scale=1; ($(cputicks "$s") - $sc0) * 1000000 / $hz / $LAG_REQUESTS" | bc)"
       lag=$(awk '{print $1}' "$work/lag" | sort -n | awk '{a[NR]=$1} END {if (NR==0) {print "n/a"; exit}; p=a[int(NR*0.5)+1]; q=a[int(NR*0.99)+1]; t=a[int(NR*0.999)+1]; if (q=="") q=a[NR]; if (t=="") t=a[NR]; print p, q, t, a[NR], "samples=" NR}')
+      cp "$work/tlag" "$work/tlag.$impl.$r"
       tlag=$(awk '{print $1}' "$work/tlag" | sort -n | awk '{a[NR]=$1} END {if (NR==0) {print "n/a"; exit}; p=a[int(NR*0.5)+1]; q=a[int(NR*0.99)+1]; t=a[int(NR*0.999)+1]; if (q=="") q=a[NR]; if (t=="") t=a[NR]; print p, q, t, a[NR], "probes=" NR}')
     fi
     echo "round $r $impl sync_seconds=$sync lag_bytes_p50_p99_p999_max=$lag lag_us_p50_p99_p999_max=${tlag:-skipped} ${cpu:-}" | tee -a "$work/results"
@@ -127,6 +130,10 @@ lagp99() { grep "^round $1 $2 " "$work/results" | sed "s/.*lag_$3_p50_p99_p999_m
 if [ "$SYNC_ONLY" != 1 ]; then
   echo "median byte lag p50: redis $(lagmed redis bytes 1) B, shardnode $(lagmed shardnode bytes 1) B; p99: redis $(lagmed redis bytes 2) B, shardnode $(lagmed shardnode bytes 2) B"
   echo "median time lag p50: redis $(lagmed redis us 1) us, shardnode $(lagmed shardnode us 1) us; p99: redis $(lagmed redis us 2) us, shardnode $(lagmed shardnode us 2) us"
+  # Pooled: every probe of every round in one distribution (more samples
+  # per percentile than one round's ~2,000; rounds differ up to 3x here).
+  pooled() { cat "$work"/tlag."$1".* | awk '{print $1}' | sort -n | awk '{a[NR]=$1} END {printf "p50 %d p95 %d p99 %d p99.9 %d us (probes=%d)", a[int(NR*0.5)+1], a[int(NR*0.95)+1], a[int(NR*0.99)+1], a[int(NR*0.999)+1], NR}'; }
+  echo "pooled time lag, all rounds: redis $(pooled redis); shardnode $(pooled shardnode)"
   for rd in $(seq "$ROUNDS"); do
     for u in bytes us; do
       a=$(lagp99 "$rd" redis $u); b=$(lagp99 "$rd" shardnode $u)
