@@ -126,3 +126,76 @@ func TestReadLoopClose(t *testing.T) {
 	admin.expect("EXISTS paused\r\n", ":0")
 	admin.expect("PING\r\n", "+PONG")
 }
+
+// TestReplicaStreamOneReadPerArrival: a replica reads its master's stream
+// in a read loop (masterLink.streamLoop): one read system call per
+// arrival of stream data, as Redis's replica reads once per readable
+// event, not also a read that finds nothing before each wait. A second
+// replica without the loop shows the counter does see those reads.
+func TestReplicaStreamOneReadPerArrival(t *testing.T) {
+	master := startServer(t)
+	loop, noLoop := startServer(t), startServer(t)
+	noLoop.srv.readLoop.Store(false)
+	h, p := hostPort(master.addr)
+	for _, r := range []*testServer{loop, noLoop} {
+		rc := r.client(t)
+		if err := rc.Do(ctx(t), "REPLICAOF", h, p).Err(); err != nil {
+			t.Fatal(err)
+		}
+		waitLinkUp(t, rc)
+	}
+	linkReads := func(ts *testServer) int64 {
+		r := ts.srv.repl
+		r.mu.Lock()
+		l := r.link
+		r.mu.Unlock()
+		l.mu.Lock()
+		c := l.client
+		l.mu.Unlock()
+		if c == nil || c.raw == nil {
+			t.Fatal("replica: no master client with raw I/O")
+		}
+		return c.raw.reads.Load()
+	}
+	applied := func(ts *testServer) int64 {
+		ts.srv.repl.mu.Lock()
+		defer ts.srv.repl.mu.Unlock()
+		return ts.srv.repl.offset
+	}
+	mc := master.client(t)
+	// Let the link settle (the first ACK, the stream's start).
+	if err := mc.Set(ctx(t), "settle", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	const n = 200
+	before := []int64{linkReads(loop), linkReads(noLoop)}
+	for i := range n {
+		if err := mc.Set(ctx(t), "k"+strconv.Itoa(i), "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		want := applied(master)
+		deadline := time.Now().Add(5 * time.Second)
+		for applied(loop) < want || applied(noLoop) < want {
+			if time.Now().After(deadline) {
+				t.Fatalf("SET %d did not reach both replicas", i)
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	withLoop := float64(linkReads(loop)-before[0]) / n
+	without := float64(linkReads(noLoop)-before[1]) / n
+	t.Logf("reads per arrival: %.2f with the loop, %.2f without", withLoop, without)
+	if withLoop > 1.2 {
+		t.Fatalf("stream read loop: %.2f reads per arrival, want about 1", withLoop)
+	}
+	if without < 1.5 {
+		t.Fatalf("without the read loop: %.2f reads per arrival, want about 2", without)
+	}
+	if got := noLoop.client(t).Get(ctx(t), "k"+strconv.Itoa(n-1)).Val(); got != "v" {
+		t.Fatalf("no-loop replica: last key %q", got)
+	}
+	if got := loop.client(t).Get(ctx(t), "k"+strconv.Itoa(n-1)).Val(); got != "v" {
+		t.Fatalf("loop replica: last key %q", got)
+	}
+}
