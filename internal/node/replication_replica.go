@@ -58,9 +58,6 @@ type masterLink struct {
 	streaming atomic.Bool
 	// raws is applyBatch's list of the batch's raw requests, reused.
 	raws [][]byte
-	// needFill: the stream reader holds no complete command, read
-	// before parsing (pumpStream); the stream goroutine's own.
-	needFill bool
 	// failoverDone is set while this node hands over to its new master
 	// (FAILOVER): the first PSYNC carries FAILOVER, which makes the
 	// target promote itself, and its outcome is sent here once.
@@ -111,13 +108,10 @@ func (r *replication) startLinkLocked(host string, port int, failoverDone chan e
 func (l *masterLink) stop() {
 	l.cancel()
 	l.mu.Lock()
-	nc := l.conn
-	l.mu.Unlock()
-	// Not under l.mu: in the stream's read loop Close waits for the
-	// loop's current pass, which may take l.mu (lastIO, sendAck).
-	if nc != nil {
-		_ = nc.Close()
+	if l.conn != nil {
+		_ = l.conn.Close()
 	}
+	l.mu.Unlock()
 	<-l.done
 }
 
@@ -603,7 +597,6 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 	l.readBase = l.r.offset
 	l.r.mu.Unlock()
 	l.readBytes.Store(0)
-	l.needFill = false
 	l.streaming.Store(true)
 	defer l.streaming.Store(false)
 	src = &streamCounter{r: src, n: &l.readBytes}
@@ -629,80 +622,23 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 	s.clientsMu.Unlock()
 	defer c.close()
 	timeout := time.Duration(s.cfg.Int("repl-timeout")) * time.Second
-	if raw, ok := c.io.(*rawIO); ok && s.readLoop.Load() {
-		return l.streamLoop(c, nc, raw, timeout)
-	}
-	for {
-		if _, err := l.pumpStream(c, nc, timeout, nil); err != nil {
-			return err
-		}
-	}
-}
-
-// streamLoop applies the master's stream from inside one RawConn.Read
-// call, as Client.serveLoop serves a client: a read that returned less
-// than it asked for drained the socket, so the goroutine then waits in
-// the netpoller instead of reading again first (one read per arrival, as
-// Redis's replica reads once per readable event; without it every
-// arrival cost a second read that found nothing).
-func (l *masterLink) streamLoop(c *Client, nc net.Conn, raw *rawIO, timeout time.Duration) error {
-	var perr error
-	raw.looping.Store(true)
-	err := raw.rc.Read(func(fd uintptr) bool {
-		raw.inLoop, raw.loopFd = true, fd
-		wait, e := l.pumpStream(c, nc, timeout, raw)
-		raw.inLoop = false
-		perr = e
-		return !wait
-	})
-	raw.inLoop, raw.drained = false, false
-	raw.looping.Store(false)
-	if perr != nil {
-		return perr
-	}
-	if err == nil {
-		err = io.ErrUnexpectedEOF // not reached: the pass ends waiting or failing
-	}
-	return fmt.Errorf("node: replication: stream: %w", err)
-}
-
-// pumpStream applies the commands of the master's stream in the reader's
-// buffer and reads more, until it fails or, in the read loop (loop not
-// nil), the socket has nothing more to read: then it returns wait true
-// with the read deadline set for the netpoller's wait.
-func (l *masterLink) pumpStream(c *Client, nc net.Conn, timeout time.Duration, loop *rawIO) (wait bool, err error) {
-	s := l.r.srv
 	for {
 		if s.frozen() {
 			s.waitUnfrozen(nil) // DEBUG SLEEP: the stream waits too
 		}
-		if l.needFill {
-			if loop == nil {
-				_ = nc.SetReadDeadline(time.Now().Add(timeout))
-			}
+		args, err := c.rd.Next()
+		if err == resp.ErrIncomplete {
+			_ = nc.SetReadDeadline(time.Now().Add(timeout))
 			if err := c.rd.Fill(); err != nil {
-				if err == errWouldBlock {
-					_ = nc.SetReadDeadline(time.Now().Add(timeout))
-					return true, nil
-				}
-				return false, fmt.Errorf("node: replication: stream: %w", err)
+				return fmt.Errorf("node: replication: stream: %w", err)
 			}
-			l.needFill = false
 			l.mu.Lock()
 			l.lastIO = time.Now()
 			l.mu.Unlock()
-		}
-		args, err := c.rd.Next()
-		if err == resp.ErrIncomplete {
-			l.needFill = true
-			if loop != nil && loop.drained {
-				_ = nc.SetReadDeadline(time.Now().Add(timeout))
-				return true, nil
-			}
 			continue
 		}
 		if err != nil {
-			return false, fmt.Errorf("node: replication: stream: %w", err)
+			return fmt.Errorf("node: replication: stream: %w", err)
 		}
 		// raw points into the reader's buffer, which only the next read
 		// reuses: feeding copies it (backlog, sub-replicas' output).
@@ -715,7 +651,7 @@ func (l *masterLink) pumpStream(c *Client, nc net.Conn, timeout time.Duration, l
 		cmd := c.lookupCmd(args[0])
 		if prefetchEnabled && !noStreamBatch && batchable(cmd) && c.rd.Buffered() > 0 {
 			if err := l.applyBatch(c, args, raw, cmd); err != nil {
-				return false, err
+				return err
 			}
 			continue
 		}
