@@ -48,14 +48,9 @@ import (
 //     pending (pubClear); a PUBLISH that arrived before it goes without
 //     a lock or system call, which keeps a loaded server's PUBLISH cheap.
 //
-// The two barriers share the peek and the wake channel; rawIO.watch says
-// which barriers look at a client, and rawIO.busyFor which barriers its
-// busy time (read, not run) concerns. The pub/sub barrier has its own
-// epoll set and client map holding only the clients it watches
-// (arrivalOrder.pubPoller, pubByFd): a loaded server's clients are mostly
-// publishers and ordinary clients, whose sockets are often readable, and
-// a check that polled and walked all of them cost a PUBLISH about 10 %
-// of its throughput once a client had subscribed.
+// The two barriers share the epoll set, the peek and the wake channel;
+// rawIO.watch says which barriers look at a client, and rawIO.busyFor
+// which barriers its busy time (read, not run) concerns.
 
 const (
 	// arrivalWindow is how long after the last blocking command writes to
@@ -105,15 +100,9 @@ type arrivalOrder struct {
 	mu     sync.Mutex // guards the rest; after Server.clientsMu
 	poller *readyPoller
 	byFd   map[int]*Client
-	// pubPoller and pubByFd hold the clients of byFd that the pub/sub
-	// barrier watches (rawIO.watch has watchPubSub; that bit changes
-	// under mu while the poller exists). Made with poller, and like it
-	// nil until a barrier is first turned on.
-	pubPoller *readyPoller
-	pubByFd   map[int]*Client
-	peekSt    rxStampState
-	peekB     [arrivalPeek]byte
-	fds       []int
+	peekSt rxStampState
+	peekB  [arrivalPeek]byte
+	fds    []int
 	// wake is closed (and cleared) when a blocking command is queued or
 	// done; barriers that found an older one pending wait on it.
 	wake chan struct{}
@@ -154,14 +143,8 @@ func (s *Server) enableArrival(barrier uint32) {
 		if err != nil {
 			return // no epoll: waiters are still ordered by receive time
 		}
-		pp, err := newReadyPoller()
-		if err != nil {
-			p.close()
-			return // as above
-		}
-		a.poller, a.pubPoller = p, pp
+		a.poller = p
 		a.byFd = make(map[int]*Client)
-		a.pubByFd = make(map[int]*Client)
 		for _, c := range s.clients {
 			a.addLocked(c)
 		}
@@ -192,42 +175,16 @@ func (s *Server) clientGone(c *Client) {
 	if r := c.raw; r != nil && r.stamps && a.byFd[r.fd] == c {
 		delete(a.byFd, r.fd)
 		a.poller.remove(r.fd)
-		a.unwatchPubLocked(c)
 	}
 	a.mu.Unlock()
 	a.notify() // barriers waiting for it look again
 }
 
-// addLocked adds c to the poller, and to the pub/sub barrier's set when
-// that watches it.
 func (a *arrivalOrder) addLocked(c *Client) {
 	if r := c.raw; r != nil && r.stamps && !c.closed.Load() {
 		a.byFd[r.fd] = c
 		a.poller.add(r.fd)
-		if r.watch.Load()&watchPubSub != 0 {
-			a.watchPubLocked(c)
-		}
 	}
-}
-
-// watchPubLocked adds c, a client of byFd, to the pub/sub barrier's set.
-func (a *arrivalOrder) watchPubLocked(c *Client) {
-	r := c.raw
-	if a.byFd[r.fd] != c || a.pubByFd[r.fd] == c {
-		return
-	}
-	a.pubByFd[r.fd] = c
-	a.pubPoller.add(r.fd)
-}
-
-// unwatchPubLocked removes c from the pub/sub barrier's set.
-func (a *arrivalOrder) unwatchPubLocked(c *Client) {
-	r := c.raw
-	if a.pubByFd[r.fd] != c {
-		return
-	}
-	delete(a.pubByFd, r.fd)
-	a.pubPoller.remove(r.fd)
 }
 
 // earlierPending reports whether another client watched by barrier has a
@@ -250,17 +207,12 @@ func (a *arrivalOrder) earlierPending(s *Server, self *Client, ns int64, barrier
 	}
 	pub := barrier == watchPubSub
 	var now int64
-	// The clients the barrier may look at: the pub/sub barrier's own set
-	// holds only those it watches (or is busy for: it stops watching a
-	// client only as that client's busy time ends for it).
-	poller, byFd := a.poller, a.byFd
 	if pub {
 		// Before looking: data stamped later is not seen below.
 		now = time.Now().UnixNano() - int64(arrivalStampSlack)
-		poller, byFd = a.pubPoller, a.pubByFd
 	}
-	walk := len(byFd) <= arrivalMaxWalk
-	if walk && !a.anyWatchedLocked(byFd, self, barrier) {
+	walk := len(a.byFd) <= arrivalMaxWalk
+	if walk && !a.anyWatchedLocked(self, barrier) {
 		if pub && self.raw.watch.Load()&watchPubSub == 0 {
 			a.raiseClearLocked(now) // nobody can (un)subscribe unseen
 		}
@@ -273,9 +225,9 @@ func (a *arrivalOrder) earlierPending(s *Server, self *Client, ns int64, barrier
 	// Unread, from watched clients. Looked at before the busy walk
 	// below: a watched client is busy from before its data leaves the
 	// socket.
-	a.fds = poller.readable(a.fds[:0])
+	a.fds = a.poller.readable(a.fds[:0])
 	for _, fd := range a.fds {
-		c := byFd[fd]
+		c := a.byFd[fd]
 		if c == nil || (c == self && !pub) || c.hasFlag(clientBlocked) || c.raw.watch.Load()&barrier == 0 {
 			continue
 		}
@@ -302,7 +254,7 @@ func (a *arrivalOrder) earlierPending(s *Server, self *Client, ns int64, barrier
 	// a CPU or in its own barrier. busy is loaded before busyFor, which
 	// is stored before it.
 	if walk {
-		for _, c := range byFd {
+		for _, c := range a.byFd {
 			if c.hasFlag(clientBlocked) || (c == self && !pub) {
 				continue
 			}
@@ -337,10 +289,10 @@ func (a *arrivalOrder) giveUp(c *Client, ts int64) {
 	a.mu.Unlock()
 }
 
-// anyWatchedLocked reports whether a client of byFd other than self is
-// watched by barrier and not blocked, or is busy for it.
-func (a *arrivalOrder) anyWatchedLocked(byFd map[int]*Client, self *Client, barrier uint32) bool {
-	for _, c := range byFd {
+// anyWatchedLocked reports whether a client other than self is watched by
+// barrier and not blocked, or is busy for it.
+func (a *arrivalOrder) anyWatchedLocked(self *Client, barrier uint32) bool {
+	for _, c := range a.byFd {
 		if c != self && !c.hasFlag(clientBlocked) && (c.raw.watch.Load()&barrier != 0 || c.raw.busy.Load() != 0 && c.raw.busyFor.Load()&barrier != 0) {
 			return true
 		}
@@ -413,7 +365,7 @@ func (c *Client) arrivalEnter(cmd *command, args [][]byte) {
 	if cmd.flags&flagPubSub != 0 && isSubscription(cmd.name) {
 		s.noteSubscription()
 		if r != nil && r.watch.Load()&watchPubSub == 0 {
-			s.arrival.watchPubSubAgain(c)
+			s.arrival.watchPubSubAgain(r)
 		}
 	}
 	if cmd.flags&flagBlocking != 0 {
@@ -428,7 +380,7 @@ func (c *Client) arrivalEnter(cmd *command, args [][]byte) {
 	if w&watchPubSub != 0 && (cmd.flags&(flagWrite|flagReadOnly|flagAdmin) != 0 || cmd.name == "publish") && !c.hasFlag(clientPubSub) {
 		// A publisher, an ordinary client, a replica: its commands
 		// no longer hold PUBLISH back.
-		s.arrival.unwatchPub(c)
+		r.watch.And(^watchPubSub)
 		done |= watchPubSub
 	}
 	if cmd.flags&flagBlocking != 0 {
@@ -465,33 +417,16 @@ func isSubscription(name string) bool {
 // watchPubSubAgain makes the pub/sub barrier look at r's client again
 // (it runs a subscription command), counting what it has read and not
 // run yet as pending.
-func (a *arrivalOrder) watchPubSubAgain(c *Client) {
-	r := c.raw
-	// Under mu, so no check raises pubClear past it unseen, and the
-	// pub/sub barrier's set follows r.watch.
-	a.mu.Lock()
-	defer a.mu.Unlock()
+func (a *arrivalOrder) watchPubSubAgain(r *rawIO) {
 	r.watch.Or(watchPubSub)
-	if a.pubPoller != nil {
-		a.watchPubLocked(c)
-	}
 	if a.active.Load()&watchPubSub == 0 {
 		return
 	}
+	// Under mu, so no check raises pubClear past it unseen.
+	a.mu.Lock()
 	r.busyFor.Or(watchPubSub)
 	r.busy.Store(r.rx.ns)
 	a.pubClear.Store(0)
-}
-
-// unwatchPub makes the pub/sub barrier stop looking at c (its last data
-// command came while not subscribed). c's own goroutine calls it as it
-// runs that command, so what c read before it has run.
-func (a *arrivalOrder) unwatchPub(c *Client) {
-	a.mu.Lock()
-	c.raw.watch.And(^watchPubSub)
-	if a.pubPoller != nil {
-		a.unwatchPubLocked(c)
-	}
 	a.mu.Unlock()
 }
 
