@@ -37,20 +37,6 @@ import (
 //     servers that never block pay nothing; clients whose last list or
 //     sorted-set write was not a blocking command (producers) are not
 //     peeked at.
-//   - Pub/sub uses the same barrier: once a client has subscribed, a
-//     PUBLISH first waits (arrivalMaxWait at most) while a client that is
-//     in pub/sub mode, or may (un)subscribe next, has a command of an
-//     older arrival unread in its socket or read and not run yet, so an
-//     (UN)SUBSCRIBE sent before the PUBLISH takes effect first. Clients
-//     whose last data command (a key read or write, or PUBLISH) came
-//     while not subscribed (publishers, ordinary clients) are not looked
-//     at. Each check also records a time before which no such command is
-//     pending (pubClear); a PUBLISH that arrived before it goes without
-//     a lock or system call, which keeps a loaded server's PUBLISH cheap.
-//
-// The two barriers share the epoll set, the peek and the wake channel;
-// rawIO.watch says which barriers look at a client, and rawIO.busyFor
-// which barriers its busy time (read, not run) concerns.
 
 const (
 	// arrivalWindow is how long after the last blocking command writes to
@@ -65,37 +51,13 @@ const (
 	// arrivalPeek is how much unread data is peeked at: enough for the
 	// command name of any blocking command.
 	arrivalPeek = 64
-	// arrivalStampSlack is how far back from a check's clock reading
-	// pubClear is set: the kernel stamps a packet shortly before it
-	// queues it on its socket, where the check can see it.
-	arrivalStampSlack = 20 * time.Microsecond
-)
-
-// Barriers (bits of rawIO.watch, rawIO.busyFor, arrivalOrder.active).
-const (
-	// watchBlocking: the client may send a blocking command next (its
-	// last list or sorted-set write was one, or it sent none yet).
-	watchBlocking uint32 = 1 << iota
-	// watchPubSub: the client is in pub/sub mode or may (un)subscribe
-	// next (it is new, or its last data command came while subscribed,
-	// or it ran a subscription command since).
-	watchPubSub
 )
 
 // arrivalOrder is the server's state for the above.
 type arrivalOrder struct {
 	lastBlock atomic.Int64 // unix ns of the last blocking command, 0 never
-	// used holds the barriers whose commands ran at least once (blocking
-	// commands, subscriptions); active those whose barrier is on (the
-	// epoll set exists). Neither is ever cleared.
-	used     atomic.Uint32
-	active   atomic.Uint32
-	sleepers atomic.Int32 // barriers waiting on wake
-	// pubClear is a unix ns time before which no client watched by the
-	// pub/sub barrier has a command unread or not run: a PUBLISH that
-	// arrived before it need not wait. Raised by checks, reset to 0 when
-	// a client starts being watched; written under mu.
-	pubClear atomic.Int64
+	enabled   atomic.Bool
+	sleepers  atomic.Int32 // barriers waiting on wake
 
 	mu     sync.Mutex // guards the rest; after Server.clientsMu
 	poller *readyPoller
@@ -112,62 +74,44 @@ type arrivalOrder struct {
 // barrier.
 func (s *Server) noteBlocking() {
 	s.arrival.lastBlock.Store(time.Now().UnixNano())
-	s.enableArrival(watchBlocking)
-}
-
-// noteSubscription records that a subscription command runs, enabling
-// the pub/sub barrier.
-func (s *Server) noteSubscription() {
-	s.enableArrival(watchPubSub)
-}
-
-// enableArrival turns barrier on, making the epoll set of the client
-// sockets if there is none yet.
-func (s *Server) enableArrival(barrier uint32) {
-	a := &s.arrival
-	if a.active.Load()&barrier != 0 {
+	if s.arrival.enabled.Load() {
 		return
-	}
-	if a.used.Load()&barrier == 0 {
-		a.used.Or(barrier)
 	}
 	s.clientsMu.Lock()
 	defer s.clientsMu.Unlock()
+	a := &s.arrival
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.active.Load()&barrier != 0 {
+	if a.enabled.Load() {
 		return
 	}
-	if a.poller == nil {
-		p, err := newReadyPoller()
-		if err != nil {
-			return // no epoll: waiters are still ordered by receive time
-		}
-		a.poller = p
-		a.byFd = make(map[int]*Client)
-		for _, c := range s.clients {
-			a.addLocked(c)
-		}
+	p, err := newReadyPoller()
+	if err != nil {
+		return // no epoll: waiters are still ordered by receive time
 	}
-	a.active.Or(barrier)
+	a.poller = p
+	a.byFd = make(map[int]*Client)
+	for _, c := range s.clients {
+		a.addLocked(c)
+	}
+	a.enabled.Store(true)
 }
 
 // clientAdmitted adds a new client to the arrival poller; called with
 // s.clientsMu held.
 func (s *Server) clientAdmitted(c *Client) {
-	if s.arrival.active.Load() == 0 {
+	if !s.arrival.enabled.Load() {
 		return
 	}
 	s.arrival.mu.Lock()
 	s.arrival.addLocked(c)
-	s.arrival.pubClear.Store(0) // it may have data older than pubClear
 	s.arrival.mu.Unlock()
 }
 
 // clientGone removes a client from the arrival poller; called with
 // s.clientsMu held.
 func (s *Server) clientGone(c *Client) {
-	if s.arrival.active.Load() == 0 {
+	if !s.arrival.enabled.Load() {
 		return
 	}
 	a := &s.arrival
@@ -177,7 +121,6 @@ func (s *Server) clientGone(c *Client) {
 		a.poller.remove(r.fd)
 	}
 	a.mu.Unlock()
-	a.notify() // barriers waiting for it look again
 }
 
 func (a *arrivalOrder) addLocked(c *Client) {
@@ -187,124 +130,62 @@ func (a *arrivalOrder) addLocked(c *Client) {
 	}
 }
 
-// earlierPending reports whether another client watched by barrier has a
-// command that arrived before ns and matters to it (the blocking barrier:
-// a blocking command not queued yet; the pub/sub barrier: any command not
-// run yet); if so it also returns a channel closed at the next change and
-// that client and its command's arrival (for giveUp). Commands a barrier
-// gave up waiting for (rawIO.stuck) are not pending any more. The pub/sub
-// barrier's check also raises pubClear.
-func (a *arrivalOrder) earlierPending(s *Server, self *Client, ns int64, barrier uint32) (bool, <-chan struct{}, *Client, int64) {
+// earlierPending reports whether another client has a blocking command
+// that arrived before ns and is not queued yet; if so it also returns a
+// channel closed at the next change.
+func (a *arrivalOrder) earlierPending(s *Server, self *Client, ns int64) (bool, <-chan struct{}) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	var culprit *Client
-	var cts int64
-	wake := func() (bool, <-chan struct{}, *Client, int64) {
+	wake := func() <-chan struct{} {
 		if a.wake == nil {
 			a.wake = make(chan struct{})
 		}
-		return true, a.wake, culprit, cts
-	}
-	pub := barrier == watchPubSub
-	var now int64
-	if pub {
-		// Before looking: data stamped later is not seen below.
-		now = time.Now().UnixNano() - int64(arrivalStampSlack)
+		return a.wake
 	}
 	walk := len(a.byFd) <= arrivalMaxWalk
-	if walk && !a.anyWatchedLocked(self, barrier) {
-		if pub && self.raw.watch.Load()&watchPubSub == 0 {
-			a.raiseClearLocked(now) // nobody can (un)subscribe unseen
-		}
-		return false, nil, nil, 0 // e.g. every consumer waits, producers push
+	if walk && !a.anyProneLocked(self) {
+		return false, nil // e.g. every consumer waits, producers push
 	}
-	// oldest is the pub/sub barrier's oldest pending command, self's
-	// included (pubClear is for everyone's PUBLISH); culprit is another
-	// client with a pending command older than ns.
-	oldest := now
-	// Unread, from watched clients. Looked at before the busy walk
-	// below: a watched client is busy from before its data leaves the
-	// socket.
+	// Unread, from clients that may send a blocking command. Looked at
+	// before the busy walk below: a prone client is busy from before its
+	// data leaves the socket.
 	a.fds = a.poller.readable(a.fds[:0])
 	for _, fd := range a.fds {
 		c := a.byFd[fd]
-		if c == nil || (c == self && !pub) || c.hasFlag(clientBlocked) || c.raw.watch.Load()&barrier == 0 {
+		if c == nil || c == self || c.hasFlag(clientBlocked) || !c.raw.prone.Load() {
 			continue
 		}
 		n, ts := a.peekSt.peek(fd, a.peekB[:])
-		if ts == 0 || ts <= c.raw.stuck {
-			continue
-		}
-		if pub {
-			oldest = min(oldest, ts)
-			if c != self && ts < ns && culprit == nil {
-				culprit, cts = c, ts
-			}
-			continue
-		}
-		if ts >= ns {
+		if ts == 0 || ts >= ns {
 			continue
 		}
 		if cmd := s.table.lookup(firstCommandName(a.peekB[:n])); cmd != nil && cmd.flags&flagBlocking != 0 {
-			culprit, cts = c, ts
-			return wake()
+			return true, wake()
 		}
 	}
-	// Read and not run (blocking: running, not queued yet), waiting for
-	// a CPU or in its own barrier. busy is loaded before busyFor, which
-	// is stored before it.
+	// Read and running, not queued yet (waiting for a CPU, or in its own
+	// barrier).
 	if walk {
 		for _, c := range a.byFd {
-			if c.hasFlag(clientBlocked) || (c == self && !pub) {
-				continue
-			}
-			// 1 (reading) is pending even for a stuck client: what it
-			// reads is newer than what a barrier gave up on.
-			if b := c.raw.busy.Load(); b != 0 && (b == 1 || b > c.raw.stuck) && c.raw.busyFor.Load()&barrier != 0 {
-				if b < ns && c != self && culprit == nil {
-					culprit, cts = c, b
+			if c != self && !c.hasFlag(clientBlocked) {
+				if b := c.raw.busy.Load(); b != 0 && b < ns {
+					return true, wake()
 				}
-				if !pub && culprit != nil {
-					return wake()
-				}
-				oldest = min(oldest, b)
 			}
 		}
 	}
-	if pub && walk {
-		a.raiseClearLocked(oldest)
-	}
-	if culprit != nil {
-		return wake()
-	}
-	return false, nil, nil, 0
+	return false, nil
 }
 
-// giveUp records that a barrier waited arrivalMaxWait for c's command
-// that arrived at ts: no barrier waits for it or older ones again, so a
-// client that does not read its socket stalls one command, not each.
-func (a *arrivalOrder) giveUp(c *Client, ts int64) {
-	a.mu.Lock()
-	c.raw.stuck = max(c.raw.stuck, ts)
-	a.mu.Unlock()
-}
-
-// anyWatchedLocked reports whether a client other than self is watched by
-// barrier and not blocked, or is busy for it.
-func (a *arrivalOrder) anyWatchedLocked(self *Client, barrier uint32) bool {
+// anyProneLocked reports whether a client other than self may send a
+// blocking command and is not blocked, or runs one.
+func (a *arrivalOrder) anyProneLocked(self *Client) bool {
 	for _, c := range a.byFd {
-		if c != self && !c.hasFlag(clientBlocked) && (c.raw.watch.Load()&barrier != 0 || c.raw.busy.Load() != 0 && c.raw.busyFor.Load()&barrier != 0) {
+		if c != self && !c.hasFlag(clientBlocked) && (c.raw.prone.Load() || c.raw.busy.Load() != 0) {
 			return true
 		}
 	}
 	return false
-}
-
-// raiseClearLocked raises pubClear to ns.
-func (a *arrivalOrder) raiseClearLocked(ns int64) {
-	if ns > a.pubClear.Load() {
-		a.pubClear.Store(ns)
-	}
 }
 
 // notify wakes the barriers waiting for a blocking command to be queued.
@@ -355,101 +236,35 @@ func firstCommandName(p []byte) []byte {
 	return p[j+2 : j+2+n]
 }
 
-// arrivalEnter runs before a command takes its locks, when a barrier is
-// or becomes in use: it records a blocking command as running and not
-// queued, keeps rawIO.watch up to date, and waits for older commands
-// (arrivalBarrier, publishBarrier).
+// arrivalEnter runs before a command takes its locks, when blocking
+// commands are or become in use: it records a blocking command as running
+// and not queued, and waits for older ones (arrivalBarrier).
 func (c *Client) arrivalEnter(cmd *command, args [][]byte) {
-	s := c.srv
 	r := c.raw
-	if cmd.flags&flagPubSub != 0 && isSubscription(cmd.name) {
-		s.noteSubscription()
-		if r != nil && r.watch.Load()&watchPubSub == 0 {
-			s.arrival.watchPubSubAgain(r)
-		}
-	}
 	if cmd.flags&flagBlocking != 0 {
-		s.noteBlocking()
-	}
-	if r == nil {
-		c.arrivalBarrier(cmd, args)
-		return
-	}
-	done := uint32(0) // barriers this command ends r.busy for
-	w := r.watch.Load()
-	if w&watchPubSub != 0 && (cmd.flags&(flagWrite|flagReadOnly|flagAdmin) != 0 || cmd.name == "publish") && !c.hasFlag(clientPubSub) {
-		// A publisher, an ordinary client, a replica: its commands
-		// no longer hold PUBLISH back.
-		r.watch.And(^watchPubSub)
-		done |= watchPubSub
-	}
-	if cmd.flags&flagBlocking != 0 {
-		if w&watchBlocking == 0 {
-			r.watch.Or(watchBlocking)
+		c.srv.noteBlocking()
+		if r != nil {
+			r.prone.Store(true)
+			r.busy.Store(r.rx.ns)
 		}
-		r.busyFor.Or(watchBlocking) // before busy (earlierPending)
-		r.busy.Store(r.rx.ns)
-	} else {
-		done |= watchBlocking // not a blocking command: nothing to wait for
-		if w&watchBlocking != 0 && cmd.flags&flagWrite != 0 && (cmd.group == "list" || cmd.group == "sorted-set") {
-			r.watch.And(^watchBlocking) // a producer
+	} else if r != nil {
+		if r.prone.Load() && cmd.flags&flagWrite != 0 && (cmd.group == "list" || cmd.group == "sorted-set") {
+			r.prone.Store(false) // a producer
 		}
-	}
-	if done != 0 && r.busy.Load() != 0 {
-		c.arrivalDone(done)
+		if r.busy.Load() != 0 {
+			c.arrivalLeave() // not a blocking command: nothing to wait for
+		}
 	}
 	c.arrivalBarrier(cmd, args)
-	if cmd.flags&flagPubSub != 0 && cmd.name == "publish" {
-		c.publishBarrier()
-	}
 }
 
-// isSubscription reports whether the pub/sub command name changes the
-// client's subscriptions.
-func isSubscription(name string) bool {
-	switch name {
-	case "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "ssubscribe", "sunsubscribe":
-		return true
-	}
-	return false
-}
-
-// watchPubSubAgain makes the pub/sub barrier look at r's client again
-// (it runs a subscription command), counting what it has read and not
-// run yet as pending.
-func (a *arrivalOrder) watchPubSubAgain(r *rawIO) {
-	r.watch.Or(watchPubSub)
-	if a.active.Load()&watchPubSub == 0 {
-		return
-	}
-	// Under mu, so no check raises pubClear past it unseen.
-	a.mu.Lock()
-	r.busyFor.Or(watchPubSub)
-	r.busy.Store(r.rx.ns)
-	a.pubClear.Store(0)
-	a.mu.Unlock()
-}
-
-// arrivalLeave runs when everything the client read has run.
+// arrivalLeave runs after a blocking command (served, timed out, or
+// answered at once).
 func (c *Client) arrivalLeave() {
 	if r := c.raw; r != nil && r.busy.Load() != 0 {
 		r.busy.Store(0)
 		c.srv.arrival.notify()
 	}
-}
-
-// arrivalDone ends the client's busy time for the given barriers (after
-// a blocking command is served, timed out or answered at once; at a
-// command that does not concern a barrier).
-func (c *Client) arrivalDone(barriers uint32) {
-	r := c.raw
-	if r == nil || r.busy.Load() == 0 {
-		return
-	}
-	if old := r.busyFor.And(^barriers); old&^barriers == 0 {
-		r.busy.Store(0)
-	}
-	c.srv.arrival.notify()
 }
 
 // arrivalBarrier lets the blocking commands that reached the machine
@@ -460,7 +275,7 @@ func (c *Client) arrivalBarrier(cmd *command, args [][]byte) {
 	s := c.srv
 	a := &s.arrival
 	last := a.lastBlock.Load()
-	if last == 0 || cmd.flags&flagWrite == 0 || (cmd.group != "list" && cmd.group != "sorted-set") || a.active.Load()&watchBlocking == 0 {
+	if last == 0 || cmd.flags&flagWrite == 0 || (cmd.group != "list" && cmd.group != "sorted-set") || !a.enabled.Load() {
 		return
 	}
 	now := time.Now()
@@ -474,30 +289,9 @@ func (c *Client) arrivalBarrier(cmd *command, args [][]byte) {
 	if c.arrivalKeysReady(cmd, args) {
 		return
 	}
-	c.waitEarlier(watchBlocking, r.rx.ns)
-}
-
-// publishBarrier lets the commands of subscribers, and of clients that
-// may subscribe, that reached the machine before this PUBLISH run first,
-// once a client has subscribed. A PUBLISH older than pubClear goes at
-// once.
-func (c *Client) publishBarrier() {
-	a := &c.srv.arrival
-	r := c.raw
-	if a.active.Load()&watchPubSub == 0 || r == nil || !r.stamps || r.rx.ns == 0 || r.rx.ns < a.pubClear.Load() {
-		return
-	}
-	c.waitEarlier(watchPubSub, r.rx.ns)
-}
-
-// waitEarlier waits, arrivalMaxWait at most, while another client has a
-// command that arrived before ns and matters to barrier (earlierPending).
-func (c *Client) waitEarlier(barrier uint32, ns int64) {
-	s := c.srv
-	a := &s.arrival
 	var timer *time.Timer
 	for {
-		pending, ch, culprit, cts := a.earlierPending(s, c, ns, barrier)
+		pending, ch := a.earlierPending(s, c, r.rx.ns)
 		if !pending {
 			break
 		}
@@ -512,7 +306,6 @@ func (c *Client) waitEarlier(barrier uint32, ns int64) {
 			continue
 		case <-timer.C:
 			a.sleepers.Add(-1)
-			a.giveUp(culprit, cts)
 		}
 		break
 	}
