@@ -152,14 +152,18 @@ func (a *arrivalOrder) earlierPending(s *Server, self *Client, ns int64) (bool, 
 	a.fds = a.poller.readable(a.fds[:0])
 	for _, fd := range a.fds {
 		c := a.byFd[fd]
-		if c == nil || c == self || c.hasFlag(clientBlocked) || !c.raw.prone.Load() {
+		multi := c != nil && c.hasFlag(clientMulti)
+		if c == nil || c == self || c.hasFlag(clientBlocked) || !c.raw.prone.Load() && !multi {
 			continue
 		}
 		n, ts := a.peekSt.peek(fd, a.peekB[:])
 		if ts == 0 || ts >= ns {
 			continue
 		}
-		if cmd := s.table.lookup(firstCommandName(a.peekB[:n])); cmd != nil && cmd.flags&flagBlocking != 0 {
+		// A blocking command, or the EXEC of a transaction (its
+		// commands, and its WATCH check, run before this write in
+		// Redis's order).
+		if cmd := s.table.lookup(firstCommandName(a.peekB[:n])); cmd != nil && (cmd.flags&flagBlocking != 0 || multi && cmd.name == "exec") {
 			return true, wake()
 		}
 	}
@@ -181,7 +185,7 @@ func (a *arrivalOrder) earlierPending(s *Server, self *Client, ns int64) (bool, 
 // blocking command and is not blocked, or runs one.
 func (a *arrivalOrder) anyProneLocked(self *Client) bool {
 	for _, c := range a.byFd {
-		if c != self && !c.hasFlag(clientBlocked) && (c.raw.prone.Load() || c.raw.busy.Load() != 0) {
+		if c != self && !c.hasFlag(clientBlocked) && (c.raw.prone.Load() || c.raw.busy.Load() != 0 || c.hasFlag(clientMulti)) {
 			return true
 		}
 	}
@@ -251,8 +255,10 @@ func (c *Client) arrivalEnter(cmd *command, args [][]byte) {
 		if r.prone.Load() && cmd.flags&flagWrite != 0 && (cmd.group == "list" || cmd.group == "sorted-set") {
 			r.prone.Store(false) // a producer
 		}
-		if r.busy.Load() != 0 {
-			c.arrivalLeave() // not a blocking command: nothing to wait for
+		if r.busy.Load() != 0 && cmd.name != "exec" {
+			// Not a blocking command: nothing to wait for. An EXEC
+			// stays busy until its commands ran (Client.call).
+			c.arrivalLeave()
 		}
 	}
 	c.arrivalBarrier(cmd, args)

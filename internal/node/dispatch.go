@@ -244,7 +244,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	c.propOne[0] = nil
 	if !locked {
 		c.unlockHeld()
-		if cmd.flags&flagBlocking != 0 {
+		if cmd.flags&flagBlocking != 0 || cmd.name == "exec" {
 			c.arrivalLeave()
 		}
 		if len(c.readyKeys) > 0 || s.readyPending() {
