@@ -264,8 +264,9 @@ func (c *Client) arrivalEnter(cmd *command, args [][]byte) {
 	c.arrivalBarrier(cmd, args)
 }
 
-// arrivalLeave runs after a blocking command (served, timed out, or
-// answered at once).
+// arrivalLeave runs after every command (Client.call): it ends the busy
+// state a blocking command (served, timed out, or answered at once) or an
+// EXEC (its commands ran) kept; other commands ended theirs on entry.
 func (c *Client) arrivalLeave() {
 	if r := c.raw; r != nil && r.busy.Load() != 0 {
 		r.busy.Store(0)

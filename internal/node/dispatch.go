@@ -244,9 +244,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	c.propOne[0] = nil
 	if !locked {
 		c.unlockHeld()
-		if cmd.flags&flagBlocking != 0 || cmd.name == "exec" {
-			c.arrivalLeave()
-		}
+		c.arrivalLeave() // a blocking command queued or served, an EXEC run
 		if len(c.readyKeys) > 0 || s.readyPending() {
 			s.handleReadyKeys(c)
 		}
