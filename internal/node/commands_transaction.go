@@ -94,6 +94,7 @@ func cmdExec(c *Client, args [][]byte) {
 		block = append(block, c.execProp...)
 		block = append(block, [][]byte{[]byte("EXEC")})
 		c.srv.propagate(startDB, block)
+		c.propagated = true
 	}
 	c.execProp = nil
 }

@@ -120,6 +120,18 @@ type Client struct {
 	// spare is flushPending's other buffer between runs (a replica's
 	// stream would otherwise regrow one from nothing at every run).
 	spare []byte
+	// Replies held until the replicas' stream is written through
+	// holdMark (replication_ackorder.go): propagated is set when the
+	// batch propagated a write; holding, heldOut and holdMark are set
+	// under pmu. A replica's connection: streamEnd is the offset at
+	// the end of its pending stream (pmu), streamSent how far a write
+	// was attempted.
+	propagated bool
+	holding    atomic.Bool
+	heldOut    []byte
+	holdMark   int64
+	streamEnd  int64
+	streamSent atomic.Int64
 	// Replica handshake data (REPLCONF) of a replica's connection.
 	replPort       int
 	replIP         string
@@ -391,6 +403,9 @@ func (c *Client) flush() bool {
 	if c.srv.repl != nil && c.srv.repl.streamDirty.Load() {
 		c.srv.repl.writeStreamsNow()
 	}
+	if (c.propagated || c.holding.Load()) && c.holdReplies() {
+		return !c.closed.Load()
+	}
 	if c.hasFlag(clientPubSub|clientMonitor|clientReplica) || c.pendingLen() > 0 {
 		// Keep order with pushed messages.
 		c.pmu.Lock()
@@ -444,12 +459,27 @@ func (c *Client) pushBytes(b []byte) {
 	c.pushed()
 }
 
+// pushStream is pushBytes of a replica's stream, which ends at stream
+// offset end.
+func (c *Client) pushStream(b []byte, end int64) {
+	if c.closed.Load() {
+		return
+	}
+	c.pmu.Lock()
+	c.pending = append(c.pending, b...)
+	c.streamEnd = end
+	c.pushed()
+}
+
 // pushed ends push with c.pmu held (it unlocks it): it applies the output
-// buffer limits and starts the writer if none runs.
+// buffer limits and starts the writer if none runs (a client holding
+// replies starts it when they are released: replication_ackorder.go).
 func (c *Client) pushed() {
 	over := c.pendingLimit.exceeded(c, len(c.pending))
-	start := !c.flushing
-	c.flushing = true
+	start := !c.flushing && !c.holding.Load()
+	if start {
+		c.flushing = true
+	}
 	c.pmu.Unlock()
 	if over {
 		c.srv.log.Warn("client scheduled to be closed ASAP for overcoming of output buffer limits", "addr", c.addr)
@@ -485,9 +515,25 @@ func (c *Client) flushPending() {
 		c.spare = nil
 		buf, c.pending = c.pending, buf[:0]
 		c.flushing = true
+		end := c.streamEnd
 		c.pmu.Unlock()
 		_ = c.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
-		n, err := c.io.Write(buf) // raw: no syscall state (conn_raw.go)
+		var n int
+		var err error
+		if replica && c.raw != nil {
+			// What the socket takes now, then the replies held for
+			// it (replication_ackorder.go), then the rest, waiting.
+			n, err = c.raw.tryWrite(buf)
+			c.streamAttempted(end)
+			c.srv.repl.streamWritten()
+			if err == nil && n < len(buf) {
+				var m int
+				m, err = c.io.Write(buf[n:])
+				n += m
+			}
+		} else {
+			n, err = c.io.Write(buf) // raw: no syscall state (conn_raw.go)
+		}
 		_ = c.conn.SetWriteDeadline(time.Time{})
 		c.srv.stats.netOutput.Add(int64(n))
 		c.pmu.Lock()
@@ -524,8 +570,10 @@ func (c *Client) writeStreamNow() {
 		buf := c.spare
 		c.spare = nil
 		buf, c.pending = c.pending, buf[:0]
+		end := c.streamEnd
 		c.pmu.Unlock()
 		n, err := c.raw.tryWrite(buf)
+		c.streamAttempted(end)
 		c.srv.stats.netOutput.Add(int64(n))
 		if err != nil {
 			go c.close()

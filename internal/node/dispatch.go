@@ -239,6 +239,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 			}
 		} else if s.hasPropagators() {
 			s.propagate(c.db, prop)
+			c.propagated = true
 		}
 	}
 	c.propOne[0] = nil

@@ -64,6 +64,10 @@ type replication struct {
 	streamTo    atomic.Pointer[[]*Client]
 	streamDirty atomic.Bool
 	streamLast  atomic.Int64
+	// ack orders replies after the stream (replication_ackorder.go);
+	// holdMu guards its holders.
+	ack    ackState
+	holdMu sync.Mutex
 	// scratch is Propagate's encoding buffer, reused (feedLocked copies
 	// what it keeps): no allocation per propagated write.
 	scratch      []byte
@@ -169,7 +173,7 @@ func (r *replication) feedLocked(b []byte) {
 	for _, ri := range r.replicas {
 		switch {
 		case ri.state == replStateOnline && !ri.waitAck:
-			ri.c.pushBytes(b)
+			ri.c.pushStream(b, r.offset)
 			if same && (k >= len(*cur) || (*cur)[k] != ri.c) {
 				same = false
 			}
@@ -188,6 +192,7 @@ func (r *replication) feedLocked(b []byte) {
 		r.streamTo.Store(&list)
 	}
 	if k > 0 {
+		r.ack.fed.Store(r.offset)
 		r.streamDirty.Store(true)
 	}
 }
@@ -232,6 +237,7 @@ func (r *replication) writeStreamsNow() {
 			c.writeStreamNow()
 		}
 	}
+	r.streamWritten()
 }
 
 // Propagate implements Propagator: encodes the commands (with a SELECT when
@@ -319,6 +325,16 @@ func (r *replication) removeReplica(c *Client) {
 		r.noReplicasAt = time.Now()
 	}
 	r.ackCond.Broadcast()
+	if cur := r.streamTo.Load(); cur != nil {
+		list := make([]*Client, 0, len(*cur))
+		for _, x := range *cur {
+			if x != c {
+				list = append(list, x)
+			}
+		}
+		r.streamTo.Store(&list)
+	}
+	go r.streamWritten() // replies held for its stream are due
 }
 
 func (r *replication) replicaOf(c *Client) *replicaInfo {
@@ -373,6 +389,7 @@ func (r *replication) cron(now time.Time, tick int64) {
 	}
 	link := r.link
 	r.mu.Unlock()
+	r.streamWritten() // a safety net: held replies wait at most a cron tick
 	if link != nil {
 		link.sendAck()
 		r.expireLocalKeys(now)
