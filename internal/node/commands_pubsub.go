@@ -49,10 +49,13 @@ func cmdPUnsubscribe(c *Client, args [][]byte) {
 
 // PUBLISH channel message
 func cmdPublish(c *Client, args [][]byte) {
-	// Let a subscriber whose (UN)SUBSCRIBE arrived just before this
-	// PUBLISH run first: Redis's single event loop handles requests in
-	// arrival order, and clients rely on it.
-	runtime.Gosched()
+	// Subscriptions that arrived before this PUBLISH have run
+	// (publishBarrier, arrival.go) once a client has subscribed. Before
+	// that, let a first SUBSCRIBE that arrived just before run first if
+	// it can.
+	if c.srv.arrival.active.Load()&watchPubSub == 0 {
+		runtime.Gosched()
+	}
 	n := c.srv.pubsub.publish(string(args[1]), args[2])
 	c.markDirty(1) // PUBLISH is propagated to replicas
 	c.addInt(int64(n))

@@ -44,16 +44,24 @@ type rawIO struct {
 	stamps bool
 	rx     rxStampState
 	fd     int // the socket, for the arrival poller (arrival.go)
-	// busy is the receive time of data read by a prone client and not run
-	// yet, or of a blocking command that runs and is not queued yet; 1
-	// while such a client reads; 0 none (arrival.go).
-	busy atomic.Int64
+	// busy is the receive time of data read by a watched client and not
+	// run yet, of a blocking command that runs and is not queued yet, or
+	// of an EXEC whose commands have not run yet; 1 while such a client
+	// reads; 0 none (arrival.go). busyFor holds the barriers it concerns
+	// (watchBlocking, watchPubSub), stored before busy. Both are written
+	// by the client's own goroutine only.
+	busy    atomic.Int64
+	busyFor atomic.Uint32
+	// stuck: a barrier gave up waiting for this client's commands that
+	// arrived at or before it (unix ns); guarded by arrivalOrder.mu.
+	stuck int64
 	// arr is the server's arrival state, set by the client.
 	arr *arrivalOrder
-	// prone: this client may send a blocking command next (its last list
-	// or sorted-set write was one, or it sent none yet), so the arrival
-	// barrier peeks at its unread data.
-	prone atomic.Bool
+	// watch holds the barriers that peek at this client's unread data:
+	// watchBlocking while it may send a blocking command next (its last
+	// list or sorted-set write was one, or it sent none yet),
+	// watchPubSub while it is subscribed or may (un)subscribe next.
+	watch atomic.Uint32
 
 	// Read loop (Client.serveLoop): while the client's goroutine runs
 	// inside one rc.Read call, inLoop is set and Read calls read on loopFd
@@ -90,7 +98,7 @@ func newRawIO(nc net.Conn) io.ReadWriter {
 	}
 	r := &rawIO{rc: rc}
 	r.readFn, r.writeFn = r.read, r.write
-	r.prone.Store(true)
+	r.watch.Store(watchBlocking | watchPubSub)
 	if rxStampsSupported && os.Getenv("SHARDNODE_NO_RX_STAMPS") == "" {
 		var serr error
 		if err := rc.Control(func(fd uintptr) { r.fd, serr = int(fd), enableRxStamps(fd) }); err == nil && serr == nil {
@@ -111,16 +119,20 @@ func (r *rawIO) read(fd uintptr) bool {
 		var e syscall.Errno
 		r.reads.Add(1)
 		if r.stamps {
-			// A client that may send a blocking command is busy from
-			// before its data leaves the socket (1: older than anything)
-			// until the command runs (arrival.go); no arrival barrier
-			// can look between the two and see neither.
-			prone := r.prone.Load() && r.arr != nil && r.arr.enabled.Load()
-			if prone {
+			// A client watched by a barrier that is on is busy from
+			// before its data leaves the socket (1: older than
+			// anything) until the command runs (arrival.go); no
+			// barrier can look between the two and see neither.
+			var w uint32
+			if r.arr != nil {
+				w = r.watch.Load() & r.arr.active.Load()
+			}
+			if w != 0 {
+				r.busyFor.Store(w)
 				r.busy.Store(1)
 			}
 			r0, e = r.rx.recvStamped(fd, p)
-			if prone {
+			if w != 0 {
 				if e == 0 && r0 > 0 {
 					r.busy.Store(r.rx.ns)
 				} else {

@@ -134,6 +134,11 @@ func (p *readyPoller) add(fd int) {
 	_ = syscall.EpollCtl(p.fd, syscall.EPOLL_CTL_ADD, fd, &ev)
 }
 
+// close releases the epoll set.
+func (p *readyPoller) close() {
+	_ = syscall.Close(p.fd)
+}
+
 func (p *readyPoller) remove(fd int) {
 	_ = syscall.EpollCtl(p.fd, syscall.EPOLL_CTL_DEL, fd, nil)
 }

@@ -24,4 +24,5 @@ type readyPoller struct{}
 func newReadyPoller() (*readyPoller, error)     { return nil, syscall.ENOTSUP }
 func (p *readyPoller) add(int)                  {}
 func (p *readyPoller) remove(int)               {}
+func (p *readyPoller) close()                   {}
 func (p *readyPoller) readable(dst []int) []int { return dst }

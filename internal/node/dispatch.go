@@ -206,7 +206,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	c.dirty = 0
 	c.propArgs = nil
 	if !locked {
-		if cmd.flags&flagBlocking != 0 || s.arrival.lastBlock.Load() != 0 {
+		if cmd.flags&flagBlocking != 0 || s.arrival.used.Load() != 0 || cmd.flags&flagPubSub != 0 && isSubscription(cmd.name) {
 			c.arrivalEnter(cmd, args) // arrival.go
 		}
 		c.lockFor(cmd, args)
@@ -245,7 +245,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	c.propOne[0] = nil
 	if !locked {
 		c.unlockHeld()
-		c.arrivalLeave() // a blocking command queued or served, an EXEC run
+		c.arrivalDone(watchBlocking) // a blocking command queued or served, an EXEC run
 		if len(c.readyKeys) > 0 || s.readyPending() {
 			s.handleReadyKeys(c)
 		}
