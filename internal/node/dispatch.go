@@ -112,8 +112,11 @@ func (c *Client) executeCmd(args [][]byte, cmd *command) {
 	if inflight {
 		defer s.inflightWrites.Add(-1)
 	}
-	if c.closed.Load() {
-		return // killed while CLIENT PAUSE held the command
+	if c.closed.Load() && !c.hasFlag(clientMaster) {
+		// Killed while CLIENT PAUSE held the command. The master's
+		// stream checks before each command instead (masterLink.apply):
+		// a command it skipped here would still count in the offset.
+		return
 	}
 	if isWrite {
 		if s.hot().maxmemory > 0 && cmd.flags&flagDenyOOM != 0 && !c.hasFlag(clientMaster) {

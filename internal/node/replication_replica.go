@@ -58,6 +58,13 @@ type masterLink struct {
 	streaming atomic.Bool
 	// raws is applyBatch's list of the batch's raw requests, reused.
 	raws [][]byte
+	// txn holds the raw stream of a transaction (MULTI and the commands
+	// queued after it) until its EXEC or DISCARD: the offset counts a
+	// transaction only once it ran, as Redis's reploff stays put while
+	// the master client is in MULTI. A link cut mid-transaction discards
+	// the queued commands, and the partial resync asks for the
+	// transaction again from its MULTI.
+	txn []byte
 	// failoverDone is set while this node hands over to its new master
 	// (FAILOVER): the first PSYNC carries FAILOVER, which makes the
 	// target promote itself, and its outcome is sent here once.
@@ -84,7 +91,13 @@ type linkStatus struct {
 func (l *masterLink) status() linkStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return linkStatus{l.state, l.lastIO, l.downSince, l.syncTotal, l.syncRead}
+	st := linkStatus{l.state, l.lastIO, l.downSince, l.syncTotal, l.syncRead}
+	if st.state == linkConnected && l.client != nil && l.client.closed.Load() {
+		// Killed (CLIENT KILL): down at once, as Redis frees its master
+		// client, not when the stream's goroutine next reads.
+		st.state = linkConnect
+	}
+	return st
 }
 
 func (l *masterLink) setState(st string) {
@@ -272,11 +285,6 @@ func (l *masterLink) session(ctx context.Context) error {
 		return fmt.Errorf("node: replication: unexpected PSYNC reply %q", v.Str)
 	}
 	_ = nc.SetDeadline(time.Time{})
-	l.setState(linkConnected)
-	l.mu.Lock()
-	l.lastIO = time.Now()
-	l.mu.Unlock()
-	l.sendAck()
 	err = l.stream(nc, br)
 	if ctx.Err() == nil {
 		s.log.Info("Connection with master lost.")
@@ -597,6 +605,7 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 	l.readBase = l.r.offset
 	l.r.mu.Unlock()
 	l.readBytes.Store(0)
+	l.txn = l.txn[:0]
 	l.streaming.Store(true)
 	defer l.streaming.Store(false)
 	src = &streamCounter{r: src, n: &l.readBytes}
@@ -621,6 +630,13 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 	s.clients[c.id] = c
 	s.clientsMu.Unlock()
 	defer c.close()
+	// The link is up once its client is listed: an operator who sees
+	// master_link_status:up can kill it.
+	l.setState(linkConnected)
+	l.mu.Lock()
+	l.lastIO = time.Now()
+	l.mu.Unlock()
+	l.sendAck()
 	timeout := time.Duration(s.cfg.Int("repl-timeout")) * time.Second
 	for {
 		if s.frozen() {
@@ -644,8 +660,7 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 		// reuses: feeding copies it (backlog, sub-replicas' output).
 		raw := c.rd.LastRaw()
 		if len(args) >= 2 && eqFold(args[0], "REPLCONF") && eqFold(args[1], "GETACK") {
-			l.r.feedFromMaster(raw)
-			l.sendAck()
+			l.ackRequested(raw)
 			continue
 		}
 		cmd := c.lookupCmd(args[0])
@@ -655,7 +670,9 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 			}
 			continue
 		}
-		l.apply(c, args, raw, cmd)
+		if err := l.apply(c, args, raw, cmd); err != nil {
+			return err
+		}
 	}
 }
 
@@ -663,8 +680,15 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 // compare: BenchmarkReplicaApply, 1M keys, applied 1.8x as fast with it.
 var noStreamBatch = os.Getenv("SHARDNODE_NO_STREAM_BATCH") != ""
 
-// apply runs one command of the master's stream and forwards it.
-func (l *masterLink) apply(c *Client, args [][]byte, raw []byte, cmd *command) {
+// apply runs one command of the master's stream and forwards it. It
+// returns an error, running nothing, once the master client was closed
+// (CLIENT KILL, or the link failing): a command left in the read buffer
+// then must not count in the offset, because it never ran, and the
+// partial resync asks for it again.
+func (l *masterLink) apply(c *Client, args [][]byte, raw []byte, cmd *command) error {
+	if c.closed.Load() {
+		return errMasterClientClosed
+	}
 	// Replies are built but never sent: an error means the datasets
 	// diverged, which Redis logs as CRITICAL.
 	c.replyMode = replyOn
@@ -677,8 +701,25 @@ func (l *masterLink) apply(c *Client, args [][]byte, raw []byte, cmd *command) {
 	if int64(c.db) != l.r.streamDB.Load() {
 		l.r.streamDB.Store(int64(c.db))
 	}
+	if c.hasFlag(clientMulti) {
+		l.txn = append(l.txn, raw...) // MULTI or a queued command
+		return nil
+	}
+	if len(l.txn) > 0 {
+		l.txn = append(l.txn, raw...) // EXEC or DISCARD
+		l.r.feedFromMaster(l.txn)
+		l.txn = l.txn[:0]
+		if cap(l.txn) > 1<<20 {
+			l.txn = nil
+		}
+		return nil
+	}
 	l.r.feedFromMaster(raw)
+	return nil
 }
+
+// errMasterClientClosed ends the stream when its client was closed.
+var errMasterClientClosed = errors.New("node: replication: stream: master client closed")
 
 // applyBatch runs a run of keyed commands already in the reader's buffer,
 // starting with args, after prefetching their keys (perf_prefetch.go), as
@@ -717,25 +758,43 @@ func (l *masterLink) applyBatch(c *Client, args [][]byte, raw []byte, cmd *comma
 		tailRaw = c.rd.LastRaw()
 	}
 	c.prefetchBatch(c.batch)
+	var aerr error
 	for i := range c.batch {
-		l.apply(c, c.batch[i].args, raws[i], c.batch[i].cmd)
+		if aerr = l.apply(c, c.batch[i].args, raws[i], c.batch[i].cmd); aerr != nil {
+			break
+		}
 	}
 	l.raws = raws[:0]
 	if cap(c.batchArgs) > 4096 {
 		c.batchArgs = nil
+	}
+	if aerr != nil {
+		return aerr
 	}
 	if perr != nil {
 		return fmt.Errorf("node: replication: stream: %w", perr)
 	}
 	if tail != nil {
 		if len(tail) >= 2 && eqFold(tail[0], "REPLCONF") && eqFold(tail[1], "GETACK") {
-			l.r.feedFromMaster(tailRaw)
-			l.sendAck()
+			l.ackRequested(tailRaw)
 			return nil
 		}
-		l.apply(c, tail, tailRaw, tailCmd)
+		return l.apply(c, tail, tailRaw, tailCmd)
 	}
 	return nil
+}
+
+// ackRequested answers the master's REPLCONF GETACK: the request counts in
+// the offset (Redis's master sends it through the stream) and the ACK
+// carries the offset including it. Inside a transaction it waits with the
+// transaction's bytes.
+func (l *masterLink) ackRequested(raw []byte) {
+	if len(l.txn) > 0 {
+		l.txn = append(l.txn, raw...)
+	} else {
+		l.r.feedFromMaster(raw)
+	}
+	l.sendAck()
 }
 
 // streamCounter counts the bytes read of the master's stream.
