@@ -139,14 +139,42 @@ func (r *replication) createBacklogLocked() {
 	if r.backlog != nil {
 		return
 	}
-	size := int(r.srv.cfg.Int("repl-backlog-size"))
-	if size < 16*1024 {
-		size = 16 * 1024
-	}
-	r.backlog = make([]byte, size)
+	r.backlog = make([]byte, r.backlogSize())
 	r.histlen = 0
 	r.backlogIdx = 0
 	r.lastDB = -1
+}
+
+// backlogSize is repl-backlog-size with Redis's 16 kB floor.
+func (r *replication) backlogSize() int {
+	return max(int(r.srv.cfg.Int("repl-backlog-size")), 16*1024)
+}
+
+// resizeBacklog applies CONFIG SET repl-backlog-size to an existing
+// backlog, keeping as much of its history as the new size holds (Redis's
+// resizeReplicationBacklog): a replica cut after the change can still
+// continue from an offset the old backlog held.
+func (r *replication) resizeBacklog() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	size := r.backlogSize()
+	if r.backlog == nil || size == len(r.backlog) {
+		return
+	}
+	keep := min(r.histlen, size)
+	nb := make([]byte, size)
+	start := (r.backlogIdx - keep + len(r.backlog)) % len(r.backlog)
+	k := copy(nb[:keep], r.backlog[start:])
+	copy(nb[k:keep], r.backlog[:keep-k])
+	r.backlog, r.histlen, r.backlogIdx = nb, keep, keep%size
+}
+
+func init() {
+	configDefs["repl-backlog-size"].apply = func(s *Server, _ string) {
+		if s.repl != nil {
+			s.repl.resizeBacklog()
+		}
+	}
 }
 
 // feedLocked appends raw stream bytes to the backlog and every replica.

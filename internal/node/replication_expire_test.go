@@ -13,15 +13,8 @@ import (
 // alive); keys a writable replica's own writes gave a TTL are expired by
 // the replica itself.
 func TestReplicaExpiry(t *testing.T) {
-	master := startServer(t)
-	replica := startServer(t)
-	mc, rc := master.client(t), replica.client(t)
+	_, _, mc, rc := linkedPair(t)
 	c := ctx(t)
-	h, p := hostPort(master.addr)
-	if err := rc.Do(c, "REPLICAOF", h, p).Err(); err != nil {
-		t.Fatal(err)
-	}
-	waitLinkUp(t, rc)
 
 	// The master does not expire on its own: the replica must keep the
 	// key (hidden) until the master deletes it.

@@ -124,6 +124,29 @@ func streamingFakeMaster(t *testing.T, rdb, first, second []byte, ack func(offse
 	return ln.Addr().String(), func() { close(next) }
 }
 
+// emptyRDB returns the RDB file of an empty dataset, for fake masters.
+func emptyRDB(t *testing.T) []byte {
+	t.Helper()
+	var rdb bytes.Buffer
+	if err := startServer(t).srv.WriteRDB(&rdb); err != nil {
+		t.Fatal(err)
+	}
+	return rdb.Bytes()
+}
+
+// linkedPair starts a master and a replica of it, and waits for the link.
+func linkedPair(t *testing.T) (master, replica *testServer, mc, rc *redis.Client) {
+	t.Helper()
+	master, replica = startServer(t), startServer(t)
+	mc, rc = master.client(t), replica.client(t)
+	h, p := hostPort(master.addr)
+	if err := rc.Do(ctx(t), "REPLICAOF", h, p).Err(); err != nil {
+		t.Fatal(err)
+	}
+	waitLinkUp(t, rc)
+	return master, replica, mc, rc
+}
+
 // replicaOfAddr starts a node and makes it a replica of addr.
 func replicaOfAddr(t *testing.T, addr string) *redis.Client {
 	t.Helper()
@@ -248,16 +271,12 @@ func TestReplicationRepeatedStreamingFullSync(t *testing.T) {
 // read from the socket (raw reads, conn_raw.go), and slave_repl_offset
 // counts both.
 func TestReplicationStreamBytesBehindPayload(t *testing.T) {
-	empty := startServer(t)
-	var rdb bytes.Buffer
-	if err := empty.srv.WriteRDB(&rdb); err != nil {
-		t.Fatal(err)
-	}
+	rdb := emptyRDB(t)
 	first := resp.AppendCommandStrings(nil, "SELECT", "0")
 	first = resp.AppendCommandStrings(first, "SET", "a", "1")
 	first = resp.AppendCommandStrings(first, "SET", "b", "2")
 	second := resp.AppendCommandStrings(nil, "SET", "c", "3")
-	addr, sendSecond := streamingFakeMaster(t, rdb.Bytes(), first, second, nil)
+	addr, sendSecond := streamingFakeMaster(t, rdb, first, second, nil)
 	rc := replicaOfAddr(t, addr)
 	c := ctx(t)
 	testutil.WaitFor(t, 10*time.Second, "a and b applied", func() bool { return rc.Exists(ctx(t), "a", "b").Val() == 2 })
@@ -279,11 +298,7 @@ func TestReplicationStreamBytesBehindPayload(t *testing.T) {
 // counts bytes read but not applied yet (a command cut in two), as Redis's
 // does, while slave_repl_offset counts applied commands only.
 func TestReplicationStreamBatchesAndReadOffset(t *testing.T) {
-	empty := startServer(t)
-	var rdb bytes.Buffer
-	if err := empty.srv.WriteRDB(&rdb); err != nil {
-		t.Fatal(err)
-	}
+	rdb := emptyRDB(t)
 	var first []byte
 	first = resp.AppendCommandStrings(first, "SELECT", "0")
 	for i := 0; i < 200; i++ {
@@ -301,7 +316,7 @@ func TestReplicationStreamBatchesAndReadOffset(t *testing.T) {
 	cut := resp.AppendCommandStrings(nil, "SET", "cut", "done")
 	const headLen = 9 // "*3\r\n$3\r\nS": read, not a whole command
 	acks := make(chan string, 16)
-	addr, sendRest := streamingFakeMaster(t, rdb.Bytes(), append(first, cut[:headLen]...), cut[headLen:], func(off string) {
+	addr, sendRest := streamingFakeMaster(t, rdb, append(first, cut[:headLen]...), cut[headLen:], func(off string) {
 		select {
 		case acks <- off:
 		default:
