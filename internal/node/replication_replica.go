@@ -659,7 +659,7 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 		// raw points into the reader's buffer, which only the next read
 		// reuses: feeding copies it (backlog, sub-replicas' output).
 		raw := c.rd.LastRaw()
-		if len(args) >= 2 && eqFold(args[0], "REPLCONF") && eqFold(args[1], "GETACK") {
+		if isGetAck(args) {
 			l.ackRequested(raw)
 			continue
 		}
@@ -775,13 +775,18 @@ func (l *masterLink) applyBatch(c *Client, args [][]byte, raw []byte, cmd *comma
 		return fmt.Errorf("node: replication: stream: %w", perr)
 	}
 	if tail != nil {
-		if len(tail) >= 2 && eqFold(tail[0], "REPLCONF") && eqFold(tail[1], "GETACK") {
+		if isGetAck(tail) {
 			l.ackRequested(tailRaw)
 			return nil
 		}
 		return l.apply(c, tail, tailRaw, tailCmd)
 	}
 	return nil
+}
+
+// isGetAck reports whether a request of the stream is REPLCONF GETACK.
+func isGetAck(args [][]byte) bool {
+	return len(args) >= 2 && eqFold(args[0], "REPLCONF") && eqFold(args[1], "GETACK")
 }
 
 // ackRequested answers the master's REPLCONF GETACK: the request counts in
