@@ -1,0 +1,210 @@
+// Package cluster is shardnode's Redis Cluster logic: the cluster bus codec
+// (Redis 7.0's clusterMsg, byte for byte) and a pure state machine driven
+// by Tick(now), HandlePacket(now, from, msg) and Ready(), in the shape of
+// internal/sentinel. The package does no I/O and never reads the clock: a
+// runner owns the bus sockets, the nodes.conf file and time.
+package cluster
+
+// NameLen is the length of a node name: 40 hex characters (CLUSTER_NAMELEN).
+const NameLen = 40
+
+// NumSlots is the number of hash slots (CLUSTER_SLOTS).
+const NumSlots = 16384
+
+// IPLen is the size of an IP field on the bus (NET_IP_STR_LEN).
+const IPLen = 46
+
+// HeaderLen is the size of clusterMsg without its data union: 2256 bytes.
+const HeaderLen = 2256
+
+// GossipLen is the size of one clusterMsgDataGossip entry.
+const GossipLen = 104
+
+// ProtoVer is the bus protocol version (CLUSTER_PROTO_VER).
+const ProtoVer = 1
+
+// Signature opens every bus message.
+const Signature = "RCmb"
+
+// MsgType is a bus message type (CLUSTERMSG_TYPE_*). The values are Redis's
+// and append-only.
+type MsgType uint16
+
+// Message types of Redis 7.0.
+const (
+	TypePing                MsgType = 0
+	TypePong                MsgType = 1
+	TypeMeet                MsgType = 2
+	TypeFail                MsgType = 3
+	TypePublish             MsgType = 4
+	TypeFailoverAuthRequest MsgType = 5
+	TypeFailoverAuthAck     MsgType = 6
+	TypeUpdate              MsgType = 7
+	TypeMFStart             MsgType = 8
+	TypeModule              MsgType = 9
+	TypePublishShard        MsgType = 10
+	// TypeCount is the number of message types (CLUSTERMSG_TYPE_COUNT).
+	TypeCount = 11
+)
+
+// Node flags (CLUSTER_NODE_*), as sent in the header's and gossip entries'
+// flags and kept in a node's Flags.
+const (
+	FlagMaster     uint16 = 1
+	FlagSlave      uint16 = 2
+	FlagPFail      uint16 = 4
+	FlagFail       uint16 = 8
+	FlagMyself     uint16 = 16
+	FlagHandshake  uint16 = 32
+	FlagNoAddr     uint16 = 64
+	FlagMeet       uint16 = 128
+	FlagMigrateTo  uint16 = 256
+	FlagNoFailover uint16 = 512
+)
+
+// Message flags in mflags[0] (CLUSTERMSG_FLAG0_*).
+const (
+	MFlagPaused   byte = 1 << 0 // master paused for manual failover
+	MFlagForceAck byte = 1 << 1 // give ACK to AUTH_REQUEST even if master is up
+	MFlagExtData  byte = 1 << 2 // message contains extension data
+)
+
+// Cluster states in the header's state byte.
+const (
+	StateOK   byte = 0
+	StateFail byte = 1
+)
+
+// Extension types (clusterMsgPingtypes).
+const (
+	ExtHostname uint16 = 0
+)
+
+// Name is a node name: 40 lowercase hex characters, or all zero bytes when
+// unknown (CLUSTER_NODE_NULL_NAME).
+type Name [NameLen]byte
+
+// String returns the name as text (40 NUL characters for the null name).
+func (n Name) String() string { return string(n[:]) }
+
+// IsNull reports whether n is the null name.
+func (n Name) IsNull() bool { return n == Name{} }
+
+// SlotBitmap is the 2048-byte bitmap of 16384 slots; bit s is byte s/8,
+// bit s%8 (LSB first), as Redis's bitmapTestBit.
+type SlotBitmap [NumSlots / 8]byte
+
+// Has reports whether slot s is set.
+func (b *SlotBitmap) Has(s int) bool { return b[s>>3]&(1<<(s&7)) != 0 }
+
+// Set sets slot s.
+func (b *SlotBitmap) Set(s int) { b[s>>3] |= 1 << (s & 7) }
+
+// Clear clears slot s.
+func (b *SlotBitmap) Clear(s int) { b[s>>3] &^= 1 << (s & 7) }
+
+// Count returns the number of slots set.
+func (b *SlotBitmap) Count() int {
+	n := 0
+	for _, c := range b {
+		for ; c != 0; c &= c - 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// Header is clusterMsg's fixed part. Totlen, Count and Extensions are
+// computed by Encode and filled in by Decode.
+type Header struct {
+	Totlen       uint32
+	Ver          uint16
+	Port         uint16 // client port (TLS port when TLS is on)
+	Type         MsgType
+	Count        uint16 // gossip entries in PING/PONG/MEET
+	CurrentEpoch uint64
+	ConfigEpoch  uint64 // sender's, or its master's if it is a replica
+	Offset       uint64 // replication offset
+	Sender       Name
+	MySlots      SlotBitmap
+	SlaveOf      Name // null when the sender is a master
+	MyIP         [IPLen]byte
+	Extensions   uint16
+	PPort        uint16 // plaintext client port when Port is TLS
+	CPort        uint16 // cluster bus port
+	Flags        uint16
+	State        byte
+	MFlags       [3]byte
+}
+
+// IP returns MyIP up to its first NUL ("" when all zero).
+func (h *Header) IP() string { return cstring(h.MyIP[:]) }
+
+// SetIP stores ip in MyIP, NUL padded (truncated to IPLen-1 bytes).
+func (h *Header) SetIP(ip string) { h.MyIP = ipField(ip) }
+
+// Gossip is one clusterMsgDataGossip entry of a PING, PONG or MEET.
+type Gossip struct {
+	Name         Name
+	PingSent     uint32 // seconds
+	PongReceived uint32 // seconds
+	IP           [IPLen]byte
+	Port         uint16
+	CPort        uint16
+	Flags        uint16
+	PPort        uint16
+}
+
+// Ext is one ping extension (clusterMsgPingExt). Data is the payload
+// without the 8-byte extension header and without alignment padding; for
+// ExtHostname it is the hostname without its terminating NUL.
+type Ext struct {
+	Type uint16
+	Data []byte
+}
+
+// Msg is one decoded bus message: the header plus the data of its type.
+// Only the fields of Header.Type are meaningful.
+type Msg struct {
+	Header
+	// PING, PONG, MEET.
+	Gossip []Gossip
+	Exts   []Ext
+	// FAIL: the failing node.
+	FailAbout Name
+	// PUBLISH, PUBLISHSHARD.
+	Channel, Message []byte
+	// UPDATE.
+	UpdateConfigEpoch uint64
+	UpdateNode        Name
+	UpdateSlots       SlotBitmap
+	// MODULE.
+	ModuleID   uint64
+	ModuleType uint8
+	ModuleData []byte
+}
+
+// Hostname returns the hostname extension's value, or "".
+func (m *Msg) Hostname() string {
+	for _, e := range m.Exts {
+		if e.Type == ExtHostname {
+			return string(e.Data)
+		}
+	}
+	return ""
+}
+
+func cstring(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+func ipField(ip string) [IPLen]byte {
+	var f [IPLen]byte
+	copy(f[:IPLen-1], ip)
+	return f
+}
