@@ -99,8 +99,8 @@ func pair(a, b int) [2]int {
 	return [2]int{a, b}
 }
 
-func (w *simNet) cutLink(a, b int)   { w.cut[pair(a, b)] = true }
-func (w *simNet) healLink(a, b int)  { delete(w.cut, pair(a, b)) }
+func (w *simNet) cutLink(a, b int)  { w.cut[pair(a, b)] = true }
+func (w *simNet) healLink(a, b int) { delete(w.cut, pair(a, b)) }
 func (w *simNet) reachable(a, b int) bool {
 	return !w.cut[pair(a, b)] && !w.nodes[a].down && !w.nodes[b].down
 }
@@ -298,8 +298,8 @@ func (w *simNet) meet(a, b int) {
 // nodeLine is a parsed CLUSTER NODES line.
 type nodeLine struct {
 	id, addr, flags, master, link string
-	epoch                        string
-	slots                        []string
+	epoch                         string
+	slots                         []string
 }
 
 func parseNodes(text string) map[string]nodeLine {
