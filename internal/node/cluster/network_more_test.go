@@ -250,3 +250,29 @@ func TestIdleGossipCost(t *testing.T) {
 		t.Fatalf("%.2f messages/s per node out of the expected range", perNode)
 	}
 }
+
+func TestDropFilter(t *testing.T) {
+	// DEBUG DROP-CLUSTER-PACKET-FILTER 0 on nodes 0 and 1 (as
+	// 27-endpoints does): each ignores the other's PINGs, so neither gets a
+	// PONG nor any other data from the other, and after the node timeout
+	// node 0 sees node 1 failing; node 2 is unaffected; -1 heals.
+	w := newSimNet(t, 3, nil)
+	joinChain(t, w, 20*time.Second)
+	w.nodes[0].m.SetDropFilter(int(TypePing))
+	w.nodes[1].m.SetDropFilter(int(TypePing))
+	id := w.nodes[1].m.MyID()
+	took := w.until(10*time.Second, "PFAIL with PONGs dropped", func() bool {
+		return flagsOf(w.nodes[0], id)&(FlagPFail|FlagFail) != 0
+	})
+	if took < time.Second {
+		t.Fatalf("PFAIL after %v", took)
+	}
+	if flagsOf(w.nodes[2], id)&(FlagPFail|FlagFail) != 0 || flagsOf(w.nodes[2], w.nodes[0].m.MyID())&(FlagPFail|FlagFail) != 0 {
+		t.Fatal("node 2 affected by the filters")
+	}
+	w.nodes[0].m.SetDropFilter(-1)
+	w.nodes[1].m.SetDropFilter(-1)
+	w.until(10*time.Second, "healthy again", func() bool {
+		return flagsOf(w.nodes[0], id)&(FlagPFail|FlagFail) == 0
+	})
+}
