@@ -409,7 +409,14 @@ func TestGossipSelection(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for round := 0; round < 50; round++ {
-				tc.check(t, selectGossip(rng, tc.cands), tc.cands)
+				pf := 0
+				for _, c := range tc.cands {
+					if c.pfail {
+						pf++
+					}
+				}
+				cands := tc.cands
+				tc.check(t, selectGossip(rng, len(cands), pf, func(i int) gossipCandidate { return cands[i] }), cands)
 			}
 		})
 	}
@@ -455,6 +462,7 @@ func TestPingAppendsPFailNodes(t *testing.T) {
 	}
 	peers[7].flags |= FlagPFail
 	peers[30].flags |= FlagPFail
+	m.statsPFail = 2 // as the cron counts them
 	for round := 0; round < 20; round++ {
 		m.sendPing(peers[0].link, TypePing)
 		sends := m.Ready().Sends

@@ -58,20 +58,23 @@ type gossipCandidate struct {
 }
 
 // selectGossip returns the indexes of the nodes a PING gossips about, as
-// clusterSendPing picks them: up to wanted random non-PFAIL nodes in
-// 3×wanted draws (skipping myself, handshake and noaddr nodes, and
-// unlinked nodes without slots, and drawing no node twice), then every
-// PFAIL node that is neither in handshake nor noaddr.
-func selectGossip(rng *rand.Rand, cands []gossipCandidate) []int {
-	if len(cands) == 0 {
+// clusterSendPing picks them among total nodes: up to wanted random
+// non-PFAIL nodes in 3×wanted draws (skipping myself, handshake and noaddr
+// nodes, and unlinked nodes without slots, and drawing no node twice),
+// then up to pfailWanted PFAIL nodes that are neither in handshake nor
+// noaddr, in table order. pfailWanted is the PFAIL count of the last cron,
+// as in Redis; cand describes node i and is called only for the nodes
+// looked at.
+func selectGossip(rng *rand.Rand, total, pfailWanted int, cand func(i int) gossipCandidate) []int {
+	if total == 0 {
 		return nil
 	}
-	wanted, fresh := gossipCounts(len(cands))
+	wanted, fresh := gossipCounts(total)
 	var out []int
-	taken := make(map[int]bool, wanted)
+	var taken map[int]bool
 	for iter := wanted * 3; fresh > 0 && len(out) < wanted && iter > 0; iter-- {
-		i := rng.IntN(len(cands))
-		c := cands[i]
+		i := rng.IntN(total)
+		c := cand(i)
 		if c.myself || c.pfail {
 			continue
 		}
@@ -82,13 +85,18 @@ func selectGossip(rng *rand.Rand, cands []gossipCandidate) []int {
 		if taken[i] {
 			continue
 		}
+		if taken == nil {
+			taken = make(map[int]bool, wanted)
+		}
 		taken[i] = true
 		out = append(out, i)
 		fresh--
 	}
-	for i, c := range cands {
+	for i := 0; i < total && pfailWanted > 0; i++ {
+		c := cand(i)
 		if c.pfail && !c.handshake && !c.noaddr {
 			out = append(out, i)
+			pfailWanted--
 		}
 	}
 	return out
@@ -115,15 +123,15 @@ func (m *Machine) sendPing(l *link, typ MsgType) {
 		l.node.pingSent = m.now
 	}
 	msg := m.buildHeader(typ)
-	cands := make([]gossipCandidate, len(m.order))
-	for i, n := range m.order {
-		cands[i] = gossipCandidate{
+	cand := func(i int) gossipCandidate {
+		n := m.order[i]
+		return gossipCandidate{
 			myself: n == m.myself, pfail: n.flags&FlagPFail != 0,
 			handshake: n.inHandshake(), noaddr: !n.hasAddr(),
 			linked: n.link != nil, numSlots: n.numSlots,
 		}
 	}
-	for _, i := range selectGossip(m.rng, cands) {
+	for _, i := range selectGossip(m.rng, len(m.order), m.statsPFail, cand) {
 		n := m.order[i]
 		n.lastInPingGossip = m.pingsSent
 		msg.Gossip = append(msg.Gossip, gossipEntry(n))

@@ -253,6 +253,16 @@ const (
 
 // Machine is the Redis Cluster state machine of one node. It is not safe
 // for concurrent use.
+//
+// The runner owns the bus sockets, nodes.conf and the clock. It calls
+// Tick every 100 ms (clusterCron's rate); reports connections with
+// LinkUp/LinkDown (outbound links the machine asked for in a Connect)
+// and Accepted (inbound ones, whose node is known at their first packet);
+// hands every decoded packet to HandlePacket with the link it came on;
+// calls the operator methods for CLUSTER subcommands; and after each of
+// these calls Ready and performs it as documented there. PINGs go on the
+// outbound link of a peer, PONGs back on the link their PING came on, so
+// every peer has two links, as in Redis.
 type Machine struct {
 	cfg   Config
 	rng   *rand.Rand
