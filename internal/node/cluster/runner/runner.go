@@ -25,6 +25,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -36,7 +37,9 @@ import (
 // Options configures a Runner. Zero values mean the documented default.
 type Options struct {
 	// ListenAddrs are the "ip:port" addresses the bus listens on (the
-	// node's bind addresses with the bus port). Required.
+	// node's bind addresses with the bus port). Required. An address
+	// written "-ip:port" is optional, as in bind: it is skipped when it
+	// cannot be listened on.
 	ListenAddrs []string
 	// ConfigFile is the path of nodes.conf (cluster-config-file). Start
 	// locks it (through ConfigFile+".lock"), loads it into the machine
@@ -168,7 +171,7 @@ func Start(m *cluster.Machine, opt Options) (*Runner, error) {
 	r := &Runner{
 		m: m, opt: opt, log: opt.Logger,
 		events: make(chan event, 1024),
-		ops:    make(chan op),
+		ops:    make(chan op, 256),
 		quit:   make(chan struct{}),
 		done:   make(chan struct{}),
 		links:  map[cluster.LinkID]*link{},
@@ -180,13 +183,22 @@ func Start(m *cluster.Machine, opt Options) (*Runner, error) {
 		}
 	}
 	for _, a := range opt.ListenAddrs {
+		optional := strings.HasPrefix(a, "-")
+		a = strings.TrimPrefix(a, "-")
 		l, err := net.Listen("tcp", a)
+		if err != nil && optional {
+			continue
+		}
 		if err != nil {
 			r.closeListeners()
 			r.unlock()
 			return nil, fmt.Errorf("runner: listen on bus %s: %w", a, err)
 		}
 		r.listeners = append(r.listeners, l)
+	}
+	if len(r.listeners) == 0 {
+		r.unlock()
+		return nil, errors.New("runner: no bus address could be listened on")
 	}
 	for _, l := range r.listeners {
 		r.wg.Add(1)
@@ -255,6 +267,17 @@ func (r *Runner) Do(fn func(m *cluster.Machine, now time.Time)) error {
 		return nil
 	case <-r.done:
 		return ErrClosed
+	}
+}
+
+// Post runs fn in the loop like Do, without waiting for it (PUBLISH's
+// broadcast). It reports false after Close.
+func (r *Runner) Post(fn func(m *cluster.Machine, now time.Time)) bool {
+	select {
+	case r.ops <- op{fn: fn}:
+		return true
+	case <-r.done:
+		return false
 	}
 }
 
@@ -332,7 +355,9 @@ func (r *Runner) loop() {
 		case o := <-r.ops:
 			o.fn(r.m, r.opt.Clock())
 			r.carryOut()
-			close(o.done)
+			if o.done != nil {
+				close(o.done)
+			}
 		}
 	}
 }
