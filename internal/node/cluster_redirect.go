@@ -40,12 +40,12 @@ func (c *Client) clusterRedirect(cmd *command, args [][]byte) string {
 	cm := c.srv.cluster
 	rt := cm.route.Load()
 	var (
-		firstKey                   []byte
-		slot                       int
-		owner                      int32 = -1
-		multipleKeys, havekeys     bool
-		migrating, importing       bool
-		missingKeys, existingKeys  int
+		firstKey                  []byte
+		slot                      int
+		owner                     int32 = -1
+		multipleKeys, havekeys    bool
+		migrating, importing      bool
+		missingKeys, existingKeys int
 	)
 	shardPubSub := isShardPubSub(cmd)
 	check := func(cmd *command, args [][]byte) string {

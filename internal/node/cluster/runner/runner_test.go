@@ -110,7 +110,9 @@ func TestRunnersJoinOverLoopback(t *testing.T) {
 		n := n
 		waitFor(t, 20*time.Second, "3 nodes settled and cluster ok", func() bool {
 			var ok bool
-			n.r.Do(func(m *cluster.Machine, _ time.Time) { ok = settled(m.Nodes(false), 3) && m.State() == cluster.ClusterOK })
+			n.r.Do(func(m *cluster.Machine, _ time.Time) {
+				ok = settled(m.Nodes(false), 3) && m.State() == cluster.ClusterOK
+			})
 			return ok
 		})
 	}
@@ -225,7 +227,9 @@ func TestMixedWithRedisServer(t *testing.T) {
 	}
 	waitFor(t, 30*time.Second, "our node sees 3 connected nodes and cluster ok", func() bool {
 		var ok bool
-		ours.r.Do(func(m *cluster.Machine, _ time.Time) { ok = settled(m.Nodes(false), 3) && m.State() == cluster.ClusterOK })
+		ours.r.Do(func(m *cluster.Machine, _ time.Time) {
+			ok = settled(m.Nodes(false), 3) && m.State() == cluster.ClusterOK
+		})
 		return ok
 	})
 	var myID string
