@@ -431,6 +431,9 @@ func TestLiveRedisBus(t *testing.T) {
 	}
 	keep("publish", waitPacket(t, a.in, "PUBLISH", ofType(TypePublish)))
 
+	// A's PUBLISH reaches a subscriber on the server.
+	fromBus(t, ctx, rdb.Subscribe(ctx, "from-a"), a, &Msg{Header: a.msg(TypePing).Header, Channel: []byte("from-a"), Message: []byte("hi from A")}, TypePublish)
+
 	// A module broadcasts a MODULE message: testdata/busmodule sends one
 	// when it is loaded.
 	if gcc, err := exec.LookPath("gcc"); err != nil {
@@ -492,6 +495,7 @@ func TestLiveRedisBus(t *testing.T) {
 		t.Fatalf("SPUBLISH: %v", err)
 	}
 	keep("publishshard", waitPacket(t, a.in, "PUBLISHSHARD", ofType(TypePublishShard)))
+	fromBus(t, ctx, rdb.SSubscribe(ctx, man.ShardChannel), a, &Msg{Header: a.msg(TypePing).Header, Channel: []byte(man.ShardChannel), Message: []byte("shard hi from A")}, TypePublishShard)
 
 	// A asks for a vote with FORCEACK at the next epoch: the server votes.
 	cur, _ := strconv.ParseUint(clusterInfoField(t, ctx, rdb, "cluster_current_epoch"), 10, 64)
@@ -530,6 +534,25 @@ func TestLiveRedisBus(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("recorded %d packets in %s", len(caps), dir)
+	}
+}
+
+// fromBus sends m as typ on a's link once ps is subscribed, and checks
+// that the subscriber receives its message from the server.
+func fromBus(t *testing.T, ctx context.Context, ps *redis.PubSub, a *fakeNode, m *Msg, typ MsgType) {
+	t.Helper()
+	defer ps.Close()
+	if _, err := ps.ReceiveTimeout(ctx, liveTimeout); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	m.Type = typ
+	a.sendOut(m)
+	v, err := ps.ReceiveTimeout(ctx, liveTimeout)
+	if err != nil {
+		t.Fatalf("%s from the bus: %v", typeName(typ), err)
+	}
+	if msg, ok := v.(*redis.Message); !ok || msg.Channel != string(m.Channel) || msg.Payload != string(m.Message) {
+		t.Fatalf("%s from the bus: subscriber got %#v", typeName(typ), v)
 	}
 }
 
