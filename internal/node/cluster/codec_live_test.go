@@ -254,6 +254,8 @@ type liveManifest struct {
 	ShardChannel   string   `json:"shard_channel"`
 	ShardMessage   string   `json:"shard_message"`
 	UpdateSlot     int      `json:"update_slot"`
+	ModuleType     int      `json:"module_type"`
+	ModuleData     string   `json:"module_data"`
 	VoteEpoch      uint64   `json:"vote_epoch"`
 	CapturedFiles  []string `json:"captured_files"`
 	CaptureCommand string   `json:"capture_command"`
@@ -267,6 +269,7 @@ var liveFixtures = []string{
 	"meet",           // the MEET it sends after CLUSTER MEET
 	"pong-gossip",    // the PONG answering our PING once three nodes know each other
 	"publish",        // PUBLISH on the server
+	"module",         // MODULE LOAD of testdata/busmodule, which broadcasts one
 	"update",         // our PING claiming its slot with a lower configEpoch
 	"fail",           // our PING gossiping PFAIL about a silent node
 	"publishshard",   // SPUBLISH once we are its replica
@@ -333,7 +336,7 @@ func TestLiveRedisBus(t *testing.T) {
 	busPort := testutil.FreePort(t)
 	srv := testutil.StartRedis(t, "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 		"--cluster-port", strconv.Itoa(busPort), "--cluster-announce-hostname", redisHost,
-		"--cluster-node-timeout", "2000", "--cluster-require-full-coverage", "no")
+		"--cluster-node-timeout", "2000", "--cluster-require-full-coverage", "no", "--enable-module-command", "yes")
 	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, DisableIdentity: true, MaxRetries: -1, PoolSize: 1})
 	t.Cleanup(func() { rdb.Close() })
 	must := func(args ...any) {
@@ -428,6 +431,23 @@ func TestLiveRedisBus(t *testing.T) {
 	}
 	keep("publish", waitPacket(t, a.in, "PUBLISH", ofType(TypePublish)))
 
+	// A's PUBLISH reaches a subscriber on the server.
+	fromBus(t, ctx, rdb.Subscribe(ctx, "from-a"), a, &Msg{Header: a.msg(TypePing).Header, Channel: []byte("from-a"), Message: []byte("hi from A")}, TypePublish)
+
+	// A module broadcasts a MODULE message: testdata/busmodule sends one
+	// when it is loaded.
+	if gcc, err := exec.LookPath("gcc"); err != nil {
+		t.Log("gcc not installed: no MODULE capture")
+	} else {
+		so := filepath.Join(t.TempDir(), "busmodule.so")
+		if out, err := exec.Command(gcc, "-shared", "-fPIC", "-O1", "-o", so, filepath.Join("testdata", "busmodule", "busmodule.c")).CombinedOutput(); err != nil {
+			t.Fatalf("build busmodule: %v\n%s", err, out)
+		}
+		man.ModuleType, man.ModuleData = 77, "module\x00payload"
+		must("MODULE", "LOAD", so, man.ModuleType, man.ModuleData)
+		keep("module", waitPacket(t, a.in, "MODULE", ofType(TypeModule)))
+	}
+
 	// A claims slot 0 with configEpoch 1 < 5: the server sends an UPDATE
 	// about itself.
 	claim := a.msg(TypePing)
@@ -475,6 +495,7 @@ func TestLiveRedisBus(t *testing.T) {
 		t.Fatalf("SPUBLISH: %v", err)
 	}
 	keep("publishshard", waitPacket(t, a.in, "PUBLISHSHARD", ofType(TypePublishShard)))
+	fromBus(t, ctx, rdb.SSubscribe(ctx, man.ShardChannel), a, &Msg{Header: a.msg(TypePing).Header, Channel: []byte(man.ShardChannel), Message: []byte("shard hi from A")}, TypePublishShard)
 
 	// A asks for a vote with FORCEACK at the next epoch: the server votes.
 	cur, _ := strconv.ParseUint(clusterInfoField(t, ctx, rdb, "cluster_current_epoch"), 10, 64)
@@ -499,6 +520,9 @@ func TestLiveRedisBus(t *testing.T) {
 		}
 		man.CapturedFiles = nil
 		for _, name := range liveFixtures {
+			if caps[name] == nil {
+				t.Fatalf("-record: no %s packet", name)
+			}
 			file := name + ".bin"
 			if err := os.WriteFile(filepath.Join(dir, file), caps[name], 0o644); err != nil {
 				t.Fatal(err)
@@ -510,6 +534,25 @@ func TestLiveRedisBus(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("recorded %d packets in %s", len(caps), dir)
+	}
+}
+
+// fromBus sends m as typ on a's link once ps is subscribed, and checks
+// that the subscriber receives its message from the server.
+func fromBus(t *testing.T, ctx context.Context, ps *redis.PubSub, a *fakeNode, m *Msg, typ MsgType) {
+	t.Helper()
+	defer ps.Close()
+	if _, err := ps.ReceiveTimeout(ctx, liveTimeout); err != nil {
+		t.Fatalf("subscribe: %v", err)
+	}
+	m.Type = typ
+	a.sendOut(m)
+	v, err := ps.ReceiveTimeout(ctx, liveTimeout)
+	if err != nil {
+		t.Fatalf("%s from the bus: %v", typeName(typ), err)
+	}
+	if msg, ok := v.(*redis.Message); !ok || msg.Channel != string(m.Channel) || msg.Payload != string(m.Message) {
+		t.Fatalf("%s from the bus: subscriber got %#v", typeName(typ), v)
 	}
 }
 
@@ -555,6 +598,9 @@ func checkCaptures(t *testing.T, man *liveManifest, caps map[string][]byte) {
 	msgs := map[string]*Msg{}
 	for _, name := range liveFixtures {
 		raw, ok := caps[name]
+		if !ok && name == "module" && man.ModuleType == 0 {
+			continue // not captured: gcc missing
+		}
 		if !ok {
 			t.Fatalf("no %s packet", name)
 		}
@@ -581,11 +627,11 @@ func checkCaptures(t *testing.T, man *liveManifest, caps map[string][]byte) {
 	}
 	wantType := map[string]MsgType{
 		"pong-to-meet": TypePong, "ping-handshake": TypePing, "meet": TypeMeet, "pong-gossip": TypePong,
-		"publish": TypePublish, "update": TypeUpdate, "fail": TypeFail, "publishshard": TypePublishShard,
+		"publish": TypePublish, "module": TypeModule, "update": TypeUpdate, "fail": TypeFail, "publishshard": TypePublishShard,
 		"auth-ack": TypeFailoverAuthAck, "ping-mf-paused": TypePing,
 	}
 	for name, typ := range wantType {
-		if msgs[name].Type != typ {
+		if msgs[name] != nil && msgs[name].Type != typ {
 			t.Errorf("%s: type %d, want %d", name, msgs[name].Type, typ)
 		}
 	}
@@ -613,6 +659,9 @@ func checkCaptures(t *testing.T, man *liveManifest, caps map[string][]byte) {
 	if m := msgs["publish"]; string(m.Channel) != man.Channel || string(m.Message) != man.Message {
 		t.Errorf("publish: %q %q", m.Channel, m.Message)
 	}
+	if m := msgs["module"]; m != nil && (m.ModuleID != moduleTypeID("shardisbm") || int(m.ModuleType) != man.ModuleType || string(m.ModuleData) != man.ModuleData) {
+		t.Errorf("module: id %#x (want %#x) type %d data %q", m.ModuleID, moduleTypeID("shardisbm"), m.ModuleType, m.ModuleData)
+	}
 	if m := msgs["publishshard"]; string(m.Channel) != man.ShardChannel || string(m.Message) != man.ShardMessage {
 		t.Errorf("publishshard: %q %q", m.Channel, m.Message)
 	}
@@ -628,8 +677,8 @@ func checkCaptures(t *testing.T, man *liveManifest, caps map[string][]byte) {
 	if m := msgs["ping-mf-paused"]; m.MFlags[0]&MFlagPaused == 0 || m.CurrentEpoch != man.VoteEpoch {
 		t.Errorf("ping-mf-paused: mflags %#x currentEpoch %d", m.MFlags[0], m.CurrentEpoch)
 	}
-	for _, name := range []string{"pong-to-meet", "ping-handshake", "meet", "pong-gossip", "publish", "update", "fail", "publishshard"} {
-		if m := msgs[name]; m.MFlags[0]&MFlagPaused != 0 || m.CurrentEpoch != man.ConfigEpoch {
+	for _, name := range []string{"pong-to-meet", "ping-handshake", "meet", "pong-gossip", "publish", "module", "update", "fail", "publishshard"} {
+		if m := msgs[name]; m != nil && m.MFlags[0]&MFlagPaused != 0 || m.CurrentEpoch != man.ConfigEpoch {
 			t.Errorf("%s: mflags %#x currentEpoch %d before the vote", name, m.MFlags[0], m.CurrentEpoch)
 		}
 	}
@@ -658,4 +707,16 @@ func TestRecordedRedisBus(t *testing.T) {
 		caps[name] = b
 	}
 	checkCaptures(t, &man, caps)
+}
+
+// moduleTypeID is the module_id Redis derives from a 9-character module
+// name (moduleTypeEncodeId with encoding version 0): 6 bits per character
+// of A-Z a-z 0-9 - _, then 10 bits of version.
+func moduleTypeID(name string) uint64 {
+	const cset = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	var id uint64
+	for i := 0; i < len(name); i++ {
+		id = id<<6 | uint64(strings.IndexByte(cset, name[i]))
+	}
+	return id << 10
 }
