@@ -219,7 +219,7 @@ func TestEncodeLayout(t *testing.T) {
 }
 
 // corrupt returns a copy of b with f applied.
-func corrupt(b []byte, f func(b []byte) []byte) []byte {
+func corruptPkt(b []byte, f func(b []byte) []byte) []byte {
 	return f(append([]byte{}, b...))
 }
 
@@ -244,46 +244,46 @@ func TestDecodeMalformed(t *testing.T) {
 	}{
 		{"empty", nil, ErrShort},
 		{"7 bytes", ping[:7], ErrShort},
-		{"header minus one", putLen(corrupt(ping[:HeaderLen-1], func(b []byte) []byte { return b })), ErrShort},
-		{"bad signature", corrupt(ping, func(b []byte) []byte { b[3] = 'B'; return b }), ErrSignature},
-		{"totlen larger than given", corrupt(ping, func(b []byte) []byte { be.PutUint32(b[4:], uint32(len(b)+1)); return b }), ErrLength},
-		{"totlen smaller than given", corrupt(ping, func(b []byte) []byte { be.PutUint32(b[4:], uint32(len(b)-8)); return b }), ErrLength},
+		{"header minus one", putLen(corruptPkt(ping[:HeaderLen-1], func(b []byte) []byte { return b })), ErrShort},
+		{"bad signature", corruptPkt(ping, func(b []byte) []byte { b[3] = 'B'; return b }), ErrSignature},
+		{"totlen larger than given", corruptPkt(ping, func(b []byte) []byte { be.PutUint32(b[4:], uint32(len(b)+1)); return b }), ErrLength},
+		{"totlen smaller than given", corruptPkt(ping, func(b []byte) []byte { be.PutUint32(b[4:], uint32(len(b)-8)); return b }), ErrLength},
 		{"truncated packet", ping[:len(ping)-8], ErrLength},
-		{"version 0", corrupt(ping, func(b []byte) []byte { be.PutUint16(b[8:], 0); return b }), ErrVersion},
-		{"version 2", corrupt(ack, func(b []byte) []byte { be.PutUint16(b[8:], 2); return b }), ErrVersion},
-		{"ping count one too many", corrupt(ping, func(b []byte) []byte { be.PutUint16(b[14:], 3); return b }), ErrLength},
-		{"ping count beyond packet", corrupt(ping, func(b []byte) []byte { be.PutUint16(b[14:], 1000); return b }), ErrLength},
-		{"ping count one too few", corrupt(ping, func(b []byte) []byte { be.PutUint16(b[14:], 1); return b }), ErrExtension},
-		{"ping trailing bytes", putLen(corrupt(ping, func(b []byte) []byte { return append(b, make([]byte, 8)...) })), ErrLength},
-		{"ping extension not counted", putLen(corrupt(ping, func(b []byte) []byte { be.PutUint16(b[offExtensions:], 0); return b })), ErrLength},
-		{"ping two extensions counted, one sent", corrupt(ping, func(b []byte) []byte { be.PutUint16(b[offExtensions:], 2); return b }), ErrExtension},
-		{"ping extensions without flag", corrupt(ping, func(b []byte) []byte { b[offMFlags] &^= MFlagExtData; return b }), ErrExtension},
-		{"ext length not multiple of 8", corrupt(ping, func(b []byte) []byte { be.PutUint32(b[extOff:], 12); return b }), ErrExtension},
-		{"ext length zero", corrupt(ping, func(b []byte) []byte { be.PutUint32(b[extOff:], 0); return b }), ErrExtension},
-		{"ext length beyond packet", corrupt(ping, func(b []byte) []byte { be.PutUint32(b[extOff:], 24); return b }), ErrExtension},
-		{"ext length 2^16+16 (Redis truncates to 16)", corrupt(ping, func(b []byte) []byte { be.PutUint32(b[extOff:], 1<<16+16); return b }), ErrExtension},
-		{"ext length smaller than sent", corrupt(ping, func(b []byte) []byte { be.PutUint32(b[extOff:], 8); be.PutUint16(b[extOff+4:], 5); return b }), ErrLength},
-		{"hostname ext without payload", corrupt(ping, func(b []byte) []byte { be.PutUint32(b[extOff:], 8); return b }), ErrExtension},
-		{"truncated extension", putLen(corrupt(ping, func(b []byte) []byte { return b[:len(b)-8] })), ErrExtension},
-		{"extension header cut", putLen(corrupt(ping, func(b []byte) []byte { return b[:extOff+4] })), ErrExtension},
-		{"hostname without NUL", corrupt(ping, func(b []byte) []byte { copy(b[extOff+8:], "hostname"); return b }), ErrExtension},
-		{"fail short", putLen(corrupt(fail, func(b []byte) []byte { return b[:len(b)-1] })), ErrLength},
-		{"fail long", putLen(corrupt(fail, func(b []byte) []byte { return append(b, 0) })), ErrLength},
-		{"publish channel_len too big", corrupt(pub, func(b []byte) []byte { be.PutUint32(b[HeaderLen:], 3); return b }), ErrLength},
-		{"publish message_len too small", corrupt(pub, func(b []byte) []byte { be.PutUint32(b[HeaderLen+4:], 2); return b }), ErrLength},
-		{"publish lengths wrap 32 bits", corrupt(pub, func(b []byte) []byte {
+		{"version 0", corruptPkt(ping, func(b []byte) []byte { be.PutUint16(b[8:], 0); return b }), ErrVersion},
+		{"version 2", corruptPkt(ack, func(b []byte) []byte { be.PutUint16(b[8:], 2); return b }), ErrVersion},
+		{"ping count one too many", corruptPkt(ping, func(b []byte) []byte { be.PutUint16(b[14:], 3); return b }), ErrLength},
+		{"ping count beyond packet", corruptPkt(ping, func(b []byte) []byte { be.PutUint16(b[14:], 1000); return b }), ErrLength},
+		{"ping count one too few", corruptPkt(ping, func(b []byte) []byte { be.PutUint16(b[14:], 1); return b }), ErrExtension},
+		{"ping trailing bytes", putLen(corruptPkt(ping, func(b []byte) []byte { return append(b, make([]byte, 8)...) })), ErrLength},
+		{"ping extension not counted", putLen(corruptPkt(ping, func(b []byte) []byte { be.PutUint16(b[offExtensions:], 0); return b })), ErrLength},
+		{"ping two extensions counted, one sent", corruptPkt(ping, func(b []byte) []byte { be.PutUint16(b[offExtensions:], 2); return b }), ErrExtension},
+		{"ping extensions without flag", corruptPkt(ping, func(b []byte) []byte { b[offMFlags] &^= MFlagExtData; return b }), ErrExtension},
+		{"ext length not multiple of 8", corruptPkt(ping, func(b []byte) []byte { be.PutUint32(b[extOff:], 12); return b }), ErrExtension},
+		{"ext length zero", corruptPkt(ping, func(b []byte) []byte { be.PutUint32(b[extOff:], 0); return b }), ErrExtension},
+		{"ext length beyond packet", corruptPkt(ping, func(b []byte) []byte { be.PutUint32(b[extOff:], 24); return b }), ErrExtension},
+		{"ext length 2^16+16 (Redis truncates to 16)", corruptPkt(ping, func(b []byte) []byte { be.PutUint32(b[extOff:], 1<<16+16); return b }), ErrExtension},
+		{"ext length smaller than sent", corruptPkt(ping, func(b []byte) []byte { be.PutUint32(b[extOff:], 8); be.PutUint16(b[extOff+4:], 5); return b }), ErrLength},
+		{"hostname ext without payload", corruptPkt(ping, func(b []byte) []byte { be.PutUint32(b[extOff:], 8); return b }), ErrExtension},
+		{"truncated extension", putLen(corruptPkt(ping, func(b []byte) []byte { return b[:len(b)-8] })), ErrExtension},
+		{"extension header cut", putLen(corruptPkt(ping, func(b []byte) []byte { return b[:extOff+4] })), ErrExtension},
+		{"hostname without NUL", corruptPkt(ping, func(b []byte) []byte { copy(b[extOff+8:], "hostname"); return b }), ErrExtension},
+		{"fail short", putLen(corruptPkt(fail, func(b []byte) []byte { return b[:len(b)-1] })), ErrLength},
+		{"fail long", putLen(corruptPkt(fail, func(b []byte) []byte { return append(b, 0) })), ErrLength},
+		{"publish channel_len too big", corruptPkt(pub, func(b []byte) []byte { be.PutUint32(b[HeaderLen:], 3); return b }), ErrLength},
+		{"publish message_len too small", corruptPkt(pub, func(b []byte) []byte { be.PutUint32(b[HeaderLen+4:], 2); return b }), ErrLength},
+		{"publish lengths wrap 32 bits", corruptPkt(pub, func(b []byte) []byte {
 			be.PutUint32(b[HeaderLen:], 0xffffffff)
 			be.PutUint32(b[HeaderLen+4:], 6) // Redis's uint32 explen wraps to totlen
 			return b
 		}), ErrLength},
-		{"publish without lengths", putLen(corrupt(pub, func(b []byte) []byte { return b[:HeaderLen+4] })), ErrLength},
-		{"update short", putLen(corrupt(update, func(b []byte) []byte { return b[:len(b)-1] })), ErrLength},
-		{"auth ack with data", putLen(corrupt(ack, func(b []byte) []byte { return append(b, 1, 2, 3, 4, 5, 6, 7, 8) })), ErrLength},
-		{"mfstart with data", putLen(corrupt(ack, func(b []byte) []byte { be.PutUint16(b[12:], uint16(TypeMFStart)); return append(b, 0) })), ErrLength},
-		{"auth request with data", putLen(corrupt(ack, func(b []byte) []byte { be.PutUint16(b[12:], uint16(TypeFailoverAuthRequest)); return append(b, 0) })), ErrLength},
-		{"module len too big", corrupt(module, func(b []byte) []byte { be.PutUint32(b[HeaderLen+8:], 4); return b }), ErrLength},
-		{"module len max", corrupt(module, func(b []byte) []byte { be.PutUint32(b[HeaderLen+8:], 0xffffffff); return b }), ErrLength},
-		{"module without fixed part", putLen(corrupt(module, func(b []byte) []byte { return b[:HeaderLen+12] })), ErrLength},
+		{"publish without lengths", putLen(corruptPkt(pub, func(b []byte) []byte { return b[:HeaderLen+4] })), ErrLength},
+		{"update short", putLen(corruptPkt(update, func(b []byte) []byte { return b[:len(b)-1] })), ErrLength},
+		{"auth ack with data", putLen(corruptPkt(ack, func(b []byte) []byte { return append(b, 1, 2, 3, 4, 5, 6, 7, 8) })), ErrLength},
+		{"mfstart with data", putLen(corruptPkt(ack, func(b []byte) []byte { be.PutUint16(b[12:], uint16(TypeMFStart)); return append(b, 0) })), ErrLength},
+		{"auth request with data", putLen(corruptPkt(ack, func(b []byte) []byte { be.PutUint16(b[12:], uint16(TypeFailoverAuthRequest)); return append(b, 0) })), ErrLength},
+		{"module len too big", corruptPkt(module, func(b []byte) []byte { be.PutUint32(b[HeaderLen+8:], 4); return b }), ErrLength},
+		{"module len max", corruptPkt(module, func(b []byte) []byte { be.PutUint32(b[HeaderLen+8:], 0xffffffff); return b }), ErrLength},
+		{"module without fixed part", putLen(corruptPkt(module, func(b []byte) []byte { return b[:HeaderLen+12] })), ErrLength},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
