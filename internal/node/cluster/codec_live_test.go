@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -434,6 +435,8 @@ func TestLiveRedisBus(t *testing.T) {
 	// A's PUBLISH reaches a subscriber on the server.
 	fromBus(t, ctx, rdb.Subscribe(ctx, "from-a"), a, &Msg{Header: a.msg(TypePing).Header, Channel: []byte("from-a"), Message: []byte("hi from A")}, TypePublish)
 
+	checkRedisDrops(t, ctx, rdb, a, busAddr)
+
 	// A module broadcasts a MODULE message: testdata/busmodule sends one
 	// when it is loaded.
 	if gcc, err := exec.LookPath("gcc"); err != nil {
@@ -534,6 +537,85 @@ func TestLiveRedisBus(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("recorded %d packets in %s", len(caps), dir)
+	}
+}
+
+// checkRedisDrops checks that redis-server drops, keeping the link, what
+// Decode rejects for its length, and closes the link on what PacketLen
+// rejects. Redis handles a link's packets in order, so a reply to the good
+// packet sent after a bad one shows that the bad one was handled.
+func checkRedisDrops(t *testing.T, ctx context.Context, rdb *redis.Client, a *fakeNode, busAddr string) {
+	t.Helper()
+	stat := func(name string) int {
+		n, err := strconv.Atoi(clusterInfoField(t, ctx, rdb, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	// A PING whose extension length is not a multiple of 8, then a good one.
+	bad := Encode(a.msg(TypePing))
+	binary.BigEndian.PutUint32(bad[HeaderLen:], 12)
+	if _, err := Decode(bad); !errors.Is(err, ErrExtension) {
+		t.Fatalf("Decode of the bad PING: %v", err)
+	}
+	received, sent := stat("cluster_stats_messages_ping_received"), stat("cluster_stats_messages_pong_sent")
+	a.mu.Lock()
+	_, err := a.out.Write(bad)
+	a.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.sendOut(a.msg(TypePing))
+	waitPacket(t, a.outRx, "PONG to the good PING", ofType(TypePong))
+	if r, s := stat("cluster_stats_messages_ping_received"), stat("cluster_stats_messages_pong_sent"); r != received+2 || s != sent+1 {
+		t.Fatalf("after a bad and a good PING: %d PINGs received (want %d), %d PONGs sent (want %d)", r, received+2, s, sent+1)
+	}
+
+	// A PUBLISH whose channel_len is one too long, then a good one: the
+	// subscriber's first message is the good one.
+	ps := rdb.Subscribe(ctx, "drops")
+	defer ps.Close()
+	if _, err := ps.ReceiveTimeout(ctx, liveTimeout); err != nil {
+		t.Fatal(err)
+	}
+	pub := a.msg(TypePing)
+	pub.Type, pub.Exts, pub.Channel, pub.Message = TypePublish, nil, []byte("drops"), []byte("bad")
+	bad = Encode(pub)
+	binary.BigEndian.PutUint32(bad[HeaderLen:], 6)
+	if _, err := Decode(bad); !errors.Is(err, ErrLength) {
+		t.Fatalf("Decode of the bad PUBLISH: %v", err)
+	}
+	a.mu.Lock()
+	_, err = a.out.Write(bad)
+	a.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub.Message = []byte("good")
+	a.sendOut(pub)
+	v, err := ps.ReceiveTimeout(ctx, liveTimeout)
+	if msg, ok := v.(*redis.Message); err != nil || !ok || msg.Payload != "good" {
+		t.Fatalf("subscriber got %#v, %v; want the good PUBLISH", v, err)
+	}
+
+	// What PacketLen rejects, Redis answers by closing the link.
+	for _, hdr := range [][]byte{[]byte("RCmB\x00\x00\x08\xd0"), []byte("RCmb\x00\x00\x08\xcf")} {
+		if _, err := PacketLen(hdr); err == nil {
+			t.Fatalf("PacketLen accepts %q", hdr)
+		}
+		c, err := net.DialTimeout("tcp", busAddr, liveTimeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(liveTimeout))
+		if _, err := c.Write(hdr); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Fatalf("after %q: read %d bytes, %v; want the link closed", hdr, n, err)
+		}
+		c.Close()
 	}
 }
 

@@ -136,6 +136,39 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
+// TestRoundTripPingMatrix round-trips PING, PONG and MEET with 0, 1 and
+// many gossip entries and hostnames of every length around the 8-byte
+// alignment, checking totlen and the zero padding after the hostname.
+func TestRoundTripPingMatrix(t *testing.T) {
+	for _, typ := range []MsgType{TypePing, TypePong, TypeMeet} {
+		for _, ng := range []int{0, 1, 2, 17} {
+			for hl := -1; hl <= 17; hl++ { // -1: no hostname extension
+				m := Msg{Header: testHeader(typ), Gossip: testGossip(ng)}
+				want := HeaderLen + ng*GossipLen
+				if hl >= 0 {
+					m.Exts = []Ext{{Type: ExtHostname, Data: []byte(strings.Repeat("h", hl))}}
+					want += 8 + (hl+1+7)/8*8
+				}
+				t.Run(fmt.Sprintf("%s/gossip=%d/hostname=%d", typeName(typ), ng, hl), func(t *testing.T) {
+					b := roundTrip(t, m)
+					if len(b) != want || len(b)%8 != 0 {
+						t.Fatalf("totlen %d, want %d (8-byte aligned)", len(b), want)
+					}
+					if hl >= 0 {
+						ext := b[HeaderLen+ng*GossipLen:]
+						if binary.BigEndian.Uint32(ext) != uint32(len(ext)) || !bytes.Equal(ext[8+hl:], make([]byte, len(ext)-8-hl)) {
+							t.Fatalf("extension %x", ext)
+						}
+					}
+					if got, _ := Decode(b); got.Hostname() != strings.Repeat("h", max(hl, 0)) {
+						t.Fatalf("Hostname() = %q", got.Hostname())
+					}
+				})
+			}
+		}
+	}
+}
+
 // TestEncodeLayout checks the byte positions and byte order of Encode
 // against Redis 7.0's clusterMsg (the offsets of cluster.h's static
 // asserts), independently of Decode.
