@@ -41,7 +41,7 @@ func TestExtractKeys(t *testing.T) {
 		{[]interface{}{"memory", "usage", "k"}, "[k]"},
 		{[]interface{}{"object", "help"}, "[]"},
 		{[]interface{}{"xgroup", "create", "s", "g", "$"}, "[s]"},
-		{[]interface{}{"zinterstore", "d", 0, "x"}, "[]"}, // numkeys 0: Redis finds no key
+		{[]interface{}{"zinterstore", "d", 0, "x"}, "[]"},   // numkeys 0: Redis finds no key
 		{[]interface{}{"eval", "return 1", "x", "a"}, "[]"}, // bad numkeys
 		{[]interface{}{"GET", "k"}, "[k]"},
 	}
