@@ -251,6 +251,7 @@ func (p *Pool) recheck(ctx context.Context, s *shard, reason string) recheckResu
 		return recheckUnchanged
 	}
 	if best.epoch >= 0 && cur.epoch >= 0 && best.epoch <= cur.epoch {
+		p.counts.stale.Add(1)
 		p.log.Warn("shardedpool: ignoring stale master", "shard", s.name, "current", cur.addr,
 			"epoch", cur.epoch, "stale", best.addr, "stale_epoch", best.epoch, "sentinel", best.sentinel)
 		return recheckUnchanged
@@ -264,6 +265,7 @@ func (p *Pool) recheck(ctx context.Context, s *shard, reason string) recheckResu
 	master, err := p.checkRole(ctx, c)
 	if err != nil || !master {
 		_ = c.Close()
+		p.counts.unconfirmed.Add(1)
 		p.log.Info("shardedpool: new master not confirmed yet", "shard", s.name, "candidate", best.addr, "err", err)
 		return recheckRetry
 	}
@@ -275,12 +277,15 @@ func (p *Pool) recheck(ctx context.Context, s *shard, reason string) recheckResu
 // fail over independently and concurrently.
 func (p *Pool) shardWorker(s *shard) {
 	defer p.wg.Done()
+	var taken int64 // requests taken from wake
 	for {
+		s.handled.Store(taken)
 		var reason string
 		select {
 		case <-p.ctx.Done():
 			return
 		case reason = <-s.wake:
+			taken++
 		}
 		backoff := 20 * time.Millisecond
 		for attempt := 0; ; attempt++ {
@@ -292,6 +297,7 @@ func (p *Pool) shardWorker(s *shard) {
 				return
 			case r := <-s.wake:
 				reason = r
+				taken++
 			case <-time.After(jitter(backoff)):
 			}
 			backoff = min(backoff*2, time.Second)
@@ -417,6 +423,7 @@ func (p *Pool) subscribeOnce(addr string) error {
 	}
 	p.log.Debug("shardedpool: subscribed to sentinel", "sentinel", addr)
 	p.recheckAll("sentinel " + addr + " connected")
+	p.counts.subscribed.Add(1)
 
 	go func() {
 		t := time.NewTicker(p.opt.SentinelPingInterval)
@@ -454,6 +461,7 @@ func (p *Pool) subscribeOnce(addr string) error {
 func (p *Pool) handleSwitchMessage(from, payload string) {
 	sm, err := sentinel.ParseSwitchMaster(payload)
 	if err != nil {
+		p.counts.malformed.Add(1)
 		p.log.Warn("shardedpool: ignoring malformed +switch-master", "sentinel", from, "payload", payload)
 		return
 	}
@@ -463,6 +471,7 @@ func (p *Pool) handleSwitchMessage(from, payload string) {
 	}
 	to := sm.NewAddr.String()
 	if to == s.conn().addr {
+		p.counts.duplicates.Add(1)
 		p.log.Debug("shardedpool: duplicate +switch-master", "shard", s.name, "to", to, "sentinel", from)
 		return
 	}
