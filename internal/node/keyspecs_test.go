@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/shardis/shardis/internal/commands"
@@ -23,6 +24,9 @@ func TestKeyPositionsMatchKeySpecs(t *testing.T) {
 	for _, f := range files {
 		for _, l := range loadCorpus(t, f) {
 			cmd := tab.lookup(l.args[0])
+			if cmd != nil && len(cmd.subs) > 0 && len(l.args) > 1 {
+				cmd = cmd.subs[strings.ToLower(string(l.args[1]))]
+			}
 			if cmd == nil || len(cmd.subs) > 0 || !arityOK(cmd, len(l.args)) {
 				continue
 			}
