@@ -61,6 +61,8 @@ type simNet struct {
 	queue    []inFlight
 	// filter, when set, may drop a message from a to b.
 	filter func(from, to int, msg *Msg) bool
+	// seed varies the machines' random sources (0: the default).
+	seed uint64
 }
 
 func newSimNet(t *testing.T, n int, tweak func(i int, c *Config)) *simNet {
@@ -81,7 +83,7 @@ func (w *simNet) addNode(tweak func(i int, c *Config)) *simNode {
 	if tweak != nil {
 		tweak(i, &cfg)
 	}
-	m, err := New(cfg, rand.New(rand.NewPCG(uint64(i)+1, 99)))
+	m, err := New(cfg, rand.New(rand.NewPCG(uint64(i)+1, 99+w.seed)))
 	if err != nil {
 		w.t.Fatal(err)
 	}
