@@ -370,20 +370,32 @@ func (m *Machine) applyMyselfConfig() {
 	}
 }
 
-// SetReplicaNoFailover changes cluster-replica-no-failover at run time.
-func (m *Machine) SetReplicaNoFailover(now time.Time, on bool) {
+// SetConfig applies a changed configuration at run time (CONFIG SET of
+// the cluster-* directives): timeouts, coverage and migration settings,
+// the announced ip, ports and hostname. Name and Local are kept from the
+// running machine; an invalid config is refused with no change.
+func (m *Machine) SetConfig(now time.Time, cfg Config) error {
+	cfg.Name = m.cfg.Name
+	cfg.Local = m.cfg.Local
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.NodeTimeout == 0 {
+		cfg.NodeTimeout = 15 * time.Second
+	}
+	if cfg.CPort == 0 {
+		cfg.CPort = cfg.Port + PortIncr
+	}
 	m.begin(now)
-	m.cfg.ReplicaNoFailover = on
+	defer m.end()
+	if cfg.IP == "" && m.cfg.IP != "" {
+		// No longer announced: learn it again from the next MEET.
+		m.myself.ip = ""
+	}
+	m.cfg = cfg
 	m.applyMyselfConfig()
-	m.end()
-}
-
-// SetRequireFullCoverage changes cluster-require-full-coverage at run time.
-func (m *Machine) SetRequireFullCoverage(now time.Time, on bool) {
-	m.begin(now)
-	m.cfg.RequireFullCoverage = on
 	m.todo |= todoUpdateState
-	m.end()
+	return nil
 }
 
 // SetDropFilter makes the machine drop every received packet of type t

@@ -276,3 +276,28 @@ func TestDropFilter(t *testing.T) {
 		return flagsOf(w.nodes[0], id)&(FlagPFail|FlagFail) == 0
 	})
 }
+
+func TestSetConfigAtRunTime(t *testing.T) {
+	w := newSimNet(t, 2, nil)
+	joinChain(t, w, 10*time.Second)
+	m := w.nodes[1].m
+	cfg := m.Config()
+	cfg.Hostname = "later.example"
+	cfg.ReplicaNoFailover = true
+	if err := m.SetConfig(w.now, cfg); err != nil {
+		t.Fatal(err)
+	}
+	w.pump()
+	w.until(5*time.Second, "the peer sees the new hostname and nofailover", func() bool {
+		l := parseNodes(w.nodes[0].m.Nodes(false))[m.MyID()]
+		return l.addr == "10.0.0.2:7001@17001,later.example" && l.flags == "master,nofailover"
+	})
+	if !strings.Contains(m.Nodes(false), "myself,master,nofailover") {
+		t.Fatal(m.Nodes(false))
+	}
+	bad := cfg
+	bad.Port = 70000
+	if err := m.SetConfig(w.now, bad); err == nil || m.Config().Port != 7001 {
+		t.Fatalf("invalid config accepted: %v", err)
+	}
+}
