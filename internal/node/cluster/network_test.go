@@ -63,6 +63,8 @@ type simNet struct {
 	filter func(from, to int, msg *Msg) bool
 	// seed varies the machines' random sources (0: the default).
 	seed uint64
+	// noConf skips rendering nodes.conf at every save (large simulations).
+	noConf bool
 }
 
 func newSimNet(t *testing.T, n int, tweak func(i int, c *Config)) *simNet {
@@ -156,7 +158,9 @@ func (w *simNet) apply(sn *simNode, rd Ready) bool {
 	busy := len(rd.Sends)+len(rd.Closes)+len(rd.Connects) > 0
 	if rd.SaveConfig {
 		sn.saves++
-		sn.conf = sn.m.RenderNodesConf()
+		if !w.noConf {
+			sn.conf = sn.m.RenderNodesConf()
+		}
 	}
 	if rd.Fsync {
 		sn.fsyncs++
