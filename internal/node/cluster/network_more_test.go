@@ -229,6 +229,7 @@ func TestIdleGossipCost(t *testing.T) {
 	}
 	const n = 30
 	w := newSimNet(t, n, func(i int, c *Config) { c.NodeTimeout = 15 * time.Second })
+	w.noConf = true // no nodes.conf renders or invariant checks: a measurement
 	joinChain(t, w, 120*time.Second)
 	addSlotsEvenly(t, w, n)
 	w.run(30 * time.Second)

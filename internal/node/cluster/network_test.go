@@ -63,7 +63,8 @@ type simNet struct {
 	filter func(from, to int, msg *Msg) bool
 	// seed varies the machines' random sources (0: the default).
 	seed uint64
-	// noConf skips rendering nodes.conf at every save (large simulations).
+	// noConf skips rendering nodes.conf at every save and the invariant
+	// checks after every step (large simulations).
 	noConf bool
 }
 
@@ -148,6 +149,13 @@ func (w *simNet) pump() {
 		}
 		w.deliverDue()
 		if !busy && !w.hasDue() {
+			if !w.noConf {
+				for _, sn := range w.nodes {
+					if err := sn.m.checkInvariants(); err != nil {
+						w.t.Fatalf("node %d: %v", sn.idx, err)
+					}
+				}
+			}
 			return
 		}
 	}
