@@ -69,8 +69,12 @@ func (m *Machine) Tick(now time.Time) {
 		}
 	}
 
-	// Replica failover and replica migration (clusterHandleSlaveFailover,
-	// clusterHandleSlaveMigration) belong to issue 22.
+	m.manualFailoverCheckTimeout()
+	if m.myself.isSlave() {
+		m.handleManualFailover()
+		m.handleReplicaFailover()
+		m.handleReplicaMigration()
+	}
 
 	if updateState || m.state == ClusterFail {
 		m.updateState()
