@@ -200,8 +200,8 @@ func TestKillLink(t *testing.T) {
 	w.until(5*time.Second, "joined", w.allKnow)
 	w.until(3*time.Second, "links", func() bool { return len(w.nodes[0].m.Links()) == 2 })
 	id := w.nodes[1].m.MyID()
-	if !w.nodes[0].m.KillLink(w.now, "to", id) {
-		t.Fatal("unknown")
+	if err := w.nodes[0].m.KillLink(w.now, "TO", id); err != nil {
+		t.Fatal(err)
 	}
 	rd := w.nodes[0].m.Ready()
 	if len(rd.Closes) != 1 {
@@ -214,8 +214,11 @@ func TestKillLink(t *testing.T) {
 	// The next tick reconnects.
 	w.tick()
 	w.until(3*time.Second, "relinked", func() bool { return len(w.nodes[0].m.Links()) == 2 })
-	if w.nodes[0].m.KillLink(w.now, "all", "nope") {
-		t.Fatal("unknown node killed")
+	if err := w.nodes[0].m.KillLink(w.now, "all", "nope"); err == nil || err.Error() != "ERR Unknown node nope" {
+		t.Fatal(err)
+	}
+	if err := w.nodes[0].m.KillLink(w.now, "sideways", id); err == nil || err.Error() != "ERR Unknown direction sideways" {
+		t.Fatal(err)
 	}
 }
 
