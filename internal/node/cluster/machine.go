@@ -161,10 +161,13 @@ type RoleChange struct {
 	Port   int
 }
 
-// SlotsChanged lists the slots this node gained and lost as a master
-// since the previous Ready, and the slots whose keys it must delete
-// because an update took them away while the node stays a master
-// (clusterUpdateSlotsConfigWith's dirty slots).
+// SlotsChanged lists the slots this node's shard (myself as a master, my
+// master as a replica) gained and lost since the previous Ready — the
+// node drops the sharded pub/sub channels of lost slots, as Redis's
+// clusterDelSlot does on masters and replicas — and the slots whose keys
+// it must delete because an update took them away while it stays a master
+// (clusterUpdateSlotsConfigWith's dirty slots; a master demoted to
+// replica resyncs instead).
 type SlotsChanged struct {
 	Gained, Lost []int
 	DeleteKeys   []int
@@ -416,21 +419,29 @@ func (m *Machine) Ready() Ready {
 		rd.RoleChange = &r
 		m.roleDirty = false
 	}
-	if m.myself.slots != m.reportedSlots || len(m.deleteKeys) > 0 {
+	if shard := m.shardSlots(); shard != m.reportedSlots || len(m.deleteKeys) > 0 {
 		sc := &SlotsChanged{DeleteKeys: m.deleteKeys}
 		for s := 0; s < NumSlots; s++ {
-			was, is := m.reportedSlots.Has(s), m.myself.slots.Has(s)
+			was, is := m.reportedSlots.Has(s), shard.Has(s)
 			if is && !was {
 				sc.Gained = append(sc.Gained, s)
 			} else if was && !is {
 				sc.Lost = append(sc.Lost, s)
 			}
 		}
-		m.reportedSlots = m.myself.slots
+		m.reportedSlots = shard
 		m.deleteKeys = nil
 		rd.SlotsChanged = sc
 	}
 	return rd
+}
+
+// shardSlots returns the slots served by my shard.
+func (m *Machine) shardSlots() SlotBitmap {
+	if master := m.myself.master(); master != nil {
+		return master.slots
+	}
+	return SlotBitmap{}
 }
 
 // begin and end bracket every input: end runs the deferred work Redis

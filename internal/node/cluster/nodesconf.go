@@ -321,7 +321,7 @@ func (m *Machine) LoadNodesConf(now time.Time, text string) error {
 	m.links = map[LinkID]*link{}
 	m.begin(now)
 	m.applyMyselfConfig()
-	m.reportedSlots = m.myself.slots
+	m.reportedSlots = m.shardSlots()
 	if m.myself.isSlave() && m.myself.slaveOf != nil {
 		m.setRole(m.myself.slaveOf)
 	}
