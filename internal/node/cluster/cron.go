@@ -10,7 +10,6 @@ import (
 func (m *Machine) Tick(now time.Time) {
 	m.begin(now)
 	defer m.end()
-	m.iteration++
 	updateState := false
 	timeout := m.cfg.NodeTimeout
 	handshakeTimeout := timeout

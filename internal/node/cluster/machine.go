@@ -127,14 +127,13 @@ type LinkID uint64
 
 // link is one bus connection (clusterLink).
 type link struct {
-	id       LinkID
-	node     *node // nil for an inbound link until its sender is known
-	inbound  bool
-	up       bool // outbound: connected (LinkUp seen); inbound: always
-	ctime    time.Time
-	peerIP   string // remote address, for nodes that announce no ip
-	localIP  string // our address on this connection, to learn our ip
-	sentMsgs uint64
+	id      LinkID
+	node    *node // nil for an inbound link until its sender is known
+	inbound bool
+	up      bool // outbound: connected (LinkUp seen); inbound: always
+	ctime   time.Time
+	peerIP  string // remote address, for nodes that announce no ip
+	localIP string // our address on this connection, to learn our ip
 }
 
 // Send asks the runner to write Msg on Link. Msgs may be shared by several
@@ -289,7 +288,6 @@ type Machine struct {
 	links    map[LinkID]*link
 	nextLink LinkID
 
-	iteration      uint64    // Tick count (clusterCron's iteration)
 	nextRandomPing time.Time // when the once-a-second random ping is due
 	pingsSent      uint64    // PING/PONG/MEET built, for gossip de-duplication
 	statsPFail     int       // PFAIL nodes counted by the last cron
@@ -475,7 +473,6 @@ func (m *Machine) send(l *link, msg *Msg) {
 	if int(msg.Type) < TypeCount {
 		m.statsSent[msg.Type]++
 	}
-	l.sentMsgs++
 	m.ready.Sends = append(m.ready.Sends, Send{Link: l.id, Msg: msg})
 }
 
