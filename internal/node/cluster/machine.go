@@ -266,46 +266,46 @@ const (
 // outbound link of a peer, PONGs back on the link their PING came on, so
 // every peer has two links, as in Redis.
 type Machine struct {
-	cfg   Config
-	rng   *rand.Rand
-	local Local
+	cfg   Config     // as given, NodeTimeout and CPort defaulted; SetConfig replaces it
+	rng   *rand.Rand // all randomness: names, gossip and ping picks
+	local Local      // the node's data set, read only
 
 	myself        *node
-	nodes         map[Name]*node
-	order         []*node // insertion order, for deterministic iteration
+	nodes         map[Name]*node // the node table (server.cluster->nodes)
+	order         []*node        // the same nodes in insertion order, for deterministic iteration
 	currentEpoch  uint64
-	lastVoteEpoch uint64
+	lastVoteEpoch uint64 // saved in nodes.conf; votes are issue 22
 	state         State
-	size          int // masters serving at least one slot
+	size          int // masters serving at least one slot, as of the last updateState
 
-	slots            [NumSlots]*node
-	migrating        [NumSlots]*node
-	importing        [NumSlots]*node
-	ownerNotClaiming SlotBitmap
+	slots            [NumSlots]*node // owner per slot (nil: unassigned)
+	migrating        [NumSlots]*node // open slots: migrating to (SETSLOT MIGRATING)
+	importing        [NumSlots]*node // open slots: importing from (SETSLOT IMPORTING)
+	ownerNotClaiming SlotBitmap      // slots still bound to an owner that stopped claiming them
 
 	blacklist map[Name]time.Time // FORGET: id -> when it may be re-added
 
-	links    map[LinkID]*link
-	nextLink LinkID
+	links    map[LinkID]*link // every open link, outbound and inbound
+	nextLink LinkID           // last id given out
 
 	nextRandomPing time.Time // when the once-a-second random ping is due
 	pingsSent      uint64    // PING/PONG/MEET built, for gossip de-duplication
-	statsPFail     int       // PFAIL nodes counted by the last cron
-	firstStateCall time.Time
-	minorityTime   time.Time
-	dropFilter     int // DEBUG DROP-CLUSTER-PACKET-FILTER; -1 none
+	statsPFail     int       // PFAIL nodes counted by the last Tick; caps PFAIL gossip entries
+	firstStateCall time.Time // first updateState, start of the writable delay; reset never
+	minorityTime   time.Time // last updateState that found us in a minority
+	dropFilter     int       // DEBUG DROP-CLUSTER-PACKET-FILTER; -1 none
 
-	statsSent, statsReceived [TypeCount]uint64
+	statsSent, statsReceived [TypeCount]uint64 // CLUSTER INFO message counters; never reset
 
 	now   time.Time // time of the input being processed
-	todo  int
-	ready Ready
+	todo  int       // clusterBeforeSleep flags, run by end() after every input
+	ready Ready     // actions accumulated since the last Ready()
 
-	reportedState State
-	reportedSlots SlotBitmap
-	lastRole      RoleChange
+	reportedState State      // state as of the last Ready, for StateChanged
+	reportedSlots SlotBitmap // my shard's slots as of the last Ready, for SlotsChanged
+	lastRole      RoleChange // replication target, reported when roleDirty
 	roleDirty     bool
-	deleteKeys    []int
+	deleteKeys    []int // dirty slots since the last Ready
 }
 
 // New builds a machine for a fresh node (no nodes.conf): a master knowing
