@@ -131,7 +131,9 @@ func (m *Machine) sendPing(l *link, typ MsgType) {
 			linked: n.link != nil, numSlots: n.numSlots,
 		}
 	}
-	for _, i := range selectGossip(m.rng, len(m.order), m.statsPFail, cand) {
+	sel := selectGossip(m.rng, len(m.order), m.statsPFail, cand)
+	msg.Gossip = make([]Gossip, 0, len(sel))
+	for _, i := range sel {
 		n := m.order[i]
 		n.lastInPingGossip = m.pingsSent
 		msg.Gossip = append(msg.Gossip, gossipEntry(n))

@@ -90,7 +90,7 @@ func (w *simNet) addNode(tweak func(i int, c *Config)) *simNode {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	sn := &simNode{idx: i, ip: fmt.Sprintf("10.0.0.%d", i+1), port: cfg.Port, cport: cfg.Port + PortIncr, m: m,
+	sn := &simNode{idx: i, ip: fmt.Sprintf("10.0.%d.%d", (i+1)/256, (i+1)%256), port: cfg.Port, cport: cfg.Port + PortIncr, m: m,
 		sent: map[MsgType]int{}}
 	w.nodes = append(w.nodes, sn)
 	w.pump()
