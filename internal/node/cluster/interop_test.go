@@ -38,9 +38,12 @@ type liveNode struct {
 	got    []Delivery
 }
 
-func startLive(t *testing.T, port, cport int) *liveNode {
+func startLive(t *testing.T, port, cport int, tweak ...func(*Config)) *liveNode {
 	cfg := DefaultConfig()
 	cfg.Port, cfg.CPort = port, cport
+	for _, f := range tweak {
+		f(&cfg)
+	}
 	cfg.NodeTimeout = 2 * time.Second
 	m, err := New(cfg, rand.New(rand.NewPCG(uint64(port), 1)))
 	if err != nil {
@@ -199,10 +202,10 @@ func (n *liveNode) apply(rd Ready) {
 	n.mu.Unlock()
 }
 
-func startClusterRedis(t *testing.T) (*testutil.Process, *redis.Client) {
+func startClusterRedis(t *testing.T, extra ...string) (*testutil.Process, *redis.Client) {
 	cport := testutil.FreePort(t)
-	p := testutil.StartRedis(t, "--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(cport),
-		"--cluster-node-timeout", "2000", "--cluster-config-file", "nodes.conf")
+	p := testutil.StartRedis(t, append([]string{"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(cport),
+		"--cluster-node-timeout", "2000", "--cluster-config-file", "nodes.conf"}, extra...)...)
 	c := redis.NewClient(&redis.Options{Addr: p.Addr})
 	t.Cleanup(func() { c.Close() })
 	return p, c
@@ -402,4 +405,28 @@ func TestInteropWithRedis(t *testing.T) {
 	if !strings.Contains(info, "cluster_state:fail") {
 		t.Fatalf("redis-server still ok:\n%s", info)
 	}
+}
+
+func TestInteropHostnames(t *testing.T) {
+	ctx := context.Background()
+	_, c1 := startClusterRedis(t, "--cluster-announce-hostname", "redis.example")
+	me := startLive(t, testutil.FreePort(t), testutil.FreePort(t), func(c *Config) { c.Hostname = "shardis.example" })
+	var myID string
+	me.do(func() { myID = me.m.MyID() })
+	if err := c1.Do(ctx, "cluster", "meet", "127.0.0.1", me.m.cfg.Port, me.cport).Err(); err != nil {
+		t.Fatal(err)
+	}
+	id1, _ := c1.ClusterMyID(ctx).Result()
+	testutil.WaitFor(t, 10*time.Second, "hostnames exchanged", func() bool {
+		nodes, _ := c1.ClusterNodes(ctx).Result()
+		if !strings.Contains(nodes, myID+" 127.0.0.1:"+strconv.Itoa(me.m.cfg.Port)+"@"+strconv.Itoa(me.cport)+",shardis.example master ") {
+			return false
+		}
+		ok := false
+		me.do(func() {
+			n, _ := me.m.Node(id1)
+			ok = n.Hostname == "redis.example"
+		})
+		return ok
+	})
 }
