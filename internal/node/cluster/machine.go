@@ -211,8 +211,11 @@ type Event struct {
 // order: save nodes.conf (RenderNodesConf) when SaveConfig, fsyncing it
 // when Fsync — before writing any Send, since some depend on the saved
 // state (Redis's clusterBeforeSleep runs before its write handlers) —
-// then close Closes, open Connects, write Sends, apply RoleChange,
-// SlotsChanged and Deliveries.
+// then close Closes (a Close may name an outbound link whose connect is
+// still in flight: abandon it, and report nothing more for it), open
+// Connects, write Sends in order (each link is a byte stream; a Send on a
+// link the runner no longer has is dropped), apply RoleChange,
+// SlotsChanged and Deliveries. Events are for logs.
 type Ready struct {
 	Sends      []Send
 	Closes     []LinkID
