@@ -1,0 +1,145 @@
+package cluster
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// loneMachine is a machine with peers whose outbound links are up but
+// which never answer: the tests step its timers by hand.
+func loneMachine(t *testing.T, peers int, now time.Time) (*Machine, []*node) {
+	t.Helper()
+	cfg := DefaultConfig()
+	cfg.Port = 7000
+	cfg.NodeTimeout = 2 * time.Second
+	m, err := New(cfg, rand.New(rand.NewPCG(5, 6)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Ready()
+	m.begin(now)
+	var ps []*node
+	for i := 0; i < peers; i++ {
+		n := m.createNode(now, Name{}, FlagMaster)
+		n.ip, n.port, n.cport = fmt.Sprintf("10.0.2.%d", i), 7000, 17000
+		n.pongReceived = now
+		m.addNode(n)
+		m.newLink(n, false).up = true
+		ps = append(ps, n)
+	}
+	return m, ps
+}
+
+func pingsTo(rd Ready, m *Machine) map[string]int {
+	out := map[string]int{}
+	for _, s := range rd.Sends {
+		if s.Msg.Type == TypePing {
+			out[m.links[s.Link].node.name.String()]++
+		}
+	}
+	return out
+}
+
+func TestPingSchedule(t *testing.T) {
+	t0 := time.Unix(1_700_000_000, 0)
+	m, peers := loneMachine(t, 4, t0)
+	// Ticks at 100 ms: no PING until the 10th tick (clusterCron's
+	// iteration%10), then exactly one, to a node with no ping in flight.
+	now := t0
+	for i := 1; i <= 10; i++ {
+		now = now.Add(cronPeriod)
+		m.Tick(now)
+		got := pingsTo(m.Ready(), m)
+		want := 0
+		if i == 10 {
+			want = 1
+		}
+		total := 0
+		for _, c := range got {
+			total += c
+		}
+		if total != want {
+			t.Fatalf("tick %d: %d PINGs, want %d", i, total, want)
+		}
+	}
+	// After node timeout / 2 without a PONG every other node is pinged
+	// once (the one pinged at 900 ms has a ping in flight already).
+	inFlight := 0
+	for _, p := range peers {
+		if !p.pingSent.IsZero() {
+			inFlight++
+		}
+	}
+	if inFlight != 1 {
+		t.Fatalf("%d pings in flight", inFlight)
+	}
+	pinged := map[string]int{}
+	for now.Sub(t0) <= time.Second+cronPeriod {
+		now = now.Add(cronPeriod)
+		m.Tick(now)
+		for k, v := range pingsTo(m.Ready(), m) {
+			pinged[k] += v
+		}
+	}
+	if len(pinged) != 3 {
+		t.Fatalf("pinged %v, want the 3 idle peers once each", pinged)
+	}
+	for _, c := range pinged {
+		if c != 1 {
+			t.Fatalf("pinged %v", pinged)
+		}
+	}
+	// No PONG: PFAIL once the ping is older than the node timeout, not
+	// before.
+	first := peers[0]
+	for _, p := range peers {
+		if p.pingSent.Before(first.pingSent) {
+			first = p
+		}
+	}
+	for now.Sub(first.pingSent) <= 2*time.Second {
+		if first.timedOut() {
+			t.Fatalf("PFAIL %v after the ping", now.Sub(first.pingSent))
+		}
+		now = now.Add(cronPeriod)
+		m.Tick(now)
+		m.Ready()
+	}
+	if !first.timedOut() {
+		t.Fatalf("no PFAIL %v after the ping", now.Sub(first.pingSent))
+	}
+}
+
+func TestStuckLinkIsReconnected(t *testing.T) {
+	// A link older than the node timeout, with a ping in flight for more
+	// than timeout/2 and no data: the cron drops it and asks for a new one.
+	t0 := time.Unix(1_700_000_000, 0)
+	m, peers := loneMachine(t, 1, t0)
+	p := peers[0]
+	old := p.link.id
+	now := t0
+	var closed, connected bool
+	for now.Sub(t0) < 5*time.Second && !(closed && connected) {
+		now = now.Add(cronPeriod)
+		m.Tick(now)
+		rd := m.Ready()
+		for _, c := range rd.Closes {
+			if c == old {
+				closed = true
+				if now.Sub(t0) <= 2*time.Second {
+					t.Fatalf("link dropped %v after creation, before the node timeout", now.Sub(t0))
+				}
+			}
+		}
+		for _, c := range rd.Connects {
+			if c.Node == p.name.String() && c.Link != old {
+				connected = true
+			}
+		}
+	}
+	if !closed || !connected {
+		t.Fatalf("closed %v reconnect %v", closed, connected)
+	}
+}
