@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -141,5 +142,39 @@ func TestStuckLinkIsReconnected(t *testing.T) {
 	}
 	if !closed || !connected {
 		t.Fatalf("closed %v reconnect %v", closed, connected)
+	}
+}
+
+func TestHostileNames(t *testing.T) {
+	// Gossip about invalid or null ids, and a handshake PONG from an
+	// invalid id, never enter the node table (and never panic).
+	t0 := time.Unix(1_700_000_000, 0)
+	m, peers := loneMachine(t, 1, t0)
+	p := peers[0]
+	in := m.Accepted(t0, "10.0.2.0", "10.0.0.1")
+	ping := &Msg{Header: Header{Ver: ProtoVer, Type: TypePing, Sender: p.name, Port: 7000, CPort: 17000}}
+	bad := nameOf(strings.Repeat("Z", 40))
+	for i := 0; i < 2; i++ {
+		ping.Gossip = []Gossip{{Name: Name{}, IP: ipField("10.9.9.9"), Port: 1, CPort: 2},
+			{Name: bad, IP: ipField("10.9.9.8"), Port: 1, CPort: 2}}
+		m.HandlePacket(t0, in, ping)
+	}
+	if len(m.KnownNodes()) != 2 {
+		t.Fatalf("%d nodes after hostile gossip", len(m.KnownNodes()))
+	}
+	if err := m.Meet(t0, "10.9.9.7", "7000", ""); err != nil {
+		t.Fatal(err)
+	}
+	m.Tick(t0.Add(cronPeriod))
+	var hs LinkID
+	for _, c := range m.Ready().Connects {
+		if c.IP == "10.9.9.7" {
+			hs = c.Link
+		}
+	}
+	m.LinkUp(t0, hs)
+	m.HandlePacket(t0, hs, &Msg{Header: Header{Ver: ProtoVer, Type: TypePong, Sender: bad, Port: 7000, CPort: 17000}})
+	if _, ok := m.Node(bad.String()); ok || m.checkInvariants() != nil {
+		t.Fatalf("invalid sender renamed a handshake node: %v", m.checkInvariants())
 	}
 }

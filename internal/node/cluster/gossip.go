@@ -170,6 +170,9 @@ func (m *Machine) processGossip(msg *Msg, sender *node) {
 	now := m.now
 	for _, g := range msg.Gossip {
 		flags := g.Flags
+		if !validName(g.Name.String()) {
+			continue // not a node id: never let it into the table
+		}
 		n := m.lookupName(g.Name)
 		if n == nil {
 			// Only a known sender may introduce nodes, never a NOADDR one,
