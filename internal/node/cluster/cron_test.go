@@ -178,3 +178,67 @@ func TestHostileNames(t *testing.T) {
 		t.Fatalf("invalid sender renamed a handshake node: %v", m.checkInvariants())
 	}
 }
+
+func TestRandomPacketsKeepInvariants(t *testing.T) {
+	// Thousands of random packets from a small pool of ids (some invalid,
+	// one of them our own), on random links, with random flags, epochs and
+	// slot bitmaps, interleaved with ticks and link events: the machine
+	// never panics and its tables stay consistent.
+	t0 := time.Unix(1_700_000_000, 0)
+	m, peers := loneMachine(t, 3, t0)
+	r := rand.New(rand.NewPCG(11, 12))
+	names := []Name{m.myself.name, {}, nameOf(strings.Repeat("Z", 40))}
+	for _, p := range peers {
+		names = append(names, p.name)
+	}
+	for i := 0; i < 4; i++ {
+		var n Name
+		copy(n[:], fmt.Sprintf("%040d", i))
+		names = append(names, n)
+	}
+	pick := func() Name { return names[r.IntN(len(names))] }
+	var links []LinkID
+	now := t0
+	for i := 0; i < 5000; i++ {
+		now = now.Add(time.Duration(r.IntN(50)) * time.Millisecond)
+		switch r.IntN(10) {
+		case 0:
+			links = append(links, m.Accepted(now, "10.0.3.1", "10.0.0.1"))
+		case 1:
+			m.Tick(now)
+		case 2:
+			if len(links) > 0 {
+				m.LinkDown(now, links[r.IntN(len(links))])
+			}
+		default:
+			var ids []LinkID
+			for id := range m.links {
+				ids = append(ids, id)
+			}
+			if len(ids) == 0 {
+				continue
+			}
+			msg := &Msg{Header: Header{Ver: ProtoVer, Type: MsgType(r.IntN(TypeCount + 1)), Sender: pick(),
+				CurrentEpoch: uint64(r.IntN(5)), ConfigEpoch: uint64(r.IntN(5)),
+				Flags: uint16(r.IntN(1024)), Port: 7000, CPort: 17000}}
+			if r.IntN(2) == 0 {
+				msg.SlaveOf = pick()
+			}
+			for s := r.IntN(NumSlots); s < NumSlots && r.IntN(20) != 0; s += 1 + r.IntN(3000) {
+				msg.MySlots.Set(s)
+			}
+			for g := r.IntN(4); g > 0; g-- {
+				msg.Gossip = append(msg.Gossip, Gossip{Name: pick(), Flags: uint16(r.IntN(1024)),
+					IP: ipField("10.0.3.2"), Port: 7001, CPort: 17001, PongReceived: uint32(now.Unix())})
+			}
+			msg.FailAbout, msg.UpdateNode = pick(), pick()
+			msg.UpdateConfigEpoch = uint64(r.IntN(6))
+			msg.UpdateSlots = msg.MySlots
+			m.HandlePacket(now, ids[r.IntN(len(ids))], msg)
+		}
+		m.Ready()
+		if err := m.checkInvariants(); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+	}
+}
