@@ -271,7 +271,11 @@ func applyClusterConfig(s *Server, _ string) {
 		return
 	}
 	cfg := s.clusterMachineConfig()
-	cm.do(func(m *cluster.Machine, now time.Time) { m.Reconfigure(now, cfg) })
+	cm.do(func(m *cluster.Machine, now time.Time) {
+		if err := m.SetConfig(now, cfg); err != nil {
+			s.log.Warn("cluster: config not applied", "err", err)
+		}
+	})
 }
 
 // flushAllData empties every database (a replica reset by CLUSTER RESET

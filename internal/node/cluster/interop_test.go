@@ -1,5 +1,3 @@
-//go:build interop
-
 // Live interop of the machine with real redis-server 7.0 cluster nodes
 // over loopback, through the bus codec (Encode, Decode, PacketLen) and a
 // minimal runner written here. Run with: go test -tags interop -run Interop
