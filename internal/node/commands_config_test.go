@@ -10,7 +10,7 @@ import (
 )
 
 func TestConfigGetPatternsAndHidden(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, "enable-protected-configs", "yes") // sets dir and dbfilename back below
 	rc := ts.client(t)
 	got, err := rc.ConfigGet(ctx(t), "*of").Result()
 	if err != nil {

@@ -161,6 +161,10 @@ func cmdConfigSet(c *Client, args [][]byte) {
 			c.addError("ERR CONFIG SET failed (possibly related to argument '" + string(args[i]) + "') - can't set immutable config")
 			return
 		}
+		if d.protected && !c.protectedAllowed(c.srv.cfg.Get("enable-protected-configs")) {
+			c.addError("ERR CONFIG SET failed (possibly related to argument '" + string(args[i]) + "') - " + errProtectedConfig)
+			return
+		}
 		if seen[canon] {
 			c.addError("ERR CONFIG SET failed (possibly related to argument '" + string(args[i]) + "') - duplicate parameter")
 			return

@@ -44,6 +44,10 @@ type configDef struct {
 	// SET then restores every value it changed and replies the error.
 	applyErr func(s *Server, v string) error
 	alias    string
+	// protected directives are Redis's PROTECTED_CONFIG: CONFIG SET
+	// changes them only where enable-protected-configs allows the client
+	// (security.go).
+	protected bool
 	// hidden directives are left out of CONFIG GET patterns (an exact
 	// name still finds them), as Redis's HIDDEN_CONFIG.
 	hidden bool
@@ -63,8 +67,8 @@ func init() {
 	defConfig("requirepass", "", nil, false)
 	defConfig("masterauth", "", nil, false)
 	defConfig("masteruser", "", nil, false)
-	defConfig("dir", ".", nil, false)
-	defConfig("dbfilename", "dump.rdb", nil, false)
+	defConfig("dir", ".", nil, false).protected = true
+	defConfig("dbfilename", "dump.rdb", nil, false).protected = true
 	defConfig("databases", "16", checkIntRange(1, 1<<20), true)
 	defConfig("maxclients", "10000", checkIntRange(1, 1<<30), false)
 	defConfig("timeout", "0", checkIntRange(0, 1<<31-1), false)
@@ -147,7 +151,7 @@ func init() {
 	defConfig("cluster-enabled", "no", checkBool, true)
 	defConfig("cluster-config-file", "nodes.conf", nil, true)
 	defConfig("cluster-node-timeout", "15000", checkIntRange(0, 1<<62), false)
-	defConfig("enable-debug-command", "yes", checkEnum("yes", "no", "local"), true)
+	defConfig("enable-debug-command", "no", checkEnum("yes", "no", "local"), true)
 	defConfig("enable-protected-configs", "no", checkEnum("yes", "no", "local"), true)
 	// io-threads is the number of threads running clients' commands
 	// (GOMAXPROCS, set by cmd/shardnode at start). Redis's default is 1

@@ -97,6 +97,14 @@ func (c *Client) executeCmd(args [][]byte, cmd *command) {
 		}
 		return
 	}
+	// Protected commands are refused before authentication, as in
+	// Redis's processCommand.
+	if cmd.flags&flagProtected != 0 {
+		if msg := c.protectedRefusal(cmd); msg != "" {
+			c.reject(cmd, msg)
+			return
+		}
+	}
 	if !c.authed.Load() && cmd.flags&flagNoAuth == 0 {
 		c.reject(cmd, errNoAuth)
 		return

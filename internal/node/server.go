@@ -411,28 +411,20 @@ func (s *Server) acceptLoop(ln net.Listener) {
 }
 
 // admit registers a new client, or returns the error that refuses it.
+// As Redis's acceptCommonHandler and clientAcceptHandler, the client
+// limit is checked before protected mode (security.go).
 func (s *Server) admit(c *Client) string {
-	if s.cfg.Bool("protected-mode") && s.cfg.Get("requirepass") == "" && s.defaultBind() && !isLoopback(c.conn.RemoteAddr()) {
-		return protectedModeError
-	}
 	s.clientsMu.Lock()
 	defer s.clientsMu.Unlock()
 	if int64(len(s.clients)) >= s.cfg.Int("maxclients") {
 		return "ERR max number of clients reached"
 	}
+	if s.protectedModeRefuses(c.conn.RemoteAddr()) {
+		return protectedModeError
+	}
 	s.clients[c.id] = c
 	s.clientAdmitted(c) // arrival.go
 	return ""
-}
-
-func (s *Server) defaultBind() bool {
-	b := s.cfg.Get("bind")
-	return b == "* -::*" || b == ""
-}
-
-func isLoopback(a net.Addr) bool {
-	ta, ok := a.(*net.TCPAddr)
-	return !ok || ta.IP.IsLoopback()
 }
 
 func (s *Server) unregister(c *Client) {
@@ -525,8 +517,6 @@ func (s *Server) cron() {
 		}
 	}
 }
-
-const protectedModeError = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside."
 
 // configChanged applies settings that running parts read once (limits of
 // connected clients' readers, GC target).
