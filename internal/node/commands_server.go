@@ -50,6 +50,7 @@ func registerServerCommands(t *commandTable) {
 	registerInfoCommands(t)
 	registerCommandCommands(t)
 	registerDebugCommands(t)
+	registerModuleCommands(t)
 }
 
 func parseFlushMode(c *Client, args [][]byte) bool {

@@ -309,3 +309,25 @@ func TestIsLocalAddr(t *testing.T) {
 		}
 	}
 }
+
+// TestModuleCommandProtected: MODULE LOAD is refused with Redis's text
+// unless enable-module-command allows it; MODULE LIST is not protected.
+func TestModuleCommandProtected(t *testing.T) {
+	const refused = "-ERR MODULE command not allowed. If the enable-module-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.\r\n"
+	reqs := []string{cmdReq("MODULE", "LOAD", "/nonexistent/mod.so"), cmdReq("MODULE", "UNLOAD", "nosuch"), cmdReq("MODULE", "LIST"), cmdReq("MODULE", "LOADEX", "/nonexistent/mod.so")}
+	for _, setting := range []string{"no", "yes", "local"} {
+		t.Run(setting, func(t *testing.T) {
+			node, redis := bothServers(t, "protected-mode", "no", "enable-module-command", setting)
+			for _, ip := range []net.IP{net.ParseIP("127.0.0.1"), notLocalIP} {
+				n := exchange(t, ip, node, reqs...)
+				r := exchange(t, ip, redis, reqs...)
+				for i := range reqs {
+					sameBytes(t, strconv.Quote(reqs[i])+" from "+ip.String(), n[i], r[i], "")
+				}
+				if allowed := setting == "yes" || (setting == "local" && ip.Equal(net.ParseIP("127.0.0.1"))); allowed == (string(n[0]) == refused) {
+					t.Fatalf("MODULE LOAD from %s with %s: %q", ip, setting, n[0])
+				}
+			}
+		})
+	}
+}
