@@ -2,11 +2,14 @@ package node
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"net"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -154,3 +157,53 @@ func itoa(n int) string {
 }
 
 var _ = bytes.Equal
+
+// TestHostileInlineBinaryLikeRedis sends inline requests holding NUL bytes
+// (a raw binary blob of the bytes 0..255 repeated, and smaller cases) to
+// shardnode and to a redis-server, and checks that both write the same
+// bytes up to the close. Redis ends an inline request at its first '\n'
+// only if no NUL comes before it, so such a request waits for more data
+// and is refused once it passes 64 KB. Where the client stops sending
+// (half-close), the bytes until the server closes are compared.
+func TestHostileInlineBinaryLikeRedis(t *testing.T) {
+	blob := func(reps int) string {
+		b := make([]byte, 0, 256*reps)
+		for i := 0; i < reps; i++ {
+			for c := 0; c < 256; c++ {
+				b = append(b, byte(c))
+			}
+		}
+		return string(b)
+	}
+	cases := []struct {
+		name, req string
+		halfClose bool
+		want      string
+	}{
+		{"blob over 64 KB", blob(300), false, "-ERR Protocol error: too big inline request\r\n"},
+		{"blob under 64 KB", blob(1), true, ""},
+		{"NUL before the newline", "PI\x00NG\r\nPING\r\n", true, ""},
+		{"NUL after a whole request", "PING\r\nA\x00B\r\n", true, "+PONG\r\n"},
+	}
+	node, redis := bothServers(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got [2][]byte
+			for i, addr := range []string{node, redis} {
+				nc := dialFrom(t, nil, addr)
+				_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
+				// The server may refuse before all is sent: ignore the write error.
+				_, _ = nc.Write([]byte(tc.req))
+				if tc.halfClose {
+					_ = nc.(*net.TCPConn).CloseWrite()
+				}
+				b, err := io.ReadAll(nc)
+				if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+					t.Fatalf("%s: read: %v (got %q)", addr, err, b)
+				}
+				got[i] = b
+			}
+			sameBytes(t, tc.name, got[0], got[1], tc.want)
+		})
+	}
+}
