@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -242,18 +241,13 @@ func (r *replication) feedLocked(b []byte) {
 // redis-server, p99 6.3–9.5 ms vs 7.3–9.7 ms (redis-server 5.3–6.0 ms).
 // Cost, measured on its own (3 rounds, 300k SETs): master CPU per SET
 // about +6 % (18.0 / 23.4 / 20.8 µs vs 16.8 / 21.0 / 20.8 µs), replica
-// 5.1–6.2 vs 4.4–5.0 µs. SHARDNODE_NO_EAGER_STREAM=1 turns it off.
+// 5.1–6.2 vs 4.4–5.0 µs.
 const streamEagerGap = int64(200 * time.Microsecond)
-
-var noEagerStream = os.Getenv("SHARDNODE_NO_EAGER_STREAM") != ""
 
 // writeStreamsNow writes the online replicas' pending stream from the
 // calling client's goroutine just before it sends its replies, at most
 // once per streamEagerGap across clients.
 func (r *replication) writeStreamsNow() {
-	if noEagerStream {
-		return
-	}
 	now := time.Now().UnixNano()
 	last := r.streamLast.Load()
 	if now-last < streamEagerGap || !r.streamLast.CompareAndSwap(last, now) {

@@ -664,7 +664,7 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 			continue
 		}
 		cmd := c.lookupCmd(args[0])
-		if prefetchEnabled && !noStreamBatch && batchable(cmd) && c.rd.Buffered() > 0 {
+		if prefetchEnabled && batchable(cmd) && c.rd.Buffered() > 0 {
 			if err := l.applyBatch(c, args, raw, cmd); err != nil {
 				return err
 			}
@@ -675,10 +675,6 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 		}
 	}
 }
-
-// noStreamBatch turns applyBatch off (SHARDNODE_NO_STREAM_BATCH set), to
-// compare: BenchmarkReplicaApply, 1M keys, applied 1.8x as fast with it.
-var noStreamBatch = os.Getenv("SHARDNODE_NO_STREAM_BATCH") != ""
 
 // apply runs one command of the master's stream and forwards it. It
 // returns an error, running nothing, once the master client was closed

@@ -39,8 +39,8 @@ type Propagator interface {
 
 // Server is one shardnode instance.
 type Server struct {
-	// readLoop: TCP clients are served by Client.serveLoop
-	// (SHARDNODE_NO_READ_LOOP=1 turns it off, for comparisons).
+	// readLoop: TCP clients are served by Client.serveLoop (always on;
+	// tests switch it off to cover the plain loop).
 	readLoop atomic.Bool
 
 	cfg   *Config
@@ -161,7 +161,7 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 		watches:   newWatchRegistry(),
 	}
 	s.activeExpire.Store(true)
-	s.readLoop.Store(os.Getenv("SHARDNODE_NO_READ_LOOP") == "")
+	s.readLoop.Store(true)
 	s.lastSave.Store(time.Now().Unix())
 	n := int(cfg.Int("databases"))
 	s.dbs = make([]*DB, n)
