@@ -174,10 +174,10 @@ func newClient(s *Server, nc net.Conn) *Client {
 		c.raw.arr = &s.arrival
 	}
 	c.rd = resp.NewReader(c.io, resp.ReaderOptions{
-		MaxBulkLen:       s.cfg.Int("proto-max-bulk-len"),
-		QueryBufferLimit: int(s.cfg.Int("client-query-buffer-limit")),
+		MaxBulkLen:       s.cfg.Int(DirProtoMaxBulkLen),
+		QueryBufferLimit: int(s.cfg.Int(DirClientQueryBufferLimit)),
 	})
-	c.authed.Store(s.cfg.Get("requirepass") == "")
+	c.authed.Store(s.cfg.Get(DirRequirepass) == "")
 	c.rd.SetUnauthenticated(!c.authed.Load())
 	c.lastIO.Store(time.Now().UnixMilli())
 	return c

@@ -430,7 +430,7 @@ func (s *Server) writeRefused() string {
 // staleRefused refuses commands while the master link is down and
 // replica-serve-stale-data is off.
 func (s *Server) staleRefused(cmd *command) string {
-	if s.replicaMode.Load() && !s.cfg.Bool("replica-serve-stale-data") && cmd.flags&flagStale == 0 && s.masterLinkUp != nil && !s.masterLinkUp() {
+	if s.replicaMode.Load() && !s.cfg.Bool(DirReplicaServeStaleData) && cmd.flags&flagStale == 0 && s.masterLinkUp != nil && !s.masterLinkUp() {
 		return errMasterDown
 	}
 	return ""

@@ -62,14 +62,14 @@ func (c *Client) protectedRefusal(cmd *command) string {
 	if cmd.parent != nil {
 		root = cmd.parent
 	}
-	name, option := "DEBUG", "enable-debug-command"
+	name, option := "DEBUG", DirEnableDebugCommand
 	if root.name == "module" {
-		name, option = "MODULE", "enable-module-command"
+		name, option = "MODULE", DirEnableModuleCommand
 	}
 	if c.protectedAllowed(c.srv.cfg.Get(option)) {
 		return ""
 	}
-	return protectedCommandError(name, option)
+	return protectedCommandError(name, option.String())
 }
 
 // protectedModeRefuses reports whether protected mode refuses a connection
@@ -77,5 +77,5 @@ func (c *Client) protectedRefusal(cmd *command) string {
 // the default user has no password (requirepass empty), and the peer is
 // not local. The bind address plays no part.
 func (s *Server) protectedModeRefuses(addr net.Addr) bool {
-	return s.cfg.Bool("protected-mode") && s.cfg.Get("requirepass") == "" && !isLocalAddr(addr)
+	return s.cfg.Bool(DirProtectedMode) && s.cfg.Get(DirRequirepass) == "" && !isLocalAddr(addr)
 }

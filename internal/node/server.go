@@ -163,7 +163,7 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 	s.activeExpire.Store(true)
 	s.readLoop.Store(true)
 	s.lastSave.Store(time.Now().Unix())
-	n := int(cfg.Int("databases"))
+	n := int(cfg.Int(DirDatabases))
 	s.dbs = make([]*DB, n)
 	for i := range s.dbs {
 		s.dbs[i] = newDB(s, i)
@@ -242,8 +242,8 @@ func (s *Server) Addr() net.Addr {
 
 // Listen opens the configured listeners. Port 0 picks a free port.
 func (s *Server) Listen() error {
-	port := s.cfg.Get("port")
-	for _, b := range strings.Fields(s.cfg.Get("bind")) {
+	port := s.cfg.Get(DirPort)
+	for _, b := range strings.Fields(s.cfg.Get(DirBind)) {
 		b, optional := bindHost(b)
 		if len(s.listeners) > 0 && port == "0" {
 			// A second listener would get another random port.
@@ -270,7 +270,7 @@ func (s *Server) Listen() error {
 		return errors.New("node: no address to listen on")
 	}
 	// unixsocket: an extra listener after the TCP ones (Addr stays TCP).
-	if path := s.cfg.Get("unixsocket"); path != "" {
+	if path := s.cfg.Get(DirUnixsocket); path != "" {
 		_ = os.Remove(path)
 		ln, err := net.Listen("unix", path)
 		if err != nil {
@@ -302,7 +302,7 @@ func (s *Server) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	if ro := strings.Fields(s.cfg.Get("replicaof")); len(ro) == 2 {
+	if ro := strings.Fields(s.cfg.Get(DirReplicaof)); len(ro) == 2 {
 		if port, err := strconv.Atoi(ro[1]); err == nil {
 			s.repl.becomeReplica(ro[0], port)
 		}
@@ -394,7 +394,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		s.stats.connectionsReceived.Add(1)
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
-			if ka := s.cfg.Int("tcp-keepalive"); ka > 0 {
+			if ka := s.cfg.Int(DirTCPKeepalive); ka > 0 {
 				_ = tc.SetKeepAlive(true)
 				_ = tc.SetKeepAlivePeriod(time.Duration(ka) * time.Second)
 			}
@@ -416,7 +416,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 func (s *Server) admit(c *Client) string {
 	s.clientsMu.Lock()
 	defer s.clientsMu.Unlock()
-	if int64(len(s.clients)) >= s.cfg.Int("maxclients") {
+	if int64(len(s.clients)) >= s.cfg.Int(DirMaxclients) {
 		return "ERR max number of clients reached"
 	}
 	if s.protectedModeRefuses(c.conn.RemoteAddr()) {
@@ -490,7 +490,7 @@ func (s *Server) UnlockAll() {
 // cron runs the periodic work Redis does in serverCron: active expiry,
 // client timeouts, statistics.
 func (s *Server) cron() {
-	hz := s.cfg.Int("hz")
+	hz := s.cfg.Int(DirHz)
 	if hz <= 0 {
 		hz = 10
 	}
@@ -522,8 +522,8 @@ func (s *Server) cron() {
 // connected clients' readers, GC target).
 func (s *Server) configChanged() {
 	s.applyGCPercent()
-	maxBulk := s.cfg.Int("proto-max-bulk-len")
-	qbuf := int(s.cfg.Int("client-query-buffer-limit"))
+	maxBulk := s.cfg.Int(DirProtoMaxBulkLen)
+	qbuf := int(s.cfg.Int(DirClientQueryBufferLimit))
 	s.forEachClient(func(c *Client) {
 		c.rdLimits(maxBulk, qbuf)
 	})
