@@ -25,9 +25,9 @@ func protectedCommandError(name, option string) string {
 	return "ERR " + name + " command not allowed. If the " + option + " option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server."
 }
 
-// isLocalAddr reports whether a peer address is local as Redis 7.0's
-// islocalClient decides it: a unix socket, or a TCP peer whose address is
-// exactly 127.0.0.1 or ::1 (127.0.0.2 and the rest of 127/8 are not).
+// isLocalAddr reports whether a TCP peer address is local as Redis 7.0's
+// islocalClient decides it: exactly 127.0.0.1 or ::1 (127.0.0.2 and the
+// rest of 127/8 are not). A unix socket's address is local.
 func isLocalAddr(a net.Addr) bool {
 	switch ta := a.(type) {
 	case *net.UnixAddr:
@@ -38,7 +38,17 @@ func isLocalAddr(a net.Addr) bool {
 	return false
 }
 
-// isLocal reports whether the client is local (isLocalAddr). A client
+// isLocalConn is islocalClient for a connection: a unix socket connection
+// is local whatever its (often unnamed) peer address; a TCP connection by
+// isLocalAddr.
+func isLocalConn(nc net.Conn) bool {
+	if _, ok := nc.(*net.UnixConn); ok {
+		return true
+	}
+	return isLocalAddr(nc.RemoteAddr())
+}
+
+// isLocal reports whether the client is local (isLocalConn). A client
 // without a connection runs commands the server issues itself (the AOF
 // loader), which Redis never puts through these checks: it counts as
 // local.
@@ -46,7 +56,7 @@ func (c *Client) isLocal() bool {
 	if c.conn == nil {
 		return true
 	}
-	return isLocalAddr(c.conn.RemoteAddr())
+	return isLocalConn(c.conn)
 }
 
 // protectedAllowed is Redis's allowProtectedAction: setting is the value
@@ -73,9 +83,9 @@ func (c *Client) protectedRefusal(cmd *command) string {
 }
 
 // protectedModeRefuses reports whether protected mode refuses a connection
-// from addr, as Redis 7.0.15's clientAcceptHandler: protected-mode is on,
+// nc, as Redis 7.0.15's clientAcceptHandler: protected-mode is on,
 // the default user has no password (requirepass empty), and the peer is
 // not local. The bind address plays no part.
-func (s *Server) protectedModeRefuses(addr net.Addr) bool {
-	return s.cfg.Bool(DirProtectedMode) && s.cfg.Get(DirRequirepass) == "" && !isLocalAddr(addr)
+func (s *Server) protectedModeRefuses(nc net.Conn) bool {
+	return s.cfg.Bool(DirProtectedMode) && s.cfg.Get(DirRequirepass) == "" && !isLocalConn(nc)
 }

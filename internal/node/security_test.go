@@ -331,3 +331,30 @@ func TestModuleCommandProtected(t *testing.T) {
 		})
 	}
 }
+
+// TestProtectedModeUnixSocket: a unix socket client is local, so protected
+// mode serves it (and DEBUG with enable-debug-command local runs for it),
+// as Redis's islocalClient.
+func TestProtectedModeUnixSocket(t *testing.T) {
+	sock := filepath.Join(t.TempDir(), "node.sock")
+	startServer(t, "protected-mode", "yes", "unixsocket", sock, "enable-debug-command", "local")
+	nc, err := net.DialTimeout("unix", sock, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	br := bufio.NewReader(nc)
+	for _, tc := range []struct{ req, want string }{
+		{cmdReq("PING"), "+PONG\r\n"},
+		{cmdReq("DEBUG", "SET-ACTIVE-EXPIRE", "1"), "+OK\r\n"},
+	} {
+		_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := nc.Write([]byte(tc.req)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := readReplyRaw(br)
+		if err != nil || string(got) != tc.want {
+			t.Fatalf("%q over the unix socket: %q %v, want %q", tc.req, got, err, tc.want)
+		}
+	}
+}

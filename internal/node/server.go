@@ -419,7 +419,7 @@ func (s *Server) admit(c *Client) string {
 	if int64(len(s.clients)) >= s.cfg.Int(DirMaxclients) {
 		return "ERR max number of clients reached"
 	}
-	if s.protectedModeRefuses(c.conn.RemoteAddr()) {
+	if s.protectedModeRefuses(c.conn) {
 		return protectedModeError
 	}
 	s.clients[c.id] = c
