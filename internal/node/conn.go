@@ -300,8 +300,13 @@ func (c *Client) pump() int {
 			}
 			c.needFill = true
 			if loop {
-				if c.raw.drained {
-					return pumpWait // the netpoller wakes the loop with input
+				// A short read drained the socket, so the netpoller wakes
+				// the loop with more input, except for a hang-up that came
+				// with the data read (the poller is edge-triggered): with a
+				// request left incomplete, read again rather than wait for
+				// a wake-up that may never come.
+				if c.raw.drained && c.rd.Buffered() == 0 {
+					return pumpWait
 				}
 				continue
 			}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -164,7 +165,9 @@ var _ = bytes.Equal
 // bytes up to the close. Redis ends an inline request at its first '\n'
 // only if no NUL comes before it, so such a request waits for more data
 // and is refused once it passes 64 KB. Where the client stops sending
-// (half-close), the bytes until the server closes are compared.
+// (half-close), the bytes until the server closes are compared: the
+// server must notice the hang-up that arrives with an incomplete request,
+// which depends on timing, so those cases run several rounds.
 func TestHostileInlineBinaryLikeRedis(t *testing.T) {
 	blob := func(reps int) string {
 		b := make([]byte, 0, 256*reps)
@@ -184,26 +187,35 @@ func TestHostileInlineBinaryLikeRedis(t *testing.T) {
 		{"blob under 64 KB", blob(1), true, ""},
 		{"NUL before the newline", "PI\x00NG\r\nPING\r\n", true, ""},
 		{"NUL after a whole request", "PING\r\nA\x00B\r\n", true, "+PONG\r\n"},
+		{"incomplete multibulk", "*2\r\n$3\r\nGET", true, ""},
 	}
 	node, redis := bothServers(t)
+	send := func(t *testing.T, addr, req string, halfClose bool) []byte {
+		t.Helper()
+		nc := dialFrom(t, nil, addr)
+		defer nc.Close()
+		_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+		// The server may refuse before all is sent: ignore the write error.
+		_, _ = nc.Write([]byte(req))
+		if halfClose {
+			_ = nc.(*net.TCPConn).CloseWrite()
+		}
+		b, err := io.ReadAll(nc)
+		if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("%s: read: %v (got %q)", addr, err, b)
+		}
+		return b
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var got [2][]byte
-			for i, addr := range []string{node, redis} {
-				nc := dialFrom(t, nil, addr)
-				_ = nc.SetDeadline(time.Now().Add(10 * time.Second))
-				// The server may refuse before all is sent: ignore the write error.
-				_, _ = nc.Write([]byte(tc.req))
-				if tc.halfClose {
-					_ = nc.(*net.TCPConn).CloseWrite()
-				}
-				b, err := io.ReadAll(nc)
-				if err != nil && !errors.Is(err, syscall.ECONNRESET) {
-					t.Fatalf("%s: read: %v (got %q)", addr, err, b)
-				}
-				got[i] = b
+			r := send(t, redis, tc.req, tc.halfClose)
+			rounds := 1
+			if tc.halfClose {
+				rounds = 10
 			}
-			sameBytes(t, tc.name, got[0], got[1], tc.want)
+			for i := 0; i < rounds; i++ {
+				sameBytes(t, tc.name+" round "+strconv.Itoa(i), send(t, node, tc.req, tc.halfClose), r, tc.want)
+			}
 		})
 	}
 }
