@@ -272,23 +272,34 @@ func (c *Client) refreshLoop(ctx context.Context) {
 			c.reason.Store("periodic")
 		case <-c.wake:
 		}
-		urgent := c.wantError.Load()
-		gap := c.opt.MinRefreshInterval
-		if urgent {
-			gap = c.opt.ErrorRefreshInterval
-		}
-		if wait := time.Until(last.Add(gap)); wait > 0 {
+		// Wait out the interval of the most urgent kind asked for; a
+		// request arriving meanwhile (the doorbell) re-evaluates it, so a
+		// connection error cuts a wait for a slow refresh short.
+		for {
+			if !c.wantError.Load() && !c.wantSlow.Load() {
+				break
+			}
+			gap := c.opt.MinRefreshInterval
+			if c.wantError.Load() {
+				gap = c.opt.ErrorRefreshInterval
+			}
+			wait := time.Until(last.Add(gap))
+			if wait <= 0 {
+				break
+			}
 			t := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
 				t.Stop()
 				return
+			case <-c.wake:
+				t.Stop()
 			case <-t.C:
 			}
 		}
-		// A connection error seen while waiting for a slow refresh makes
-		// this one urgent too; either way both flags are served now.
-		c.wantError.Store(false)
+		if !c.wantError.Swap(false) && !c.wantSlow.Load() {
+			continue // a stale doorbell: served by the previous refresh
+		}
 		c.wantSlow.Store(false)
 		last = time.Now()
 		reason, _ := c.reason.Load().(string)
@@ -304,11 +315,11 @@ func (c *Client) refresh(ctx context.Context, reason, avoid string) error {
 	masters, replicas := c.table.Load().addrs()
 	rand.Shuffle(len(masters), func(i, j int) { masters[i], masters[j] = masters[j], masters[i] })
 	var cands []string
-	seen := map[string]bool{"": true, avoid: true}
+	seen := map[string]bool{"": true, nodeKey(avoid): true}
 	for _, group := range [][]string{masters, replicas, c.opt.Addrs} {
 		for _, a := range group {
-			if !seen[a] {
-				seen[a] = true
+			if k := nodeKey(a); !seen[k] {
+				seen[k] = true
 				cands = append(cands, a)
 			}
 		}

@@ -80,7 +80,7 @@ func StartNode(t testing.TB, extra ...string) *Node {
 			"--save", "", "--appendonly", "no", "--protected-mode", "no",
 			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(dir, "nodes.conf"),
 			"--cluster-node-timeout", strconv.Itoa(NodeTimeout),
-			"--logfile", filepath.Join(dir, "redis.log"),
+			"--logfile", filepath.Join(dir, "redis.log"), "--repl-diskless-sync-delay", "0",
 		}, extra...),
 	}
 	n.start()
@@ -130,8 +130,8 @@ func (n *Node) Kill() {
 func (n *Node) LogTail() string {
 	b, _ := os.ReadFile(filepath.Join(n.Dir, "redis.log"))
 	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(lines) > 20 {
-		lines = lines[len(lines)-20:]
+	if len(lines) > 60 {
+		lines = lines[len(lines)-60:]
 	}
 	return strings.Join(lines, "\n")
 }
@@ -198,6 +198,18 @@ func WaitHealthy(t testing.TB, nodes []*Node, timeout time.Duration) {
 			c.Close()
 			if err != nil || !strings.Contains(info, "cluster_state:ok") ||
 				!strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d", len(nodes))) {
+				return false
+			}
+		}
+		return true
+	})
+	// A replica that has not synced yet cannot take over from its master.
+	testutil.WaitFor(t, timeout, "replicas in sync", func() bool {
+		for _, n := range nodes {
+			c := redis.NewClient(&redis.Options{Addr: n.Addr, DialerRetries: 1})
+			info, err := c.Info(ctx, "replication").Result()
+			c.Close()
+			if err != nil || (strings.Contains(info, "role:slave") && !strings.Contains(info, "master_link_status:up")) {
 				return false
 			}
 		}
