@@ -28,7 +28,9 @@ type Report struct {
 	OK bool `json:"ok"`
 }
 
-func (r *Report) addf(format string, args ...any) { r.Messages = append(r.Messages, fmt.Sprintf(format, args...)) }
+func (r *Report) addf(format string, args ...any) {
+	r.Messages = append(r.Messages, fmt.Sprintf(format, args...))
+}
 
 // Check reads the cluster through addr and reports, as "redis-cli
 // --cluster check" does, whether the nodes agree about the configuration,

@@ -23,7 +23,8 @@ type AddNodeOptions struct {
 // existingAddr, as "redis-cli --cluster add-node" does: the cluster is
 // checked first, a new master gets the cluster's functions (FUNCTION DUMP
 // / RESTORE), the new node MEETs the existing one, and a replica is
-// configured with CLUSTER REPLICATE once it has joined.
+// configured with CLUSTER REPLICATE once it has joined. It returns when
+// every node, the new one included, reports cluster_state:ok.
 func AddNode(ctx context.Context, newAddr, existingAddr string, ao AddNodeOptions, opt *Options) error {
 	opt = opt.defaulted()
 	cl, err := Load(ctx, existingAddr, opt)
@@ -95,9 +96,12 @@ func AddNode(ctx context.Context, newAddr, existingAddr string, ao AddNodeOption
 		if err := cl.must(ctx, nn, "cluster", "replicate", master.ID); err != nil {
 			return err
 		}
-		return cl.waitConsistent(ctx)
+		if err := cl.waitConsistent(ctx); err != nil {
+			return err
+		}
 	}
-	return nil
+	// The new node serves (and accepts MIGRATE) once it knows every slot.
+	return cl.waitState(ctx)
 }
 
 // DelNode removes the node with id (which must serve no slots) from the
@@ -154,7 +158,8 @@ type move struct {
 
 // reshardTable picks numSlots slots from sources in proportion to their
 // slot counts (the largest source rounded up, the others down), lowest
-// slots first, as clusterManagerComputeReshardTable does.
+// slots first, as clusterManagerComputeReshardTable does, topped up to
+// numSlots when rounding leaves it short.
 func reshardTable(sources []*Node, numSlots int) []move {
 	sorted := slices.Clone(sources)
 	sort.SliceStable(sorted, func(i, j int) bool { return len(sorted[i].Slots) > len(sorted[j].Slots) })
@@ -178,6 +183,23 @@ func reshardTable(sources []*Node, numSlots int) []move {
 				break
 			}
 			out = append(out, move{slot: s, src: n})
+		}
+	}
+	// Rounding down can leave the table short (redis-cli then moves fewer
+	// slots than asked); top it up from the sources in the same order.
+	taken := map[int]bool{}
+	for _, m := range out {
+		taken[m.slot] = true
+	}
+	for _, n := range sorted {
+		for _, s := range n.Slots {
+			if len(out) >= numSlots {
+				return out
+			}
+			if !taken[s] {
+				taken[s] = true
+				out = append(out, move{slot: s, src: n})
+			}
 		}
 	}
 	return out
