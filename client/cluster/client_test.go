@@ -13,7 +13,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/shardis/shardis/client/cluster/internal/clustertest"
+	"github.com/shardis/shardis/client/cluster/clustertest"
 	"github.com/shardis/shardis/internal/testutil"
 )
 

@@ -1,6 +1,7 @@
-// Package clustertest starts real redis-server processes in cluster mode
-// for the end-to-end tests of client/cluster and its admin operations, and
-// runs "redis-cli --cluster" against them.
+// Package clustertest is a test helper, like net/http/httptest: it starts
+// real redis-server processes in cluster mode for the end-to-end tests of
+// client/cluster, its admin operations and "shardnode cluster", and runs
+// "redis-cli --cluster" against them.
 //
 // Every node listens on 127.0.0.1 at a port P whose bus port P+10000 is
 // free too, keeps its nodes.conf in a t.TempDir(), and is killed by
@@ -302,4 +303,29 @@ func MoveSlot(t testing.TB, slot int, from, to *Node, all []*Node) {
 		// Replicas refuse SETSLOT; gossip updates them.
 		_ = n.Client().Do(ctx, "cluster", "setslot", slot, "node", toID).Err()
 	}
+}
+
+// SetAny sets key on whichever node serves it, following one MOVED.
+func SetAny(ctx context.Context, nodes []*Node, key, value string) error {
+	_, err := onOwner(ctx, nodes, func(c *redis.Client) (string, error) { return "", c.Set(ctx, key, value, 0).Err() })
+	return err
+}
+
+// GetAny gets key from whichever node serves it, following one MOVED.
+func GetAny(ctx context.Context, nodes []*Node, key string) (string, error) {
+	return onOwner(ctx, nodes, func(c *redis.Client) (string, error) { return c.Get(ctx, key).Result() })
+}
+
+func onOwner(ctx context.Context, nodes []*Node, f func(*redis.Client) (string, error)) (string, error) {
+	var lastErr error
+	for _, n := range nodes {
+		c := redis.NewClient(&redis.Options{Addr: n.Addr, DialerRetries: 1})
+		v, err := f(c)
+		c.Close()
+		if err == nil {
+			return v, nil
+		}
+		lastErr = err
+	}
+	return "", lastErr
 }
