@@ -98,6 +98,19 @@ func (h topHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 			if slots := splitSlots(args, step); len(slots) > 1 {
 				return h.c.processSplit(ctx, cmd, name, args, step)
 			}
+			if (len(args)-1)%step == 0 && len(args) > 1+step {
+				// One slot, several keys: TRYAGAIN while the slot is
+				// half migrated; then one command per key.
+				err := next(ctx, cmd)
+				if err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+					return err
+				}
+				parts := splitParts(ctx, name, args, step)
+				for _, pt := range parts {
+					pt.cmd.SetErr(err)
+				}
+				return merge(cmd, name, args, step, h.c.retryTryAgain(ctx, name, args, step, parts))
+			}
 		} else if keys := commandKeys(name, args); len(slotsOf(keys)) > 1 {
 			return crossSlot(name)
 		}

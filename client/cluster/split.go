@@ -115,7 +115,35 @@ func (c *Client) processSplit(ctx context.Context, cmd redis.Cmder, name string,
 		_ = pipe.Process(ctx, pt.cmd)
 	}
 	_, _ = pipe.Exec(ctx)
-	return merge(cmd, name, args, step, parts)
+	return merge(cmd, name, args, step, c.retryTryAgain(ctx, name, args, step, parts))
+}
+
+// retryTryAgain re-runs, one key per command, the parts that failed with
+// TRYAGAIN (a multi-key command on a slot whose keys are half migrated:
+// single-key commands follow ASK instead). During a migration a split
+// MSET's keys of one slot are then not set atomically.
+func (c *Client) retryTryAgain(ctx context.Context, name string, args []interface{}, step int, parts []*part) []*part {
+	var out, again []*part
+	for _, pt := range parts {
+		if err := pt.cmd.Err(); err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+			out = append(out, pt)
+			continue
+		}
+		for _, at := range pt.pos {
+			single := splitParts(ctx, name, append([]interface{}{args[0]}, args[at:at+step]...), step)[0]
+			single.pos = []int{at}
+			again = append(again, single)
+		}
+	}
+	if len(again) == 0 {
+		return parts
+	}
+	pipe := c.ClusterClient.Pipeline()
+	for _, pt := range again {
+		_ = pipe.Process(ctx, pt.cmd)
+	}
+	_, _ = pipe.Exec(ctx)
+	return append(out, again...)
 }
 
 // processPipeline sends a pipeline through go-redis (grouped per node,
@@ -147,12 +175,15 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder, next r
 			send = append(send, cmd)
 		}
 	}
-	var err error
 	if len(send) > 0 {
-		err = next(ctx, send)
+		// Errors land on the commands; the pipeline's error is the first
+		// of the caller's commands', below (a split part's error is its
+		// command's).
+		_ = next(ctx, send)
 	}
 	for _, e := range splits {
-		if merr := merge(e.cmd, e.name, e.cmd.Args(), e.step, e.parts); merr != nil {
+		parts := c.retryTryAgain(ctx, e.name, e.cmd.Args(), e.step, e.parts)
+		if merr := merge(e.cmd, e.name, e.cmd.Args(), e.step, parts); merr != nil {
 			e.cmd.SetErr(merr)
 		}
 	}
@@ -161,5 +192,5 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder, next r
 			return cerr
 		}
 	}
-	return err
+	return nil
 }
