@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -39,6 +41,30 @@ func TestMasterKilled(t *testing.T) {
 		if err := cl.Set(ctx, key, "before", 0).Err(); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// ReadFrom: ReadReplicas sends the GETs to the slot's replica.
+	readers := newClient(t, nodes, Options{ReadFrom: ReadReplicas})
+	replicaGets := func() int64 {
+		var sum int64
+		for _, n := range nodes {
+			cs, _ := n.Client().Info(ctx, "commandstats").Result()
+			if role, _ := n.Client().Do(ctx, "role").Slice(); len(role) > 0 && role[0] == "slave" {
+				if i := strings.Index(cs, "cmdstat_get:calls="); i >= 0 {
+					v, _ := strconv.ParseInt(strings.SplitN(cs[i+len("cmdstat_get:calls="):], ",", 2)[0], 10, 64)
+					sum += v
+				}
+			}
+		}
+		return sum
+	}
+	before := replicaGets()
+	for range 20 {
+		if v, err := readers.Get(ctx, key).Result(); err != nil || v != "before" {
+			t.Fatalf("GET from a replica: %q %v", v, err)
+		}
+	}
+	if got := replicaGets() - before; got < 20 {
+		t.Fatalf("replicas served %d of 20 GETs with ReadReplicas; stats %+v shards %+v", got, readers.Stats(), readers.Shards())
 	}
 	var mineDone atomic.Bool
 	type result struct {

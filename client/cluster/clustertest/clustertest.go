@@ -24,6 +24,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardis/shardis/internal/consistent"
 	"github.com/shardis/shardis/internal/testutil"
 )
 
@@ -185,7 +186,55 @@ func CreateWithRedisCli(t testing.TB, nodes []*Node, replicas int) {
 		t.Fatalf("clustertest: redis-cli --cluster create: %v\n%s", err, out)
 	}
 	WaitHealthy(t, nodes, 30*time.Second)
+	if replicas > 0 {
+		waitReplicasListed(t, nodes, replicas, 30*time.Second)
+	}
 }
+
+// waitReplicasListed writes (and deletes) a key on every master, so that
+// the replication offsets move, and waits until every node's CLUSTER
+// SLOTS lists the replicas: redis-server leaves out a replica whose
+// offset it has seen as 0.
+func waitReplicasListed(t testing.TB, nodes []*Node, replicas int, timeout time.Duration) {
+	t.Helper()
+	ctx := context.Background()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: Addrs(nodes)})
+	defer cc.Close()
+	slots, err := cc.ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatalf("clustertest: CLUSTER SLOTS: %v", err)
+	}
+	for _, r := range slots {
+		for i := 0; ; i++ {
+			k := fmt.Sprintf("clustertest:%d", i)
+			if s := slotOf(k); s >= r.Start && s <= r.End {
+				if err := cc.Set(ctx, k, "x", 0).Err(); err != nil {
+					t.Fatalf("clustertest: SET: %v", err)
+				}
+				cc.Del(ctx, k)
+				break
+			}
+		}
+	}
+	testutil.WaitFor(t, timeout, "replicas listed in CLUSTER SLOTS", func() bool {
+		for _, n := range nodes {
+			c := redis.NewClient(&redis.Options{Addr: n.Addr, DialerRetries: 1})
+			got, err := c.ClusterSlots(ctx).Result()
+			c.Close()
+			if err != nil {
+				return false
+			}
+			for _, r := range got {
+				if len(r.Nodes) != 1+replicas {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+func slotOf(key string) int { return consistent.KeySlot(key) }
 
 // WaitHealthy waits until "redis-cli --cluster check" passes on the first
 // node and every node reports cluster_state:ok and knows every other.
