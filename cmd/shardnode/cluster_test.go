@@ -149,3 +149,11 @@ func TestClusterCLI(t *testing.T) {
 		t.Fatal("check without an address exited 0")
 	}
 }
+
+func TestFlagsFirst(t *testing.T) {
+	got := flagsFirst([]string{"a:1", "b:2", "--replicas", "1", "c:3", "--yes", "--json", "--timeout=5s", "--", "--weird"})
+	want := []string{"--replicas", "1", "--yes", "--json", "--timeout=5s", "a:1", "b:2", "c:3", "--weird"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("flagsFirst = %v, want %v", got, want)
+	}
+}
