@@ -55,6 +55,10 @@ func (w ChannelWatcher) Watch(ctx context.Context, addr string, node *redis.Clie
 	}
 	ps := node.Subscribe(ctx, ch)
 	defer ps.Close()
+	// A blocked receive does not watch ctx; closing the subscription
+	// ends it.
+	stop := context.AfterFunc(ctx, func() { ps.Close() })
+	defer stop()
 	if _, err := ps.Receive(ctx); err != nil {
 		return err
 	}

@@ -63,10 +63,12 @@ func TestFailoverRounds(t *testing.T) {
 								return
 							default:
 							}
-							wctx, cancel := context.WithTimeout(ctx, time.Second)
-							verr := cl.c.Set(wctx, victimKeys[g], i, 0).Err()
-							oerr := cl.c.Set(wctx, otherKeys[g], i, 0).Err()
+							vctx, cancel := context.WithTimeout(ctx, time.Second)
+							verr := cl.c.Set(vctx, victimKeys[g], i, 0).Err()
 							cancel()
+							octx, cancel2 := context.WithTimeout(ctx, time.Second)
+							oerr := cl.c.Set(octx, otherKeys[g], i, 0).Err()
+							cancel2()
 							k := killedAt.Load()
 							if k == 0 {
 								continue

@@ -101,6 +101,14 @@ func (cl *Cluster) migrateKeys(ctx context.Context, slot int, src, dst *Node) er
 			return cl.do(ctx, src, args...).Err()
 		}
 		err = migrate(cl.opt.Replace)
+		if err != nil && strings.Contains(err.Error(), "CLUSTERDOWN") {
+			// The target (or the source) saw the cluster down for a moment
+			// (a node missed pings); wait for both to report ok, once.
+			if werr := cl.waitNodesOK(ctx, src, dst); werr != nil {
+				return fmt.Errorf("admin: MIGRATE slot %d from %s to %s: %w (then %w)", slot, src.Addr, dst.Addr, err, werr)
+			}
+			err = migrate(cl.opt.Replace)
+		}
 		if err != nil && strings.Contains(err.Error(), "BUSYKEY") {
 			same, derr := cl.sameValues(ctx, src, dst, keys)
 			if derr != nil {
@@ -227,4 +235,18 @@ func (cl *Cluster) delSlot(ctx context.Context, n *Node, slot int) error {
 		return fmt.Errorf("admin: CLUSTER DELSLOTS %d on %s: %w", slot, n.Addr, err)
 	}
 	return nil
+}
+
+// waitNodesOK waits, up to WaitTimeout, until every one of nodes reports
+// cluster_state:ok.
+func (cl *Cluster) waitNodesOK(ctx context.Context, nodes ...*Node) error {
+	return poll(ctx, cl.opt.WaitTimeout, "cluster_state:ok", func() (bool, error) {
+		for _, n := range nodes {
+			info, err := cl.do(ctx, n, "cluster", "info").Text()
+			if err != nil || !strings.Contains(info, "cluster_state:ok") {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
