@@ -56,6 +56,9 @@ type Client struct {
 
 	opt Options
 
+	// refreshMu makes refreshes (the loop's and RefreshNow's) run one at
+	// a time.
+	refreshMu sync.Mutex
 	// mu serialises slot map writers (MOVED patches and refreshes).
 	mu    sync.Mutex
 	table atomic.Pointer[slotTable]
@@ -311,6 +314,8 @@ func (c *Client) refreshLoop(ctx context.Context) {
 // refresh reads CLUSTER SLOTS from one node (masters first in random
 // order, then replicas, then the seeds; avoid last) and applies it.
 func (c *Client) refresh(ctx context.Context, reason, avoid string) error {
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
 	start := time.Now()
 	masters, replicas := c.table.Load().addrs()
 	rand.Shuffle(len(masters), func(i, j int) { masters[i], masters[j] = masters[j], masters[i] })

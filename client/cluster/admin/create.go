@@ -18,10 +18,13 @@ type Plan struct {
 
 // PlannedMaster is one master of a Plan.
 type PlannedMaster struct {
-	Addr     string   `json:"addr"`
-	ID       string   `json:"id"`
-	First    int      `json:"first_slot"`
-	Last     int      `json:"last_slot"`
+	// Addr and ID are the master's address and node ID.
+	Addr string `json:"addr"`
+	ID   string `json:"id"`
+	// First and Last bound the master's slot range.
+	First int `json:"first_slot"`
+	Last  int `json:"last_slot"`
+	// Replicas are the addresses of the nodes that will replicate it.
 	Replicas []string `json:"replicas"`
 }
 

@@ -485,20 +485,28 @@ func Failover(ctx context.Context, addr string, mode FailoverMode, opt *Options)
 
 // MasterInfo is one master in Info's summary.
 type MasterInfo struct {
-	Addr     string `json:"addr"`
-	ID       string `json:"id"`
-	Keys     int64  `json:"keys"`
-	Slots    int    `json:"slots"`
-	Ranges   string `json:"ranges"`
-	Replicas int    `json:"replicas"`
-	Epoch    int64  `json:"config_epoch"`
+	// Addr and ID are the master's address and node ID.
+	Addr string `json:"addr"`
+	ID   string `json:"id"`
+	// Keys is the master's DBSIZE.
+	Keys int64 `json:"keys"`
+	// Slots counts its slots; Ranges lists them ("0-5460,5462").
+	Slots  int    `json:"slots"`
+	Ranges string `json:"ranges"`
+	// Replicas counts its reachable replicas.
+	Replicas int `json:"replicas"`
+	// Epoch is its config epoch.
+	Epoch int64 `json:"config_epoch"`
 }
 
 // ClusterInfo is Info's summary, as "redis-cli --cluster info" prints it.
 type ClusterInfo struct {
-	Masters     []MasterInfo `json:"masters"`
-	Keys        int64        `json:"keys"`
-	Unreachable []string     `json:"unreachable,omitempty"`
+	// Masters are the reachable masters.
+	Masters []MasterInfo `json:"masters"`
+	// Keys is the sum of the masters' keys.
+	Keys int64 `json:"keys"`
+	// Unreachable are known nodes that did not answer.
+	Unreachable []string `json:"unreachable,omitempty"`
 }
 
 // Info summarises the cluster of addr: per master its keys (DBSIZE),
