@@ -19,14 +19,15 @@ import (
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
-// startCluster starts masters x (1 + replicas) nodes as one cluster.
-func startCluster(t *testing.T, masters, replicas int) []*clustertest.Node {
+// startCluster starts masters x (1 + replicas) nodes as one cluster;
+// extra are redis.conf arguments for every node.
+func startCluster(t *testing.T, masters, replicas int, extra ...string) []*clustertest.Node {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("end-to-end test with real redis-server processes")
 	}
 	testutil.Binary(t, "redis-cli")
-	nodes := clustertest.StartNodes(t, masters*(1+replicas))
+	nodes := clustertest.StartNodes(t, masters*(1+replicas), extra...)
 	clustertest.CreateWithRedisCli(t, nodes, replicas)
 	return nodes
 }

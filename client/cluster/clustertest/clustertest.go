@@ -145,12 +145,13 @@ func (n *Node) Client() *redis.Client {
 	return c
 }
 
-// StartNodes starts count empty nodes.
-func StartNodes(t testing.TB, count int) []*Node {
+// StartNodes starts count empty nodes, each with the extra redis.conf
+// arguments given (for example "--cluster-require-full-coverage", "no").
+func StartNodes(t testing.TB, count int, extra ...string) []*Node {
 	t.Helper()
 	nodes := make([]*Node, count)
 	for i := range nodes {
-		nodes[i] = StartNode(t)
+		nodes[i] = StartNode(t, extra...)
 	}
 	return nodes
 }
