@@ -191,6 +191,11 @@ func (c *Client) Shards() []Shard {
 // MinRefreshInterval like every other request) and returns at once.
 func (c *Client) Refresh() { c.requestRefresh(false, "manual", "") }
 
+// ReloadState replaces go-redis's method of the same name (which would
+// only rebuild go-redis's routing from this client's map): it asks for a
+// refresh from the cluster, as Refresh does.
+func (c *Client) ReloadState(context.Context) { c.Refresh() }
+
 // RefreshNow reads the slot map from the cluster before returning,
 // bypassing the rate limit. Tests and admin tools use it after changing
 // the cluster themselves.
