@@ -1,0 +1,197 @@
+package node
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardis/shardis/internal/resp"
+	"github.com/shardis/shardis/internal/testutil"
+)
+
+// The cluster-mode compatibility test: a redis-server cluster and a
+// shardnode cluster, built the same way (3 masters, a replica of the
+// first, slot 16383 unassigned), get the lines of
+// testdata/compat_cluster/*.txt on raw connections, and their replies
+// must be byte-identical once node ids and ports are written as names
+// ($M0, $P0 ...). The corpus format is described at the top of the file.
+
+type clusterCorpusLine struct {
+	no     int
+	text   string
+	label  string
+	args   []string
+	ignore bool
+	wait   string // ~label text: wait until CLUSTER INFO holds text
+}
+
+func loadClusterCorpus(t *testing.T, path string) []clusterCorpusLine {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []clusterCorpusLine
+	for i, raw := range strings.Split(string(data), "\n") {
+		text := strings.TrimSpace(raw)
+		if text == "" || text[0] == '#' {
+			continue
+		}
+		l := clusterCorpusLine{no: i + 1, text: text}
+		rest := text
+		switch rest[0] {
+		case '!':
+			l.ignore, rest = true, rest[1:]
+		case '~':
+			label, cond, _ := strings.Cut(rest[1:], " ")
+			l.label, l.wait = label, cond
+			out = append(out, l)
+			continue
+		}
+		label, cmd, ok := strings.Cut(rest, " ")
+		if !ok {
+			t.Fatalf("%s:%d: no command in %q", path, l.no, text)
+		}
+		args, ok := resp.SplitArgs([]byte(cmd))
+		if !ok || len(args) == 0 {
+			t.Fatalf("%s:%d: cannot parse %q", path, l.no, text)
+		}
+		l.label = label
+		for _, a := range args {
+			l.args = append(l.args, string(a))
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// corpusCluster is one cluster as the corpus sees it.
+type corpusCluster struct {
+	nodes map[string]*clNode // by label
+	names map[string]string  // $M0 -> id
+	repl  *strings.Replacer  // ids and ports -> names
+}
+
+func newCorpusCluster(t *testing.T, m []*clNode, r0 *clNode) *corpusCluster {
+	cc := &corpusCluster{nodes: map[string]*clNode{"m0": m[0], "m1": m[1], "m2": m[2], "r0": r0}, names: map[string]string{}}
+	var pairs []string
+	for label, n := range cc.nodes {
+		name := "$" + strings.ToUpper(label)
+		id := n.id(t)
+		cc.names[name] = id
+		pairs = append(pairs, id, name,
+			":"+strconv.Itoa(n.port), ":$P"+strings.ToUpper(label[:1])+label[1:],
+			":"+strconv.Itoa(n.cport), ":$C"+strings.ToUpper(label[:1])+label[1:])
+	}
+	cc.repl = strings.NewReplacer(pairs...)
+	return cc
+}
+
+// run plays the corpus and returns each line's normalised replies.
+func (cc *corpusCluster) run(t *testing.T, lines []clusterCorpusLine) [][]byte {
+	t.Helper()
+	conns := map[string]*corpusConn{}
+	conn := func(label string) *corpusConn {
+		if c := conns[label]; c != nil {
+			return c
+		}
+		n := cc.nodes[label]
+		if n == nil {
+			t.Fatalf("unknown node label %q", label)
+		}
+		nc, err := net.DialTimeout("tcp", n.addr, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { nc.Close() })
+		c := &corpusConn{nc: nc, br: bufio.NewReader(nc)}
+		conns[label] = c
+		return c
+	}
+	out := make([][]byte, len(lines))
+	for i, l := range lines {
+		if l.wait != "" {
+			n := cc.nodes[l.label]
+			testutil.WaitFor(t, clusterTimeout, n.kind+" "+l.label+" CLUSTER INFO to hold "+l.wait, func() bool {
+				s, err := n.rc.Do(context.Background(), "cluster", "info").Text()
+				return err == nil && strings.Contains(s, l.wait)
+			})
+			continue
+		}
+		args := make([][]byte, len(l.args))
+		for j, a := range l.args {
+			if id, ok := cc.names[a]; ok {
+				a = id
+			}
+			args[j] = []byte(a)
+		}
+		out[i] = []byte(cc.repl.Replace(string(conn(l.label).roundTrip(t, args, i))))
+	}
+	return out
+}
+
+// waitReplicaInSlots waits until m0's CLUSTER SLOTS lists r0 for its
+// range (the replica's offset has reached m0 by gossip).
+func waitReplicaInSlots(t *testing.T, m0 *clNode) {
+	t.Helper()
+	testutil.WaitFor(t, clusterTimeout, m0.kind+" CLUSTER SLOTS to show the replica", func() bool {
+		slots, err := m0.rc.ClusterSlots(context.Background()).Result()
+		if err != nil {
+			return false
+		}
+		for _, s := range slots {
+			if s.Start == 0 {
+				return len(s.Nodes) == 2
+			}
+		}
+		return false
+	})
+}
+
+func TestClusterCompatWithRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts two clusters")
+	}
+	needBinary(t, "redis-server")
+	path := "testdata/compat_cluster/cluster.txt"
+	lines := loadClusterCorpus(t, path)
+	opts := []string{"cluster-require-full-coverage", "no"}
+
+	var rm, sm []*clNode
+	for i := 0; i < 3; i++ {
+		rm = append(rm, startRedisNode(t, opts...))
+		sm = append(sm, startShardNode(t, 0, 0, "", opts...))
+	}
+	rr, sr := startRedisNode(t, opts...), startShardNode(t, 0, 0, "", opts...)
+	buildCluster(t, rm, []*clNode{rr}, true)
+	buildCluster(t, sm, []*clNode{sr}, true)
+	// The corpus writes on m0 and reads on r0 after WAIT: the replica
+	// must have synced, and m0 must list it in CLUSTER SLOTS.
+	for _, m := range []*clNode{rm[0], sm[0]} {
+		m.do(t, "set", "sync-probe", "1")
+		m.do(t, "del", "sync-probe")
+	}
+	waitReplicaInSlots(t, rm[0])
+	waitReplicaInSlots(t, sm[0])
+
+	want := newCorpusCluster(t, rm, rr).run(t, lines)
+	got := newCorpusCluster(t, sm, sr).run(t, lines)
+	same := 0
+	for i, l := range lines {
+		if l.wait != "" || l.ignore {
+			continue
+		}
+		if !bytes.Equal(want[i], got[i]) {
+			t.Errorf("%s:%d %s\n redis:     %q\n shardnode: %q", path, l.no, l.text, want[i], got[i])
+		} else {
+			same++
+		}
+	}
+	t.Logf("%d lines byte-identical", same)
+}
