@@ -6,6 +6,8 @@ import (
 	"context"
 	"net"
 	"os"
+	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -136,6 +138,41 @@ func (cc *corpusCluster) run(t *testing.T, lines []clusterCorpusLine) [][]byte {
 	return out
 }
 
+var replOffsetField = regexp.MustCompile(`(\$18\r\nreplication-offset\r\n):\d+`)
+
+// shards returns m0's CLUSTER SHARDS reply, normalised: ids and ports as
+// names, replication offsets as 0, and the shards sorted (Redis lists
+// them in its node table's hash order).
+func (cc *corpusCluster) shards(t *testing.T, proto int) string {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", cc.nodes["m0"].addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(nc)
+	if proto == 3 {
+		nc.Write(resp.AppendCommandStrings(nil, "HELLO", "3"))
+		if _, err := readReplyRaw(br); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nc.Write(resp.AppendCommandStrings(nil, "CLUSTER", "SHARDS"))
+	raw, err := readReplyRaw(br)
+	if err != nil {
+		t.Fatalf("%s CLUSTER SHARDS (RESP%d): %v after %q", cc.nodes["m0"].kind, proto, err, raw)
+	}
+	s := replOffsetField.ReplaceAllString(cc.repl.Replace(string(raw)), "${1}:0")
+	head := "*4\r\n$5\r\nslots\r\n"
+	if proto == 3 {
+		head = "%2\r\n$5\r\nslots\r\n"
+	}
+	parts := strings.Split(s, head)
+	sort.Strings(parts[1:])
+	return strings.Join(parts, head)
+}
+
 // waitReplicaInSlots waits until m0's CLUSTER SLOTS lists r0 for its
 // range (the replica's offset has reached m0 by gossip).
 func waitReplicaInSlots(t *testing.T, m0 *clNode) {
@@ -180,8 +217,15 @@ func TestClusterCompatWithRedis(t *testing.T) {
 	waitReplicaInSlots(t, rm[0])
 	waitReplicaInSlots(t, sm[0])
 
-	want := newCorpusCluster(t, rm, rr).run(t, lines)
-	got := newCorpusCluster(t, sm, sr).run(t, lines)
+	rc, sc := newCorpusCluster(t, rm, rr), newCorpusCluster(t, sm, sr)
+	for _, proto := range []int{2, 3} {
+		w, g := rc.shards(t, proto), sc.shards(t, proto)
+		if w != g {
+			t.Errorf("CLUSTER SHARDS (RESP%d) differs:\n redis:     %q\n shardnode: %q", proto, w, g)
+		}
+	}
+	want := rc.run(t, lines)
+	got := sc.run(t, lines)
 	same := 0
 	for i, l := range lines {
 		if l.wait != "" || l.ignore {

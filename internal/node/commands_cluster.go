@@ -219,7 +219,7 @@ func cmdClusterShards(c *Client, args [][]byte) {
 // addShardNode is Redis's addNodeDetailsToShardReply (no TLS: the port is
 // the plaintext one and tls-port is never shown).
 func (c *Client) addShardNode(n cluster.ShardNode, endpointType string) {
-	fields := 7
+	fields := 6 // id, ip, endpoint, role, replication-offset, health
 	if n.Port != 0 {
 		fields++
 	}
