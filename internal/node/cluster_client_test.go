@@ -323,3 +323,78 @@ func TestClusterCommandsWithoutClusterMode(t *testing.T) {
 		t.Fatalf("FUNCTION RESTORE bogus policy: %v", err)
 	}
 }
+
+// infoField returns a field of a node's CLUSTER INFO.
+func clusterInfoField(t *testing.T, n *clNode, field string) string {
+	t.Helper()
+	for _, l := range strings.Split(n.str(t, "cluster", "info"), "\r\n") {
+		if v, ok := strings.CutPrefix(l, field+":"); ok {
+			return v
+		}
+	}
+	t.Fatalf("CLUSTER INFO of %s has no %s", n.addr, field)
+	return ""
+}
+
+func TestClusterResetForgetSlots(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	a, b := startShardNode(t, 0, 0, ""), startShardNode(t, 0, 0, "")
+	buildCluster(t, []*clNode{a}, []*clNode{b}, false)
+	a.do(t, "set", "k", "v")
+	if got := a.do(t, "wait", 1, 5000); got != int64(1) {
+		t.Fatalf("WAIT 1 = %v", got)
+	}
+	if got := b.do(t, "dbsize"); got != int64(1) {
+		t.Fatalf("replica DBSIZE = %v", got)
+	}
+
+	// FORGET drops the node from the table at once.
+	bid := b.id(t)
+	a.do(t, "cluster", "forget", bid)
+	if v := clusterInfoField(t, a, "cluster_known_nodes"); v != "1" {
+		t.Fatalf("after FORGET: cluster_known_nodes:%s", v)
+	}
+
+	// RESET SOFT on a replica: an empty master that knows only itself,
+	// same id.
+	b.do(t, "cluster", "reset", "soft")
+	if got := b.do(t, "dbsize"); got != int64(0) {
+		t.Fatalf("reset replica DBSIZE = %v", got)
+	}
+	if id := b.id(t); id != bid {
+		t.Fatalf("RESET SOFT changed the id: %s -> %s", bid, id)
+	}
+	if v := clusterInfoField(t, b, "cluster_known_nodes"); v != "1" {
+		t.Fatalf("after RESET SOFT: cluster_known_nodes:%s", v)
+	}
+	if line := myselfLine(t, b); !strings.Contains(line, "myself,master") {
+		t.Fatalf("after RESET SOFT: %s", line)
+	}
+	// RESET HARD: a new id and epochs back to 0.
+	b.do(t, "cluster", "reset", "hard")
+	if id := b.id(t); id == bid {
+		t.Fatal("RESET HARD kept the id")
+	}
+	if v := clusterInfoField(t, b, "cluster_current_epoch"); v != "0" {
+		t.Fatalf("after RESET HARD: cluster_current_epoch:%s", v)
+	}
+
+	// Slot assignment on the master.
+	a.do(t, "flushall")
+	a.do(t, "cluster", "flushslots")
+	if v := clusterInfoField(t, a, "cluster_slots_assigned"); v != "0" {
+		t.Fatalf("after FLUSHSLOTS: %s slots assigned", v)
+	}
+	a.do(t, "cluster", "addslots", 1, 2, 3)
+	a.do(t, "cluster", "addslotsrange", 10, 19, 30, 39)
+	a.do(t, "cluster", "delslotsrange", 1, 2, 15, 19)
+	a.do(t, "cluster", "delslots", 30)
+	if v := clusterInfoField(t, a, "cluster_slots_assigned"); v != "15" {
+		t.Fatalf("slots assigned: %s, want 15", v)
+	}
+	if line := myselfLine(t, a); !strings.HasSuffix(line, " 3 10-14 31-39") {
+		t.Fatalf("myself: %q, want slots 3 10-14 31-39", line)
+	}
+}
