@@ -103,7 +103,7 @@ func (cc *corpusCluster) run(t *testing.T, lines []clusterCorpusLine) [][]byte {
 		if c := conns[label]; c != nil {
 			return c
 		}
-		n := cc.nodes[label]
+		n := cc.nodes[strings.TrimSuffix(label, "b")] // m0b: a second connection to m0
 		if n == nil {
 			t.Fatalf("unknown node label %q", label)
 		}
