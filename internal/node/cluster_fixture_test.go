@@ -158,7 +158,7 @@ func tryShardNode(t testing.TB, port, cport int, dir string, extra []string) (*c
 		}
 	}
 	t.Cleanup(n.stop)
-	n.rc = redis.NewClient(&redis.Options{Addr: n.addr, DisableIdentity: true, MaxRetries: -1, ReadTimeout: 5 * time.Second})
+	n.rc = redis.NewClient(&redis.Options{Addr: n.addr, DisableIdentity: true, MaxRetries: -1, ReadTimeout: 10 * time.Second})
 	testutil.WaitFor(t, 5*time.Second, "shardnode "+n.addr+" to answer PING", func() bool { return testutil.Ping(n.addr) == nil })
 	return n, nil
 }
@@ -176,14 +176,15 @@ func startRedisNode(t testing.TB, extra ...string) *clNode {
 	t.Helper()
 	needBinary(t, "redis-server")
 	cport := freePorts(t, 1)[0]
-	args := []string{"--cluster-port", strconv.Itoa(cport)}
+	// No 5 s wait before a full sync, as for the in-process nodes.
+	args := []string{"--cluster-port", strconv.Itoa(cport), "--repl-diskless-sync-delay", "0"}
 	all := append(append([]string(nil), clusterDirectives...), extra...)
 	for i := 0; i+1 < len(all); i += 2 {
 		args = append(args, "--"+all[i], all[i+1])
 	}
 	p := testutil.StartRedis(t, args...)
 	n := &clNode{kind: "redis", addr: p.Addr, port: p.Port, cport: cport, dir: p.Dir, proc: p}
-	n.rc = redis.NewClient(&redis.Options{Addr: n.addr, DisableIdentity: true, MaxRetries: -1, ReadTimeout: 5 * time.Second})
+	n.rc = redis.NewClient(&redis.Options{Addr: n.addr, DisableIdentity: true, MaxRetries: -1, ReadTimeout: 10 * time.Second})
 	t.Cleanup(func() { n.rc.Close() })
 	return n
 }

@@ -144,7 +144,7 @@ func TestClusterMixedWithRedisServer(t *testing.T) {
 		t.Fatalf("keys reached %d masters", len(perMaster))
 	}
 	for r, m := range pairs {
-		if got := m.do(t, "wait", 1, 5000); got != int64(1) {
+		if got := m.do(t, "wait", 1, 8000); got != int64(1) {
 			t.Fatalf("%s master %s: WAIT 1 = %v", m.kind, m.addr, got)
 		}
 		ro := redis.NewClient(&redis.Options{Addr: r.addr, DisableIdentity: true})
