@@ -398,3 +398,72 @@ func TestClusterResetForgetSlots(t *testing.T) {
 		t.Fatalf("myself: %q, want slots 3 10-14 31-39", line)
 	}
 }
+
+// TestClusterLinkKillInMulti is links.tcl's "Broadcast message across a
+// cluster shard while a cluster link is down": a shard message sent
+// right after the link to one replica was killed is lost for that replica
+// only, and the link comes back.
+func TestClusterLinkKillInMulti(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	m, r := startShardCluster(t, 1, 0)
+	p := m[0]
+	r1, r2 := startShardNode(t, 0, 0, ""), startShardNode(t, 0, 0, "")
+	pid := p.id(t)
+	for _, x := range []*clNode{r1, r2} {
+		x.do(t, "cluster", "meet", "127.0.0.1", p.port, p.cport)
+	}
+	for _, x := range []*clNode{r1, r2} {
+		testutil.WaitFor(t, clusterTimeout, "replica to learn the master", func() bool {
+			s, err := x.rc.ClusterNodes(context.Background()).Result()
+			return err == nil && strings.Contains(s, pid)
+		})
+		x.do(t, "cluster", "replicate", pid)
+	}
+	r = []*clNode{r1, r2}
+	waitClusterOK(t, append(m, r...))
+	links := func() int {
+		l, err := p.rc.ClusterLinks(context.Background()).Result()
+		if err != nil {
+			return -1
+		}
+		return len(l)
+	}
+	testutil.WaitFor(t, clusterTimeout, "two links per peer", func() bool { return links() == 4 })
+
+	c := ctx(t)
+	s1, s2 := r1.rc.SSubscribe(c, "ch3"), r2.rc.SSubscribe(c, "ch3")
+	defer s1.Close()
+	defer s2.Close()
+	for _, s := range []*redis.PubSub{s1, s2} {
+		if _, err := s.Receive(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmds, err := p.rc.TxPipelined(c, func(pipe redis.Pipeliner) error {
+		pipe.Do(c, "debug", "clusterlink", "kill", "to", r1.id(t))
+		pipe.SPublish(c, "ch3", "hello")
+		return nil
+	})
+	if err != nil || len(cmds) != 2 || cmds[1].(*redis.IntCmd).Val() != 0 {
+		t.Fatalf("MULTI DEBUG CLUSTERLINK KILL; SPUBLISH: %v %v", cmds, err)
+	}
+	testutil.WaitFor(t, clusterTimeout, "the killed link to come back", func() bool { return links() == 4 })
+	if err := p.rc.SPublish(c, "ch3", "world").Err(); err != nil {
+		t.Fatal(err)
+	}
+	next := func(s *redis.PubSub) string {
+		msg, err := s.ReceiveMessage(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return msg.Payload
+	}
+	if got := next(s1); got != "world" {
+		t.Fatalf("replica behind the killed link got %q first, want world (hello lost)", got)
+	}
+	if a, b := next(s2), next(s2); a != "hello" || b != "world" {
+		t.Fatalf("other replica got %q, %q; want hello, world", a, b)
+	}
+}
