@@ -2,6 +2,8 @@ package node
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"regexp"
 	"strings"
 	"testing"
@@ -70,6 +72,27 @@ func TestClusterRedisCliCreateAddDelRestart(t *testing.T) {
 	check := clusterCheck(t, nodes[0].addr)
 	if n := strings.Count(check, "slots | 1 slaves."); n != 3 {
 		t.Fatalf("want 3 masters with one replica each:\n%s", check)
+	}
+
+	// redis-cli -c follows MOVED from any node.
+	for i, n := range nodes {
+		key := "cli-key-" + strconv.Itoa(i)
+		host, port, _ := net.SplitHostPort(n.addr)
+		for _, step := range [][]string{{"SET", key, "v" + strconv.Itoa(i)}, {"GET", key}} {
+			out, err := redisCli(t, append([]string{"-c", "-h", host, "-p", port}, step...)...)
+			want := "OK"
+			if step[0] == "GET" {
+				want = "v" + strconv.Itoa(i)
+			}
+			if err != nil || strings.TrimSpace(out) != want {
+				t.Fatalf("redis-cli -c -p %s %v: %q %v, want %q", port, step, out, err, want)
+			}
+		}
+	}
+	for i := range nodes {
+		if _, err := redisCli(t, "-c", "-p", strconv.Itoa(nodes[0].port), "DEL", "cli-key-"+strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// add-node as a master, then a replica of it.
