@@ -3,8 +3,8 @@ package node
 import (
 	"fmt"
 	"net"
-	"strconv"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 )
