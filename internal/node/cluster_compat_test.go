@@ -186,6 +186,42 @@ func (cc *corpusCluster) shards(t *testing.T, proto int) string {
 	return strings.Join(parts, head)
 }
 
+var (
+	intValue   = regexp.MustCompile(`:\d+\r\n`)
+	linkEvents = regexp.MustCompile(`(\$6\r\nevents\r\n)\$\d\r\nr?w?\r\n`)
+)
+
+// links returns m0's CLUSTER LINKS reply with its numbers as 0 and its
+// events as "r", links sorted: the names, their order and the types.
+func (cc *corpusCluster) links(t *testing.T, proto int) string {
+	t.Helper()
+	nc, err := net.DialTimeout("tcp", cc.nodes["m0"].addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+	br := bufio.NewReader(nc)
+	nc.Write(resp.AppendCommandStrings(nil, "HELLO", strconv.Itoa(proto)))
+	if _, err := readReplyRaw(br); err != nil {
+		t.Fatal(err)
+	}
+	nc.Write(resp.AppendCommandStrings(nil, "CLUSTER", "LINKS"))
+	raw, err := readReplyRaw(br)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := cc.repl.Replace(string(raw))
+	s = linkEvents.ReplaceAllString(intValue.ReplaceAllString(s, ":0\r\n"), "${1}$$1\r\nr\r\n")
+	head := "*12\r\n$9\r\ndirection\r\n"
+	if proto == 3 {
+		head = "%6\r\n$9\r\ndirection\r\n"
+	}
+	parts := strings.Split(s, head)
+	sort.Strings(parts[1:])
+	return strings.Join(parts, head)
+}
+
 // textReply returns m0's CLUSTER NODES, REPLICAS or INFO normalised:
 // node lines sorted (Redis prints its node table in hash order) with
 // their ping and pong times as 0, INFO without its message counters.
@@ -282,6 +318,18 @@ func TestClusterCompatWithRedis(t *testing.T) {
 		w, g := rc.textReply(t, cmd), sc.textReply(t, cmd)
 		if w != g {
 			t.Errorf("%s differs:\n redis:\n%s\n shardnode:\n%s", strings.Join(cmd, " "), w, g)
+		}
+	}
+	for _, m := range []*clNode{rm[0], sm[0]} {
+		testutil.WaitFor(t, clusterTimeout, m.kind+" m0 to hold two links per peer", func() bool {
+			l, err := m.rc.ClusterLinks(context.Background()).Result()
+			return err == nil && len(l) == 6
+		})
+	}
+	for _, proto := range []int{2, 3} {
+		w, g := rc.links(t, proto), sc.links(t, proto)
+		if w != g {
+			t.Errorf("CLUSTER LINKS (RESP%d) differs:\n redis:     %q\n shardnode: %q", proto, w, g)
 		}
 	}
 	want := rc.run(t, lines)
