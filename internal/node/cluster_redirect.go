@@ -162,7 +162,7 @@ func (cm *clusterMode) endpoint(n cluster.RouteNode) string {
 		}
 		return "?"
 	case "unknown-endpoint":
-		return "?"
+		return "" // Redis 7.0: "-MOVED 3999 :6381"
 	}
 	return n.IP
 }
