@@ -293,7 +293,7 @@ func linkTimes(t *testing.T, n *clNode, peer string) map[string]int64 {
 }
 
 func TestClusterCommandsWithoutClusterMode(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, "enable-debug-command", "yes")
 	r := ts.raw(t)
 	for _, req := range []string{"CLUSTER INFO", "CLUSTER HELP", "CLUSTER SHARDS", "READONLY", "READWRITE", "ASKING"} {
 		r.expect(req+"\r\n", "-ERR This instance has cluster support disabled")
