@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -186,16 +187,16 @@ type ClusterCollector struct {
 	Addrs []string
 	// Timeout bounds each request. Default 1s.
 	Timeout time.Duration
-	// Initial, when set, maps a slot range's first slot to the address of
-	// its master at creation; a range whose master differs (and no watched
-	// change is known) is reported as an undated LastFailover.
-	Initial map[int]string
+	// Initial, when set, maps a slot range's first slot to the addresses
+	// of its shard at creation, its master first; a range now served by
+	// another node of the same shard (and no watched change known) is
+	// reported as an undated LastFailover.
+	Initial map[int][]string
 
 	mu      sync.Mutex
 	clients map[string]*redis.Client
-	owners  map[int]string // first slot of a master's first range -> master id, from the last collection
-	addrOf  map[string]string
-	last    *ClusterFailover
+	prev    []*clusterNode   // the entry's view at the last collection
+	last    *ClusterFailover // the last failover seen between two collections
 }
 
 // NewClusterCollector returns a collector asking the nodes at addrs.
@@ -207,11 +208,13 @@ func NewClusterCollector(addrs ...string) *ClusterCollector {
 // nodes, which knows each shard's master at creation.
 func NewLayoutCollector(l *Layout) *ClusterCollector {
 	c := NewClusterCollector(l.NodeAddrs()...)
-	c.Initial = map[int]string{}
+	c.Initial = map[int][]string{}
 	n := len(l.Shards)
 	for i, s := range l.Shards {
 		// The ranges admin.Create assigns: equal shares in shard order.
-		c.Initial[createFirstSlot(i, n)] = l.Addr(s.Ports[0])
+		for _, p := range s.Ports {
+			c.Initial[createFirstSlot(i, n)] = append(c.Initial[createFirstSlot(i, n)], l.Addr(p))
+		}
 	}
 	return c
 }
@@ -343,29 +346,10 @@ func (c *ClusterCollector) Collect(ctx context.Context) (*ClusterStatus, error) 
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	// A change of master for a range seen since the last collection.
-	owners, addrOf := map[int]string{}, map[string]string{}
-	for _, n := range entry {
-		addrOf[n.id] = n.addr
+	if f := failoverBetween(c.prev, entry, st.Time); f != nil {
+		c.last = f
 	}
-	for _, m := range masters {
-		for _, r := range m.ranges {
-			lo, _, _ := strings.Cut(r, "-")
-			s, _ := strconv.Atoi(lo)
-			owners[s] = m.id
-			if prev, ok := c.owners[s]; ok && prev != m.id {
-				from := c.addrOf[prev]
-				if from == "" {
-					from = prev
-				}
-				if c.last == nil || c.last.To != m.addr || !c.last.Time.Equal(st.Time) {
-					c.last = &ClusterFailover{Time: st.Time, Ranges: r, From: from, To: m.addr, Epoch: m.epoch}
-				} else {
-					c.last.Ranges += "," + r
-				}
-			}
-		}
-	}
-	c.owners, c.addrOf = owners, addrOf
+	c.prev = entry
 	if c.last != nil {
 		f := *c.last
 		st.LastFailover = &f
@@ -376,14 +360,84 @@ func (c *ClusterCollector) Collect(ctx context.Context) (*ClusterStatus, error) 
 			for _, r := range m.ranges {
 				lo, _, _ := strings.Cut(r, "-")
 				s, _ := strconv.Atoi(lo)
-				if orig, ok := c.Initial[s]; ok && orig != m.addr && (best == nil || m.epoch > best.Epoch) {
-					best = &ClusterFailover{Ranges: r, From: orig, To: m.addr, Epoch: m.epoch}
+				shard := c.Initial[s]
+				if len(shard) > 1 && shard[0] != m.addr && slices.Contains(shard, m.addr) && (best == nil || m.epoch > best.Epoch) {
+					best = &ClusterFailover{Ranges: r, From: shard[0], To: m.addr, Epoch: m.epoch}
 				}
 			}
 		}
 		st.LastFailover = best
 	}
 	return st, nil
+}
+
+// failoverBetween finds a failover between two views of the cluster: slots
+// whose master changed to a node that was a replica of their old master,
+// or away from a master that is now failed or a replica (a reshard, which
+// moves slots between healthy masters, is not a failover). It returns nil
+// when there is none; several ranges taken over by the same node are
+// joined.
+func failoverBetween(prev, now []*clusterNode, at time.Time) *ClusterFailover {
+	if prev == nil {
+		return nil
+	}
+	prevByID := map[string]*clusterNode{}
+	for _, n := range prev {
+		prevByID[n.id] = n
+	}
+	nowByID := map[string]*clusterNode{}
+	for _, n := range now {
+		nowByID[n.id] = n
+	}
+	// owner[first slot of a range] = id, in the previous view.
+	owner := map[int]string{}
+	for _, n := range prev {
+		if n.replica() {
+			continue
+		}
+		for _, r := range n.ranges {
+			lo, hi, _ := strings.Cut(r, "-")
+			a, _ := strconv.Atoi(lo)
+			b := a
+			if hi != "" {
+				b, _ = strconv.Atoi(hi)
+			}
+			for s := a; s <= b; s++ {
+				owner[s] = n.id
+			}
+		}
+	}
+	var f *ClusterFailover
+	for _, n := range now {
+		if n.replica() {
+			continue
+		}
+		for _, r := range n.ranges {
+			lo, _, _ := strings.Cut(r, "-")
+			s, _ := strconv.Atoi(lo)
+			old, ok := owner[s]
+			if !ok || old == n.id {
+				continue
+			}
+			was := prevByID[n.id]
+			oldNow := nowByID[old]
+			promoted := was != nil && was.replica() && was.master == old
+			oldGone := oldNow == nil || oldNow.replica() || hasFlag(oldNow.flags, "fail") || hasFlag(oldNow.flags, "fail?")
+			if !promoted && !oldGone {
+				continue
+			}
+			from := old
+			if o := prevByID[old]; o != nil {
+				from = o.addr
+			}
+			if f != nil && f.To == n.addr {
+				f.Ranges += "," + r
+				continue
+			}
+			f = &ClusterFailover{Time: at, Ranges: r, From: from, To: n.addr, Epoch: n.epoch}
+		}
+	}
+	return f
 }
 
 // parseRepl parses INFO replication: the role, the master offset and the
@@ -451,8 +505,8 @@ func WriteClusterTable(w io.Writer, st *ClusterStatus) error {
 			state = strings.TrimPrefix(m.Flags, "master,")
 		}
 		ranges := m.Ranges
-		if len(ranges) > 28 {
-			ranges = ranges[:26] + "~"
+		if room := 79 - 50 - len(strconv.Itoa(m.Slots)) - 1; len(ranges) > room {
+			ranges = ranges[:room-1] + "~"
 		}
 		b.WriteString(cell(m.Addr, 22) + cell(short(m.ID), 10) + cell(strconv.FormatInt(m.ConfigEpoch, 10), 6) +
 			cell(state, 12) + strconv.Itoa(m.Slots) + " " + ranges + "\n")
@@ -470,15 +524,19 @@ func WriteClusterTable(w io.Writer, st *ClusterStatus) error {
 			b.WriteString("  (no replica)\n")
 		}
 	}
-	fail := "-"
+	fail := "-\n"
 	if f := st.LastFailover; f != nil {
-		when := "epoch " + strconv.FormatInt(f.Epoch, 10)
+		when := ""
 		if !f.Time.IsZero() {
-			when = f.Time.Format("15:04:05") + " (" + ago(st.Time.Sub(f.Time)) + " ago), " + when
+			when = ago(st.Time.Sub(f.Time)) + " ago (" + f.Time.Format("15:04:05") + ") "
 		}
-		fail = fmt.Sprintf("%s -> %s slots %s, %s", f.From, f.To, f.Ranges, when)
+		ranges := "slots " + f.Ranges
+		if len(ranges) > 77 {
+			ranges = ranges[:76] + "~"
+		}
+		fail = fmt.Sprintf("%s%s -> %s, epoch %d\n  %s\n", when, f.From, f.To, f.Epoch, ranges)
 	}
-	fmt.Fprintf(&b, "last failover: %s\n", fail)
+	fmt.Fprintf(&b, "last failover: %s", fail)
 	out := b.String()
 	for strings.Contains(out, " \n") {
 		out = strings.ReplaceAll(out, " \n", "\n")
