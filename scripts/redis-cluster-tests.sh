@@ -18,7 +18,9 @@
 # script that execs a shardnode built from this tree (exec, so the pid the
 # harness holds is shardnode's); redis-cli and the other tools stay the
 # Debian binaries. Set SERVER=redis to run the same files against
-# redis-server. BASEPORT (default 33000) moves the ports: runtest-cluster's
+# redis-server. BASEPORT (default 15000; with its bus ports +10000 it stays below
+# the kernel's ephemeral range, where outgoing connections would take the
+# ports) moves the ports: runtest-cluster's
 # redis_base_port (bus ports are +10000) and runtest's --baseport. Each file
 # runs at most TIMEOUT seconds (default 900). KEEP_WORK=1 keeps the copy
 # (and the instances' directories and logs, with --dont-clean) and prints
@@ -35,7 +37,7 @@
 set -u
 : "${REDIS_TESTS:?set REDIS_TESTS to a copy of the redis 7.0.15 tests}"
 here=$(cd "$(dirname "$0")/.." && pwd)
-baseport=${BASEPORT:-33000}
+baseport=${BASEPORT:-15000}
 limit=${TIMEOUT:-900}
 work=$(mktemp -d)
 if [ -n "${KEEP_WORK:-}" ]; then
@@ -82,7 +84,7 @@ for t in "$@"; do
   case $t in
     unit/*)
       (cd "$work" && timeout "$limit" ./runtest --single "$t" --clients 1 --port $((baseport + 90)) \
-        --baseport "$baseport" $clean 2>&1 | sed 's/\x1b\[[0-9;]*m//g') >"$out"
+        --baseport "$baseport" --portcount 200 $clean 2>&1 | sed 's/\x1b\[[0-9;]*m//g') >"$out"
       ok=$(grep -c '^\[ok\]' "$out")
       err=$(grep -cE '^\[(err|exception)\]' "$out")
       fails=$(grep -E '^\[(err|exception)\]' "$out")
