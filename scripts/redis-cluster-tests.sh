@@ -93,8 +93,12 @@ for t in "$@"; do
       (cd "$work" && timeout "$limit" ./runtest-cluster --single "$t" $clean 2>&1 |
         sed 's/\x1b\[[0-9;]*m//g') >"$out"
       ok=$(grep -cE '^[0-9]{2}:[0-9]{2}:[0-9]{2}> .*: OK$' "$out")
-      err=$(grep -c 'FAILED' "$out")
-      fails=$(grep -B1 'FAILED' "$out" | grep -v '^--$')
+      # A failed test prints "HH:MM:SS> name: FAILED: ..." (an assertion
+      # then also "(Jumping to next unit after error)" and a bare
+      # "FAILED: caught an error in the test", counted once); a bare one
+      # after anything else is an error outside a test.
+      err=$(awk '/^[0-9][0-9]:[0-9][0-9]:[0-9][0-9]> .*: FAILED/ {n++} /^FAILED/ && prev !~ /Jumping to next unit/ {n++} {prev=$0} END {print n+0}' "$out")
+      fails=$(grep -E '^[0-9:]{8}> .*: FAILED|^FAILED' "$out")
       ;;
   esac
   total_ok=$((total_ok + ok))
