@@ -270,6 +270,7 @@ func applyClusterConfig(s *Server, _ string) {
 	if cm == nil || cm.r == nil {
 		return
 	}
+	cm.r.SetSendBufLimit(s.cfg.Int("cluster-link-sendbuf-limit"))
 	cfg := s.clusterMachineConfig()
 	cm.do(func(m *cluster.Machine, now time.Time) { m.Reconfigure(now, cfg) })
 }
