@@ -310,6 +310,9 @@ func (r *Runner) Close() {
 // the packets queued from now on, as CONFIG SET does in Redis.
 func (r *Runner) SetSendBufLimit(n int64) { r.sendBufLimit.Store(n) }
 
+// SendBufLimit returns the current cluster-link-sendbuf-limit.
+func (r *Runner) SendBufLimit() int64 { return r.sendBufLimit.Load() }
+
 // Stats returns the runner's counters.
 func (r *Runner) Stats() Stats {
 	return Stats{
