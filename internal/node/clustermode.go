@@ -40,11 +40,22 @@ type clusterLocal struct{ s *Server }
 
 func (l clusterLocal) KeysInSlot(slot int) int { return int(l.s.dbs[0].slotKeys[slot].Load()) }
 func (l clusterLocal) DBSize() int             { return int(l.s.dbs[0].size()) }
-func (l clusterLocal) ReplOffset() int64 {
-	r := l.s.repl
+func (l clusterLocal) ReplOffset() int64 { return l.s.repl.clusterOffset() }
+
+// clusterOffset is the replication offset the bus announces, as Redis's
+// (master_repl_offset on a master, replicationGetSlaveOffset on a
+// replica): 0 on a replica from +FULLRESYNC until its new dataset is
+// loaded, because Redis drops its cached master there. A replica at
+// offset 0 is left out of CLUSTER SLOTS / SHARDS by the others
+// (isReplicaAvailable), so a loading replica is hidden from clients.
+func (r *replication) clusterOffset() int64 {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.offset
+	off, link := r.offset, r.link
+	r.mu.Unlock()
+	if link != nil && link.status().state == linkTransfer {
+		return 0
+	}
+	return off
 }
 
 // clusterMachineConfig derives the machine's settings from the directives.
