@@ -40,7 +40,7 @@ type clusterLocal struct{ s *Server }
 
 func (l clusterLocal) KeysInSlot(slot int) int { return int(l.s.dbs[0].slotKeys[slot].Load()) }
 func (l clusterLocal) DBSize() int             { return int(l.s.dbs[0].size()) }
-func (l clusterLocal) ReplOffset() int64 { return l.s.repl.clusterOffset() }
+func (l clusterLocal) ReplOffset() int64       { return l.s.repl.clusterOffset() }
 
 // clusterOffset is the replication offset the bus announces, as Redis's
 // (master_repl_offset on a master, replicationGetSlaveOffset on a
