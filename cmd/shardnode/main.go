@@ -59,7 +59,7 @@ func run(cctx *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	runtime.GOMAXPROCS(int(cfg.Int("io-threads")))
+	runtime.GOMAXPROCS(int(cfg.Int(node.DirIOThreads)))
 	logger, closeLog, err := newLogger(cfg)
 	if err != nil {
 		return err
@@ -153,7 +153,7 @@ func newLogger(cfg *node.Config) (*slog.Logger, func(), error) {
 		closeFn = func() { fh.Close() }
 	}
 	level := slog.LevelInfo
-	switch cfg.Get("loglevel") {
+	switch cfg.Get(node.DirLoglevel) {
 	case "debug":
 		level = slog.LevelDebug
 	case "verbose":
@@ -169,9 +169,9 @@ func newLogger(cfg *node.Config) (*slog.Logger, func(), error) {
 // logfilePath is the file the logfile directive names, relative to dir
 // as for redis-server; "" for standard output.
 func logfilePath(cfg *node.Config) string {
-	f := cfg.Get("logfile")
+	f := cfg.Get(node.DirLogfile)
 	if f == "" || filepath.IsAbs(f) {
 		return f
 	}
-	return filepath.Join(cfg.Get("dir"), f)
+	return filepath.Join(cfg.Get(node.DirDir), f)
 }

@@ -363,7 +363,7 @@ func moveEntry(from *DB, src string, to *DB, dst string) {
 
 // MOVE key db
 func cmdMove(c *Client, args [][]byte) {
-	if c.srv.cfg.Bool("cluster-enabled") {
+	if c.srv.cfg.Bool(DirClusterEnabled) {
 		c.addError("ERR MOVE is not allowed in cluster mode")
 		return
 	}
@@ -415,7 +415,7 @@ func cmdCopy(c *Client, args [][]byte) {
 			return
 		}
 	}
-	if c.srv.cfg.Bool("cluster-enabled") && (src.id != 0 || dst.id != 0) {
+	if c.srv.cfg.Bool(DirClusterEnabled) && (src.id != 0 || dst.id != 0) {
 		c.addError("ERR Copying to another database is not allowed in cluster mode")
 		return
 	}
@@ -486,7 +486,7 @@ func cmdObjectEncoding(c *Client, args [][]byte) {
 
 // isLFU reports whether the maxmemory policy tracks access frequency.
 func (c *Client) isLFU() bool {
-	p := c.srv.cfg.Get("maxmemory-policy")
+	p := c.srv.cfg.Get(DirMaxmemoryPolicy)
 	return p == "allkeys-lfu" || p == "volatile-lfu"
 }
 
