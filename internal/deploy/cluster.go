@@ -268,8 +268,8 @@ func (d *Deployment) createCluster(ctx context.Context, progress io.Writer) erro
 
 // clusterHealthy returns what the cluster still misses ("" if nothing):
 // every node answers, reports cluster_state:ok with every node known and
-// every slot assigned, holds the same slot map as the others, and every
-// replica's replication link is up.
+// every slot assigned, holds the same slot map and the same replica of
+// each master as the others, and every replica's replication link is up.
 func clusterHealthy(ctx context.Context, addrs []string, clients map[string]*redis.Client) string {
 	var ref string
 	for _, a := range addrs {
@@ -290,10 +290,10 @@ func clusterHealthy(ctx context.Context, addrs []string, clients map[string]*red
 			return fmt.Sprintf("%s: %v", a, err)
 		}
 		nodes := parseClusterNodes(text)
-		if sig := slotSignature(nodes); ref == "" {
+		if sig := topologySignature(nodes); ref == "" {
 			ref = sig
 		} else if sig != ref {
-			return fmt.Sprintf("%s: slot map differs from %s's", a, addrs[0])
+			return fmt.Sprintf("%s: slot map or replicas differ from %s's", a, addrs[0])
 		}
 		if me := myself(nodes); me != nil && me.replica() {
 			repl, err := c.Info(ctx, "replication").Result()

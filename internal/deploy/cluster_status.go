@@ -169,6 +169,19 @@ func slotSignature(nodes []*clusterNode) string {
 	return strings.Join(parts, " ")
 }
 
+// topologySignature is slotSignature plus which master each replica
+// follows: two nodes with the same one agree on the whole shape.
+func topologySignature(nodes []*clusterNode) string {
+	var parts []string
+	for _, n := range nodes {
+		if n.replica() {
+			parts = append(parts, n.id+">"+n.master)
+		}
+	}
+	sort.Strings(parts)
+	return slotSignature(nodes) + " " + strings.Join(parts, " ")
+}
+
 // firstSlot is the first slot of a ranges list, for ordering.
 func firstSlot(ranges []string) int {
 	if len(ranges) == 0 {

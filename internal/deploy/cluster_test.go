@@ -119,6 +119,12 @@ func TestParseClusterNodes(t *testing.T) {
 	if a, b := slotSignature(nodes), slotSignature(parseClusterNodes(strings.Join(lines, "\n"))); a != b || a != "6733=5461-10922 e7d1=0-5460,11000" {
 		t.Errorf("signatures %q, %q", a, b)
 	}
+	// The topology signature also sees who follows whom.
+	promoted := strings.Replace(nodesText, "07c3 127.0.0.1:30004@40004 slave e7d1", "07c3 127.0.0.1:30004@40004 master -", 1)
+	if slotSignature(parseClusterNodes(promoted)) != slotSignature(nodes) ||
+		topologySignature(parseClusterNodes(promoted)) == topologySignature(nodes) {
+		t.Error("topologySignature misses a replica's master")
+	}
 }
 
 func TestCreateFirstSlot(t *testing.T) {
