@@ -19,8 +19,8 @@ import (
 func init() {
 	extraCommands = append(extraCommands, &cli.Command{
 		Name:  "status",
-		Usage: "show a Sentinel deployment's shards: masters, replicas, lag, Sentinel agreement, failovers",
-		UsageText: "shardnode status [--sentinel host:port | --dir ./shardis-data] [--json] [--watch]\n\n" +
+		Usage: "show a deployment: masters, replicas, lag, agreement, failovers (Sentinel shards or a cluster)",
+		UsageText: "shardnode status [--sentinel host:port | --node host:port | --dir ./shardis-data] [--json] [--watch]\n\n" +
 			"One line per replica in 80 columns: the shard, its master and state as the Sentinel\n" +
 			"sees it, each replica's link (up, sync, down) and lag (bytes behind, seconds since\n" +
 			"its last ack), how many Sentinels agree on the master address, and the last failover\n" +

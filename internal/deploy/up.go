@@ -52,7 +52,9 @@ type Deployment struct {
 	// Masters are the shards' master ports at start-up, by shard name.
 	Masters map[string]int
 	// Healthy is how long the start took, from Up's call to the moment
-	// every Sentinel saw every master with its replicas.
+	// every Sentinel saw every master with its replicas (in cluster mode:
+	// every node reported cluster_state:ok and the same topology, and
+	// every replica's link was up).
 	Healthy time.Duration
 
 	sup    *Supervisor
@@ -87,10 +89,11 @@ const (
 	groupSentinel
 )
 
-// Up starts the deployment in opt.Dir (creating it from opt.Plan the
-// first time) and waits until every Sentinel sees every master with its
-// replicas and the other Sentinels. On error everything started is
-// stopped.
+// Up starts the deployment in opt.Dir (creating it from opt.Plan, or
+// opt.Cluster, the first time) and waits until every Sentinel sees every
+// master with its replicas and the other Sentinels, or, for a cluster,
+// until the cluster is healthy (see [Deployment].Healthy). On error
+// everything started is stopped.
 func Up(ctx context.Context, opt Options) (_ *Deployment, err error) {
 	start := time.Now()
 	progress := opt.Progress
