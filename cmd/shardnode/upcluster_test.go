@@ -156,6 +156,19 @@ func TestUpCluster(t *testing.T) {
 		}
 	}
 	shape := clusterShape(st)
+	// --node shows a cluster without its deploy.json (no undated-failover
+	// inference then, the same shape otherwise).
+	out, err := asMain(exec.Command(bin, "status", "--dir", t.TempDir(), "--node", "127.0.0.1:1,"+addr(base+4), "--json")).Output()
+	var viaNode deploy.ClusterStatus
+	if err != nil || json.Unmarshal(out, &viaNode) != nil || viaNode.Entry != addr(base+4) || len(viaNode.Unreachable) != 1 ||
+		len(clusterShape(&viaNode)) != 6 {
+		t.Errorf("status --node: %v\n%s", err, out)
+	}
+	for a, want := range clusterShape(&viaNode) {
+		if shape[a] != want {
+			t.Errorf("status --node: %s = %q, want %q", a, want, shape[a])
+		}
+	}
 
 	// Ctrl-C stops every node.
 	c.Close()

@@ -149,8 +149,10 @@ func (d *Deployment) upCluster(ctx context.Context, opt Options, start time.Time
 	if !l.Created {
 		// A first start, or one whose creation did not finish: begin from
 		// empty nodes (nothing was ever served from them).
-		if err := os.RemoveAll(filepath.Join(dir, "nodes")); err != nil {
-			return fmt.Errorf("deploy: %w", err)
+		for _, p := range l.allPorts() {
+			if err := os.RemoveAll(NodeDir(dir, p)); err != nil {
+				return fmt.Errorf("deploy: %w", err)
+			}
 		}
 		d.Restarted = false
 		if err := l.Save(dir); err != nil {
