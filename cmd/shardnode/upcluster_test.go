@@ -84,7 +84,8 @@ func newClusterClient(t *testing.T, ctx context.Context, seeds []string) *cluste
 // TestUpCluster drives "shardnode up --cluster" with 3 masters x 1
 // replica: healthy within 10s, the summary's client code, keys through
 // client/cluster, "status" (JSON and table), Ctrl-C, and a restart from
-// nodes.conf and the AOF with the same ids, slots, roles and keys.
+// nodes.conf and the AOF with the same ids, slots, roles and keys, and a
+// start after an unfinished creation.
 func TestUpCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")
@@ -215,4 +216,28 @@ func TestUpCluster(t *testing.T) {
 		}
 	}
 	u2.stop(t)
+
+	// A creation that did not finish (deploy.json not marked created)
+	// starts afresh from empty nodes rather than from half-made nodes.conf.
+	l, err := deploy.LoadLayout(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Created = false
+	if err := l.Save(dir); err != nil {
+		t.Fatal(err)
+	}
+	u3 := startUp(t, bin, "--dir", dir)
+	u3.waitHealthy(t, 30*time.Second)
+	if !strings.Contains(u3.output(), "cluster created") {
+		t.Errorf("an unfinished creation was not redone:\n%s", u3.output())
+	}
+	st3 := clusterStatus(t, bin, dir)
+	if len(st3.Masters) != 3 || st3.Masters[0].ID == st.Masters[0].ID {
+		t.Errorf("after re-creation: %+v (old first id %s)", st3.Masters, st.Masters[0].ID)
+	}
+	if l, err := deploy.LoadLayout(dir); err != nil || !l.Created {
+		t.Errorf("deploy.json after re-creation: %+v, %v", l, err)
+	}
+	u3.stop(t)
 }
