@@ -46,6 +46,7 @@ type ClusterStatus struct {
 
 // ClusterMasterStatus is one master and its replicas.
 type ClusterMasterStatus struct {
+	// ID and Addr are the master's node id and "host:port".
 	ID   string `json:"id"`
 	Addr string `json:"addr"`
 	// ConfigEpoch is the master's config epoch.
@@ -65,6 +66,7 @@ type ClusterMasterStatus struct {
 
 // ClusterReplicaStatus is one replica of a cluster master.
 type ClusterReplicaStatus struct {
+	// ID and Addr are the replica's node id and "host:port".
 	ID   string `json:"id"`
 	Addr string `json:"addr"`
 	// Link is "up" (the replica's master_link_status), "sync" (the master
