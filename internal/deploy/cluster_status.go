@@ -332,8 +332,10 @@ func (c *ClusterCollector) Collect(ctx context.Context) (*ClusterStatus, error) 
 			ms.State = "unreachable"
 		}
 		var mrepl *nodeRepl
-		if txt, err := c.client(m.addr).Info(ctx, "replication").Result(); err == nil && ms.State != "unreachable" {
-			mrepl = parseRepl(txt)
+		if ms.State != "unreachable" {
+			if txt, err := c.client(m.addr).Info(ctx, "replication").Result(); err == nil {
+				mrepl = parseRepl(txt)
+			}
 		}
 		for _, n := range entry {
 			if !n.replica() || n.master != m.id {
