@@ -22,12 +22,12 @@ work=$(mktemp -d)
 pids=()
 cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$work"; }
 trap cleanup EXIT
-(cd "$here" && go build -o "$work/shardnode" ./cmd/shardnode)
+(cd "$here" && go build -o "$work/shardnode.bin" ./cmd/shardnode)
 hz=$(getconf CLK_TCK)
 
 run() { # kind
   local kind=$1 bin=redis-server
-  [ "$kind" = shardnode ] && bin="$work/shardnode"
+  [ "$kind" = shardnode ] && bin="$work/shardnode.bin"
   pids=()
   local addrs=()
   for i in $(seq 0 $((NODES - 1))); do

@@ -17,11 +17,11 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 pids=()
 trap 'kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null; rm -rf "$work"' EXIT
-(cd "$here" && go build -o "$work/shardnode" ./cmd/shardnode)
+(cd "$here" && go build -o "$work/shardnode.bin" ./cmd/shardnode)
 
 start() { # kind baseport
   local kind=$1 base=$2 bin=redis-server addrs=()
-  [ "$kind" = shardnode ] && bin="$work/shardnode"
+  [ "$kind" = shardnode ] && bin="$work/shardnode.bin"
   for i in 0 1 2; do
     local p=$((base + i)) d="$work/$kind/$((base + i))"
     mkdir -p "$d"
@@ -56,7 +56,7 @@ for r in $(seq "$ROUNDS"); do
       port=33000
       [ "$kind" = shardnode ] && port=33100
       redis-benchmark --cluster -p "$port" -c "$CLIENTS" -n "$REQUESTS" -P "$P" -t "$TESTS" -r 100000 --csv 2>/dev/null |
-        grep -v '^"test"' | tr -d '"' | awk -F, -v k="$kind" -v p="$P" -v r="$r" '{print k","p","r","$1","$2","$7}' >>"$work/results.csv"
+        grep '^"' | grep -v '^"test"' | tr -d '"' | awk -F, -v k="$kind" -v p="$P" -v r="$r" '{print k","p","r","$1","$2","$7}' >>"$work/results.csv"
     done
   done
 done
