@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // Arrival order for blocking commands and pub/sub.
@@ -674,8 +676,8 @@ func (c *Client) arrivalKeysReady(cmd *command, args [][]byte) bool {
 		e := db.getEntry(key)
 		ok := e != nil && !e.expired(c.now) // c.now: set by call() before arrivalEnter
 		if ok {
-			tv, isTyped := e.obj.(typedValue)
-			ok = isTyped && tv.length() > 0
+			tv, isTyped := e.obj.(value.Value)
+			ok = isTyped && tv.Length() > 0
 		}
 		m.Unlock()
 		if !ok || c.srv.blocking.hasWaiters(c.db, key) {

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // Blocking commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, and the
@@ -255,8 +257,8 @@ func (s *Server) keyAdded(db int, key string, obj any) {
 	if s.blocking.waiting.Load() == 0 || obj == nil {
 		return
 	}
-	if tv, ok := obj.(typedValue); ok {
-		if n := tv.typeName(); n == "list" || n == "zset" {
+	if tv, ok := obj.(value.Value); ok {
+		if n := tv.TypeName(); n == "list" || n == "zset" {
 			s.blocking.markReady(db, key)
 		}
 	}

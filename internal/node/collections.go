@@ -1,5 +1,7 @@
 package node
 
+import "github.com/shardis/shardis/internal/node/value"
+
 // Helpers shared by the collection families (hash, set, ...): typed
 // lookups and member removal with Redis's bookkeeping.
 
@@ -7,7 +9,7 @@ package node
 // key is missing, ok=false (after replying WRONGTYPE) when it holds another
 // type. Reads (read=true) count keyspace hits and misses and notify
 // "keymiss", as Redis's lookupKeyRead does.
-func lookupValue[T typedValue](c *Client, key []byte, read bool) (v T, ok bool) {
+func lookupValue[T value.Value](c *Client, key []byte, read bool) (v T, ok bool) {
 	e := c.curDB().lookup(string(key), c.now)
 	if e == nil {
 		if read {
@@ -33,7 +35,7 @@ func lookupValue[T typedValue](c *Client, key []byte, read bool) (v T, ok bool) 
 // signalled, event notified (then "del" if the key went) and the changes
 // counted.
 func removeMembersCommand[T interface {
-	typedValue
+	value.Value
 	Len() int
 }](c *Client, args [][]byte, del func(T, []byte) bool, class int, event string) {
 	db := c.curDB()
@@ -69,3 +71,41 @@ func removeMembersCommand[T interface {
 	}
 	c.addInt(int64(deleted))
 }
+
+// typeOf returns the TYPE of an entry.
+func typeOf(e *entry) string {
+	if e.obj == nil {
+		return "string"
+	}
+	if tv, ok := e.obj.(value.Value); ok {
+		return tv.TypeName()
+	}
+	return "none"
+}
+
+// encodingOf returns the OBJECT ENCODING of an entry.
+func encodingOf(e *entry) string {
+	if e.obj == nil {
+		if len(e.str) <= 20 {
+			if _, ok := parseInt(e.str); ok {
+				return "int"
+			}
+		}
+		if len(e.str) <= 44 {
+			return "embstr"
+		}
+		return "raw"
+	}
+	if tv, ok := e.obj.(value.Value); ok {
+		return tv.Encoding()
+	}
+	return "unknown"
+}
+
+// hashLimits reads the thresholds from the server's configuration.
+func (s *Server) hashLimits() value.HashLimits {
+	return s.hot().hashLim
+}
+
+// intsetLimit reads set-max-intset-entries from the configuration.
+func (s *Server) intsetLimit() int { return s.hot().intsetLimit }

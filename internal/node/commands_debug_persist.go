@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/rdb"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // DEBUG subcommands of persistence, registered through RegisterDebug:
@@ -129,7 +131,7 @@ func debugObject(c *Client, args [][]byte) {
 	enc := encodingOf(e)
 	lru := e.lru
 	extra := ""
-	if l, ok := e.obj.(*listValue); ok {
+	if l, ok := e.obj.(*value.List); ok {
 		n := l.Len()
 		nodes := max(1, (n+127)/128)
 		extra = fmt.Sprintf(" ql_nodes:%d ql_avg_node:%.2f ql_listpack_max:%d ql_compressed:%d ql_uncompressed_size:%d",
@@ -186,13 +188,13 @@ func objectDigest(d *digest, e *entry) {
 	case nil:
 		d.mix(beUint32(typ))
 		d.mix(e.str)
-	case *listValue:
+	case *value.List:
 		d.mix(beUint32(1))
 		o.ForEach(func(v []byte) bool { d.mix(v); return true })
-	case *setValue:
+	case *value.Set:
 		d.mix(beUint32(2))
-		o.each(func(m []byte) bool { d.xor(m); return true })
-	case *zsetValue:
+		o.Each(func(m []byte) bool { d.xor(m); return true })
+	case *value.ZSet:
 		d.mix(beUint32(3))
 		o.ForEach(func(m string, sc float64) bool {
 			var ed digest
@@ -201,9 +203,9 @@ func objectDigest(d *digest, e *entry) {
 			d.xor(ed[:])
 			return true
 		})
-	case *hashValue:
+	case *value.Hash:
 		d.mix(beUint32(4))
-		o.each(func(f, v []byte) bool {
+		o.Each(func(f, v []byte) bool {
 			var ed digest
 			ed.mix(f)
 			ed.mix(v)

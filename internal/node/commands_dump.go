@@ -11,6 +11,8 @@ import (
 
 	"github.com/shardis/shardis/internal/rdb"
 	"github.com/shardis/shardis/internal/resp"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // DUMP, RESTORE and MIGRATE, with Redis's DUMP payload (value in RDB
@@ -30,7 +32,7 @@ const errBadPayload = "ERR DUMP payload version or checksum are wrong"
 // the value's slices alias the entry's and must be used under the lock.
 func entryValue(e *entry) *rdb.Value {
 	se := snapEntry{key: e.key, str: e.str, expire: e.expire}
-	if tv, ok := e.obj.(typedValue); ok {
+	if tv, ok := e.obj.(value.Value); ok {
 		se.obj = tv
 	}
 	v := &rdb.Value{}
@@ -121,7 +123,7 @@ func cmdRestore(c *Client, args [][]byte) {
 		return
 	}
 	e := &entry{}
-	if err := fillEntry(e, v, c.srv.hashLimits(), c.srv.intsetLimit(), zsetLimits{entries: int(c.srv.cfg.Int("zset-max-listpack-entries")), value: int(c.srv.cfg.Int("zset-max-listpack-value"))}); err != nil {
+	if err := fillEntry(e, v, c.srv.hashLimits(), c.srv.intsetLimit(), value.ZSetLimits{Entries: int(c.srv.cfg.Int("zset-max-listpack-entries")), Value: int(c.srv.cfg.Int("zset-max-listpack-value"))}); err != nil {
 		c.addError("ERR Bad data format")
 		return
 	}

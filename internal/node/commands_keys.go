@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"strconv"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // Generic key commands (Redis's db.c and object.c): DEL, EXISTS, TYPE,
@@ -442,8 +444,8 @@ func cmdCopy(c *Client, args [][]byte) {
 		if ne.str == nil {
 			ne.str = []byte{}
 		}
-	} else if tv, ok := e.obj.(typedValue); ok {
-		ne.obj = tv.clone()
+	} else if tv, ok := e.obj.(value.Value); ok {
+		ne.obj = tv.Clone()
 	} else {
 		ne.obj = e.obj
 	}

@@ -3,6 +3,8 @@ package node
 import (
 	"bytes"
 	"strconv"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 func registerListCommands(t *commandTable) {
@@ -36,17 +38,17 @@ func registerListCommands(t *commandTable) {
 
 // lookupList returns key's list: (nil, nil, true) when missing, ok=false
 // (after replying WRONGTYPE) when the key holds another type.
-func (c *Client) lookupList(key []byte) (e *entry, l *listValue, ok bool) {
+func (c *Client) lookupList(key []byte) (e *entry, l *value.List, ok bool) {
 	return c.lookupListKey(string(key))
 }
 
 // lookupListKey is lookupList for a key already converted to a string.
-func (c *Client) lookupListKey(key string) (e *entry, l *listValue, ok bool) {
+func (c *Client) lookupListKey(key string) (e *entry, l *value.List, ok bool) {
 	e = c.curDB().lookup(key, c.now)
 	if e == nil {
 		return nil, nil, true
 	}
-	l, isList := e.obj.(*listValue)
+	l, isList := e.obj.(*value.List)
 	if !isList {
 		c.addError(errWrongType)
 		return nil, nil, false
@@ -125,11 +127,11 @@ func pushGeneric(c *Client, args [][]byte, left, xx bool) {
 			c.addInt(0)
 			return
 		}
-		l = newList()
+		l = value.NewList()
 		c.curDB().add(key, &entry{obj: l})
 	}
 	if !left {
-		l.reserve(args[2:])
+		l.Reserve(args[2:])
 	}
 	for _, v := range args[2:] {
 		l.Push(v, left) // copied into the list
@@ -201,7 +203,7 @@ func cmdLInsert(c *Client, args [][]byte) {
 
 // listRemoved does the bookkeeping after popping n elements from key:
 // notification, removing the emptied key, WATCH, dirty.
-func (c *Client) listRemoved(key string, l *listValue, left bool, n int) {
+func (c *Client) listRemoved(key string, l *value.List, left bool, n int) {
 	c.notify(notifyList, popEvent(left), key)
 	if l.Len() == 0 {
 		c.curDB().remove(key)
@@ -213,11 +215,11 @@ func (c *Client) listRemoved(key string, l *listValue, left bool, n int) {
 
 // popRangeReply pops up to count elements from one end and replies with
 // them as an array.
-func (c *Client) popRangeReply(l *listValue, left bool, count int64) int {
+func (c *Client) popRangeReply(l *value.List, left bool, count int64) int {
 	n := int(min(count, int64(l.Len())))
 	c.addArrayLen(n)
 	for k := 0; k < n; k++ {
-		c.addBulk(l.popView(left)) // copied into the reply before the next pop
+		c.addBulk(l.PopView(left)) // copied into the reply before the next pop
 	}
 	return n
 }
@@ -255,7 +257,7 @@ func popGeneric(c *Client, args [][]byte, left bool) {
 		return
 	}
 	if !hasCount {
-		c.addBulk(l.popView(left))
+		c.addBulk(l.PopView(left))
 		c.listRemoved(key, l, left, 1)
 		return
 	}
@@ -680,20 +682,20 @@ func lmoveGeneric(c *Client, srcKey, dstKey []byte, from, to bool) bool {
 // after checking its type; replies with the element or WRONGTYPE. It
 // returns false on WRONGTYPE. fromBlocked is set when serving a blocked
 // client (Redis then signals the source as modified already).
-func moveElement(c *Client, srcKey string, src *listValue, dstKey string, from, to bool, fromBlocked bool) bool {
+func moveElement(c *Client, srcKey string, src *value.List, dstKey string, from, to bool, fromBlocked bool) bool {
 	db := c.curDB()
 	de := db.lookup(dstKey, c.now)
-	var dst *listValue
+	var dst *value.List
 	if de != nil {
 		var isList bool
-		if dst, isList = de.obj.(*listValue); !isList {
+		if dst, isList = de.obj.(*value.List); !isList {
 			c.addError(errWrongType)
 			return false
 		}
 	}
 	v := src.Pop(from)
 	if dst == nil {
-		dst = newList()
+		dst = value.NewList()
 		db.add(dstKey, &entry{obj: dst})
 	}
 	c.signalModifiedKey(dstKey)
@@ -764,7 +766,7 @@ func blockingPop(c *Client, keys [][]byte, left bool, timeout int64, count int64
 		if e == nil {
 			return false
 		}
-		l, isList := e.obj.(*listValue)
+		l, isList := e.obj.(*value.List)
 		if !isList || l.Len() == 0 {
 			return false
 		}
@@ -776,11 +778,11 @@ func blockingPop(c *Client, keys [][]byte, left bool, timeout int64, count int64
 
 // servePop pops from a non-empty list for BLPOP/BRPOP/BLMPOP, replies and
 // propagates as LPOP/RPOP (with a count for BLMPOP), as Redis 7.0 does.
-func servePop(c *Client, key string, l *listValue, left bool, count int64) {
+func servePop(c *Client, key string, l *value.List, left bool, count int64) {
 	if count < 0 {
 		c.addArrayLen(2)
 		c.addBulkString(key)
-		c.addBulk(l.popView(left))
+		c.addBulk(l.PopView(left))
 		c.listRemoved(key, l, left, 1)
 		c.propagateAs([][]byte{popCmdName(left), []byte(key)})
 		return
@@ -852,7 +854,7 @@ func blmoveGeneric(c *Client, args [][]byte, from, to bool, timeout int64, rpopl
 		if se == nil {
 			return false
 		}
-		src, isList := se.obj.(*listValue)
+		src, isList := se.obj.(*value.List)
 		if !isList || src.Len() == 0 {
 			return false
 		}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // SORT and SORT_RO. BY and GET patterns read arbitrary keys of the current
@@ -114,12 +116,12 @@ func sortGeneric(c *Client, args [][]byte, readonly bool) {
 	kind := "list"
 	if e != nil {
 		switch v := e.obj.(type) {
-		case *listValue:
+		case *value.List:
 			v.ForEach(func(b []byte) bool { elems = append(elems, b); return true })
-		case *setValue:
+		case *value.Set:
 			kind = "set"
 			v.ForEach(func(m string) bool { elems = append(elems, []byte(m)); return true })
-		case *zsetValue:
+		case *value.ZSet:
 			kind = "zset"
 			v.ForEach(func(m string, _ float64) bool { elems = append(elems, []byte(m)); return true })
 		default:
@@ -241,7 +243,7 @@ func sortGeneric(c *Client, args [][]byte, readonly bool) {
 		}
 		return
 	}
-	l := newList()
+	l := value.NewList()
 	for j := start; j <= end; j++ {
 		if len(gets) == 0 {
 			l.PushBack(bytes.Clone(items[j].val))
@@ -293,7 +295,7 @@ func (c *Client) sortLookupPattern(pattern, subst []byte) ([]byte, bool) {
 		return nil, false
 	}
 	if field != nil {
-		h, ok := e.obj.(*hashValue)
+		h, ok := e.obj.(*value.Hash)
 		if !ok {
 			return nil, false
 		}

@@ -1,5 +1,7 @@
 package node
 
+import "github.com/shardis/shardis/internal/node/value"
+
 // Blocking sorted set pops: BZPOPMIN, BZPOPMAX and BZMPOP, on the blocking
 // machinery of blocking.go.
 
@@ -75,7 +77,7 @@ func bzpopGeneric(c *Client, keys [][]byte, timeoutArg []byte, max bool, count i
 			if e == nil {
 				return false
 			}
-			if z, isZ := e.obj.(*zsetValue); !isZ || z.Len() == 0 {
+			if z, isZ := e.obj.(*value.ZSet); !isZ || z.Len() == 0 {
 				return false
 			}
 			k, n := zpopGeneric(c, [][]byte{[]byte(key)}, max, true, count, nested, nested)

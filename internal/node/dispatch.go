@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"github.com/shardis/shardis/internal/node/value"
 	"slices"
 	"strconv"
 	"strings"
@@ -456,16 +457,7 @@ func (c *Client) keysOfMulti() (keys []lockKey, all bool) {
 }
 
 // parseInt parses a Redis integer argument.
-func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if b[0] == '+' || (len(b) > 1 && b[0] == '0') || (len(b) > 1 && b[0] == '-' && b[1] == '0') {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	return n, err == nil
-}
+func parseInt(b []byte) (int64, bool) { return value.ParseInt(b) }
 
 // parseFloat parses a Redis float argument (inf, -inf allowed; NaN not).
 func parseFloat(b []byte) (float64, bool) {

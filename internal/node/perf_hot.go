@@ -3,6 +3,8 @@ package node
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // perfState holds what the per-command path reads instead of shared
@@ -53,8 +55,8 @@ type hotConfig struct {
 	replicaReadOnly, stopWritesOnBgsaveErr, saveRules bool
 	minReplicasToWrite                                int64
 	// Encoding thresholds of the collection types.
-	hashLim     hashLimits
-	zsetLim     zsetLimits
+	hashLim     value.HashLimits
+	zsetLim     value.ZSetLimits
 	intsetLimit int
 	// outLimits is client-output-buffer-limit per client class.
 	outLimits [outClasses]outLimit
@@ -79,8 +81,8 @@ func (s *Server) hot() *hotConfig {
 	h.stopWritesOnBgsaveErr = s.cfg.Bool("stop-writes-on-bgsave-error")
 	h.saveRules = s.cfg.Get("save") != ""
 	h.minReplicasToWrite = s.cfg.Int("min-replicas-to-write")
-	h.hashLim = hashLimits{entries: int(s.cfg.Int("hash-max-listpack-entries")), value: int(s.cfg.Int("hash-max-listpack-value"))}
-	h.zsetLim = zsetLimits{entries: int(s.cfg.Int("zset-max-listpack-entries")), value: int(s.cfg.Int("zset-max-listpack-value"))}
+	h.hashLim = value.HashLimits{Entries: int(s.cfg.Int("hash-max-listpack-entries")), Value: int(s.cfg.Int("hash-max-listpack-value"))}
+	h.zsetLim = value.ZSetLimits{Entries: int(s.cfg.Int("zset-max-listpack-entries")), Value: int(s.cfg.Int("zset-max-listpack-value"))}
 	h.intsetLimit = int(s.cfg.Int("set-max-intset-entries"))
 	h.outLimits = parseOutLimits(s.cfg.Get("client-output-buffer-limit"))
 	if sn != nil {

@@ -1,6 +1,10 @@
 package node
 
-import "unsafe"
+import (
+	"unsafe"
+
+	"github.com/shardis/shardis/internal/node/value"
+)
 
 // Pipeline prefetching.
 //
@@ -44,7 +48,7 @@ func (s *shard) setBuckets(nb []*entry) {
 // keys prefetched for them.
 const (
 	maxBatch    = 32
-	maxPrefetch = 64
+	maxPrefetch = value.MaxPrefetch
 )
 
 // batchReq is one parsed request of a batch: its arguments (pointing into
@@ -223,17 +227,17 @@ func (db *DB) prefetchMembers(key string, ms [][]byte) uint32 {
 		return 0
 	}
 	switch v := e.obj.(type) {
-	case *hashValue:
-		if v.d != nil {
-			return prefetchDict(v.d, ms)
+	case *value.Hash:
+		if v.Dict != nil {
+			return prefetchDict(v.Dict, ms)
 		}
-	case *setValue:
-		if v.d != nil {
-			return prefetchDict(v.d, ms)
+	case *value.Set:
+		if v.Dict != nil {
+			return prefetchDict(v.Dict, ms)
 		}
-	case *zsetValue:
-		if v.dict != nil {
-			return prefetchZSetMembers(v.dict, ms)
+	case *value.ZSet:
+		if v.Dict != nil {
+			return value.PrefetchZSetMembers(v.Dict, ms)
 		}
 	}
 	return 0
@@ -241,20 +245,20 @@ func (db *DB) prefetchMembers(key string, ms [][]byte) uint32 {
 
 // prefetchDict loads ms's bucket slots in d, then the first node of each
 // and its member's first byte.
-func prefetchDict[V any](d *chainDict[V], ms [][]byte) uint32 {
-	if len(d.buckets) == 0 {
+func prefetchDict[V any](d *value.Dict[V], ms [][]byte) uint32 {
+	if len(d.Buckets) == 0 {
 		return 0
 	}
-	var heads [maxPrefetch]*dictNode[V]
+	var heads [maxPrefetch]*value.DictNode[V]
 	for i, m := range ms {
-		heads[i] = d.buckets[d.bucketOf(dictHash(bstr(m)))]
+		heads[i] = d.Buckets[d.BucketOf(value.DictHash(bstr(m)))]
 	}
 	var sink uint32
 	for _, n := range heads[:len(ms)] {
 		if n != nil {
-			sink += n.hash
-			if len(n.key) > 0 {
-				sink += uint32(*unsafe.StringData(n.key))
+			sink += n.Hash
+			if len(n.Key) > 0 {
+				sink += uint32(*unsafe.StringData(n.Key))
 			}
 		}
 	}

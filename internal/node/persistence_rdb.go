@@ -26,6 +26,8 @@ import (
 	"unsafe"
 
 	"github.com/shardis/shardis/internal/rdb"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // persistence is the node's RDB and AOF state.
@@ -214,29 +216,29 @@ func toRDBValue(se *snapEntry, v *rdb.Value) {
 	switch o := se.obj.(type) {
 	case nil:
 		v.Kind, v.Str = rdb.KindString, se.str
-	case *listValue:
+	case *value.List:
 		v.Kind = rdb.KindList
 		o.ForEach(func(b []byte) bool { v.Elems = append(v.Elems, b); return true })
-	case *setValue:
+	case *value.Set:
 		v.Kind = rdb.KindSet
 		// An intset yields its members in a reused buffer: copy them.
-		intset := o.d == nil
-		o.each(func(b []byte) bool {
+		intset := o.Dict == nil
+		o.Each(func(b []byte) bool {
 			if intset {
 				b = bytes.Clone(b)
 			}
 			v.Elems = append(v.Elems, b)
 			return true
 		})
-	case *zsetValue:
+	case *value.ZSet:
 		v.Kind = rdb.KindZSet
 		o.ForEach(func(m string, sc float64) bool {
 			v.ZSet = append(v.ZSet, rdb.ZMember{Member: sbytes(m), Score: sc})
 			return true
 		})
-	case *hashValue:
+	case *value.Hash:
 		v.Kind = rdb.KindHash
-		o.each(func(f, val []byte) bool { v.Hash = append(v.Hash, rdb.HashField{Field: f, Value: val}); return true })
+		o.Each(func(f, val []byte) bool { v.Hash = append(v.Hash, rdb.HashField{Field: f, Value: val}); return true })
 	default:
 		v.Kind, v.Str = rdb.KindString, nil
 	}
@@ -292,7 +294,7 @@ func (s *Server) rdbHandlerInto(dbs []*DB) rdb.Handler {
 	now := time.Now().UnixMilli()
 	hl := s.hashLimits()
 	il := s.intsetLimit()
-	zl := zsetLimits{entries: int(s.cfg.Int("zset-max-listpack-entries")), value: int(s.cfg.Int("zset-max-listpack-value"))}
+	zl := value.ZSetLimits{Entries: int(s.cfg.Int("zset-max-listpack-entries")), Value: int(s.cfg.Int("zset-max-listpack-value"))}
 	master := s.expireDeletes()
 	loadDelay := s.cfg.Int("key-load-delay")
 	return rdb.Handler{
@@ -353,7 +355,7 @@ func (s *Server) rdbHandlerInto(dbs []*DB) rdb.Handler {
 }
 
 // fillEntry sets e's value from a decoded RDB value.
-func fillEntry(e *entry, v *rdb.Value, hl hashLimits, il int, zl zsetLimits) error {
+func fillEntry(e *entry, v *rdb.Value, hl value.HashLimits, il int, zl value.ZSetLimits) error {
 	switch v.Kind {
 	case rdb.KindString:
 		e.str = v.Str
@@ -361,34 +363,34 @@ func fillEntry(e *entry, v *rdb.Value, hl hashLimits, il int, zl zsetLimits) err
 			e.str = []byte{}
 		}
 	case rdb.KindList:
-		l := newList()
+		l := value.NewList()
 		for _, el := range v.Elems {
 			l.PushBack(el)
 		}
 		e.obj = l
 	case rdb.KindSet:
-		st := newSet()
+		st := value.NewSet()
 		for _, el := range v.Elems {
-			st.addB(el, il)
+			st.AddB(el, il)
 		}
 		e.obj = st
 	case rdb.KindZSet:
-		z := newZSet()
+		z := value.NewZSet()
 		for _, m := range v.ZSet {
-			z.set(string(m.Member), m.Score, zl)
+			z.Set(string(m.Member), m.Score, zl)
 		}
 		e.obj = z
 	case rdb.KindHash:
-		h := newHash()
+		h := value.NewHash()
 		for _, f := range v.Hash {
-			h.setB(f.Field, f.Value, hl)
+			h.SetB(f.Field, f.Value, hl)
 		}
 		e.obj = h
 	default:
 		return fmt.Errorf("node: unknown value kind %d", v.Kind)
 	}
-	if tv, ok := e.obj.(typedValue); ok && tv.length() == 0 {
-		return fmt.Errorf("node: empty %s value in RDB", tv.typeName())
+	if tv, ok := e.obj.(value.Value); ok && tv.Length() == 0 {
+		return fmt.Errorf("node: empty %s value in RDB", tv.TypeName())
 	}
 	return nil
 }

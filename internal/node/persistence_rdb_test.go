@@ -19,6 +19,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardis/shardis/internal/testutil"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // item is a key's content in a canonical, comparable form.
@@ -53,19 +55,19 @@ func canonServer(s *Server) map[string]item {
 					switch o := e.obj.(type) {
 					case nil:
 						it.typ, it.val = "string", string(e.str)
-					case *listValue:
+					case *value.List:
 						var l []string
 						o.ForEach(func(v []byte) bool { l = append(l, string(v)); return true })
 						it.typ, it.val = "list", canonList(l)
-					case *setValue:
+					case *value.Set:
 						var l []string
 						o.ForEach(func(m string) bool { l = append(l, m); return true })
 						it.typ, it.val = "set", canonSorted(l)
-					case *hashValue:
+					case *value.Hash:
 						var l []string
 						o.ForEach(func(f string, v []byte) bool { l = append(l, f+"="+string(v)); return true })
 						it.typ, it.val = "hash", canonSorted(l)
-					case *zsetValue:
+					case *value.ZSet:
 						var l []string
 						o.ForEach(func(m string, sc float64) bool { l = append(l, m+"="+fmtScore(sc)); return true })
 						it.typ, it.val = "zset", canonList(l)
@@ -250,32 +252,32 @@ func loadCommands(t *testing.T, s *Server, cmds [][]string) {
 			db.setString(k, []byte(cmd[2]), exp, false)
 		case "RPUSH":
 			if e == nil {
-				e = db.setObject(k, newList())
+				e = db.setObject(k, value.NewList())
 			}
 			for _, v := range cmd[2:] {
-				e.obj.(*listValue).PushBack([]byte(v))
+				e.obj.(*value.List).PushBack([]byte(v))
 			}
 		case "SADD":
 			if e == nil {
-				e = db.setObject(k, newSet())
+				e = db.setObject(k, value.NewSet())
 			}
 			for _, v := range cmd[2:] {
-				e.obj.(*setValue).addB([]byte(v), s.intsetLimit())
+				e.obj.(*value.Set).AddB([]byte(v), s.intsetLimit())
 			}
 		case "HSET":
 			if e == nil {
-				e = db.setObject(k, newHash())
+				e = db.setObject(k, value.NewHash())
 			}
 			for i := 2; i+1 < len(cmd); i += 2 {
-				e.obj.(*hashValue).setB([]byte(cmd[i]), []byte(cmd[i+1]), s.hashLimits())
+				e.obj.(*value.Hash).SetB([]byte(cmd[i]), []byte(cmd[i+1]), s.hashLimits())
 			}
 		case "ZADD":
 			if e == nil {
-				e = db.setObject(k, newZSet())
+				e = db.setObject(k, value.NewZSet())
 			}
 			for i := 2; i+1 < len(cmd); i += 2 {
 				sc, _ := strconv.ParseFloat(cmd[i], 64)
-				e.obj.(*zsetValue).Add(cmd[i+1], sc)
+				e.obj.(*value.ZSet).Add(cmd[i+1], sc)
 			}
 		case "PEXPIRE":
 			ms, _ := strconv.ParseInt(cmd[2], 10, 64)

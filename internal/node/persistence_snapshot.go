@@ -43,6 +43,8 @@ import (
 	"unsafe"
 
 	"github.com/shardis/shardis/internal/rdb"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // chunkBuckets is the number of buckets the writer copies under one hold
@@ -115,7 +117,7 @@ type shardCopy struct {
 type snapBuf struct {
 	recs  []snapRec
 	arena []byte
-	objs  []typedValue
+	objs  []value.Value
 	// ents and size are gather's scratch (flush empties ents).
 	ents []*entry
 	size int
@@ -168,7 +170,7 @@ func (b *snapBuf) entry(k int, se *snapEntry) {
 type snapEntry struct {
 	key    string
 	str    []byte
-	obj    typedValue
+	obj    value.Value
 	expire int64
 	lru    uint32
 }
@@ -433,9 +435,9 @@ func (b *snapBuf) flush() {
 			if e.obj == nil {
 				b.arena = append(append(b.arena, e.key...), e.str...)
 				r.vlen = int64(len(e.str))
-			} else if tv, ok := e.obj.(typedValue); ok {
+			} else if tv, ok := e.obj.(value.Value); ok {
 				b.arena = append(b.arena, e.key...)
-				b.objs = append(b.objs, tv.clone())
+				b.objs = append(b.objs, tv.Clone())
 				r.obj = int32(len(b.objs))
 			} else {
 				continue

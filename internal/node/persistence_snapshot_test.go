@@ -16,6 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardis/shardis/internal/rdb"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // snapCanonEntry renders an entry canonically ("type value expire"),
@@ -26,18 +28,18 @@ func snapCanonEntry(e *entry) string {
 	switch o := e.obj.(type) {
 	case nil:
 		typ, l = "string", []string{string(e.str)}
-	case *listValue:
+	case *value.List:
 		typ = "list"
 		o.ForEach(func(v []byte) bool { l = append(l, string(v)); return true })
-	case *setValue:
+	case *value.Set:
 		typ = "set"
 		o.ForEach(func(m string) bool { l = append(l, m); return true })
 		sort.Strings(l)
-	case *hashValue:
+	case *value.Hash:
 		typ = "hash"
 		o.ForEach(func(f string, v []byte) bool { l = append(l, f+"="+string(v)); return true })
 		sort.Strings(l)
-	case *zsetValue:
+	case *value.ZSet:
 		typ = "zset"
 		o.ForEach(func(m string, sc float64) bool { l = append(l, m+"="+fmtScore(sc)); return true })
 		sort.Strings(l)
@@ -156,25 +158,25 @@ func TestSnapshotChunksPointInTime(t *testing.T) {
 		d := s.dbs[db]
 		switch rng.IntN(8) {
 		case 0:
-			l := newList()
+			l := value.NewList()
 			for i := range 1 + rng.IntN(20) {
 				l.PushBack([]byte("e" + strconv.Itoa(i)))
 			}
 			d.setObject(key, l)
 		case 1:
-			h := newHash()
+			h := value.NewHash()
 			for i := range 1 + rng.IntN(20) {
-				h.setB([]byte("f"+strconv.Itoa(i)), []byte("v"), s.hashLimits())
+				h.SetB([]byte("f"+strconv.Itoa(i)), []byte("v"), s.hashLimits())
 			}
 			d.setObject(key, h)
 		case 2:
-			st := newSet()
+			st := value.NewSet()
 			for i := range 1 + rng.IntN(20) {
-				st.addB([]byte(strconv.Itoa(i*3)), s.intsetLimit())
+				st.AddB([]byte(strconv.Itoa(i*3)), s.intsetLimit())
 			}
 			d.setObject(key, st)
 		case 3:
-			z := newZSet()
+			z := value.NewZSet()
 			for i := range 1 + rng.IntN(20) {
 				z.Add("m"+strconv.Itoa(i), float64(i))
 			}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/shardis/shardis/internal/resp"
 )
@@ -348,3 +349,10 @@ func (s *Server) clientsCron(now time.Time) {
 		}
 	})
 }
+
+// bstr views b as a string without copying; the string is only valid while
+// b is unchanged, so it must never be stored.
+func bstr(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// sbytes views s as a read-only byte slice without copying.
+func sbytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
