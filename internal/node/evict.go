@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/shardis/shardis/internal/node/value"
 	"math/rand/v2"
 	"runtime/metrics"
 	"sync"
@@ -129,17 +130,14 @@ func (s *Server) pickEvictionKey(policy string, samples int) (*DB, string, bool)
 // lruClock is the LRU clock in seconds, as stored in entry.lru.
 func lruClock() uint32 { return uint32(time.Now().Unix()) }
 
-// sizer is implemented by values that can estimate their memory use.
-type sizer interface{ memUsage() int64 }
-
 // memUsage estimates the bytes used by the entry (MEMORY USAGE).
 func (e *entry) memUsage() int64 {
 	n := int64(80 + len(e.key) + 8)
 	if e.obj == nil {
 		return n + int64(cap(e.str))
 	}
-	if sz, ok := e.obj.(sizer); ok {
-		return n + sz.memUsage()
+	if v, ok := e.obj.(value.Value); ok {
+		return n + v.MemUsage()
 	}
 	return n + 64
 }

@@ -27,8 +27,8 @@ type Value interface {
 	Encoding() string
 	// Clone returns a deep copy (COPY).
 	Clone() Value
-	// memUsage estimates the bytes the value uses (MEMORY USAGE).
-	memUsage() int64
+	// MemUsage estimates the bytes the value uses (MEMORY USAGE).
+	MemUsage() int64
 	// Length is the number of elements; a value whose length drops to 0
 	// is removed from the keyspace by the command that emptied it.
 	Length() int

@@ -76,7 +76,7 @@ func (h *Hash) Clone() Value {
 	return &Hash{Dict: d}
 }
 
-func (h *Hash) memUsage() int64 {
+func (h *Hash) MemUsage() int64 {
 	if h.Dict == nil {
 		return 16 + 32 + int64(cap(h.lp))
 	}

@@ -101,7 +101,7 @@ func (l *List) Clone() Value {
 	return &List{n: l.n, q: q}
 }
 
-func (l *List) memUsage() int64 {
+func (l *List) MemUsage() int64 {
 	if l.q == nil {
 		return int64(48 + cap(l.packed))
 	}

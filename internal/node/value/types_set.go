@@ -69,7 +69,7 @@ func (s *Set) Clone() Value {
 	return &Set{Dict: d}
 }
 
-func (s *Set) memUsage() int64 {
+func (s *Set) MemUsage() int64 {
 	if s.Dict == nil {
 		return 16 + 32 + int64(cap(s.Ints))*8
 	}

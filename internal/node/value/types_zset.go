@@ -316,7 +316,7 @@ func (z *ZSet) Clone() Value {
 	return n
 }
 
-func (z *ZSet) memUsage() int64 {
+func (z *ZSet) MemUsage() int64 {
 	var total int64 = 48
 	if z.Dict == nil {
 		total += int64(cap(z.lp)) * 24
