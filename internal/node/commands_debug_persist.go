@@ -231,15 +231,13 @@ func debugDigest(c *Client, args [][]byte) {
 		}
 		final.mix(beUint32(uint32(i)))
 		for j := range db.shards {
-			db.shards[j].finishRehash()
-			for _, e := range db.shards[j].buckets {
-				for ; e != nil; e = e.next {
-					var d digest
-					d.mix([]byte(e.key))
-					objectDigest(&d, e)
-					final.xor(d[:])
-				}
-			}
+			db.shards[j].forEach(func(e *entry) bool {
+				var d digest
+				d.mix([]byte(e.key))
+				objectDigest(&d, e)
+				final.xor(d[:])
+				return true
+			})
 		}
 	}
 	unlock()

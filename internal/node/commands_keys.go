@@ -109,14 +109,12 @@ func cmdKeys(c *Client, args [][]byte) {
 	all := pat == "*"
 	var keys []string
 	for i := range db.shards {
-		db.shards[i].finishRehash()
-		for _, head := range db.shards[i].buckets {
-			for e := head; e != nil; e = e.next {
-				if (all || globMatch(pat, e.key, false)) && !e.expired(c.now) {
-					keys = append(keys, e.key)
-				}
+		db.shards[i].forEach(func(e *entry) bool {
+			if (all || globMatch(pat, e.key, false)) && !e.expired(c.now) {
+				keys = append(keys, e.key)
 			}
-		}
+			return true
+		})
 	}
 	c.addStrings(keys)
 }
@@ -235,7 +233,7 @@ func cmdRandomKey(c *Client, args [][]byte) {
 		for i := range db.shards {
 			sh := &db.shards[i]
 			locked := c.lockShardIfFree(sh)
-			counts[i] = sh.count
+			counts[i] = sh.len()
 			if locked {
 				sh.mu.Unlock()
 			}
@@ -284,33 +282,6 @@ func (c *Client) lockShardIfFree(sh *shard) bool {
 	}
 	sh.mu.Lock()
 	return true
-}
-
-// randomEntry returns a random entry of the shard, or nil if it is empty.
-// The shard must be locked.
-func (s *shard) randomEntry() *entry {
-	if s.count == 0 || len(s.buckets) == 0 {
-		return nil
-	}
-	s.finishRehash()
-	n := len(s.buckets)
-	start := rand.IntN(n)
-	for i := 0; i < n; i++ {
-		head := s.buckets[(start+i)%n]
-		if head == nil {
-			continue
-		}
-		l := 0
-		for e := head; e != nil; e = e.next {
-			l++
-		}
-		e := head
-		for k := rand.IntN(l); k > 0; k-- {
-			e = e.next
-		}
-		return e
-	}
-	return nil
 }
 
 // RENAME key newkey

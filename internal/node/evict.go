@@ -1,7 +1,6 @@
 package node
 
 import (
-	"github.com/shardis/shardis/internal/node/value"
 	"math/rand/v2"
 	"runtime/metrics"
 	"sync"
@@ -90,38 +89,21 @@ func (s *Server) pickEvictionKey(policy string, samples int) (*DB, string, bool)
 			continue
 		}
 		for n := 0; n < samples; n++ {
-			sh := &db.shards[rand.IntN(numShards)]
-			sh.mu.Lock()
-			var e *entry
-			if volatile {
-				for k := range sh.volatile {
-					e = sh.find(k, keyHash(k))
-					break
-				}
-			} else if len(sh.buckets) > 0 {
-				sh.finishRehash()
-				start := rand.IntN(len(sh.buckets))
-				for i := 0; i < len(sh.buckets) && e == nil; i++ {
-					e = sh.buckets[(start+i)%len(sh.buckets)]
-				}
-			}
-			if e != nil {
-				var score int64
+			key, score, ok := db.evictionSample(rand.IntN(numShards), volatile, func(e *entry) int64 {
 				switch policy {
 				case "allkeys-lru", "volatile-lru":
-					score = int64(lruClock() - e.lru)
+					return int64(lruClock() - e.lru)
 				case "allkeys-lfu", "volatile-lfu":
-					score = 255 - int64(e.lru&0xff)
+					return 255 - int64(e.lru&0xff)
 				case "volatile-ttl":
-					score = 1<<62 - e.expire
+					return 1<<62 - e.expire
 				default:
-					score = rand.Int64N(1 << 30)
+					return rand.Int64N(1 << 30)
 				}
-				if score > bestScore {
-					bestScore, bestDB, bestKey = score, db, e.key
-				}
+			})
+			if ok && score > bestScore {
+				bestScore, bestDB, bestKey = score, db, key
 			}
-			sh.mu.Unlock()
 		}
 	}
 	return bestDB, bestKey, bestDB != nil
@@ -129,15 +111,3 @@ func (s *Server) pickEvictionKey(policy string, samples int) (*DB, string, bool)
 
 // lruClock is the LRU clock in seconds, as stored in entry.lru.
 func lruClock() uint32 { return uint32(time.Now().Unix()) }
-
-// memUsage estimates the bytes used by the entry (MEMORY USAGE).
-func (e *entry) memUsage() int64 {
-	n := int64(80 + len(e.key) + 8)
-	if e.obj == nil {
-		return n + int64(cap(e.str))
-	}
-	if v, ok := e.obj.(value.Value); ok {
-		return n + v.MemUsage()
-	}
-	return n + 64
-}

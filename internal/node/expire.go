@@ -27,9 +27,9 @@ func (s *Server) activeExpireCycle(now int64, budget time.Duration) {
 		}
 		first := rand.IntN(numShards)
 		for n := 0; n < numShards; n++ {
-			sh := &db.shards[(first+n)%numShards]
+			i := (first + n) % numShards
 			for {
-				sampled, expired := s.expireSample(db, sh, now, keysPerLoop)
+				sampled, expired := db.expireSample(i, now, keysPerLoop)
 				if sampled == 0 || expired*100 <= sampled*acceptableStale {
 					break
 				}
@@ -42,29 +42,4 @@ func (s *Server) activeExpireCycle(now int64, budget time.Duration) {
 			}
 		}
 	}
-}
-
-// expireSample samples up to n keys of the shard's volatile set under its
-// lock and deletes the expired ones.
-func (s *Server) expireSample(db *DB, sh *shard, now int64, n int) (sampled, expired int) {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if len(sh.volatile) == 0 {
-		return 0, 0
-	}
-	var deadBuf [64]string
-	dead := deadBuf[:0]
-	for k := range sh.volatile { // map iteration starts at a random key
-		sampled++
-		if e := sh.find(k, keyHash(k)); e != nil && e.expired(now) {
-			dead = append(dead, k)
-		}
-		if sampled >= n {
-			break
-		}
-	}
-	for _, k := range dead {
-		db.expireEntry(k)
-	}
-	return sampled, len(dead)
 }

@@ -3,8 +3,12 @@ package node
 import (
 	"hash/maphash"
 	"math/bits"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
+	"unsafe"
+
+	"github.com/shardis/shardis/internal/consistent"
 )
 
 // The keyspace of one database is split into numShards shards, each a
@@ -21,6 +25,7 @@ const (
 
 var hashSeed = maphash.MakeSeed()
 
+// keyHash is the hash of key in its shard's table (seeded per process).
 func keyHash(key string) uint64 { return maphash.String(hashSeed, key) }
 
 // entry is one key of the keyspace.
@@ -299,10 +304,43 @@ func (s *shard) setVolatile(key string, on bool) {
 	}
 }
 
+// Observer is how the keyspace reports upward, to the server that owns
+// it. Its methods are called with the key's shard locked.
+type Observer interface {
+	// Expired is called after a lookup or active expiry deleted an
+	// expired key (the server propagates a DEL, notifies "expired" and
+	// touches WATCH).
+	Expired(db int, key string)
+	// Added is called after a new key was added to a database that is not
+	// staged (the server wakes clients blocked on it and notifies "new").
+	Added(db int, key string, obj any)
+}
+
+// ksShared is what the databases of one node share: the observer and
+// the expiry mode.
+type ksShared struct {
+	obs Observer
+	// hideExpired is set on a replica (and during a CLIENT PAUSE): lookups
+	// hide expired keys instead of deleting them, and active expiry stops.
+	hideExpired atomic.Bool
+}
+
+// newKSShared returns the state the databases of one node share; obs
+// receives their reports.
+func newKSShared(obs Observer) *ksShared { return &ksShared{obs: obs} }
+
+// setHideExpired switches lookups between deleting expired keys (false, a
+// master) and hiding them (true, a replica or a paused node).
+func (k *ksShared) setHideExpired(on bool) { k.hideExpired.Store(on) }
+
+// hidesExpired reports whether lookups hide expired keys instead of
+// deleting them.
+func (k *ksShared) hidesExpired() bool { return k.hideExpired.Load() }
+
 // DB is one numbered database.
 type DB struct {
 	id      int
-	srv     *Server
+	shared  *ksShared
 	shards  [numShards]shard
 	keys    atomic.Int64 // number of keys, for DBSIZE and INFO keyspace
 	expires atomic.Int64 // number of keys with an expiry
@@ -315,20 +353,23 @@ type DB struct {
 	staged bool
 }
 
-func newDB(srv *Server, id int) *DB {
-	return &DB{id: id, srv: srv}
+// newDB returns an empty database number id of the node whose databases
+// share sh.
+func newDB(sh *ksShared, id int) *DB {
+	return &DB{id: id, shared: sh}
 }
 
-func shardOf(key string) int { return keySlot(key) & (numShards - 1) }
+// shardOf returns the index of key's shard: its hash slot modulo numShards.
+func shardOf(key string) int { return consistent.KeySlot(key) & (numShards - 1) }
 
-// lockShards locks the shards of the given shard indexes, which must be
-// sorted and unique.
+// lockAll locks every shard, in index order.
 func (db *DB) lockAll() {
 	for i := range db.shards {
 		db.shards[i].mu.Lock()
 	}
 }
 
+// unlockAll unlocks every shard.
 func (db *DB) unlockAll() {
 	for i := range db.shards {
 		db.shards[i].mu.Unlock()
@@ -345,7 +386,7 @@ func (db *DB) getEntry(key string) *entry {
 func (e *entry) expired(now int64) bool { return e.expire != 0 && e.expire <= now }
 
 // lookup returns the live entry for key, deleting it first if it has
-// expired (on a master; a replica only hides it, see Server.isReplica).
+// expired (on a master; a replica only hides it, see setHideExpired).
 // The key's shard must be locked.
 func (db *DB) lookup(key string, now int64) *entry {
 	e := db.getEntry(key)
@@ -353,7 +394,7 @@ func (db *DB) lookup(key string, now int64) *entry {
 		return nil
 	}
 	if e.expired(now) {
-		if db.srv.expireDeletes() {
+		if !db.shared.hideExpired.Load() {
 			db.expireEntry(key)
 		} else if db.shards[shardOf(key)].masterAccess {
 			return e
@@ -373,16 +414,13 @@ func (db *DB) expireEntry(key string) {
 	if db.remove(key) == nil {
 		return
 	}
-	db.srv.stats.expiredKeys.Add(1)
-	db.srv.propagateExpired(db.id, key)
-	db.srv.notifyKeyspaceEvent(notifyExpired, "expired", key, db.id)
-	db.srv.touchWatchedKey(db.id, key)
+	db.shared.obs.Expired(db.id, key)
 }
 
 // add inserts a new key (which must not exist) and returns its entry.
 func (db *DB) add(key string, e *entry) {
 	e.key = key
-	sl := keySlot(key)
+	sl := consistent.KeySlot(key)
 	sh := &db.shards[sl&(numShards-1)]
 	sh.insert(e, keyHash(key))
 	if e.expire != 0 {
@@ -394,16 +432,12 @@ func (db *DB) add(key string, e *entry) {
 	if db.staged {
 		return
 	}
-	db.srv.keyAdded(db.id, key, e.obj)
-	if !db.srv.loading.Load() {
-		// Redis's dbAdd: the "new" event (class n), not sent while loading.
-		db.srv.notifyKeyspaceEvent(notifyNew, "new", key, db.id)
-	}
+	db.shared.obs.Added(db.id, key, e.obj)
 }
 
 // remove deletes key and returns its entry, or nil.
 func (db *DB) remove(key string) *entry {
-	sl := keySlot(key)
+	sl := consistent.KeySlot(key)
 	e := db.shards[sl&(numShards-1)].remove(key, keyHash(key))
 	if e != nil {
 		if e.expire != 0 {
@@ -517,4 +551,102 @@ func (db *DB) forEachShardLocked(fn func(sh *shard)) {
 		fn(sh)
 		sh.mu.Unlock()
 	}
+}
+
+// len returns the number of keys in the shard, expired ones not yet
+// removed included. The shard must be locked.
+func (s *shard) len() int { return s.count }
+
+// numBuckets returns the size of the shard's (new) table.
+func (s *shard) numBuckets() int { return len(s.buckets) }
+
+// growing reports whether an incremental growth is in progress (two
+// tables).
+func (s *shard) growing() bool { return s.old != nil }
+
+// setMasterAccess makes lookups see logically expired keys as alive while
+// the master link's command holds the shard on a replica.
+func (s *shard) setMasterAccess(on bool) { s.masterAccess = on }
+
+// forEach calls fn for every entry of the shard until fn returns false;
+// a growth in progress is completed first. The shard must be locked.
+func (s *shard) forEach(fn func(e *entry) bool) {
+	s.finishRehash()
+	for _, e := range s.buckets {
+		for ; e != nil; e = e.next {
+			if !fn(e) {
+				return
+			}
+		}
+	}
+}
+
+// walk calls fn for every entry of both tables without changing the
+// shard (a growth in progress stays in progress). The shard must be
+// locked.
+func (s *shard) walk(fn func(e *entry)) {
+	for _, table := range [][]*entry{s.old, s.buckets} {
+		for _, e := range table {
+			for ; e != nil; e = e.next {
+				fn(e)
+			}
+		}
+	}
+}
+
+// randomEntry returns a random entry of the shard, or nil if it is empty.
+// The shard must be locked.
+func (s *shard) randomEntry() *entry {
+	if s.count == 0 || len(s.buckets) == 0 {
+		return nil
+	}
+	s.finishRehash()
+	n := len(s.buckets)
+	start := rand.IntN(n)
+	for i := 0; i < n; i++ {
+		head := s.buckets[(start+i)%n]
+		if head == nil {
+			continue
+		}
+		l := 0
+		for e := head; e != nil; e = e.next {
+			l++
+		}
+		e := head
+		for k := rand.IntN(l); k > 0; k-- {
+			e = e.next
+		}
+		return e
+	}
+	return nil
+}
+
+// presize gives an empty database's shards room for about n keys.
+func (db *DB) presize(n uint64) {
+	per := n / numShards
+	if per < 4 || per > 1<<26 {
+		return
+	}
+	b := 1 << bits.Len64(per) // above per: no growth at the expected count
+	for i := range db.shards {
+		if sh := &db.shards[i]; sh.count == 0 && len(sh.buckets) < b {
+			sh.resize(b)
+		}
+	}
+}
+
+// bucketView is a shard's bucket array as prefetching sees it.
+type bucketView struct {
+	base unsafe.Pointer // &buckets[0]
+	mask uint64
+}
+
+// setBuckets replaces the shard's bucket array. The shard must be locked.
+func (s *shard) setBuckets(nb []*entry) {
+	s.buckets = nb
+	if len(nb) == 0 {
+		s.view.Store(nil)
+		return
+	}
+	s.view.Store(&bucketView{base: unsafe.Pointer(&nb[0]), mask: uint64(len(nb) - 1)})
 }

@@ -1,8 +1,6 @@
 package node
 
 import (
-	"unsafe"
-
 	"github.com/shardis/shardis/internal/node/value"
 )
 
@@ -27,22 +25,6 @@ import (
 // (perf_prefetch_on.go) as they are races by design, and on other
 // architectures than amd64, whose weaker memory order could show an
 // entry's pointer before its contents.
-
-// bucketView is a shard's bucket array as prefetching sees it.
-type bucketView struct {
-	base unsafe.Pointer // &buckets[0]
-	mask uint64
-}
-
-// setBuckets replaces the shard's bucket array. The shard must be locked.
-func (s *shard) setBuckets(nb []*entry) {
-	s.buckets = nb
-	if len(nb) == 0 {
-		s.view.Store(nil)
-		return
-	}
-	s.view.Store(&bucketView{base: unsafe.Pointer(&nb[0]), mask: uint64(len(nb) - 1)})
-}
 
 // maxBatch bounds the requests parsed ahead of execution, maxPrefetch the
 // keys prefetched for them.
@@ -79,8 +61,7 @@ func (c *Client) prefetchBatch(reqs []batchReq) {
 	if !prefetchEnabled {
 		return
 	}
-	db := c.srv.dbs[c.db]
-	var slots [maxPrefetch]unsafe.Pointer
+	var keys [maxPrefetch]string
 	n := 0
 	for i := range reqs {
 		r := &reqs[i]
@@ -93,13 +74,7 @@ func (c *Client) prefetchBatch(reqs []batchReq) {
 		}
 		last = min(last, len(r.args)-1)
 		for k := r.cmd.first; k <= last && n < maxPrefetch; k += step {
-			key := bstr(r.args[k])
-			v := db.shards[shardOf(key)].view.Load()
-			if v == nil {
-				continue
-			}
-			i := keyHash(key) & v.mask
-			slots[n] = unsafe.Add(v.base, uintptr(i)*unsafe.Sizeof((*entry)(nil)))
+			keys[n] = bstr(r.args[k])
 			n++
 		}
 	}
@@ -107,20 +82,8 @@ func (c *Client) prefetchBatch(reqs []batchReq) {
 	if n < 2 {
 		return
 	}
-	var heads [maxPrefetch]*entry
-	for i := 0; i < n; i++ {
-		heads[i] = loadSlot(slots[i])
-	}
-	var sink uint32
-	for i := 0; i < n; i++ {
-		if e := heads[i]; e != nil {
-			sink += e.hash
-			if len(e.key) > 0 {
-				sink += uint32(*unsafe.StringData(e.key))
-			}
-		}
-	}
-	c.prefetchSink = sink // keeps the loads from being optimised away
+	// The sum keeps the loads from being optimised away.
+	c.prefetchSink = c.srv.dbs[c.db].prefetchKeys(keys[:n])
 }
 
 // Member prefetching.
@@ -214,53 +177,4 @@ func (c *Client) prefetchMembers(reqs []batchReq) {
 		}
 		i = j
 	}
-}
-
-// prefetchMembers touches the table cells of key's collection that
-// looking up ms will read.
-func (db *DB) prefetchMembers(key string, ms [][]byte) uint32 {
-	s := &db.shards[shardOf(key)]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.find(key, keyHash(key))
-	if e == nil {
-		return 0
-	}
-	switch v := e.obj.(type) {
-	case *value.Hash:
-		if v.Dict != nil {
-			return prefetchDict(v.Dict, ms)
-		}
-	case *value.Set:
-		if v.Dict != nil {
-			return prefetchDict(v.Dict, ms)
-		}
-	case *value.ZSet:
-		if v.Dict != nil {
-			return value.PrefetchZSetMembers(v.Dict, ms)
-		}
-	}
-	return 0
-}
-
-// prefetchDict loads ms's bucket slots in d, then the first node of each
-// and its member's first byte.
-func prefetchDict[V any](d *value.Dict[V], ms [][]byte) uint32 {
-	if len(d.Buckets) == 0 {
-		return 0
-	}
-	var heads [maxPrefetch]*value.DictNode[V]
-	for i, m := range ms {
-		heads[i] = d.Buckets[d.BucketOf(value.DictHash(bstr(m)))]
-	}
-	var sink uint32
-	for _, n := range heads[:len(ms)] {
-		if n != nil {
-			sink += n.Hash
-			if len(n.Key) > 0 {
-				sink += uint32(*unsafe.StringData(n.Key))
-			}
-		}
-	}
-	return sink
 }

@@ -519,7 +519,7 @@ func (sn *snapshot) writeCommands(w io.Writer) error {
 			err := sn.forEachChunk(&db.shards[j], func(buf *snapBuf) error {
 				var entry snapEntry
 				se := &entry
-				for k := range buf.recs {
+				for k := range buf.len() {
 					buf.entry(k, se)
 					if !selected {
 						b = appendCommand(b[:0], []byte("SELECT"), []byte(strconv.Itoa(i)))

@@ -73,10 +73,7 @@ func BenchmarkSnapshotCopy(b *testing.B) {
 		sn := s.persist.openLocked()
 		sn.copyAllLocked()
 		s.UnlockAll()
-		for _, sc := range sn.shards {
-			releaseChain(sc.side)
-			sc.side = nil
-		}
+		sn.releaseSides()
 		sn.close()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchRDBKeys, "ns/key")
@@ -111,11 +108,8 @@ func BenchmarkSnapshotBucketTouch(b *testing.B) {
 		k := keys[i%len(keys)]
 		sh := &db.shards[shardOf(k)]
 		sh.mu.Lock()
-		if len(sh.snaps) != 0 {
-			sc := sh.snaps[0]
-			if !sc.isCopied(sc.bucketOf(keyHash(k))) {
-				touched++
-			}
+		if sh.pendingSnapshots() != 0 && !sh.keyCopied(k) {
+			touched++
 		}
 		db.snapTouchKey(k)
 		sh.mu.Unlock()

@@ -192,7 +192,7 @@ func (sn *snapshot) writeTo(w io.Writer) error {
 // encodeBuf encodes the keys of a copied chunk.
 func (sn *snapshot) encodeBuf(enc *rdb.Encoder, buf *snapBuf, val *rdb.Value, keyDelay int64, pace *savePacer) {
 	var se snapEntry
-	for k := range buf.recs {
+	for k := range buf.len() {
 		buf.entry(k, &se)
 		meta := rdb.KeyMeta{ExpireMs: se.expire, Idle: -1, Freq: -1}
 		switch sn.lru {

@@ -48,33 +48,31 @@ func canonServer(s *Server) map[string]item {
 	defer s.UnlockAll()
 	for i, db := range s.dbs {
 		for j := range db.shards {
-			db.shards[j].finishRehash()
-			for _, e := range db.shards[j].buckets {
-				for ; e != nil; e = e.next {
-					it := item{expire: e.expire}
-					switch o := e.obj.(type) {
-					case nil:
-						it.typ, it.val = "string", string(e.str)
-					case *value.List:
-						var l []string
-						o.ForEach(func(v []byte) bool { l = append(l, string(v)); return true })
-						it.typ, it.val = "list", canonList(l)
-					case *value.Set:
-						var l []string
-						o.ForEach(func(m string) bool { l = append(l, m); return true })
-						it.typ, it.val = "set", canonSorted(l)
-					case *value.Hash:
-						var l []string
-						o.ForEach(func(f string, v []byte) bool { l = append(l, f+"="+string(v)); return true })
-						it.typ, it.val = "hash", canonSorted(l)
-					case *value.ZSet:
-						var l []string
-						o.ForEach(func(m string, sc float64) bool { l = append(l, m+"="+fmtScore(sc)); return true })
-						it.typ, it.val = "zset", canonList(l)
-					}
-					out[fmt.Sprintf("%d:%s", i, e.key)] = it
+			db.shards[j].forEach(func(e *entry) bool {
+				it := item{expire: e.expire}
+				switch o := e.obj.(type) {
+				case nil:
+					it.typ, it.val = "string", string(e.str)
+				case *value.List:
+					var l []string
+					o.ForEach(func(v []byte) bool { l = append(l, string(v)); return true })
+					it.typ, it.val = "list", canonList(l)
+				case *value.Set:
+					var l []string
+					o.ForEach(func(m string) bool { l = append(l, m); return true })
+					it.typ, it.val = "set", canonSorted(l)
+				case *value.Hash:
+					var l []string
+					o.ForEach(func(f string, v []byte) bool { l = append(l, f+"="+string(v)); return true })
+					it.typ, it.val = "hash", canonSorted(l)
+				case *value.ZSet:
+					var l []string
+					o.ForEach(func(m string, sc float64) bool { l = append(l, m+"="+fmtScore(sc)); return true })
+					it.typ, it.val = "zset", canonList(l)
 				}
-			}
+				out[fmt.Sprintf("%d:%s", i, e.key)] = it
+				return true
+			})
 		}
 	}
 	return out

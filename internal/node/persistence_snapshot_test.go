@@ -55,13 +55,9 @@ func snapCanonLocked(s *Server) map[string]string {
 	for i, db := range s.dbs {
 		for j := range db.shards {
 			sh := &db.shards[j]
-			for _, table := range [][]*entry{sh.old, sh.buckets} {
-				for _, e := range table {
-					for ; e != nil; e = e.next {
-						out[fmt.Sprintf("%d:%s", i, e.key)] = snapCanonEntry(e)
-					}
-				}
-			}
+			sh.walk(func(e *entry) {
+				out[fmt.Sprintf("%d:%s", i, e.key)] = snapCanonEntry(e)
+			})
 		}
 	}
 	return out
@@ -202,7 +198,7 @@ func TestSnapshotChunksPointInTime(t *testing.T) {
 		put(0, big+strconv.Itoa(i))
 	}
 	growSh := &s.dbs[0].shards[shardOf(grow)]
-	for i := 0; growSh.old == nil || growSh.count < 1040; i++ {
+	for i := 0; !growSh.growing() || growSh.len() < 1040; i++ {
 		put(0, grow+strconv.Itoa(i))
 	}
 	for db := 1; db < 4; db++ {
@@ -213,21 +209,21 @@ func TestSnapshotChunksPointInTime(t *testing.T) {
 	// {edge} is full (its next insert would grow it), {shrink} is one
 	// delete away from shrinking: both must wait while pending.
 	edgeSh := &s.dbs[0].shards[shardOf(edge)]
-	for i := 0; edgeSh.count < 1024 && i < 2000; i++ {
+	for i := 0; edgeSh.len() < 1024 && i < 2000; i++ {
 		put(0, edge+strconv.Itoa(i))
 	}
 	shrinkSh := &s.dbs[0].shards[shardOf(shrink)]
 	for i := range 1000 {
 		put(0, shrink+strconv.Itoa(i))
 	}
-	for i := 0; shrinkSh.count > len(shrinkSh.buckets)/8 && i < 1000; i++ {
+	for i := 0; shrinkSh.len() > shrinkSh.numBuckets()/8 && i < 1000; i++ {
 		s.dbs[0].remove(shrink + strconv.Itoa(i))
 	}
 	shrinkSh.finishRehash()
-	if growSh.old == nil || edgeSh.old != nil || edgeSh.count != len(edgeSh.buckets) || shrinkSh.count != len(shrinkSh.buckets)/8 {
+	if !growSh.growing() || edgeSh.growing() || edgeSh.len() != edgeSh.numBuckets() || shrinkSh.len() != shrinkSh.numBuckets()/8 {
 		s.UnlockAll()
 		t.Fatalf("shards not as planned: {grow} growing %v, {edge} %d keys in %d buckets, {shrink} %d in %d",
-			growSh.old != nil, edgeSh.count, len(edgeSh.buckets), shrinkSh.count, len(shrinkSh.buckets))
+			growSh.growing(), edgeSh.len(), edgeSh.numBuckets(), shrinkSh.len(), shrinkSh.numBuckets())
 	}
 	want := snapCanonLocked(s)
 	p := s.persist
@@ -246,10 +242,10 @@ func TestSnapshotChunksPointInTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.LockAll()
-	past := shrinkSh.count < len(shrinkSh.buckets)/8 && edgeSh.count > len(edgeSh.buckets)
+	past := shrinkSh.len() < shrinkSh.numBuckets()/8 && edgeSh.len() > edgeSh.numBuckets()
 	s.UnlockAll()
 	if !past {
-		t.Fatalf("{shrink} %d keys in %d buckets, {edge} %d in %d: not past their limits", shrinkSh.count, len(shrinkSh.buckets), edgeSh.count, len(edgeSh.buckets))
+		t.Fatalf("{shrink} %d keys in %d buckets, {edge} %d in %d: not past their limits", shrinkSh.len(), shrinkSh.numBuckets(), edgeSh.len(), edgeSh.numBuckets())
 	}
 
 	// Clients write at random while the writers run.
@@ -367,7 +363,7 @@ func TestSnapshotChunksPointInTime(t *testing.T) {
 	defer s.UnlockAll()
 	for i, db := range s.dbs {
 		for j := range db.shards {
-			if n := len(db.shards[j].snaps); n != 0 {
+			if n := db.shards[j].pendingSnapshots(); n != 0 {
 				t.Errorf("db %d shard %d still lists %d snapshots", i, j, n)
 			}
 		}
@@ -466,12 +462,12 @@ func TestSnapshotFrozenShardGrowsPastLimit(t *testing.T) {
 	db := s.dbs[0]
 	sh := &db.shards[shardOf("{f}")]
 	s.LockAll()
-	for i := 0; sh.count < 400; i++ {
+	for i := 0; sh.len() < 400; i++ {
 		db.setString("{f}"+strconv.Itoa(i), []byte("old"), 0, false)
 	}
-	if len(sh.buckets) != 512 || sh.old != nil {
+	if sh.numBuckets() != 512 || sh.growing() {
 		s.UnlockAll()
-		t.Fatalf("%d buckets, growing %v", len(sh.buckets), sh.old != nil)
+		t.Fatalf("%d buckets, growing %v", sh.numBuckets(), sh.growing())
 	}
 	want := snapCanonLocked(s)
 	sn := s.persist.openLocked()
@@ -479,30 +475,30 @@ func TestSnapshotFrozenShardGrowsPastLimit(t *testing.T) {
 
 	sh.mu.Lock()
 	added := 0
-	for i := 0; sh.count < frozenLoad*512 && i < 1_000_000; i++ {
+	for i := 0; sh.len() < frozenLoad*512 && i < 1_000_000; i++ {
 		k := "{f}new" + strconv.Itoa(i)
 		if keyHash(k)&511 >= chunkBuckets {
 			continue // chunk 1 stays pending
 		}
 		db.setString(k, []byte("new"), 0, false)
 		added++
-		if len(sh.buckets) != 512 {
+		if sh.numBuckets() != 512 {
 			sh.mu.Unlock()
-			t.Fatalf("the pending shard grew at %d keys", sh.count)
+			t.Fatalf("the pending shard grew at %d keys", sh.len())
 		}
 	}
-	if len(sh.snaps) != 1 {
+	if sh.pendingSnapshots() != 1 {
 		sh.mu.Unlock()
-		t.Fatalf("%d snapshots listed before the limit", len(sh.snaps))
+		t.Fatalf("%d snapshots listed before the limit", sh.pendingSnapshots())
 	}
 	for i := chunkBuckets; i < 512; i++ {
-		if sh.snaps[0].isCopied(i) {
+		if sh.bucketCopied(i) {
 			sh.mu.Unlock()
 			t.Fatalf("bucket %d copied before the limit", i)
 		}
 	}
 	db.setString("{f}last", []byte("new"), 0, false) // count is at the limit: grows
-	grown, listed := len(sh.buckets), len(sh.snaps)
+	grown, listed := sh.numBuckets(), sh.pendingSnapshots()
 	// A change to the other chunk now is after its copy.
 	for i := 0; i < 400; i++ {
 		db.remove("{f}" + strconv.Itoa(i))
@@ -549,18 +545,12 @@ func TestSnapshotSideBlocks(t *testing.T) {
 		db.snapTouchKey(k) // as the dispatcher does before a write
 		db.setString(k, []byte("new"), 0, false)
 	}
-	sc := sn.shards[sh]
-	blocks := 0
-	for b := sc.side; b != nil; b = b.older {
-		blocks++
-		// Blocks recycled from writer buffers may be larger, never
-		// smaller.
-		if cap(b.arena) < sideArena {
-			sh.mu.Unlock()
-			t.Fatalf("block %d: arena capacity %d", blocks, cap(b.arena))
-		}
-	}
+	// Blocks recycled from writer buffers may be larger, never smaller.
+	blocks, minArena := sn.sideBlocks(sh)
 	sh.mu.Unlock()
+	if blocks > 0 && minArena < sideArena {
+		t.Fatalf("a side block's arena capacity is %d", minArena)
+	}
 	if min := 3 * sideRecs * len(big) / sideArena; blocks < min {
 		t.Fatalf("%d side blocks for %d copied keys, want at least %d", blocks, 3*sideRecs, min)
 	}

@@ -90,7 +90,7 @@ func BenchmarkStagingLoad(b *testing.B) {
 			for b.Loop() {
 				staging := make([]*DB, m.srv.NumDBs())
 				for i := range staging {
-					staging[i] = newDB(m.srv, i)
+					staging[i] = newDB(m.srv.ks, i)
 					staging[i].staged = true
 				}
 				if err := m.srv.loadRDBInto(bytes.NewReader(buf.Bytes()), staging, presize); err != nil {

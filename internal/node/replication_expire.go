@@ -34,13 +34,13 @@ func (c *Client) setMasterAccess(cmd *command, args [][]byte, on bool) {
 	case cmd.flags&flagLockAll != 0:
 		for _, db := range s.dbs {
 			for i := range db.shards {
-				db.shards[i].masterAccess = on
+				db.shards[i].setMasterAccess(on)
 			}
 		}
 	case cmd.flags&flagLockDB != 0:
 		db := s.dbs[c.db]
 		for i := range db.shards {
-			db.shards[i].masterAccess = on
+			db.shards[i].setMasterAccess(on)
 		}
 	default:
 		db := s.dbs[c.db]

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/bits"
 	"net"
 	"os"
 	"strconv"
@@ -448,7 +447,7 @@ func (l *masterLink) loadStreaming(payload io.Reader, eofForm, loading bool) err
 	}
 	staging := make([]*DB, len(s.dbs))
 	for i := range staging {
-		staging[i] = newDB(s, i)
+		staging[i] = newDB(s.ks, i)
 		staging[i].staged = true
 	}
 	br := bufio.NewReaderSize(payload, 256*1024)
@@ -502,20 +501,6 @@ func (s *Server) loadRDBInto(r io.Reader, dbs []*DB, presize bool) error {
 	}
 	_, err := rdb.Parse(r, h)
 	return err
-}
-
-// presize gives an empty database's shards room for about n keys.
-func (db *DB) presize(n uint64) {
-	per := n / numShards
-	if per < 4 || per > 1<<26 {
-		return
-	}
-	b := 1 << bits.Len64(per) // above per: no growth at the expected count
-	for i := range db.shards {
-		if sh := &db.shards[i]; sh.count == 0 && len(sh.buckets) < b {
-			sh.resize(b)
-		}
-	}
 }
 
 // datasetEmpty reports whether no database holds a key.

@@ -43,10 +43,14 @@ type Server struct {
 	// (SHARDNODE_NO_READ_LOOP=1 turns it off, for comparisons).
 	readLoop atomic.Bool
 
-	cfg   *Config
-	log   *slog.Logger
-	dbs   []*DB
-	table *commandTable
+	cfg *Config
+	log *slog.Logger
+	dbs []*DB
+	// ks is what the databases share: the keyspace's observer (this
+	// server) and its expiry mode, kept by syncExpiryMode.
+	ks       *ksShared
+	expiryMu sync.Mutex // serialises syncExpiryMode
+	table    *commandTable
 
 	listeners []net.Listener
 	runID     string
@@ -164,9 +168,11 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 	s.readLoop.Store(os.Getenv("SHARDNODE_NO_READ_LOOP") == "")
 	s.lastSave.Store(time.Now().Unix())
 	n := int(cfg.Int("databases"))
+	s.ks = newKSShared(ksObserver{s})
+	s.pause.changed = s.syncExpiryMode
 	s.dbs = make([]*DB, n)
 	for i := range s.dbs {
-		s.dbs[i] = newDB(s, i)
+		s.dbs[i] = newDB(s.ks, i)
 	}
 	s.slowlog.init()
 	s.applyGCPercent()
@@ -230,7 +236,18 @@ func (s *Server) expireDeletes() bool { return !s.replicaMode.Load() && !s.pause
 
 // SetReplicaMode switches expiry and write handling between master and
 // replica behaviour.
-func (s *Server) SetReplicaMode(on bool) { s.replicaMode.Store(on) }
+func (s *Server) SetReplicaMode(on bool) {
+	s.replicaMode.Store(on)
+	s.syncExpiryMode()
+}
+
+// syncExpiryMode tells the keyspace whether lookups delete expired keys,
+// after the replica mode or a CLIENT PAUSE changed.
+func (s *Server) syncExpiryMode() {
+	s.expiryMu.Lock()
+	s.ks.setHideExpired(!s.expireDeletes())
+	s.expiryMu.Unlock()
+}
 
 // Addr returns the address of the first listener (after Listen).
 func (s *Server) Addr() net.Addr {

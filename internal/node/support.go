@@ -172,6 +172,8 @@ type pauseState struct {
 	// waiting counts the clients a pause holds (INFO blocked_clients, as
 	// Redis counts its postponed clients).
 	waiting atomic.Int64
+	// changed, if set, is called (with mu held) after on changes.
+	changed func()
 	// freeze stops everything during DEBUG SLEEP (debug_freeze.go).
 	freeze freezeGate
 }
@@ -191,6 +193,14 @@ func (p *pauseState) set(until time.Time, all bool) {
 	}
 	p.all = all
 	p.on.Store(true)
+	p.notify()
+}
+
+// notify calls the changed hook; p.mu is held.
+func (p *pauseState) notify() {
+	if p.changed != nil {
+		p.changed()
+	}
 }
 
 func (p *pauseState) unpause() {
@@ -198,6 +208,7 @@ func (p *pauseState) unpause() {
 	defer p.mu.Unlock()
 	p.until = time.Time{}
 	p.on.Store(false)
+	p.notify()
 	if p.wake != nil {
 		close(p.wake)
 		p.wake = nil
@@ -210,6 +221,7 @@ func (p *pauseState) expire(now time.Time) {
 	if !p.until.IsZero() && !now.Before(p.until) {
 		p.until = time.Time{}
 		p.on.Store(false)
+		p.notify()
 		if p.wake != nil {
 			close(p.wake)
 			p.wake = nil
