@@ -46,7 +46,7 @@ func (c *Client) setMasterAccess(cmd *command, args [][]byte, on bool) {
 		db := s.dbs[c.db]
 		for _, p := range cmd.keyPositions(args) {
 			if p < len(args) {
-				db.shards[shardOf(string(args[p]))].masterAccess = on
+				db.shards[shardOf(string(args[p]))].setMasterAccess(on)
 			}
 		}
 	}
