@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/value"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // Arrival order for blocking commands and pub/sub.
@@ -671,12 +673,12 @@ func (c *Client) arrivalKeysReady(cmd *command, args [][]byte) bool {
 	db := c.srv.dbs[c.db]
 	for _, k := range args[1:min(1+n, len(args))] {
 		key := bstr(k)
-		m := &db.shards[shardOf(key)].mu
+		m := &db.Shards[keyspace.ShardOf(key)].Mu
 		m.Lock()
-		e := db.getEntry(key)
-		ok := e != nil && !e.expired(c.now) // c.now: set by call() before arrivalEnter
+		e := db.GetEntry(key)
+		ok := e != nil && !e.Expired(c.now) // c.now: set by call() before arrivalEnter
 		if ok {
-			tv, isTyped := e.obj.(value.Value)
+			tv, isTyped := e.Obj.(value.Value)
 			ok = isTyped && tv.Length() > 0
 		}
 		m.Unlock()

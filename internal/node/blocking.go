@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/value"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // Blocking commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, and the
@@ -388,7 +390,7 @@ func (s *Server) serveWaiter(w *waiter, key string) (served bool, more []watchKe
 func lockShards(s *Server, keys []lockKey) []*sync.Mutex {
 	ms := make([]*sync.Mutex, 0, len(keys))
 	for _, k := range keys {
-		m := &s.dbs[k.db].shards[k.shard].mu
+		m := &s.dbs[k.db].Shards[k.shard].Mu
 		m.Lock()
 		ms = append(ms, m)
 	}
@@ -431,10 +433,10 @@ func (c *Client) blockForKeys(spec blockSpec) {
 		}
 	}
 	for _, k := range w.keys {
-		w.locks = append(w.locks, lockKey{c.db, shardOf(k)})
+		w.locks = append(w.locks, lockKey{c.db, keyspace.ShardOf(k)})
 	}
 	if spec.target != "" {
-		w.locks = append(w.locks, lockKey{c.db, shardOf(spec.target)})
+		w.locks = append(w.locks, lockKey{c.db, keyspace.ShardOf(spec.target)})
 	}
 	slices.SortFunc(w.locks, func(a, b lockKey) int {
 		if a.db != b.db {

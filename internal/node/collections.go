@@ -1,6 +1,10 @@
 package node
 
-import "github.com/shardis/shardis/internal/node/value"
+import (
+	"github.com/shardis/shardis/internal/node/value"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
+)
 
 // Helpers shared by the collection families (hash, set, ...): typed
 // lookups and member removal with Redis's bookkeeping.
@@ -10,7 +14,7 @@ import "github.com/shardis/shardis/internal/node/value"
 // type. Reads (read=true) count keyspace hits and misses and notify
 // "keymiss", as Redis's lookupKeyRead does.
 func lookupValue[T value.Value](c *Client, key []byte, read bool) (v T, ok bool) {
-	e := c.curDB().lookup(string(key), c.now)
+	e := c.curDB().Lookup(string(key), c.now)
 	if e == nil {
 		if read {
 			c.srv.stats.keyspaceMisses.Add(1)
@@ -21,7 +25,7 @@ func lookupValue[T value.Value](c *Client, key []byte, read bool) (v T, ok bool)
 	if read {
 		c.srv.stats.keyspaceHits.Add(1)
 	}
-	v, ok = e.obj.(T)
+	v, ok = e.Obj.(T)
 	if !ok {
 		c.addError(errWrongType)
 	}
@@ -40,12 +44,12 @@ func removeMembersCommand[T interface {
 }](c *Client, args [][]byte, del func(T, []byte) bool, class int, event string) {
 	db := c.curDB()
 	key := string(args[1])
-	e := db.lookup(key, c.now)
+	e := db.Lookup(key, c.now)
 	if e == nil {
 		c.addInt(0)
 		return
 	}
-	coll, ok := e.obj.(T)
+	coll, ok := e.Obj.(T)
 	if !ok {
 		c.addError(errWrongType)
 		return
@@ -55,7 +59,7 @@ func removeMembersCommand[T interface {
 		if del(coll, m) {
 			deleted++
 			if coll.Len() == 0 {
-				db.remove(key)
+				db.Remove(key)
 				removed = true
 				break
 			}
@@ -73,30 +77,30 @@ func removeMembersCommand[T interface {
 }
 
 // typeOf returns the TYPE of an entry.
-func typeOf(e *entry) string {
-	if e.obj == nil {
+func typeOf(e *keyspace.Entry) string {
+	if e.Obj == nil {
 		return "string"
 	}
-	if tv, ok := e.obj.(value.Value); ok {
+	if tv, ok := e.Obj.(value.Value); ok {
 		return tv.TypeName()
 	}
 	return "none"
 }
 
 // encodingOf returns the OBJECT ENCODING of an entry.
-func encodingOf(e *entry) string {
-	if e.obj == nil {
-		if len(e.str) <= 20 {
-			if _, ok := parseInt(e.str); ok {
+func encodingOf(e *keyspace.Entry) string {
+	if e.Obj == nil {
+		if len(e.Str) <= 20 {
+			if _, ok := parseInt(e.Str); ok {
 				return "int"
 			}
 		}
-		if len(e.str) <= 44 {
+		if len(e.Str) <= 44 {
 			return "embstr"
 		}
 		return "raw"
 	}
-	if tv, ok := e.obj.(value.Value); ok {
+	if tv, ok := e.Obj.(value.Value); ok {
 		return tv.Encoding()
 	}
 	return "unknown"

@@ -42,7 +42,7 @@ func (c *Client) lookupHash(key []byte, read bool) (*value.Hash, bool) {
 // createHash stores a new empty hash at key, which must be missing.
 func (c *Client) createHash(key []byte) *value.Hash {
 	h := value.NewHash()
-	c.curDB().setObject(string(key), h)
+	c.curDB().SetObject(string(key), h)
 	return h
 }
 

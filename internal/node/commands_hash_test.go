@@ -9,15 +9,17 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // encodingOfKey reads a key's OBJECT ENCODING from inside the server.
 func encodingOfKey(ts *testServer, key string) string {
 	db := ts.srv.dbs[0]
-	sh := &db.shards[shardOf(key)]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := db.getEntry(key)
+	sh := &db.Shards[keyspace.ShardOf(key)]
+	sh.Mu.Lock()
+	defer sh.Mu.Unlock()
+	e := db.GetEntry(key)
 	if e == nil {
 		return ""
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 func TestKeysBasic(t *testing.T) {
@@ -298,10 +300,10 @@ func TestObjectIdletime(t *testing.T) {
 	r.expect("SET k v\r\n", "+OK")
 	age := func(secs uint32) {
 		db := ts.srv.dbs[0]
-		sh := &db.shards[shardOf("k")]
-		sh.mu.Lock()
-		db.getEntry("k").lru = uint32(time.Now().Unix()) - secs
-		sh.mu.Unlock()
+		sh := &db.Shards[keyspace.ShardOf("k")]
+		sh.Mu.Lock()
+		db.GetEntry("k").LRU = uint32(time.Now().Unix()) - secs
+		sh.Mu.Unlock()
 	}
 	age(100)
 	// OBJECT, TYPE, TTL and EXISTS do not touch the key.

@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/shardis/shardis/internal/node/value"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 func registerListCommands(t *commandTable) {
@@ -38,17 +40,17 @@ func registerListCommands(t *commandTable) {
 
 // lookupList returns key's list: (nil, nil, true) when missing, ok=false
 // (after replying WRONGTYPE) when the key holds another type.
-func (c *Client) lookupList(key []byte) (e *entry, l *value.List, ok bool) {
+func (c *Client) lookupList(key []byte) (e *keyspace.Entry, l *value.List, ok bool) {
 	return c.lookupListKey(string(key))
 }
 
 // lookupListKey is lookupList for a key already converted to a string.
-func (c *Client) lookupListKey(key string) (e *entry, l *value.List, ok bool) {
-	e = c.curDB().lookup(key, c.now)
+func (c *Client) lookupListKey(key string) (e *keyspace.Entry, l *value.List, ok bool) {
+	e = c.curDB().Lookup(key, c.now)
 	if e == nil {
 		return nil, nil, true
 	}
-	l, isList := e.obj.(*value.List)
+	l, isList := e.Obj.(*value.List)
 	if !isList {
 		c.addError(errWrongType)
 		return nil, nil, false
@@ -128,7 +130,7 @@ func pushGeneric(c *Client, args [][]byte, left, xx bool) {
 			return
 		}
 		l = value.NewList()
-		c.curDB().add(key, &entry{obj: l})
+		c.curDB().Add(key, &keyspace.Entry{Obj: l})
 	}
 	if !left {
 		l.Reserve(args[2:])
@@ -206,7 +208,7 @@ func cmdLInsert(c *Client, args [][]byte) {
 func (c *Client) listRemoved(key string, l *value.List, left bool, n int) {
 	c.notify(notifyList, popEvent(left), key)
 	if l.Len() == 0 {
-		c.curDB().remove(key)
+		c.curDB().Remove(key)
 		c.notify(notifyGeneric, "del", key)
 	}
 	c.signalModifiedKey(key)
@@ -490,7 +492,7 @@ func cmdLTrim(c *Client, args [][]byte) {
 	}
 	c.notify(notifyList, "ltrim", key)
 	if l.Len() == 0 {
-		c.curDB().remove(key)
+		c.curDB().Remove(key)
 		c.notify(notifyGeneric, "del", key)
 	}
 	c.signalModifiedKey(key)
@@ -656,7 +658,7 @@ func cmdLRem(c *Client, args [][]byte) {
 		c.markDirty(int(removed))
 	}
 	if l.Len() == 0 {
-		c.curDB().remove(key)
+		c.curDB().Remove(key)
 		c.notify(notifyGeneric, "del", key)
 	}
 	c.addInt(removed)
@@ -684,11 +686,11 @@ func lmoveGeneric(c *Client, srcKey, dstKey []byte, from, to bool) bool {
 // client (Redis then signals the source as modified already).
 func moveElement(c *Client, srcKey string, src *value.List, dstKey string, from, to bool, fromBlocked bool) bool {
 	db := c.curDB()
-	de := db.lookup(dstKey, c.now)
+	de := db.Lookup(dstKey, c.now)
 	var dst *value.List
 	if de != nil {
 		var isList bool
-		if dst, isList = de.obj.(*value.List); !isList {
+		if dst, isList = de.Obj.(*value.List); !isList {
 			c.addError(errWrongType)
 			return false
 		}
@@ -696,7 +698,7 @@ func moveElement(c *Client, srcKey string, src *value.List, dstKey string, from,
 	v := src.Pop(from)
 	if dst == nil {
 		dst = value.NewList()
-		db.add(dstKey, &entry{obj: dst})
+		db.Add(dstKey, &keyspace.Entry{Obj: dst})
 	}
 	c.signalModifiedKey(dstKey)
 	dst.Push(v, to)
@@ -705,7 +707,7 @@ func moveElement(c *Client, srcKey string, src *value.List, dstKey string, from,
 	c.signalKeyAsReady(dstKey)
 	c.notify(notifyList, popEvent(from), srcKey)
 	if src.Len() == 0 {
-		db.remove(srcKey)
+		db.Remove(srcKey)
 		c.notify(notifyGeneric, "del", srcKey)
 	}
 	if !fromBlocked {
@@ -762,11 +764,11 @@ func blockingPop(c *Client, keys [][]byte, left bool, timeout int64, count int64
 		spec.keys = append(spec.keys, string(k))
 	}
 	spec.serve = func(c *Client, key string) bool {
-		e := c.curDB().lookup(key, c.now)
+		e := c.curDB().Lookup(key, c.now)
 		if e == nil {
 			return false
 		}
-		l, isList := e.obj.(*value.List)
+		l, isList := e.Obj.(*value.List)
 		if !isList || l.Len() == 0 {
 			return false
 		}
@@ -850,11 +852,11 @@ func blmoveGeneric(c *Client, args [][]byte, from, to bool, timeout int64, rpopl
 	}
 	spec := blockSpec{keys: []string{srcKey}, target: dstKey, timeout: timeout, kick: kick}
 	spec.serve = func(c *Client, key string) bool {
-		se := c.curDB().lookup(key, c.now)
+		se := c.curDB().Lookup(key, c.now)
 		if se == nil {
 			return false
 		}
-		src, isList := se.obj.(*value.List)
+		src, isList := se.Obj.(*value.List)
 		if !isList || src.Len() == 0 {
 			return false
 		}

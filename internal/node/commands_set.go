@@ -67,7 +67,7 @@ func cmdSAdd(c *Client, args [][]byte) {
 	}
 	if s == nil {
 		s = value.NewSetFor(args[2], 0)
-		c.curDB().setObject(string(args[1]), s)
+		c.curDB().SetObject(string(args[1]), s)
 	}
 	limit := c.srv.intsetLimit()
 	added := 0
@@ -94,20 +94,20 @@ func cmdSRem(c *Client, args [][]byte) {
 func cmdSMove(c *Client, args [][]byte) {
 	db := c.curDB()
 	src, dst := string(args[1]), string(args[2])
-	se := db.lookup(src, c.now)
-	de := db.lookup(dst, c.now)
+	se := db.Lookup(src, c.now)
+	de := db.Lookup(dst, c.now)
 	if se == nil {
 		c.addInt(0)
 		return
 	}
-	ss, ok := se.obj.(*value.Set)
+	ss, ok := se.Obj.(*value.Set)
 	if !ok {
 		c.addError(errWrongType)
 		return
 	}
 	var ds *value.Set
 	if de != nil {
-		if ds, ok = de.obj.(*value.Set); !ok {
+		if ds, ok = de.Obj.(*value.Set); !ok {
 			c.addError(errWrongType)
 			return
 		}
@@ -127,12 +127,12 @@ func cmdSMove(c *Client, args [][]byte) {
 	}
 	c.notify(notifySet, "srem", src)
 	if ss.Len() == 0 {
-		db.remove(src)
+		db.Remove(src)
 		c.notify(notifyGeneric, "del", src)
 	}
 	if ds == nil {
 		ds = value.NewSetFor(member, 0)
-		db.setObject(dst, ds)
+		db.SetObject(dst, ds)
 	}
 	c.signalModifiedKey(src)
 	c.markDirty(1)
@@ -210,7 +210,7 @@ func cmdSPop(c *Client, args [][]byte) {
 	c.propagateAs([][]byte{[]byte("SREM"), args[1], []byte(m)})
 	c.addBulkString(m)
 	if s.Len() == 0 {
-		c.curDB().remove(key)
+		c.curDB().Remove(key)
 		c.notify(notifyGeneric, "del", key)
 	}
 	c.signalModifiedKey(key)
@@ -237,7 +237,7 @@ func setPopCount(c *Client, args [][]byte) {
 	if l >= size {
 		c.addSetLen(int(size))
 		s.Each(func(m []byte) bool { c.addBulk(m); return true })
-		c.curDB().remove(key)
+		c.curDB().Remove(key)
 		c.notify(notifyGeneric, "del", key)
 		c.propagateAs([][]byte{[]byte("DEL"), args[1]})
 		c.signalModifiedKey(key)
@@ -275,7 +275,7 @@ func setPopCount(c *Client, args [][]byte) {
 			srem(slices.Clone(m))
 			return true
 		})
-		c.curDB().lookup(key, c.now).obj = ns
+		c.curDB().Lookup(key, c.now).Obj = ns
 	}
 	c.signalModifiedKey(key)
 	c.markDirty(int(l))
@@ -414,7 +414,7 @@ func (c *Client) storeSetResult(dst []byte, res *value.Set, event string) {
 	db := c.curDB()
 	key := string(dst)
 	if res.Len() > 0 {
-		db.setObject(key, res)
+		db.SetObject(key, res)
 		c.signalModifiedKey(key)
 		c.addInt(int64(res.Len()))
 		c.notify(notifySet, event, key)
@@ -422,8 +422,8 @@ func (c *Client) storeSetResult(dst []byte, res *value.Set, event string) {
 		return
 	}
 	c.addInt(0)
-	if db.lookup(key, c.now) != nil {
-		db.remove(key)
+	if db.Lookup(key, c.now) != nil {
+		db.Remove(key)
 		c.markDirty(1)
 		c.signalModifiedKey(key)
 		c.notify(notifyGeneric, "del", key)

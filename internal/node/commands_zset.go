@@ -11,6 +11,8 @@ import (
 	"github.com/shardis/shardis/internal/resp"
 
 	"github.com/shardis/shardis/internal/node/value"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // Sorted set commands, with Redis 7.0's replies and errors.
@@ -104,12 +106,12 @@ func (c *Client) zsetLimits() value.ZSetLimits {
 
 // lookupZSet returns the sorted set at key (nil when missing); ok=false
 // after replying WRONGTYPE when the key holds another type.
-func (c *Client) lookupZSet(key string) (z *value.ZSet, e *entry, ok bool) {
-	e = c.curDB().lookup(key, c.now)
+func (c *Client) lookupZSet(key string) (z *value.ZSet, e *keyspace.Entry, ok bool) {
+	e = c.curDB().Lookup(key, c.now)
 	if e == nil {
 		return nil, nil, true
 	}
-	z, isZ := e.obj.(*value.ZSet)
+	z, isZ := e.Obj.(*value.ZSet)
 	if !isZ {
 		c.addError(errWrongType)
 		return nil, nil, false
@@ -409,7 +411,7 @@ done:
 			goto reply
 		}
 		z = value.NewZSet()
-		c.curDB().setObject(key, z)
+		c.curDB().SetObject(key, z)
 		created = true
 	}
 	{
@@ -513,7 +515,7 @@ func cmdZRem(c *Client, args [][]byte) {
 			deleted++
 		}
 		if z.Len() == 0 {
-			c.curDB().remove(key)
+			c.curDB().Remove(key)
 			removed = true
 			break
 		}
@@ -586,7 +588,7 @@ func zremRange(c *Client, keyb []byte, event string, bounds func(z *value.ZSet) 
 	if deleted > 0 {
 		removed := false
 		if z.Len() == 0 {
-			c.curDB().remove(key)
+			c.curDB().Remove(key)
 			removed = true
 		}
 		c.signalModifiedKey(key)
@@ -795,15 +797,15 @@ func (c *Client) storeZSet(dst string, res *value.ZSet, event string) {
 	db := c.curDB()
 	if res.Len() == 0 {
 		c.addInt(0)
-		if db.lookup(dst, c.now) != nil {
-			db.remove(dst)
+		if db.Lookup(dst, c.now) != nil {
+			db.Remove(dst)
 			c.signalModifiedKey(dst)
 			c.notify(notifyGeneric, "del", dst)
 			c.markDirty(1)
 		}
 		return
 	}
-	db.setObject(dst, res)
+	db.SetObject(dst, res)
 	c.addInt(int64(res.Len()))
 	c.signalModifiedKey(dst)
 	c.notify(notifyZSet, event, dst)
@@ -1049,17 +1051,17 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, op zsetOp, cardOnly boo
 	j := numIdx + 1
 	for i := range src {
 		src[i].weight = 1
-		e := db.lookup(string(args[j]), c.now)
+		e := db.Lookup(string(args[j]), c.now)
 		j++
 		if e == nil {
 			continue
 		}
-		switch v := e.obj.(type) {
+		switch v := e.Obj.(type) {
 		case *value.ZSet:
 			src[i].z = v
 		default:
-			tv, isTV := e.obj.(value.Value)
-			ss, isSet := e.obj.(zSetSource)
+			tv, isTV := e.Obj.(value.Value)
+			ss, isSet := e.Obj.(zSetSource)
 			if !isTV || tv.TypeName() != "set" || !isSet {
 				c.addError(errWrongType)
 				return
@@ -1299,7 +1301,7 @@ func zpopGeneric(c *Client, keys [][]byte, max, emitKey bool, count int64, neste
 	}
 	c.signalModifiedKey(key)
 	if z.Len() == 0 {
-		c.curDB().remove(key)
+		c.curDB().Remove(key)
 		c.notify(notifyGeneric, "del", key)
 	}
 	return key, n

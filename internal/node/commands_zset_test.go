@@ -14,6 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardis/shardis/internal/node/value"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 func mustZ(t *testing.T, err error) {
@@ -526,10 +528,10 @@ func TestZSetRandomizedAgainstModel(t *testing.T) {
 // answers), read directly so the test does not depend on OBJECT.
 func zsetEncodingOf(ts *testServer, key string) string {
 	db := ts.srv.dbs[0]
-	sh := &db.shards[shardOf(key)]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := db.getEntry(key)
+	sh := &db.Shards[keyspace.ShardOf(key)]
+	sh.Mu.Lock()
+	defer sh.Mu.Unlock()
+	e := db.GetEntry(key)
 	if e == nil {
 		return ""
 	}

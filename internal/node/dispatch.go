@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // Exact Redis error texts used by the dispatcher and many handlers.
@@ -296,8 +298,8 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 	}
 	if cmd.flags&flagLockDB != 0 {
 		db := c.srv.dbs[c.db]
-		for i := range db.shards {
-			c.held = append(c.held, &db.shards[i].mu)
+		for i := range db.Shards {
+			c.held = append(c.held, &db.Shards[i].Mu)
 		}
 		for _, m := range c.held {
 			m.Lock()
@@ -311,7 +313,7 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 	if cmd.keys != nil {
 		for _, p := range cmd.keys(args) {
 			if p < len(args) {
-				keys = append(keys, lockKey{c.db, shardOf(bstr(args[p]))})
+				keys = append(keys, lockKey{c.db, keyspace.ShardOf(bstr(args[p]))})
 			}
 		}
 	} else if cmd.first > 0 {
@@ -322,14 +324,14 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 		last = min(last, len(args)-1)
 		if cmd.first == last {
 			// One key (GET, SET, INCR, LPUSH...): no sorting, no buffer.
-			m := &c.srv.dbs[c.db].shards[shardOf(bstr(args[last]))].mu
+			m := &c.srv.dbs[c.db].Shards[keyspace.ShardOf(bstr(args[last]))].Mu
 			m.Lock()
 			c.held = append(c.held, m)
 			return
 		}
 		step := max(cmd.step, 1)
 		for i := cmd.first; i <= last; i += step {
-			keys = append(keys, lockKey{c.db, shardOf(bstr(args[i]))})
+			keys = append(keys, lockKey{c.db, keyspace.ShardOf(bstr(args[i]))})
 		}
 	}
 	if len(keys) == 0 {
@@ -353,7 +355,7 @@ func (c *Client) lockKeys(keys []lockKey) {
 		keys = slices.Compact(keys)
 	}
 	for _, k := range keys {
-		m := &c.srv.dbs[k.db].shards[k.shard].mu
+		m := &c.srv.dbs[k.db].Shards[k.shard].Mu
 		m.Lock()
 		c.held = append(c.held, m)
 	}
@@ -361,8 +363,8 @@ func (c *Client) lockKeys(keys []lockKey) {
 
 func (c *Client) lockEverything() {
 	for _, db := range c.srv.dbs {
-		for i := range db.shards {
-			m := &db.shards[i].mu
+		for i := range db.Shards {
+			m := &db.Shards[i].Mu
 			m.Lock()
 			c.held = append(c.held, m)
 		}
@@ -406,7 +408,7 @@ func (c *Client) propagateAs(cmds ...[][]byte) {
 func (c *Client) markDirty(n int) { c.dirty += n }
 
 // curDB is the client's selected database.
-func (c *Client) curDB() *DB { return c.srv.dbs[c.db] }
+func (c *Client) curDB() *keyspace.DB { return c.srv.dbs[c.db] }
 
 // writeRefused returns the error that refuses a write on this node now, if
 // any: read-only replica, min-replicas.
@@ -449,7 +451,7 @@ func (c *Client) keysOfMulti() (keys []lockKey, all bool) {
 		}
 		for _, p := range cmd.keyPositions(q) {
 			if p < len(q) {
-				keys = append(keys, lockKey{c.db, shardOf(bstr(q[p]))})
+				keys = append(keys, lockKey{c.db, keyspace.ShardOf(bstr(q[p]))})
 			}
 		}
 	}

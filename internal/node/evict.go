@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // memSampler caches the Go heap's live object bytes, which INFO reports as
@@ -59,17 +61,17 @@ func (s *Server) freeMemoryIfNeeded() bool {
 		if !ok {
 			return false
 		}
-		sh := &db.shards[shardOf(key)]
-		sh.mu.Lock()
-		if e := db.getEntry(key); e != nil {
-			freed += e.memUsage()
-			db.remove(key)
+		sh := &db.Shards[keyspace.ShardOf(key)]
+		sh.Mu.Lock()
+		if e := db.GetEntry(key); e != nil {
+			freed += e.MemUsage()
+			db.Remove(key)
 			s.stats.evictedKeys.Add(1)
-			s.propagateExpired(db.id, key)
-			s.notifyKeyspaceEvent(notifyEvicted, "evicted", key, db.id)
-			s.watches.touch(db.id, key)
+			s.propagateExpired(db.ID, key)
+			s.notifyKeyspaceEvent(notifyEvicted, "evicted", key, db.ID)
+			s.watches.touch(db.ID, key)
 		}
-		sh.mu.Unlock()
+		sh.Mu.Unlock()
 	}
 	memStat.mu.Lock()
 	memStat.used.Add(-freed)
@@ -79,24 +81,24 @@ func (s *Server) freeMemoryIfNeeded() bool {
 
 // pickEvictionKey samples keys and returns the best candidate for the
 // policy (approximated LRU/LFU/TTL as Redis does).
-func (s *Server) pickEvictionKey(policy string, samples int) (*DB, string, bool) {
+func (s *Server) pickEvictionKey(policy string, samples int) (*keyspace.DB, string, bool) {
 	volatile := policy[:8] == "volatile"
-	var bestDB *DB
+	var bestDB *keyspace.DB
 	var bestKey string
 	var bestScore int64 = -1
 	for _, db := range s.dbs {
-		if db.size() == 0 || (volatile && db.expires.Load() == 0) {
+		if db.Size() == 0 || (volatile && db.Expires.Load() == 0) {
 			continue
 		}
 		for n := 0; n < samples; n++ {
-			key, score, ok := db.evictionSample(rand.IntN(numShards), volatile, func(e *entry) int64 {
+			key, score, ok := db.EvictionSample(rand.IntN(keyspace.NumShards), volatile, func(e *keyspace.Entry) int64 {
 				switch policy {
 				case "allkeys-lru", "volatile-lru":
-					return int64(lruClock() - e.lru)
+					return int64(lruClock() - e.LRU)
 				case "allkeys-lfu", "volatile-lfu":
-					return 255 - int64(e.lru&0xff)
+					return 255 - int64(e.LRU&0xff)
 				case "volatile-ttl":
-					return 1<<62 - e.expire
+					return 1<<62 - e.Expire
 				default:
 					return rand.Int64N(1 << 30)
 				}

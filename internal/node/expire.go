@@ -3,6 +3,8 @@ package node
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // activeExpireCycle reclaims expired keys nobody reads, as Redis's
@@ -22,14 +24,14 @@ func (s *Server) activeExpireCycle(now int64, budget time.Duration) {
 	acceptableStale := 10 - int(effort) // percent
 	start := time.Now()
 	for _, db := range s.dbs {
-		if db.expires.Load() == 0 {
+		if db.Expires.Load() == 0 {
 			continue
 		}
-		first := rand.IntN(numShards)
-		for n := 0; n < numShards; n++ {
-			i := (first + n) % numShards
+		first := rand.IntN(keyspace.NumShards)
+		for n := 0; n < keyspace.NumShards; n++ {
+			i := (first + n) % keyspace.NumShards
 			for {
-				sampled, expired := db.expireSample(i, now, keysPerLoop)
+				sampled, expired := db.ExpireSample(i, now, keysPerLoop)
 				if sampled == 0 || expired*100 <= sampled*acceptableStale {
 					break
 				}

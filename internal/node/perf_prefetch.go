@@ -2,6 +2,8 @@ package node
 
 import (
 	"github.com/shardis/shardis/internal/node/value"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // Pipeline prefetching.
@@ -22,7 +24,7 @@ import (
 // there (pointer-sized reads do not tear), and an entry stays allocated as
 // long as a pointer to it is held. What is read only warms the cache; it
 // never decides anything. Under the race detector the loads are skipped
-// (perf_prefetch_on.go) as they are races by design, and on other
+// (keyspace/prefetch_on.go) as they are races by design, and on other
 // architectures than amd64, whose weaker memory order could show an
 // entry's pointer before its contents.
 
@@ -58,7 +60,7 @@ func multiKey(cmd *command, n int) bool {
 // key bytes. Keys are taken from the commands' first/last/step metadata, up
 // to maxPrefetch of them.
 func (c *Client) prefetchBatch(reqs []batchReq) {
-	if !prefetchEnabled {
+	if !keyspace.PrefetchEnabled {
 		return
 	}
 	var keys [maxPrefetch]string
@@ -83,7 +85,7 @@ func (c *Client) prefetchBatch(reqs []batchReq) {
 		return
 	}
 	// The sum keeps the loads from being optimised away.
-	c.prefetchSink = c.srv.dbs[c.db].prefetchKeys(keys[:n])
+	c.prefetchSink = c.srv.dbs[c.db].PrefetchKeys(keys[:n])
 }
 
 // Member prefetching.
@@ -173,7 +175,7 @@ func (c *Client) prefetchMembers(reqs []batchReq) {
 			ms = reqs[j].appendMembers(ms)
 		}
 		if len(ms) >= 2 {
-			c.prefetchSink += c.srv.dbs[c.db].prefetchMembers(bstr(key), ms)
+			c.prefetchSink += c.srv.dbs[c.db].PrefetchMembers(bstr(key), ms)
 		}
 		i = j
 	}

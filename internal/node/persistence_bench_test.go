@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // benchRDBServer returns a server holding n string keys shaped like
@@ -22,7 +24,7 @@ func benchRDBServer(b *testing.B, n int) *Server {
 	val := bytes.Repeat([]byte("0"), 64)
 	s.LockAll()
 	for i := 0; i < n; i++ {
-		s.dbs[0].setString(fmt.Sprintf("key:%012d", i), bytes.Clone(val), 0, false)
+		s.dbs[0].SetString(fmt.Sprintf("key:%012d", i), bytes.Clone(val), 0, false)
 	}
 	s.UnlockAll()
 	return s
@@ -71,9 +73,9 @@ func BenchmarkSnapshotCopy(b *testing.B) {
 	for range b.N {
 		s.LockAll()
 		sn := s.persist.openLocked()
-		sn.copyAllLocked()
+		sn.CopyAllLocked()
 		s.UnlockAll()
-		sn.releaseSides()
+		sn.ReleaseSides()
 		sn.close()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchRDBKeys, "ns/key")
@@ -106,13 +108,13 @@ func BenchmarkSnapshotBucketTouch(b *testing.B) {
 			b.StartTimer()
 		}
 		k := keys[i%len(keys)]
-		sh := &db.shards[shardOf(k)]
-		sh.mu.Lock()
-		if sh.pendingSnapshots() != 0 && !sh.keyCopied(k) {
+		sh := &db.Shards[keyspace.ShardOf(k)]
+		sh.Mu.Lock()
+		if sh.PendingSnapshots() != 0 && !sh.KeyCopied(k) {
 			touched++
 		}
-		db.snapTouchKey(k)
-		sh.mu.Unlock()
+		db.SnapTouchKey(k)
+		sh.Mu.Unlock()
 	}
 	b.StopTimer()
 	sn.close()

@@ -21,6 +21,8 @@ import (
 	"github.com/shardis/shardis/internal/testutil"
 
 	"github.com/shardis/shardis/internal/node/value"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // item is a key's content in a canonical, comparable form.
@@ -47,12 +49,12 @@ func canonServer(s *Server) map[string]item {
 	s.LockAll()
 	defer s.UnlockAll()
 	for i, db := range s.dbs {
-		for j := range db.shards {
-			db.shards[j].forEach(func(e *entry) bool {
-				it := item{expire: e.expire}
-				switch o := e.obj.(type) {
+		for j := range db.Shards {
+			db.Shards[j].ForEach(func(e *keyspace.Entry) bool {
+				it := item{expire: e.Expire}
+				switch o := e.Obj.(type) {
 				case nil:
-					it.typ, it.val = "string", string(e.str)
+					it.typ, it.val = "string", string(e.Str)
 				case *value.List:
 					var l []string
 					o.ForEach(func(v []byte) bool { l = append(l, string(v)); return true })
@@ -70,7 +72,7 @@ func canonServer(s *Server) map[string]item {
 					o.ForEach(func(m string, sc float64) bool { l = append(l, m+"="+fmtScore(sc)); return true })
 					it.typ, it.val = "zset", canonList(l)
 				}
-				out[fmt.Sprintf("%d:%s", i, e.key)] = it
+				out[fmt.Sprintf("%d:%s", i, e.Key)] = it
 				return true
 			})
 		}
@@ -236,7 +238,7 @@ func loadCommands(t *testing.T, s *Server, cmds [][]string) {
 	now := time.Now().UnixMilli()
 	for _, cmd := range cmds {
 		k := cmd[1]
-		e := db.getEntry(k)
+		e := db.GetEntry(k)
 		switch strings.ToUpper(cmd[0]) {
 		case "SELECT":
 			n, _ := strconv.Atoi(cmd[1])
@@ -247,39 +249,39 @@ func loadCommands(t *testing.T, s *Server, cmds [][]string) {
 				ms, _ := strconv.ParseInt(cmd[4], 10, 64)
 				exp = now + ms
 			}
-			db.setString(k, []byte(cmd[2]), exp, false)
+			db.SetString(k, []byte(cmd[2]), exp, false)
 		case "RPUSH":
 			if e == nil {
-				e = db.setObject(k, value.NewList())
+				e = db.SetObject(k, value.NewList())
 			}
 			for _, v := range cmd[2:] {
-				e.obj.(*value.List).PushBack([]byte(v))
+				e.Obj.(*value.List).PushBack([]byte(v))
 			}
 		case "SADD":
 			if e == nil {
-				e = db.setObject(k, value.NewSet())
+				e = db.SetObject(k, value.NewSet())
 			}
 			for _, v := range cmd[2:] {
-				e.obj.(*value.Set).AddB([]byte(v), s.intsetLimit())
+				e.Obj.(*value.Set).AddB([]byte(v), s.intsetLimit())
 			}
 		case "HSET":
 			if e == nil {
-				e = db.setObject(k, value.NewHash())
+				e = db.SetObject(k, value.NewHash())
 			}
 			for i := 2; i+1 < len(cmd); i += 2 {
-				e.obj.(*value.Hash).SetB([]byte(cmd[i]), []byte(cmd[i+1]), s.hashLimits())
+				e.Obj.(*value.Hash).SetB([]byte(cmd[i]), []byte(cmd[i+1]), s.hashLimits())
 			}
 		case "ZADD":
 			if e == nil {
-				e = db.setObject(k, value.NewZSet())
+				e = db.SetObject(k, value.NewZSet())
 			}
 			for i := 2; i+1 < len(cmd); i += 2 {
 				sc, _ := strconv.ParseFloat(cmd[i], 64)
-				e.obj.(*value.ZSet).Add(cmd[i+1], sc)
+				e.Obj.(*value.ZSet).Add(cmd[i+1], sc)
 			}
 		case "PEXPIRE":
 			ms, _ := strconv.ParseInt(cmd[2], 10, 64)
-			db.setExpire(e, now+ms)
+			db.SetExpire(e, now+ms)
 		default:
 			t.Fatalf("loadCommands: %s", cmd[0])
 		}

@@ -1,7 +1,7 @@
 package node
 
 // Snapshots for BGSAVE, AOF rewrite and full syncs: a snapshot is the
-// keyspace's copy-on-write view (ksnap, ks_snapshot.go) plus what the
+// keyspace's copy-on-write view (keyspace.Snapshot, keyspace/snapshot.go) plus what the
 // writers need (aux fields, limits, pacing).
 
 import (
@@ -12,12 +12,14 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/rdb"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // snapshot is an open point-in-time view of the keyspace.
 type snapshot struct {
-	// ksnap is the keyspace's copy-on-write view the writer walks.
-	*ksnap
+	// keyspace.Snapshot is the keyspace's copy-on-write view the writer walks.
+	*keyspace.Snapshot
 	p      *persistence
 	seq    int64
 	opened time.Time
@@ -36,11 +38,11 @@ type snapshot struct {
 // openLocked opens a snapshot. Every shard lock must be held.
 func (p *persistence) openLocked() *snapshot {
 	s := p.srv
-	sn := &snapshot{ksnap: openKsnap(s.dbs), p: p, seq: p.snapSeq.Add(1), opened: time.Now()}
+	sn := &snapshot{Snapshot: keyspace.OpenSnapshot(s.dbs), p: p, seq: p.snapSeq.Add(1), opened: time.Now()}
 	sn.nowMs = sn.opened.UnixMilli()
 	for _, db := range s.dbs {
-		sn.dbKeys = append(sn.dbKeys, db.size())
-		sn.dbExp = append(sn.dbExp, db.expires.Load())
+		sn.dbKeys = append(sn.dbKeys, db.Size())
+		sn.dbExp = append(sn.dbExp, db.Expires.Load())
 	}
 	sn.limits = rdb.Limits{
 		HashEntries: int(s.cfg.Int("hash-max-listpack-entries")), HashValue: int(s.cfg.Int("hash-max-listpack-value")),
@@ -86,13 +88,13 @@ func (sn *snapshot) close() {
 	}
 	p.snaps.Store(&nw)
 	p.snapMu.Unlock()
-	sn.release()
+	sn.Release()
 }
 
 // snapGuard completes, in every open snapshot, the copies of the held
 // shards: the caller may change anything in them (commands that lock a
 // whole database or every shard, blocked clients being served, loads).
-func (s *Server) snapGuard(held []*sync.Mutex) { snapGuardHeld(held) }
+func (s *Server) snapGuard(held []*sync.Mutex) { keyspace.SnapGuard(held) }
 
 // snapOpen reports whether a snapshot is open (a cheap check before
 // snapGuardKeys).
@@ -113,7 +115,7 @@ func (c *Client) snapGuardKeys(cmd *command, args [][]byte) {
 	if cmd.keys != nil {
 		for _, p := range cmd.keys(args) {
 			if p < len(args) {
-				db.snapTouchKey(bstr(args[p]))
+				db.SnapTouchKey(bstr(args[p]))
 			}
 		}
 		return
@@ -127,7 +129,7 @@ func (c *Client) snapGuardKeys(cmd *command, args [][]byte) {
 	}
 	last = min(last, len(args)-1)
 	for i := cmd.first; i <= last; i += max(cmd.step, 1) {
-		db.snapTouchKey(bstr(args[i]))
+		db.SnapTouchKey(bstr(args[i]))
 	}
 }
 
@@ -168,7 +170,7 @@ const (
 )
 
 func (sn *snapshot) newPacer() savePacer {
-	p := savePacer{srv: sn.p.srv, on: sn.background}
+	p := savePacer{srv: sn.p.srv, on: sn.Background}
 	if p.on {
 		p.start, p.cmds = time.Now(), p.srv.stats.commands.Load()
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/shardis/shardis/internal/rdb"
 	"github.com/shardis/shardis/internal/resp"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // Master link states (ROLE on a replica).
@@ -378,7 +380,7 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 	}
 	var keys int64
 	for _, db := range s.dbs {
-		keys += db.size()
+		keys += db.Size()
 	}
 	s.log.Info(fmt.Sprintf("Done loading RDB, keys loaded: %d, keys expired: 0.", keys), "seconds", time.Since(start).Seconds())
 	l.r.forgetLocalExpires()
@@ -445,10 +447,10 @@ func (l *masterLink) loadStreaming(payload io.Reader, eofForm, loading bool) err
 		s.loading.Store(true)
 		defer s.loading.Store(false)
 	}
-	staging := make([]*DB, len(s.dbs))
+	staging := make([]*keyspace.DB, len(s.dbs))
 	for i := range staging {
-		staging[i] = newDB(s.ks, i)
-		staging[i].staged = true
+		staging[i] = keyspace.NewDB(s.ks, i)
+		staging[i].Staged = true
 	}
 	br := bufio.NewReaderSize(payload, 256*1024)
 	if err := s.loadRDBInto(br, staging, true); err != nil {
@@ -467,7 +469,7 @@ func (l *masterLink) loadStreaming(payload io.Reader, eofForm, loading bool) err
 	s.LockAll()
 	s.snapGuardAll()
 	for i, db := range s.dbs {
-		db.swapContents(staging[i])
+		db.SwapContents(staging[i])
 		s.signalDBsSwapped(i, i)
 	}
 	s.UnlockAll()
@@ -481,7 +483,7 @@ func (l *masterLink) loadStreaming(payload io.Reader, eofForm, loading bool) err
 // uses (a replica's staging databases). With presize, the RESIZEDB hints
 // size the empty databases' shards up front, saving their rehashing as
 // they grow.
-func (s *Server) loadRDBInto(r io.Reader, dbs []*DB, presize bool) error {
+func (s *Server) loadRDBInto(r io.Reader, dbs []*keyspace.DB, presize bool) error {
 	h := s.rdbHandlerInto(dbs)
 	if presize {
 		cur := 0
@@ -494,8 +496,8 @@ func (s *Server) loadRDBInto(r io.Reader, dbs []*DB, presize bool) error {
 			return nil
 		}
 		h.ResizeDB = func(size, _ uint64) {
-			if cur < len(dbs) && dbs[cur].size() == 0 {
-				dbs[cur].presize(size)
+			if cur < len(dbs) && dbs[cur].Size() == 0 {
+				dbs[cur].Presize(size)
 			}
 		}
 	}
@@ -506,7 +508,7 @@ func (s *Server) loadRDBInto(r io.Reader, dbs []*DB, presize bool) error {
 // datasetEmpty reports whether no database holds a key.
 func (s *Server) datasetEmpty() bool {
 	for _, db := range s.dbs {
-		if db.size() != 0 {
+		if db.Size() != 0 {
 			return false
 		}
 	}
@@ -649,7 +651,7 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 			continue
 		}
 		cmd := c.lookupCmd(args[0])
-		if prefetchEnabled && !noStreamBatch && batchable(cmd) && c.rd.Buffered() > 0 {
+		if keyspace.PrefetchEnabled && !noStreamBatch && batchable(cmd) && c.rd.Buffered() > 0 {
 			if err := l.applyBatch(c, args, raw, cmd); err != nil {
 				return err
 			}

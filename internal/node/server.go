@@ -22,6 +22,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // Version is the Redis version shardnode reports (redis_version), chosen
@@ -45,10 +47,10 @@ type Server struct {
 
 	cfg *Config
 	log *slog.Logger
-	dbs []*DB
+	dbs []*keyspace.DB
 	// ks is what the databases share: the keyspace's observer (this
 	// server) and its expiry mode, kept by syncExpiryMode.
-	ks       *ksShared
+	ks       *keyspace.Shared
 	expiryMu sync.Mutex // serialises syncExpiryMode
 	table    *commandTable
 
@@ -168,11 +170,11 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 	s.readLoop.Store(os.Getenv("SHARDNODE_NO_READ_LOOP") == "")
 	s.lastSave.Store(time.Now().Unix())
 	n := int(cfg.Int("databases"))
-	s.ks = newKSShared(ksObserver{s})
+	s.ks = keyspace.NewShared(ksObserver{s})
 	s.pause.changed = s.syncExpiryMode
-	s.dbs = make([]*DB, n)
+	s.dbs = make([]*keyspace.DB, n)
 	for i := range s.dbs {
-		s.dbs[i] = newDB(s.ks, i)
+		s.dbs[i] = keyspace.NewDB(s.ks, i)
 	}
 	s.slowlog.init()
 	s.applyGCPercent()
@@ -245,7 +247,7 @@ func (s *Server) SetReplicaMode(on bool) {
 // after the replica mode or a CLIENT PAUSE changed.
 func (s *Server) syncExpiryMode() {
 	s.expiryMu.Lock()
-	s.ks.setHideExpired(!s.expireDeletes())
+	s.ks.SetHideExpired(!s.expireDeletes())
 	s.expiryMu.Unlock()
 }
 
@@ -492,7 +494,7 @@ func (s *Server) forEachClient(fn func(c *Client)) {
 }
 
 // DB returns database i (for persistence and replication code).
-func (s *Server) DB(i int) *DB { return s.dbs[i] }
+func (s *Server) DB(i int) *keyspace.DB { return s.dbs[i] }
 
 // NumDBs returns the number of databases.
 func (s *Server) NumDBs() int { return len(s.dbs) }
@@ -501,14 +503,14 @@ func (s *Server) NumDBs() int { return len(s.dbs) }
 // keyspace access (snapshots, full syncs, FLUSHALL). UnlockAll releases.
 func (s *Server) LockAll() {
 	for _, db := range s.dbs {
-		db.lockAll()
+		db.LockAll()
 	}
 }
 
 // UnlockAll releases LockAll.
 func (s *Server) UnlockAll() {
 	for _, db := range s.dbs {
-		db.unlockAll()
+		db.UnlockAll()
 	}
 }
 

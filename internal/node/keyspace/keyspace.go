@@ -1,4 +1,20 @@
-package node
+// Package keyspace is the node's data: numbered databases (DB), each split
+// into NumShards shards, a shard being a chained hash table with
+// incremental rehashing and Redis's reverse-binary SCAN cursor behind its
+// own mutex; the entries (Entry) with their expiry and LRU/LFU data; the
+// bookkeeping of keys with an expiry (active expiry samples it) and
+// eviction's sampling; the per-slot key index; the copy-on-write
+// snapshot view the RDB and AOF writers walk; and the lock-free prefetch
+// hints for pipelines.
+//
+// It knows no client, no server and no configuration. It reports upward
+// through an Observer given at construction (an expired key deleted, a
+// key added), and whether lookups delete expired keys (a master) or hide
+// them (a replica) is a flag set with Shared.SetHideExpired. Callers lock
+// the shards of the keys they touch (Shard.Mu), always in (db, shard)
+// order, before calling the DB's methods; the method docs say which locks
+// must be held.
+package keyspace
 
 import (
 	"hash/maphash"
@@ -11,38 +27,43 @@ import (
 	"github.com/shardis/shardis/internal/consistent"
 )
 
-// The keyspace of one database is split into numShards shards, each a
+// The keyspace of one database is split into NumShards shards, each a
 // chained hash table behind its own mutex. A key's shard is its Redis
-// Cluster hash slot modulo numShards, so keys with the same {hash tag} share
+// Cluster hash slot modulo NumShards, so keys with the same {hash tag} share
 // a shard and a slot's keys are all in one shard (cheap per-slot listing for
 // cluster mode). Commands lock the shards of their keys in (db, shard) order
-// before running; see dispatch.go and docs/ARCHITECTURE.md.
+// before running; see the root's dispatch.go and docs/ARCHITECTURE.md.
 const (
-	shardBits = 6
-	numShards = 1 << shardBits
+	// ShardBits is log2 of NumShards.
+	ShardBits = 6
+	// NumShards is the number of shards of a database.
+	NumShards = 1 << ShardBits
 	numSlots  = 16384
 )
 
 var hashSeed = maphash.MakeSeed()
 
-// keyHash is the hash of key in its shard's table (seeded per process).
-func keyHash(key string) uint64 { return maphash.String(hashSeed, key) }
+// KeyHash is the hash of key in its shard's table (seeded per process).
+func KeyHash(key string) uint64 { return maphash.String(hashSeed, key) }
 
-// entry is one key of the keyspace.
-type entry struct {
-	next   *entry
-	key    string
-	str    []byte // value of a string key
-	obj    any    // value of any other type (nil for strings)
-	expire int64  // absolute unix time in ms; 0 means no expiry
-	lru    uint32 // LRU clock (seconds) or LFU data, see evict.go
-	// hash is the low half of keyHash(key), set by shard.insert (it fills
+// Entry is one key of the keyspace.
+//
+// Its exported fields are read and written by commands holding the key's
+// shard lock; the key itself is fixed once the entry is added.
+type Entry struct {
+	next   *Entry
+	Key    string // the key (set by DB.Add)
+	Str    []byte // value of a string key
+	Obj    any    // value of any other type (nil for strings): a value.Value
+	Expire int64  // absolute unix time in ms; 0 means no expiry (change it with DB.SetExpire)
+	LRU    uint32 // LRU clock (seconds) or LFU data (the root's evict.go)
+	// hash is the low half of KeyHash(key), set by shard.insert (it fills
 	// the struct's padding): a chain walk skips other keys without
 	// touching their bytes, and resize does not rehash.
 	hash uint32
 }
 
-// shard is a chained hash table with power-of-two buckets. Its SCAN cursor
+// Shard is a chained hash table with power-of-two buckets. Its SCAN cursor
 // walks bucket indexes in reverse-binary order, as Redis's dictScan does, so
 // a scan survives growth and shrinking without missing a key that is present
 // for the whole scan.
@@ -52,34 +73,37 @@ type entry struct {
 // per insert (rehashStep), so no single write pays for moving every key of
 // the shard (64k keys took ~7 ms, a stall for every client of the shard).
 // While old is set, a key is in one of the two tables. Code that walks the
-// buckets directly calls finishRehash first.
-type shard struct {
-	mu       sync.Mutex
-	buckets  []*entry
+// buckets directly calls FinishRehash first.
+type Shard struct {
+	// Mu guards the shard and its entries. It must stay the first field:
+	// SnapGuard maps a held mutex back to its shard. Callers lock shards
+	// in (db, shard) order.
+	Mu       sync.Mutex
+	buckets  []*Entry
 	count    int
 	volatile map[string]struct{} // keys that have an expiry
 	// masterAccess is set while the master link's command holds the shard
 	// on a replica: it sees logically expired keys as alive, as Redis's
 	// expireIfNeeded does for the master client (replication_expire.go).
 	masterAccess bool
-	// view publishes buckets for lock-free prefetching (perf_prefetch.go).
+	// view publishes buckets for lock-free prefetching (prefetch.go).
 	view atomic.Pointer[bucketView]
 	// old is the smaller table being drained into buckets during a growth;
 	// its buckets below oldPos are empty already.
-	old    []*entry
+	old    []*Entry
 	oldPos int
 	// snaps are the open snapshots that have not copied all of this shard
-	// yet (persistence_snapshot.go). While one is listed, the buckets stay
+	// yet (snapshot.go). While one is listed, the buckets stay
 	// where they are (growth waits, shrinking is skipped), so a key stays
 	// in the chunk of buckets it had when the snapshot opened; insert and
 	// remove first have the key's chunk copied.
 	snaps []*shardCopy
 }
 
-func (s *shard) find(key string, h uint64) *entry {
+func (s *Shard) find(key string, h uint64) *Entry {
 	if s.old != nil {
 		for e := s.old[h&uint64(len(s.old)-1)]; e != nil; e = e.next {
-			if e.hash == uint32(h) && e.key == key {
+			if e.hash == uint32(h) && e.Key == key {
 				return e
 			}
 		}
@@ -88,7 +112,7 @@ func (s *shard) find(key string, h uint64) *entry {
 		return nil
 	}
 	for e := s.buckets[h&uint64(len(s.buckets)-1)]; e != nil; e = e.next {
-		if e.hash == uint32(h) && e.key == key {
+		if e.hash == uint32(h) && e.Key == key {
 			return e
 		}
 	}
@@ -100,7 +124,7 @@ func (s *shard) find(key string, h uint64) *entry {
 // full.
 const rehashBuckets = 4
 
-func (s *shard) insert(e *entry, h uint64) {
+func (s *Shard) insert(e *Entry, h uint64) {
 	if len(s.snaps) != 0 {
 		s.snapTouch(h)
 	}
@@ -117,18 +141,18 @@ func (s *shard) insert(e *entry, h uint64) {
 	s.count++
 }
 
-// frozenLoad is how full a shard may get while an open snapshot keeps
+// FrozenLoad is how full a shard may get while an open snapshot keeps
 // its buckets in place (chains get longer meanwhile, as in Redis, which
 // does not resize while a child process exists); past it the snapshot's
 // copy of the shard is completed and the shard grows.
-const frozenLoad = 8
+const FrozenLoad = 8
 
 // mayGrow reports whether a full shard may grow now.
-func (s *shard) mayGrow() bool {
+func (s *Shard) mayGrow() bool {
 	if len(s.snaps) == 0 {
 		return true
 	}
-	if s.count < frozenLoad*len(s.buckets) {
+	if s.count < FrozenLoad*len(s.buckets) {
 		return false
 	}
 	s.snapCopyAll()
@@ -137,20 +161,20 @@ func (s *shard) mayGrow() bool {
 
 // grow starts moving the keys to a table twice as large (a small table is
 // rehashed at once).
-func (s *shard) grow() {
-	s.finishRehash()
+func (s *Shard) grow() {
+	s.FinishRehash()
 	n := max(4, len(s.buckets)*2)
 	if len(s.buckets) < 1024 {
 		s.resize(n)
 		return
 	}
 	s.old, s.oldPos = s.buckets, 0
-	s.setBuckets(make([]*entry, n))
+	s.setBuckets(make([]*Entry, n))
 }
 
 // rehashStep moves up to n buckets of the old table (and skips at most
 // 10*n empty ones) into buckets.
-func (s *shard) rehashStep(n int) {
+func (s *Shard) rehashStep(n int) {
 	mask := uint64(len(s.buckets) - 1)
 	empty := 10 * n
 	for n > 0 && s.oldPos < len(s.old) {
@@ -178,16 +202,16 @@ func (s *shard) rehashStep(n int) {
 	}
 }
 
-// finishRehash completes a growth in progress, so that buckets holds every
+// FinishRehash completes a growth in progress, so that buckets holds every
 // key (for code that walks the buckets).
-func (s *shard) finishRehash() {
+func (s *Shard) FinishRehash() {
 	if s.old != nil {
 		s.rehashStep(len(s.old))
 		s.old, s.oldPos = nil, 0
 	}
 }
 
-func (s *shard) remove(key string, h uint64) *entry {
+func (s *Shard) remove(key string, h uint64) *Entry {
 	if len(s.snaps) != 0 {
 		s.snapTouch(h)
 	}
@@ -202,14 +226,14 @@ func (s *shard) remove(key string, h uint64) *entry {
 
 // unlink removes key from its chain in table (nil or empty: not there)
 // and returns its entry.
-func unlink(table []*entry, key string, h uint64) *entry {
+func unlink(table []*Entry, key string, h uint64) *Entry {
 	if len(table) == 0 {
 		return nil
 	}
 	i := h & uint64(len(table)-1)
-	var prev *entry
+	var prev *Entry
 	for e := table[i]; e != nil; e = e.next {
-		if e.hash == uint32(h) && e.key == key {
+		if e.hash == uint32(h) && e.Key == key {
 			if prev == nil {
 				table[i] = e.next
 			} else {
@@ -223,23 +247,23 @@ func unlink(table []*entry, key string, h uint64) *entry {
 }
 
 // removed finishes remove for e, already unlinked.
-func (s *shard) removed(e *entry, key string) *entry {
+func (s *Shard) removed(e *Entry, key string) *Entry {
 	e.next = nil
 	s.count--
-	if e.expire != 0 {
+	if e.Expire != 0 {
 		delete(s.volatile, key)
 	}
 	if len(s.buckets) > 64 && s.count < len(s.buckets)/8 && len(s.snaps) == 0 {
-		s.finishRehash()
+		s.FinishRehash()
 		s.resize(len(s.buckets) / 2)
 	}
 	return e
 }
 
 // resize rehashes every key into a table of n buckets at once.
-func (s *shard) resize(n int) {
-	s.finishRehash()
-	nb := make([]*entry, n)
+func (s *Shard) resize(n int) {
+	s.FinishRehash()
+	nb := make([]*Entry, n)
 	mask := uint64(n - 1)
 	for _, e := range s.buckets {
 		for e != nil {
@@ -253,12 +277,12 @@ func (s *shard) resize(n int) {
 	s.setBuckets(nb)
 }
 
-// scan visits the bucket at cursor and returns the next cursor (0 when the
+// Scan visits the bucket at cursor and returns the next cursor (0 when the
 // shard is done), walking indexes in reverse-binary order. During a growth
 // it visits the cursor's bucket in the old table and every bucket of the
 // new table that bucket expands to, as Redis's dictScan does, so the
 // guarantee holds across the two tables.
-func (s *shard) scan(cursor uint64, fn func(e *entry)) uint64 {
+func (s *Shard) Scan(cursor uint64, fn func(e *Entry)) uint64 {
 	if len(s.buckets) == 0 {
 		return 0
 	}
@@ -293,7 +317,7 @@ func nextCursor(cursor, mask uint64) uint64 {
 	return bits.Reverse64(cursor)
 }
 
-func (s *shard) setVolatile(key string, on bool) {
+func (s *Shard) setVolatile(key string, on bool) {
 	if on {
 		if s.volatile == nil {
 			s.volatile = make(map[string]struct{})
@@ -316,132 +340,134 @@ type Observer interface {
 	Added(db int, key string, obj any)
 }
 
-// ksShared is what the databases of one node share: the observer and
+// Shared is what the databases of one node share: the observer and
 // the expiry mode.
-type ksShared struct {
+type Shared struct {
 	obs Observer
 	// hideExpired is set on a replica (and during a CLIENT PAUSE): lookups
 	// hide expired keys instead of deleting them, and active expiry stops.
 	hideExpired atomic.Bool
 }
 
-// newKSShared returns the state the databases of one node share; obs
+// NewShared returns the state the databases of one node share; obs
 // receives their reports.
-func newKSShared(obs Observer) *ksShared { return &ksShared{obs: obs} }
+func NewShared(obs Observer) *Shared { return &Shared{obs: obs} }
 
-// setHideExpired switches lookups between deleting expired keys (false, a
+// SetHideExpired switches lookups between deleting expired keys (false, a
 // master) and hiding them (true, a replica or a paused node).
-func (k *ksShared) setHideExpired(on bool) { k.hideExpired.Store(on) }
+func (k *Shared) SetHideExpired(on bool) { k.hideExpired.Store(on) }
 
 // hidesExpired reports whether lookups hide expired keys instead of
 // deleting them.
-func (k *ksShared) hidesExpired() bool { return k.hideExpired.Load() }
+func (k *Shared) hidesExpired() bool { return k.hideExpired.Load() }
 
 // DB is one numbered database.
 type DB struct {
-	id      int
-	shared  *ksShared
-	shards  [numShards]shard
+	ID     int // the database number (SELECT)
+	shared *Shared
+	// Shards are the database's shards; key's is Shards[ShardOf(key)].
+	Shards  [NumShards]Shard
 	keys    atomic.Int64 // number of keys, for DBSIZE and INFO keyspace
-	expires atomic.Int64 // number of keys with an expiry
+	Expires atomic.Int64 // number of keys with an expiry (read without locks)
 	// slotKeys counts keys per hash slot (cluster mode, COUNTKEYSINSLOT).
 	slotKeys [numSlots]atomic.Int32
-	avgTTL   atomic.Int64
-	// staged marks a replica's staging database, loaded during a full
+	// AvgTTL is INFO keyspace's avg_ttl (ms), kept by the server.
+	AvgTTL atomic.Int64
+	// Staged marks a replica's staging database, loaded during a full
 	// sync and swapped in at its end: its keys are not visible yet, so
 	// adding one wakes no client and sends no event.
-	staged bool
+	Staged bool
 }
 
-// newDB returns an empty database number id of the node whose databases
+// NewDB returns an empty database number id of the node whose databases
 // share sh.
-func newDB(sh *ksShared, id int) *DB {
-	return &DB{id: id, shared: sh}
+func NewDB(sh *Shared, id int) *DB {
+	return &DB{ID: id, shared: sh}
 }
 
-// shardOf returns the index of key's shard: its hash slot modulo numShards.
-func shardOf(key string) int { return consistent.KeySlot(key) & (numShards - 1) }
+// ShardOf returns the index of key's shard: its hash slot modulo NumShards.
+func ShardOf(key string) int { return consistent.KeySlot(key) & (NumShards - 1) }
 
-// lockAll locks every shard, in index order.
-func (db *DB) lockAll() {
-	for i := range db.shards {
-		db.shards[i].mu.Lock()
+// LockAll locks every shard, in index order.
+func (db *DB) LockAll() {
+	for i := range db.Shards {
+		db.Shards[i].Mu.Lock()
 	}
 }
 
-// unlockAll unlocks every shard.
-func (db *DB) unlockAll() {
-	for i := range db.shards {
-		db.shards[i].mu.Unlock()
+// UnlockAll unlocks every shard.
+func (db *DB) UnlockAll() {
+	for i := range db.Shards {
+		db.Shards[i].Mu.Unlock()
 	}
 }
 
-// getEntry finds key without checking expiry. The key's shard must be
+// GetEntry finds key without checking expiry. The key's shard must be
 // locked.
-func (db *DB) getEntry(key string) *entry {
-	return db.shards[shardOf(key)].find(key, keyHash(key))
+func (db *DB) GetEntry(key string) *Entry {
+	return db.Shards[ShardOf(key)].find(key, KeyHash(key))
 }
 
-// expired reports whether e has expired at now.
-func (e *entry) expired(now int64) bool { return e.expire != 0 && e.expire <= now }
+// Expired reports whether e has expired at now.
+func (e *Entry) Expired(now int64) bool { return e.Expire != 0 && e.Expire <= now }
 
-// lookup returns the live entry for key, deleting it first if it has
-// expired (on a master; a replica only hides it, see setHideExpired).
+// Lookup returns the live entry for key, deleting it first if it has
+// expired (on a master; a replica only hides it, see SetHideExpired).
 // The key's shard must be locked.
-func (db *DB) lookup(key string, now int64) *entry {
-	e := db.getEntry(key)
+func (db *DB) Lookup(key string, now int64) *Entry {
+	e := db.GetEntry(key)
 	if e == nil {
 		return nil
 	}
-	if e.expired(now) {
+	if e.Expired(now) {
 		if !db.shared.hideExpired.Load() {
-			db.expireEntry(key)
-		} else if db.shards[shardOf(key)].masterAccess {
+			db.ExpireEntry(key)
+		} else if db.Shards[ShardOf(key)].masterAccess {
 			return e
 		}
 		return nil
 	}
 	// Every access refreshes the LRU clock (OBJECT IDLETIME, eviction).
-	if lru := uint32(now / 1000); e.lru != lru {
-		e.lru = lru
+	if lru := uint32(now / 1000); e.LRU != lru {
+		e.LRU = lru
 	}
 	return e
 }
 
-// expireEntry deletes an expired key and tells replicas and the AOF, as
+// ExpireEntry deletes an expired key and tells replicas and the AOF, as
 // Redis does by propagating a DEL.
-func (db *DB) expireEntry(key string) {
-	if db.remove(key) == nil {
+func (db *DB) ExpireEntry(key string) {
+	if db.Remove(key) == nil {
 		return
 	}
-	db.shared.obs.Expired(db.id, key)
+	db.shared.obs.Expired(db.ID, key)
 }
 
-// add inserts a new key (which must not exist) and returns its entry.
-func (db *DB) add(key string, e *entry) {
-	e.key = key
+// Add inserts a new key (which must not exist) and returns its entry.
+func (db *DB) Add(key string, e *Entry) {
+	e.Key = key
 	sl := consistent.KeySlot(key)
-	sh := &db.shards[sl&(numShards-1)]
-	sh.insert(e, keyHash(key))
-	if e.expire != 0 {
+	sh := &db.Shards[sl&(NumShards-1)]
+	sh.insert(e, KeyHash(key))
+	if e.Expire != 0 {
 		sh.setVolatile(key, true)
-		db.expires.Add(1)
+		db.Expires.Add(1)
 	}
 	db.keys.Add(1)
 	db.slotKeys[sl].Add(1)
-	if db.staged {
+	if db.Staged {
 		return
 	}
-	db.shared.obs.Added(db.id, key, e.obj)
+	db.shared.obs.Added(db.ID, key, e.Obj)
 }
 
-// remove deletes key and returns its entry, or nil.
-func (db *DB) remove(key string) *entry {
+// Remove deletes key and returns its entry, or nil.
+func (db *DB) Remove(key string) *Entry {
 	sl := consistent.KeySlot(key)
-	e := db.shards[sl&(numShards-1)].remove(key, keyHash(key))
+	e := db.Shards[sl&(NumShards-1)].remove(key, KeyHash(key))
 	if e != nil {
-		if e.expire != 0 {
-			db.expires.Add(-1)
+		if e.Expire != 0 {
+			db.Expires.Add(-1)
 		}
 		db.keys.Add(-1)
 		db.slotKeys[sl].Add(-1)
@@ -449,67 +475,67 @@ func (db *DB) remove(key string) *entry {
 	return e
 }
 
-// setExpire sets (ms > 0) or clears (ms == 0) the expiry of a live entry.
-func (db *DB) setExpire(e *entry, ms int64) {
-	if (e.expire != 0) == (ms != 0) {
-		e.expire = ms
+// SetExpire sets (ms > 0) or clears (ms == 0) the expiry of a live entry.
+func (db *DB) SetExpire(e *Entry, ms int64) {
+	if (e.Expire != 0) == (ms != 0) {
+		e.Expire = ms
 		return
 	}
-	sh := &db.shards[shardOf(e.key)]
+	sh := &db.Shards[ShardOf(e.Key)]
 	if ms != 0 {
-		db.expires.Add(1)
-		sh.setVolatile(e.key, true)
+		db.Expires.Add(1)
+		sh.setVolatile(e.Key, true)
 	} else {
-		db.expires.Add(-1)
-		sh.setVolatile(e.key, false)
+		db.Expires.Add(-1)
+		sh.setVolatile(e.Key, false)
 	}
-	e.expire = ms
+	e.Expire = ms
 }
 
-// setString stores a string value at key, replacing any old value and,
+// SetString stores a string value at key, replacing any old value and,
 // unless keepTTL, its expiry. The key's shard must be locked.
-func (db *DB) setString(key string, val []byte, expire int64, keepTTL bool) *entry {
-	e := db.getEntry(key)
+func (db *DB) SetString(key string, val []byte, expire int64, keepTTL bool) *Entry {
+	e := db.GetEntry(key)
 	if e == nil {
-		e = &entry{str: val, expire: expire}
-		db.add(key, e)
+		e = &Entry{Str: val, Expire: expire}
+		db.Add(key, e)
 		return e
 	}
-	e.str, e.obj = val, nil
+	e.Str, e.Obj = val, nil
 	if !keepTTL {
-		db.setExpire(e, expire)
+		db.SetExpire(e, expire)
 	}
 	return e
 }
 
-// setObject stores a non-string value at key, replacing any old value and
+// SetObject stores a non-string value at key, replacing any old value and
 // its expiry.
-func (db *DB) setObject(key string, obj any) *entry {
-	e := db.getEntry(key)
+func (db *DB) SetObject(key string, obj any) *Entry {
+	e := db.GetEntry(key)
 	if e == nil {
-		e = &entry{obj: obj}
-		db.add(key, e)
+		e = &Entry{Obj: obj}
+		db.Add(key, e)
 		return e
 	}
-	e.str, e.obj = nil, obj
-	db.setExpire(e, 0)
+	e.Str, e.Obj = nil, obj
+	db.SetExpire(e, 0)
 	return e
 }
 
-// size returns the number of keys, including expired ones not yet removed.
-func (db *DB) size() int64 { return db.keys.Load() }
+// Size returns the number of keys, including expired ones not yet removed.
+func (db *DB) Size() int64 { return db.keys.Load() }
 
-// flush removes every key. All shards must be locked.
-func (db *DB) flush() {
-	for i := range db.shards {
-		sh := &db.shards[i]
+// Flush removes every key. All shards must be locked.
+func (db *DB) Flush() {
+	for i := range db.Shards {
+		sh := &db.Shards[i]
 		sh.setBuckets(nil)
 		sh.old, sh.oldPos = nil, 0
 		sh.count = 0
 		sh.volatile = nil
 	}
 	hadKeys := db.keys.Swap(0) != 0
-	db.expires.Store(0)
+	db.Expires.Store(0)
 	if hadKeys { // an empty database has all-zero slot counts already
 		for i := range db.slotKeys {
 			db.slotKeys[i].Store(0)
@@ -517,13 +543,13 @@ func (db *DB) flush() {
 	}
 }
 
-// swapContents exchanges the data of two databases (SWAPDB). Both must be
+// SwapContents exchanges the data of two databases (SWAPDB). Both must be
 // fully locked.
-func (db *DB) swapContents(o *DB) {
-	for i := range db.shards {
-		a, b := &db.shards[i], &o.shards[i]
-		a.finishRehash()
-		b.finishRehash()
+func (db *DB) SwapContents(o *DB) {
+	for i := range db.Shards {
+		a, b := &db.Shards[i], &o.Shards[i]
+		a.FinishRehash()
+		b.FinishRehash()
 		ab, bb := a.buckets, b.buckets
 		a.setBuckets(bb)
 		b.setBuckets(ab)
@@ -533,9 +559,9 @@ func (db *DB) swapContents(o *DB) {
 	k, ok := db.keys.Load(), o.keys.Load()
 	db.keys.Store(ok)
 	o.keys.Store(k)
-	k, ok = db.expires.Load(), o.expires.Load()
-	db.expires.Store(ok)
-	o.expires.Store(k)
+	k, ok = db.Expires.Load(), o.Expires.Load()
+	db.Expires.Store(ok)
+	o.Expires.Store(k)
 	for i := range db.slotKeys {
 		a, b := db.slotKeys[i].Load(), o.slotKeys[i].Load()
 		db.slotKeys[i].Store(b)
@@ -544,34 +570,34 @@ func (db *DB) swapContents(o *DB) {
 }
 
 // forEachShardLocked calls fn for each shard with its lock held.
-func (db *DB) forEachShardLocked(fn func(sh *shard)) {
-	for i := range db.shards {
-		sh := &db.shards[i]
-		sh.mu.Lock()
+func (db *DB) forEachShardLocked(fn func(sh *Shard)) {
+	for i := range db.Shards {
+		sh := &db.Shards[i]
+		sh.Mu.Lock()
 		fn(sh)
-		sh.mu.Unlock()
+		sh.Mu.Unlock()
 	}
 }
 
-// len returns the number of keys in the shard, expired ones not yet
+// Len returns the number of keys in the shard, expired ones not yet
 // removed included. The shard must be locked.
-func (s *shard) len() int { return s.count }
+func (s *Shard) Len() int { return s.count }
 
-// numBuckets returns the size of the shard's (new) table.
-func (s *shard) numBuckets() int { return len(s.buckets) }
+// NumBuckets returns the size of the shard's (new) table.
+func (s *Shard) NumBuckets() int { return len(s.buckets) }
 
-// growing reports whether an incremental growth is in progress (two
+// Growing reports whether an incremental growth is in progress (two
 // tables).
-func (s *shard) growing() bool { return s.old != nil }
+func (s *Shard) Growing() bool { return s.old != nil }
 
-// setMasterAccess makes lookups see logically expired keys as alive while
+// SetMasterAccess makes lookups see logically expired keys as alive while
 // the master link's command holds the shard on a replica.
-func (s *shard) setMasterAccess(on bool) { s.masterAccess = on }
+func (s *Shard) SetMasterAccess(on bool) { s.masterAccess = on }
 
-// forEach calls fn for every entry of the shard until fn returns false;
+// ForEach calls fn for every entry of the shard until fn returns false;
 // a growth in progress is completed first. The shard must be locked.
-func (s *shard) forEach(fn func(e *entry) bool) {
-	s.finishRehash()
+func (s *Shard) ForEach(fn func(e *Entry) bool) {
+	s.FinishRehash()
 	for _, e := range s.buckets {
 		for ; e != nil; e = e.next {
 			if !fn(e) {
@@ -581,11 +607,11 @@ func (s *shard) forEach(fn func(e *entry) bool) {
 	}
 }
 
-// walk calls fn for every entry of both tables without changing the
+// Walk calls fn for every entry of both tables without changing the
 // shard (a growth in progress stays in progress). The shard must be
 // locked.
-func (s *shard) walk(fn func(e *entry)) {
-	for _, table := range [][]*entry{s.old, s.buckets} {
+func (s *Shard) Walk(fn func(e *Entry)) {
+	for _, table := range [][]*Entry{s.old, s.buckets} {
 		for _, e := range table {
 			for ; e != nil; e = e.next {
 				fn(e)
@@ -594,13 +620,13 @@ func (s *shard) walk(fn func(e *entry)) {
 	}
 }
 
-// randomEntry returns a random entry of the shard, or nil if it is empty.
+// RandomEntry returns a random entry of the shard, or nil if it is empty.
 // The shard must be locked.
-func (s *shard) randomEntry() *entry {
+func (s *Shard) RandomEntry() *Entry {
 	if s.count == 0 || len(s.buckets) == 0 {
 		return nil
 	}
-	s.finishRehash()
+	s.FinishRehash()
 	n := len(s.buckets)
 	start := rand.IntN(n)
 	for i := 0; i < n; i++ {
@@ -621,15 +647,15 @@ func (s *shard) randomEntry() *entry {
 	return nil
 }
 
-// presize gives an empty database's shards room for about n keys.
-func (db *DB) presize(n uint64) {
-	per := n / numShards
+// Presize gives an empty database's shards room for about n keys.
+func (db *DB) Presize(n uint64) {
+	per := n / NumShards
 	if per < 4 || per > 1<<26 {
 		return
 	}
 	b := 1 << bits.Len64(per) // above per: no growth at the expected count
-	for i := range db.shards {
-		if sh := &db.shards[i]; sh.count == 0 && len(sh.buckets) < b {
+	for i := range db.Shards {
+		if sh := &db.Shards[i]; sh.count == 0 && len(sh.buckets) < b {
 			sh.resize(b)
 		}
 	}
@@ -642,7 +668,7 @@ type bucketView struct {
 }
 
 // setBuckets replaces the shard's bucket array. The shard must be locked.
-func (s *shard) setBuckets(nb []*entry) {
+func (s *Shard) setBuckets(nb []*Entry) {
 	s.buckets = nb
 	if len(nb) == 0 {
 		s.view.Store(nil)

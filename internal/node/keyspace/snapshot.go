@@ -1,4 +1,4 @@
-package node
+package keyspace
 
 // Point-in-time snapshots without fork (docs/PERSISTENCE.md, "How a
 // snapshot is taken").
@@ -17,7 +17,7 @@ package node
 //     a replica's load, commands that lock every shard, blocked clients
 //     being served), through snapGuard, for every bucket not copied yet;
 //   - the snapshot writer, for all the others, walking each shard in
-//     chunks of chunkBuckets buckets (one lock hold per chunk).
+//     chunks of ChunkBuckets buckets (one lock hold per chunk).
 //
 // What clients copy goes to the shard copy's side buffer, which the writer
 // takes and encodes at each chunk; what the writer copies it encodes at
@@ -42,64 +42,64 @@ import (
 	"github.com/shardis/shardis/internal/node/value"
 )
 
-// ksnap is an open point-in-time view of a keyspace: the copy-on-write
+// Snapshot is an open point-in-time view of a keyspace: the copy-on-write
 // state of every shard it covers. A snapshot writer walks it with
-// forEachChunk.
-type ksnap struct {
-	shards map[*shard]*shardCopy
+// ForEachChunk.
+type Snapshot struct {
+	shards map[*Shard]*shardCopy
 	// pending counts the shards still listed in their shard.snaps (not
 	// every bucket copied); release unlists them.
 	pending atomic.Int64
 	// allCopied is set when every shard was copied at opening (SAVE under
 	// all locks): the writer then reads copies without locking.
 	allCopied bool
-	// background is set for BGSAVE's snapshots: the writer then keeps the
+	// Background is set for BGSAVE's snapshots: the writer then keeps the
 	// side block pool topped up between chunks (its allocations, not a
 	// client's).
-	background bool
+	Background bool
 }
 
-// openKsnap opens a view of dbs. Every shard lock of dbs must be held.
-func openKsnap(dbs []*DB) *ksnap {
-	k := &ksnap{shards: make(map[*shard]*shardCopy, len(dbs)*numShards)}
+// OpenSnapshot opens a view of dbs. Every shard lock of dbs must be held.
+func OpenSnapshot(dbs []*DB) *Snapshot {
+	k := &Snapshot{shards: make(map[*Shard]*shardCopy, len(dbs)*NumShards)}
 	for i, db := range dbs {
-		for j := range db.shards {
-			k.register(&db.shards[j], i)
+		for j := range db.Shards {
+			k.register(&db.Shards[j], i)
 		}
 	}
 	return k
 }
 
-// release unlists the shards not copied yet (their copies are dropped)
+// Release unlists the shards not copied yet (their copies are dropped)
 // and frees the side buffers: the view is closed. Takes each shard lock.
-func (k *ksnap) release() {
+func (k *Snapshot) Release() {
 	if k.pending.Load() == 0 {
 		return // a completed save (or SAVE, which copied everything)
 	}
 	for sh, sc := range k.shards {
-		sh.mu.Lock()
+		sh.Mu.Lock()
 		if sc.state == shardPending {
 			sc.unlist()
 		}
 		sc.state = shardDone
 		releaseChain(sc.side)
 		sc.side = nil
-		sh.mu.Unlock()
+		sh.Mu.Unlock()
 	}
 }
 
-// releaseSides frees every shard copy's side buffer (after copyAllLocked,
+// ReleaseSides frees every shard copy's side buffer (after CopyAllLocked,
 // for a view whose writer will not run).
-func (k *ksnap) releaseSides() {
+func (k *Snapshot) ReleaseSides() {
 	for _, sc := range k.shards {
 		releaseChain(sc.side)
 		sc.side = nil
 	}
 }
 
-// sideBlocks returns how many side blocks sh's copy holds and the
+// SideBlocks returns how many side blocks sh's copy holds and the
 // smallest arena capacity among them (-1 if none). sh must be locked.
-func (k *ksnap) sideBlocks(sh *shard) (blocks, minArena int) {
+func (k *Snapshot) SideBlocks(sh *Shard) (blocks, minArena int) {
 	minArena = -1
 	for b := k.shards[sh].side; b != nil; b = b.older {
 		blocks++
@@ -110,41 +110,41 @@ func (k *ksnap) sideBlocks(sh *shard) (blocks, minArena int) {
 	return blocks, minArena
 }
 
-// snapGuardHeld completes, in every open snapshot, the copies of the
+// SnapGuard completes, in every open snapshot, the copies of the
 // shards whose mutexes are held: the caller may change anything in them.
-func snapGuardHeld(held []*sync.Mutex) {
+func SnapGuard(held []*sync.Mutex) {
 	for _, m := range held {
 		// mu is shard's first field: the mutex's address is the shard's.
-		sh := (*shard)(unsafe.Pointer(m))
+		sh := (*Shard)(unsafe.Pointer(m))
 		if len(sh.snaps) != 0 {
 			sh.snapCopyAll()
 		}
 	}
 }
 
-// pendingSnapshots returns how many open snapshots have not copied all
+// PendingSnapshots returns how many open snapshots have not copied all
 // of s yet. s must be locked.
-func (s *shard) pendingSnapshots() int { return len(s.snaps) }
+func (s *Shard) PendingSnapshots() int { return len(s.snaps) }
 
-// keyCopied reports whether the first pending snapshot of s has copied
+// KeyCopied reports whether the first pending snapshot of s has copied
 // the bucket of key. s must be locked and pending.
-func (s *shard) keyCopied(key string) bool {
+func (s *Shard) KeyCopied(key string) bool {
 	sc := s.snaps[0]
-	return sc.isCopied(sc.bucketOf(keyHash(key)))
+	return sc.isCopied(sc.bucketOf(KeyHash(key)))
 }
 
-// bucketCopied reports whether the first pending snapshot of s has copied
+// BucketCopied reports whether the first pending snapshot of s has copied
 // bucket i. s must be locked and pending.
-func (s *shard) bucketCopied(i int) bool { return s.snaps[0].isCopied(i) }
+func (s *Shard) BucketCopied(i int) bool { return s.snaps[0].isCopied(i) }
 
-// len returns the number of keys in b.
-func (b *snapBuf) len() int { return len(b.recs) }
+// Len returns the number of keys in b.
+func (b *SnapBuf) Len() int { return len(b.recs) }
 
-// chunkBuckets is the number of buckets the writer copies under one hold
+// ChunkBuckets is the number of buckets the writer copies under one hold
 // of a shard lock (about as many keys: a shard has at most one key per
 // bucket on average when it is not frozen). A copy costs ~110 ns per
 // string key, so a hold is ~25 µs at most.
-const chunkBuckets = 256
+const ChunkBuckets = 256
 
 const (
 	shardPending = iota // some buckets are not copied yet; listed in shard.snaps
@@ -156,8 +156,8 @@ const (
 // by the shard's lock (the writer reads a snapshot with allCopied
 // without it: nothing else touches it then).
 type shardCopy struct {
-	sn    *ksnap
-	sh    *shard
+	sn    *Snapshot
+	sh    *Shard
 	db    int
 	state int
 	// whole is set for a shard that was growing when the snapshot opened:
@@ -171,30 +171,30 @@ type shardCopy struct {
 	left   int // buckets not copied yet
 	// side holds what writes and snapGuard copied since the writer last
 	// took it (nil: nothing): the newest of a chain of blocks (sideBuf).
-	side *snapBuf
+	side *SnapBuf
 }
 
-// snapBuf is a copy of some keys, built for a cheap copy under the shard
+// SnapBuf is a copy of some keys, built for a cheap copy under the shard
 // lock and little GC work: keys and string values are copied into one
 // arena and described by pointer-free records, so a copy is a few
 // allocations the collector does not scan (only cloned collections hold
 // pointers). Buffers are recycled through snapBufs once encoded:
 // back-to-back saves allocate next to nothing.
-type snapBuf struct {
+type SnapBuf struct {
 	recs  []snapRec
 	arena []byte
 	objs  []value.Value
 	// ents and size are gather's scratch (flush empties ents).
-	ents []*entry
+	ents []*Entry
 	size int
 	// sink keeps flush's touching loads from being optimised away (per
 	// buffer: copies of different shards run concurrently).
 	sink byte
 	// older chains a shard copy's side blocks, newest first.
-	older *snapBuf
+	older *SnapBuf
 }
 
-// snapRec is one key of a snapBuf.
+// snapRec is one key of a SnapBuf.
 type snapRec struct {
 	off    int64 // the key's bytes start at arena[off]; a string's value follows
 	vlen   int64 // a string value's length
@@ -204,10 +204,10 @@ type snapRec struct {
 	obj    int32 // 1 + index in objs for a collection, 0 for a string
 }
 
-var snapBufs = sync.Pool{New: func() any { return new(snapBuf) }}
+var snapBufs = sync.Pool{New: func() any { return new(SnapBuf) }}
 
 // release recycles b (small enough buffers only).
-func (b *snapBuf) release() {
+func (b *SnapBuf) release() {
 	if b == nil {
 		return
 	}
@@ -218,31 +218,31 @@ func (b *snapBuf) release() {
 	}
 }
 
-// entry fills se with key k of b; se's key and value alias b.
-func (b *snapBuf) entry(k int, se *snapEntry) {
+// Entry fills se with key k of b; se's key and value alias b.
+func (b *SnapBuf) Entry(k int, se *SnapEntry) {
 	r := &b.recs[k]
 	kb := b.arena[r.off : r.off+int64(r.klen)]
-	se.key = unsafe.String(unsafe.SliceData(kb), len(kb))
-	se.expire, se.lru, se.str, se.obj = r.expire, r.lru, nil, nil
+	se.Key = unsafe.String(unsafe.SliceData(kb), len(kb))
+	se.Expire, se.LRU, se.Str, se.Obj = r.expire, r.lru, nil, nil
 	if r.obj != 0 {
-		se.obj = b.objs[r.obj-1]
+		se.Obj = b.objs[r.obj-1]
 	} else {
 		end := r.off + int64(r.klen) + r.vlen
-		se.str = b.arena[r.off+int64(r.klen) : end : end]
+		se.Str = b.arena[r.off+int64(r.klen) : end : end]
 	}
 }
 
-// snapEntry is one key as the encoders read it.
-type snapEntry struct {
-	key    string
-	str    []byte
-	obj    value.Value
-	expire int64
-	lru    uint32
+// SnapEntry is one key as the encoders read it.
+type SnapEntry struct {
+	Key    string      // the key
+	Str    []byte      // a string's value (nil for a collection)
+	Obj    value.Value // a collection's deep copy (nil for a string)
+	Expire int64       // absolute unix ms, 0: none
+	LRU    uint32      // the entry's LRU/LFU data
 }
 
 // register lists a new snapshot's copy of sh (every shard lock held).
-func (sn *ksnap) register(sh *shard, db int) {
+func (sn *Snapshot) register(sh *Shard, db int) {
 	sc := &shardCopy{sn: sn, sh: sh, db: db, state: shardCopied}
 	sn.shards[sh] = sc
 	if sh.count == 0 {
@@ -274,16 +274,16 @@ func (sc *shardCopy) isCopied(i int) bool {
 
 // chunks is the number of chunks the writer walks.
 func (sc *shardCopy) chunks() int {
-	return (sc.nb + chunkBuckets - 1) / chunkBuckets
+	return (sc.nb + ChunkBuckets - 1) / ChunkBuckets
 }
 
 // gatherBucket adds bucket i (not copied yet) to b's pending entries and
 // marks it copied; the shard is locked. When it was the last one, the
 // shard is unlisted: it may resize again.
-func (sc *shardCopy) gatherBucket(b *snapBuf, i int) {
+func (sc *shardCopy) gatherBucket(b *SnapBuf, i int) {
 	sh := sc.sh
 	if sc.whole {
-		sh.finishRehash()
+		sh.FinishRehash()
 		for _, e := range sh.buckets {
 			b.gather(e)
 		}
@@ -314,16 +314,18 @@ func (sc *shardCopy) copyBucket(i int) {
 	b.flush()
 }
 
-// Side buffers are chains of blocks of a fixed size (sideArena bytes of
-// keys and values, sideRecs records), so a client's copy never grows a
+// Side buffers are chains of blocks of a fixed size (SideArena bytes of
+// keys and values, SideRecs records), so a client's copy never grows a
 // buffer by reallocating it: a doubling of a shard's side buffer (up to
 // hundreds of kB while the writer had not reached the shard) copied it
 // and faulted in fresh pages under the shard lock, 0.1-2 ms for the one
 // client that hit it (scripts/bench-bgsave.sh, 2026-11-30: ~170 such
 // stalls per save of 1M keys).
 const (
-	sideArena = 16 << 10
-	sideRecs  = 256
+	// SideArena is a side block's bytes of keys and values.
+	SideArena = 16 << 10
+	// SideRecs is a side block's number of records.
+	SideRecs = 256
 	// sideSlack is the room a block must have left to take another
 	// bucket (usually one small key); a bigger bucket grows the block.
 	sideSlack = 1 << 10
@@ -331,12 +333,12 @@ const (
 
 // sideBuf returns the side block to copy into, starting a new one when
 // the current one is nearly full; the shard is locked.
-func (sc *shardCopy) sideBuf() *snapBuf {
+func (sc *shardCopy) sideBuf() *SnapBuf {
 	b := sc.side
 	if b != nil && cap(b.arena)-len(b.arena) >= sideSlack && cap(b.recs)-len(b.recs) >= 4 {
 		return b
 	}
-	var nb *snapBuf
+	var nb *SnapBuf
 	select {
 	case nb = <-sideFree:
 	default:
@@ -350,16 +352,16 @@ func (sc *shardCopy) sideBuf() *snapBuf {
 // sideFree holds side blocks made ready by the writer (topUpSide), so
 // that clients rarely allocate one: a fresh block's pages fault in on
 // first use, 0.1-0.3 ms on this project's VM, under the shard lock.
-var sideFree = make(chan *snapBuf, 64)
+var sideFree = make(chan *SnapBuf, 64)
 
 // newSideBlock returns an empty side block with its full capacity.
-func newSideBlock() *snapBuf {
-	b := snapBufs.Get().(*snapBuf)
-	if cap(b.arena) < sideArena {
-		b.arena = make([]byte, 0, sideArena)
+func newSideBlock() *SnapBuf {
+	b := snapBufs.Get().(*SnapBuf)
+	if cap(b.arena) < SideArena {
+		b.arena = make([]byte, 0, SideArena)
 	}
-	if cap(b.recs) < sideRecs {
-		b.recs = make([]snapRec, 0, sideRecs)
+	if cap(b.recs) < SideRecs {
+		b.recs = make([]snapRec, 0, SideRecs)
 	}
 	return b
 }
@@ -377,7 +379,7 @@ func topUpSide() {
 }
 
 // releaseChain recycles b and the older blocks chained behind it.
-func releaseChain(b *snapBuf) {
+func releaseChain(b *SnapBuf) {
 	for b != nil {
 		next := b.older
 		b.older = nil
@@ -406,7 +408,7 @@ func (sc *shardCopy) unlist() {
 
 // copyRange gathers every bucket of [lo, hi) not copied yet into b (nil:
 // the side buffer, bucket by bucket) and returns b; the shard is locked.
-func (sc *shardCopy) copyRange(b *snapBuf, lo, hi int) *snapBuf {
+func (sc *shardCopy) copyRange(b *SnapBuf, lo, hi int) *SnapBuf {
 	for w := lo >> 6; w<<6 < hi && sc.state == shardPending; w++ {
 		free := ^sc.copied[w]
 		for free != 0 && sc.state == shardPending {
@@ -437,7 +439,7 @@ func (sc *shardCopy) copyRest() {
 // snapTouch copies, into every snapshot that has s pending, the bucket
 // holding hash h: the key is about to change, be added or be removed. The
 // shard is locked.
-func (s *shard) snapTouch(h uint64) {
+func (s *Shard) snapTouch(h uint64) {
 	for i := 0; i < len(s.snaps); {
 		sc := s.snaps[i]
 		if k := sc.bucketOf(h); !sc.isCopied(k) {
@@ -452,17 +454,17 @@ func (s *shard) snapTouch(h uint64) {
 
 // snapCopyAll completes every open snapshot's copy of s; the shard is
 // locked.
-func (s *shard) snapCopyAll() {
+func (s *Shard) snapCopyAll() {
 	for len(s.snaps) > 0 {
 		s.snaps[0].copyRest()
 	}
 }
 
 // gather adds the entries of chain e to b's pending entries.
-func (b *snapBuf) gather(e *entry) {
+func (b *SnapBuf) gather(e *Entry) {
 	for ; e != nil; e = e.next {
 		b.ents = append(b.ents, e)
-		b.size += len(e.key) + len(e.str)
+		b.size += len(e.Key) + len(e.Str)
 	}
 }
 
@@ -473,7 +475,7 @@ func (b *snapBuf) gather(e *entry) {
 // value bytes of a group of entries are touched in one tight loop of
 // independent loads beforehand, so their cache misses overlap instead of
 // coming one after another (as perf_prefetch.go does for pipelines).
-func (b *snapBuf) flush() {
+func (b *SnapBuf) flush() {
 	ents := b.ents
 	if len(ents) == 0 {
 		return
@@ -490,19 +492,19 @@ func (b *snapBuf) flush() {
 		g := ents[i:min(i+group, len(ents))]
 		if len(g) > 1 {
 			for _, e := range g {
-				if len(e.str) > 0 {
-					sink ^= e.str[0]
+				if len(e.Str) > 0 {
+					sink ^= e.Str[0]
 				}
-				sink ^= e.key[0]
+				sink ^= e.Key[0]
 			}
 		}
 		for _, e := range g {
-			r := snapRec{off: int64(len(b.arena)), expire: e.expire, klen: uint32(len(e.key)), lru: e.lru}
-			if e.obj == nil {
-				b.arena = append(append(b.arena, e.key...), e.str...)
-				r.vlen = int64(len(e.str))
-			} else if tv, ok := e.obj.(value.Value); ok {
-				b.arena = append(b.arena, e.key...)
+			r := snapRec{off: int64(len(b.arena)), expire: e.Expire, klen: uint32(len(e.Key)), lru: e.LRU}
+			if e.Obj == nil {
+				b.arena = append(append(b.arena, e.Key...), e.Str...)
+				r.vlen = int64(len(e.Str))
+			} else if tv, ok := e.Obj.(value.Value); ok {
+				b.arena = append(b.arena, e.Key...)
 				b.objs = append(b.objs, tv.Clone())
 				r.obj = int32(len(b.objs))
 			} else {
@@ -516,18 +518,18 @@ func (b *snapBuf) flush() {
 	b.ents, b.size = ents[:0], 0
 }
 
-// snapTouchKey copies the bucket holding key, if its shard is pending in a
+// SnapTouchKey copies the bucket holding key, if its shard is pending in a
 // snapshot. The key's shard must be locked.
-func (db *DB) snapTouchKey(key string) {
-	sh := &db.shards[shardOf(key)]
+func (db *DB) SnapTouchKey(key string) {
+	sh := &db.Shards[ShardOf(key)]
 	if len(sh.snaps) != 0 {
-		sh.snapTouch(keyHash(key))
+		sh.snapTouch(KeyHash(key))
 	}
 }
 
-// copyAllLocked copies every pending shard now; every shard lock must be
+// CopyAllLocked copies every pending shard now; every shard lock must be
 // held. The writer then reads the copies without locking.
-func (sn *ksnap) copyAllLocked() {
+func (sn *Snapshot) CopyAllLocked() {
 	for _, sc := range sn.shards {
 		if sc.state == shardPending {
 			sc.copyRest()
@@ -539,19 +541,19 @@ func (sn *ksnap) copyAllLocked() {
 // takeChunk copies what is left of chunk k of sh's copy and takes the
 // side buffer (either may be nil), and reports whether the shard has more
 // chunks. The caller releases the buffers once they are encoded.
-func (sn *ksnap) takeChunk(sh *shard, k int) (own, side *snapBuf, more bool) {
+func (sn *Snapshot) takeChunk(sh *Shard, k int) (own, side *SnapBuf, more bool) {
 	sc := sn.shards[sh]
 	if !sn.allCopied {
-		sh.mu.Lock()
-		defer sh.mu.Unlock()
+		sh.Mu.Lock()
+		defer sh.Mu.Unlock()
 	}
 	n := sc.chunks()
 	if k >= n {
 		return nil, nil, false
 	}
 	if sc.state == shardPending {
-		lo := k * chunkBuckets
-		own = sc.copyRange(snapBufs.Get().(*snapBuf), lo, min(lo+chunkBuckets, sc.nb))
+		lo := k * ChunkBuckets
+		own = sc.copyRange(snapBufs.Get().(*SnapBuf), lo, min(lo+ChunkBuckets, sc.nb))
 		if len(own.recs) == 0 {
 			own.release()
 			own = nil
@@ -565,11 +567,11 @@ func (sn *ksnap) takeChunk(sh *shard, k int) (own, side *snapBuf, more bool) {
 	return own, side, more
 }
 
-// forEachChunk passes the copies of sh's keys, a chunk at a time, to fn,
+// ForEachChunk passes the copies of sh's keys, a chunk at a time, to fn,
 // and releases each once fn returns.
-func (sn *ksnap) forEachChunk(sh *shard, fn func(b *snapBuf) error) error {
+func (sn *Snapshot) ForEachChunk(sh *Shard, fn func(b *SnapBuf) error) error {
 	for k, more := 0, true; more; k++ {
-		if sn.background {
+		if sn.Background {
 			topUpSide()
 		}
 		own, side, m := sn.takeChunk(sh, k)

@@ -1,28 +1,28 @@
-package node
+package keyspace
 
 // Lock-free prefetch hints for pipelined batches (the root's
 // perf_prefetch.go explains the scheme). The loads read a shard's bucket
 // array without its lock: memory safe because a shard publishes the array
 // with its mask atomically (bucketView) and pointer reads do not tear;
 // nothing read decides anything. They are compiled out under the race
-// detector and off amd64 (ks_prefetch_on.go, ks_prefetch_off.go).
+// detector and off amd64 (prefetch_on.go, prefetch_off.go).
 
 import (
 	"github.com/shardis/shardis/internal/node/value"
 	"unsafe"
 )
 
-// prefetchMembers touches the table cells of key's collection that
+// PrefetchMembers touches the table cells of key's collection that
 // looking up ms will read.
-func (db *DB) prefetchMembers(key string, ms [][]byte) uint32 {
-	s := &db.shards[shardOf(key)]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.find(key, keyHash(key))
+func (db *DB) PrefetchMembers(key string, ms [][]byte) uint32 {
+	s := &db.Shards[ShardOf(key)]
+	s.Mu.Lock()
+	defer s.Mu.Unlock()
+	e := s.find(key, KeyHash(key))
 	if e == nil {
 		return 0
 	}
-	switch v := e.obj.(type) {
+	switch v := e.Obj.(type) {
 	case *value.Hash:
 		if v.Dict != nil {
 			return prefetchDict(v.Dict, ms)
@@ -45,7 +45,7 @@ func prefetchDict[V any](d *value.Dict[V], ms [][]byte) uint32 {
 	if len(d.Buckets) == 0 {
 		return 0
 	}
-	var heads [maxPrefetch]*value.DictNode[V]
+	var heads [value.MaxPrefetch]*value.DictNode[V]
 	for i, m := range ms {
 		heads[i] = d.Buckets[d.BucketOf(value.DictHash(bstr(m)))]
 	}
@@ -61,26 +61,26 @@ func prefetchDict[V any](d *value.Dict[V], ms [][]byte) uint32 {
 	return sink
 }
 
-// prefetchKeys warms the cache lines looking up keys will read: every
+// PrefetchKeys warms the cache lines looking up keys will read: every
 // key's bucket slot, then every slot's first entry and its key bytes, in
 // tight loops of independent loads so the misses overlap. It takes no
 // lock and returns a sum of what it read. At most len(keys) <= 64.
-func (db *DB) prefetchKeys(keys []string) uint32 {
-	if !prefetchEnabled {
+func (db *DB) PrefetchKeys(keys []string) uint32 {
+	if !PrefetchEnabled {
 		return 0
 	}
 	var slots [64]unsafe.Pointer
 	n := 0
 	for _, key := range keys[:min(len(keys), len(slots))] {
-		v := db.shards[shardOf(key)].view.Load()
+		v := db.Shards[ShardOf(key)].view.Load()
 		if v == nil {
 			continue
 		}
-		i := keyHash(key) & v.mask
-		slots[n] = unsafe.Add(v.base, uintptr(i)*unsafe.Sizeof((*entry)(nil)))
+		i := KeyHash(key) & v.mask
+		slots[n] = unsafe.Add(v.base, uintptr(i)*unsafe.Sizeof((*Entry)(nil)))
 		n++
 	}
-	var heads [64]*entry
+	var heads [64]*Entry
 	for i := 0; i < n; i++ {
 		heads[i] = loadSlot(slots[i])
 	}
@@ -88,8 +88,8 @@ func (db *DB) prefetchKeys(keys []string) uint32 {
 	for i := 0; i < n; i++ {
 		if e := heads[i]; e != nil {
 			sink += e.hash
-			if len(e.key) > 0 {
-				sink += uint32(*unsafe.StringData(e.key))
+			if len(e.Key) > 0 {
+				sink += uint32(*unsafe.StringData(e.Key))
 			}
 		}
 	}

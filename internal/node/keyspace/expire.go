@@ -1,11 +1,11 @@
-package node
+package keyspace
 
-// expireSample samples up to n keys of shard i's volatile set under its
+// ExpireSample samples up to n keys of shard i's volatile set under its
 // lock and deletes the expired ones (reported to the observer).
-func (db *DB) expireSample(i int, now int64, n int) (sampled, expired int) {
-	sh := &db.shards[i]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
+func (db *DB) ExpireSample(i int, now int64, n int) (sampled, expired int) {
+	sh := &db.Shards[i]
+	sh.Mu.Lock()
+	defer sh.Mu.Unlock()
 	if len(sh.volatile) == 0 {
 		return 0, 0
 	}
@@ -13,7 +13,7 @@ func (db *DB) expireSample(i int, now int64, n int) (sampled, expired int) {
 	dead := deadBuf[:0]
 	for k := range sh.volatile { // map iteration starts at a random key
 		sampled++
-		if e := sh.find(k, keyHash(k)); e != nil && e.expired(now) {
+		if e := sh.find(k, KeyHash(k)); e != nil && e.Expired(now) {
 			dead = append(dead, k)
 		}
 		if sampled >= n {
@@ -21,7 +21,7 @@ func (db *DB) expireSample(i int, now int64, n int) (sampled, expired int) {
 		}
 	}
 	for _, k := range dead {
-		db.expireEntry(k)
+		db.ExpireEntry(k)
 	}
 	return sampled, len(dead)
 }
