@@ -56,7 +56,7 @@ func cmdExec(c *Client, args [][]byte) {
 	keys, all := c.keysOfMulti()
 	// Watched keys are checked under their locks too.
 	for _, wk := range c.watched {
-		keys = append(keys, lockKey{wk.db, keyspace.ShardOf(wk.key)})
+		keys = append(keys, keyspace.ShardRef{DB: wk.db, Shard: keyspace.ShardOf(wk.key)})
 	}
 	if all {
 		c.lockEverything()

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/resp"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // Client flags.
@@ -82,7 +84,7 @@ type Client struct {
 	// lockFor's reusable buffer; lastCmdRef is the command last stored in
 	// lastCmd (dispatch.go).
 	held       []*sync.Mutex
-	lockBuf    []lockKey
+	lockBuf    []keyspace.ShardRef
 	lastCmdRef *command
 	propOne    [1][][]byte // call's propagation of the command itself
 	stat       statAcc     // commandstats accumulator (perf_hot.go)

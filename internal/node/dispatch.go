@@ -59,9 +59,6 @@ func truncArg(a []byte) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r", " "), "\n", " ")
 }
 
-// lockKey identifies a shard lock: database and shard index.
-type lockKey struct{ db, shard int }
-
 // execute runs one request from the client's connection: command lookup
 // and the checks of Redis's processCommand, MULTI queueing, then call.
 func (c *Client) execute(args [][]byte) {
@@ -313,7 +310,7 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 	if cmd.keys != nil {
 		for _, p := range cmd.keys(args) {
 			if p < len(args) {
-				keys = append(keys, lockKey{c.db, keyspace.ShardOf(bstr(args[p]))})
+				keys = append(keys, keyspace.ShardRef{DB: c.db, Shard: keyspace.ShardOf(bstr(args[p]))})
 			}
 		}
 	} else if cmd.first > 0 {
@@ -331,7 +328,7 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 		}
 		step := max(cmd.step, 1)
 		for i := cmd.first; i <= last; i += step {
-			keys = append(keys, lockKey{c.db, keyspace.ShardOf(bstr(args[i]))})
+			keys = append(keys, keyspace.ShardRef{DB: c.db, Shard: keyspace.ShardOf(bstr(args[i]))})
 		}
 	}
 	if len(keys) == 0 {
@@ -344,38 +341,19 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 }
 
 // lockKeys locks the given shards in (db, shard) order, without duplicates.
-func (c *Client) lockKeys(keys []lockKey) {
-	if len(keys) > 1 {
-		slices.SortFunc(keys, func(a, b lockKey) int {
-			if a.db != b.db {
-				return a.db - b.db
-			}
-			return a.shard - b.shard
-		})
-		keys = slices.Compact(keys)
-	}
-	for _, k := range keys {
-		m := &c.srv.dbs[k.db].Shards[k.shard].Mu
-		m.Lock()
-		c.held = append(c.held, m)
-	}
+func (c *Client) lockKeys(keys []keyspace.ShardRef) {
+	c.held = keyspace.LockShards(c.srv.dbs, keyspace.SortShardRefs(keys), c.held)
 }
 
 func (c *Client) lockEverything() {
 	for _, db := range c.srv.dbs {
-		for i := range db.Shards {
-			m := &db.Shards[i].Mu
-			m.Lock()
-			c.held = append(c.held, m)
-		}
+		c.held = db.LockAllInto(c.held)
 	}
 	c.srv.snapGuard(c.held)
 }
 
 func (c *Client) unlockHeld() {
-	for i := len(c.held) - 1; i >= 0; i-- {
-		c.held[i].Unlock()
-	}
+	keyspace.UnlockShards(c.held)
 	c.held = c.held[:0]
 }
 
@@ -433,7 +411,7 @@ func (s *Server) staleRefused(cmd *command) string {
 
 // keysOfMulti returns the shard locks an EXEC needs, or all=true when a
 // queued command has no precise key metadata.
-func (c *Client) keysOfMulti() (keys []lockKey, all bool) {
+func (c *Client) keysOfMulti() (keys []keyspace.ShardRef, all bool) {
 	for _, q := range c.multi {
 		cmd := c.srv.table.lookup(q[0])
 		if cmd == nil {
@@ -451,7 +429,7 @@ func (c *Client) keysOfMulti() (keys []lockKey, all bool) {
 		}
 		for _, p := range cmd.keyPositions(q) {
 			if p < len(q) {
-				keys = append(keys, lockKey{c.db, keyspace.ShardOf(bstr(q[p]))})
+				keys = append(keys, keyspace.ShardRef{DB: c.db, Shard: keyspace.ShardOf(bstr(q[p]))})
 			}
 		}
 	}

@@ -118,14 +118,14 @@ func (r *replication) expireLocalKeys(now time.Time) {
 			continue
 		}
 		db := s.dbs[t.db]
-		locks := lockShards(s, []lockKey{{t.db, keyspace.ShardOf(t.key)}})
+		locks := lockShards(s, []keyspace.ShardRef{{DB: t.db, Shard: keyspace.ShardOf(t.key)}})
 		e := db.GetEntry(t.key)
 		forget := e == nil || e.Expire == 0
 		if e != nil && e.Expired(ms) {
 			db.ExpireEntry(t.key)
 			forget = true
 		}
-		unlockShards(locks)
+		keyspace.UnlockShards(locks)
 		if forget {
 			le.mu.Lock()
 			delete(le.keys[t.db], t.key)

@@ -395,6 +395,17 @@ func (db *DB) LockAll() {
 	}
 }
 
+// LockAllInto locks every shard, in index order, and appends their
+// mutexes to held.
+func (db *DB) LockAllInto(held []*sync.Mutex) []*sync.Mutex {
+	for i := range db.Shards {
+		m := &db.Shards[i].Mu
+		m.Lock()
+		held = append(held, m)
+	}
+	return held
+}
+
 // UnlockAll unlocks every shard.
 func (db *DB) UnlockAll() {
 	for i := range db.Shards {
