@@ -7,7 +7,7 @@ import (
 
 // A new small string key is allocated as one object: its entry followed by
 // the key's and the value's bytes. Same size class as the three separate
-// allocations it replaces for 16-byte keys and values (80+16+16 -> 112),
+// allocations it replaces for 16-byte keys and values (96+16+16 -> 128),
 // but one object for the GC instead of three, and a lookup that finds the
 // entry finds its key and value on the adjacent cache line instead of two
 // more random memory accesses.

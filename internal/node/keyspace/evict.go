@@ -34,7 +34,7 @@ func (db *DB) EvictionSample(i int, volatile bool, score func(e *Entry) int64) (
 
 // MemUsage estimates the bytes used by the entry (MEMORY USAGE).
 func (e *Entry) MemUsage() int64 {
-	n := int64(80 + len(e.Key) + 8)
+	n := int64(entrySize) + int64(len(e.Key)) + 8
 	if e.Obj == nil {
 		return n + int64(cap(e.Str))
 	}

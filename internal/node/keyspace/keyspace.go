@@ -61,6 +61,10 @@ type Entry struct {
 	// the struct's padding): a chain walk skips other keys without
 	// touching their bytes, and resize does not rehash.
 	hash uint32
+	// slotPrev and slotNext link the entry into its hash slot's list
+	// (slots.go): 16 bytes that take the entry from the 80-byte size
+	// class to the 96-byte one (docs/ARCHITECTURE.md, "Memory").
+	slotPrev, slotNext *Entry
 }
 
 // Shard is a chained hash table with power-of-two buckets. Its SCAN cursor
@@ -98,6 +102,9 @@ type Shard struct {
 	// in the chunk of buckets it had when the snapshot opened; insert and
 	// remove first have the key's chunk copied.
 	snaps []*shardCopy
+	// slots heads the lists of the keys of each hash slot this shard holds
+	// (slot>>ShardBits indexes it); nil until the shard's first key.
+	slots *[slotsPerShard]*Entry
 }
 
 func (s *Shard) find(key string, h uint64) *Entry {
@@ -357,10 +364,6 @@ func NewShared(obs Observer) *Shared { return &Shared{obs: obs} }
 // master) and hiding them (true, a replica or a paused node).
 func (k *Shared) SetHideExpired(on bool) { k.hideExpired.Store(on) }
 
-// hidesExpired reports whether lookups hide expired keys instead of
-// deleting them.
-func (k *Shared) hidesExpired() bool { return k.hideExpired.Load() }
-
 // DB is one numbered database.
 type DB struct {
 	ID     int // the database number (SELECT)
@@ -466,6 +469,7 @@ func (db *DB) Add(key string, e *Entry) {
 	}
 	db.keys.Add(1)
 	db.slotKeys[sl].Add(1)
+	sh.slotLink(e, sl)
 	if db.Staged {
 		return
 	}
@@ -475,13 +479,15 @@ func (db *DB) Add(key string, e *Entry) {
 // Remove deletes key and returns its entry, or nil.
 func (db *DB) Remove(key string) *Entry {
 	sl := consistent.KeySlot(key)
-	e := db.Shards[sl&(NumShards-1)].remove(key, KeyHash(key))
+	sh := &db.Shards[sl&(NumShards-1)]
+	e := sh.remove(key, KeyHash(key))
 	if e != nil {
 		if e.Expire != 0 {
 			db.Expires.Add(-1)
 		}
 		db.keys.Add(-1)
 		db.slotKeys[sl].Add(-1)
+		sh.slotUnlink(e, sl)
 	}
 	return e
 }
@@ -544,6 +550,7 @@ func (db *DB) Flush() {
 		sh.old, sh.oldPos = nil, 0
 		sh.count = 0
 		sh.volatile = nil
+		sh.slots = nil
 	}
 	hadKeys := db.keys.Swap(0) != 0
 	db.Expires.Store(0)
@@ -566,6 +573,7 @@ func (db *DB) SwapContents(o *DB) {
 		b.setBuckets(ab)
 		a.count, b.count = b.count, a.count
 		a.volatile, b.volatile = b.volatile, a.volatile
+		a.slots, b.slots = b.slots, a.slots
 	}
 	k, ok := db.keys.Load(), o.keys.Load()
 	db.keys.Store(ok)
@@ -687,3 +695,7 @@ func (s *Shard) setBuckets(nb []*Entry) {
 	}
 	s.view.Store(&bucketView{base: unsafe.Pointer(&nb[0]), mask: uint64(len(nb) - 1)})
 }
+
+// entrySize is the size of an Entry (a Go size class: see
+// docs/ARCHITECTURE.md, "Memory").
+const entrySize = unsafe.Sizeof(Entry{})
