@@ -14,22 +14,20 @@ import (
 // type. Reads (read=true) count keyspace hits and misses and notify
 // "keymiss", as Redis's lookupKeyRead does.
 func lookupValue[T value.Value](c *Client, key []byte, read bool) (v T, ok bool) {
-	e := c.curDB().Lookup(string(key), c.now)
-	if e == nil {
-		if read {
+	v, e, err := keyspace.ValueAt[T](c.curDB(), string(key), c.now)
+	if read {
+		if e == nil {
 			c.srv.stats.keyspaceMisses.Add(1)
 			c.notify(notifyKeyMiss, "keymiss", bstr(key))
+		} else {
+			c.srv.stats.keyspaceHits.Add(1)
 		}
-		return v, true
 	}
-	if read {
-		c.srv.stats.keyspaceHits.Add(1)
+	if err != nil {
+		c.addError(err.Error())
+		return v, false
 	}
-	v, ok = e.Obj.(T)
-	if !ok {
-		c.addError(errWrongType)
-	}
-	return v, ok
+	return v, true
 }
 
 // removeMembersCommand is HDEL and SREM (key member [member ...]): it
@@ -44,14 +42,13 @@ func removeMembersCommand[T interface {
 }](c *Client, args [][]byte, del func(T, []byte) bool, class int, event string) {
 	db := c.curDB()
 	key := string(args[1])
-	e := db.Lookup(key, c.now)
-	if e == nil {
-		c.addInt(0)
+	coll, e, err := keyspace.ValueAt[T](db, key, c.now)
+	if err != nil {
+		c.addError(err.Error())
 		return
 	}
-	coll, ok := e.Obj.(T)
-	if !ok {
-		c.addError(errWrongType)
+	if e == nil {
+		c.addInt(0)
 		return
 	}
 	deleted, removed := 0, false

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"github.com/shardis/shardis/internal/node/keyspace"
 	"strings"
 	"testing"
 	"time"
@@ -419,5 +420,13 @@ func TestMemoryUsageCollections(t *testing.T) {
 		if err != nil || n < 100000 {
 			t.Errorf("MEMORY USAGE %s = %d %v, want at least 1000 elements of 100 bytes", cmd[1], n, err)
 		}
+	}
+}
+
+// TestWrongTypeText: the keyspace's ErrWrongType carries the reply text
+// the handlers write.
+func TestWrongTypeText(t *testing.T) {
+	if keyspace.ErrWrongType.Error() != errWrongType {
+		t.Fatalf("keyspace.ErrWrongType = %q, handlers write %q", keyspace.ErrWrongType, errWrongType)
 	}
 }
