@@ -12,11 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shardis/shardis/internal/rdb"
-
-	"github.com/shardis/shardis/internal/node/value"
-
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
+	"github.com/shardis/shardis/internal/rdb"
 )
 
 // DEBUG subcommands of persistence, registered through RegisterDebug:

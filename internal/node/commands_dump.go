@@ -9,12 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
 	"github.com/shardis/shardis/internal/rdb"
 	"github.com/shardis/shardis/internal/resp"
-
-	"github.com/shardis/shardis/internal/node/value"
-
-	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // DUMP, RESTORE and MIGRATE, with Redis's DUMP payload (value in RDB

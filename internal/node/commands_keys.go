@@ -5,9 +5,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 
-	"github.com/shardis/shardis/internal/node/value"
-
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // Generic key commands (Redis's db.c and object.c): DEL, EXISTS, TYPE,

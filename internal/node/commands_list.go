@@ -4,9 +4,8 @@ import (
 	"bytes"
 	"strconv"
 
-	"github.com/shardis/shardis/internal/node/value"
-
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 func registerListCommands(t *commandTable) {

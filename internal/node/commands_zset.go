@@ -8,11 +8,9 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/shardis/shardis/internal/resp"
-
-	"github.com/shardis/shardis/internal/node/value"
-
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
+	"github.com/shardis/shardis/internal/resp"
 )
 
 // Sorted set commands, with Redis 7.0's replies and errors.

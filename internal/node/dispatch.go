@@ -2,7 +2,6 @@ package node
 
 import (
 	"bytes"
-	"github.com/shardis/shardis/internal/node/value"
 	"slices"
 	"strconv"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // Exact Redis error texts used by the dispatcher and many handlers.

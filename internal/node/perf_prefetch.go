@@ -1,9 +1,8 @@
 package node
 
 import (
-	"github.com/shardis/shardis/internal/node/value"
-
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // Pipeline prefetching.

@@ -31,9 +31,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/shardis/shardis/internal/rdb"
-
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/rdb"
 )
 
 type aofState struct {

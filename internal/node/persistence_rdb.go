@@ -25,11 +25,9 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/shardis/shardis/internal/rdb"
-
-	"github.com/shardis/shardis/internal/node/value"
-
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
+	"github.com/shardis/shardis/internal/rdb"
 )
 
 // persistence is the node's RDB and AOF state.

@@ -18,11 +18,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/shardis/shardis/internal/testutil"
-
-	"github.com/shardis/shardis/internal/node/value"
-
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 // item is a key's content in a canonical, comparable form.

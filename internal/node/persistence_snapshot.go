@@ -11,9 +11,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/shardis/shardis/internal/rdb"
-
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/rdb"
 )
 
 // snapshot is an open point-in-time view of the keyspace.

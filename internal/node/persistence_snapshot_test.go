@@ -15,11 +15,9 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/shardis/shardis/internal/rdb"
-
-	"github.com/shardis/shardis/internal/node/value"
-
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
+	"github.com/shardis/shardis/internal/rdb"
 )
 
 // snapCanonEntry renders an entry canonically ("type value expire"),

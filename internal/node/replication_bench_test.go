@@ -11,9 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shardis/shardis/internal/resp"
-
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/resp"
 )
 
 // benchKeys starts a node holding n keys key:%012d with 16-byte values,

@@ -15,10 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/rdb"
 	"github.com/shardis/shardis/internal/resp"
-
-	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // Master link states (ROLE on a replica).
