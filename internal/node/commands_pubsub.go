@@ -3,6 +3,9 @@ package node
 import (
 	"runtime"
 	"sort"
+	"time"
+
+	"github.com/shardis/shardis/internal/node/cluster"
 )
 
 func registerPubSubCommands(t *commandTable) {
@@ -57,7 +60,14 @@ func cmdPublish(c *Client, args [][]byte) {
 		runtime.Gosched()
 	}
 	n := c.srv.pubsub.publish(string(args[1]), args[2])
-	c.markDirty(1) // PUBLISH is propagated to replicas
+	if cm := c.srv.cluster; cm != nil {
+		// In a cluster the bus carries it to every node, replicas
+		// included; it is not put in the replication stream.
+		ch, msg := cloneBytes(args[1]), cloneBytes(args[2])
+		cm.r.Post(func(m *cluster.Machine, now time.Time) { m.Publish(now, ch, msg) })
+	} else {
+		c.markDirty(1) // PUBLISH is propagated to replicas
+	}
 	c.addInt(int64(n))
 }
 

@@ -112,6 +112,8 @@ type Client struct {
 	// Pub/sub subscriptions, guarded by the hub's lock.
 	channels map[string]struct{}
 	patterns map[string]struct{}
+	// shardChannels are the SSUBSCRIBE channels (commands_pubsub_shard.go).
+	shardChannels map[string]struct{}
 
 	// pending is output pushed by other goroutines, flushed by flushLoop.
 	pmu          sync.Mutex

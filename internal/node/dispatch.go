@@ -73,6 +73,11 @@ func (c *Client) executeCmd(args [][]byte, cmd *command) {
 		c.replyMode = replySkipNext
 	}
 	defer func() {
+		// ASKING holds for the next command only (outside MULTI), as
+		// Redis's resetClient clears CLIENT_ASKING.
+		if cmd != nil && cmd.name != "asking" && !c.hasFlag(clientMulti) && c.hasFlag(clientAsking) {
+			c.setFlag(clientAsking, false)
+		}
 		if c.replyMode == replySkipNext {
 			c.replyMode = replyOn
 		} else if c.replyMode == replySkip {
@@ -100,6 +105,18 @@ func (c *Client) executeCmd(args [][]byte, cmd *command) {
 	if !c.authed.Load() && cmd.flags&flagNoAuth == 0 {
 		c.reject(cmd, errNoAuth)
 		return
+	}
+	if s.cluster != nil && !c.hasFlag(clientMaster) && hasKeySpecs(cmd) {
+		if msg := c.clusterRedirect(cmd, args); msg != "" {
+			if cmd.fullName() == "exec" {
+				c.discardTransaction()
+			} else {
+				c.flagTransaction()
+			}
+			c.addError(msg)
+			cmd.stats.rejected.Add(1)
+			return
+		}
 	}
 	isWrite := cmd.flags&flagWrite != 0
 	// CLIENT PAUSE holds commands here, before the checks below, so a

@@ -6,6 +6,8 @@ var commandFamilies = []func(t *commandTable){
 	registerConnectionCommands,
 	registerTransactionCommands,
 	registerPubSubCommands,
+	registerShardPubSubCommands,
+	registerClusterCommands,
 	registerStringCommands,
 	registerKeyCommands,
 	registerExpireCommands,

@@ -14,18 +14,25 @@ type pubsubHub struct {
 	mu       sync.RWMutex
 	channels map[string]map[*Client]struct{}
 	patterns map[string]map[*Client]struct{}
+	// shards holds the SSUBSCRIBE subscriptions (sharded pub/sub).
+	shards map[string]map[*Client]struct{}
 }
 
 func newPubsubHub() *pubsubHub {
 	return &pubsubHub{
 		channels: make(map[string]map[*Client]struct{}),
 		patterns: make(map[string]map[*Client]struct{}),
+		shards:   make(map[string]map[*Client]struct{}),
 	}
 }
 
 // subCount is the number of channels plus patterns c is subscribed to.
 // The hub lock must be held.
 func (c *Client) subCount() int { return len(c.channels) + len(c.patterns) }
+
+// anySubs reports whether c has any subscription, sharded ones included
+// (the pub/sub context of RESP2). The hub lock must be held.
+func (c *Client) anySubs() bool { return c.subCount()+len(c.shardChannels) > 0 }
 
 // subscribe adds c to channel (or pattern) and queues the confirmation in
 // order with messages.
@@ -102,7 +109,7 @@ func (h *pubsubHub) unsubscribe(c *Client, names []string, pattern bool) {
 			return resp.AppendInt(b, int64(n))
 		})
 	}
-	if c.subCount() == 0 {
+	if !c.anySubs() {
 		c.setFlag(clientPubSub, false)
 	}
 }
@@ -127,7 +134,15 @@ func (h *pubsubHub) unsubscribeAll(c *Client) {
 			}
 		}
 	}
-	c.channels, c.patterns = nil, nil
+	for name := range c.shardChannels {
+		if subs := h.shards[name]; subs != nil {
+			delete(subs, c)
+			if len(subs) == 0 {
+				delete(h.shards, name)
+			}
+		}
+	}
+	c.channels, c.patterns, c.shardChannels = nil, nil, nil
 	c.setFlag(clientPubSub, false)
 }
 

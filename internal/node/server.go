@@ -143,6 +143,10 @@ type Server struct {
 
 	// persist is the RDB/AOF state (persistence_rdb.go, persistence_aof.go).
 	persist *persistence
+
+	// cluster is cluster mode's state (clustermode.go); nil unless
+	// cluster-enabled is yes.
+	cluster *clusterMode
 }
 
 // New builds a server from a validated configuration.
@@ -298,8 +302,15 @@ func (s *Server) Listen() error {
 		}
 		s.listeners = append(s.listeners, ln)
 	}
-	// Load the dataset (RDB or AOF) before serving, as Redis does once its
-	// listeners are open.
+	// The cluster bus and nodes.conf come first, as in Redis's
+	// clusterInit, then the dataset (RDB or AOF) before serving.
+	if s.cfg.Bool("cluster-enabled") && s.cluster == nil {
+		if err := s.startCluster(); err != nil {
+			s.closeListeners()
+			s.listeners = nil
+			return err
+		}
+	}
 	if err := s.StartPersistence(); err != nil {
 		s.closeListeners()
 		s.listeners = nil
@@ -385,6 +396,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return err
 	}
 	s.shutDown = true
+	if s.cluster != nil {
+		s.cluster.close() // saves nodes.conf, closes the bus
+	}
 	s.log.Warn("shardnode is now ready to exit, bye bye...")
 	close(s.shutdownC)
 	return nil

@@ -114,8 +114,9 @@ func (b *SlotBitmap) Count() int {
 	return n
 }
 
-// Header is clusterMsg's fixed part. Totlen, Count and Extensions are
-// computed by Encode and filled in by Decode.
+// Header is clusterMsg's fixed part. Encode computes Totlen and Ver and, for
+// PING, PONG and MEET, Count and Extensions; Decode fills them all in. The
+// 30 reserved bytes after Extensions are not kept (Redis sends zeros).
 type Header struct {
 	Totlen       uint32
 	Ver          uint16
@@ -179,19 +180,25 @@ type Msg struct {
 	UpdateNode        Name
 	UpdateSlots       SlotBitmap
 	// MODULE.
-	ModuleID   uint64
+	ModuleID   uint64 // Redis sends it in host order: decoded little endian
 	ModuleType uint8
 	ModuleData []byte
+	// Body is the data after the header of a message of an unknown type
+	// (Type >= TypeCount), kept as received.
+	Body []byte
 }
 
-// Hostname returns the hostname extension's value, or "".
+// Hostname returns the hostname extension's value, or "" when there is
+// none. Of several, the last one counts, as in Redis's
+// clusterProcessPingExtensions.
 func (m *Msg) Hostname() string {
+	h := ""
 	for _, e := range m.Exts {
 		if e.Type == ExtHostname {
-			return string(e.Data)
+			h = string(e.Data)
 		}
 	}
-	return ""
+	return h
 }
 
 func cstring(b []byte) string {

@@ -1,0 +1,118 @@
+package cluster
+
+import (
+	"time"
+)
+
+// Tick runs the periodic work of clusterCron. The runner calls it every
+// 100 ms as Redis does; at other rates the per-node checks still use real
+// elapsed time and the random ping still happens once a second.
+func (m *Machine) Tick(now time.Time) {
+	m.begin(now)
+	defer m.end()
+	m.iteration++
+	updateState := false
+	timeout := m.cfg.NodeTimeout
+	handshakeTimeout := timeout
+	if handshakeTimeout < time.Second {
+		handshakeTimeout = time.Second
+	}
+
+	m.statsPFail = 0
+	for _, n := range append([]*node(nil), m.order...) {
+		m.cronReconnect(n, handshakeTimeout)
+	}
+
+	// Once a second (every 10th tick at 100 ms), ping the node with the
+	// oldest PONG among 5 random ones that are linked and have no ping in
+	// flight.
+	if m.nextRandomPing.IsZero() {
+		m.nextRandomPing = now.Add(9 * cronPeriod)
+	}
+	if !now.Before(m.nextRandomPing) {
+		m.pingRandom()
+		m.nextRandomPing = m.nextRandomPing.Add(10 * cronPeriod)
+		if !m.nextRandomPing.After(now) {
+			m.nextRandomPing = now.Add(10 * cronPeriod)
+		}
+	}
+
+	for _, n := range m.order {
+		if n.flags&(FlagMyself|FlagNoAddr|FlagHandshake) != 0 {
+			continue
+		}
+		pingDelay := now.Sub(n.pingSent)
+		dataDelay := now.Sub(n.dataReceived)
+		// No PONG and no data for half the timeout on an old link: maybe
+		// the connection is stuck; reconnect.
+		if n.link != nil && now.Sub(n.link.ctime) > timeout && !n.pingSent.IsZero() &&
+			pingDelay > timeout/2 && dataDelay > timeout/2 {
+			m.freeLink(n.link)
+		}
+		// Ping every node whose PONG is older than half the timeout.
+		if n.link != nil && n.pingSent.IsZero() && now.Sub(n.pongReceived) > timeout/2 {
+			m.sendPing(n.link, TypePing)
+			continue
+		}
+		// A master pinging the replica of a manual failover: issue 22.
+		if n.pingSent.IsZero() {
+			continue
+		}
+		delay := pingDelay
+		if dataDelay < delay {
+			delay = dataDelay
+		}
+		if delay > timeout && n.flags&(FlagPFail|FlagFail) == 0 {
+			n.flags |= FlagPFail
+			m.event(EventPFail, n.name, "")
+			updateState = true
+		}
+	}
+
+	// Replica failover and replica migration (clusterHandleSlaveFailover,
+	// clusterHandleSlaveMigration) belong to issue 22.
+
+	if updateState || m.state == ClusterFail {
+		m.updateState()
+	}
+}
+
+// pingRandom is clusterCron's once-a-second ping.
+func (m *Machine) pingRandom() {
+	if len(m.order) == 0 {
+		return
+	}
+	var min *node
+	for j := 0; j < 5; j++ {
+		n := m.order[m.rng.IntN(len(m.order))]
+		if n.link == nil || !n.pingSent.IsZero() || n.flags&(FlagMyself|FlagHandshake) != 0 {
+			continue
+		}
+		if min == nil || min.pongReceived.After(n.pongReceived) {
+			min = n
+		}
+	}
+	if min != nil {
+		m.sendPing(min.link, TypePing)
+	}
+}
+
+// cronReconnect drops an expired handshake node and asks for a link to a
+// node that has none (clusterNodeCronHandleReconnect).
+func (m *Machine) cronReconnect(n *node, handshakeTimeout time.Duration) {
+	if n.flags&(FlagMyself|FlagNoAddr) != 0 {
+		return
+	}
+	if n.flags&FlagPFail != 0 {
+		m.statsPFail++
+	}
+	if n.inHandshake() && m.now.Sub(n.ctime) > handshakeTimeout {
+		m.event(EventHandshakeTimeout, n.name, n.ip)
+		m.delNode(n)
+		return
+	}
+	if n.link == nil {
+		l := m.newLink(n, false)
+		m.ready.Connects = append(m.ready.Connects, Connect{Link: l.id, Node: n.name.String(), IP: n.ip, CPort: n.cport})
+	}
+}

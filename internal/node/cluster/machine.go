@@ -1,0 +1,562 @@
+package cluster
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"time"
+)
+
+// Timing constants of Redis 7.0's cluster.c / cluster.h.
+const (
+	failReportValidityMult = 2                // CLUSTER_FAIL_REPORT_VALIDITY_MULT
+	failUndoTimeMult       = 2                // CLUSTER_FAIL_UNDO_TIME_MULT
+	blacklistTTL           = 60 * time.Second // CLUSTER_BLACKLIST_TTL
+	maxRejoinDelay         = 5 * time.Second  // CLUSTER_MAX_REJOIN_DELAY
+	minRejoinDelay         = 500 * time.Millisecond
+	writableDelay          = 2 * time.Second // CLUSTER_WRITABLE_DELAY
+	cronPeriod             = 100 * time.Millisecond
+	// PortIncr is the default offset of the bus port (CLUSTER_PORT_INCR).
+	PortIncr = 10000
+)
+
+// Config configures a Machine. Start from DefaultConfig: fields are used
+// as given (a zero NodeTimeout alone is replaced by its default).
+type Config struct {
+	// Name is this node's id, 40 lowercase hex characters; empty: a
+	// random one is drawn from the machine's rng. LoadNodesConf replaces it.
+	Name string
+	// IP is cluster-announce-ip; empty: learnt from the first MEET (the
+	// local address of the link it came in on).
+	IP string
+	// Port is the announced client port (cluster-announce-port or port;
+	// the TLS port when TLS is on).
+	Port int
+	// PPort is the plaintext port announced when Port is TLS; 0 otherwise.
+	PPort int
+	// CPort is the announced bus port (cluster-announce-bus-port, else
+	// cluster-port, else Port+10000). 0: Port+10000.
+	CPort int
+	// Hostname is cluster-announce-hostname, sent in the hostname
+	// extension; default "".
+	Hostname string
+	// NodeTimeout is cluster-node-timeout; Redis default 15 s.
+	NodeTimeout time.Duration
+	// RequireFullCoverage is cluster-require-full-coverage: the cluster
+	// state is fail while a slot is unassigned or its owner FAIL. Default yes.
+	RequireFullCoverage bool
+	// AllowReadsWhenDown is cluster-allow-reads-when-down; default no. The
+	// machine only reports it back (the dispatcher uses it).
+	AllowReadsWhenDown bool
+	// AllowPubsubShardWhenDown is cluster-allow-pubsubshard-when-down;
+	// default yes. Reported back only.
+	AllowPubsubShardWhenDown bool
+	// MigrationBarrier is cluster-migration-barrier; default 1 (issue 22).
+	MigrationBarrier int
+	// AllowReplicaMigration is cluster-allow-replica-migration; default yes.
+	// It also decides whether a master left without slots by an update
+	// becomes a replica of the new owner.
+	AllowReplicaMigration bool
+	// ReplicaValidityFactor is cluster-replica-validity-factor; default 10
+	// (0: a replica always tries to fail over; issue 22).
+	ReplicaValidityFactor int
+	// ReplicaNoFailover is cluster-replica-no-failover; default no. It is
+	// announced as the nofailover flag.
+	ReplicaNoFailover bool
+	// Local answers questions about the local data set; nil: an empty one.
+	Local Local
+}
+
+// Local is what the machine needs to know about the node's own data, read
+// only: key counts for the commands Redis refuses on a non-empty node, and
+// the replication offset announced in every header.
+type Local interface {
+	// KeysInSlot returns the number of keys of db 0 in slot.
+	KeysInSlot(slot int) int
+	// DBSize returns the number of keys in db 0.
+	DBSize() int
+	// ReplOffset returns master_repl_offset on a master, the processed
+	// offset on a replica.
+	ReplOffset() int64
+}
+
+type emptyLocal struct{}
+
+func (emptyLocal) KeysInSlot(int) int { return 0 }
+func (emptyLocal) DBSize() int        { return 0 }
+func (emptyLocal) ReplOffset() int64  { return 0 }
+
+// DefaultConfig returns Redis 7.0's defaults (ports still to be set).
+func DefaultConfig() Config {
+	return Config{
+		NodeTimeout:              15 * time.Second,
+		RequireFullCoverage:      true,
+		AllowPubsubShardWhenDown: true,
+		MigrationBarrier:         1,
+		AllowReplicaMigration:    true,
+		ReplicaValidityFactor:    10,
+	}
+}
+
+// Validate checks the configuration.
+func (c *Config) Validate() error {
+	if c.Name != "" && !validName(c.Name) {
+		return fmt.Errorf("cluster: invalid node name %q: want 40 characters of [a-z0-9]", c.Name)
+	}
+	if c.Port <= 0 || c.Port > 65535 {
+		return fmt.Errorf("cluster: invalid port %d", c.Port)
+	}
+	if c.CPort < 0 || c.CPort > 65535 || c.PPort < 0 || c.PPort > 65535 {
+		return fmt.Errorf("cluster: invalid bus or plaintext port")
+	}
+	if c.CPort == 0 && c.Port+PortIncr > 65535 {
+		return fmt.Errorf("cluster: port %d too high for a bus port 10000 above it", c.Port)
+	}
+	if c.NodeTimeout < 0 || c.MigrationBarrier < 0 || c.ReplicaValidityFactor < 0 {
+		return fmt.Errorf("cluster: negative setting")
+	}
+	if len(c.IP) >= IPLen {
+		return fmt.Errorf("cluster: announced ip %q too long", c.IP)
+	}
+	return nil
+}
+
+// LinkID names a bus connection. The machine allocates every id: outbound
+// ones in Connect, inbound ones as Accepted's result.
+type LinkID uint64
+
+// link is one bus connection (clusterLink).
+type link struct {
+	id       LinkID
+	node     *node // nil for an inbound link until its sender is known
+	inbound  bool
+	up       bool // outbound: connected (LinkUp seen); inbound: always
+	ctime    time.Time
+	peerIP   string // remote address, for nodes that announce no ip
+	localIP  string // our address on this connection, to learn our ip
+	sentMsgs uint64
+}
+
+// Send asks the runner to write Msg on Link. Msgs may be shared by several
+// Sends and must not be modified.
+type Send struct {
+	Link LinkID
+	Msg  *Msg
+}
+
+// Connect asks the runner to open an outbound bus connection to IP:CPort
+// for Node and to report LinkUp or LinkDown for Link.
+type Connect struct {
+	Link  LinkID
+	Node  string
+	IP    string
+	CPort int
+}
+
+// RoleChange tells the runner to replicate from Master (REPLICAOF ip
+// port), or, when Master is empty, to stop replicating (REPLICAOF NO ONE).
+type RoleChange struct {
+	Master string // node id; "" to become a master
+	IP     string
+	Port   int
+}
+
+// SlotsChanged lists the slots this node gained and lost as a master
+// since the previous Ready, and the slots whose keys it must delete
+// because an update took them away while the node stays a master
+// (clusterUpdateSlotsConfigWith's dirty slots).
+type SlotsChanged struct {
+	Gained, Lost []int
+	DeleteKeys   []int
+}
+
+// Delivery is a PUBLISH or PUBLISHSHARD received from the bus, to deliver
+// to the local subscribers.
+type Delivery struct {
+	Shard            bool
+	Channel, Message []byte
+}
+
+// EventType names a notable transition, for logs and tests.
+type EventType string
+
+// Event types.
+const (
+	EventHandshakeStarted EventType = "handshake-started"
+	EventHandshakeTimeout EventType = "handshake-timeout"
+	EventNodeRenamed      EventType = "node-renamed"   // Detail: new name
+	EventNodeAdded        EventType = "node-added"     // from gossip
+	EventNodeForgotten    EventType = "node-forgotten" // CLUSTER FORGET
+	EventAddressChanged   EventType = "address-changed"
+	EventPFail            EventType = "pfail"
+	EventFail             EventType = "fail"
+	EventFailCleared      EventType = "fail-cleared"
+	EventEpochCollision   EventType = "epoch-collision" // Detail: new config epoch
+	EventConfigEpoch      EventType = "config-epoch"    // Detail: new config epoch (bumped)
+	EventStateChanged     EventType = "state"           // Detail: ok|fail
+	EventSetMaster        EventType = "set-master"      // Node: new master
+	EventSubReplica       EventType = "sub-replica"
+)
+
+// Event is one notable transition.
+type Event struct {
+	Type   EventType
+	Node   string // the node it is about
+	Detail string
+}
+
+// Ready is what the runner must do after feeding the machine, in this
+// order: save nodes.conf (RenderNodesConf) when SaveConfig, fsyncing it
+// when Fsync — before writing any Send, since some depend on the saved
+// state (Redis's clusterBeforeSleep runs before its write handlers) —
+// then close Closes, open Connects, write Sends, apply RoleChange,
+// SlotsChanged and Deliveries.
+type Ready struct {
+	Sends      []Send
+	Closes     []LinkID
+	Connects   []Connect
+	SaveConfig bool
+	Fsync      bool
+	// StateChanged is set when State changed since the previous Ready.
+	StateChanged bool
+	State        State
+	// RoleChange is the latest replication target, when it changed.
+	RoleChange   *RoleChange
+	SlotsChanged *SlotsChanged
+	Deliveries   []Delivery
+	Events       []Event
+}
+
+// State is the cluster state (cluster_state).
+type State byte
+
+// Cluster states.
+const (
+	ClusterOK   State = State(StateOK)
+	ClusterFail State = State(StateFail)
+)
+
+// String returns "ok" or "fail".
+func (s State) String() string {
+	if s == ClusterOK {
+		return "ok"
+	}
+	return "fail"
+}
+
+// todo flags (CLUSTER_TODO_*).
+const (
+	todoUpdateState = 1 << iota
+	todoSaveConfig
+	todoFsyncConfig
+)
+
+// Machine is the Redis Cluster state machine of one node. It is not safe
+// for concurrent use.
+//
+// The runner owns the bus sockets, nodes.conf and the clock. It calls
+// Tick every 100 ms (clusterCron's rate); reports connections with
+// LinkUp/LinkDown (outbound links the machine asked for in a Connect)
+// and Accepted (inbound ones, whose node is known at their first packet);
+// hands every decoded packet to HandlePacket with the link it came on;
+// calls the operator methods for CLUSTER subcommands; and after each of
+// these calls Ready and performs it as documented there. PINGs go on the
+// outbound link of a peer, PONGs back on the link their PING came on, so
+// every peer has two links, as in Redis.
+type Machine struct {
+	cfg   Config
+	rng   *rand.Rand
+	local Local
+
+	myself        *node
+	nodes         map[Name]*node
+	order         []*node // insertion order, for deterministic iteration
+	currentEpoch  uint64
+	lastVoteEpoch uint64
+	state         State
+	size          int // masters serving at least one slot
+
+	slots            [NumSlots]*node
+	migrating        [NumSlots]*node
+	importing        [NumSlots]*node
+	ownerNotClaiming SlotBitmap
+
+	blacklist map[Name]time.Time // FORGET: id -> when it may be re-added
+
+	links    map[LinkID]*link
+	nextLink LinkID
+
+	iteration      uint64    // Tick count (clusterCron's iteration)
+	nextRandomPing time.Time // when the once-a-second random ping is due
+	pingsSent      uint64    // PING/PONG/MEET built, for gossip de-duplication
+	statsPFail     int       // PFAIL nodes counted by the last cron
+	firstStateCall time.Time
+	minorityTime   time.Time
+	dropFilter     int // DEBUG DROP-CLUSTER-PACKET-FILTER; -1 none
+
+	statsSent, statsReceived [TypeCount]uint64
+
+	now   time.Time // time of the input being processed
+	todo  int
+	ready Ready
+
+	reportedState State
+	reportedSlots SlotBitmap
+	lastRole      RoleChange
+	roleDirty     bool
+	deleteKeys    []int
+}
+
+// New builds a machine for a fresh node (no nodes.conf): a master knowing
+// only itself, cluster state fail. rng provides all randomness.
+func New(cfg Config, rng *rand.Rand) (*Machine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.NodeTimeout == 0 {
+		cfg.NodeTimeout = 15 * time.Second
+	}
+	if cfg.CPort == 0 {
+		cfg.CPort = cfg.Port + PortIncr
+	}
+	m := &Machine{cfg: cfg, rng: rng, local: cfg.Local, dropFilter: -1}
+	if m.local == nil {
+		m.local = emptyLocal{}
+	}
+	m.resetTables()
+	var name Name
+	if cfg.Name != "" {
+		name = nameOf(cfg.Name)
+	}
+	m.myself = m.createNode(time.Time{}, name, FlagMyself|FlagMaster)
+	m.addNode(m.myself)
+	m.applyMyselfConfig()
+	m.state = ClusterFail
+	m.reportedState = ClusterFail
+	m.size = 1
+	m.todo |= todoSaveConfig | todoFsyncConfig
+	m.flushTodo()
+	return m, nil
+}
+
+func (m *Machine) resetTables() {
+	m.nodes = map[Name]*node{}
+	m.order = nil
+	m.blacklist = map[Name]time.Time{}
+	m.links = map[LinkID]*link{}
+	m.slots = [NumSlots]*node{}
+	m.migrating = [NumSlots]*node{}
+	m.importing = [NumSlots]*node{}
+	m.ownerNotClaiming = SlotBitmap{}
+}
+
+// applyMyselfConfig sets myself's announced address, hostname and
+// nofailover flag from the config (deriveAnnouncedPorts,
+// clusterUpdateMyselfIp/Hostname/Flags).
+func (m *Machine) applyMyselfConfig() {
+	me := m.myself
+	me.port, me.pport, me.cport = m.cfg.Port, m.cfg.PPort, m.cfg.CPort
+	if m.cfg.IP != "" {
+		me.ip = m.cfg.IP
+	}
+	me.hostname = m.cfg.Hostname
+	old := me.flags
+	me.flags &^= FlagNoFailover
+	if m.cfg.ReplicaNoFailover {
+		me.flags |= FlagNoFailover
+	}
+	if me.flags != old {
+		m.todo |= todoSaveConfig | todoUpdateState
+	}
+}
+
+// SetReplicaNoFailover changes cluster-replica-no-failover at run time.
+func (m *Machine) SetReplicaNoFailover(now time.Time, on bool) {
+	m.begin(now)
+	m.cfg.ReplicaNoFailover = on
+	m.applyMyselfConfig()
+	m.end()
+}
+
+// SetRequireFullCoverage changes cluster-require-full-coverage at run time.
+func (m *Machine) SetRequireFullCoverage(now time.Time, on bool) {
+	m.begin(now)
+	m.cfg.RequireFullCoverage = on
+	m.todo |= todoUpdateState
+	m.end()
+}
+
+// SetDropFilter makes the machine drop every received packet of type t
+// (DEBUG DROP-CLUSTER-PACKET-FILTER); -1 disables it.
+func (m *Machine) SetDropFilter(t int) { m.dropFilter = t }
+
+// Ready returns and clears the accumulated actions.
+func (m *Machine) Ready() Ready {
+	rd := m.ready
+	m.ready = Ready{}
+	if m.state != m.reportedState {
+		rd.StateChanged = true
+		m.reportedState = m.state
+	}
+	rd.State = m.state
+	if m.roleDirty {
+		r := m.lastRole
+		rd.RoleChange = &r
+		m.roleDirty = false
+	}
+	if m.myself.slots != m.reportedSlots || len(m.deleteKeys) > 0 {
+		sc := &SlotsChanged{DeleteKeys: m.deleteKeys}
+		for s := 0; s < NumSlots; s++ {
+			was, is := m.reportedSlots.Has(s), m.myself.slots.Has(s)
+			if is && !was {
+				sc.Gained = append(sc.Gained, s)
+			} else if was && !is {
+				sc.Lost = append(sc.Lost, s)
+			}
+		}
+		m.reportedSlots = m.myself.slots
+		m.deleteKeys = nil
+		rd.SlotsChanged = sc
+	}
+	return rd
+}
+
+// begin and end bracket every input: end runs the deferred work Redis
+// does in clusterBeforeSleep (update state, save config).
+func (m *Machine) begin(now time.Time) { m.now = now }
+
+func (m *Machine) end() { m.flushTodo() }
+
+func (m *Machine) flushTodo() {
+	if m.todo&todoUpdateState != 0 {
+		m.updateState()
+	}
+	if m.todo&todoSaveConfig != 0 {
+		m.ready.SaveConfig = true
+		if m.todo&todoFsyncConfig != 0 {
+			m.ready.Fsync = true
+		}
+	}
+	m.todo = 0
+}
+
+func (m *Machine) event(t EventType, about Name, detail string) {
+	m.ready.Events = append(m.ready.Events, Event{Type: t, Node: about.String(), Detail: detail})
+}
+
+// send queues msg on l if the link is usable.
+func (m *Machine) send(l *link, msg *Msg) {
+	if l == nil || !l.up {
+		return
+	}
+	if int(msg.Type) < TypeCount {
+		m.statsSent[msg.Type]++
+	}
+	l.sentMsgs++
+	m.ready.Sends = append(m.ready.Sends, Send{Link: l.id, Msg: msg})
+}
+
+// broadcast sends msg on the outbound link of every node but myself and
+// handshake nodes (clusterBroadcastMessage).
+func (m *Machine) broadcast(msg *Msg) {
+	for _, n := range m.order {
+		if n.flags&(FlagMyself|FlagHandshake) != 0 {
+			continue
+		}
+		m.send(n.link, msg)
+	}
+}
+
+func (m *Machine) freeLink(l *link) {
+	if _, ok := m.links[l.id]; !ok {
+		return
+	}
+	delete(m.links, l.id)
+	if l.node != nil {
+		if l.node.link == l {
+			l.node.link = nil
+		} else if l.node.inbound == l {
+			l.node.inbound = nil
+		}
+	}
+	m.ready.Closes = append(m.ready.Closes, l.id)
+}
+
+func (m *Machine) newLink(n *node, inbound bool) *link {
+	m.nextLink++
+	l := &link{id: m.nextLink, node: n, inbound: inbound, ctime: m.now}
+	m.links[l.id] = l
+	if !inbound {
+		n.link = l
+	}
+	return l
+}
+
+// LinkUp reports that the outbound link id is connected. The machine
+// sends its first PING (or MEET) on it (clusterLinkConnectHandler).
+func (m *Machine) LinkUp(now time.Time, id LinkID) {
+	m.begin(now)
+	defer m.end()
+	l := m.links[id]
+	if l == nil || l.inbound || l.up {
+		return
+	}
+	l.up = true
+	n := l.node
+	old := n.pingSent
+	typ := TypePing
+	if n.flags&FlagMeet != 0 {
+		typ = TypeMeet
+	}
+	m.sendPing(l, typ)
+	if !old.IsZero() {
+		n.pingSent = old
+	}
+	n.flags &^= FlagMeet
+}
+
+// LinkDown reports that link id failed to connect, or broke, or was
+// closed by the peer. The next Tick reconnects outbound links.
+func (m *Machine) LinkDown(now time.Time, id LinkID) {
+	m.begin(now)
+	defer m.end()
+	l := m.links[id]
+	if l == nil {
+		return
+	}
+	if !l.inbound && !l.up && l.node != nil && l.node.pingSent.IsZero() {
+		// A connect that never succeeded counts as a ping in flight, so
+		// failure detection works for a node we cannot reach at all.
+		l.node.pingSent = now
+	}
+	delete(m.links, id)
+	if l.node != nil {
+		if l.node.link == l {
+			l.node.link = nil
+		} else if l.node.inbound == l {
+			l.node.inbound = nil
+		}
+	}
+}
+
+// Accepted registers an inbound bus connection and returns its id.
+// peerIP is the remote address, localIP ours on that connection (Redis
+// learns its own ip from the latter when a MEET comes in).
+func (m *Machine) Accepted(now time.Time, peerIP, localIP string) LinkID {
+	m.begin(now)
+	defer m.end()
+	m.nextLink++
+	l := &link{id: m.nextLink, inbound: true, up: true, ctime: now, peerIP: peerIP, localIP: localIP}
+	m.links[l.id] = l
+	return l.id
+}
+
+// normalizeIP validates and normalizes an address as inet_pton/inet_ntop
+// do; ok is false for anything that is not an IPv4 or IPv6 literal.
+func normalizeIP(ip string) (string, bool) {
+	a, err := netip.ParseAddr(ip)
+	if err != nil || a.Zone() != "" {
+		return "", false
+	}
+	return a.String(), true
+}

@@ -1,0 +1,330 @@
+package cluster
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// flagNames is representClusterNodeFlags's table, in its order.
+var flagNames = []struct {
+	flag uint16
+	name string
+}{
+	{FlagMyself, "myself"},
+	{FlagMaster, "master"},
+	{FlagSlave, "slave"},
+	{FlagPFail, "fail?"},
+	{FlagFail, "fail"},
+	{FlagHandshake, "handshake"},
+	{FlagNoAddr, "noaddr"},
+	{FlagNoFailover, "nofailover"},
+}
+
+// FlagsString renders node flags as CLUSTER NODES does ("myself,master",
+// "noflags").
+func FlagsString(flags uint16) string {
+	var b strings.Builder
+	for _, f := range flagNames {
+		if flags&f.flag != 0 {
+			if b.Len() > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(f.name)
+		}
+	}
+	if b.Len() == 0 {
+		return "noflags"
+	}
+	return b.String()
+}
+
+// slotRanges returns, per node, its slot ranges from the slot table in
+// ascending order (clusterGenNodesSlotsInfo).
+func (m *Machine) slotRanges() map[*node][][2]int {
+	out := map[*node][][2]int{}
+	var cur *node
+	start := 0
+	for s := 0; s <= NumSlots; s++ {
+		var n *node
+		if s < NumSlots {
+			n = m.slots[s]
+		}
+		if n != cur || s == NumSlots {
+			if cur != nil {
+				out[cur] = append(out[cur], [2]int{start, s - 1})
+			}
+			cur, start = n, s
+		}
+	}
+	return out
+}
+
+// nodeLine renders one CLUSTER NODES line without its newline
+// (clusterGenNodeDescription).
+func (m *Machine) nodeLine(n *node, ranges [][2]int, usePPort bool) string {
+	var b strings.Builder
+	port := n.port
+	if usePPort && n.pport != 0 {
+		port = n.pport
+	}
+	b.WriteString(n.name.String())
+	fmt.Fprintf(&b, " %s:%d@%d", n.ip, port, n.cport)
+	if n.hostname != "" {
+		b.WriteString("," + n.hostname)
+	}
+	b.WriteByte(' ')
+	b.WriteString(FlagsString(n.flags))
+	b.WriteByte(' ')
+	if n.slaveOf != nil {
+		b.WriteString(n.slaveOf.name.String())
+	} else {
+		b.WriteByte('-')
+	}
+	epoch := n.configEpoch
+	if n.isSlave() && n.slaveOf != nil {
+		epoch = n.slaveOf.configEpoch
+	}
+	state := "disconnected"
+	if n.link != nil || n.flags&FlagMyself != 0 {
+		state = "connected"
+	}
+	fmt.Fprintf(&b, " %d %d %d %s", unixMs(n.pingSent), unixMs(n.pongReceived), epoch, state)
+	for _, r := range ranges {
+		if r[0] == r[1] {
+			fmt.Fprintf(&b, " %d", r[0])
+		} else {
+			fmt.Fprintf(&b, " %d-%d", r[0], r[1])
+		}
+	}
+	if n.flags&FlagMyself != 0 {
+		for s := 0; s < NumSlots; s++ {
+			if t := m.migrating[s]; t != nil {
+				fmt.Fprintf(&b, " [%d->-%s]", s, t.name)
+			} else if f := m.importing[s]; f != nil {
+				fmt.Fprintf(&b, " [%d-<-%s]", s, f.name)
+			}
+		}
+	}
+	return b.String()
+}
+
+func (m *Machine) nodesDescription(filter uint16, usePPort bool) string {
+	ranges := m.slotRanges()
+	var b strings.Builder
+	for _, n := range m.order {
+		if n.flags&filter != 0 {
+			continue
+		}
+		b.WriteString(m.nodeLine(n, ranges[n], usePPort))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// Nodes returns the CLUSTER NODES text; usePPort reports plaintext ports
+// (a non-TLS client of a TLS cluster).
+func (m *Machine) Nodes(usePPort bool) string { return m.nodesDescription(0, usePPort) }
+
+// RenderNodesConf returns nodes.conf's content: the CLUSTER NODES lines
+// without handshake nodes, then the vars line (clusterSaveConfig).
+func (m *Machine) RenderNodesConf() string {
+	return m.nodesDescription(FlagHandshake, false) +
+		fmt.Sprintf("vars currentEpoch %d lastVoteEpoch %d\n", m.currentEpoch, m.lastVoteEpoch)
+}
+
+func corrupt(line string, why string) error {
+	return fmt.Errorf("%w: %s: %q", ErrCorruptConfig, why, line)
+}
+
+// LoadNodesConf replaces the machine's state with a nodes.conf
+// (clusterLoadConfig): the node keeps its id, epochs, slots, open slots
+// and role. An empty text changes nothing (Redis treats a zero-length
+// file as missing). A file Redis would refuse returns an error wrapping
+// ErrCorruptConfig and leaves the machine unchanged. The announced
+// address, ports and hostname of the Config are reapplied to myself.
+func (m *Machine) LoadNodesConf(now time.Time, text string) error {
+	if len(text) == 0 {
+		return nil
+	}
+	t := &Machine{cfg: m.cfg, rng: m.rng, local: m.local, dropFilter: m.dropFilter}
+	t.resetTables()
+	t.now = now
+	get := func(s string) *node {
+		n := t.lookup(s)
+		if n == nil {
+			n = t.createNode(now, nameOf(s), 0)
+			t.addNode(n)
+		}
+		return n
+	}
+	for _, line := range strings.Split(text, "\n") {
+		if line == "" {
+			continue
+		}
+		argv := strings.Fields(line)
+		if len(argv) == 0 {
+			continue
+		}
+		if strings.EqualFold(argv[0], "vars") {
+			if len(argv)%2 == 0 {
+				return corrupt(line, "odd vars")
+			}
+			for j := 1; j < len(argv); j += 2 {
+				v, err := strconv.ParseUint(argv[j+1], 10, 64)
+				if err != nil {
+					return corrupt(line, "bad number")
+				}
+				switch {
+				case strings.EqualFold(argv[j], "currentEpoch"):
+					t.currentEpoch = v
+				case strings.EqualFold(argv[j], "lastVoteEpoch"):
+					t.lastVoteEpoch = v
+				}
+			}
+			continue
+		}
+		if len(argv) < 8 {
+			return corrupt(line, "fewer than 8 fields")
+		}
+		if !validName(argv[0]) {
+			return corrupt(line, "bad node id")
+		}
+		n := get(argv[0])
+		addr := argv[1]
+		n.hostname = ""
+		if i := strings.IndexByte(addr, ','); i >= 0 {
+			n.hostname = addr[i+1:]
+			addr = addr[:i]
+		}
+		colon := strings.LastIndexByte(addr, ':')
+		if colon < 0 {
+			return corrupt(line, "no port")
+		}
+		n.ip = addr[:colon]
+		portPart, busPart, hasBus := strings.Cut(addr[colon+1:], "@")
+		port, err := strconv.Atoi(portPart)
+		if err != nil {
+			return corrupt(line, "bad port")
+		}
+		n.port = port
+		n.cport = port + PortIncr
+		if hasBus {
+			if n.cport, err = strconv.Atoi(busPart); err != nil {
+				return corrupt(line, "bad bus port")
+			}
+		}
+		for _, f := range strings.Split(argv[2], ",") {
+			switch strings.ToLower(f) {
+			case "myself":
+				if t.myself != nil {
+					return corrupt(line, "two myself nodes")
+				}
+				t.myself = n
+				n.flags |= FlagMyself
+			case "master":
+				n.flags |= FlagMaster
+			case "slave":
+				n.flags |= FlagSlave
+			case "fail?":
+				n.flags |= FlagPFail
+			case "fail":
+				n.flags |= FlagFail
+				n.failTime = now
+			case "handshake":
+				n.flags |= FlagHandshake
+			case "noaddr":
+				n.flags |= FlagNoAddr
+			case "nofailover":
+				n.flags |= FlagNoFailover
+			case "noflags":
+			default:
+				return corrupt(line, "unknown flag "+f)
+			}
+		}
+		if argv[3][0] != '-' {
+			if !validName(argv[3]) {
+				return corrupt(line, "bad master id")
+			}
+			master := get(argv[3])
+			n.slaveOf = master
+			master.addSlave(n)
+		}
+		if v, _ := strconv.Atoi(argv[4]); v != 0 {
+			n.pingSent = now
+		}
+		if v, _ := strconv.Atoi(argv[5]); v != 0 {
+			n.pongReceived = now
+		}
+		epoch, err := strconv.ParseUint(argv[6], 10, 64)
+		if err != nil {
+			return corrupt(line, "bad config epoch")
+		}
+		if n.isSlave() && n.slaveOf != nil {
+			epoch = 0
+		}
+		n.configEpoch = epoch
+		for _, a := range argv[8:] {
+			if a[0] == '[' {
+				dash := strings.IndexByte(a, '-')
+				end := strings.IndexByte(a, ']')
+				if dash < 0 || end < 0 || dash+3 > end || (a[dash+1] != '>' && a[dash+1] != '<') {
+					return corrupt(line, "bad open slot")
+				}
+				slot, err := strconv.Atoi(a[1:dash])
+				if err != nil || slot < 0 || slot >= NumSlots {
+					return corrupt(line, "bad open slot number")
+				}
+				id := a[dash+3 : end]
+				if !validName(id) {
+					return corrupt(line, "bad open slot node")
+				}
+				other := get(id)
+				if a[dash+1] == '>' {
+					t.migrating[slot] = other
+				} else {
+					t.importing[slot] = other
+				}
+				continue
+			}
+			lo, hi, isRange := strings.Cut(a, "-")
+			start, err1 := strconv.Atoi(lo)
+			stop := start
+			var err2 error
+			if isRange {
+				stop, err2 = strconv.Atoi(hi)
+			}
+			if err1 != nil || err2 != nil || start < 0 || start >= NumSlots || stop < 0 || stop >= NumSlots {
+				return corrupt(line, "bad slot")
+			}
+			for s := start; s <= stop; s++ {
+				t.addSlot(n, s)
+			}
+		}
+	}
+	if t.myself == nil {
+		return fmt.Errorf("%w: no myself node", ErrCorruptConfig)
+	}
+	if max := t.maxEpoch(); max > t.currentEpoch {
+		t.currentEpoch = max
+	}
+	// Adopt the loaded state.
+	m.nodes, m.order, m.myself = t.nodes, t.order, t.myself
+	m.currentEpoch, m.lastVoteEpoch = t.currentEpoch, t.lastVoteEpoch
+	m.slots, m.migrating, m.importing = t.slots, t.migrating, t.importing
+	m.ownerNotClaiming = SlotBitmap{}
+	m.blacklist = map[Name]time.Time{}
+	for _, l := range m.links {
+		m.ready.Closes = append(m.ready.Closes, l.id)
+	}
+	m.links = map[LinkID]*link{}
+	m.begin(now)
+	m.applyMyselfConfig()
+	m.reportedSlots = m.myself.slots
+	if m.myself.isSlave() && m.myself.slaveOf != nil {
+		m.setRole(m.myself.slaveOf)
+	}
+	m.end()
+	return nil
+}

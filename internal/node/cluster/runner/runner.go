@@ -1,0 +1,529 @@
+// Package runner runs a cluster.Machine against the real world: it owns
+// the cluster bus sockets (a listener on the bus port, the outbound link
+// the machine asks for to each node, the inbound links peers open), the
+// nodes.conf file and its lock, and the clock.
+//
+// One goroutine, the loop, owns the machine, as Redis's event loop owns
+// its clusterState: it feeds the machine one input at a time (a decoded
+// packet, a link that connected or broke, a connection accepted, a tick
+// every 100 ms, an operator's command run through Do) and, after each
+// batch of inputs, carries out the machine's Ready in Redis's
+// clusterBeforeSleep order: nodes.conf is saved (and fsynced when asked)
+// before any packet of the batch is written, so a vote or an epoch that a
+// packet announces is on disk first. Reading and writing the sockets
+// happens in per-link goroutines, so a slow peer never stalls the loop: a
+// link whose unsent bytes pass cluster-link-sendbuf-limit is closed, as
+// Redis frees it.
+package runner
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/shardis/shardis/internal/node/cluster"
+)
+
+// Options configures a Runner. Zero values mean the documented default.
+type Options struct {
+	// ListenAddrs are the "ip:port" addresses the bus listens on (the
+	// node's bind addresses with the bus port). Required. An address
+	// written "-ip:port" is optional, as in bind: it is skipped when it
+	// cannot be listened on.
+	ListenAddrs []string
+	// ConfigFile is the path of nodes.conf (cluster-config-file). Start
+	// locks it (through ConfigFile+".lock"), loads it into the machine
+	// when it exists and is not empty, and Ready's SaveConfig rewrites it.
+	// Empty: nothing is saved (tests).
+	ConfigFile string
+	// SendBufLimit is cluster-link-sendbuf-limit in bytes: a link whose
+	// unsent data would exceed it is closed. Default 0: no limit.
+	SendBufLimit int64
+	// DialTimeout bounds one connection attempt to a peer's bus port.
+	// Default 1 s; the machine reconnects on a later tick.
+	DialTimeout time.Duration
+	// TickInterval is how often Tick runs. Default 100 ms (clusterCron
+	// runs 10 times a second).
+	TickInterval time.Duration
+	// MaxPacket bounds the length a peer may announce for one packet;
+	// a larger one closes the link. Default 512 MB + 64 kB (a PUBLISH of
+	// a proto-max-bulk-len message).
+	MaxPacket int
+	// Clock returns the current time. Default time.Now.
+	Clock func() time.Time
+	// OnReady is called in the loop after every batch's Ready has been
+	// carried out (config saved, links opened and closed, packets queued),
+	// with the machine, so the caller can apply RoleChange, SlotsChanged,
+	// StateChanged and Deliveries and read the machine to rebuild what it
+	// shows clients. It must not block and must not call Do.
+	OnReady func(m *cluster.Machine, rd *cluster.Ready)
+	// Logger receives link and file errors. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Stats are the runner's counters, read with Runner.Stats.
+type Stats struct {
+	BytesSent, BytesReceived     int64
+	PacketsSent, PacketsReceived int64
+	// BufferLimitExceeded counts links closed for passing SendBufLimit
+	// (total_cluster_links_buffer_limit_exceeded).
+	BufferLimitExceeded int64
+	// BadPackets counts packets dropped by the codec.
+	BadPackets int64
+}
+
+// LinkBuffer is one link's send buffer, for CLUSTER LINKS.
+type LinkBuffer struct {
+	Allocated, Used int
+}
+
+// Runner drives one machine. Create it with Start.
+type Runner struct {
+	m    *cluster.Machine
+	opt  Options
+	log  *slog.Logger
+	lock *os.File
+
+	events chan event
+	ops    chan op
+	quit   chan struct{}
+	done   chan struct{}
+
+	listeners []net.Listener
+	wg        sync.WaitGroup
+
+	// links is owned by the loop; bufMu guards the buffer figures
+	// mirrored into bufs for LinkBuffers.
+	links map[cluster.LinkID]*link
+	bufMu sync.Mutex
+	bufs  map[cluster.LinkID]*link
+
+	bytesSent, bytesRecv   atomic.Int64
+	pktsSent, pktsRecv     atomic.Int64
+	limitExceeded, badPkts atomic.Int64
+
+	closeOnce sync.Once
+	encBuf    []byte
+}
+
+// ErrConfigLocked is returned by Start when another process holds the
+// nodes.conf lock. Its text is Redis's.
+var ErrConfigLocked = errors.New("runner: Sorry, the cluster configuration file is already used by a different Redis Cluster node. Please make sure that different nodes use different cluster configuration files.")
+
+// ErrClosed is returned by Do after Close.
+var ErrClosed = errors.New("runner: closed")
+
+type eventKind int
+
+const (
+	evPacket eventKind = iota
+	evAccepted
+	evDialed
+	evBroken
+)
+
+type event struct {
+	kind eventKind
+	id   cluster.LinkID
+	msg  *cluster.Msg
+	conn net.Conn
+	err  error
+	gen  *link // the link record the event belongs to
+}
+
+type op struct {
+	fn   func(m *cluster.Machine, now time.Time)
+	done chan struct{}
+}
+
+// Start locks and loads nodes.conf into m (when it exists and is not
+// empty), listens on the bus addresses and starts the loop. The machine
+// belongs to the runner from then on: touch it only inside Do or OnReady.
+func Start(m *cluster.Machine, opt Options) (*Runner, error) {
+	if len(opt.ListenAddrs) == 0 {
+		return nil, errors.New("runner: no bus listen address")
+	}
+	if opt.DialTimeout <= 0 {
+		opt.DialTimeout = time.Second
+	}
+	if opt.TickInterval <= 0 {
+		opt.TickInterval = 100 * time.Millisecond
+	}
+	if opt.MaxPacket <= 0 {
+		opt.MaxPacket = 512<<20 + 64<<10
+	}
+	if opt.Clock == nil {
+		opt.Clock = time.Now
+	}
+	if opt.Logger == nil {
+		opt.Logger = slog.Default()
+	}
+	r := &Runner{
+		m: m, opt: opt, log: opt.Logger,
+		events: make(chan event, 1024),
+		ops:    make(chan op, 256),
+		quit:   make(chan struct{}),
+		done:   make(chan struct{}),
+		links:  map[cluster.LinkID]*link{},
+		bufs:   map[cluster.LinkID]*link{},
+	}
+	if opt.ConfigFile != "" {
+		if err := r.loadConfig(); err != nil {
+			return nil, err
+		}
+	}
+	for _, a := range opt.ListenAddrs {
+		optional := strings.HasPrefix(a, "-")
+		a = strings.TrimPrefix(a, "-")
+		l, err := net.Listen("tcp", a)
+		if err != nil && optional {
+			continue
+		}
+		if err != nil {
+			r.closeListeners()
+			r.unlock()
+			return nil, fmt.Errorf("runner: listen on bus %s: %w", a, err)
+		}
+		r.listeners = append(r.listeners, l)
+	}
+	if len(r.listeners) == 0 {
+		r.unlock()
+		return nil, errors.New("runner: no bus address could be listened on")
+	}
+	for _, l := range r.listeners {
+		r.wg.Add(1)
+		go r.accept(l)
+	}
+	go r.loop()
+	return r, nil
+}
+
+// loadConfig takes the lock and feeds an existing nodes.conf to the
+// machine.
+func (r *Runner) loadConfig() error {
+	f, err := os.OpenFile(r.opt.ConfigFile+".lock", os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("runner: open cluster config lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("%w (%s)", ErrConfigLocked, r.opt.ConfigFile)
+		}
+		return fmt.Errorf("runner: lock cluster config: %w", err)
+	}
+	r.lock = f
+	text, err := os.ReadFile(r.opt.ConfigFile)
+	if errors.Is(err, os.ErrNotExist) || (err == nil && len(text) == 0) {
+		return nil // a new node: the machine asked to save already
+	}
+	if err != nil {
+		r.unlock()
+		return fmt.Errorf("runner: read cluster config: %w", err)
+	}
+	if err := r.m.LoadNodesConf(r.opt.Clock(), string(text)); err != nil {
+		r.unlock()
+		return fmt.Errorf("runner: load %s: %w", r.opt.ConfigFile, err)
+	}
+	return nil
+}
+
+func (r *Runner) unlock() {
+	if r.lock != nil {
+		r.lock.Close() // releases the flock
+		r.lock = nil
+	}
+}
+
+func (r *Runner) closeListeners() {
+	for _, l := range r.listeners {
+		l.Close()
+	}
+}
+
+// Do runs fn in the loop with the machine and the current time, then
+// carries out the Ready it leaves, and returns after that (a CLUSTER
+// command's reply therefore leaves after nodes.conf was saved, as in
+// Redis).
+func (r *Runner) Do(fn func(m *cluster.Machine, now time.Time)) error {
+	o := op{fn: fn, done: make(chan struct{})}
+	select {
+	case r.ops <- o:
+	case <-r.done:
+		return ErrClosed
+	}
+	select {
+	case <-o.done:
+		return nil
+	case <-r.done:
+		return ErrClosed
+	}
+}
+
+// Post runs fn in the loop like Do, without waiting for it (PUBLISH's
+// broadcast). It reports false after Close.
+func (r *Runner) Post(fn func(m *cluster.Machine, now time.Time)) bool {
+	select {
+	case r.ops <- op{fn: fn}:
+		return true
+	case <-r.done:
+		return false
+	}
+}
+
+// Close stops the loop, closes every link and listener, saves nodes.conf
+// one last time and releases its lock.
+func (r *Runner) Close() {
+	r.closeOnce.Do(func() {
+		close(r.quit)
+		<-r.done
+		r.closeListeners()
+		for _, l := range r.links {
+			l.close()
+		}
+		r.wg.Wait()
+		if r.opt.ConfigFile != "" {
+			if err := r.save(true); err != nil {
+				r.log.Warn("cluster: saving nodes.conf at shutdown", "err", err)
+			}
+		}
+		r.unlock()
+	})
+}
+
+// Stats returns the runner's counters.
+func (r *Runner) Stats() Stats {
+	return Stats{
+		BytesSent: r.bytesSent.Load(), BytesReceived: r.bytesRecv.Load(),
+		PacketsSent: r.pktsSent.Load(), PacketsReceived: r.pktsRecv.Load(),
+		BufferLimitExceeded: r.limitExceeded.Load(), BadPackets: r.badPkts.Load(),
+	}
+}
+
+// LinkBuffers returns the send buffer of every open link.
+func (r *Runner) LinkBuffers() map[cluster.LinkID]LinkBuffer {
+	r.bufMu.Lock()
+	defer r.bufMu.Unlock()
+	out := make(map[cluster.LinkID]LinkBuffer, len(r.bufs))
+	for id, l := range r.bufs {
+		l.mu.Lock()
+		out[id] = LinkBuffer{Allocated: cap(l.out), Used: len(l.out)}
+		l.mu.Unlock()
+	}
+	return out
+}
+
+// loop owns the machine.
+func (r *Runner) loop() {
+	defer close(r.done)
+	t := time.NewTicker(r.opt.TickInterval)
+	defer t.Stop()
+	// The machine may have work from New or LoadNodesConf (save the
+	// config of a new node).
+	r.carryOut()
+	for {
+		select {
+		case <-r.quit:
+			return
+		case ev := <-r.events:
+			r.handle(ev)
+			// Take what else is there before carrying out the batch, as
+			// Redis handles every ready event before beforeSleep.
+			for n := 0; n < 256; n++ {
+				select {
+				case ev = <-r.events:
+					r.handle(ev)
+					continue
+				default:
+				}
+				break
+			}
+			r.carryOut()
+		case <-t.C:
+			r.m.Tick(r.opt.Clock())
+			r.carryOut()
+		case o := <-r.ops:
+			o.fn(r.m, r.opt.Clock())
+			r.carryOut()
+			if o.done != nil {
+				close(o.done)
+			}
+		}
+	}
+}
+
+func (r *Runner) handle(ev event) {
+	now := r.opt.Clock()
+	switch ev.kind {
+	case evPacket:
+		if l := r.links[ev.id]; l == nil || l != ev.gen {
+			return // closed by the machine meanwhile
+		}
+		r.m.HandlePacket(now, ev.id, ev.msg)
+	case evAccepted:
+		peer, local := hostOf(ev.conn.RemoteAddr()), hostOf(ev.conn.LocalAddr())
+		id := r.m.Accepted(now, peer, local)
+		l := r.newLink(id)
+		l.conn = ev.conn
+		r.startIO(l)
+	case evDialed:
+		l := r.links[ev.id]
+		if l == nil || l != ev.gen {
+			if ev.conn != nil {
+				ev.conn.Close()
+			}
+			return
+		}
+		if ev.err != nil {
+			r.dropLink(l)
+			r.m.LinkDown(now, ev.id)
+			return
+		}
+		l.conn = ev.conn
+		r.startIO(l)
+		r.m.LinkUp(now, ev.id)
+	case evBroken:
+		l := r.links[ev.id]
+		if l == nil || l != ev.gen {
+			return
+		}
+		r.dropLink(l)
+		r.m.LinkDown(now, ev.id)
+	}
+}
+
+// carryOut performs the machine's Ready: save, closes, connects, sends,
+// then OnReady.
+func (r *Runner) carryOut() {
+	rd := r.m.Ready()
+	if rd.SaveConfig && r.opt.ConfigFile != "" {
+		if err := r.save(rd.Fsync); err != nil {
+			// Redis exits here ("Fatal: can't update cluster config
+			// file."): a node that cannot persist a vote or an epoch must
+			// not go on announcing it. Log loudly; the caller decides.
+			r.log.Error("cluster: can't update cluster config file", "file", r.opt.ConfigFile, "err", err)
+		}
+	}
+	for _, id := range rd.Closes {
+		if l := r.links[id]; l != nil {
+			r.dropLink(l)
+		}
+	}
+	for _, c := range rd.Connects {
+		l := r.newLink(c.Link)
+		r.wg.Add(1)
+		go r.dial(l, net.JoinHostPort(c.IP, strconv.Itoa(c.CPort)))
+	}
+	for _, s := range rd.Sends {
+		l := r.links[s.Link]
+		if l == nil || l.conn == nil {
+			continue
+		}
+		r.encBuf = cluster.AppendMsg(r.encBuf[:0], s.Msg)
+		if !l.queue(r.encBuf, r.opt.SendBufLimit) {
+			r.limitExceeded.Add(1)
+			r.log.Warn("cluster: link send buffer over cluster-link-sendbuf-limit, closing it", "link", s.Link)
+			r.dropLink(l)
+			r.m.LinkDown(r.opt.Clock(), s.Link)
+			continue
+		}
+		r.pktsSent.Add(1)
+	}
+	if r.opt.OnReady != nil {
+		r.opt.OnReady(r.m, &rd)
+	}
+}
+
+// save writes nodes.conf atomically: a temporary file in the same
+// directory, fsynced when asked, renamed over the old one (and the
+// directory fsynced), so a crash leaves the old file or the new one,
+// never a truncated one. The lock is on a separate file because the
+// rename replaces nodes.conf's inode.
+func (r *Runner) save(fsync bool) error {
+	text := r.m.RenderNodesConf()
+	dir := filepath.Dir(r.opt.ConfigFile)
+	f, err := os.CreateTemp(dir, ".nodes.conf.tmp-*")
+	if err != nil {
+		return fmt.Errorf("runner: save cluster config: %w", err)
+	}
+	tmp := f.Name()
+	_, err = io.WriteString(f, text)
+	if err == nil && fsync {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, r.opt.ConfigFile)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("runner: save cluster config: %w", err)
+	}
+	if fsync {
+		if d, err := os.Open(dir); err == nil {
+			d.Sync()
+			d.Close()
+		}
+	}
+	return nil
+}
+
+func (r *Runner) accept(ln net.Listener) {
+	defer r.wg.Done()
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			return // closed
+		}
+		select {
+		case r.events <- event{kind: evAccepted, conn: c}:
+		case <-r.quit:
+			c.Close()
+			return
+		}
+	}
+}
+
+func (r *Runner) dial(l *link, addr string) {
+	defer r.wg.Done()
+	c, err := net.DialTimeout("tcp", addr, r.opt.DialTimeout)
+	if err == nil {
+		if tc, ok := c.(*net.TCPConn); ok {
+			tc.SetNoDelay(true)
+		}
+	}
+	select {
+	case r.events <- event{kind: evDialed, id: l.id, conn: c, err: err, gen: l}:
+	case <-r.quit:
+		if c != nil {
+			c.Close()
+		}
+	}
+}
+
+func hostOf(a net.Addr) string {
+	if t, ok := a.(*net.TCPAddr); ok {
+		if v4 := t.IP.To4(); v4 != nil {
+			return v4.String()
+		}
+		return t.IP.String()
+	}
+	h, _, _ := net.SplitHostPort(a.String())
+	return h
+}

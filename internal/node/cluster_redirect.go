@@ -1,0 +1,181 @@
+package node
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/shardis/shardis/internal/node/cluster"
+	"github.com/shardis/shardis/internal/node/keyspace"
+)
+
+// Cluster redirection errors, Redis 7.0's texts (clusterRedirectClient).
+const (
+	errCrossSlot          = "CROSSSLOT Keys in request don't hash to the same slot"
+	errTryAgain           = "TRYAGAIN Multiple keys request during rehashing of slot"
+	errClusterDown        = "CLUSTERDOWN The cluster is down"
+	errClusterDownRO      = "CLUSTERDOWN The cluster is down and only accepts read commands"
+	errClusterDownUnbound = "CLUSTERDOWN Hash slot not served"
+)
+
+// Client flags of cluster mode (after conn.go's).
+const (
+	// clientAsking: ASKING was sent; cleared after the next command
+	// outside MULTI.
+	clientAsking = clientPubSub << (1 + iota)
+	// clientReadOnly: READONLY was sent (reads of the master's slots
+	// are served on a replica).
+	clientReadOnly
+)
+
+// hasKeySpecs reports whether cmd can name keys, so the slot check looks
+// at it (Redis checks commands with key specs or movable keys, and EXEC).
+func hasKeySpecs(cmd *command) bool {
+	return cmd.first > 0 || cmd.keys != nil || cmd.fullName() == "exec"
+}
+
+// clusterRedirect is Redis's getNodeByQuery followed by
+// clusterRedirectClient: the error to reply when this node does not serve
+// the command in cluster mode, "" when it does. It runs in the
+// dispatcher's ordered checks, before the command takes any lock.
+func (c *Client) clusterRedirect(cmd *command, args [][]byte) string {
+	cm := c.srv.cluster
+	rt := cm.route.Load()
+	var (
+		firstKey                  []byte
+		slot                      int
+		owner                     int32 = -1
+		multipleKeys, havekeys    bool
+		migrating, importing      bool
+		missingKeys, existingKeys int
+	)
+	shardPubSub := isShardPubSub(cmd)
+	check := func(cmd *command, args [][]byte) string {
+		for _, p := range cmd.keyPositions(args) {
+			if p >= len(args) {
+				continue
+			}
+			key := args[p]
+			ks := keySlot(bstr(key))
+			if !havekeys {
+				havekeys, firstKey, slot = true, key, ks
+				owner = rt.Owner[ks]
+				if owner < 0 {
+					return errClusterDownUnbound
+				}
+				if owner == rt.Me && rt.Migrating[ks] >= 0 {
+					migrating = true
+				} else if rt.Importing[ks] >= 0 {
+					importing = true
+				}
+			} else if string(key) != string(firstKey) {
+				if ks != slot {
+					return errCrossSlot
+				}
+				multipleKeys = true
+			}
+			if (migrating || importing) && !shardPubSub {
+				if c.srv.keyExistsDB0(bstr(key)) {
+					existingKeys++
+				} else {
+					missingKeys++
+				}
+			}
+		}
+		return ""
+	}
+	isExec := cmd.fullName() == "exec"
+	isWrite := cmd.flags&flagWrite != 0
+	if isExec {
+		if !c.hasFlag(clientMulti) {
+			return ""
+		}
+		for _, q := range c.multi {
+			qc := c.srv.table.lookup(q[0])
+			if qc == nil {
+				continue
+			}
+			if qc.subs != nil && len(q) >= 2 {
+				if sub := qc.subs[lowerASCII(q[1])]; sub != nil {
+					qc = sub
+				}
+			}
+			if qc.flags&flagWrite != 0 {
+				isWrite = true
+			}
+			if msg := check(qc, q); msg != "" {
+				return msg
+			}
+		}
+	} else if msg := check(cmd, args); msg != "" {
+		return msg
+	}
+	if !havekeys {
+		return ""
+	}
+	if rt.State != cluster.ClusterOK {
+		switch {
+		case shardPubSub:
+			if !c.srv.cfg.Bool("cluster-allow-pubsubshard-when-down") {
+				return errClusterDown
+			}
+		case !c.srv.cfg.Bool("cluster-allow-reads-when-down"):
+			return errClusterDown
+		case isWrite:
+			return errClusterDownRO
+		}
+	}
+	if (migrating || importing) && cmd.name == "migrate" {
+		return ""
+	}
+	if migrating && missingKeys > 0 {
+		if existingKeys > 0 {
+			return errTryAgain
+		}
+		return cm.redirect("ASK", slot, rt, rt.Migrating[slot])
+	}
+	if importing && (c.hasFlag(clientAsking) || cmd.name == "restore-asking") {
+		if multipleKeys && missingKeys > 0 {
+			return errTryAgain
+		}
+		return ""
+	}
+	if (c.hasFlag(clientReadOnly) || shardPubSub) && !isWrite && rt.MyMaster >= 0 && rt.MyMaster == owner {
+		return ""
+	}
+	if owner != rt.Me {
+		return cm.redirect("MOVED", slot, rt, owner)
+	}
+	return ""
+}
+
+// redirect renders "-MOVED slot endpoint:port" or ASK with the endpoint
+// cluster-preferred-endpoint-type asks for (Redis's getPreferredEndpoint).
+func (cm *clusterMode) redirect(kind string, slot int, rt *cluster.Routing, to int32) string {
+	n := rt.Nodes[to]
+	return kind + " " + strconv.Itoa(slot) + " " + cm.endpoint(n) + ":" + strconv.Itoa(n.Port)
+}
+
+func (cm *clusterMode) endpoint(n cluster.RouteNode) string {
+	switch cm.srv.cfg.Get("cluster-preferred-endpoint-type") {
+	case "hostname":
+		if n.Hostname != "" {
+			return n.Hostname
+		}
+		return "?"
+	case "unknown-endpoint":
+		return "?"
+	}
+	return n.IP
+}
+
+// keyExistsDB0 reports whether key is in database 0, not expired, without
+// touching it (LOOKUP_NOTOUCH|NOSTATS|NONOTIFY|NOEXPIRE).
+func (s *Server) keyExistsDB0(key string) bool {
+	db := s.dbs[0]
+	sh := &db.Shards[keyspace.ShardOf(key)]
+	sh.Mu.Lock()
+	e := db.GetEntry(key)
+	ok := e != nil && !e.Expired(time.Now().UnixMilli())
+	sh.Mu.Unlock()
+	return ok
+}

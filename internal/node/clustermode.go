@@ -1,0 +1,284 @@
+package node
+
+import (
+	crand "crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardis/shardis/internal/node/cluster"
+	"github.com/shardis/shardis/internal/node/cluster/runner"
+	"github.com/shardis/shardis/internal/node/keyspace"
+)
+
+// clusterMode is the node's side of cluster mode (cluster-enabled yes):
+// the machine's runner, and the routing the dispatcher reads without
+// locks. The runner's loop owns the machine; what the machine asks of the
+// node (replicate from a master, delete the keys of lost slots, deliver
+// a PUBLISH from the bus) runs in order on one applier goroutine, so the
+// loop never waits on the keyspace.
+type clusterMode struct {
+	srv   *Server
+	r     *runner.Runner
+	route atomic.Pointer[cluster.Routing]
+	// scratch is filled by the loop on every Ready and published when it
+	// differs from route (loop-owned).
+	scratch cluster.Routing
+	apply   chan func()
+	stop    chan struct{}
+	stopped chan struct{}
+}
+
+// clusterLocal answers the machine's questions about the node's data.
+type clusterLocal struct{ s *Server }
+
+func (l clusterLocal) KeysInSlot(slot int) int { return int(l.s.dbs[0].CountKeysInSlot(slot)) }
+func (l clusterLocal) DBSize() int             { return int(l.s.dbs[0].Size()) }
+func (l clusterLocal) ReplOffset() int64 {
+	r := l.s.repl
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.offset
+}
+
+// clusterMachineConfig derives the machine's settings from the directives.
+func (s *Server) clusterMachineConfig() cluster.Config {
+	cfg := cluster.DefaultConfig()
+	port := int(s.cfg.Int("port"))
+	if p := int(s.cfg.Int("cluster-announce-port")); p != 0 {
+		port = p
+	}
+	cfg.Port = port
+	switch {
+	case s.cfg.Int("cluster-announce-bus-port") != 0:
+		cfg.CPort = int(s.cfg.Int("cluster-announce-bus-port"))
+	case s.cfg.Int("cluster-port") != 0:
+		cfg.CPort = int(s.cfg.Int("cluster-port"))
+	default:
+		cfg.CPort = int(s.cfg.Int("port")) + cluster.PortIncr
+	}
+	cfg.IP = s.cfg.Get("cluster-announce-ip")
+	cfg.Hostname = s.cfg.Get("cluster-announce-hostname")
+	cfg.NodeTimeout = time.Duration(s.cfg.Int("cluster-node-timeout")) * time.Millisecond
+	cfg.RequireFullCoverage = s.cfg.Bool("cluster-require-full-coverage")
+	cfg.AllowReadsWhenDown = s.cfg.Bool("cluster-allow-reads-when-down")
+	cfg.AllowPubsubShardWhenDown = s.cfg.Bool("cluster-allow-pubsubshard-when-down")
+	cfg.MigrationBarrier = int(s.cfg.Int("cluster-migration-barrier"))
+	cfg.AllowReplicaMigration = s.cfg.Bool("cluster-allow-replica-migration")
+	cfg.ReplicaValidityFactor = int(s.cfg.Int("cluster-replica-validity-factor"))
+	cfg.ReplicaNoFailover = s.cfg.Bool("cluster-replica-no-failover")
+	cfg.Local = clusterLocal{s}
+	return cfg
+}
+
+// startCluster loads nodes.conf and starts the bus, as Redis's clusterInit.
+func (s *Server) startCluster() error {
+	cfg := s.clusterMachineConfig()
+	var seed [16]byte
+	_, _ = crand.Read(seed[:])
+	rng := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
+	m, err := cluster.New(cfg, rng)
+	if err != nil {
+		return fmt.Errorf("node: cluster: %w", err)
+	}
+	busPort := int(s.cfg.Int("cluster-port"))
+	if busPort == 0 {
+		busPort = int(s.cfg.Int("port")) + cluster.PortIncr
+	}
+	if busPort > 65535 {
+		return fmt.Errorf("node: cluster: Redis port number too high. Cluster communication port is 10,000 port numbers higher than your Redis port. Your Redis port number must be 55535 or less.")
+	}
+	var addrs []string
+	for _, b := range strings.Fields(s.cfg.Get("bind")) {
+		host, optional := bindHost(b)
+		a := net.JoinHostPort(host, strconv.Itoa(busPort))
+		if optional {
+			a = "-" + a
+		}
+		addrs = append(addrs, a)
+	}
+	file := s.cfg.Get("cluster-config-file")
+	if !filepath.IsAbs(file) {
+		file = filepath.Join(s.cfg.Get("dir"), file)
+	}
+	cm := &clusterMode{srv: s, apply: make(chan func(), 1024), stop: make(chan struct{}), stopped: make(chan struct{})}
+	empty := &cluster.Routing{Me: 0, MyMaster: -1}
+	for i := range empty.Owner {
+		empty.Owner[i], empty.Migrating[i], empty.Importing[i] = -1, -1, -1
+	}
+	cm.route.Store(empty)
+	s.cluster = cm
+	go cm.applier()
+	r, err := runner.Start(m, runner.Options{
+		ListenAddrs:  addrs,
+		ConfigFile:   file,
+		SendBufLimit: s.cfg.Int("cluster-link-sendbuf-limit"),
+		OnReady:      cm.onReady,
+		Logger:       s.log,
+	})
+	if err != nil {
+		close(cm.stop)
+		<-cm.stopped
+		s.cluster = nil
+		return fmt.Errorf("node: cluster: %w", err)
+	}
+	cm.r = r
+	// The first Ready ran before r was set; make sure the routing and a
+	// replica's master link reflect the loaded configuration.
+	_ = r.Do(func(m *cluster.Machine, _ time.Time) { cm.refreshRouting(m) })
+	return nil
+}
+
+// stopCluster saves nodes.conf and closes the bus.
+func (cm *clusterMode) close() {
+	if cm.r != nil {
+		cm.r.Close()
+	}
+	close(cm.stop)
+	<-cm.stopped
+}
+
+// do runs fn in the runner's loop and waits for its Ready to be carried
+// out; false if the bus is closed.
+func (cm *clusterMode) do(fn func(m *cluster.Machine, now time.Time)) bool {
+	return cm.r.Do(fn) == nil
+}
+
+// onReady runs in the runner's loop after every batch.
+func (cm *clusterMode) onReady(m *cluster.Machine, rd *cluster.Ready) {
+	s := cm.srv
+	if rc := rd.RoleChange; rc != nil {
+		rc := *rc
+		cm.enqueue(func() {
+			if rc.Master == "" {
+				s.repl.becomeMaster()
+			} else {
+				s.repl.becomeReplica(rc.IP, rc.Port)
+			}
+		})
+	}
+	if sc := rd.SlotsChanged; sc != nil && len(sc.DeleteKeys) > 0 {
+		slots := sc.DeleteKeys
+		cm.enqueue(func() {
+			for _, slot := range slots {
+				s.deleteKeysInSlot(slot)
+			}
+		})
+	}
+	for _, d := range rd.Deliveries {
+		d := d
+		cm.enqueue(func() { s.deliverFromBus(d) })
+	}
+	for _, ev := range rd.Events {
+		s.log.Info("cluster: "+string(ev.Type), "node", ev.Node, "detail", ev.Detail)
+	}
+	cm.refreshRouting(m)
+}
+
+// refreshRouting publishes the machine's routing when it changed.
+func (cm *clusterMode) refreshRouting(m *cluster.Machine) {
+	m.FillRouting(&cm.scratch)
+	if cur := cm.route.Load(); cur != nil && cur.Equal(&cm.scratch) {
+		return
+	}
+	next := cm.scratch
+	next.Nodes = append([]cluster.RouteNode(nil), cm.scratch.Nodes...)
+	cm.route.Store(&next)
+}
+
+func (cm *clusterMode) enqueue(fn func()) {
+	select {
+	case cm.apply <- fn:
+	case <-cm.stop:
+	}
+}
+
+func (cm *clusterMode) applier() {
+	defer close(cm.stopped)
+	for {
+		select {
+		case fn := <-cm.apply:
+			fn()
+		case <-cm.stop:
+			return
+		}
+	}
+}
+
+// deliverFromBus hands a PUBLISH or SPUBLISH received on the bus to the
+// local subscribers.
+func (s *Server) deliverFromBus(d cluster.Delivery) {
+	if d.Shard {
+		s.publishShardLocal(string(d.Channel), d.Message)
+		return
+	}
+	s.pubsub.publish(string(d.Channel), d.Message)
+}
+
+// deleteKeysInSlot deletes every key of database 0 in slot, as Redis's
+// delKeysInSlot (not propagated: every node of the shard does it).
+func (s *Server) deleteKeysInSlot(slot int) int {
+	db := s.dbs[0]
+	keys := s.keysInSlot(slot, -1)
+	n := 0
+	for _, k := range keys {
+		sh := &db.Shards[keyspace.ShardOf(k)]
+		sh.Mu.Lock()
+		if db.Remove(k) != nil {
+			n++
+		}
+		sh.Mu.Unlock()
+		s.touchWatchedKey(0, k)
+	}
+	return n
+}
+
+// keysInSlot lists up to count keys (count < 0: all) of database 0 in
+// slot, newest first as Redis's slot-to-keys list, from the keyspace's
+// per-slot index (O(keys listed)).
+func (s *Server) keysInSlot(slot, count int) []string {
+	db := s.dbs[0]
+	if count < 0 {
+		count = db.CountKeysInSlot(slot)
+	}
+	return db.KeysInSlot(slot, count)
+}
+
+// applyClusterConfig passes a CONFIG SET of a cluster directive to the
+// machine.
+func applyClusterConfig(s *Server, _ string) {
+	cm := s.cluster
+	if cm == nil || cm.r == nil {
+		return
+	}
+	cfg := s.clusterMachineConfig()
+	cm.do(func(m *cluster.Machine, now time.Time) { m.Reconfigure(now, cfg) })
+}
+
+// flushAllData empties every database (a replica reset by CLUSTER RESET
+// becomes an empty master, as Redis's clusterReset does).
+func (s *Server) flushAllData() {
+	var held []*sync.Mutex
+	for _, db := range s.dbs {
+		for i := range db.Shards {
+			m := &db.Shards[i].Mu
+			m.Lock()
+			held = append(held, m)
+		}
+	}
+	s.snapGuard(held)
+	s.touchWatchedDBs(-1, -1)
+	for _, db := range s.dbs {
+		db.Flush()
+	}
+	for i := len(held) - 1; i >= 0; i-- {
+		held[i].Unlock()
+	}
+}
