@@ -11,7 +11,7 @@ package value
 
 // Value is a non-string value of a key: *Hash, *List, *Set or *ZSet (a
 // string key keeps its bytes in the keyspace entry itself). Each type lives
-// in its own types_<name>.go file and offers the methods persistence and
+// in its own <name>.go file and offers the methods persistence and
 // replication use to walk and rebuild values (see each type's doc):
 //
 //	*Hash:  NewHash(), Len, Get, Set, Delete, ForEach(func(field string, val []byte) bool)
