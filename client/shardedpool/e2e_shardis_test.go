@@ -4,6 +4,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 // TestEndToEndFailoverShardis runs the end-to-end failover scenario against
@@ -13,10 +15,7 @@ func TestEndToEndFailoverShardis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds binaries and starts processes")
 	}
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("go toolchain not found")
-	}
+	gobin := testutil.LookPath(t, "go")
 	dir := t.TempDir()
 	for name, pkg := range map[string]string{"shardnode": "../../cmd/shardnode", "sentinel": "../../cmd/sentinel"} {
 		out, err := exec.Command(gobin, "build", "-o", filepath.Join(dir, name), pkg).CombinedOutput()

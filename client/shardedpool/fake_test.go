@@ -8,11 +8,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/shardis/shardis/internal/resp"
 )
 
 // fakeServer is a tiny in-process RESP2 server for unit tests: a fake
 // Redis (ROLE, GET) or a fake Sentinel (SENTINEL MASTER, SUBSCRIBE). It
-// reuses the package's RESP reader for requests.
+// reads requests with internal/resp.
 type fakeServer struct {
 	t    *testing.T
 	ln   net.Listener
@@ -123,7 +125,7 @@ func (f *fakeServer) publish(payload string) {
 	f.publishRaw(string(appendArray(nil, "message", "+switch-master", payload)))
 }
 
-func appendArray(b []byte, items ...string) []byte { return appendCommand(b, items...) }
+func appendArray(b []byte, items ...string) []byte { return resp.AppendCommandStrings(b, items...) }
 
 func bulk(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }
 
@@ -137,18 +139,17 @@ func (f *fakeServer) handle(c net.Conn) {
 		wmu.Unlock()
 	}
 	for {
-		v, err := readRESP(r)
+		v, err := resp.ReadValue(r)
 		if err != nil {
 			return
 		}
-		a, ok := v.([]interface{})
-		if !ok || len(a) == 0 {
+		if v.Type != '*' || len(v.Elems) == 0 {
 			write("-ERR Protocol error\r\n")
 			return
 		}
-		args := make([]string, len(a))
-		for i, x := range a {
-			args[i], _ = x.(string)
+		args := make([]string, len(v.Elems))
+		for i, x := range v.Elems {
+			args[i] = x.Str
 		}
 		cmd := strings.ToLower(args[0])
 		f.mu.Lock()

@@ -31,9 +31,22 @@ func TestExtractKeys(t *testing.T) {
 		{[]interface{}{"get", []byte("bin")}, "[bin]"},
 		{[]interface{}{"get", 42}, "[42]"},
 		{[]interface{}{"somemodule.cmd", "k", "x"}, "[k]"}, // unknown: first argument
+		{[]interface{}{"publish", "ch", "msg"}, "[ch]"},
+		{[]interface{}{"spublish", "ch", "msg"}, "[ch]"},
+		{[]interface{}{"waitaof", 1, 0, 0}, "[]"},
+		{[]interface{}{"sort", "k", "limit", 0, 1, "get", "store", "store", "d"}, "[k d]"},
+		{[]interface{}{"sort_ro", "k", "store", "d"}, "[k]"},
+		{[]interface{}{"migrate", "h", 6379, "k", 0, 1000}, "[k]"},
+		{[]interface{}{"migrate", "h", 6379, "", 0, 1000, "auth", "keys", "keys", "a", "b"}, "[a b]"},
+		{[]interface{}{"memory", "usage", "k"}, "[k]"},
+		{[]interface{}{"object", "help"}, "[]"},
+		{[]interface{}{"xgroup", "create", "s", "g", "$"}, "[s]"},
+		{[]interface{}{"zinterstore", "d", 0, "x"}, "[]"},   // numkeys 0: Redis finds no key
+		{[]interface{}{"eval", "return 1", "x", "a"}, "[]"}, // bad numkeys
+		{[]interface{}{"GET", "k"}, "[k]"},
 	}
 	for _, tt := range tests {
-		got := fmt.Sprint(extractKeys(lookupSpec(tt.args[0].(string)), tt.args))
+		got := fmt.Sprint(commandKeys(tt.args[0].(string), tt.args))
 		if got != tt.want {
 			t.Errorf("keys of %v = %s, want %s", tt.args, got, tt.want)
 		}

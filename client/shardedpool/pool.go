@@ -40,6 +40,19 @@ type Pool struct {
 
 	retiredMu sync.Mutex
 	retired   map[*redis.Client]*time.Timer // old clients waiting out their grace period
+
+	counts eventCounts
+}
+
+// eventCounts count what the Sentinel listeners and the shard workers
+// decided, so that a test can observe that an event was handled (and
+// changed nothing) instead of waiting and hoping.
+type eventCounts struct {
+	malformed   atomic.Int64 // +switch-master payloads that did not parse
+	duplicates  atomic.Int64 // +switch-master naming the current master
+	stale       atomic.Int64 // rechecks that ignored an older master
+	unconfirmed atomic.Int64 // rechecks whose candidate was not a master yet
+	subscribed  atomic.Int64 // subscriptions set up, each after requesting a recheck of every shard
 }
 
 // shard is one master/replica group.
@@ -53,6 +66,11 @@ type shard struct {
 
 	switches   atomic.Int64
 	lastSwitch atomic.Int64 // unix nanoseconds, 0 = never
+
+	// requested counts the recheck requests queued on wake, handled
+	// those the worker has taken and finished with: equal when the worker
+	// is idle and nothing is queued.
+	requested, handled atomic.Int64
 
 	pubsubOnce sync.Once
 	pubsub     *redis.Client // follows the current master at dial time
@@ -68,11 +86,17 @@ type shardConn struct {
 func (s *shard) conn() *shardConn { return s.cur.Load() }
 
 func (s *shard) requestRecheck(reason string) {
+	s.requested.Add(1) // before the send, so requested >= handled always
 	select {
 	case s.wake <- reason:
 	default:
+		s.requested.Add(-1) // a queued request already covers this one
 	}
 }
+
+// idle reports whether the shard's worker has finished every recheck
+// requested so far.
+func (s *shard) idle() bool { return s.handled.Load() == s.requested.Load() }
 
 // ShardStats reports one shard's state.
 type ShardStats struct {

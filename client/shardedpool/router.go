@@ -56,14 +56,13 @@ func (p *Pool) process(ctx context.Context, cmd redis.Cmder) error {
 
 // route returns the shard index of a command that must run on one shard.
 func (p *Pool) route(name string, args []interface{}) (int, error) {
-	spec := lookupSpec(name)
-	if spec.singleKey() {
+	if firstKeyOnly[name] {
 		if len(args) < 2 {
 			return 0, fmt.Errorf("shardedpool: %s: no key to route by", strings.ToUpper(name))
 		}
 		return p.shardIndex(argString(args[1]))
 	}
-	keys := extractKeys(spec, args)
+	keys := commandKeys(name, args)
 	if len(keys) == 0 {
 		return 0, fmt.Errorf("shardedpool: %s has no key to route by; run it with ForEachShard", strings.ToUpper(name))
 	}
@@ -296,12 +295,7 @@ func (p *Pool) oneShardForSplit(args []interface{}, step int) (int, error) {
 func (p *Pool) processTx(ctx context.Context, cmds []redis.Cmder) error {
 	var keys []string
 	for _, c := range cmds {
-		name, args := c.Name(), c.Args()
-		spec := lookupSpec(name)
-		if _, ok := splitCommands[name]; ok {
-			spec = span(1, -1, splitCommands[name])
-		}
-		keys = append(keys, extractKeys(spec, args)...)
+		keys = append(keys, commandKeys(c.Name(), c.Args())...)
 	}
 	fail := func(err error) error {
 		for _, c := range cmds {

@@ -15,7 +15,24 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardis/shardis/internal/resp"
+	"github.com/shardis/shardis/internal/sentinel"
 )
+
+// The Sentinel subscription speaks RESP2 over a raw connection so that the
+// pool sees every disconnect and reconnect (go-redis's PubSub hides them).
+// A Sentinel sends only small replies; larger ones end the session.
+var sentinelReplyLimits = resp.ValueLimits{MaxBulkLen: 64 << 10, MaxElems: 64, MaxDepth: 2}
+
+// readSentinelReply reads one reply of the subscription connection.
+func readSentinelReply(r *bufio.Reader) (resp.Value, error) {
+	v, err := resp.ReadValueLimited(r, sentinelReplyLimits)
+	if err != nil {
+		return v, fmt.Errorf("shardedpool: read sentinel reply: %w", err)
+	}
+	return v, nil
+}
 
 func (p *Pool) newSentinelClient(addr string) *redis.SentinelClient {
 	t := p.opt.SentinelTimeout
@@ -234,6 +251,7 @@ func (p *Pool) recheck(ctx context.Context, s *shard, reason string) recheckResu
 		return recheckUnchanged
 	}
 	if best.epoch >= 0 && cur.epoch >= 0 && best.epoch <= cur.epoch {
+		p.counts.stale.Add(1)
 		p.log.Warn("shardedpool: ignoring stale master", "shard", s.name, "current", cur.addr,
 			"epoch", cur.epoch, "stale", best.addr, "stale_epoch", best.epoch, "sentinel", best.sentinel)
 		return recheckUnchanged
@@ -247,6 +265,7 @@ func (p *Pool) recheck(ctx context.Context, s *shard, reason string) recheckResu
 	master, err := p.checkRole(ctx, c)
 	if err != nil || !master {
 		_ = c.Close()
+		p.counts.unconfirmed.Add(1)
 		p.log.Info("shardedpool: new master not confirmed yet", "shard", s.name, "candidate", best.addr, "err", err)
 		return recheckRetry
 	}
@@ -258,12 +277,15 @@ func (p *Pool) recheck(ctx context.Context, s *shard, reason string) recheckResu
 // fail over independently and concurrently.
 func (p *Pool) shardWorker(s *shard) {
 	defer p.wg.Done()
+	var taken int64 // requests taken from wake
 	for {
+		s.handled.Store(taken)
 		var reason string
 		select {
 		case <-p.ctx.Done():
 			return
 		case reason = <-s.wake:
+			taken++
 		}
 		backoff := 20 * time.Millisecond
 		for attempt := 0; ; attempt++ {
@@ -275,6 +297,7 @@ func (p *Pool) shardWorker(s *shard) {
 				return
 			case r := <-s.wake:
 				reason = r
+				taken++
 			case <-time.After(jitter(backoff)):
 			}
 			backoff = min(backoff*2, time.Second)
@@ -367,7 +390,7 @@ func (p *Pool) subscribeOnce(addr string) error {
 		wmu.Lock()
 		defer wmu.Unlock()
 		_ = conn.SetWriteDeadline(time.Now().Add(p.opt.SentinelTimeout))
-		_, err := conn.Write(appendCommand(nil, args...))
+		_, err := conn.Write(resp.AppendCommandStrings(nil, args...))
 		return err
 	}
 	if p.opt.SentinelPassword != "" {
@@ -379,27 +402,28 @@ func (p *Pool) subscribeOnce(addr string) error {
 			return err
 		}
 		_ = conn.SetReadDeadline(time.Now().Add(p.opt.SentinelTimeout))
-		v, err := readRESP(r)
+		v, err := readSentinelReply(r)
 		if err != nil {
 			return err
 		}
-		if e, ok := v.(respError); ok {
-			return fmt.Errorf("shardedpool: sentinel AUTH: %w", e)
+		if v.IsError() {
+			return fmt.Errorf("shardedpool: sentinel AUTH: %s", v.Str)
 		}
 	}
 	if err := send("SUBSCRIBE", "+switch-master"); err != nil {
 		return err
 	}
 	_ = conn.SetReadDeadline(time.Now().Add(p.opt.SentinelTimeout))
-	v, err := readRESP(r)
+	v, err := readSentinelReply(r)
 	if err != nil {
 		return err
 	}
-	if a, ok := v.([]interface{}); !ok || len(a) < 1 || a[0] != "subscribe" {
-		return fmt.Errorf("shardedpool: unexpected SUBSCRIBE reply %v", v)
+	if v.Type != '*' || len(v.Elems) < 1 || v.Elems[0].Str != "subscribe" {
+		return fmt.Errorf("shardedpool: unexpected SUBSCRIBE reply %+v", v)
 	}
 	p.log.Debug("shardedpool: subscribed to sentinel", "sentinel", addr)
 	p.recheckAll("sentinel " + addr + " connected")
+	p.counts.subscribed.Add(1)
 
 	go func() {
 		t := time.NewTicker(p.opt.SentinelPingInterval)
@@ -417,18 +441,17 @@ func (p *Pool) subscribeOnce(addr string) error {
 	}()
 	for {
 		_ = conn.SetReadDeadline(time.Now().Add(3 * p.opt.SentinelPingInterval))
-		v, err := readRESP(r)
+		v, err := readSentinelReply(r)
 		if err != nil {
 			return err
 		}
-		switch v := v.(type) {
-		case []interface{}:
-			if len(v) == 3 && v[0] == "message" {
-				payload, _ := v[2].(string)
-				p.handleSwitchMessage(addr, payload)
+		switch {
+		case v.Type == '*' || v.Type == '>':
+			if len(v.Elems) == 3 && v.Elems[0].Str == "message" {
+				p.handleSwitchMessage(addr, v.Elems[2].Str)
 			}
-		case respError:
-			return fmt.Errorf("shardedpool: sentinel error: %w", v)
+		case v.IsError():
+			return fmt.Errorf("shardedpool: sentinel error: %s", v.Str)
 		}
 	}
 }
@@ -436,25 +459,22 @@ func (p *Pool) subscribeOnce(addr string) error {
 // handleSwitchMessage handles "+switch-master <name> <oldip> <oldport>
 // <newip> <newport>". Malformed messages are logged and ignored.
 func (p *Pool) handleSwitchMessage(from, payload string) {
-	f := strings.Fields(payload)
-	if len(f) != 5 || f[1] == "" || f[3] == "" || !validPort(f[2]) || !validPort(f[4]) {
+	sm, err := sentinel.ParseSwitchMaster(payload)
+	if err != nil {
+		p.counts.malformed.Add(1)
 		p.log.Warn("shardedpool: ignoring malformed +switch-master", "sentinel", from, "payload", payload)
 		return
 	}
-	s := p.byName[f[0]]
+	s := p.byName[sm.Name]
 	if s == nil {
 		return // another deployment's master
 	}
-	to := net.JoinHostPort(f[3], f[4])
+	to := sm.NewAddr.String()
 	if to == s.conn().addr {
+		p.counts.duplicates.Add(1)
 		p.log.Debug("shardedpool: duplicate +switch-master", "shard", s.name, "to", to, "sentinel", from)
 		return
 	}
 	p.log.Debug("shardedpool: +switch-master received", "shard", s.name, "to", to, "sentinel", from)
 	s.requestRecheck("+switch-master from " + from)
-}
-
-func validPort(s string) bool {
-	n, err := strconv.Atoi(s)
-	return err == nil && n > 0 && n < 65536
 }

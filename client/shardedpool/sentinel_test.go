@@ -93,6 +93,21 @@ func newFakeDeployment(t *testing.T, shards int) *fakeDeployment {
 
 func (d *fakeDeployment) addr(shard int) string { return d.pool.shards[shard].conn().addr }
 
+// waitIdle waits until every shard's worker has finished every recheck
+// requested so far: after that, nothing already received can switch a
+// shard any more.
+func (d *fakeDeployment) waitIdle(t *testing.T) {
+	t.Helper()
+	testutil.WaitFor(t, 5*time.Second, "shard workers idle", func() bool {
+		for _, s := range d.pool.shards {
+			if !s.idle() {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 // failover promotes shard's replica on every Sentinel in setOn, at epoch.
 func (d *fakeDeployment) promote(shard int, epoch int64, setOn ...*fakeServer) {
 	d.replicas[shard].setRole("master")
@@ -173,9 +188,9 @@ func TestDuplicateEventsSwitchOnce(t *testing.T) {
 		s.publish(d.switchMsg(0))
 	}
 	testutil.WaitFor(t, 3*time.Second, "duplicates to be seen", func() bool {
-		return d.logs.count("duplicate +switch-master") >= 3
+		return d.pool.counts.duplicates.Load() >= 3
 	})
-	time.Sleep(100 * time.Millisecond) // a coalesced recheck may still be running
+	d.waitIdle(t) // a coalesced recheck may still be running
 	if n := d.switches.Load(); n != 1 {
 		t.Fatalf("%d switches, want exactly 1", n)
 	}
@@ -196,7 +211,7 @@ func TestReconnectAfterMissedEvent(t *testing.T) {
 		}
 		return n
 	}
-	time.Sleep(100 * time.Millisecond) // let the start-up rechecks finish
+	d.waitIdle(t) // the start-up rechecks are over: only the reconnect can switch
 	before := total()
 	// The failover happens while the pool is disconnected: no event.
 	for _, s := range d.sentinels {
@@ -230,12 +245,13 @@ func TestStaleSentinelNeverGoesBackwards(t *testing.T) {
 	d.sentinels[2].setSilent(true)
 	oh, op := splitHP(d.replicas[0].addr)
 	nh, np := splitHP(d.masters[0].addr)
+	subscribed := d.pool.counts.subscribed.Load()
 	stale.publish(fmt.Sprintf("m0 %s %s %s %s", oh, op, nh, np))
 	stale.dropConns() // and a reconnect triggers a full re-query
-	testutil.WaitFor(t, 3*time.Second, "stale master to be seen", func() bool {
-		return d.logs.count("ignoring stale master") >= 1
+	testutil.WaitFor(t, 3*time.Second, "stale master seen after the reconnect", func() bool {
+		return d.pool.counts.stale.Load() >= 1 && d.pool.counts.subscribed.Load() > subscribed
 	})
-	time.Sleep(300 * time.Millisecond) // any wrong switch would happen now
+	d.waitIdle(t) // the rechecks of the message and of the reconnect are over
 	if got := d.addr(0); got != d.replicas[0].addr {
 		t.Fatalf("pool went back to %s", got)
 	}
@@ -248,6 +264,7 @@ func TestMalformedMessagesIgnored(t *testing.T) {
 	d := newFakeDeployment(t, 2)
 	s := d.sentinels[0]
 	subs := s.subscribeCount()
+	requested := d.pool.shards[0].requested.Load() + d.pool.shards[1].requested.Load()
 	for _, payload := range []string{
 		"",
 		"m0",
@@ -263,11 +280,14 @@ func TestMalformedMessagesIgnored(t *testing.T) {
 	s.publishRaw(string(appendArray(nil, "message")))
 	s.publishRaw(":42\r\n")
 	s.publishRaw("*3\r\n$7\r\nmessage\r\n$14\r\n+switch-master\r\n:7\r\n")
-	testutil.WaitFor(t, 3*time.Second, "malformed messages logged", func() bool {
-		return d.logs.count("malformed +switch-master") >= 8
+	testutil.WaitFor(t, 3*time.Second, "malformed messages seen", func() bool {
+		return d.pool.counts.malformed.Load() == 8
 	})
 	if d.switches.Load() != 0 {
 		t.Fatal("a malformed message caused a switch")
+	}
+	if got := d.pool.shards[0].requested.Load() + d.pool.shards[1].requested.Load(); got != requested {
+		t.Fatalf("malformed messages requested %d rechecks", got-requested)
 	}
 	// The listener is still running on the same subscription.
 	d.promote(0, 1, d.sentinels...)
@@ -304,7 +324,7 @@ func TestSwitchWaitsForRoleMaster(t *testing.T) {
 		s.publish(d.switchMsg(0))
 	}
 	testutil.WaitFor(t, 3*time.Second, "unconfirmed candidate", func() bool {
-		return d.logs.count("new master not confirmed yet") >= 1
+		return d.pool.counts.unconfirmed.Load() >= 1
 	})
 	if d.addr(0) != d.masters[0].addr {
 		t.Fatal("switched to a server whose ROLE is slave")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -137,4 +138,9 @@ func (p *Pool) reloadTopology() {
 			p.switchTo(s, p.newShardClient(st.Addr), st.Addr, -1, "topology file edit")
 		}
 	}
+}
+
+func validPort(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n > 0 && n < 65536
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/shardis/shardis/client/shardedpool"
 	"github.com/shardis/shardis/internal/deploy"
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 // End-to-end tests of "shardnode up" and "shardnode status": the real
@@ -457,9 +458,7 @@ func TestUpRedisSentinel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
-	if _, err := exec.LookPath("redis-sentinel"); err != nil {
-		t.Skip("redis-sentinel not installed")
-	}
+	testutil.LookPath(t, "redis-sentinel")
 	bin := shardnodeBinary(t)
 	base, sbase := freeRanges(t, 2, 3, 0)
 	u := startUp(t, bin, "--dir", filepath.Join(t.TempDir(), "data"), "--shards", "2", "--replicas", "0",

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardis/shardis/internal/sentinel"
 )
 
 // Status is a deployment as one Sentinel and the nodes report it.
@@ -146,16 +148,16 @@ func (c *Collector) Watch(ctx context.Context, onSwitch func(name string, f Fail
 				if !ok {
 					break loop
 				}
-				f := strings.Fields(m.Payload)
-				if len(f) != 5 {
+				sm, err := sentinel.ParseSwitchMaster(m.Payload)
+				if err != nil {
 					continue
 				}
-				fo := Failover{Time: time.Now(), From: net.JoinHostPort(f[1], f[2]), To: net.JoinHostPort(f[3], f[4]), Epoch: -1}
+				fo := Failover{Time: time.Now(), From: sm.OldAddr.String(), To: sm.NewAddr.String(), Epoch: -1}
 				c.mu.Lock()
-				c.last[f[0]] = &fo
+				c.last[sm.Name] = &fo
 				c.mu.Unlock()
 				if onSwitch != nil {
-					onSwitch(f[0], fo)
+					onSwitch(sm.Name, fo)
 				}
 			}
 		}

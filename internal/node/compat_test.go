@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/resp"
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 // The compatibility test sends the same corpus of commands to a real
@@ -51,10 +52,7 @@ func TestCompatWithRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts redis-server")
 	}
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed")
-	}
+	bin := testutil.LookPath(t, "redis-server")
 	files, _ := filepath.Glob("testdata/compat/*.txt")
 	if len(files) == 0 {
 		t.Fatal("no corpus in testdata/compat")

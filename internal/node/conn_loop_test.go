@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 // readsPerRequest runs n request-reply round trips on a new connection
@@ -70,12 +72,9 @@ func TestReadLoopPipelineAndBlocking(t *testing.T) {
 	// BLPOP blocks with GET and PING buffered behind it.
 	c.send("BLPOP q 0\r\nGET p7\r\nPING\r\n")
 	other, info := ts.raw(t), ts.client(t)
-	for i := 0; infoInt(t, info, "blocked_clients") != 1; i++ {
-		if i == 200 {
-			t.Fatal("BLPOP did not block")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, 5*time.Second, "BLPOP to block", func() bool {
+		return infoInt(t, info, "blocked_clients") == 1
+	})
 	other.expect("RPUSH q job\r\n", ":1")
 	for _, want := range []string{"*2", "$1", "q", "$3", "job", "$1000", val, "+PONG"} {
 		if got := c.readLine(); got != want {
@@ -112,7 +111,12 @@ func TestReadLoopClose(t *testing.T) {
 	w.send("CLIENT ID\r\n")
 	wid := strings.TrimPrefix(w.readLine(), ":")
 	w.send("SET paused 1\r\n")
-	time.Sleep(50 * time.Millisecond) // the SET waits in the pause
+	// The SET has arrived and waits in the pause (a paused client counts
+	// in blocked_clients, as in Redis).
+	info := ts.client(t)
+	testutil.WaitFor(t, 5*time.Second, "SET held by the pause", func() bool {
+		return infoInt(t, info, "blocked_clients") == 1
+	})
 	start := time.Now()
 	admin.expect("CLIENT KILL ID "+wid+"\r\n", ":1")
 	_ = w.nc.SetReadDeadline(time.Now().Add(2 * time.Second))

@@ -2,13 +2,19 @@ package node
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"net"
+	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 // TestHostileRequests sends malformed and oversized requests, each on its
@@ -99,8 +105,16 @@ func TestHostileRequests(t *testing.T) {
 			r.send("*2\r\n$3\r\nGET\r\n$536870912\r\n" + strings.Repeat("x", 64*1024))
 			conns = append(conns, r)
 		}
-		// Let the server read what was sent.
-		time.Sleep(200 * time.Millisecond)
+		// The server has read everything sent: nothing is left in flight
+		// or in its sockets' receive queues.
+		testutil.WaitFor(t, 10*time.Second, "the server to read the 8 x 64KB", func() bool {
+			for _, r := range conns {
+				if n, ok := socketBacklog(t, r.nc); !ok || n > 0 {
+					return false
+				}
+			}
+			return true
+		})
 		var after runtime.MemStats
 		runtime.ReadMemStats(&after)
 		if grown := int64(after.HeapAlloc) - int64(before.HeapAlloc); grown > 64<<20 {
@@ -137,6 +151,43 @@ func TestHostileRequests(t *testing.T) {
 	if failed.Load() > 0 || served.Load() == 0 {
 		t.Fatalf("bystander: %d served, %d failed", served.Load(), failed.Load())
 	}
+}
+
+// socketBacklog returns the bytes a loopback TCP connection's client side
+// nc has sent that the server process has not read yet: unacknowledged on
+// the client socket plus queued on the server socket (Linux
+// /proc/net/tcp). ok is false when the sockets are not found.
+func socketBacklog(t *testing.T, nc net.Conn) (n int64, ok bool) {
+	t.Helper()
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		t.Fatalf("socket queues: %v", err)
+	}
+	hexAddr := func(a net.Addr) string {
+		ta := a.(*net.TCPAddr)
+		ip := ta.IP.To4()
+		return fmt.Sprintf("%02X%02X%02X%02X:%04X", ip[3], ip[2], ip[1], ip[0], ta.Port)
+	}
+	local, remote := hexAddr(nc.LocalAddr()), hexAddr(nc.RemoteAddr())
+	found := 0
+	for _, line := range strings.Split(string(data), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		tx, rx, _ := strings.Cut(f[4], ":")
+		switch {
+		case f[1] == local && f[2] == remote: // client side: sent, not acknowledged
+			v, _ := strconv.ParseInt(tx, 16, 64)
+			n += v
+			found++
+		case f[1] == remote && f[2] == local: // server side: received, not read
+			v, _ := strconv.ParseInt(rx, 16, 64)
+			n += v
+			found++
+		}
+	}
+	return n, found == 2
 }
 
 func itoa(n int) string {

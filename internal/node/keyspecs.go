@@ -1,75 +1,18 @@
 package node
 
-import "strings"
+import (
+	"strings"
 
-// keySpec is one of a command's key specs as Redis 7.0 declares them
-// (keyspecs_table.go), reduced to what COMMAND GETKEYSANDFLAGS needs: the
-// key flags, and how the spec finds its keys (begin search by index or
-// keyword, then a range or a numkeys argument).
-type keySpec struct {
-	flags string // as Redis prints them: "RW access delete"
-	notes string
+	"github.com/shardis/shardis/internal/commands"
+)
 
-	pos       int    // begin search: index
-	keyword   string // begin search: keyword
-	startFrom int    // where the keyword search starts (negative: from the end, backwards)
-	unknown   bool   // begin search not declared (found by the command's own code)
-
-	unknownKeys bool // find keys not declared
-	keyNum      bool // find keys: numkeys argument (else a range)
-	lastKey     int  // range: last key relative to the first (negative: from the end)
-	limit       int  // range: with lastKey -1, only 1/limit of the remaining args
-	keyNumIdx   int  // keynum: index of numkeys relative to the begin
-	firstKey    int  // keynum: first key relative to the begin
-	step        int
-}
-
-// begin finds where the spec's keys start in args, 0 when it cannot say.
-func (ks *keySpec) begin(args [][]byte) int {
-	switch {
-	case ks.unknown:
-		return 0
-	case ks.keyword == "":
-		return ks.pos
-	case ks.startFrom >= 0:
-		for i := ks.startFrom; i < len(args); i++ {
-			if eqFold(args[i], ks.keyword) {
-				return i + 1
-			}
-		}
-	default:
-		for i := len(args) + ks.startFrom; i > 0; i-- {
-			if eqFold(args[i], ks.keyword) {
-				return i + 1
-			}
-		}
-	}
-	return 0
-}
-
-// covers reports whether the key at position p of args is one of the
-// spec's keys.
-func (ks *keySpec) covers(args [][]byte, p int) bool {
-	b := ks.begin(args)
-	if b <= 0 || p < b || ks.unknownKeys {
-		return false
-	}
-	step := max(ks.step, 1)
-	if ks.keyNum {
-		idx := b + ks.keyNumIdx
-		if idx >= len(args) {
-			return false
-		}
-		n, ok := parseInt(args[idx])
-		first := b + ks.firstKey
-		return ok && p >= first && int64(p) < int64(first)+n*int64(step) && (p-first)%step == 0
-	}
-	last := b + ks.lastKey
-	if ks.lastKey < 0 {
-		last = len(args) + ks.lastKey
-	}
-	return p <= last && (p-b)%step == 0
-}
+// Redis 7.0's command metadata (key specs, declared ACL categories,
+// tips), shared with the clients in internal/commands.
+var (
+	keySpecTable     = commands.KeySpecs
+	aclCategoryTable = commands.ACLCategories
+	commandTipsTable = commands.Tips
+)
 
 // keyArgFlags returns the flags Redis reports for the key at position p of
 // a call of cmd (COMMAND GETKEYSANDFLAGS): those of the key spec that finds
@@ -108,10 +51,10 @@ func keyArgFlags(cmd *command, args [][]byte, p int) string {
 		}
 		return "RO access"
 	}
-	flags := specs[len(specs)-1].flags
+	flags := specs[len(specs)-1].Flags
 	for i := range specs {
-		if specs[i].covers(args, p) {
-			flags = specs[i].flags
+		if commands.Covers(&specs[i], args, p) {
+			flags = specs[i].Flags
 			break
 		}
 	}
@@ -132,32 +75,32 @@ func (c *Client) addKeySpecs(cmd *command) {
 	c.addSetLen(len(specs))
 	for i := range specs {
 		ks := &specs[i]
-		if ks.notes != "" {
+		if ks.Notes != "" {
 			c.addMapLen(4)
 			c.addBulkString("notes")
-			c.addBulkString(ks.notes)
+			c.addBulkString(ks.Notes)
 		} else {
 			c.addMapLen(3)
 		}
 		c.addBulkString("flags")
-		c.addStatusSet(strings.Fields(ks.flags))
+		c.addStatusSet(strings.Fields(ks.Flags))
 		c.addBulkString("begin_search")
 		switch {
-		case ks.unknown:
+		case ks.Unknown:
 			c.addTypedSpec("unknown")
-		case ks.keyword != "":
-			c.addTypedSpec("keyword", "keyword", ks.keyword, "startfrom", ks.startFrom)
+		case ks.Keyword != "":
+			c.addTypedSpec("keyword", "keyword", ks.Keyword, "startfrom", ks.StartFrom)
 		default:
-			c.addTypedSpec("index", "index", ks.pos)
+			c.addTypedSpec("index", "index", ks.Pos)
 		}
 		c.addBulkString("find_keys")
 		switch {
-		case ks.unknownKeys:
+		case ks.UnknownKeys:
 			c.addTypedSpec("unknown")
-		case ks.keyNum:
-			c.addTypedSpec("keynum", "keynumidx", ks.keyNumIdx, "firstkey", ks.firstKey, "keystep", ks.step)
+		case ks.KeyNum:
+			c.addTypedSpec("keynum", "keynumidx", ks.KeyNumIdx, "firstkey", ks.FirstKey, "keystep", ks.Step)
 		default:
-			c.addTypedSpec("range", "lastkey", ks.lastKey, "keystep", ks.step, "limit", ks.limit)
+			c.addTypedSpec("range", "lastkey", ks.LastKey, "keystep", ks.Step, "limit", ks.Limit)
 		}
 	}
 }

@@ -7,13 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"os/exec"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/shardis/shardis/internal/resp"
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 // encodeCmd encodes one request as a RESP multibulk.
@@ -111,10 +111,7 @@ func TestPipelineBatchMatchesRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts redis-server")
 	}
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed")
-	}
+	bin := testutil.LookPath(t, "redis-server")
 	raddr := startRedisServer(t, bin)
 	ts := startServer(t)
 	comparePipeline(t, raddr, ts.addr, mixedPipeline(400))
@@ -267,10 +264,7 @@ func TestPipelineMembersMatchRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts redis-server")
 	}
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server not installed")
-	}
+	bin := testutil.LookPath(t, "redis-server")
 	comparePipeline(t, startRedisServer(t, bin), startServer(t).addr, collectionPipeline(200))
 }
 

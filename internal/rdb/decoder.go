@@ -17,16 +17,63 @@ type Decoder struct {
 	crc uint64
 	off int64
 	one [1]byte
+	// size is the number of bytes the stream holds, -1 when unknown. A
+	// length field may not claim more than the bytes left, so a small
+	// corrupt input (a RESTORE payload) cannot make the decoder allocate
+	// much more than its own size.
+	size int64
 }
 
-// NewDecoder returns a decoder reading r.
+// NewDecoder returns a decoder reading r. When r reports how many bytes
+// it holds (bytes.Reader, strings.Reader: a Len method), lengths read are
+// checked against the bytes left before anything is allocated for them.
 func NewDecoder(r io.Reader) *Decoder {
+	size := int64(-1)
+	if l, ok := r.(interface{ Len() int }); ok {
+		if _, buffered := r.(*bufio.Reader); !buffered { // its Len is only what it buffered
+			size = int64(l.Len())
+		}
+	}
 	br, ok := r.(*bufio.Reader)
 	if !ok {
 		br = bufio.NewReaderSize(r, 256<<10)
 	}
-	return &Decoder{r: br}
+	return &Decoder{r: br, size: size}
 }
+
+// left returns the bytes left to read, or math.MaxInt64 when unknown.
+func (d *Decoder) left() int64 {
+	if d.size < 0 {
+		return math.MaxInt64
+	}
+	return d.size - d.off
+}
+
+// checkLeft refuses a length that claims more bytes than are left.
+func (d *Decoder) checkLeft(n uint64, what string) error {
+	if n > uint64(d.left()) {
+		return corrupt("%s %d beyond the %d bytes left at offset %d", what, n, d.left(), d.off)
+	}
+	return nil
+}
+
+// readCount reads the element count of a list, set, sorted set, hash or
+// quicklist: each element takes a byte at least, so a count beyond the
+// bytes left is refused.
+func (d *Decoder) readCount() (int, error) {
+	n, err := d.readPlainLen()
+	if err != nil {
+		return 0, err
+	}
+	if err := d.checkLeft(uint64(n), "element count"); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// countHint is the capacity to allocate for n elements up front: never
+// more than 1<<16, the rest grows as elements arrive.
+func countHint(n int) int { return min(n, 1<<16) }
 
 // Offset returns the number of bytes consumed.
 func (d *Decoder) Offset() int64 { return d.off }
@@ -93,6 +140,10 @@ func (d *Decoder) readLen() (n uint64, encoded bool, err error) {
 	return 0, false, corrupt("unknown length encoding %#x at offset %d", b, d.off-1)
 }
 
+// lzfMaxExpansion bounds what one compressed byte can become: the
+// longest back reference, 3 bytes, copies 264.
+const lzfMaxExpansion = 88
+
 // maxAlloc bounds a single allocation from a length read in the file, so
 // a corrupt length cannot exhaust memory before the short read is seen.
 const maxAlloc = 512 << 20
@@ -147,6 +198,12 @@ func (d *Decoder) ReadString() ([]byte, error) {
 			if clen > maxAlloc || ulen > 8*maxAlloc {
 				return nil, corrupt("LZF string too large at offset %d", d.off)
 			}
+			if err := d.checkLeft(uint64(clen), "LZF length"); err != nil {
+				return nil, err
+			}
+			if ulen > lzfMaxExpansion*clen {
+				return nil, corrupt("LZF string of %d bytes cannot expand to %d at offset %d", clen, ulen, d.off)
+			}
 			c := make([]byte, clen)
 			if err := d.readFull(c); err != nil {
 				return nil, err
@@ -161,6 +218,9 @@ func (d *Decoder) ReadString() ([]byte, error) {
 	}
 	if n > maxAlloc*8 {
 		return nil, corrupt("string length %d too large at offset %d", n, d.off)
+	}
+	if err := d.checkLeft(n, "string length"); err != nil {
+		return nil, err
 	}
 	// Grow in steps so a bogus length fails at EOF, not in make.
 	if n > maxAlloc {
@@ -228,11 +288,11 @@ func (d *Decoder) ReadValue(t byte) (*Value, error) {
 		}
 		return &Value{Kind: KindString, Str: s}, nil
 	case TypeList, TypeSet:
-		n, err := d.readPlainLen()
+		n, err := d.readCount()
 		if err != nil {
 			return nil, err
 		}
-		elems := make([][]byte, 0, min(n, 1<<16))
+		elems := make([][]byte, 0, countHint(n))
 		for i := 0; i < n; i++ {
 			s, err := d.ReadString()
 			if err != nil {
@@ -246,11 +306,11 @@ func (d *Decoder) ReadValue(t byte) (*Value, error) {
 		}
 		return &Value{Kind: k, Elems: elems}, nil
 	case TypeZSet, TypeZSet2:
-		n, err := d.readPlainLen()
+		n, err := d.readCount()
 		if err != nil {
 			return nil, err
 		}
-		z := make([]ZMember, 0, min(n, 1<<16))
+		z := make([]ZMember, 0, countHint(n))
 		for i := 0; i < n; i++ {
 			m, err := d.ReadString()
 			if err != nil {
@@ -272,11 +332,11 @@ func (d *Decoder) ReadValue(t byte) (*Value, error) {
 		}
 		return &Value{Kind: KindZSet, ZSet: z}, nil
 	case TypeHash:
-		n, err := d.readPlainLen()
+		n, err := d.readCount()
 		if err != nil {
 			return nil, err
 		}
-		h := make([]HashField, 0, min(n, 1<<16))
+		h := make([]HashField, 0, countHint(n))
 		for i := 0; i < n; i++ {
 			f, err := d.ReadString()
 			if err != nil {
@@ -290,7 +350,7 @@ func (d *Decoder) ReadValue(t byte) (*Value, error) {
 		}
 		return &Value{Kind: KindHash, Hash: h}, nil
 	case TypeListQuicklist, TypeListQuicklist2:
-		n, err := d.readPlainLen()
+		n, err := d.readCount()
 		if err != nil {
 			return nil, err
 		}

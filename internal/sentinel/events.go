@@ -90,21 +90,40 @@ func instanceDesc(ri *instance) string {
 
 // SwitchMaster is the content of a +switch-master payload.
 type SwitchMaster struct {
-	Name    string
-	OldAddr Addr
-	NewAddr Addr
+	Name    string // the master's name
+	OldAddr Addr   // the address of the master that failed
+	NewAddr Addr   // the address of the promoted replica
 }
 
-// ParseSwitchMaster parses "<name> <oldip> <oldport> <newip> <newport>".
+// Payload renders the message redis-sentinel publishes on +switch-master:
+// "<name> <oldip> <oldport> <newip> <newport>".
+func (s SwitchMaster) Payload() string {
+	return fmt.Sprintf("%s %s %d %s %d", s.Name, s.OldAddr.IP, s.OldAddr.Port, s.NewAddr.IP, s.NewAddr.Port)
+}
+
+// ParseSwitchMaster parses a +switch-master payload, "<name> <oldip>
+// <oldport> <newip> <newport>", as Payload renders it. Both ports must be
+// in 1..65535.
 func ParseSwitchMaster(payload string) (SwitchMaster, error) {
 	f := strings.Fields(payload)
 	if len(f) != 5 {
 		return SwitchMaster{}, fmt.Errorf("sentinel: malformed +switch-master payload %q", payload)
 	}
-	op, err1 := strconv.Atoi(f[2])
-	np, err2 := strconv.Atoi(f[4])
+	op, err1 := parsePort(f[2])
+	np, err2 := parsePort(f[4])
 	if err1 != nil || err2 != nil {
 		return SwitchMaster{}, fmt.Errorf("sentinel: malformed +switch-master payload %q", payload)
 	}
 	return SwitchMaster{Name: f[0], OldAddr: Addr{f[1], op}, NewAddr: Addr{f[3], np}}, nil
+}
+
+func parsePort(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return 0, err
+	}
+	if n < 1 || n > 65535 {
+		return 0, fmt.Errorf("sentinel: port %d out of range", n)
+	}
+	return n, nil
 }

@@ -207,7 +207,7 @@ func (m *Machine) failoverSwitchToPromotedReplica(now time.Time, master *instanc
 	if master.promoted != nil {
 		ref = master.promoted
 	}
-	m.event(LevelWarning, EventSwitchMaster, master, "%s %s %d %s %d", master.name,
-		master.addr.IP, master.addr.Port, ref.addr.IP, ref.addr.Port)
+	sm := SwitchMaster{Name: master.name, OldAddr: master.addr, NewAddr: ref.addr}
+	m.emit(LevelWarning, EventSwitchMaster, master, sm.Payload())
 	m.resetMasterAndChangeAddress(now, master, ref.addr)
 }

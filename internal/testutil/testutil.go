@@ -5,8 +5,9 @@
 // a test fails.
 //
 // Every process listens on a free 127.0.0.1 port, keeps its files in a
-// t.TempDir(), and is killed by t.Cleanup. Tests that need a binary that is
-// not installed are skipped, not failed.
+// t.TempDir(), and is killed by t.Cleanup. A test that needs a binary that
+// is not installed is skipped on a developer's machine and fails when the
+// environment has CI=true (.ci/run sets it), so CI runs every test.
 package testutil
 
 import (
@@ -37,8 +38,8 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
-// Binary returns the path of the named executable, skipping the test when
-// it is not installed. The environment variable TESTUTIL_<NAME> (name upper
+// Binary returns the path of the named executable; see [LookPath] for a
+// missing one. The environment variable TESTUTIL_<NAME> (name upper
 // cased, '-' as '_', e.g. TESTUTIL_REDIS_SERVER=/path/to/shardnode)
 // replaces it, so the same end-to-end tests can run against shardis's own
 // server and Sentinel, which take redis.conf-style flags.
@@ -48,11 +49,37 @@ func Binary(t testing.TB, name string) string {
 	if v := os.Getenv(env); v != "" {
 		name = v
 	}
+	return LookPath(t, name)
+}
+
+// LookPath returns the path of the named executable, never replaced (a
+// comparison with redis-server needs the real one). When it is not
+// installed the test is skipped, or fails if [InCI].
+func LookPath(t testing.TB, name string) string {
+	t.Helper()
 	p, err := exec.LookPath(name)
 	if err != nil {
-		t.Skipf("testutil: %s not installed (apt-get install redis-server redis-sentinel)", name)
+		Missing(t, fmt.Sprintf("%s not installed (apt-get install redis-server redis-sentinel redis-tools)", name))
 	}
 	return p
+}
+
+// Missing reports that something a test needs is not there: the test is
+// skipped, or fails if [InCI], where nothing may be silently left out.
+func Missing(t testing.TB, why string) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf("testutil: %s; CI=true requires it", why)
+		return
+	}
+	t.Skipf("testutil: %s", why)
+}
+
+// InCI reports whether the tests run in CI: the environment variable CI is
+// "true" (or another true value of strconv.ParseBool).
+func InCI() bool {
+	v, err := strconv.ParseBool(os.Getenv("CI"))
+	return err == nil && v
 }
 
 // Process is a running server started by [StartRedis] or [StartSentinel].

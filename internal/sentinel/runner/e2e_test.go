@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 // End-to-end tests with real processes: redis-server instances managed by
@@ -54,9 +56,7 @@ func needE2E(t *testing.T, bins ...string) {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
 	for _, b := range append([]string{"redis-server", "redis-cli"}, bins...) {
-		if _, err := exec.LookPath(b); err != nil {
-			t.Skipf("%s not installed", b)
-		}
+		testutil.LookPath(t, b)
 	}
 }
 
@@ -485,7 +485,7 @@ func shardnodeBinary(t *testing.T) string {
 		}
 	})
 	if shardnodeErr != nil {
-		t.Skipf("cmd/shardnode does not build: %v", shardnodeErr)
+		testutil.Missing(t, fmt.Sprintf("cmd/shardnode does not build: %v", shardnodeErr))
 	}
 	return shardnodePath
 }
