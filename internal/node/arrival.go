@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/value"
 )
 
@@ -672,7 +671,7 @@ func (c *Client) arrivalKeysReady(cmd *command, args [][]byte) bool {
 	db := c.srv.dbs[c.db]
 	for _, k := range args[1:min(1+n, len(args))] {
 		key := bstr(k)
-		m := &db.Shards[keyspace.ShardOf(key)].Mu
+		m := &db.KeyShard(key).Mu
 		m.Lock()
 		e := db.GetEntry(key)
 		ok := e != nil && !e.Expired(c.now) // c.now: set by call() before arrivalEnter

@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/cluster"
-	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // Cluster redirection errors, Redis 7.0's texts (clusterRedirectClient).
@@ -172,7 +171,7 @@ func (cm *clusterMode) endpoint(n cluster.RouteNode) string {
 // touching it (LOOKUP_NOTOUCH|NOSTATS|NONOTIFY|NOEXPIRE).
 func (s *Server) keyExistsDB0(key string) bool {
 	db := s.dbs[0]
-	sh := &db.Shards[keyspace.ShardOf(key)]
+	sh := db.KeyShard(key)
 	sh.Mu.Lock()
 	e := db.GetEntry(key)
 	ok := e != nil && !e.Expired(time.Now().UnixMilli())

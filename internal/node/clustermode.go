@@ -15,7 +15,6 @@ import (
 
 	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/node/cluster/runner"
-	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // clusterMode is the node's side of cluster mode (cluster-enabled yes):
@@ -229,7 +228,7 @@ func (s *Server) deleteKeysInSlot(slot int) int {
 	keys := s.keysInSlot(slot, -1)
 	n := 0
 	for _, k := range keys {
-		sh := &db.Shards[keyspace.ShardOf(k)]
+		sh := db.KeyShard(k)
 		sh.Mu.Lock()
 		if db.Remove(k) != nil {
 			n++

@@ -4,8 +4,6 @@ import (
 	"slices"
 	"strconv"
 	"testing"
-
-	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // TestClusterKeysInSlot: GETKEYSINSLOT's and the slot deletion's listing
@@ -15,7 +13,7 @@ func TestClusterKeysInSlot(t *testing.T) {
 	s := newBareServer(t)
 	db := s.dbs[0]
 	set := func(k string) {
-		sh := &db.Shards[keyspace.ShardOf(k)]
+		sh := db.KeyShard(k)
 		sh.Mu.Lock()
 		db.SetString(k, []byte("v"), 0, false)
 		sh.Mu.Unlock()

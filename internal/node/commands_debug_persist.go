@@ -116,7 +116,7 @@ func debugObject(c *Client, args [][]byte) {
 	}
 	key := string(args[2])
 	db := c.curDB()
-	sh := &db.Shards[keyspace.ShardOf(key)]
+	sh := db.KeyShard(key)
 	unlock := c.debugLockShard(&sh.Mu)
 	c.now = time.Now().UnixMilli()
 	e := db.GetEntry(key) // as Redis's dictFind: no expiry check (a replica keeps expired keys)
@@ -250,7 +250,7 @@ func debugDigestValue(c *Client, args [][]byte) {
 	c.addArrayLen(len(args) - 2)
 	for _, k := range args[2:] {
 		key := string(k)
-		sh := &db.Shards[keyspace.ShardOf(key)]
+		sh := db.KeyShard(key)
 		unlock := c.debugLockShard(&sh.Mu)
 		var d digest
 		if e := db.GetEntry(key); e != nil {

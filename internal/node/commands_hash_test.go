@@ -9,14 +9,12 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // encodingOfKey reads a key's OBJECT ENCODING from inside the server.
 func encodingOfKey(ts *testServer, key string) string {
 	db := ts.srv.dbs[0]
-	sh := &db.Shards[keyspace.ShardOf(key)]
+	sh := db.KeyShard(key)
 	sh.Mu.Lock()
 	defer sh.Mu.Unlock()
 	e := db.GetEntry(key)

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 func TestKeysBasic(t *testing.T) {
@@ -300,7 +298,7 @@ func TestObjectIdletime(t *testing.T) {
 	r.expect("SET k v\r\n", "+OK")
 	age := func(secs uint32) {
 		db := ts.srv.dbs[0]
-		sh := &db.Shards[keyspace.ShardOf("k")]
+		sh := db.KeyShard("k")
 		sh.Mu.Lock()
 		db.GetEntry("k").LRU = uint32(time.Now().Unix()) - secs
 		sh.Mu.Unlock()

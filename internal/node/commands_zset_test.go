@@ -13,7 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/value"
 )
 
@@ -527,7 +526,7 @@ func TestZSetRandomizedAgainstModel(t *testing.T) {
 // answers), read directly so the test does not depend on OBJECT.
 func zsetEncodingOf(ts *testServer, key string) string {
 	db := ts.srv.dbs[0]
-	sh := &db.Shards[keyspace.ShardOf(key)]
+	sh := db.KeyShard(key)
 	sh.Mu.Lock()
 	defer sh.Mu.Unlock()
 	e := db.GetEntry(key)

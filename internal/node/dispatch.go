@@ -338,7 +338,7 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 		last = min(last, len(args)-1)
 		if cmd.first == last {
 			// One key (GET, SET, INCR, LPUSH...): no sorting, no buffer.
-			m := &c.srv.dbs[c.db].Shards[keyspace.ShardOf(bstr(args[last]))].Mu
+			m := &c.srv.dbs[c.db].KeyShard(bstr(args[last])).Mu
 			m.Lock()
 			c.held = append(c.held, m)
 			return

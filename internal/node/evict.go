@@ -61,7 +61,7 @@ func (s *Server) freeMemoryIfNeeded() bool {
 		if !ok {
 			return false
 		}
-		sh := &db.Shards[keyspace.ShardOf(key)]
+		sh := db.KeyShard(key)
 		sh.Mu.Lock()
 		if e := db.GetEntry(key); e != nil {
 			freed += e.MemUsage()

@@ -6,8 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"testing"
-
-	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // benchRDBServer returns a server holding n string keys shaped like
@@ -108,7 +106,7 @@ func BenchmarkSnapshotBucketTouch(b *testing.B) {
 			b.StartTimer()
 		}
 		k := keys[i%len(keys)]
-		sh := &db.Shards[keyspace.ShardOf(k)]
+		sh := db.KeyShard(k)
 		sh.Mu.Lock()
 		if sh.PendingSnapshots() != 0 && !sh.KeyCopied(k) {
 			touched++

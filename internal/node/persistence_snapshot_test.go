@@ -197,7 +197,7 @@ func TestSnapshotChunksPointInTime(t *testing.T) {
 	for i := range 6000 {
 		put(0, big+strconv.Itoa(i))
 	}
-	growSh := &s.dbs[0].Shards[keyspace.ShardOf(grow)]
+	growSh := s.dbs[0].KeyShard(grow)
 	for i := 0; !growSh.Growing() || growSh.Len() < 1040; i++ {
 		put(0, grow+strconv.Itoa(i))
 	}
@@ -208,11 +208,11 @@ func TestSnapshotChunksPointInTime(t *testing.T) {
 	}
 	// {edge} is full (its next insert would grow it), {shrink} is one
 	// delete away from shrinking: both must wait while pending.
-	edgeSh := &s.dbs[0].Shards[keyspace.ShardOf(edge)]
+	edgeSh := s.dbs[0].KeyShard(edge)
 	for i := 0; edgeSh.Len() < 1024 && i < 2000; i++ {
 		put(0, edge+strconv.Itoa(i))
 	}
-	shrinkSh := &s.dbs[0].Shards[keyspace.ShardOf(shrink)]
+	shrinkSh := s.dbs[0].KeyShard(shrink)
 	for i := range 1000 {
 		put(0, shrink+strconv.Itoa(i))
 	}
@@ -302,7 +302,7 @@ func TestSnapshotChunksPointInTime(t *testing.T) {
 				k = "ins" + strconv.Itoa(n)
 			}
 			db := s.dbs[r.IntN(2)]
-			sh := &db.Shards[keyspace.ShardOf(k)]
+			sh := db.KeyShard(k)
 			sh.Mu.Lock()
 			db.SetString(k, []byte("inserted"), 0, false)
 			sh.Mu.Unlock()
@@ -460,7 +460,7 @@ func snapRandomOp(c context.Context, rc *redis.Client, r *rand.Rand, key func() 
 func TestSnapshotFrozenShardGrowsPastLimit(t *testing.T) {
 	s := newBareServer(t)
 	db := s.dbs[0]
-	sh := &db.Shards[keyspace.ShardOf("{f}")]
+	sh := db.KeyShard("{f}")
 	s.LockAll()
 	for i := 0; sh.Len() < 400; i++ {
 		db.SetString("{f}"+strconv.Itoa(i), []byte("old"), 0, false)
@@ -529,7 +529,7 @@ func TestSnapshotFrozenShardGrowsPastLimit(t *testing.T) {
 func TestSnapshotSideBlocks(t *testing.T) {
 	s := newBareServer(t)
 	db := s.dbs[0]
-	sh := &db.Shards[keyspace.ShardOf("{b}")]
+	sh := db.KeyShard("{b}")
 	big := bytes.Repeat([]byte("v"), 300) // 3 keys per 1 kB of arena
 	s.LockAll()
 	for i := 0; i < 3*keyspace.SideRecs; i++ {

@@ -2,8 +2,6 @@ package node
 
 import (
 	"strconv"
-
-	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // registerReplicationDebug adds the DEBUG subcommands Redis's replication
@@ -49,7 +47,7 @@ func debugPopulate(c *Client, args [][]byte) {
 	for j := int64(0); j < count; j++ {
 		kb = strconv.AppendInt(append(append(kb[:0], prefix...), ':'), j, 10)
 		key := string(kb)
-		unlock := c.debugLockShard(&db.Shards[keyspace.ShardOf(key)].Mu)
+		unlock := c.debugLockShard(&db.KeyShard(key).Mu)
 		if db.GetEntry(key) == nil {
 			vb = strconv.AppendInt(append(vb[:0], "value:"...), j, 10)
 			var val []byte

@@ -48,7 +48,7 @@ func (c *Client) setMasterAccess(cmd *command, args [][]byte, on bool) {
 		db := s.dbs[c.db]
 		for _, p := range cmd.keyPositions(args) {
 			if p < len(args) {
-				db.Shards[keyspace.ShardOf(string(args[p]))].SetMasterAccess(on)
+				db.KeyShard(string(args[p])).SetMasterAccess(on)
 			}
 		}
 	}

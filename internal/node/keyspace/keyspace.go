@@ -391,6 +391,9 @@ func NewDB(sh *Shared, id int) *DB {
 // ShardOf returns the index of key's shard: its hash slot modulo NumShards.
 func ShardOf(key string) int { return consistent.KeySlot(key) & (NumShards - 1) }
 
+// KeyShard returns the shard that holds key.
+func (db *DB) KeyShard(key string) *Shard { return &db.Shards[ShardOf(key)] }
+
 // LockAll locks every shard, in index order.
 func (db *DB) LockAll() {
 	for i := range db.Shards {
