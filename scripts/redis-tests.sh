@@ -31,13 +31,16 @@ if [ "${SERVER:-shardnode}" = shardnode ]; then
   (cd "$here" && go build -o "$bin" ./cmd/shardnode) || exit 1
 fi
 tags=${TAGS:-"-needs:debug -needs:repl -needs:config-maxmemory -needs:config-resetstat -needs:reset -needs:save -needs:pfdebug -needs:latency -needs:local-process"}
+# As Redis's own external-mode CI starts its server: the tests use DEBUG
+# and CONFIG SET dir, which Redis 7.0 (and shardnode) refuse by default.
+protect="--enable-debug-command yes --enable-protected-configs yes --enable-module-command yes"
 total_ok=0
 total_err=0
 for unit in "$@"; do
   if [ "${SERVER:-shardnode}" = shardnode ]; then
-    "$bin" --port "$port" --bind 127.0.0.1 --save "" --dir "$work" --loglevel warning >"$work/node.log" 2>&1 &
+    "$bin" --port "$port" --bind 127.0.0.1 --save "" --dir "$work" --loglevel warning $protect >"$work/node.log" 2>&1 &
   else
-    redis-server --port "$port" --bind 127.0.0.1 --save "" --dir "$work" --loglevel warning >"$work/node.log" 2>&1 &
+    redis-server --port "$port" --bind 127.0.0.1 --save "" --dir "$work" --loglevel warning $protect >"$work/node.log" 2>&1 &
   fi
   pid=$!
   for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done

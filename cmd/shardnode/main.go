@@ -58,7 +58,7 @@ func run(cctx *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	runtime.GOMAXPROCS(int(cfg.Int("io-threads")))
+	runtime.GOMAXPROCS(int(cfg.Int(node.DirIOThreads)))
 	logger, closeLog, err := newLogger(cfg)
 	if err != nil {
 		return err
@@ -139,7 +139,7 @@ func parseArgs(args []string) (*node.Config, error) {
 func newLogger(cfg *node.Config) (*slog.Logger, func(), error) {
 	var w io.Writer = os.Stdout
 	closeFn := func() {}
-	if f := cfg.Get("logfile"); f != "" {
+	if f := cfg.Get(node.DirLogfile); f != "" {
 		fh, err := os.OpenFile(f, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return nil, nil, fmt.Errorf("logfile: %w", err)
@@ -148,7 +148,7 @@ func newLogger(cfg *node.Config) (*slog.Logger, func(), error) {
 		closeFn = func() { fh.Close() }
 	}
 	level := slog.LevelInfo
-	switch cfg.Get("loglevel") {
+	switch cfg.Get(node.DirLoglevel) {
 	case "debug":
 		level = slog.LevelDebug
 	case "verbose":

@@ -11,7 +11,7 @@ import (
 // startMetrics serves Prometheus metrics at http://<metrics-addr>/metrics
 // when the metrics-addr directive is set.
 func startMetrics(ctx context.Context, srv *node.Server, log *slog.Logger) error {
-	addr := srv.Config().Get("metrics-addr")
+	addr := srv.Config().Get(node.DirMetricsAddr)
 	if addr == "" {
 		return nil
 	}

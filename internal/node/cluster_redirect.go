@@ -114,10 +114,10 @@ func (c *Client) clusterRedirect(cmd *command, args [][]byte) string {
 	if rt.State != cluster.ClusterOK {
 		switch {
 		case shardPubSub:
-			if !c.srv.cfg.Bool("cluster-allow-pubsubshard-when-down") {
+			if !c.srv.cfg.Bool(DirClusterAllowPubsubshardWhenDown) {
 				return errClusterDown
 			}
-		case !c.srv.cfg.Bool("cluster-allow-reads-when-down"):
+		case !c.srv.cfg.Bool(DirClusterAllowReadsWhenDown):
 			return errClusterDown
 		case isWrite:
 			return errClusterDownRO
@@ -155,7 +155,7 @@ func (cm *clusterMode) redirect(kind string, slot int, rt *cluster.Routing, to i
 }
 
 func (cm *clusterMode) endpoint(n cluster.RouteNode) string {
-	switch cm.srv.cfg.Get("cluster-preferred-endpoint-type") {
+	switch cm.srv.cfg.Get(DirClusterPreferredEndpointType) {
 	case "hostname":
 		if n.Hostname != "" {
 			return n.Hostname

@@ -50,29 +50,29 @@ func (l clusterLocal) ReplOffset() int64 {
 // clusterMachineConfig derives the machine's settings from the directives.
 func (s *Server) clusterMachineConfig() cluster.Config {
 	cfg := cluster.DefaultConfig()
-	port := int(s.cfg.Int("port"))
-	if p := int(s.cfg.Int("cluster-announce-port")); p != 0 {
+	port := int(s.cfg.Int(DirPort))
+	if p := int(s.cfg.Int(DirClusterAnnouncePort)); p != 0 {
 		port = p
 	}
 	cfg.Port = port
 	switch {
-	case s.cfg.Int("cluster-announce-bus-port") != 0:
-		cfg.CPort = int(s.cfg.Int("cluster-announce-bus-port"))
-	case s.cfg.Int("cluster-port") != 0:
-		cfg.CPort = int(s.cfg.Int("cluster-port"))
+	case s.cfg.Int(DirClusterAnnounceBusPort) != 0:
+		cfg.CPort = int(s.cfg.Int(DirClusterAnnounceBusPort))
+	case s.cfg.Int(DirClusterPort) != 0:
+		cfg.CPort = int(s.cfg.Int(DirClusterPort))
 	default:
-		cfg.CPort = int(s.cfg.Int("port")) + cluster.PortIncr
+		cfg.CPort = int(s.cfg.Int(DirPort)) + cluster.PortIncr
 	}
-	cfg.IP = s.cfg.Get("cluster-announce-ip")
-	cfg.Hostname = s.cfg.Get("cluster-announce-hostname")
-	cfg.NodeTimeout = time.Duration(s.cfg.Int("cluster-node-timeout")) * time.Millisecond
-	cfg.RequireFullCoverage = s.cfg.Bool("cluster-require-full-coverage")
-	cfg.AllowReadsWhenDown = s.cfg.Bool("cluster-allow-reads-when-down")
-	cfg.AllowPubsubShardWhenDown = s.cfg.Bool("cluster-allow-pubsubshard-when-down")
-	cfg.MigrationBarrier = int(s.cfg.Int("cluster-migration-barrier"))
-	cfg.AllowReplicaMigration = s.cfg.Bool("cluster-allow-replica-migration")
-	cfg.ReplicaValidityFactor = int(s.cfg.Int("cluster-replica-validity-factor"))
-	cfg.ReplicaNoFailover = s.cfg.Bool("cluster-replica-no-failover")
+	cfg.IP = s.cfg.Get(DirClusterAnnounceIP)
+	cfg.Hostname = s.cfg.Get(DirClusterAnnounceHostname)
+	cfg.NodeTimeout = time.Duration(s.cfg.Int(DirClusterNodeTimeout)) * time.Millisecond
+	cfg.RequireFullCoverage = s.cfg.Bool(DirClusterRequireFullCoverage)
+	cfg.AllowReadsWhenDown = s.cfg.Bool(DirClusterAllowReadsWhenDown)
+	cfg.AllowPubsubShardWhenDown = s.cfg.Bool(DirClusterAllowPubsubshardWhenDown)
+	cfg.MigrationBarrier = int(s.cfg.Int(DirClusterMigrationBarrier))
+	cfg.AllowReplicaMigration = s.cfg.Bool(DirClusterAllowReplicaMigration)
+	cfg.ReplicaValidityFactor = int(s.cfg.Int(DirClusterReplicaValidityFactor))
+	cfg.ReplicaNoFailover = s.cfg.Bool(DirClusterReplicaNoFailover)
 	cfg.Local = clusterLocal{s}
 	return cfg
 }
@@ -87,15 +87,15 @@ func (s *Server) startCluster() error {
 	if err != nil {
 		return fmt.Errorf("node: cluster: %w", err)
 	}
-	busPort := int(s.cfg.Int("cluster-port"))
+	busPort := int(s.cfg.Int(DirClusterPort))
 	if busPort == 0 {
-		busPort = int(s.cfg.Int("port")) + cluster.PortIncr
+		busPort = int(s.cfg.Int(DirPort)) + cluster.PortIncr
 	}
 	if busPort > 65535 {
 		return fmt.Errorf("node: cluster: Redis port number too high. Cluster communication port is 10,000 port numbers higher than your Redis port. Your Redis port number must be 55535 or less.")
 	}
 	var addrs []string
-	for _, b := range strings.Fields(s.cfg.Get("bind")) {
+	for _, b := range strings.Fields(s.cfg.Get(DirBind)) {
 		host, optional := bindHost(b)
 		a := net.JoinHostPort(host, strconv.Itoa(busPort))
 		if optional {
@@ -103,9 +103,9 @@ func (s *Server) startCluster() error {
 		}
 		addrs = append(addrs, a)
 	}
-	file := s.cfg.Get("cluster-config-file")
+	file := s.cfg.Get(DirClusterConfigFile)
 	if !filepath.IsAbs(file) {
-		file = filepath.Join(s.cfg.Get("dir"), file)
+		file = filepath.Join(s.cfg.Get(DirDir), file)
 	}
 	cm := &clusterMode{srv: s, apply: make(chan func(), 1024), stop: make(chan struct{}), stopped: make(chan struct{})}
 	empty := &cluster.Routing{Me: 0, MyMaster: -1}
@@ -118,7 +118,7 @@ func (s *Server) startCluster() error {
 	r, err := runner.Start(m, runner.Options{
 		ListenAddrs:  addrs,
 		ConfigFile:   file,
-		SendBufLimit: s.cfg.Int("cluster-link-sendbuf-limit"),
+		SendBufLimit: s.cfg.Int(DirClusterLinkSendbufLimit),
 		OnReady:      cm.onReady,
 		Logger:       s.log,
 	})
@@ -258,7 +258,11 @@ func applyClusterConfig(s *Server, _ string) {
 		return
 	}
 	cfg := s.clusterMachineConfig()
-	cm.do(func(m *cluster.Machine, now time.Time) { m.Reconfigure(now, cfg) })
+	cm.do(func(m *cluster.Machine, now time.Time) {
+		if err := m.SetConfig(now, cfg); err != nil {
+			s.log.Warn("cluster: config not applied", "err", err)
+		}
+	})
 }
 
 // flushAllData empties every database (a replica reset by CLUSTER RESET

@@ -32,6 +32,11 @@ const (
 	flagLockAll
 	// flagLockDB locks every shard of the client's current database.
 	flagLockDB
+	// flagProtected is Redis's CMD_PROTECTED (DEBUG, MODULE LOAD ...): the
+	// command runs only where enable-debug-command or
+	// enable-module-command allows it (security.go). COMMAND INFO hides
+	// it, as Redis does.
+	flagProtected
 )
 
 var flagNames = []struct {

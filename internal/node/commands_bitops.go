@@ -37,7 +37,7 @@ func (c *Client) bitOffset(arg []byte, hashBits int) (int64, bool) {
 	if useHash {
 		off *= int64(hashBits)
 	}
-	if !ok || off < 0 || (!c.hasFlag(clientMaster) && off>>3 >= c.srv.cfg.Int("proto-max-bulk-len")) {
+	if !ok || off < 0 || (!c.hasFlag(clientMaster) && off>>3 >= c.srv.cfg.Int(DirProtoMaxBulkLen)) {
 		c.addError(errBitOffset)
 		return 0, false
 	}

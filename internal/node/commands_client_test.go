@@ -327,8 +327,8 @@ func TestConfigRewrite(t *testing.T) {
 	if err := cfg.ParseFile(path); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Get("slowlog-max-len") != "77" || cfg.Get("maxmemory-samples") != "9" || cfg.Get("save") != ts.srv.cfg.Get("save") {
-		t.Fatalf("parsed back: %s %s %q", cfg.Get("slowlog-max-len"), cfg.Get("maxmemory-samples"), cfg.Get("save"))
+	if cfg.Get(DirSlowlogMaxLen) != "77" || cfg.Get(DirMaxmemorySamples) != "9" || cfg.Get(DirSave) != ts.srv.cfg.Get(DirSave) {
+		t.Fatalf("parsed back: %s %s %q", cfg.Get(DirSlowlogMaxLen), cfg.Get(DirMaxmemorySamples), cfg.Get(DirSave))
 	}
 }
 

@@ -125,7 +125,7 @@ func cmdClusterSlots(c *Client, args [][]byte) {
 // addClusterNode is Redis's addNodeToNodeReply: endpoint, port, id and a
 // map of the networking metadata that is not the preferred endpoint.
 func (c *Client) addClusterNode(n cluster.NodeInfo) {
-	typ := c.srv.cfg.Get("cluster-preferred-endpoint-type")
+	typ := c.srv.cfg.Get(DirClusterPreferredEndpointType)
 	c.addArrayLen(4)
 	switch typ {
 	case "hostname":

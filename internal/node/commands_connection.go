@@ -95,7 +95,7 @@ func cmdReset(c *Client, args [][]byte) {
 	c.name = ""
 	c.infoMu.Unlock()
 	c.publishInfo()
-	if c.srv.cfg.Get("requirepass") != "" {
+	if c.srv.cfg.Get(DirRequirepass) != "" {
 		c.authed.Store(false)
 		c.rd.SetUnauthenticated(true)
 	}
@@ -104,7 +104,7 @@ func cmdReset(c *Client, args [][]byte) {
 
 // checkPassword compares in constant time.
 func (s *Server) checkPassword(user, pass string) bool {
-	want := s.cfg.Get("requirepass")
+	want := s.cfg.Get(DirRequirepass)
 	if user != "" && user != "default" {
 		return false
 	}
@@ -124,7 +124,7 @@ func cmdAuth(c *Client, args [][]byte) {
 	if len(args) == 3 {
 		user, pass = string(args[1]), string(args[2])
 	}
-	if len(args) == 2 && c.srv.cfg.Get("requirepass") == "" {
+	if len(args) == 2 && c.srv.cfg.Get(DirRequirepass) == "" {
 		c.addError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 		return
 	}
@@ -193,7 +193,7 @@ func cmdHello(c *Client, args [][]byte) {
 		role = "replica"
 	}
 	mode := "standalone"
-	if c.srv.cfg.Bool("cluster-enabled") {
+	if c.srv.cfg.Bool(DirClusterEnabled) {
 		mode = "cluster"
 	}
 	c.addMapLen(7)

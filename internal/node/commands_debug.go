@@ -7,7 +7,7 @@ import (
 )
 
 func registerDebugCommands(t *commandTable) {
-	t.add(&command{name: "debug", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale, fn: cmdDebug, group: "server", since: "1.0.0"})
+	t.add(&command{name: "debug", arity: -2, flags: flagAdmin | flagNoScript | flagLoading | flagStale | flagProtected, fn: cmdDebug, group: "server", since: "1.0.0"})
 }
 
 // RegisterDebug adds a DEBUG subcommand (persistence registers RELOAD and

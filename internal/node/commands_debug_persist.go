@@ -126,7 +126,7 @@ func debugObject(c *Client, args [][]byte) {
 		return
 	}
 	v := entryValue(e)
-	payload := rdb.Dump(v, c.srv.cfg.Bool("rdbcompression"), c.srv.rdbLimits())
+	payload := rdb.Dump(v, c.srv.cfg.Bool(DirRdbcompression), c.srv.rdbLimits())
 	serialized := len(payload) - 11
 	enc := encodingOf(e)
 	lru := e.LRU
@@ -140,7 +140,7 @@ func debugObject(c *Client, args [][]byte) {
 	addr := fmt.Sprintf("%p", e)
 	unlock()
 	idle := int64(0)
-	if !strings.HasSuffix(c.srv.cfg.Get("maxmemory-policy"), "-lfu") {
+	if !strings.HasSuffix(c.srv.cfg.Get(DirMaxmemoryPolicy), "-lfu") {
 		idle = max(0, time.Now().Unix()-int64(lru))
 	}
 	c.addSimple(fmt.Sprintf("Value at:%s refcount:1 encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d%s",

@@ -42,9 +42,9 @@ func entryValue(e *keyspace.Entry) *rdb.Value {
 
 func (s *Server) rdbLimits() rdb.Limits {
 	return rdb.Limits{
-		HashEntries: int(s.cfg.Int("hash-max-listpack-entries")), HashValue: int(s.cfg.Int("hash-max-listpack-value")),
-		ZSetEntries: int(s.cfg.Int("zset-max-listpack-entries")), ZSetValue: int(s.cfg.Int("zset-max-listpack-value")),
-		SetIntsetEntries: int(s.cfg.Int("set-max-intset-entries")), ListNodeBytes: 8192,
+		HashEntries: int(s.cfg.Int(DirHashMaxListpackEntries)), HashValue: int(s.cfg.Int(DirHashMaxListpackValue)),
+		ZSetEntries: int(s.cfg.Int(DirZsetMaxListpackEntries)), ZSetValue: int(s.cfg.Int(DirZsetMaxListpackValue)),
+		SetIntsetEntries: int(s.cfg.Int(DirSetMaxIntsetEntries)), ListNodeBytes: 8192,
 	}
 }
 
@@ -55,7 +55,7 @@ func cmdDump(c *Client, args [][]byte) {
 		c.addNull()
 		return
 	}
-	c.addBulk(rdb.Dump(entryValue(e), c.srv.cfg.Bool("rdbcompression"), c.srv.rdbLimits()))
+	c.addBulk(rdb.Dump(entryValue(e), c.srv.cfg.Bool(DirRdbcompression), c.srv.rdbLimits()))
 }
 
 // RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
@@ -123,7 +123,7 @@ func cmdRestore(c *Client, args [][]byte) {
 		return
 	}
 	e := &keyspace.Entry{}
-	if err := fillEntry(e, v, c.srv.hashLimits(), c.srv.intsetLimit(), value.ZSetLimits{Entries: int(c.srv.cfg.Int("zset-max-listpack-entries")), Value: int(c.srv.cfg.Int("zset-max-listpack-value"))}); err != nil {
+	if err := fillEntry(e, v, c.srv.hashLimits(), c.srv.intsetLimit(), value.ZSetLimits{Entries: int(c.srv.cfg.Int(DirZsetMaxListpackEntries)), Value: int(c.srv.cfg.Int(DirZsetMaxListpackValue))}); err != nil {
 		c.addError("ERR Bad data format")
 		return
 	}
@@ -146,7 +146,7 @@ func cmdRestore(c *Client, args [][]byte) {
 		return
 	}
 	e.Expire = ttl
-	switch pol := c.srv.cfg.Get("maxmemory-policy"); {
+	switch pol := c.srv.cfg.Get(DirMaxmemoryPolicy); {
 	case strings.HasSuffix(pol, "-lfu"):
 		e.LRU = 5 // LFU_INIT_VAL
 		if freq >= 0 {
@@ -320,7 +320,7 @@ func cmdMigrate(c *Client, args [][]byte) {
 				ttl = 1
 			}
 		}
-		items = append(items, kv{k, ttl, rdb.Dump(entryValue(e), c.srv.cfg.Bool("rdbcompression"), c.srv.rdbLimits())})
+		items = append(items, kv{k, ttl, rdb.Dump(entryValue(e), c.srv.cfg.Bool(DirRdbcompression), c.srv.rdbLimits())})
 	}
 	if len(items) == 0 {
 		c.addSimple("NOKEY")
@@ -342,7 +342,7 @@ func cmdMigrate(c *Client, args [][]byte) {
 		out = appendCommand(out, []byte("SELECT"), []byte(strconv.FormatInt(dbid, 10)))
 	}
 	restore := "RESTORE"
-	if c.srv.cfg.Bool("cluster-enabled") {
+	if c.srv.cfg.Bool(DirClusterEnabled) {
 		restore = "RESTORE-ASKING"
 	}
 	for _, it := range items {

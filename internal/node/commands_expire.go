@@ -117,7 +117,7 @@ func expireGeneric(c *Client, args [][]byte, basetime int64, seconds bool) {
 	if c.alreadyExpired(when) {
 		db.Remove(key)
 		c.markDirty(1)
-		c.propagateAs([][]byte{c.delVerb("lazyfree-lazy-expire"), args[1]})
+		c.propagateAs([][]byte{c.delVerb(DirLazyfreeLazyExpire), args[1]})
 		c.signalModifiedKey(key)
 		c.notify(notifyGeneric, "del", key)
 		c.addInt(1)
@@ -139,7 +139,7 @@ func expireGeneric(c *Client, args [][]byte, basetime int64, seconds bool) {
 
 // delVerb is how a deletion is propagated: UNLINK when the lazyfree
 // setting applies, DEL otherwise, as Redis does.
-func (c *Client) delVerb(lazyfree string) []byte {
+func (c *Client) delVerb(lazyfree Directive) []byte {
 	if c.srv.cfg.Bool(lazyfree) {
 		return []byte("UNLINK")
 	}

@@ -68,7 +68,7 @@ func (s *Server) infoString(args [][]byte) string {
 		{[]string{"errorstats"}, "Errorstats", s.infoErrorStats},
 		{[]string{"latencystats"}, "Latencystats", nil},
 		{[]string{"cluster"}, "Cluster", func(b *strings.Builder) {
-			infoField(b, "cluster_enabled", b01(s.cfg.Bool("cluster-enabled")))
+			infoField(b, "cluster_enabled", b01(s.cfg.Bool(DirClusterEnabled)))
 		}},
 		{[]string{"keyspace"}, "Keyspace", s.infoKeyspace},
 	}
@@ -138,13 +138,13 @@ func unameString() string {
 
 func (s *Server) infoServer(b *strings.Builder) {
 	mode := "standalone"
-	if s.cfg.Bool("cluster-enabled") {
+	if s.cfg.Bool(DirClusterEnabled) {
 		mode = "cluster"
 	}
 	now := time.Now()
 	uptime := int64(now.Sub(s.startTime).Seconds())
 	exe, _ := os.Executable()
-	port, _ := strconv.Atoi(s.cfg.Get("port"))
+	port, _ := strconv.Atoi(s.cfg.Get(DirPort))
 	infoField(b, "redis_version", Version)
 	infoField(b, "redis_git_sha1", "00000000")
 	infoField(b, "redis_git_dirty", 0)
@@ -164,8 +164,8 @@ func (s *Server) infoServer(b *strings.Builder) {
 	infoField(b, "server_time_usec", now.UnixMicro())
 	infoField(b, "uptime_in_seconds", uptime)
 	infoField(b, "uptime_in_days", uptime/86400)
-	infoField(b, "hz", s.cfg.Int("hz"))
-	infoField(b, "configured_hz", s.cfg.Int("hz"))
+	infoField(b, "hz", s.cfg.Int(DirHz))
+	infoField(b, "configured_hz", s.cfg.Int(DirHz))
 	infoField(b, "lru_clock", int64(lruClock()&(1<<24-1)))
 	infoField(b, "executable", exe)
 	infoField(b, "config_file", s.cfg.Path())
@@ -183,7 +183,7 @@ func (s *Server) infoClients(b *strings.Builder) {
 	blocked := s.blockedClients.Load()
 	infoField(b, "connected_clients", n-replicas)
 	infoField(b, "cluster_connections", 0)
-	infoField(b, "maxclients", s.cfg.Int("maxclients"))
+	infoField(b, "maxclients", s.cfg.Int(DirMaxclients))
 	infoField(b, "client_recent_max_input_buffer", 16384)
 	infoField(b, "client_recent_max_output_buffer", 0)
 	infoField(b, "blocked_clients", blocked+s.pause.waiting.Load())
@@ -249,7 +249,7 @@ func (s *Server) infoMemory(b *strings.Builder) {
 	s.info.mu.Unlock()
 	rss := processRSS()
 	sys := totalSystemMemory()
-	maxmem := s.cfg.Int("maxmemory")
+	maxmem := s.cfg.Int(DirMaxmemory)
 	frag := 0.0
 	if used > 0 {
 		frag = float64(rss) / float64(used)
@@ -285,7 +285,7 @@ func (s *Server) infoMemory(b *strings.Builder) {
 	infoField(b, "used_memory_scripts_human", "184B")
 	infoField(b, "maxmemory", maxmem)
 	infoField(b, "maxmemory_human", bytesToHuman(maxmem))
-	infoField(b, "maxmemory_policy", s.cfg.Get("maxmemory-policy"))
+	infoField(b, "maxmemory_policy", s.cfg.Get(DirMaxmemoryPolicy))
 	infoField(b, "allocator_frag_ratio", 1.0)
 	infoField(b, "allocator_frag_bytes", 0)
 	infoField(b, "allocator_rss_ratio", 1.0)
@@ -337,7 +337,7 @@ func (s *Server) infoPersistence(b *strings.Builder) {
 	infoField(b, "rdb_last_cow_size", 0)
 	infoField(b, "rdb_last_load_keys_expired", 0)
 	infoField(b, "rdb_last_load_keys_loaded", 0)
-	infoField(b, "aof_enabled", b01(s.cfg.Bool("appendonly")))
+	infoField(b, "aof_enabled", b01(s.cfg.Bool(DirAppendonly)))
 	infoField(b, "aof_rewrite_in_progress", 0)
 	infoField(b, "aof_rewrite_scheduled", 0)
 	infoField(b, "aof_last_rewrite_time_sec", -1)
@@ -454,7 +454,7 @@ func (s *Server) infoReplication(b *strings.Builder) {
 	infoField(b, "master_repl_offset", 0)
 	infoField(b, "second_repl_offset", -1)
 	infoField(b, "repl_backlog_active", 0)
-	infoField(b, "repl_backlog_size", s.cfg.Int("repl-backlog-size"))
+	infoField(b, "repl_backlog_size", s.cfg.Int(DirReplBacklogSize))
 	infoField(b, "repl_backlog_first_byte_offset", 0)
 	infoField(b, "repl_backlog_histlen", 0)
 }

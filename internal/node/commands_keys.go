@@ -337,7 +337,7 @@ func moveEntry(from *keyspace.DB, src string, to *keyspace.DB, dst string) {
 
 // MOVE key db
 func cmdMove(c *Client, args [][]byte) {
-	if c.srv.cfg.Bool("cluster-enabled") {
+	if c.srv.cfg.Bool(DirClusterEnabled) {
 		c.addError("ERR MOVE is not allowed in cluster mode")
 		return
 	}
@@ -389,7 +389,7 @@ func cmdCopy(c *Client, args [][]byte) {
 			return
 		}
 	}
-	if c.srv.cfg.Bool("cluster-enabled") && (src.ID != 0 || dst.ID != 0) {
+	if c.srv.cfg.Bool(DirClusterEnabled) && (src.ID != 0 || dst.ID != 0) {
 		c.addError("ERR Copying to another database is not allowed in cluster mode")
 		return
 	}
@@ -460,7 +460,7 @@ func cmdObjectEncoding(c *Client, args [][]byte) {
 
 // isLFU reports whether the maxmemory policy tracks access frequency.
 func (c *Client) isLFU() bool {
-	p := c.srv.cfg.Get("maxmemory-policy")
+	p := c.srv.cfg.Get(DirMaxmemoryPolicy)
 	return p == "allkeys-lfu" || p == "volatile-lfu"
 }
 

@@ -29,7 +29,7 @@ func registerReplicationCommands(t *commandTable) {
 // REPLICAOF host port | NO ONE
 func cmdReplicaOf(c *Client, args [][]byte) {
 	s := c.srv
-	if s.cfg.Bool("cluster-enabled") {
+	if s.cfg.Bool(DirClusterEnabled) {
 		c.addError("ERR REPLICAOF not allowed in cluster mode.")
 		return
 	}
@@ -273,7 +273,7 @@ func psync(c *Client, replid string, off int64, isPsync bool) {
 	ri := &replicaInfo{c: c, state: replStateWaitBgsave, listeningPort: c.replPort, announceIP: c.replIP, capaEOF: c.replCapaEOF, capaPSync2: c.replCapaPSync2}
 	r.replicas = append(r.replicas, ri)
 	c.setFlag(clientReplica, true)
-	diskless := c.replCapaEOF && s.cfg.Bool("repl-diskless-sync")
+	diskless := c.replCapaEOF && s.cfg.Bool(DirReplDisklessSync)
 	r.mu.Unlock()
 	if diskless && !r.disklessDelay(c) {
 		r.removeReplica(c)
@@ -546,7 +546,7 @@ func replicaName(c *Client) string {
 // replicas end it early. A newline is sent every second so the replica
 // knows the master is alive. It reports false if the replica went away.
 func (r *replication) disklessDelay(c *Client) bool {
-	delay := time.Duration(r.srv.cfg.Int("repl-diskless-sync-delay")) * time.Second
+	delay := time.Duration(r.srv.cfg.Int(DirReplDisklessSyncDelay)) * time.Second
 	if delay <= 0 {
 		return true
 	}
@@ -563,7 +563,7 @@ func (r *replication) disklessDelay(c *Client) bool {
 		if !now.Before(end) {
 			return true
 		}
-		if max := r.srv.cfg.Int("repl-diskless-sync-max-replicas"); max > 0 {
+		if max := r.srv.cfg.Int(DirReplDisklessSyncMaxReplicas); max > 0 {
 			r.mu.Lock()
 			waiting := 0
 			for _, ri := range r.replicas {

@@ -50,6 +50,7 @@ func registerServerCommands(t *commandTable) {
 	registerInfoCommands(t)
 	registerCommandCommands(t)
 	registerDebugCommands(t)
+	registerModuleCommands(t)
 }
 
 func parseFlushMode(c *Client, args [][]byte) bool {
@@ -110,7 +111,7 @@ func cmdConfigGet(c *Client, args [][]byte) {
 	add := func(shown, name string) {
 		if !seen[shown] {
 			seen[shown] = true
-			pairs = append(pairs, shown, c.srv.cfg.Get(name))
+			pairs = append(pairs, shown, c.srv.cfg.byName(name))
 		}
 	}
 	for _, a := range args[2:] {
@@ -161,12 +162,16 @@ func cmdConfigSet(c *Client, args [][]byte) {
 			c.addError("ERR CONFIG SET failed (possibly related to argument '" + string(args[i]) + "') - can't set immutable config")
 			return
 		}
+		if d.protected && !c.protectedAllowed(c.srv.cfg.Get(DirEnableProtectedConfigs)) {
+			c.addError("ERR CONFIG SET failed (possibly related to argument '" + string(args[i]) + "') - " + errProtectedConfig)
+			return
+		}
 		if seen[canon] {
 			c.addError("ERR CONFIG SET failed (possibly related to argument '" + string(args[i]) + "') - duplicate parameter")
 			return
 		}
 		seen[canon] = true
-		changes = append(changes, change{string(args[i]), canon, c.srv.cfg.Get(canon), string(args[i+1])})
+		changes = append(changes, change{string(args[i]), canon, c.srv.cfg.byName(canon), string(args[i+1])})
 	}
 	fail := func(ch change, err error, undo []change) {
 		for _, u := range undo {
@@ -183,10 +188,10 @@ func cmdConfigSet(c *Client, args [][]byte) {
 	}
 	for i, ch := range changes {
 		d := configDefs[ch.name]
-		if d.applyErr == nil || ch.old == c.srv.cfg.Get(ch.name) {
+		if d.applyErr == nil || ch.old == c.srv.cfg.byName(ch.name) {
 			continue
 		}
-		if err := d.applyErr(c.srv, c.srv.cfg.Get(ch.name)); err != nil {
+		if err := d.applyErr(c.srv, c.srv.cfg.byName(ch.name)); err != nil {
 			fail(ch, err, changes)
 			// Undo the applies that succeeded.
 			for _, u := range changes[:i] {
@@ -199,7 +204,7 @@ func cmdConfigSet(c *Client, args [][]byte) {
 	}
 	for _, ch := range changes {
 		if d := configDefs[ch.name]; d.apply != nil {
-			d.apply(c.srv, c.srv.cfg.Get(ch.name))
+			d.apply(c.srv, c.srv.cfg.byName(ch.name))
 		}
 	}
 	c.srv.configChanged()
@@ -295,7 +300,7 @@ func cmdTime(c *Client, args [][]byte) {
 // SWAPDB index1 index2
 func cmdSwapDB(c *Client, args [][]byte) {
 	s := c.srv
-	if s.cfg.Bool("cluster-enabled") {
+	if s.cfg.Bool(DirClusterEnabled) {
 		c.addError("ERR SWAPDB is not allowed in cluster mode")
 		return
 	}

@@ -93,13 +93,13 @@ func sortGeneric(c *Client, args [][]byte, readonly bool) {
 		case eqFold(a, "by") && left >= 1:
 			sortby, hasBy = args[j+1], true
 			dontsort = bytes.IndexByte(sortby, '*') < 0
-			if !dontsort && c.srv.cfg.Bool("cluster-enabled") {
+			if !dontsort && c.srv.cfg.Bool(DirClusterEnabled) {
 				c.addError("ERR BY option of SORT denied in Cluster mode.")
 				return
 			}
 			j++
 		case eqFold(a, "get") && left >= 1:
-			if c.srv.cfg.Bool("cluster-enabled") {
+			if c.srv.cfg.Bool(DirClusterEnabled) {
 				c.addError("ERR GET option of SORT denied in Cluster mode.")
 				return
 			}

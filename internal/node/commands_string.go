@@ -318,7 +318,7 @@ func cmdGetDel(c *Client, args [][]byte) {
 	key := e.Key
 	c.curDB().Remove(key)
 	c.markDirty(1)
-	c.propagateAs([][]byte{c.delVerb("lazyfree-lazy-user-del"), args[1]})
+	c.propagateAs([][]byte{c.delVerb(DirLazyfreeLazyUserDel), args[1]})
 	c.signalModifiedKey(key)
 	c.notify(notifyGeneric, "del", key)
 }
@@ -350,7 +350,7 @@ func cmdGetEx(c *Client, args [][]byte) {
 	case flags&(setEXAT|setPXAT) != 0 && c.alreadyExpired(when):
 		db.Remove(key)
 		c.markDirty(1)
-		c.propagateAs([][]byte{c.delVerb("lazyfree-lazy-expire"), args[1]})
+		c.propagateAs([][]byte{c.delVerb(DirLazyfreeLazyExpire), args[1]})
 		c.signalModifiedKey(key)
 		c.notify(notifyGeneric, "del", key)
 	case expire != nil:
@@ -536,7 +536,7 @@ func (c *Client) checkStringLength(size, add int64) bool {
 		return true
 	}
 	total := size + add
-	if total > c.srv.cfg.Int("proto-max-bulk-len") || total < size || total < add {
+	if total > c.srv.cfg.Int(DirProtoMaxBulkLen) || total < size || total < add {
 		c.addError("ERR string exceeds maximum allowed size (proto-max-bulk-len)")
 		return false
 	}
@@ -731,7 +731,7 @@ func cmdLCS(c *Client, args [][]byte) {
 	}
 	alen, blen := len(a), len(b)
 	cells := uint64(alen+1) * uint64(blen+1)
-	if cells*4 > uint64(c.srv.cfg.Int("proto-max-bulk-len")) {
+	if cells*4 > uint64(c.srv.cfg.Int(DirProtoMaxBulkLen)) {
 		c.addError("ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len")
 		return
 	}

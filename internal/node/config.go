@@ -32,8 +32,34 @@ type Config struct {
 	order []string
 }
 
+//go:generate go run ../../scripts/gen-directives
+
+// Directive names one row of the directive table below. Its constants
+// (DirPort, DirProtoMaxBulkLen ...) are generated from the table into
+// directives_gen.go, so a misspelt directive does not compile; names from
+// the wire and from config files are resolved through the table.
+type Directive uint16
+
+// String returns the directive's redis.conf name.
+func (d Directive) String() string {
+	if d >= numDirectives {
+		return ""
+	}
+	return directiveNames[d]
+}
+
+// directiveByName maps a canonical name to its Directive.
+var directiveByName = func() map[string]Directive {
+	m := make(map[string]Directive, numDirectives)
+	for d, n := range directiveNames {
+		m[n] = Directive(d)
+	}
+	return m
+}()
+
 // configDef describes one directive.
 type configDef struct {
+	id    Directive
 	def   string
 	check func(v string) (string, error) // normalises or rejects a value
 	// immutable directives cannot be changed by CONFIG SET.
@@ -44,6 +70,10 @@ type configDef struct {
 	// SET then restores every value it changed and replies the error.
 	applyErr func(s *Server, v string) error
 	alias    string
+	// protected directives are Redis's PROTECTED_CONFIG: CONFIG SET
+	// changes them only where enable-protected-configs allows the client
+	// (security.go).
+	protected bool
 	// hidden directives are left out of CONFIG GET patterns (an exact
 	// name still finds them), as Redis's HIDDEN_CONFIG.
 	hidden bool
@@ -52,7 +82,11 @@ type configDef struct {
 var configDefs = map[string]*configDef{}
 
 func defConfig(name, def string, check func(string) (string, error), immutable bool) *configDef {
-	d := &configDef{def: def, check: check, immutable: immutable}
+	id, ok := directiveByName[name]
+	if !ok {
+		panic("node: directive " + name + " is not in directives_gen.go: run go generate ./internal/node")
+	}
+	d := &configDef{id: id, def: def, check: check, immutable: immutable}
 	configDefs[name] = d
 	return d
 }
@@ -63,8 +97,8 @@ func init() {
 	defConfig("requirepass", "", nil, false)
 	defConfig("masterauth", "", nil, false)
 	defConfig("masteruser", "", nil, false)
-	defConfig("dir", ".", nil, false)
-	defConfig("dbfilename", "dump.rdb", nil, false)
+	defConfig("dir", ".", nil, false).protected = true
+	defConfig("dbfilename", "dump.rdb", nil, false).protected = true
 	defConfig("databases", "16", checkIntRange(1, 1<<20), true)
 	defConfig("maxclients", "10000", checkIntRange(1, 1<<30), false)
 	defConfig("timeout", "0", checkIntRange(0, 1<<31-1), false)
@@ -147,7 +181,7 @@ func init() {
 	defConfig("cluster-enabled", "no", checkBool, true)
 	defConfig("cluster-config-file", "nodes.conf", nil, true)
 	defConfig("cluster-node-timeout", "15000", checkIntRange(0, 1<<62), false)
-	defConfig("enable-debug-command", "yes", checkEnum("yes", "no", "local"), true)
+	defConfig("enable-debug-command", "no", checkEnum("yes", "no", "local"), true)
 	defConfig("enable-protected-configs", "no", checkEnum("yes", "no", "local"), true)
 	// io-threads is the number of threads running clients' commands
 	// (GOMAXPROCS, set by cmd/shardnode at start). Redis's default is 1
@@ -224,43 +258,64 @@ func (c *Config) Set(name, value string) error {
 // that readers use without locking: commands read settings on every call,
 // so reads must not contend on a shared lock.
 type configSnapshot struct {
-	values map[string]string
-	ints   map[string]int64
+	values [numDirectives]string
+	ints   [numDirectives]int64 // 0 where the value is not an integer
 }
 
 // publishLocked installs a new snapshot after a change. c.mu is held.
 func (c *Config) publishLocked() {
-	sn := &configSnapshot{values: make(map[string]string, len(c.values)), ints: make(map[string]int64, len(c.values))}
+	sn := &configSnapshot{}
 	for k, v := range c.values {
-		sn.values[k] = v
+		d, ok := directiveByName[k]
+		if !ok {
+			continue
+		}
+		sn.values[d] = v
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			sn.ints[k] = n
+			sn.ints[d] = n
 		}
 	}
 	c.snap.Store(sn)
 }
 
-// Get returns a directive's value ("" if unknown).
-func (c *Config) Get(name string) string {
+// Get returns a directive's value.
+func (c *Config) Get(d Directive) string {
+	if d >= numDirectives {
+		return ""
+	}
 	if sn := c.snap.Load(); sn != nil {
-		return sn.values[name]
+		return sn.values[d]
 	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	return c.values[name]
+	return c.values[directiveNames[d]]
 }
 
-// Int returns a numeric directive.
-func (c *Config) Int(name string) int64 {
-	if sn := c.snap.Load(); sn != nil {
-		return sn.ints[name]
+// Int returns a numeric directive (0 if its value is not an integer).
+func (c *Config) Int(d Directive) int64 {
+	if d >= numDirectives {
+		return 0
 	}
-	n, _ := strconv.ParseInt(c.Get(name), 10, 64)
+	if sn := c.snap.Load(); sn != nil {
+		return sn.ints[d]
+	}
+	n, _ := strconv.ParseInt(c.Get(d), 10, 64)
 	return n
 }
 
 // Bool returns a yes/no directive.
-func (c *Config) Bool(name string) bool { return c.Get(name) == "yes" }
+func (c *Config) Bool(d Directive) bool { return c.Get(d) == "yes" }
+
+// byName returns the value of the directive with the canonical name
+// ("" if there is none): for names from the wire and files, resolved
+// through canonicalName first.
+func (c *Config) byName(name string) string {
+	d, ok := directiveByName[name]
+	if !ok {
+		return ""
+	}
+	return c.Get(d)
+}
 
 // Names returns every directive name, sorted.
 func (c *Config) Names() []string {
@@ -360,7 +415,7 @@ func (c *Config) SetArgs(name string, args []string) error {
 
 // Validate checks cross-directive constraints.
 func (c *Config) Validate() error {
-	if c.Int("databases") < 1 {
+	if c.Int(DirDatabases) < 1 {
 		return errors.New("node: config: databases must be at least 1")
 	}
 	return nil
@@ -552,7 +607,7 @@ var rawDirectives = map[string]bool{"bind": true, "replicaof": true}
 
 // rewriteLines renders a directive's current value as config file lines.
 func (c *Config) rewriteLines(name string) []string {
-	v := c.Get(name)
+	v := c.byName(name)
 	if n, ok := multiLineDirectives[name]; ok {
 		f := strings.Fields(v)
 		if len(f) == 0 {
@@ -635,7 +690,7 @@ func (c *Config) Rewrite() error {
 	}
 	var extra []string
 	for _, name := range c.Names() {
-		if written[name] || c.Get(name) == configDefs[name].def {
+		if written[name] || c.byName(name) == configDefs[name].def {
 			continue
 		}
 		extra = append(extra, c.rewriteLines(name)...)

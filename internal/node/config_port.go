@@ -41,7 +41,7 @@ func applyPort(s *Server, v string) error {
 	}
 	var lns []net.Listener
 	if v != "0" {
-		for _, b := range strings.Fields(s.cfg.Get("bind")) {
+		for _, b := range strings.Fields(s.cfg.Get(DirBind)) {
 			b, optional := bindHost(b)
 			ln, err := net.Listen("tcp", net.JoinHostPort(b, v))
 			if err != nil {

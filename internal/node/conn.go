@@ -177,10 +177,10 @@ func newClient(s *Server, nc net.Conn) *Client {
 		c.raw.arr = &s.arrival
 	}
 	c.rd = resp.NewReader(c.io, resp.ReaderOptions{
-		MaxBulkLen:       s.cfg.Int("proto-max-bulk-len"),
-		QueryBufferLimit: int(s.cfg.Int("client-query-buffer-limit")),
+		MaxBulkLen:       s.cfg.Int(DirProtoMaxBulkLen),
+		QueryBufferLimit: int(s.cfg.Int(DirClientQueryBufferLimit)),
 	})
-	c.authed.Store(s.cfg.Get("requirepass") == "")
+	c.authed.Store(s.cfg.Get(DirRequirepass) == "")
 	c.rd.SetUnauthenticated(!c.authed.Load())
 	c.lastIO.Store(time.Now().UnixMilli())
 	return c
@@ -303,8 +303,13 @@ func (c *Client) pump() int {
 			}
 			c.needFill = true
 			if loop {
-				if c.raw.drained {
-					return pumpWait // the netpoller wakes the loop with input
+				// A short read drained the socket, so the netpoller wakes
+				// the loop with more input, except for a hang-up that came
+				// with the data read (the poller is edge-triggered): with a
+				// request left incomplete, read again rather than wait for
+				// a wake-up that may never come.
+				if c.raw.drained && c.rd.Buffered() == 0 {
+					return pumpWait
 				}
 				continue
 			}

@@ -86,10 +86,15 @@ type rawIO struct {
 var errWouldBlock = errors.New("node: read would block")
 
 // newRawIO returns a reader/writer for nc: raw system calls for a TCP
-// connection, nc itself for anything else (tests, unix sockets in future).
-func newRawIO(nc net.Conn) io.ReadWriter {
+// connection, with receive timestamps where the platform has them; nc
+// itself for anything else (tests, unix sockets in future).
+func newRawIO(nc net.Conn) io.ReadWriter { return newRawIOStamps(nc, rxStampsSupported) }
+
+// newRawIOStamps is newRawIO with receive timestamps only if stamps (the
+// benchmark compares both).
+func newRawIOStamps(nc net.Conn, stamps bool) io.ReadWriter {
 	tc, ok := nc.(*net.TCPConn)
-	if !ok || os.Getenv("SHARDNODE_NO_RAW_IO") != "" {
+	if !ok {
 		return nc
 	}
 	rc, err := tc.SyscallConn()
@@ -99,7 +104,7 @@ func newRawIO(nc net.Conn) io.ReadWriter {
 	r := &rawIO{rc: rc}
 	r.readFn, r.writeFn = r.read, r.write
 	r.watch.Store(watchBlocking | watchPubSub)
-	if rxStampsSupported && os.Getenv("SHARDNODE_NO_RX_STAMPS") == "" {
+	if stamps {
 		var serr error
 		if err := rc.Control(func(fd uintptr) { r.fd, serr = int(fd), enableRxStamps(fd) }); err == nil && serr == nil {
 			r.stamps = true

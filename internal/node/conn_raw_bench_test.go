@@ -2,7 +2,6 @@ package node
 
 import (
 	"net"
-	"os"
 	"testing"
 )
 
@@ -15,10 +14,6 @@ func BenchmarkRawRead(b *testing.B) {
 			name = "recvmsg-stamps"
 		}
 		b.Run(name, func(b *testing.B) {
-			if !stamps {
-				os.Setenv("SHARDNODE_NO_RX_STAMPS", "1")
-				defer os.Unsetenv("SHARDNODE_NO_RX_STAMPS")
-			}
 			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				b.Fatal(err)
@@ -34,7 +29,7 @@ func BenchmarkRawRead(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer sc.Close()
-			rio := newRawIO(sc)
+			rio := newRawIOStamps(sc, stamps && rxStampsSupported)
 			msg := make([]byte, 64)
 			buf := make([]byte, 16384)
 			b.ResetTimer()

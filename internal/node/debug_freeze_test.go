@@ -13,7 +13,7 @@ import (
 // Redis: another client's PING (no keys) and INFO wait for it, and a
 // replica applies none of its master's stream meanwhile.
 func TestDebugSleepFreezesServer(t *testing.T) {
-	s := startServer(t)
+	s := startServer(t, "enable-debug-command", "yes")
 	a, b := s.client(t), s.client(t)
 	c := ctx(t)
 	b.Ping(c) // connected before the sleep
@@ -61,7 +61,7 @@ func TestDebugSleepFreezesServer(t *testing.T) {
 // loading by their microseconds per key (Redis's tests use them to make a
 // full sync slow); at 0 they cost nothing measurable.
 func TestKeyDelays(t *testing.T) {
-	s := startServer(t)
+	s := startServer(t, "enable-debug-command", "yes")
 	rc := s.client(t)
 	c := ctx(t)
 	for i := 0; i < 100; i++ {

@@ -12,7 +12,7 @@ import (
 // server until DEBUG TRACE STOP; a second START, a STOP without a trace,
 // an unwritable path and a bad subcommand are errors.
 func TestDebugTrace(t *testing.T) {
-	s := startServer(t)
+	s := startServer(t, "enable-debug-command", "yes")
 	cl := s.client(t)
 	c := ctx(t)
 	path := filepath.Join(t.TempDir(), "server.trace")

@@ -102,6 +102,14 @@ func (c *Client) executeCmd(args [][]byte, cmd *command) {
 		}
 		return
 	}
+	// Protected commands are refused before authentication, as in
+	// Redis's processCommand.
+	if cmd.flags&flagProtected != 0 {
+		if msg := c.protectedRefusal(cmd); msg != "" {
+			c.reject(cmd, msg)
+			return
+		}
+	}
 	if !c.authed.Load() && cmd.flags&flagNoAuth == 0 {
 		c.reject(cmd, errNoAuth)
 		return
@@ -420,7 +428,7 @@ func (s *Server) writeRefused() string {
 // staleRefused refuses commands while the master link is down and
 // replica-serve-stale-data is off.
 func (s *Server) staleRefused(cmd *command) string {
-	if s.replicaMode.Load() && !s.cfg.Bool("replica-serve-stale-data") && cmd.flags&flagStale == 0 && s.masterLinkUp != nil && !s.masterLinkUp() {
+	if s.replicaMode.Load() && !s.cfg.Bool(DirReplicaServeStaleData) && cmd.flags&flagStale == 0 && s.masterLinkUp != nil && !s.masterLinkUp() {
 		return errMasterDown
 	}
 	return ""

@@ -41,7 +41,7 @@ func (s *Server) usedMemory() int64 { return memStat.usedMemory() }
 // below maxmemory. It returns false when memory is still over the limit
 // and nothing more can be evicted (the command gets the OOM error).
 func (s *Server) freeMemoryIfNeeded() bool {
-	max := s.cfg.Int("maxmemory")
+	max := s.cfg.Int(DirMaxmemory)
 	if max <= 0 {
 		return true
 	}
@@ -49,13 +49,13 @@ func (s *Server) freeMemoryIfNeeded() bool {
 	if used <= max {
 		return true
 	}
-	policy := s.cfg.Get("maxmemory-policy")
+	policy := s.cfg.Get(DirMaxmemoryPolicy)
 	if policy == "noeviction" {
 		return false
 	}
 	toFree := used - max
 	var freed int64
-	samples := int(s.cfg.Int("maxmemory-samples"))
+	samples := int(s.cfg.Int(DirMaxmemorySamples))
 	for tries := 0; freed < toFree && tries < 10000; tries++ {
 		db, key, ok := s.pickEvictionKey(policy, samples)
 		if !ok {

@@ -32,7 +32,7 @@ var gcPercentSet atomic.Int64
 // and the live heap. The cron calls it every tick; configuration changes
 // call it at once.
 func (s *Server) tuneGC() {
-	base := s.cfg.Int("gc-percent")
+	base := s.cfg.Int(DirGCPercent)
 	if base == 0 {
 		return // 0 leaves the runtime's own setting (GOGC)
 	}
@@ -42,7 +42,7 @@ func (s *Server) tuneGC() {
 	if sample[0].Value.Kind() == metrics.KindUint64 {
 		live = int64(sample[0].Value.Uint64())
 	}
-	p := gcPercentFor(base, s.cfg.Int("gc-min-headroom"), live)
+	p := gcPercentFor(base, s.cfg.Int(DirGCMinHeadroom), live)
 	// Small changes of the live heap (±10 %) do not move the percentage.
 	last := gcPercentSet.Load()
 	if p == last || last != 0 && p != base && last != base && p*10 > last*9 && p*10 < last*11 {

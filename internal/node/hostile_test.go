@@ -2,6 +2,7 @@ package node
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -205,3 +207,64 @@ func itoa(n int) string {
 }
 
 var _ = bytes.Equal
+
+// TestHostileInlineBinaryLikeRedis sends inline requests holding NUL bytes
+// (a raw binary blob of the bytes 0..255 repeated, and smaller cases) to
+// shardnode and to a redis-server, and checks that both write the same
+// bytes up to the close. Redis ends an inline request at its first '\n'
+// only if no NUL comes before it, so such a request waits for more data
+// and is refused once it passes 64 KB. Where the client stops sending
+// (half-close), the bytes until the server closes are compared: the
+// server must notice the hang-up that arrives with an incomplete request,
+// which depends on timing, so those cases run several rounds.
+func TestHostileInlineBinaryLikeRedis(t *testing.T) {
+	blob := func(reps int) string {
+		b := make([]byte, 0, 256*reps)
+		for i := 0; i < reps; i++ {
+			for c := 0; c < 256; c++ {
+				b = append(b, byte(c))
+			}
+		}
+		return string(b)
+	}
+	cases := []struct {
+		name, req string
+		halfClose bool
+		want      string
+	}{
+		{"blob over 64 KB", blob(300), false, "-ERR Protocol error: too big inline request\r\n"},
+		{"blob under 64 KB", blob(1), true, ""},
+		{"NUL before the newline", "PI\x00NG\r\nPING\r\n", true, ""},
+		{"NUL after a whole request", "PING\r\nA\x00B\r\n", true, "+PONG\r\n"},
+		{"incomplete multibulk", "*2\r\n$3\r\nGET", true, ""},
+	}
+	node, redis := bothServers(t)
+	send := func(t *testing.T, addr, req string, halfClose bool) []byte {
+		t.Helper()
+		nc := dialFrom(t, nil, addr)
+		defer nc.Close()
+		_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+		// The server may refuse before all is sent: ignore the write error.
+		_, _ = nc.Write([]byte(req))
+		if halfClose {
+			_ = nc.(*net.TCPConn).CloseWrite()
+		}
+		b, err := io.ReadAll(nc)
+		if err != nil && !errors.Is(err, syscall.ECONNRESET) {
+			t.Fatalf("%s: read: %v (got %q)", addr, err, b)
+		}
+		return b
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := send(t, redis, tc.req, tc.halfClose)
+			rounds := 1
+			if tc.halfClose {
+				rounds = 10
+			}
+			for i := 0; i < rounds; i++ {
+				sameBytes(t, tc.name+" round "+strconv.Itoa(i), send(t, node, tc.req, tc.halfClose), r, tc.want)
+			}
+		})
+	}
+}

@@ -72,19 +72,19 @@ func (s *Server) hot() *hotConfig {
 	}
 	h = &hotConfig{
 		snap:          sn,
-		maxmemory:     s.cfg.Int("maxmemory"),
-		slowlogSlower: s.cfg.Int("slowlog-log-slower-than"),
-		timeout:       s.cfg.Int("timeout"),
+		maxmemory:     s.cfg.Int(DirMaxmemory),
+		slowlogSlower: s.cfg.Int(DirSlowlogLogSlowerThan),
+		timeout:       s.cfg.Int(DirTimeout),
 	}
-	h.notifyFlags, _ = parseNotifyFlags(s.cfg.Get("notify-keyspace-events"))
-	h.replicaReadOnly = s.cfg.Bool("replica-read-only")
-	h.stopWritesOnBgsaveErr = s.cfg.Bool("stop-writes-on-bgsave-error")
-	h.saveRules = s.cfg.Get("save") != ""
-	h.minReplicasToWrite = s.cfg.Int("min-replicas-to-write")
-	h.hashLim = value.HashLimits{Entries: int(s.cfg.Int("hash-max-listpack-entries")), Value: int(s.cfg.Int("hash-max-listpack-value"))}
-	h.zsetLim = value.ZSetLimits{Entries: int(s.cfg.Int("zset-max-listpack-entries")), Value: int(s.cfg.Int("zset-max-listpack-value"))}
-	h.intsetLimit = int(s.cfg.Int("set-max-intset-entries"))
-	h.outLimits = parseOutLimits(s.cfg.Get("client-output-buffer-limit"))
+	h.notifyFlags, _ = parseNotifyFlags(s.cfg.Get(DirNotifyKeyspaceEvents))
+	h.replicaReadOnly = s.cfg.Bool(DirReplicaReadOnly)
+	h.stopWritesOnBgsaveErr = s.cfg.Bool(DirStopWritesOnBgsaveError)
+	h.saveRules = s.cfg.Get(DirSave) != ""
+	h.minReplicasToWrite = s.cfg.Int(DirMinReplicasToWrite)
+	h.hashLim = value.HashLimits{Entries: int(s.cfg.Int(DirHashMaxListpackEntries)), Value: int(s.cfg.Int(DirHashMaxListpackValue))}
+	h.zsetLim = value.ZSetLimits{Entries: int(s.cfg.Int(DirZsetMaxListpackEntries)), Value: int(s.cfg.Int(DirZsetMaxListpackValue))}
+	h.intsetLimit = int(s.cfg.Int(DirSetMaxIntsetEntries))
+	h.outLimits = parseOutLimits(s.cfg.Get(DirClientOutputBufferLimit))
 	if sn != nil {
 		s.perf.hot.Store(h)
 	}

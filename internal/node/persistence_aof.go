@@ -84,10 +84,10 @@ func newAOFState(s *Server) *aofState {
 }
 
 func (a *aofState) dir() string {
-	return filepath.Join(a.srv.cfg.Get("dir"), a.srv.cfg.Get("appenddirname"))
+	return filepath.Join(a.srv.cfg.Get(DirDir), a.srv.cfg.Get(DirAppenddirname))
 }
 
-func (a *aofState) manifestName() string { return a.srv.cfg.Get("appendfilename") + ".manifest" }
+func (a *aofState) manifestName() string { return a.srv.cfg.Get(DirAppendfilename) + ".manifest" }
 
 func (m *manifest) render() []byte {
 	var b bytes.Buffer
@@ -209,7 +209,7 @@ func (a *aofState) Propagate(db int, cmds [][][]byte) {
 	if a.lastErr.Load() != nil {
 		a.lastErr.Store(nil)
 	}
-	if a.srv.cfg.Get("appendfsync") == "always" {
+	if a.srv.cfg.Get(DirAppendfsync) == "always" {
 		a.syncTo(f, gen, pos)
 	}
 }
@@ -282,7 +282,7 @@ func (a *aofState) fsyncNow() error {
 // was loaded from it (or is empty), and a fresh incr file takes new writes;
 // with no base yet, one is written first, as Redis does.
 func (a *aofState) start() error {
-	if !a.srv.cfg.Bool("appendonly") {
+	if !a.srv.cfg.Bool(DirAppendonly) {
 		return nil
 	}
 	if a.m.base == "" && len(a.m.incr) == 0 {
@@ -310,7 +310,7 @@ func (a *aofState) openIncrLocked(rotate bool) error {
 		if n := len(m.incrSeq); n > 0 {
 			seq = m.incrSeq[n-1] + 1
 		}
-		name := fmt.Sprintf("%s.%d.incr.aof", a.srv.cfg.Get("appendfilename"), seq)
+		name := fmt.Sprintf("%s.%d.incr.aof", a.srv.cfg.Get(DirAppendfilename), seq)
 		m.incr = append(append([]string(nil), m.incr...), name)
 		m.incrSeq = append(append([]int(nil), m.incrSeq...), seq)
 	}
@@ -363,7 +363,7 @@ func (a *aofState) cron(now time.Time) {
 	if !a.enabled.Load() {
 		return
 	}
-	if a.srv.cfg.Get("appendfsync") == "everysec" && now.Sub(a.lastFsync) >= time.Second {
+	if a.srv.cfg.Get(DirAppendfsync) == "everysec" && now.Sub(a.lastFsync) >= time.Second {
 		a.lastFsync = now
 		go func() {
 			if err := a.fsyncNow(); err != nil {
@@ -371,13 +371,13 @@ func (a *aofState) cron(now time.Time) {
 			}
 		}()
 	}
-	perc := a.srv.cfg.Int("auto-aof-rewrite-percentage")
+	perc := a.srv.cfg.Int(DirAutoAOFRewritePercentage)
 	if perc > 0 && !a.rewriting.Load() && !a.srv.persist.bgInProgress.Load() {
 		a.mu.Lock()
 		cur := a.baseSize + a.incrSize
 		a.mu.Unlock()
 		base := max(a.rewriteBaseSize.Load(), 1)
-		if cur >= a.srv.cfg.Int("auto-aof-rewrite-min-size") && (cur*100/base)-100 >= perc {
+		if cur >= a.srv.cfg.Int(DirAutoAOFRewriteMinSize) && (cur*100/base)-100 >= perc {
 			a.srv.log.Info("starting automatic rewriting of AOF", "growth_percent", (cur*100/base)-100)
 			go a.rewrite(false)
 		}
@@ -444,13 +444,13 @@ func (a *aofState) rewriteReserved(enable bool) error {
 	}
 	baseSeq := a.m.baseSeq + 1
 	ext := "rdb"
-	if !s.cfg.Bool("aof-use-rdb-preamble") {
+	if !s.cfg.Bool(DirAOFUseRDBPreamble) {
 		ext = "aof"
 	}
-	baseName := fmt.Sprintf("%s.%d.base.%s", s.cfg.Get("appendfilename"), baseSeq, ext)
+	baseName := fmt.Sprintf("%s.%d.base.%s", s.cfg.Get(DirAppendfilename), baseSeq, ext)
 	basePath := filepath.Join(a.dir(), baseName)
 	tmp := filepath.Join(a.dir(), fmt.Sprintf("temp-rewriteaof-%d.aof", time.Now().UnixNano()))
-	autoSync := s.cfg.Bool("aof-rewrite-incremental-fsync")
+	autoSync := s.cfg.Bool(DirAOFRewriteIncrementalFsync)
 	if ext == "rdb" {
 		err = writeFileSync(tmp, autoSync, sn.writeTo)
 	} else {
@@ -707,7 +707,7 @@ func (a *aofState) loadFile(path string, last bool) error {
 // cut off and loading goes on, as Redis does; otherwise start-up stops.
 func (a *aofState) truncated(path string, validUpTo int64, last bool) error {
 	s := a.srv
-	if !last || !s.cfg.Bool("aof-load-truncated") {
+	if !last || !s.cfg.Bool(DirAOFLoadTruncated) {
 		return fmt.Errorf("node: unexpected end of file reading the append only file %s at offset %d; start with aof-load-truncated yes or fix it with redis-check-aof --fix", path, validUpTo)
 	}
 	s.log.Warn("!!! Warning: short read while loading the AOF file !!!", "file", path, "valid_bytes", validUpTo)

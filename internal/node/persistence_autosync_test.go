@@ -48,7 +48,7 @@ func TestAutoSyncFile(t *testing.T) {
 func TestIncrementalFsyncConfig(t *testing.T) {
 	ctx := context.Background()
 	for _, v := range []string{"yes", "no"} {
-		ts := startServer(t, "rdb-save-incremental-fsync", v)
+		ts := startServer(t, "rdb-save-incremental-fsync", v, "enable-debug-command", "yes")
 		c := ts.client(t)
 		for _, name := range []string{"rdb-save-incremental-fsync", "aof-rewrite-incremental-fsync"} {
 			got, err := c.ConfigGet(ctx, name).Result()

@@ -92,7 +92,7 @@ func (s *Server) StartPersistence() error {
 	if p == nil {
 		return nil
 	}
-	if s.cfg.Bool("appendonly") {
+	if s.cfg.Bool(DirAppendonly) {
 		if err := p.aof.loadAtStartup(); err != nil {
 			return err
 		}
@@ -107,7 +107,7 @@ func (s *Server) StartPersistence() error {
 }
 
 func (p *persistence) rdbPath() string {
-	return filepath.Join(p.srv.cfg.Get("dir"), p.srv.cfg.Get("dbfilename"))
+	return filepath.Join(p.srv.cfg.Get(DirDir), p.srv.cfg.Get(DirDbfilename))
 }
 
 // loadRDBFile loads dir/dbfilename if it exists.
@@ -163,14 +163,14 @@ func (sn *snapshot) writeTo(w io.Writer) error {
 	}
 	defer sn.close()
 	s := sn.p.srv
-	enc := rdb.NewEncoder(w, rdb.Options{Compress: s.cfg.Bool("rdbcompression"), Checksum: s.cfg.Bool("rdbchecksum"), Limits: sn.limits})
+	enc := rdb.NewEncoder(w, rdb.Options{Compress: s.cfg.Bool(DirRdbcompression), Checksum: s.cfg.Bool(DirRdbchecksum), Limits: sn.limits})
 	enc.Header()
 	for _, a := range sn.aux {
 		enc.Aux(a[0], a[1])
 	}
 	var val rdb.Value
 	pace := sn.newPacer()
-	keyDelay := s.cfg.Int("rdb-key-save-delay")
+	keyDelay := s.cfg.Int(DirRDBKeySaveDelay)
 	for i, db := range s.dbs {
 		if sn.dbKeys[i] > 0 {
 			enc.SelectDB(i)
@@ -294,9 +294,9 @@ func (s *Server) rdbHandlerInto(dbs []*keyspace.DB) rdb.Handler {
 	now := time.Now().UnixMilli()
 	hl := s.hashLimits()
 	il := s.intsetLimit()
-	zl := value.ZSetLimits{Entries: int(s.cfg.Int("zset-max-listpack-entries")), Value: int(s.cfg.Int("zset-max-listpack-value"))}
+	zl := value.ZSetLimits{Entries: int(s.cfg.Int(DirZsetMaxListpackEntries)), Value: int(s.cfg.Int(DirZsetMaxListpackValue))}
 	master := s.expireDeletes()
-	loadDelay := s.cfg.Int("key-load-delay")
+	loadDelay := s.cfg.Int(DirKeyLoadDelay)
 	return rdb.Handler{
 		SelectDB: func(n int) error {
 			if n >= len(dbs) {
@@ -402,7 +402,7 @@ func fillEntry(e *keyspace.Entry, v *rdb.Value, hl value.HashLimits, il int, zl 
 func (p *persistence) saveRDB(sn *snapshot) error {
 	path := p.rdbPath()
 	tmp := filepath.Join(filepath.Dir(path), fmt.Sprintf("temp-%d-%d.rdb", os.Getpid(), time.Now().UnixNano()))
-	err := writeFileSync(tmp, p.srv.cfg.Bool("rdb-save-incremental-fsync"), sn.writeTo)
+	err := writeFileSync(tmp, p.srv.cfg.Bool(DirRDBSaveIncrementalFsync), sn.writeTo)
 	if err == nil {
 		err = p.renameSnapshot(sn, tmp, path)
 	}
@@ -590,7 +590,7 @@ func (p *persistence) saveCron(now time.Time) {
 		p.bgsave()
 		return
 	}
-	rules := strings.Fields(s.cfg.Get("save"))
+	rules := strings.Fields(s.cfg.Get(DirSave))
 	dirty := s.dirty.Load()
 	if dirty == 0 {
 		return
@@ -625,7 +625,7 @@ func (p *persistence) onShutdown(ctx context.Context) error {
 		}
 	}
 	// A dataset being loaded is never saved (it would be partial).
-	if !s.loading.Load() && (o.Save || (!o.NoSave && s.cfg.Get("save") != "")) {
+	if !s.loading.Load() && (o.Save || (!o.NoSave && s.cfg.Get(DirSave) != "")) {
 		s.log.Info("Saving the final RDB snapshot before exiting.")
 		for p.bgInProgress.Load() {
 			time.Sleep(10 * time.Millisecond)

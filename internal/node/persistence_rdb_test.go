@@ -359,7 +359,7 @@ func TestRDBWeLoadRedisServerDump(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "dump.rdb"), data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	a := startServerIn(t, dir)
+	a := startServerIn(t, dir, "enable-debug-command", "yes")
 	sameData(t, canonServer(a.srv), want)
 	// DEBUG DIGEST and DIGEST-VALUE agree with redis-server's.
 	ours := a.client(t)
@@ -562,7 +562,7 @@ func TestRDBCorruptFileStopsStartup(t *testing.T) {
 }
 
 func TestDebugReloadObjectAndInfo(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, "enable-debug-command", "yes")
 	rc := ts.client(t)
 	c := ctx(t)
 	rc.Set(c, "s", "hello", time.Hour)
@@ -624,7 +624,7 @@ func TestShutdownSaveModes(t *testing.T) {
 
 func TestBgsaveErrorStopsWrites(t *testing.T) {
 	dir := t.TempDir()
-	a := startServerIn(t, dir, "save", "3600 1")
+	a := startServerIn(t, dir, "save", "3600 1", "enable-protected-configs", "yes") // CONFIG SET dir
 	rc := a.client(t)
 	c := ctx(t)
 	if err := rc.ConfigSet(c, "dir", filepath.Join(dir, "missing", "sub")).Err(); err != nil {
@@ -720,7 +720,7 @@ func TestSaveAndBgsaveInsideMulti(t *testing.T) {
 // all of them. The block stays atomic, also with a BGSAVE writing and
 // other clients writing meanwhile.
 func TestDebugReloadInsideMulti(t *testing.T) {
-	a := startServerIn(t, t.TempDir())
+	a := startServerIn(t, t.TempDir(), "enable-debug-command", "yes")
 	rc := a.client(t)
 	c, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -44,11 +44,11 @@ func (p *persistence) openLocked() *snapshot {
 		sn.dbExp = append(sn.dbExp, db.Expires.Load())
 	}
 	sn.limits = rdb.Limits{
-		HashEntries: int(s.cfg.Int("hash-max-listpack-entries")), HashValue: int(s.cfg.Int("hash-max-listpack-value")),
-		ZSetEntries: int(s.cfg.Int("zset-max-listpack-entries")), ZSetValue: int(s.cfg.Int("zset-max-listpack-value")),
-		SetIntsetEntries: int(s.cfg.Int("set-max-intset-entries")), ListNodeBytes: 8192,
+		HashEntries: int(s.cfg.Int(DirHashMaxListpackEntries)), HashValue: int(s.cfg.Int(DirHashMaxListpackValue)),
+		ZSetEntries: int(s.cfg.Int(DirZsetMaxListpackEntries)), ZSetValue: int(s.cfg.Int(DirZsetMaxListpackValue)),
+		SetIntsetEntries: int(s.cfg.Int(DirSetMaxIntsetEntries)), ListNodeBytes: 8192,
 	}
-	switch pol := s.cfg.Get("maxmemory-policy"); {
+	switch pol := s.cfg.Get(DirMaxmemoryPolicy); {
 	case strings.HasSuffix(pol, "-lru"):
 		sn.lru = "lru"
 	case strings.HasSuffix(pol, "-lfu"):

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -122,7 +121,7 @@ func newReplication(s *Server) *replication {
 		if r.link != nil {
 			return false
 		}
-		return int64(r.goodReplicasLocked(time.Duration(s.cfg.Int("min-replicas-max-lag"))*time.Second)) < need
+		return int64(r.goodReplicasLocked(time.Duration(s.cfg.Int(DirMinReplicasMaxLag))*time.Second)) < need
 	}
 	s.masterLinkUp = func() bool {
 		r.mu.Lock()
@@ -147,7 +146,7 @@ func (r *replication) createBacklogLocked() {
 
 // backlogSize is repl-backlog-size with Redis's 16 kB floor.
 func (r *replication) backlogSize() int {
-	return max(int(r.srv.cfg.Int("repl-backlog-size")), 16*1024)
+	return max(int(r.srv.cfg.Int(DirReplBacklogSize)), 16*1024)
 }
 
 // resizeBacklog applies CONFIG SET repl-backlog-size to an existing
@@ -242,18 +241,13 @@ func (r *replication) feedLocked(b []byte) {
 // redis-server, p99 6.3–9.5 ms vs 7.3–9.7 ms (redis-server 5.3–6.0 ms).
 // Cost, measured on its own (3 rounds, 300k SETs): master CPU per SET
 // about +6 % (18.0 / 23.4 / 20.8 µs vs 16.8 / 21.0 / 20.8 µs), replica
-// 5.1–6.2 vs 4.4–5.0 µs. SHARDNODE_NO_EAGER_STREAM=1 turns it off.
+// 5.1–6.2 vs 4.4–5.0 µs.
 const streamEagerGap = int64(200 * time.Microsecond)
-
-var noEagerStream = os.Getenv("SHARDNODE_NO_EAGER_STREAM") != ""
 
 // writeStreamsNow writes the online replicas' pending stream from the
 // calling client's goroutine just before it sends its replies, at most
 // once per streamEagerGap across clients.
 func (r *replication) writeStreamsNow() {
-	if noEagerStream {
-		return
-	}
 	now := time.Now().UnixNano()
 	last := r.streamLast.Load()
 	if now-last < streamEagerGap || !r.streamLast.CompareAndSwap(last, now) {
@@ -392,7 +386,7 @@ func (r *replication) cron(now time.Time, tick int64) {
 	if r.srv.frozen() {
 		return // DEBUG SLEEP stops the cron, as Redis's does
 	}
-	period := r.srv.cfg.Int("repl-ping-replica-period")
+	period := r.srv.cfg.Int(DirReplPingReplicaPeriod)
 	if period <= 0 {
 		period = 10
 	}
@@ -405,11 +399,11 @@ func (r *replication) cron(now time.Time, tick int64) {
 		if ri.state != replStateOnline {
 			continue
 		}
-		if t := r.srv.cfg.Int("repl-timeout"); t > 0 && !ri.ackTime.IsZero() && ri.capaPSync2 && now.Sub(ri.ackTime) > time.Duration(t)*time.Second {
+		if t := r.srv.cfg.Int(DirReplTimeout); t > 0 && !ri.ackTime.IsZero() && ri.capaPSync2 && now.Sub(ri.ackTime) > time.Duration(t)*time.Second {
 			go ri.c.close()
 		}
 	}
-	ttl := r.srv.cfg.Int("repl-backlog-ttl")
+	ttl := r.srv.cfg.Int(DirReplBacklogTTL)
 	if len(r.replicas) == 0 && r.link == nil && r.backlog != nil && ttl > 0 && !r.noReplicasAt.IsZero() && now.Sub(r.noReplicasAt) > time.Duration(ttl)*time.Second {
 		r.backlog = nil
 		r.histlen = 0
@@ -462,11 +456,11 @@ func (r *replication) info(b *strings.Builder) {
 			fmt.Fprintf(b, "master_link_down_since_seconds:%d\r\n", secs)
 		}
 		fmt.Fprintf(b, "slave_priority:%d\r\nslave_read_only:%d\r\nreplica_announced:%d\r\n",
-			r.srv.cfg.Int("replica-priority"), boolInt(r.srv.cfg.Bool("replica-read-only")), boolInt(r.srv.cfg.Bool("replica-announced")))
+			r.srv.cfg.Int(DirReplicaPriority), boolInt(r.srv.cfg.Bool(DirReplicaReadOnly)), boolInt(r.srv.cfg.Bool(DirReplicaAnnounced)))
 	}
 	fmt.Fprintf(b, "connected_slaves:%d\r\n", len(r.replicas))
-	if n := r.srv.cfg.Int("min-replicas-to-write"); n > 0 && link == nil {
-		fmt.Fprintf(b, "min_slaves_good_slaves:%d\r\n", r.goodReplicasLocked(time.Duration(r.srv.cfg.Int("min-replicas-max-lag"))*time.Second))
+	if n := r.srv.cfg.Int(DirMinReplicasToWrite); n > 0 && link == nil {
+		fmt.Fprintf(b, "min_slaves_good_slaves:%d\r\n", r.goodReplicasLocked(time.Duration(r.srv.cfg.Int(DirMinReplicasMaxLag))*time.Second))
 	}
 	for i, ri := range r.replicas {
 		lag := int64(0)
@@ -487,7 +481,7 @@ func (r *replication) info(b *strings.Builder) {
 		first = r.offset - int64(r.histlen) + 1
 	}
 	fmt.Fprintf(b, "repl_backlog_active:%d\r\nrepl_backlog_size:%d\r\nrepl_backlog_first_byte_offset:%d\r\nrepl_backlog_histlen:%d\r\n",
-		active, r.srv.cfg.Int("repl-backlog-size"), first, r.histlen)
+		active, r.srv.cfg.Int(DirReplBacklogSize), first, r.histlen)
 }
 
 func (ri *replicaInfo) ip() string {

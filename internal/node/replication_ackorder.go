@@ -2,7 +2,6 @@ package node
 
 import (
 	"math"
-	"os"
 	"sync/atomic"
 )
 
@@ -26,9 +25,7 @@ import (
 // the replica's output buffer, as in Redis), and the stream write that
 // gets there writes them. The client's goroutine does not wait: its later
 // output is appended to what is held, in order. A held client's pushed
-// output (pub/sub) also waits for the release. SHARDNODE_NO_ACK_ORDER=1
-// turns it off.
-var noAckOrder = os.Getenv("SHARDNODE_NO_ACK_ORDER") != ""
+// output (pub/sub) also waits for the release.
 
 // ackState is the replication side: fed is the offset of the stream last
 // pushed to online replicas, sent the offset every one of them has had a
@@ -48,7 +45,7 @@ func (c *Client) holdReplies() bool {
 	r := c.srv.repl
 	propagated := c.propagated
 	c.propagated = false
-	if r == nil || noAckOrder {
+	if r == nil {
 		return false
 	}
 	if !c.holding.Load() {

@@ -103,7 +103,7 @@ func readNow(t *testing.T, nc net.Conn, b []byte) []byte {
 // read), as Redis sends both in one pass of its event loop. Writes come
 // back to back, faster than the eager stream write's gap, so without
 // holding the replies the stream's writer goroutine loses the race often
-// (SHARDNODE_NO_ACK_ORDER=1: 325 and 474 of 2,000 late in two runs).
+// (a build without the hold: 325 and 474 of 2,000 late in two runs).
 // Writes in MULTI/EXEC and pipelines of writes are held the same way, and
 // a client's held replies keep their order with its later replies.
 func TestReplyAfterStream(t *testing.T) {

@@ -172,7 +172,7 @@ func (l *masterLink) session(ctx context.Context) error {
 	}
 	l.setState(linkHandshake)
 	br := bufio.NewReaderSize(nc, 64*1024)
-	timeout := time.Duration(s.cfg.Int("repl-timeout")) * time.Second
+	timeout := time.Duration(s.cfg.Int(DirReplTimeout)) * time.Second
 	call := func(args ...string) (resp.Value, error) {
 		_ = nc.SetDeadline(time.Now().Add(timeout))
 		if _, err := nc.Write(resp.AppendCommandStrings(nil, args...)); err != nil {
@@ -189,23 +189,23 @@ func (l *masterLink) session(ctx context.Context) error {
 		return fmt.Errorf("node: replication: master replied to PING: %s", v.Str)
 	}
 	s.log.Info("Master replied to PING, replication can continue...")
-	if pass := s.cfg.Get("masterauth"); pass != "" {
+	if pass := s.cfg.Get(DirMasterauth); pass != "" {
 		args := []string{"AUTH", pass}
-		if user := s.cfg.Get("masteruser"); user != "" {
+		if user := s.cfg.Get(DirMasteruser); user != "" {
 			args = []string{"AUTH", user, pass}
 		}
 		if v, err = call(args...); err != nil || v.IsError() {
 			return fmt.Errorf("node: replication: AUTH failed: %v %s", err, v.Str)
 		}
 	}
-	port := s.cfg.Get("replica-announce-port")
+	port := s.cfg.Get(DirReplicaAnnouncePort)
 	if port == "0" || port == "" {
-		port = s.cfg.Get("port")
+		port = s.cfg.Get(DirPort)
 	}
 	if v, err = call("REPLCONF", "listening-port", port); err != nil {
 		return fmt.Errorf("node: replication: REPLCONF: %w", err)
 	}
-	if ip := s.cfg.Get("replica-announce-ip"); ip != "" {
+	if ip := s.cfg.Get(DirReplicaAnnounceIP); ip != "" {
 		_, _ = call("REPLCONF", "ip-address", ip)
 	}
 	_, _ = call("REPLCONF", "capa", "eof", "capa", "psync2")
@@ -317,7 +317,7 @@ func (r *replication) hasHistory() bool {
 func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offset int64) error {
 	s := l.r.srv
 	l.setState(linkTransfer)
-	timeout := time.Duration(s.cfg.Int("repl-timeout")) * time.Second
+	timeout := time.Duration(s.cfg.Int(DirReplTimeout)) * time.Second
 	var header []byte
 	for {
 		_ = nc.SetReadDeadline(time.Now().Add(timeout))
@@ -363,7 +363,7 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 	l.r.mu.Lock()
 	sameHistory := replid == l.r.replid
 	l.r.mu.Unlock()
-	switch mode := s.cfg.Get("repl-diskless-load"); {
+	switch mode := s.cfg.Get(DirReplDisklessLoad); {
 	case mode == "swapdb":
 		// Redis 7.0: the old dataset is kept until the new one is
 		// loaded; LOADING meanwhile unless the master continues our own
@@ -405,7 +405,7 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 // half-loaded one. Then the dataset is flushed and the file loaded.
 func (l *masterLink) loadFromDisk(payload io.Reader, eofForm bool) error {
 	s := l.r.srv
-	tmp, err := os.CreateTemp(s.cfg.Get("dir"), "temp-"+strconv.Itoa(os.Getpid())+"-*.rdb")
+	tmp, err := os.CreateTemp(s.cfg.Get(DirDir), "temp-"+strconv.Itoa(os.Getpid())+"-*.rdb")
 	if err != nil {
 		return fmt.Errorf("node: replication: temp file for the master's RDB: %w", err)
 	}
@@ -623,7 +623,7 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 	l.lastIO = time.Now()
 	l.mu.Unlock()
 	l.sendAck()
-	timeout := time.Duration(s.cfg.Int("repl-timeout")) * time.Second
+	timeout := time.Duration(s.cfg.Int(DirReplTimeout)) * time.Second
 	for {
 		if s.frozen() {
 			s.waitUnfrozen(nil) // DEBUG SLEEP: the stream waits too
@@ -650,7 +650,7 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 			continue
 		}
 		cmd := c.lookupCmd(args[0])
-		if keyspace.PrefetchEnabled && !noStreamBatch && batchable(cmd) && c.rd.Buffered() > 0 {
+		if keyspace.PrefetchEnabled && batchable(cmd) && c.rd.Buffered() > 0 {
 			if err := l.applyBatch(c, args, raw, cmd); err != nil {
 				return err
 			}
@@ -661,10 +661,6 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 		}
 	}
 }
-
-// noStreamBatch turns applyBatch off (SHARDNODE_NO_STREAM_BATCH set), to
-// compare: BenchmarkReplicaApply, 1M keys, applied 1.8x as fast with it.
-var noStreamBatch = os.Getenv("SHARDNODE_NO_STREAM_BATCH") != ""
 
 // apply runs one command of the master's stream and forwards it. It
 // returns an error, running nothing, once the master client was closed

@@ -58,7 +58,7 @@ func (r *replication) rdbAux() [][2]string {
 // backlog so the DELs of expired keys can be fed to it.
 func (r *replication) beforeStartupLoad() {
 	sl := &startupLoad{info: rdbReplInfo{offset: -1, streamDB: -1}}
-	if len(strings.Fields(r.srv.cfg.Get("replicaof"))) == 2 {
+	if len(strings.Fields(r.srv.cfg.Get(DirReplicaof))) == 2 {
 		r.srv.SetReplicaMode(true)
 	} else {
 		r.mu.Lock()

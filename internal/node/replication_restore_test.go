@@ -41,7 +41,7 @@ func waitPortFree(t *testing.T, port string) {
 // while the master was down (fed to the backlog at load, as Redis does).
 func TestReplicationMasterRestartPartialResync(t *testing.T) {
 	port, dir := freePort(t), t.TempDir()
-	master := startServer(t, "port", port, "dir", dir)
+	master := startServer(t, "port", port, "dir", dir, "enable-debug-command", "yes")
 	mc := master.client(t)
 	replica := startServer(t)
 	rc := replica.client(t)

@@ -137,7 +137,8 @@ func emptyRDB(t *testing.T) []byte {
 // linkedPair starts a master and a replica of it, and waits for the link.
 func linkedPair(t *testing.T) (master, replica *testServer, mc, rc *redis.Client) {
 	t.Helper()
-	master, replica = startServer(t), startServer(t)
+	// Tests of the pair use DEBUG (SLEEP, SET-ACTIVE-EXPIRE) on either side.
+	master, replica = startServer(t, "enable-debug-command", "yes"), startServer(t, "enable-debug-command", "yes")
 	mc, rc = master.client(t), replica.client(t)
 	h, p := hostPort(master.addr)
 	if err := rc.Do(ctx(t), "REPLICAOF", h, p).Err(); err != nil {
@@ -224,7 +225,7 @@ func TestReplicationStreamingLoadCut(t *testing.T) {
 // carried over from the first made every later full sync fail).
 func TestReplicationRepeatedStreamingFullSync(t *testing.T) {
 	master := startServer(t, "repl-diskless-sync", "no", "repl-backlog-size", "16384")
-	replica := startServer(t, "repl-diskless-load", "swapdb")
+	replica := startServer(t, "repl-diskless-load", "swapdb", "enable-debug-command", "yes")
 	mc, rc := master.client(t), replica.client(t)
 	c := ctx(t)
 	fill(t, mc, "a", 20)

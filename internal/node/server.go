@@ -41,8 +41,8 @@ type Propagator interface {
 
 // Server is one shardnode instance.
 type Server struct {
-	// readLoop: TCP clients are served by Client.serveLoop
-	// (SHARDNODE_NO_READ_LOOP=1 turns it off, for comparisons).
+	// readLoop: TCP clients are served by Client.serveLoop (always on;
+	// tests switch it off to cover the plain loop).
 	readLoop atomic.Bool
 
 	cfg *Config
@@ -171,9 +171,9 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 		watches:   newWatchRegistry(),
 	}
 	s.activeExpire.Store(true)
-	s.readLoop.Store(os.Getenv("SHARDNODE_NO_READ_LOOP") == "")
+	s.readLoop.Store(true)
 	s.lastSave.Store(time.Now().Unix())
-	n := int(cfg.Int("databases"))
+	n := int(cfg.Int(DirDatabases))
 	s.ks = keyspace.NewShared(ksObserver{s})
 	s.pause.changed = s.syncExpiryMode
 	s.dbs = make([]*keyspace.DB, n)
@@ -265,8 +265,8 @@ func (s *Server) Addr() net.Addr {
 
 // Listen opens the configured listeners. Port 0 picks a free port.
 func (s *Server) Listen() error {
-	port := s.cfg.Get("port")
-	for _, b := range strings.Fields(s.cfg.Get("bind")) {
+	port := s.cfg.Get(DirPort)
+	for _, b := range strings.Fields(s.cfg.Get(DirBind)) {
 		b, optional := bindHost(b)
 		if len(s.listeners) > 0 && port == "0" {
 			// A second listener would get another random port.
@@ -293,7 +293,7 @@ func (s *Server) Listen() error {
 		return errors.New("node: no address to listen on")
 	}
 	// unixsocket: an extra listener after the TCP ones (Addr stays TCP).
-	if path := s.cfg.Get("unixsocket"); path != "" {
+	if path := s.cfg.Get(DirUnixsocket); path != "" {
 		_ = os.Remove(path)
 		ln, err := net.Listen("unix", path)
 		if err != nil {
@@ -304,7 +304,7 @@ func (s *Server) Listen() error {
 	}
 	// The cluster bus and nodes.conf come first, as in Redis's
 	// clusterInit, then the dataset (RDB or AOF) before serving.
-	if s.cfg.Bool("cluster-enabled") && s.cluster == nil {
+	if s.cfg.Bool(DirClusterEnabled) && s.cluster == nil {
 		if err := s.startCluster(); err != nil {
 			s.closeListeners()
 			s.listeners = nil
@@ -332,7 +332,7 @@ func (s *Server) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	if ro := strings.Fields(s.cfg.Get("replicaof")); len(ro) == 2 {
+	if ro := strings.Fields(s.cfg.Get(DirReplicaof)); len(ro) == 2 {
 		if port, err := strconv.Atoi(ro[1]); err == nil {
 			s.repl.becomeReplica(ro[0], port)
 		}
@@ -427,7 +427,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		s.stats.connectionsReceived.Add(1)
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
-			if ka := s.cfg.Int("tcp-keepalive"); ka > 0 {
+			if ka := s.cfg.Int(DirTCPKeepalive); ka > 0 {
 				_ = tc.SetKeepAlive(true)
 				_ = tc.SetKeepAlivePeriod(time.Duration(ka) * time.Second)
 			}
@@ -444,28 +444,20 @@ func (s *Server) acceptLoop(ln net.Listener) {
 }
 
 // admit registers a new client, or returns the error that refuses it.
+// As Redis's acceptCommonHandler and clientAcceptHandler, the client
+// limit is checked before protected mode (security.go).
 func (s *Server) admit(c *Client) string {
-	if s.cfg.Bool("protected-mode") && s.cfg.Get("requirepass") == "" && s.defaultBind() && !isLoopback(c.conn.RemoteAddr()) {
-		return protectedModeError
-	}
 	s.clientsMu.Lock()
 	defer s.clientsMu.Unlock()
-	if int64(len(s.clients)) >= s.cfg.Int("maxclients") {
+	if int64(len(s.clients)) >= s.cfg.Int(DirMaxclients) {
 		return "ERR max number of clients reached"
+	}
+	if s.protectedModeRefuses(c.conn) {
+		return protectedModeError
 	}
 	s.clients[c.id] = c
 	s.clientAdmitted(c) // arrival.go
 	return ""
-}
-
-func (s *Server) defaultBind() bool {
-	b := s.cfg.Get("bind")
-	return b == "* -::*" || b == ""
-}
-
-func isLoopback(a net.Addr) bool {
-	ta, ok := a.(*net.TCPAddr)
-	return !ok || ta.IP.IsLoopback()
 }
 
 func (s *Server) unregister(c *Client) {
@@ -531,7 +523,7 @@ func (s *Server) UnlockAll() {
 // cron runs the periodic work Redis does in serverCron: active expiry,
 // client timeouts, statistics.
 func (s *Server) cron() {
-	hz := s.cfg.Int("hz")
+	hz := s.cfg.Int(DirHz)
 	if hz <= 0 {
 		hz = 10
 	}
@@ -559,14 +551,12 @@ func (s *Server) cron() {
 	}
 }
 
-const protectedModeError = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside."
-
 // configChanged applies settings that running parts read once (limits of
 // connected clients' readers, GC target).
 func (s *Server) configChanged() {
 	s.applyGCPercent()
-	maxBulk := s.cfg.Int("proto-max-bulk-len")
-	qbuf := int(s.cfg.Int("client-query-buffer-limit"))
+	maxBulk := s.cfg.Int(DirProtoMaxBulkLen)
+	qbuf := int(s.cfg.Int(DirClientQueryBufferLimit))
 	s.forEachClient(func(c *Client) {
 		c.rdLimits(maxBulk, qbuf)
 	})

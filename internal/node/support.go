@@ -129,7 +129,7 @@ func (l *slowlog) maybeAdd(c *Client, args [][]byte, dur time.Duration) {
 	if c.cmd != nil && c.cmd.flags&flagSkipSlowlog != 0 {
 		return
 	}
-	max := int(s.cfg.Int("slowlog-max-len"))
+	max := int(s.cfg.Int(DirSlowlogMaxLen))
 	e := slowlogEntry{time: time.Now().Unix(), duration: dur.Microseconds(), addr: c.addr}
 	c.infoMu.Lock()
 	e.name = c.name
@@ -347,7 +347,7 @@ func (l *pendingLimit) exceeded(c *Client, n int) bool {
 
 // clientsCron closes idle clients (timeout).
 func (s *Server) clientsCron(now time.Time) {
-	t := s.cfg.Int("timeout")
+	t := s.cfg.Int(DirTimeout)
 	if t <= 0 {
 		return
 	}

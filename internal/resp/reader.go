@@ -201,6 +201,12 @@ func (r *Reader) Next() ([][]byte, error) {
 
 func (r *Reader) nextInline(data []byte) ([][]byte, error) {
 	nl := bytes.IndexByte(data, '\n')
+	if nl > 0 && bytes.IndexByte(data[:nl], 0) >= 0 {
+		// Redis finds the end of an inline request with strchr, which
+		// stops at a NUL byte: a request with a NUL before its newline
+		// never ends, and is refused once it grows past InlineMaxSize.
+		nl = -1
+	}
 	if nl < 0 {
 		if len(data) > InlineMaxSize {
 			return nil, &ProtocolError{"too big inline request"}

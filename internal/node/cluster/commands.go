@@ -414,3 +414,31 @@ func (m *Machine) PublishShard(now time.Time, channel, message []byte) {
 		m.send(n.link, msg)
 	}
 }
+
+// VerifyWithData reconciles the slot table with the keys loaded at
+// start-up (verifyClusterConfigWithData): on a master, a slot holding keys
+// that is neither mine nor importing becomes mine if unassigned, else
+// importing from its owner. The node layer refuses to start when db 1+
+// hold keys, as Redis does; that check is not here.
+func (m *Machine) VerifyWithData(now time.Time) {
+	m.begin(now)
+	defer m.end()
+	if m.myself.isSlave() {
+		return
+	}
+	changed := false
+	for s := 0; s < NumSlots; s++ {
+		if m.local.KeysInSlot(s) == 0 || m.slots[s] == m.myself || m.importing[s] != nil {
+			continue
+		}
+		changed = true
+		if m.slots[s] == nil {
+			m.addSlot(m.myself, s)
+		} else {
+			m.importing[s] = m.slots[s]
+		}
+	}
+	if changed {
+		m.todo |= todoSaveConfig | todoFsyncConfig
+	}
+}

@@ -10,7 +10,6 @@ import (
 func (m *Machine) Tick(now time.Time) {
 	m.begin(now)
 	defer m.end()
-	m.iteration++
 	updateState := false
 	timeout := m.cfg.NodeTimeout
 	handshakeTimeout := timeout
@@ -69,8 +68,12 @@ func (m *Machine) Tick(now time.Time) {
 		}
 	}
 
-	// Replica failover and replica migration (clusterHandleSlaveFailover,
-	// clusterHandleSlaveMigration) belong to issue 22.
+	m.manualFailoverCheckTimeout()
+	if m.myself.isSlave() {
+		m.handleManualFailover()
+		m.handleReplicaFailover()
+		m.handleReplicaMigration()
+	}
 
 	if updateState || m.state == ClusterFail {
 		m.updateState()

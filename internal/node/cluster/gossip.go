@@ -131,7 +131,9 @@ func (m *Machine) sendPing(l *link, typ MsgType) {
 			linked: n.link != nil, numSlots: n.numSlots,
 		}
 	}
-	for _, i := range selectGossip(m.rng, len(m.order), m.statsPFail, cand) {
+	sel := selectGossip(m.rng, len(m.order), m.statsPFail, cand)
+	msg.Gossip = make([]Gossip, 0, len(sel))
+	for _, i := range sel {
 		n := m.order[i]
 		n.lastInPingGossip = m.pingsSent
 		msg.Gossip = append(msg.Gossip, gossipEntry(n))
@@ -168,6 +170,9 @@ func (m *Machine) processGossip(msg *Msg, sender *node) {
 	now := m.now
 	for _, g := range msg.Gossip {
 		flags := g.Flags
+		if !validName(g.Name.String()) {
+			continue // not a node id: never let it into the table
+		}
 		n := m.lookupName(g.Name)
 		if n == nil {
 			// Only a known sender may introduce nodes, never a NOADDR one,

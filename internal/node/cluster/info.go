@@ -251,22 +251,30 @@ func (m *Machine) Links() []LinkInfo {
 	return out
 }
 
-// KillLink closes the outbound or inbound link of node id, or both
-// (DEBUG CLUSTERLINK KILL to|from|all <id>); false if the node is unknown.
-func (m *Machine) KillLink(now time.Time, direction, id string) bool {
+// KillLink is DEBUG CLUSTERLINK KILL to|from|all <id>: it closes the
+// outbound link, the inbound link, or both, of node id. The direction is
+// matched case-insensitively; errors carry Redis's texts.
+func (m *Machine) KillLink(now time.Time, direction, id string) error {
 	m.begin(now)
 	defer m.end()
 	n := m.lookup(id)
 	if n == nil {
-		return false
+		return errf("ERR Unknown node %s", id)
 	}
-	if (direction == "to" || direction == "all") && n.link != nil {
+	to, from := equalFoldASCII(direction, "to"), equalFoldASCII(direction, "from")
+	if equalFoldASCII(direction, "all") {
+		to, from = true, true
+	}
+	if !to && !from {
+		return errf("ERR Unknown direction %s", direction)
+	}
+	if to && n.link != nil {
 		m.freeLink(n.link)
 	}
-	if (direction == "from" || direction == "all") && n.inbound != nil {
+	if from && n.inbound != nil {
 		m.freeLink(n.inbound)
 	}
-	return true
+	return nil
 }
 
 // msgTypeNames is clusterGetMessageTypeString.

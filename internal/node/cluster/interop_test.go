@@ -1,5 +1,3 @@
-//go:build interop
-
 // Live interop of the machine with real redis-server 7.0 cluster nodes
 // over loopback, through the bus codec (Encode, Decode, PacketLen) and a
 // minimal runner written here. Run with: go test -tags interop -run Interop
@@ -38,9 +36,12 @@ type liveNode struct {
 	got    []Delivery
 }
 
-func startLive(t *testing.T, port, cport int) *liveNode {
+func startLive(t *testing.T, port, cport int, tweak ...func(*Config)) *liveNode {
 	cfg := DefaultConfig()
 	cfg.Port, cfg.CPort = port, cport
+	for _, f := range tweak {
+		f(&cfg)
+	}
 	cfg.NodeTimeout = 2 * time.Second
 	m, err := New(cfg, rand.New(rand.NewPCG(uint64(port), 1)))
 	if err != nil {
@@ -199,10 +200,10 @@ func (n *liveNode) apply(rd Ready) {
 	n.mu.Unlock()
 }
 
-func startClusterRedis(t *testing.T) (*testutil.Process, *redis.Client) {
+func startClusterRedis(t *testing.T, extra ...string) (*testutil.Process, *redis.Client) {
 	cport := testutil.FreePort(t)
-	p := testutil.StartRedis(t, "--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(cport),
-		"--cluster-node-timeout", "2000", "--cluster-config-file", "nodes.conf")
+	p := testutil.StartRedis(t, append([]string{"--cluster-enabled", "yes", "--cluster-port", strconv.Itoa(cport),
+		"--cluster-node-timeout", "2000", "--cluster-config-file", "nodes.conf"}, extra...)...)
 	c := redis.NewClient(&redis.Options{Addr: p.Addr})
 	t.Cleanup(func() { c.Close() })
 	return p, c
@@ -269,6 +270,33 @@ func TestInteropWithRedis(t *testing.T) {
 		})
 		return ok
 	})
+	// CLUSTER INFO has redis-server's fields in its order and, settled,
+	// its values (message counters aside).
+	fields := func(info string) (names []string, vals map[string]string) {
+		vals = map[string]string{}
+		for _, l := range strings.Split(strings.TrimSpace(info), "\r\n") {
+			k, v, _ := strings.Cut(l, ":")
+			if strings.HasPrefix(k, "cluster_stats_messages_") && strings.Count(k, "_") > 3 {
+				continue // per-type counters depend on the traffic seen
+			}
+			names = append(names, k)
+			vals[k] = v
+		}
+		return names, vals
+	}
+	redisInfo, _ := c1.ClusterInfo(ctx).Result()
+	var ourInfo string
+	me.do(func() { ourInfo = me.m.Info(0) })
+	rn, rv := fields(redisInfo)
+	on, ov := fields(ourInfo)
+	if strings.Join(rn, ",") != strings.Join(on, ",") {
+		t.Fatalf("CLUSTER INFO fields differ:\nredis %v\nours  %v", rn, on)
+	}
+	for _, k := range []string{"cluster_state", "cluster_slots_assigned", "cluster_slots_ok", "cluster_known_nodes", "cluster_size", "cluster_current_epoch"} {
+		if rv[k] != ov[k] {
+			t.Fatalf("%s: redis %s, ours %s", k, rv[k], ov[k])
+		}
+	}
 	nodes, _ := c1.ClusterNodes(ctx).Result()
 	if !strings.Contains(nodes, myID+" 127.0.0.1:"+strconv.Itoa(me.m.cfg.Port)+"@"+strconv.Itoa(me.cport)+" master - ") ||
 		!strings.Contains(nodes, " connected 10001-16383") {
@@ -375,4 +403,28 @@ func TestInteropWithRedis(t *testing.T) {
 	if !strings.Contains(info, "cluster_state:fail") {
 		t.Fatalf("redis-server still ok:\n%s", info)
 	}
+}
+
+func TestInteropHostnames(t *testing.T) {
+	ctx := context.Background()
+	_, c1 := startClusterRedis(t, "--cluster-announce-hostname", "redis.example")
+	me := startLive(t, testutil.FreePort(t), testutil.FreePort(t), func(c *Config) { c.Hostname = "shardis.example" })
+	var myID string
+	me.do(func() { myID = me.m.MyID() })
+	if err := c1.Do(ctx, "cluster", "meet", "127.0.0.1", me.m.cfg.Port, me.cport).Err(); err != nil {
+		t.Fatal(err)
+	}
+	id1, _ := c1.ClusterMyID(ctx).Result()
+	testutil.WaitFor(t, 10*time.Second, "hostnames exchanged", func() bool {
+		nodes, _ := c1.ClusterNodes(ctx).Result()
+		if !strings.Contains(nodes, myID+" 127.0.0.1:"+strconv.Itoa(me.m.cfg.Port)+"@"+strconv.Itoa(me.cport)+",shardis.example master ") {
+			return false
+		}
+		ok := false
+		me.do(func() {
+			n, _ := me.m.Node(id1)
+			ok = n.Hostname == "redis.example"
+		})
+		return ok
+	})
 }

@@ -127,14 +127,13 @@ type LinkID uint64
 
 // link is one bus connection (clusterLink).
 type link struct {
-	id       LinkID
-	node     *node // nil for an inbound link until its sender is known
-	inbound  bool
-	up       bool // outbound: connected (LinkUp seen); inbound: always
-	ctime    time.Time
-	peerIP   string // remote address, for nodes that announce no ip
-	localIP  string // our address on this connection, to learn our ip
-	sentMsgs uint64
+	id      LinkID
+	node    *node // nil for an inbound link until its sender is known
+	inbound bool
+	up      bool // outbound: connected (LinkUp seen); inbound: always
+	ctime   time.Time
+	peerIP  string // remote address, for nodes that announce no ip
+	localIP string // our address on this connection, to learn our ip
 }
 
 // Send asks the runner to write Msg on Link. Msgs may be shared by several
@@ -161,10 +160,13 @@ type RoleChange struct {
 	Port   int
 }
 
-// SlotsChanged lists the slots this node gained and lost as a master
-// since the previous Ready, and the slots whose keys it must delete
-// because an update took them away while the node stays a master
-// (clusterUpdateSlotsConfigWith's dirty slots).
+// SlotsChanged lists the slots this node's shard (myself as a master, my
+// master as a replica) gained and lost since the previous Ready — the
+// node drops the sharded pub/sub channels of lost slots, as Redis's
+// clusterDelSlot does on masters and replicas — and the slots whose keys
+// it must delete because an update took them away while it stays a master
+// (clusterUpdateSlotsConfigWith's dirty slots; a master demoted to
+// replica resyncs instead).
 type SlotsChanged struct {
 	Gained, Lost []int
 	DeleteKeys   []int
@@ -209,8 +211,11 @@ type Event struct {
 // order: save nodes.conf (RenderNodesConf) when SaveConfig, fsyncing it
 // when Fsync — before writing any Send, since some depend on the saved
 // state (Redis's clusterBeforeSleep runs before its write handlers) —
-// then close Closes, open Connects, write Sends, apply RoleChange,
-// SlotsChanged and Deliveries.
+// then close Closes (a Close may name an outbound link whose connect is
+// still in flight: abandon it, and report nothing more for it), open
+// Connects, write Sends in order (each link is a byte stream; a Send on a
+// link the runner no longer has is dropped), apply RoleChange,
+// SlotsChanged and Deliveries. Events are for logs.
 type Ready struct {
 	Sends      []Send
 	Closes     []LinkID
@@ -264,47 +269,46 @@ const (
 // outbound link of a peer, PONGs back on the link their PING came on, so
 // every peer has two links, as in Redis.
 type Machine struct {
-	cfg   Config
-	rng   *rand.Rand
-	local Local
+	cfg   Config     // as given, NodeTimeout and CPort defaulted; SetConfig replaces it
+	rng   *rand.Rand // all randomness: names, gossip and ping picks
+	local Local      // the node's data set, read only
 
 	myself        *node
-	nodes         map[Name]*node
-	order         []*node // insertion order, for deterministic iteration
+	nodes         map[Name]*node // the node table (server.cluster->nodes)
+	order         []*node        // the same nodes in insertion order, for deterministic iteration
 	currentEpoch  uint64
-	lastVoteEpoch uint64
+	lastVoteEpoch uint64 // saved in nodes.conf; votes are issue 22
 	state         State
-	size          int // masters serving at least one slot
+	size          int // masters serving at least one slot, as of the last updateState
 
-	slots            [NumSlots]*node
-	migrating        [NumSlots]*node
-	importing        [NumSlots]*node
-	ownerNotClaiming SlotBitmap
+	slots            [NumSlots]*node // owner per slot (nil: unassigned)
+	migrating        [NumSlots]*node // open slots: migrating to (SETSLOT MIGRATING)
+	importing        [NumSlots]*node // open slots: importing from (SETSLOT IMPORTING)
+	ownerNotClaiming SlotBitmap      // slots still bound to an owner that stopped claiming them
 
 	blacklist map[Name]time.Time // FORGET: id -> when it may be re-added
 
-	links    map[LinkID]*link
-	nextLink LinkID
+	links    map[LinkID]*link // every open link, outbound and inbound
+	nextLink LinkID           // last id given out
 
-	iteration      uint64    // Tick count (clusterCron's iteration)
 	nextRandomPing time.Time // when the once-a-second random ping is due
 	pingsSent      uint64    // PING/PONG/MEET built, for gossip de-duplication
-	statsPFail     int       // PFAIL nodes counted by the last cron
-	firstStateCall time.Time
-	minorityTime   time.Time
-	dropFilter     int // DEBUG DROP-CLUSTER-PACKET-FILTER; -1 none
+	statsPFail     int       // PFAIL nodes counted by the last Tick; caps PFAIL gossip entries
+	firstStateCall time.Time // first updateState, start of the writable delay; reset never
+	minorityTime   time.Time // last updateState that found us in a minority
+	dropFilter     int       // DEBUG DROP-CLUSTER-PACKET-FILTER; -1 none
 
-	statsSent, statsReceived [TypeCount]uint64
+	statsSent, statsReceived [TypeCount]uint64 // CLUSTER INFO message counters; never reset
 
 	now   time.Time // time of the input being processed
-	todo  int
-	ready Ready
+	todo  int       // clusterBeforeSleep flags, run by end() after every input
+	ready Ready     // actions accumulated since the last Ready()
 
-	reportedState State
-	reportedSlots SlotBitmap
-	lastRole      RoleChange
+	reportedState State      // state as of the last Ready, for StateChanged
+	reportedSlots SlotBitmap // my shard's slots as of the last Ready, for SlotsChanged
+	lastRole      RoleChange // replication target, reported when roleDirty
 	roleDirty     bool
-	deleteKeys    []int
+	deleteKeys    []int // dirty slots since the last Ready
 }
 
 // New builds a machine for a fresh node (no nodes.conf): a master knowing
@@ -370,20 +374,32 @@ func (m *Machine) applyMyselfConfig() {
 	}
 }
 
-// SetReplicaNoFailover changes cluster-replica-no-failover at run time.
-func (m *Machine) SetReplicaNoFailover(now time.Time, on bool) {
+// SetConfig applies a changed configuration at run time (CONFIG SET of
+// the cluster-* directives): timeouts, coverage and migration settings,
+// the announced ip, ports and hostname. Name and Local are kept from the
+// running machine; an invalid config is refused with no change.
+func (m *Machine) SetConfig(now time.Time, cfg Config) error {
+	cfg.Name = m.cfg.Name
+	cfg.Local = m.cfg.Local
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	if cfg.NodeTimeout == 0 {
+		cfg.NodeTimeout = 15 * time.Second
+	}
+	if cfg.CPort == 0 {
+		cfg.CPort = cfg.Port + PortIncr
+	}
 	m.begin(now)
-	m.cfg.ReplicaNoFailover = on
+	defer m.end()
+	if cfg.IP == "" && m.cfg.IP != "" {
+		// No longer announced: learn it again from the next MEET.
+		m.myself.ip = ""
+	}
+	m.cfg = cfg
 	m.applyMyselfConfig()
-	m.end()
-}
-
-// SetRequireFullCoverage changes cluster-require-full-coverage at run time.
-func (m *Machine) SetRequireFullCoverage(now time.Time, on bool) {
-	m.begin(now)
-	m.cfg.RequireFullCoverage = on
 	m.todo |= todoUpdateState
-	m.end()
+	return nil
 }
 
 // SetDropFilter makes the machine drop every received packet of type t
@@ -404,21 +420,29 @@ func (m *Machine) Ready() Ready {
 		rd.RoleChange = &r
 		m.roleDirty = false
 	}
-	if m.myself.slots != m.reportedSlots || len(m.deleteKeys) > 0 {
+	if shard := m.shardSlots(); shard != m.reportedSlots || len(m.deleteKeys) > 0 {
 		sc := &SlotsChanged{DeleteKeys: m.deleteKeys}
 		for s := 0; s < NumSlots; s++ {
-			was, is := m.reportedSlots.Has(s), m.myself.slots.Has(s)
+			was, is := m.reportedSlots.Has(s), shard.Has(s)
 			if is && !was {
 				sc.Gained = append(sc.Gained, s)
 			} else if was && !is {
 				sc.Lost = append(sc.Lost, s)
 			}
 		}
-		m.reportedSlots = m.myself.slots
+		m.reportedSlots = shard
 		m.deleteKeys = nil
 		rd.SlotsChanged = sc
 	}
 	return rd
+}
+
+// shardSlots returns the slots served by my shard.
+func (m *Machine) shardSlots() SlotBitmap {
+	if master := m.myself.master(); master != nil {
+		return master.slots
+	}
+	return SlotBitmap{}
 }
 
 // begin and end bracket every input: end runs the deferred work Redis
@@ -452,7 +476,6 @@ func (m *Machine) send(l *link, msg *Msg) {
 	if int(msg.Type) < TypeCount {
 		m.statsSent[msg.Type]++
 	}
-	l.sentMsgs++
 	m.ready.Sends = append(m.ready.Sends, Send{Link: l.id, Msg: msg})
 }
 

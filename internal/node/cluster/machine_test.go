@@ -174,7 +174,11 @@ func TestSlotsSpreadAndState(t *testing.T) {
 	}
 	// Without full coverage, the same cluster is ok.
 	for _, sn := range w.nodes {
-		sn.m.SetRequireFullCoverage(w.now, false)
+		cfg := sn.m.Config()
+		cfg.RequireFullCoverage = false
+		if err := sn.m.SetConfig(w.now, cfg); err != nil {
+			t.Fatal(err)
+		}
 	}
 	w.pump()
 	w.until(10*time.Second, "state ok without full coverage", func() bool {

@@ -200,8 +200,8 @@ func TestKillLink(t *testing.T) {
 	w.until(5*time.Second, "joined", w.allKnow)
 	w.until(3*time.Second, "links", func() bool { return len(w.nodes[0].m.Links()) == 2 })
 	id := w.nodes[1].m.MyID()
-	if !w.nodes[0].m.KillLink(w.now, "to", id) {
-		t.Fatal("unknown")
+	if err := w.nodes[0].m.KillLink(w.now, "TO", id); err != nil {
+		t.Fatal(err)
 	}
 	rd := w.nodes[0].m.Ready()
 	if len(rd.Closes) != 1 {
@@ -214,8 +214,11 @@ func TestKillLink(t *testing.T) {
 	// The next tick reconnects.
 	w.tick()
 	w.until(3*time.Second, "relinked", func() bool { return len(w.nodes[0].m.Links()) == 2 })
-	if w.nodes[0].m.KillLink(w.now, "all", "nope") {
-		t.Fatal("unknown node killed")
+	if err := w.nodes[0].m.KillLink(w.now, "all", "nope"); err == nil || err.Error() != "ERR Unknown node nope" {
+		t.Fatal(err)
+	}
+	if err := w.nodes[0].m.KillLink(w.now, "sideways", id); err == nil || err.Error() != "ERR Unknown direction sideways" {
+		t.Fatal(err)
 	}
 }
 
@@ -229,6 +232,7 @@ func TestIdleGossipCost(t *testing.T) {
 	}
 	const n = 30
 	w := newSimNet(t, n, func(i int, c *Config) { c.NodeTimeout = 15 * time.Second })
+	w.noConf = true // no nodes.conf renders or invariant checks: a measurement
 	joinChain(t, w, 120*time.Second)
 	addSlotsEvenly(t, w, n)
 	w.run(30 * time.Second)
@@ -275,4 +279,29 @@ func TestDropFilter(t *testing.T) {
 	w.until(10*time.Second, "healthy again", func() bool {
 		return flagsOf(w.nodes[0], id)&(FlagPFail|FlagFail) == 0
 	})
+}
+
+func TestSetConfigAtRunTime(t *testing.T) {
+	w := newSimNet(t, 2, nil)
+	joinChain(t, w, 10*time.Second)
+	m := w.nodes[1].m
+	cfg := m.Config()
+	cfg.Hostname = "later.example"
+	cfg.ReplicaNoFailover = true
+	if err := m.SetConfig(w.now, cfg); err != nil {
+		t.Fatal(err)
+	}
+	w.pump()
+	w.until(5*time.Second, "the peer sees the new hostname and nofailover", func() bool {
+		l := parseNodes(w.nodes[0].m.Nodes(false))[m.MyID()]
+		return l.addr == "10.0.0.2:7001@17001,later.example" && l.flags == "master,nofailover"
+	})
+	if !strings.Contains(m.Nodes(false), "myself,master,nofailover") {
+		t.Fatal(m.Nodes(false))
+	}
+	bad := cfg
+	bad.Port = 70000
+	if err := m.SetConfig(w.now, bad); err == nil || m.Config().Port != 7001 {
+		t.Fatalf("invalid config accepted: %v", err)
+	}
 }

@@ -61,6 +61,11 @@ type simNet struct {
 	queue    []inFlight
 	// filter, when set, may drop a message from a to b.
 	filter func(from, to int, msg *Msg) bool
+	// seed varies the machines' random sources (0: the default).
+	seed uint64
+	// noConf skips rendering nodes.conf at every save and the invariant
+	// checks after every step (large simulations).
+	noConf bool
 }
 
 func newSimNet(t *testing.T, n int, tweak func(i int, c *Config)) *simNet {
@@ -81,11 +86,11 @@ func (w *simNet) addNode(tweak func(i int, c *Config)) *simNode {
 	if tweak != nil {
 		tweak(i, &cfg)
 	}
-	m, err := New(cfg, rand.New(rand.NewPCG(uint64(i)+1, 99)))
+	m, err := New(cfg, rand.New(rand.NewPCG(uint64(i)+1, 99+w.seed)))
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	sn := &simNode{idx: i, ip: fmt.Sprintf("10.0.0.%d", i+1), port: cfg.Port, cport: cfg.Port + PortIncr, m: m,
+	sn := &simNode{idx: i, ip: fmt.Sprintf("10.0.%d.%d", (i+1)/256, (i+1)%256), port: cfg.Port, cport: cfg.Port + PortIncr, m: m,
 		sent: map[MsgType]int{}}
 	w.nodes = append(w.nodes, sn)
 	w.pump()
@@ -144,6 +149,13 @@ func (w *simNet) pump() {
 		}
 		w.deliverDue()
 		if !busy && !w.hasDue() {
+			if !w.noConf {
+				for _, sn := range w.nodes {
+					if err := sn.m.checkInvariants(); err != nil {
+						w.t.Fatalf("node %d: %v", sn.idx, err)
+					}
+				}
+			}
 			return
 		}
 	}
@@ -154,7 +166,9 @@ func (w *simNet) apply(sn *simNode, rd Ready) bool {
 	busy := len(rd.Sends)+len(rd.Closes)+len(rd.Connects) > 0
 	if rd.SaveConfig {
 		sn.saves++
-		sn.conf = sn.m.RenderNodesConf()
+		if !w.noConf {
+			sn.conf = sn.m.RenderNodesConf()
+		}
 	}
 	if rd.Fsync {
 		sn.fsyncs++

@@ -189,8 +189,10 @@ func (m *Machine) lookup(s string) *node {
 }
 
 func (m *Machine) lookupName(n Name) *node {
-	if !validName(n.String()) {
-		return nil
+	for _, c := range n {
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return nil
+		}
 	}
 	return m.nodes[n]
 }

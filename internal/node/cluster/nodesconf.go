@@ -134,7 +134,7 @@ func (m *Machine) RenderNodesConf() string {
 		fmt.Sprintf("vars currentEpoch %d lastVoteEpoch %d\n", m.currentEpoch, m.lastVoteEpoch)
 }
 
-func corrupt(line string, why string) error {
+func corruptLine(line string, why string) error {
 	return fmt.Errorf("%w: %s: %q", ErrCorruptConfig, why, line)
 }
 
@@ -169,12 +169,12 @@ func (m *Machine) LoadNodesConf(now time.Time, text string) error {
 		}
 		if strings.EqualFold(argv[0], "vars") {
 			if len(argv)%2 == 0 {
-				return corrupt(line, "odd vars")
+				return corruptLine(line, "odd vars")
 			}
 			for j := 1; j < len(argv); j += 2 {
 				v, err := strconv.ParseUint(argv[j+1], 10, 64)
 				if err != nil {
-					return corrupt(line, "bad number")
+					return corruptLine(line, "bad number")
 				}
 				switch {
 				case strings.EqualFold(argv[j], "currentEpoch"):
@@ -186,10 +186,10 @@ func (m *Machine) LoadNodesConf(now time.Time, text string) error {
 			continue
 		}
 		if len(argv) < 8 {
-			return corrupt(line, "fewer than 8 fields")
+			return corruptLine(line, "fewer than 8 fields")
 		}
 		if !validName(argv[0]) {
-			return corrupt(line, "bad node id")
+			return corruptLine(line, "bad node id")
 		}
 		n := get(argv[0])
 		addr := argv[1]
@@ -200,26 +200,26 @@ func (m *Machine) LoadNodesConf(now time.Time, text string) error {
 		}
 		colon := strings.LastIndexByte(addr, ':')
 		if colon < 0 {
-			return corrupt(line, "no port")
+			return corruptLine(line, "no port")
 		}
 		n.ip = addr[:colon]
 		portPart, busPart, hasBus := strings.Cut(addr[colon+1:], "@")
 		port, err := strconv.Atoi(portPart)
 		if err != nil {
-			return corrupt(line, "bad port")
+			return corruptLine(line, "bad port")
 		}
 		n.port = port
 		n.cport = port + PortIncr
 		if hasBus {
 			if n.cport, err = strconv.Atoi(busPart); err != nil {
-				return corrupt(line, "bad bus port")
+				return corruptLine(line, "bad bus port")
 			}
 		}
 		for _, f := range strings.Split(argv[2], ",") {
 			switch strings.ToLower(f) {
 			case "myself":
 				if t.myself != nil {
-					return corrupt(line, "two myself nodes")
+					return corruptLine(line, "two myself nodes")
 				}
 				t.myself = n
 				n.flags |= FlagMyself
@@ -240,12 +240,12 @@ func (m *Machine) LoadNodesConf(now time.Time, text string) error {
 				n.flags |= FlagNoFailover
 			case "noflags":
 			default:
-				return corrupt(line, "unknown flag "+f)
+				return corruptLine(line, "unknown flag "+f)
 			}
 		}
 		if argv[3][0] != '-' {
 			if !validName(argv[3]) {
-				return corrupt(line, "bad master id")
+				return corruptLine(line, "bad master id")
 			}
 			master := get(argv[3])
 			n.slaveOf = master
@@ -259,7 +259,7 @@ func (m *Machine) LoadNodesConf(now time.Time, text string) error {
 		}
 		epoch, err := strconv.ParseUint(argv[6], 10, 64)
 		if err != nil {
-			return corrupt(line, "bad config epoch")
+			return corruptLine(line, "bad config epoch")
 		}
 		if n.isSlave() && n.slaveOf != nil {
 			epoch = 0
@@ -270,15 +270,15 @@ func (m *Machine) LoadNodesConf(now time.Time, text string) error {
 				dash := strings.IndexByte(a, '-')
 				end := strings.IndexByte(a, ']')
 				if dash < 0 || end < 0 || dash+3 > end || (a[dash+1] != '>' && a[dash+1] != '<') {
-					return corrupt(line, "bad open slot")
+					return corruptLine(line, "bad open slot")
 				}
 				slot, err := strconv.Atoi(a[1:dash])
 				if err != nil || slot < 0 || slot >= NumSlots {
-					return corrupt(line, "bad open slot number")
+					return corruptLine(line, "bad open slot number")
 				}
 				id := a[dash+3 : end]
 				if !validName(id) {
-					return corrupt(line, "bad open slot node")
+					return corruptLine(line, "bad open slot node")
 				}
 				other := get(id)
 				if a[dash+1] == '>' {
@@ -296,7 +296,7 @@ func (m *Machine) LoadNodesConf(now time.Time, text string) error {
 				stop, err2 = strconv.Atoi(hi)
 			}
 			if err1 != nil || err2 != nil || start < 0 || start >= NumSlots || stop < 0 || stop >= NumSlots {
-				return corrupt(line, "bad slot")
+				return corruptLine(line, "bad slot")
 			}
 			for s := start; s <= stop; s++ {
 				t.addSlot(n, s)
@@ -321,7 +321,7 @@ func (m *Machine) LoadNodesConf(now time.Time, text string) error {
 	m.links = map[LinkID]*link{}
 	m.begin(now)
 	m.applyMyselfConfig()
-	m.reportedSlots = m.myself.slots
+	m.reportedSlots = m.shardSlots()
 	if m.myself.isSlave() && m.myself.slaveOf != nil {
 		m.setRole(m.myself.slaveOf)
 	}

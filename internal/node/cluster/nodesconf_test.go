@@ -248,3 +248,41 @@ func TestLoadCorruptNodesConf(t *testing.T) {
 }
 
 func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
+
+func TestVerifyWithData(t *testing.T) {
+	loc := &fakeLocal{keys: map[int]int{5: 2, 6000: 1, 7: 1}}
+	cfg := DefaultConfig()
+	cfg.Port = 30001
+	cfg.Local = loc
+	raw, err := os.ReadFile("testdata/nodes-redis-7.0.15.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.UnixMilli(1796159790000)
+	m := reload(t, now, string(raw), cfg)
+	m.Ready()
+	// Slot 5 is mine already; 6000 belongs to 8501ef...: importing; free
+	// slots cannot be tested on this full file, so free one first.
+	if err := m.DelSlots(now, "7"); err != nil {
+		t.Fatal(err)
+	}
+	m.Ready()
+	m.VerifyWithData(now)
+	rd := m.Ready()
+	if !rd.SaveConfig || !rd.Fsync {
+		t.Fatal("not saved")
+	}
+	if o, _ := m.SlotOwner(7); o.ID != m.MyID() {
+		t.Fatal("unassigned slot with keys not taken")
+	}
+	if n, ok := m.IsImporting(6000); !ok || n.ID != "8501efdca2971a33f18771939b6c76b8c7977e3d" {
+		t.Fatal("foreign slot with keys not importing")
+	}
+	if _, ok := m.IsImporting(5); ok {
+		t.Fatal("own slot set importing")
+	}
+	m.VerifyWithData(now)
+	if m.Ready().SaveConfig {
+		t.Fatal("a second pass changed something")
+	}
+}

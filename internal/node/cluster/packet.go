@@ -116,6 +116,9 @@ func (m *Machine) handlePing(l *link, msg *Msg, sender *node) {
 				m.delNode(ln)
 				return
 			}
+			if !validName(msg.Sender.String()) {
+				return // a sender id that is not one: ignore the packet
+			}
 			m.renameNode(ln, msg.Sender)
 			ln.flags &^= FlagHandshake
 			ln.flags |= flags & (FlagMaster | FlagSlave)

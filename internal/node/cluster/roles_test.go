@@ -39,6 +39,10 @@ func TestReplicate(t *testing.T) {
 	if replica.m.IsMaster() || replica.m.Myself().Master != master.m.MyID() {
 		t.Fatalf("replica role: master=%v of %q", replica.m.IsMaster(), replica.m.Myself().Master)
 	}
+	// The replica's shard now serves its master's slots.
+	if sc := replica.slotChanges; len(sc) != 1 || len(sc[0].Gained) != 5461 || sc[0].Gained[0] != 0 || len(sc[0].Lost) != 0 {
+		t.Fatalf("replica slot changes %+v", len(sc))
+	}
 	w.until(5*time.Second, "everyone sees the replica", func() bool {
 		for _, sn := range w.nodes {
 			l := parseNodes(sn.m.Nodes(false))[replica.m.MyID()]

@@ -9,7 +9,8 @@ func (m *Machine) addSlot(n *node, s int) bool {
 	if m.slots[s] != nil {
 		return false
 	}
-	n.setSlotBit(s, m.mastersHaveSlaves())
+	// Only a first slot needs the (table-wide) replica check.
+	n.setSlotBit(s, n.numSlots == 0 && m.mastersHaveSlaves())
 	m.slots[s] = n
 	return true
 }
