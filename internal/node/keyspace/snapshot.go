@@ -98,16 +98,19 @@ func (k *Snapshot) ReleaseSides() {
 }
 
 // SideBlocks returns how many side blocks sh's copy holds and the
-// smallest arena capacity among them (-1 if none). sh must be locked.
-func (k *Snapshot) SideBlocks(sh *Shard) (blocks, minArena int) {
-	minArena = -1
+// smallest and largest arena capacities among them (-1 if none). sh must
+// be locked.
+func (k *Snapshot) SideBlocks(sh *Shard) (blocks, minArena, maxArena int) {
+	minArena, maxArena = -1, -1
 	for b := k.shards[sh].side; b != nil; b = b.older {
 		blocks++
-		if c := cap(b.arena); minArena < 0 || c < minArena {
+		c := cap(b.arena)
+		if minArena < 0 || c < minArena {
 			minArena = c
 		}
+		maxArena = max(maxArena, c)
 	}
-	return blocks, minArena
+	return blocks, minArena, maxArena
 }
 
 // SnapGuard completes, in every open snapshot, the copies of the
