@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 // nopConn is a net.Conn that is never read or written: the in-process
@@ -28,7 +30,11 @@ func (nopConn) SetWriteDeadline(time.Time) error { return nil }
 // (dispatch, locks, handler, bookkeeping, reply encoding). The requests
 // are built before the timer starts, so allocs/op are the server's own.
 func benchExecute(b *testing.B, setup [][]string, mk func(i int) []string) {
-	ts := startServer(b)
+	benchExecuteOn(b, startServer(b), setup, mk)
+}
+
+// benchExecuteOn is benchExecute on a given server.
+func benchExecuteOn(b *testing.B, ts *testServer, setup [][]string, mk func(i int) []string) {
 	c := newClient(ts.srv, nopConn{})
 	for _, req := range setup {
 		c.execute(toArgs(req))
@@ -70,6 +76,23 @@ func BenchmarkExecGet(b *testing.B) {
 		setup = append(setup, []string{"SET", randKey("key:", i), "xxx"})
 	}
 	benchExecute(b, setup, func(i int) []string { return []string{"GET", randKey("key:", i)} })
+}
+
+// BenchmarkExecCluster is GET and SET on a one-node cluster that owns
+// every slot: the cost of cluster mode's slot check on the hot path, to
+// compare with BenchmarkExecGet/BenchmarkExecSet.
+func BenchmarkExecCluster(b *testing.B) {
+	for _, op := range []string{"get", "set"} {
+		b.Run(op, func(b *testing.B) {
+			ts := startServer(b, "cluster-enabled", "yes", "cluster-port", fmt.Sprint(testutil.FreePort(b)))
+			benchExecuteOn(b, ts, [][]string{{"cluster", "addslotsrange", "0", "16383"}}, func(i int) []string {
+				if op == "get" {
+					return []string{"GET", randKey("key:", i)}
+				}
+				return []string{"SET", randKey("key:", i), "value"}
+			})
+		})
+	}
 }
 
 func BenchmarkExecIncr(b *testing.B) {

@@ -39,76 +39,37 @@ func hasKeySpecs(cmd *command) bool {
 func (c *Client) clusterRedirect(cmd *command, args [][]byte) string {
 	cm := c.srv.cluster
 	rt := cm.route.Load()
-	var (
-		firstKey                  []byte
-		slot                      int
-		owner                     int32 = -1
-		multipleKeys, havekeys    bool
-		migrating, importing      bool
-		missingKeys, existingKeys int
-	)
-	shardPubSub := isShardPubSub(cmd)
-	check := func(cmd *command, args [][]byte) string {
-		for _, p := range cmd.keyPositions(args) {
-			if p >= len(args) {
-				continue
-			}
-			key := args[p]
-			ks := keySlot(bstr(key))
-			if !havekeys {
-				havekeys, firstKey, slot = true, key, ks
-				owner = rt.Owner[ks]
-				if owner < 0 {
-					return errClusterDownUnbound
-				}
-				if owner == rt.Me && rt.Migrating[ks] >= 0 {
-					migrating = true
-				} else if rt.Importing[ks] >= 0 {
-					importing = true
-				}
-			} else if string(key) != string(firstKey) {
-				if ks != slot {
-					return errCrossSlot
-				}
-				multipleKeys = true
-			}
-			if (migrating || importing) && !shardPubSub {
-				if c.srv.keyExistsDB0(bstr(key)) {
-					existingKeys++
-				} else {
-					missingKeys++
-				}
-			}
-		}
-		return ""
-	}
+	q := slotQuery{c: c, rt: rt, owner: -1, shardPubSub: isShardPubSub(cmd)}
 	isExec := cmd.fullName() == "exec"
 	isWrite := cmd.flags&flagWrite != 0
 	if isExec {
 		if !c.hasFlag(clientMulti) {
 			return ""
 		}
-		for _, q := range c.multi {
-			qc := c.srv.table.lookup(q[0])
+		for _, mq := range c.multi {
+			qc := c.srv.table.lookup(mq[0])
 			if qc == nil {
 				continue
 			}
-			if qc.subs != nil && len(q) >= 2 {
-				if sub := qc.subs[lowerASCII(q[1])]; sub != nil {
+			if qc.subs != nil && len(mq) >= 2 {
+				if sub := qc.subs[lowerASCII(mq[1])]; sub != nil {
 					qc = sub
 				}
 			}
 			if qc.flags&flagWrite != 0 {
 				isWrite = true
 			}
-			if msg := check(qc, q); msg != "" {
+			if msg := q.cmdKeys(qc, mq); msg != "" {
 				return msg
 			}
 		}
-	} else if msg := check(cmd, args); msg != "" {
+	} else if msg := q.cmdKeys(cmd, args); msg != "" {
 		return msg
 	}
-	if !havekeys {
+	slot, owner, shardPubSub := q.slot, q.owner, q.shardPubSub
+	migrating, importing := q.migrating, q.importing
+	missingKeys, existingKeys, multipleKeys := q.missingKeys, q.existingKeys, q.multipleKeys
+	if !q.haveKeys {
 		return ""
 	}
 	if rt.State != cluster.ClusterOK {
@@ -147,6 +108,79 @@ func (c *Client) clusterRedirect(cmd *command, args [][]byte) string {
 	return ""
 }
 
+// slotQuery accumulates what getNodeByQuery learns from a command's keys.
+type slotQuery struct {
+	c                         *Client
+	rt                        *cluster.Routing
+	firstKey                  []byte
+	slot                      int
+	owner                     int32
+	haveKeys, multipleKeys    bool
+	migrating, importing      bool
+	shardPubSub               bool
+	missingKeys, existingKeys int
+}
+
+// cmdKeys feeds the keys of one call of cmd, without allocating for
+// commands with a first/last/step key range.
+func (q *slotQuery) cmdKeys(cmd *command, args [][]byte) string {
+	if cmd.keys != nil {
+		for _, p := range cmd.keys(args) {
+			if p < len(args) {
+				if msg := q.key(args[p]); msg != "" {
+					return msg
+				}
+			}
+		}
+		return ""
+	}
+	if cmd.first == 0 {
+		return ""
+	}
+	last := cmd.last
+	if last < 0 {
+		last = len(args) + last
+	}
+	last = min(last, len(args)-1)
+	for i := cmd.first; i <= last; i += max(cmd.step, 1) {
+		if msg := q.key(args[i]); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+// key is one key of the request.
+func (q *slotQuery) key(key []byte) string {
+	ks := keySlot(bstr(key))
+	rt := q.rt
+	if !q.haveKeys {
+		q.haveKeys, q.firstKey, q.slot = true, key, ks
+		q.owner = rt.Owner[ks]
+		if q.owner < 0 {
+			return errClusterDownUnbound
+		}
+		if q.owner == rt.Me && rt.Migrating[ks] >= 0 {
+			q.migrating = true
+		} else if rt.Importing[ks] >= 0 {
+			q.importing = true
+		}
+	} else if string(key) != string(q.firstKey) {
+		if ks != q.slot {
+			return errCrossSlot
+		}
+		q.multipleKeys = true
+	}
+	if (q.migrating || q.importing) && !q.shardPubSub {
+		if q.c.srv.keyExistsDB0(bstr(key)) {
+			q.existingKeys++
+		} else {
+			q.missingKeys++
+		}
+	}
+	return ""
+}
+
 // redirect renders "-MOVED slot endpoint:port" or ASK with the endpoint
 // cluster-preferred-endpoint-type asks for (Redis's getPreferredEndpoint).
 func (cm *clusterMode) redirect(kind string, slot int, rt *cluster.Routing, to int32) string {
@@ -162,7 +196,7 @@ func (cm *clusterMode) endpoint(n cluster.RouteNode) string {
 		}
 		return "?"
 	case "unknown-endpoint":
-		return "?"
+		return "" // Redis 7.0: "-MOVED 3999 :6381"
 	}
 	return n.IP
 }

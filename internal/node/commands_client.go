@@ -95,6 +95,7 @@ var clientFlagLetters = []struct {
 	{clientBlocked, "b"},
 	{clientDirtyCAS, "d"},
 	{clientCloseAfterReply, "c"},
+	{clientReadOnly, "r"}, // READONLY, cluster mode
 	{clientNoEvict, "e"},
 }
 

@@ -12,37 +12,109 @@ const errClusterDisabled = "ERR This instance has cluster support disabled"
 
 func registerClusterCommands(t *commandTable) {
 	t.add(&command{name: "cluster", arity: -2, fn: cmdHelpDispatch, group: "cluster", since: "3.0.0"})
-	sub := func(name string, arity int, flags cmdFlag, fn handlerFunc) {
-		t.addSub("cluster", &command{name: name, arity: arity, flags: flags, fn: clusterOnly(fn)})
+	sub := func(name string, arity int, flags cmdFlag, since string, fn handlerFunc) {
+		t.addSub("cluster", &command{name: name, arity: arity, flags: flags, fn: clusterOnly(fn), since: since})
 	}
-	admin := flagAdmin | flagStale | flagNoScript
-	sub("info", 2, flagStale, cmdClusterInfo)
-	sub("myid", 2, flagStale, cmdClusterMyID)
-	sub("nodes", 2, flagStale, cmdClusterNodes)
-	sub("slots", 2, flagStale|flagLoading, cmdClusterSlots)
-	sub("meet", -4, admin, cmdClusterMeet)
-	sub("forget", 3, admin, cmdClusterForget)
-	sub("addslots", -3, admin, cmdClusterAddSlots)
-	sub("delslots", -3, admin, cmdClusterDelSlots)
-	sub("addslotsrange", -4, admin, cmdClusterAddSlotsRange)
-	sub("delslotsrange", -4, admin, cmdClusterDelSlotsRange)
-	sub("flushslots", 2, admin, cmdClusterFlushSlots)
-	sub("setslot", -4, admin, cmdClusterSetSlot)
-	sub("replicate", 3, admin, cmdClusterReplicate)
-	sub("reset", -2, admin, cmdClusterReset)
-	sub("set-config-epoch", 3, admin, cmdClusterSetConfigEpoch)
-	sub("bumpepoch", 2, admin, cmdClusterBumpEpoch)
-	sub("saveconfig", 2, admin, cmdClusterSaveConfig)
-	sub("count-failure-reports", 3, admin, cmdClusterCountFailureReports)
-	sub("keyslot", 3, flagStale, cmdClusterKeySlot)
-	sub("countkeysinslot", 3, flagStale, cmdClusterCountKeysInSlot)
-	sub("getkeysinslot", 4, flagStale, cmdClusterGetKeysInSlot)
-	sub("replicas", 3, admin, cmdClusterReplicas)
-	sub("slaves", 3, admin, cmdClusterReplicas)
+	// Flags and arities as in Redis 7.0's commands/cluster-*.json
+	// (NO_ASYNC_LOADING has no counterpart here).
+	admin := flagAdmin | flagStale
+	sub("help", 2, flagLoading|flagStale, "5.0.0", cmdClusterHelp)
+	sub("info", 2, flagStale, "3.0.0", cmdClusterInfo)
+	sub("myid", 2, flagStale, "3.0.0", cmdClusterMyID)
+	sub("nodes", 2, flagStale, "3.0.0", cmdClusterNodes)
+	sub("slots", 2, flagStale, "3.0.0", cmdClusterSlots)
+	sub("shards", 2, flagStale, "7.0.0", cmdClusterShards)
+	sub("links", 2, flagStale, "7.0.0", cmdClusterLinks)
+	sub("meet", -4, admin, "3.0.0", cmdClusterMeet)
+	sub("forget", 3, admin, "3.0.0", cmdClusterForget)
+	sub("addslots", -3, admin, "3.0.0", cmdClusterAddSlots)
+	sub("delslots", -3, admin, "3.0.0", cmdClusterDelSlots)
+	sub("addslotsrange", -4, admin, "7.0.0", cmdClusterAddSlotsRange)
+	sub("delslotsrange", -4, admin, "7.0.0", cmdClusterDelSlotsRange)
+	sub("flushslots", 2, admin, "3.0.0", cmdClusterFlushSlots)
+	sub("setslot", -4, admin, "3.0.0", cmdClusterSetSlot)
+	sub("replicate", 3, admin, "3.0.0", cmdClusterReplicate)
+	sub("failover", -2, admin, "3.0.0", cmdClusterFailover)
+	sub("reset", -2, admin|flagNoScript, "3.0.0", cmdClusterReset)
+	sub("set-config-epoch", 3, admin, "3.0.0", cmdClusterSetConfigEpoch)
+	sub("bumpepoch", 2, admin, "3.0.0", cmdClusterBumpEpoch)
+	sub("saveconfig", 2, admin, "3.0.0", cmdClusterSaveConfig)
+	sub("count-failure-reports", 3, admin, "3.0.0", cmdClusterCountFailureReports)
+	sub("keyslot", 3, flagStale, "3.0.0", cmdClusterKeySlot)
+	sub("countkeysinslot", 3, flagStale, "3.0.0", cmdClusterCountKeysInSlot)
+	sub("getkeysinslot", 4, flagStale, "3.0.0", cmdClusterGetKeysInSlot)
+	sub("replicas", 3, admin, "5.0.0", cmdClusterReplicas)
+	sub("slaves", 3, admin, "3.0.0", cmdClusterReplicas)
 	t.add(&command{name: "asking", arity: 1, flags: flagFast, fn: clusterOnly(cmdAsking), group: "cluster", since: "3.0.0"})
 	t.add(&command{name: "readonly", arity: 1, flags: flagFast | flagLoading | flagStale, fn: clusterOnly(cmdReadOnly), group: "cluster", since: "3.0.0"})
 	t.add(&command{name: "readwrite", arity: 1, flags: flagFast | flagLoading | flagStale, fn: clusterOnly(cmdReadWrite), group: "cluster", since: "3.0.0"})
 }
+
+// clusterSubSyntaxError is Redis's addReplySubcommandSyntaxError for a
+// known subcommand given the wrong arguments.
+func clusterSubSyntaxError(c *Client, args [][]byte) {
+	c.addError("ERR unknown subcommand or wrong number of arguments for '" + truncArg(args[1]) + "'. Try " + upper(string(args[0])) + " HELP.")
+}
+
+// clusterHelpLines are Redis 7.0's CLUSTER HELP lines, in its order.
+var clusterHelpLines = []string{
+	"ADDSLOTS <slot> [<slot> ...]",
+	"    Assign slots to current node.",
+	"ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+	"    Assign slots which are between <start-slot> and <end-slot> to current node.",
+	"BUMPEPOCH",
+	"    Advance the cluster config epoch.",
+	"COUNT-FAILURE-REPORTS <node-id>",
+	"    Return number of failure reports for <node-id>.",
+	"COUNTKEYSINSLOT <slot>",
+	"    Return the number of keys in <slot>.",
+	"DELSLOTS <slot> [<slot> ...]",
+	"    Delete slots information from current node.",
+	"DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
+	"    Delete slots information which are between <start-slot> and <end-slot> from current node.",
+	"FAILOVER [FORCE|TAKEOVER]",
+	"    Promote current replica node to being a master.",
+	"FORGET <node-id>",
+	"    Remove a node from the cluster.",
+	"GETKEYSINSLOT <slot> <count>",
+	"    Return key names stored by current node in a slot.",
+	"FLUSHSLOTS",
+	"    Delete current node own slots information.",
+	"INFO",
+	"    Return information about the cluster.",
+	"KEYSLOT <key>",
+	"    Return the hash slot for <key>.",
+	"MEET <ip> <port> [<bus-port>]",
+	"    Connect nodes into a working cluster.",
+	"MYID",
+	"    Return the node id.",
+	"NODES",
+	"    Return cluster configuration seen by node. Output format:",
+	"    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+	"REPLICATE <node-id>",
+	"    Configure current node as replica to <node-id>.",
+	"RESET [HARD|SOFT]",
+	"    Reset current node (default: soft).",
+	"SET-CONFIG-EPOCH <epoch>",
+	"    Set config epoch of current node.",
+	"SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
+	"    Set slot state.",
+	"REPLICAS <node-id>",
+	"    Return <node-id> replicas.",
+	"SAVECONFIG",
+	"    Force saving cluster configuration on disk.",
+	"SLOTS",
+	"    Return information about slots range mappings. Each range is made of:",
+	"    start, end, master and replicas IP addresses, ports and ids",
+	"SHARDS",
+	"    Return information about slot range mappings and the nodes associated with them.",
+	"LINKS",
+	"    Return information about all network links between this node and its peers.",
+	"    Output format is an array where each array element is a map containing attributes of a link",
+}
+
+// CLUSTER HELP
+func cmdClusterHelp(c *Client, args [][]byte) { c.addHelp("CLUSTER", clusterHelpLines) }
 
 // clusterOnly refuses fn outside cluster mode, as Redis's clusterCommand.
 func clusterOnly(fn handlerFunc) handlerFunc {
@@ -122,6 +194,135 @@ func cmdClusterSlots(c *Client, args [][]byte) {
 	}
 }
 
+// CLUSTER SHARDS: per master, a map of its slot ranges (flat start, end
+// pairs) and its nodes, master first, each a map in Redis's key order.
+func cmdClusterShards(c *Client, args [][]byte) {
+	var shards []cluster.Shard
+	c.machineDo(func(m *cluster.Machine, _ time.Time) error { shards = m.Shards(); return nil })
+	typ := c.srv.cfg.Get(DirClusterPreferredEndpointType)
+	c.addArrayLen(len(shards))
+	for _, sh := range shards {
+		c.addMapLen(2)
+		c.addBulkString("slots")
+		c.addArrayLen(2 * len(sh.Slots))
+		for _, r := range sh.Slots {
+			c.addInt(int64(r[0]))
+			c.addInt(int64(r[1]))
+		}
+		c.addBulkString("nodes")
+		c.addArrayLen(len(sh.Nodes))
+		for _, n := range sh.Nodes {
+			c.addShardNode(n, typ)
+		}
+	}
+}
+
+// addShardNode is Redis's addNodeDetailsToShardReply (no TLS: the port is
+// the plaintext one and tls-port is never shown).
+func (c *Client) addShardNode(n cluster.ShardNode, endpointType string) {
+	fields := 6 // id, ip, endpoint, role, replication-offset, health
+	if n.Port != 0 {
+		fields++
+	}
+	if n.Hostname != "" {
+		fields++
+	}
+	c.addMapLen(fields)
+	c.addBulkString("id")
+	c.addBulkString(n.ID)
+	if n.Port != 0 {
+		c.addBulkString("port")
+		c.addInt(int64(n.Port))
+	}
+	c.addBulkString("ip")
+	c.addBulkString(n.IP)
+	c.addBulkString("endpoint")
+	c.addBulkString(preferredEndpoint(n.NodeInfo, endpointType))
+	if n.Hostname != "" {
+		c.addBulkString("hostname")
+		c.addBulkString(n.Hostname)
+	}
+	c.addBulkString("role")
+	c.addBulkString(n.Role)
+	c.addBulkString("replication-offset")
+	c.addInt(n.ReplOffset)
+	c.addBulkString("health")
+	c.addBulkString(n.Health)
+}
+
+// preferredEndpoint is Redis's getPreferredEndpoint.
+func preferredEndpoint(n cluster.NodeInfo, typ string) string {
+	switch typ {
+	case "hostname":
+		if n.Hostname != "" {
+			return n.Hostname
+		}
+		return "?"
+	case "unknown-endpoint":
+		return ""
+	}
+	return n.IP
+}
+
+// CLUSTER LINKS: every link bound to a node, a map each. The machine
+// knows the links; the runner owns their send buffers.
+func cmdClusterLinks(c *Client, args [][]byte) {
+	var links []cluster.LinkInfo
+	if !c.machineDo(func(m *cluster.Machine, _ time.Time) error { links = m.Links(); return nil }) {
+		return
+	}
+	bufs := c.srv.cluster.r.LinkBuffers()
+	c.addArrayLen(len(links))
+	for _, l := range links {
+		b := bufs[l.ID]
+		// A connected link always reads; it writes while its buffer
+		// holds data (Redis installs the write handler then).
+		events := "r"
+		if b.Used > 0 {
+			events = "rw"
+		}
+		c.addMapLen(6)
+		c.addBulkString("direction")
+		c.addBulkString(l.Direction)
+		c.addBulkString("node")
+		c.addBulkString(l.Node)
+		c.addBulkString("create-time")
+		c.addInt(l.CreateTime)
+		c.addBulkString("events")
+		c.addBulkString(events)
+		c.addBulkString("send-buffer-allocated")
+		c.addInt(int64(b.Allocated))
+		c.addBulkString("send-buffer-used")
+		c.addInt(int64(b.Used))
+	}
+}
+
+// CLUSTER FAILOVER [FORCE|TAKEOVER]: the argument checks and a master's
+// refusal are Redis's; a replica's manual failover belongs to the
+// failover machinery, which the machine does not have yet.
+func cmdClusterFailover(c *Client, args [][]byte) {
+	if len(args) > 3 {
+		clusterSubSyntaxError(c, args)
+		return
+	}
+	if len(args) == 3 && !eqFold(args[2], "force") && !eqFold(args[2], "takeover") {
+		c.addError(errSyntax)
+		return
+	}
+	var me cluster.NodeInfo
+	if !c.machineDo(func(m *cluster.Machine, _ time.Time) error { me = m.Myself(); return nil }) {
+		return
+	}
+	switch {
+	case me.IsMaster():
+		c.addError("ERR You should send CLUSTER FAILOVER to a replica")
+	case me.Master == "":
+		c.addError("ERR I'm a replica but my master is unknown to me")
+	default:
+		c.addError("ERR CLUSTER FAILOVER is not supported by this node yet")
+	}
+}
+
 // addClusterNode is Redis's addNodeToNodeReply: endpoint, port, id and a
 // map of the networking metadata that is not the preferred endpoint.
 func (c *Client) addClusterNode(n cluster.NodeInfo) {
@@ -162,7 +363,7 @@ func (c *Client) addClusterNode(n cluster.NodeInfo) {
 // CLUSTER MEET ip port [cport]
 func cmdClusterMeet(c *Client, args [][]byte) {
 	if len(args) > 5 {
-		c.addError("ERR unknown subcommand or wrong number of arguments for 'meet'. Try CLUSTER HELP.")
+		clusterSubSyntaxError(c, args)
 		return
 	}
 	ip, port, cport := string(args[2]), string(args[3]), ""
@@ -240,7 +441,7 @@ func cmdClusterReset(c *Client, args [][]byte) {
 			return
 		}
 	} else if len(args) > 3 {
-		c.addError(errSyntax)
+		clusterSubSyntaxError(c, args)
 		return
 	}
 	wasReplica := c.srv.replicaMode.Load()
@@ -293,7 +494,11 @@ func cmdClusterKeySlot(c *Client, args [][]byte) {
 // CLUSTER COUNTKEYSINSLOT slot
 func cmdClusterCountKeysInSlot(c *Client, args [][]byte) {
 	slot, ok := parseInt(args[2])
-	if !ok || slot < 0 || slot >= keyspace.NumSlots {
+	if !ok {
+		c.addError(errNotInt)
+		return
+	}
+	if slot < 0 || slot >= keyspace.NumSlots {
 		c.addError("ERR Invalid slot")
 		return
 	}
@@ -303,8 +508,16 @@ func cmdClusterCountKeysInSlot(c *Client, args [][]byte) {
 // CLUSTER GETKEYSINSLOT slot count
 func cmdClusterGetKeysInSlot(c *Client, args [][]byte) {
 	slot, ok1 := parseInt(args[2])
+	if !ok1 {
+		c.addError(errNotInt)
+		return
+	}
 	n, ok2 := parseInt(args[3])
-	if !ok1 || !ok2 || slot < 0 || slot >= keyspace.NumSlots || n < 0 {
+	if !ok2 {
+		c.addError(errNotInt)
+		return
+	}
+	if slot < 0 || slot >= keyspace.NumSlots || n < 0 {
 		c.addError("ERR Invalid slot or number of keys")
 		return
 	}
@@ -341,4 +554,34 @@ func cmdReadOnly(c *Client, args [][]byte) {
 func cmdReadWrite(c *Client, args [][]byte) {
 	c.setFlag(clientReadOnly, false)
 	c.addOK()
+}
+
+// clusterConnections is INFO's cluster_connections: as Redis's
+// getClusterConnectionsCount, two links per known node other than myself.
+func (s *Server) clusterConnections() int {
+	cm := s.cluster
+	if cm == nil || cm.r == nil {
+		return 0
+	}
+	n := 0
+	cm.do(func(m *cluster.Machine, _ time.Time) { n = len(m.KnownNodes()) })
+	if n == 0 {
+		return 0
+	}
+	return (n - 1) * 2
+}
+
+// clusterLinksMemory is INFO's mem_cluster_links: the bytes allocated for
+// the links' send buffers (Redis adds each link's struct and receive
+// buffer; the runner reports what it owns).
+func (s *Server) clusterLinksMemory() int {
+	cm := s.cluster
+	if cm == nil || cm.r == nil {
+		return 0
+	}
+	total := 0
+	for _, b := range cm.r.LinkBuffers() {
+		total += b.Allocated
+	}
+	return total
 }

@@ -65,6 +65,14 @@ func (c *Client) parseDBIndex(arg []byte) (int, bool) {
 
 // SELECT index
 func cmdSelect(c *Client, args [][]byte) {
+	if c.srv.cluster != nil {
+		// Cluster mode serves database 0 only; the integer checks come
+		// first, as in Redis.
+		if v, ok := parseInt(args[1]); ok && v >= math.MinInt32 && v <= math.MaxInt32 && v != 0 {
+			c.addError("ERR SELECT is not allowed in cluster mode")
+			return
+		}
+	}
 	n, ok := c.parseDBIndex(args[1])
 	if !ok {
 		return
@@ -87,7 +95,7 @@ func cmdReset(c *Client, args [][]byte) {
 	c.srv.watches.unwatchAll(c)
 	c.srv.pubsub.unsubscribeAll(c)
 	c.srv.monitor.remove(c)
-	c.setFlag(clientMonitor|clientNoEvict, false)
+	c.setFlag(clientMonitor|clientNoEvict|clientAsking|clientReadOnly, false)
 	c.db = 0
 	c.proto = resp.RESP2
 	c.replyMode = replyOn

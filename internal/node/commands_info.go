@@ -182,7 +182,7 @@ func (s *Server) infoClients(b *strings.Builder) {
 	})
 	blocked := s.blockedClients.Load()
 	infoField(b, "connected_clients", n-replicas)
-	infoField(b, "cluster_connections", 0)
+	infoField(b, "cluster_connections", s.clusterConnections())
 	infoField(b, "maxclients", s.cfg.Int(DirMaxclients))
 	infoField(b, "client_recent_max_input_buffer", 16384)
 	infoField(b, "client_recent_max_output_buffer", 0)
@@ -299,7 +299,7 @@ func (s *Server) infoMemory(b *strings.Builder) {
 	infoField(b, "mem_total_replication_buffers", 0)
 	infoField(b, "mem_clients_slaves", 0)
 	infoField(b, "mem_clients_normal", 0)
-	infoField(b, "mem_cluster_links", 0)
+	infoField(b, "mem_cluster_links", s.clusterLinksMemory())
 	infoField(b, "mem_aof_buffer", 0)
 	// Reported as Redis's Debian build does: clients and Redis's tests
 	// branch on it (string.tcl's "trim on SET with big value" only runs

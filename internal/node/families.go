@@ -13,6 +13,7 @@ var commandFamilies = []func(t *commandTable){
 	registerExpireCommands,
 	registerBitopsCommands,
 	registerServerCommands,
+	registerFunctionStubCommands, // after registerServerCommands (FUNCTION)
 	registerZSetCommands,
 	registerHashCommands,
 	registerSetCommands,

@@ -185,6 +185,7 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 	s.repl = newReplication(s)
 	s.AddPropagator(s.repl)
 	initPersistence(s)
+	registerClusterDebug(s)
 	return s, nil
 }
 
