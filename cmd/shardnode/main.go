@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -135,11 +136,15 @@ func parseArgs(args []string) (*node.Config, error) {
 
 // newLogger logs to the logfile directive's file or, when it is empty
 // (the default), to standard output, as redis-server does: Redis's own
-// test suite finds a started server's "PID: n" line on its stdout.
+// test suite finds a started server's "PID: n" line on its stdout. A
+// relative logfile is inside dir: redis-server changes into dir when it
+// reads the directive and opens the log from there (the cluster test
+// harness writes "dir ./redis_N" and "logfile log.txt", then globs
+// */log.txt).
 func newLogger(cfg *node.Config) (*slog.Logger, func(), error) {
 	var w io.Writer = os.Stdout
 	closeFn := func() {}
-	if f := cfg.Get(node.DirLogfile); f != "" {
+	if f := logfilePath(cfg); f != "" {
 		fh, err := os.OpenFile(f, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		if err != nil {
 			return nil, nil, fmt.Errorf("logfile: %w", err)
@@ -159,4 +164,14 @@ func newLogger(cfg *node.Config) (*slog.Logger, func(), error) {
 		level = slog.LevelError + 4
 	}
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})), closeFn, nil
+}
+
+// logfilePath is the file the logfile directive names, relative to dir
+// as for redis-server; "" for standard output.
+func logfilePath(cfg *node.Config) string {
+	f := cfg.Get(node.DirLogfile)
+	if f == "" || filepath.IsAbs(f) {
+		return f
+	}
+	return filepath.Join(cfg.Get(node.DirDir), f)
 }

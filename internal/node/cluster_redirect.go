@@ -188,6 +188,9 @@ func (cm *clusterMode) redirect(kind string, slot int, rt *cluster.Routing, to i
 	return kind + " " + strconv.Itoa(slot) + " " + cm.endpoint(n) + ":" + strconv.Itoa(n.Port)
 }
 
+// endpoint is Redis's getPreferredEndpoint: the IP; the hostname, or "?"
+// for a node without one; or "" for unknown-endpoint (the client is to
+// use the address it sent the command to).
 func (cm *clusterMode) endpoint(n cluster.RouteNode) string {
 	switch cm.srv.cfg.Get(DirClusterPreferredEndpointType) {
 	case "hostname":

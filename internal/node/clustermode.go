@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/node/cluster/runner"
+	"github.com/shardis/shardis/internal/resp"
 )
 
 // clusterMode is the node's side of cluster mode (cluster-enabled yes):
@@ -40,11 +42,22 @@ type clusterLocal struct{ s *Server }
 
 func (l clusterLocal) KeysInSlot(slot int) int { return int(l.s.dbs[0].CountKeysInSlot(slot)) }
 func (l clusterLocal) DBSize() int             { return int(l.s.dbs[0].Size()) }
-func (l clusterLocal) ReplOffset() int64 {
-	r := l.s.repl
+func (l clusterLocal) ReplOffset() int64       { return l.s.repl.clusterOffset() }
+
+// clusterOffset is the replication offset the bus announces, as Redis's
+// (master_repl_offset on a master, replicationGetSlaveOffset on a
+// replica): 0 on a replica from +FULLRESYNC until its new dataset is
+// loaded, because Redis drops its cached master there. A replica at
+// offset 0 is left out of CLUSTER SLOTS / SHARDS by the others
+// (isReplicaAvailable), so a loading replica is hidden from clients.
+func (r *replication) clusterOffset() int64 {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.offset
+	off, link := r.offset, r.link
+	r.mu.Unlock()
+	if link != nil && link.status().state == linkTransfer {
+		return 0
+	}
+	return off
 }
 
 // clusterMachineConfig derives the machine's settings from the directives.
@@ -181,15 +194,80 @@ func (cm *clusterMode) onReady(m *cluster.Machine, rd *cluster.Ready) {
 	cm.refreshRouting(m)
 }
 
-// refreshRouting publishes the machine's routing when it changed.
+// refreshRouting publishes the machine's routing when it changed, and
+// drops the shard channels of the slots this node's shard stopped serving.
 func (cm *clusterMode) refreshRouting(m *cluster.Machine) {
 	m.FillRouting(&cm.scratch)
-	if cur := cm.route.Load(); cur != nil && cur.Equal(&cm.scratch) {
+	cur := cm.route.Load()
+	if cur != nil && cur.Equal(&cm.scratch) {
 		return
 	}
 	next := cm.scratch
 	next.Nodes = append([]cluster.RouteNode(nil), cm.scratch.Nodes...)
 	cm.route.Store(&next)
+	if lost := lostShardSlots(cur, &next); len(lost) > 0 {
+		s := cm.srv
+		cm.enqueue(func() { s.removeShardChannelsInSlots(lost) })
+	}
+}
+
+// lostShardSlots lists the slots that old's owner served within this
+// node's shard (the node itself, or its master) and that next gives to
+// another node or to none: the slots Redis's clusterDelSlot removes the
+// shard channels of (removeChannelsInSlot), on the master and on its
+// replicas, whether by SETSLOT NODE, DELSLOTS, an UPDATE, a failover or
+// CLUSTER RESET.
+func lostShardSlots(old, next *cluster.Routing) []int {
+	if old == nil || len(old.Nodes) == 0 {
+		return nil
+	}
+	var lost []int
+	for slot, o := range old.Owner {
+		if o < 0 || (o != old.Me && o != old.MyMaster) {
+			continue
+		}
+		n := next.Owner[slot]
+		if n < 0 || next.Nodes[n].ID != old.Nodes[o].ID {
+			lost = append(lost, slot)
+		}
+	}
+	return lost
+}
+
+// removeShardChannelsInSlots unsubscribes every client from the shard
+// channels of slots, each receiving "sunsubscribe <channel> <count>" as
+// from Redis's removeChannelsInSlot (pubsubShardUnsubscribeAllClients).
+func (s *Server) removeShardChannelsInSlots(slots []int) {
+	in := make(map[int]bool, len(slots))
+	for _, slot := range slots {
+		in[slot] = true
+	}
+	h := s.pubsub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var names []string
+	for name := range h.shards {
+		if in[keySlot(name)] {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		for c := range h.shards[name] {
+			delete(c.shardChannels, name)
+			n := len(c.shardChannels)
+			c.push(func(b []byte) []byte {
+				b = resp.AppendPushLen(b, c.proto, 3)
+				b = resp.AppendBulkString(b, "sunsubscribe")
+				b = resp.AppendBulkString(b, name)
+				return resp.AppendInt(b, int64(n))
+			})
+			if !c.anySubs() {
+				c.setFlag(clientPubSub, false)
+			}
+		}
+		delete(h.shards, name)
+	}
 }
 
 func (cm *clusterMode) enqueue(fn func()) {
@@ -257,6 +335,7 @@ func applyClusterConfig(s *Server, _ string) {
 	if cm == nil || cm.r == nil {
 		return
 	}
+	cm.r.SetSendBufLimit(s.cfg.Int(DirClusterLinkSendbufLimit))
 	cfg := s.clusterMachineConfig()
 	cm.do(func(m *cluster.Machine, now time.Time) {
 		if err := m.SetConfig(now, cfg); err != nil {

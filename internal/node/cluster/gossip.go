@@ -178,7 +178,7 @@ func (m *Machine) processGossip(msg *Msg, sender *node) {
 			// Only a known sender may introduce nodes, never a NOADDR one,
 			// never one FORGET put on the blacklist.
 			if sender != nil && flags&FlagNoAddr == 0 && !m.blacklisted(g.Name) {
-				nn := m.createNode(now, g.Name, flags)
+				nn := m.createNode(now, g.Name, gossipNodeFlags(flags))
 				nn.ip = cstring(g.IP[:])
 				nn.port, nn.pport, nn.cport = int(g.Port), int(g.PPort), int(g.CPort)
 				m.addNode(nn)
@@ -237,4 +237,17 @@ func equalFoldASCII(a, b string) bool {
 		}
 	}
 	return true
+}
+
+// gossipNodeFlags are the flags a node learnt from a gossip entry starts
+// with. Redis takes the entry's flags as they are; a hostile entry could
+// then carry our own myself bit, a handshake bit, or both roles, which no
+// real node sends:
+// those bits are dropped (the sender's own packets set the role later).
+func gossipNodeFlags(f uint16) uint16 {
+	f &^= FlagMyself | FlagMeet | FlagMigrateTo | FlagHandshake
+	if f&(FlagMaster|FlagSlave) == FlagMaster|FlagSlave {
+		f &^= FlagSlave
+	}
+	return f
 }

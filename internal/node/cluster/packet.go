@@ -121,7 +121,17 @@ func (m *Machine) handlePing(l *link, msg *Msg, sender *node) {
 			}
 			m.renameNode(ln, msg.Sender)
 			ln.flags &^= FlagHandshake
-			ln.flags |= flags & (FlagMaster | FlagSlave)
+			// Redis copies the sender's role bits as they come; a
+			// hostile header may carry both, which no real node sends:
+			// keep one, by the slaveof field, so a node is never both.
+			role := flags & (FlagMaster | FlagSlave)
+			if role == FlagMaster|FlagSlave {
+				role = FlagMaster
+				if !msg.SlaveOf.IsNull() {
+					role = FlagSlave
+				}
+			}
+			ln.flags = ln.flags&^(FlagMaster|FlagSlave) | role
 			m.todo |= todoSaveConfig
 			// As in Redis, the rest of this first packet is processed
 			// with the sender still unknown; the next one carries on.

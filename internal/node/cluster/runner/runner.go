@@ -48,6 +48,7 @@ type Options struct {
 	ConfigFile string
 	// SendBufLimit is cluster-link-sendbuf-limit in bytes: a link whose
 	// unsent data would exceed it is closed. Default 0: no limit.
+	// SetSendBufLimit changes it on a running runner (CONFIG SET).
 	SendBufLimit int64
 	// DialTimeout bounds one connection attempt to a peer's bus port.
 	// Default 1 s; the machine reconnects on a later tick.
@@ -111,6 +112,9 @@ type Runner struct {
 	bytesSent, bytesRecv   atomic.Int64
 	pktsSent, pktsRecv     atomic.Int64
 	limitExceeded, badPkts atomic.Int64
+	// sendBufLimit is the current cluster-link-sendbuf-limit, read by the
+	// loop at every send (Options.SendBufLimit at start).
+	sendBufLimit atomic.Int64
 
 	closeOnce sync.Once
 	encBuf    []byte
@@ -177,6 +181,7 @@ func Start(m *cluster.Machine, opt Options) (*Runner, error) {
 		links:  map[cluster.LinkID]*link{},
 		bufs:   map[cluster.LinkID]*link{},
 	}
+	r.sendBufLimit.Store(opt.SendBufLimit)
 	if opt.ConfigFile != "" {
 		if err := r.loadConfig(); err != nil {
 			return nil, err
@@ -300,6 +305,13 @@ func (r *Runner) Close() {
 		r.unlock()
 	})
 }
+
+// SetSendBufLimit sets cluster-link-sendbuf-limit (bytes, 0: none) for
+// the packets queued from now on, as CONFIG SET does in Redis.
+func (r *Runner) SetSendBufLimit(n int64) { r.sendBufLimit.Store(n) }
+
+// SendBufLimit returns the current cluster-link-sendbuf-limit.
+func (r *Runner) SendBufLimit() int64 { return r.sendBufLimit.Load() }
 
 // Stats returns the runner's counters.
 func (r *Runner) Stats() Stats {
@@ -430,7 +442,7 @@ func (r *Runner) carryOut() {
 			continue
 		}
 		r.encBuf = cluster.AppendMsg(r.encBuf[:0], s.Msg)
-		if !l.queue(r.encBuf, r.opt.SendBufLimit) {
+		if !l.queue(r.encBuf, r.sendBufLimit.Load()) {
 			r.limitExceeded.Add(1)
 			r.log.Warn("cluster: link send buffer over cluster-link-sendbuf-limit, closing it", "link", s.Link)
 			r.dropLink(l)

@@ -256,3 +256,26 @@ func TestMixedWithRedisServer(t *testing.T) {
 		}
 	}
 }
+
+// cluster-link-sendbuf-limit changes on a running runner (CONFIG SET, as
+// 24-links.tcl does): a limit below one packet closes the link at the
+// next send and counts it; back to 0 the link comes back.
+func TestSetSendBufLimitAtRuntime(t *testing.T) {
+	dir := t.TempDir()
+	a, b := startBusNode(t, dir, 11), startBusNode(t, dir, 12)
+	a.do(t, func(m *cluster.Machine, now time.Time) error {
+		return m.Meet(now, "127.0.0.1", strconv.Itoa(b.port), strconv.Itoa(b.cport))
+	})
+	waitFor(t, 20*time.Second, "2 nodes settled", func() bool { return settled(a.nodes(t), 2) && settled(b.nodes(t), 2) })
+	if n := a.r.Stats().BufferLimitExceeded; n != 0 {
+		t.Fatalf("limit exceeded %d times before any limit", n)
+	}
+	a.r.SetSendBufLimit(1)
+	waitFor(t, 10*time.Second, "a link closed over the limit", func() bool { return a.r.Stats().BufferLimitExceeded >= 1 })
+	a.r.SetSendBufLimit(0)
+	seen := a.r.Stats().BufferLimitExceeded
+	waitFor(t, 20*time.Second, "links back", func() bool { return settled(a.nodes(t), 2) && settled(b.nodes(t), 2) })
+	if n := a.r.Stats().BufferLimitExceeded; n != seen {
+		t.Fatalf("limit exceeded again (%d -> %d) with no limit", seen, n)
+	}
+}
