@@ -1,7 +1,8 @@
 // Package deploy runs a whole local high-availability deployment of
-// shardis on loopback: N shards of shardnode (a master and R replicas
-// each) watched by S Sentinels, as child processes with their own data
-// directories and logs. It is the engine of "shardnode up" and
+// shardis on loopback, as child processes with their own data directories
+// and logs, in one of two modes: N shards of shardnode (a master and R
+// replicas each) watched by S Sentinels, or a Redis Cluster of M masters
+// with R replicas each. It is the engine of "shardnode up" and
 // "shardnode status":
 //
 //   - layout.go: the deployment's shape, persisted in <dir>/deploy.json,
@@ -9,7 +10,8 @@
 //   - supervisor.go: child processes (stopped with their parent);
 //   - up.go: start, wait until healthy, print the topology, stop;
 //   - status.go: collect what the Sentinels and nodes report and render it
-//     as an 80-column table or JSON.
+//     as an 80-column table or JSON;
+//   - cluster.go and cluster_status.go: the same for cluster mode.
 package deploy
 
 import (
@@ -34,22 +36,38 @@ const (
 // LayoutFile is the name of the deployment description in the data dir.
 const LayoutFile = "deploy.json"
 
+// Deployment modes, Layout.Mode.
+const (
+	ModeSentinel = "sentinel" // shards watched by Sentinels
+	ModeCluster  = "cluster"  // a Redis Cluster
+)
+
 // Layout is a deployment's shape. It is written to <dir>/deploy.json at
 // the first start and reused by later starts.
 type Layout struct {
+	// Mode is ModeSentinel or ModeCluster; files written before cluster
+	// mode existed have none and are Sentinel deployments.
+	Mode string `json:"mode,omitempty"`
 	// Host is the address every process binds and announces (127.0.0.1).
 	Host string `json:"host"`
 	// Shards are the shards in ring order; MasterNames() gives their names.
+	// In cluster mode a shard is a master (its first port at creation,
+	// owning the shard's slot range) and its replicas.
 	Shards []ShardLayout `json:"shards"`
+	// NodeTimeoutMs is cluster-node-timeout (cluster mode only).
+	NodeTimeoutMs int64 `json:"node_timeout_ms,omitempty"`
+	// Created is set, in cluster mode, once the cluster was created: later
+	// starts restart every node from its nodes.conf instead of creating it.
+	Created bool `json:"created,omitempty"`
 	// SentinelPorts are the Sentinels' ports.
-	SentinelPorts []int `json:"sentinel_ports"`
+	SentinelPorts []int `json:"sentinel_ports,omitempty"`
 	// SentinelKind is SentinelOurs or SentinelRedis.
-	SentinelKind string `json:"sentinel_kind"`
+	SentinelKind string `json:"sentinel_kind,omitempty"`
 	// Quorum is the Sentinels' quorum per master.
-	Quorum int `json:"quorum"`
+	Quorum int `json:"quorum,omitempty"`
 	// DownAfterMs and FailoverTimeoutMs are the Sentinels' timings.
-	DownAfterMs       int64 `json:"down_after_ms"`
-	FailoverTimeoutMs int64 `json:"failover_timeout_ms"`
+	DownAfterMs       int64 `json:"down_after_ms,omitempty"`
+	FailoverTimeoutMs int64 `json:"failover_timeout_ms,omitempty"`
 	// MetricsPortOffset, when not 0, gives every process a Prometheus
 	// endpoint on its port plus this offset.
 	MetricsPortOffset int `json:"metrics_port_offset,omitempty"`
@@ -134,7 +152,7 @@ func NewLayout(p Plan) (*Layout, error) {
 	if ft == 0 {
 		ft = max(3*p.DownAfter, 10*time.Second)
 	}
-	l := &Layout{Host: "127.0.0.1", SentinelKind: p.SentinelKind, Quorum: q,
+	l := &Layout{Mode: ModeSentinel, Host: "127.0.0.1", SentinelKind: p.SentinelKind, Quorum: q,
 		DownAfterMs: p.DownAfter.Milliseconds(), FailoverTimeoutMs: ft.Milliseconds(),
 		MetricsPortOffset: p.MetricsPortOffset}
 	port := p.BasePort
@@ -176,7 +194,13 @@ func LoadLayout(dir string) (*Layout, error) {
 	if err := json.Unmarshal(data, &l); err != nil {
 		return nil, fmt.Errorf("deploy: %s: %w", LayoutFile, err)
 	}
-	if len(l.Shards) == 0 || len(l.SentinelPorts) == 0 || l.Host == "" {
+	if l.Mode == "" {
+		l.Mode = ModeSentinel
+	}
+	if l.Mode != ModeSentinel && l.Mode != ModeCluster {
+		return nil, fmt.Errorf("deploy: %s: unknown mode %q", LayoutFile, l.Mode)
+	}
+	if len(l.Shards) == 0 || (l.Mode == ModeSentinel && len(l.SentinelPorts) == 0) || l.Host == "" {
 		return nil, fmt.Errorf("deploy: %s: incomplete layout", LayoutFile)
 	}
 	return &l, nil

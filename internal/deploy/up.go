@@ -21,9 +21,14 @@ type Options struct {
 	// Dir holds the deployment: deploy.json, nodes/<port>/ and
 	// sentinels/<port>/. Required.
 	Dir string
-	// Plan shapes a new deployment; it is ignored when Dir already holds
-	// one (the existing layout is restarted).
+	// Plan shapes a new Sentinel deployment; it is ignored when Dir
+	// already holds one (the existing layout is restarted) or when Cluster
+	// is set.
 	Plan Plan
+	// Cluster, when set, shapes a new cluster-mode deployment instead of
+	// Plan; it is ignored when Dir already holds a deployment, whose mode
+	// then decides.
+	Cluster *ClusterPlan
 	// Executable is the shardnode binary the nodes (and our Sentinels, as
 	// "shardnode sentinel") run. Default: os.Executable().
 	Executable string
@@ -47,7 +52,9 @@ type Deployment struct {
 	// Masters are the shards' master ports at start-up, by shard name.
 	Masters map[string]int
 	// Healthy is how long the start took, from Up's call to the moment
-	// every Sentinel saw every master with its replicas.
+	// every Sentinel saw every master with its replicas (in cluster mode:
+	// every node reported cluster_state:ok and the same topology, and
+	// every replica's link was up).
 	Healthy time.Duration
 
 	sup    *Supervisor
@@ -62,8 +69,12 @@ func (d *Deployment) Proc(port int) *Proc { return d.procs[port] }
 func (d *Deployment) Exited() <-chan *Proc { return d.sup.Exited() }
 
 // Stop stops the Sentinels, then the replicas, then the masters (SIGTERM,
-// then SIGKILL after grace), and releases the data dir.
+// then SIGKILL after grace), and releases the data dir. In cluster mode
+// the roles are those the nodes report at the time of the call.
 func (d *Deployment) Stop(grace time.Duration) {
+	if d.Layout != nil && d.Layout.Mode == ModeCluster {
+		d.regroup()
+	}
 	d.sup.StopAll(grace)
 	if d.unlock != nil {
 		d.unlock()
@@ -78,10 +89,11 @@ const (
 	groupSentinel
 )
 
-// Up starts the deployment in opt.Dir (creating it from opt.Plan the
-// first time) and waits until every Sentinel sees every master with its
-// replicas and the other Sentinels. On error everything started is
-// stopped.
+// Up starts the deployment in opt.Dir (creating it from opt.Plan, or
+// opt.Cluster, the first time) and waits until every Sentinel sees every
+// master with its replicas and the other Sentinels, or, for a cluster,
+// until the cluster is healthy (see [Deployment].Healthy). On error
+// everything started is stopped.
 func Up(ctx context.Context, opt Options) (_ *Deployment, err error) {
 	start := time.Now()
 	progress := opt.Progress
@@ -116,11 +128,22 @@ func Up(ctx context.Context, opt Options) (_ *Deployment, err error) {
 	if d.Layout, err = LoadLayout(dir); err == nil {
 		d.Restarted = true
 	} else if errors.Is(err, os.ErrNotExist) {
-		if d.Layout, err = NewLayout(opt.Plan); err != nil {
+		if opt.Cluster != nil {
+			d.Layout, err = NewClusterLayout(*opt.Cluster)
+		} else {
+			d.Layout, err = NewLayout(opt.Plan)
+		}
+		if err != nil {
 			return nil, err
 		}
 	} else {
 		return nil, err
+	}
+	if d.Layout.Mode == ModeCluster {
+		if err := d.upCluster(ctx, opt, start, progress); err != nil {
+			return nil, err
+		}
+		return d, nil
 	}
 	l := d.Layout
 	sentinelBin := opt.Executable
@@ -347,6 +370,11 @@ func listening(addr string) bool {
 func (l *Layout) checkPortsFree() error {
 	var busy []string
 	ports := l.allPorts()
+	if l.Mode == ModeCluster {
+		for _, p := range l.allPorts() {
+			ports = append(ports, p+clusterBusOffset)
+		}
+	}
 	if l.MetricsPortOffset != 0 {
 		for _, p := range l.allPorts() {
 			ports = append(ports, p+l.MetricsPortOffset)
@@ -383,6 +411,10 @@ func Tail(path string, n int) string {
 // WriteSummary prints the topology and how to use the deployment.
 func (d *Deployment) WriteSummary(w io.Writer) {
 	l := d.Layout
+	if l.Mode == ModeCluster {
+		d.writeClusterSummary(w)
+		return
+	}
 	state := "started"
 	if d.Restarted {
 		state = "restarted"
