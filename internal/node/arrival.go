@@ -5,6 +5,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // Arrival order for blocking commands and pub/sub.
@@ -669,13 +671,13 @@ func (c *Client) arrivalKeysReady(cmd *command, args [][]byte) bool {
 	db := c.srv.dbs[c.db]
 	for _, k := range args[1:min(1+n, len(args))] {
 		key := bstr(k)
-		m := &db.shards[shardOf(key)].mu
+		m := &db.KeyShard(key).Mu
 		m.Lock()
-		e := db.getEntry(key)
-		ok := e != nil && !e.expired(c.now) // c.now: set by call() before arrivalEnter
+		e := db.GetEntry(key)
+		ok := e != nil && !e.Expired(c.now) // c.now: set by call() before arrivalEnter
 		if ok {
-			tv, isTyped := e.obj.(typedValue)
-			ok = isTyped && tv.length() > 0
+			tv, isTyped := e.Obj.(value.Value)
+			ok = isTyped && tv.Length() > 0
 		}
 		m.Unlock()
 		if !ok || c.srv.blocking.hasWaiters(c.db, key) {

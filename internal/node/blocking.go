@@ -8,6 +8,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // Blocking commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, and the
@@ -98,7 +101,7 @@ type waiter struct {
 	c     *Client
 	db    int
 	keys  []string
-	locks []lockKey // shards to lock to serve it, sorted and unique
+	locks []keyspace.ShardRef // shards to lock to serve it, sorted and unique
 	spec  *blockSpec
 	// arrival orders the waiters of a key: when the command reached the
 	// machine (unix ns; see Client.arrivalNs).
@@ -255,8 +258,8 @@ func (s *Server) keyAdded(db int, key string, obj any) {
 	if s.blocking.waiting.Load() == 0 || obj == nil {
 		return
 	}
-	if tv, ok := obj.(typedValue); ok {
-		if n := tv.typeName(); n == "list" || n == "zset" {
+	if tv, ok := obj.(value.Value); ok {
+		if n := tv.TypeName(); n == "list" || n == "zset" {
 			s.blocking.markReady(db, key)
 		}
 	}
@@ -349,7 +352,7 @@ func (c *Client) behindWaiters(key []byte) bool {
 // made ready (BLMOVE's destination).
 func (s *Server) serveWaiter(w *waiter, key string) (served bool, more []watchKey) {
 	ms := lockShards(s, w.locks)
-	defer unlockShards(ms)
+	defer keyspace.UnlockShards(ms)
 	w.mu.Lock()
 	if w.state != waitWaiting {
 		w.mu.Unlock()
@@ -383,21 +386,10 @@ func (s *Server) serveWaiter(w *waiter, key string) (served bool, more []watchKe
 	return ok, more
 }
 
-func lockShards(s *Server, keys []lockKey) []*sync.Mutex {
-	ms := make([]*sync.Mutex, 0, len(keys))
-	for _, k := range keys {
-		m := &s.dbs[k.db].shards[k.shard].mu
-		m.Lock()
-		ms = append(ms, m)
-	}
+func lockShards(s *Server, keys []keyspace.ShardRef) []*sync.Mutex {
+	ms := keyspace.LockShards(s.dbs, keys, make([]*sync.Mutex, 0, len(keys)))
 	s.snapGuard(ms) // open snapshots copy these shards before they change
 	return ms
-}
-
-func unlockShards(ms []*sync.Mutex) {
-	for i := len(ms) - 1; i >= 0; i-- {
-		ms[i].Unlock()
-	}
 }
 
 // canBlock reports whether the running command may block: not inside
@@ -429,18 +421,12 @@ func (c *Client) blockForKeys(spec blockSpec) {
 		}
 	}
 	for _, k := range w.keys {
-		w.locks = append(w.locks, lockKey{c.db, shardOf(k)})
+		w.locks = append(w.locks, keyspace.ShardRef{DB: c.db, Shard: keyspace.ShardOf(k)})
 	}
 	if spec.target != "" {
-		w.locks = append(w.locks, lockKey{c.db, shardOf(spec.target)})
+		w.locks = append(w.locks, keyspace.ShardRef{DB: c.db, Shard: keyspace.ShardOf(spec.target)})
 	}
-	slices.SortFunc(w.locks, func(a, b lockKey) int {
-		if a.db != b.db {
-			return a.db - b.db
-		}
-		return a.shard - b.shard
-	})
-	w.locks = slices.Compact(w.locks)
+	w.locks = keyspace.SortShardRefs(w.locks)
 
 	var timer <-chan time.Time
 	// Deadlines beyond a century are as good as none (and would overflow

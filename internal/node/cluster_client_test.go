@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/testutil"
 )
 
@@ -34,7 +35,7 @@ func startShardCluster(t *testing.T, masters, replicas int) ([]*clNode, []*clNod
 // cluster built by buildCluster, holds no key yet, and its slot.
 func emptySlotKey(t *testing.T, masters []*clNode, i int, prefix string) (string, int) {
 	t.Helper()
-	per := numSlots / len(masters)
+	per := keyspace.NumSlots / len(masters)
 	for j := 0; j < 100000; j++ {
 		k := prefix + strconv.Itoa(j)
 		s := keySlot(k)
@@ -84,7 +85,7 @@ func TestClusterGoRedisClient(t *testing.T) {
 				cnt := 0
 				for j := 0; j < n; j++ {
 					k := fmt.Sprintf("p%d:%d", proto, j)
-					owner := keySlot(k) / (numSlots / 3)
+					owner := keySlot(k) / (keyspace.NumSlots / 3)
 					if owner > 2 {
 						owner = 2
 					}

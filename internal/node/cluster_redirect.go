@@ -208,10 +208,10 @@ func (cm *clusterMode) endpoint(n cluster.RouteNode) string {
 // touching it (LOOKUP_NOTOUCH|NOSTATS|NONOTIFY|NOEXPIRE).
 func (s *Server) keyExistsDB0(key string) bool {
 	db := s.dbs[0]
-	sh := &db.shards[shardOf(key)]
-	sh.mu.Lock()
-	e := db.getEntry(key)
-	ok := e != nil && !e.expired(time.Now().UnixMilli())
-	sh.mu.Unlock()
+	sh := db.KeyShard(key)
+	sh.Mu.Lock()
+	e := db.GetEntry(key)
+	ok := e != nil && !e.Expired(time.Now().UnixMilli())
+	sh.Mu.Unlock()
 	return ok
 }

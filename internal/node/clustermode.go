@@ -40,8 +40,8 @@ type clusterMode struct {
 // clusterLocal answers the machine's questions about the node's data.
 type clusterLocal struct{ s *Server }
 
-func (l clusterLocal) KeysInSlot(slot int) int { return int(l.s.dbs[0].slotKeys[slot].Load()) }
-func (l clusterLocal) DBSize() int             { return int(l.s.dbs[0].size()) }
+func (l clusterLocal) KeysInSlot(slot int) int { return int(l.s.dbs[0].CountKeysInSlot(slot)) }
+func (l clusterLocal) DBSize() int             { return int(l.s.dbs[0].Size()) }
 func (l clusterLocal) ReplOffset() int64       { return l.s.repl.clusterOffset() }
 
 // clusterOffset is the replication offset the bus announces, as Redis's
@@ -306,39 +306,26 @@ func (s *Server) deleteKeysInSlot(slot int) int {
 	keys := s.keysInSlot(slot, -1)
 	n := 0
 	for _, k := range keys {
-		sh := &db.shards[shardOf(k)]
-		sh.mu.Lock()
-		if db.remove(k) != nil {
+		sh := db.KeyShard(k)
+		sh.Mu.Lock()
+		if db.Remove(k) != nil {
 			n++
 		}
-		sh.mu.Unlock()
+		sh.Mu.Unlock()
 		s.touchWatchedKey(0, k)
 	}
 	return n
 }
 
 // keysInSlot lists up to count keys (count < 0: all) of database 0 in
-// slot. A slot's keys are all in one shard; this walks that shard.
+// slot, newest first as Redis's slot-to-keys list, from the keyspace's
+// per-slot index (O(keys listed)).
 func (s *Server) keysInSlot(slot, count int) []string {
 	db := s.dbs[0]
-	sh := &db.shards[slot&(numShards-1)]
-	var out []string
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if db.slotKeys[slot].Load() == 0 {
-		return nil
+	if count < 0 {
+		count = db.CountKeysInSlot(slot)
 	}
-	var cursor uint64
-	for {
-		cursor = sh.scan(cursor, func(e *entry) {
-			if (count < 0 || len(out) < count) && keySlot(e.key) == slot {
-				out = append(out, e.key)
-			}
-		})
-		if cursor == 0 || (count >= 0 && len(out) >= count) {
-			return out
-		}
-	}
+	return db.KeysInSlot(slot, count)
 }
 
 // applyClusterConfig passes a CONFIG SET of a cluster directive to the
@@ -362,8 +349,8 @@ func applyClusterConfig(s *Server, _ string) {
 func (s *Server) flushAllData() {
 	var held []*sync.Mutex
 	for _, db := range s.dbs {
-		for i := range db.shards {
-			m := &db.shards[i].mu
+		for i := range db.Shards {
+			m := &db.Shards[i].Mu
 			m.Lock()
 			held = append(held, m)
 		}
@@ -371,7 +358,7 @@ func (s *Server) flushAllData() {
 	s.snapGuard(held)
 	s.touchWatchedDBs(-1, -1)
 	for _, db := range s.dbs {
-		db.flush()
+		db.Flush()
 	}
 	for i := len(held) - 1; i >= 0; i-- {
 		held[i].Unlock()

@@ -1,5 +1,10 @@
 package node
 
+import (
+	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
+)
+
 // Helpers shared by the collection families (hash, set, ...): typed
 // lookups and member removal with Redis's bookkeeping.
 
@@ -7,23 +12,21 @@ package node
 // key is missing, ok=false (after replying WRONGTYPE) when it holds another
 // type. Reads (read=true) count keyspace hits and misses and notify
 // "keymiss", as Redis's lookupKeyRead does.
-func lookupValue[T typedValue](c *Client, key []byte, read bool) (v T, ok bool) {
-	e := c.curDB().lookup(string(key), c.now)
-	if e == nil {
-		if read {
+func lookupValue[T value.Value](c *Client, key []byte, read bool) (v T, ok bool) {
+	v, e, err := keyspace.ValueAt[T](c.curDB(), string(key), c.now)
+	if read {
+		if e == nil {
 			c.srv.stats.keyspaceMisses.Add(1)
 			c.notify(notifyKeyMiss, "keymiss", bstr(key))
+		} else {
+			c.srv.stats.keyspaceHits.Add(1)
 		}
-		return v, true
 	}
-	if read {
-		c.srv.stats.keyspaceHits.Add(1)
+	if err != nil {
+		c.addError(err.Error())
+		return v, false
 	}
-	v, ok = e.obj.(T)
-	if !ok {
-		c.addError(errWrongType)
-	}
-	return v, ok
+	return v, true
 }
 
 // removeMembersCommand is HDEL and SREM (key member [member ...]): it
@@ -33,19 +36,18 @@ func lookupValue[T typedValue](c *Client, key []byte, read bool) (v T, ok bool) 
 // signalled, event notified (then "del" if the key went) and the changes
 // counted.
 func removeMembersCommand[T interface {
-	typedValue
+	value.Value
 	Len() int
 }](c *Client, args [][]byte, del func(T, []byte) bool, class int, event string) {
 	db := c.curDB()
 	key := string(args[1])
-	e := db.lookup(key, c.now)
-	if e == nil {
-		c.addInt(0)
+	coll, e, err := keyspace.ValueAt[T](db, key, c.now)
+	if err != nil {
+		c.addError(err.Error())
 		return
 	}
-	coll, ok := e.obj.(T)
-	if !ok {
-		c.addError(errWrongType)
+	if e == nil {
+		c.addInt(0)
 		return
 	}
 	deleted, removed := 0, false
@@ -53,7 +55,7 @@ func removeMembersCommand[T interface {
 		if del(coll, m) {
 			deleted++
 			if coll.Len() == 0 {
-				db.remove(key)
+				db.Remove(key)
 				removed = true
 				break
 			}
@@ -69,3 +71,41 @@ func removeMembersCommand[T interface {
 	}
 	c.addInt(int64(deleted))
 }
+
+// typeOf returns the TYPE of an entry.
+func typeOf(e *keyspace.Entry) string {
+	if e.Obj == nil {
+		return "string"
+	}
+	if tv, ok := e.Obj.(value.Value); ok {
+		return tv.TypeName()
+	}
+	return "none"
+}
+
+// encodingOf returns the OBJECT ENCODING of an entry.
+func encodingOf(e *keyspace.Entry) string {
+	if e.Obj == nil {
+		if len(e.Str) <= 20 {
+			if _, ok := parseInt(e.Str); ok {
+				return "int"
+			}
+		}
+		if len(e.Str) <= 44 {
+			return "embstr"
+		}
+		return "raw"
+	}
+	if tv, ok := e.Obj.(value.Value); ok {
+		return tv.Encoding()
+	}
+	return "unknown"
+}
+
+// hashLimits reads the thresholds from the server's configuration.
+func (s *Server) hashLimits() value.HashLimits {
+	return s.hot().hashLim
+}
+
+// intsetLimit reads set-max-intset-entries from the configuration.
+func (s *Server) intsetLimit() int { return s.hot().intsetLimit }

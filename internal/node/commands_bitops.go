@@ -3,6 +3,8 @@ package node
 import (
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // Bit commands on strings (Redis's bitops.c): SETBIT, GETBIT, BITCOUNT,
@@ -45,18 +47,18 @@ func (c *Client) bitOffset(arg []byte, hashBits int) (int64, bool) {
 // lookupStringForBit returns key's string grown (zero-padded) to hold bit
 // maxBit, creating it if needed; dirty reports creation or growth. It
 // replies WRONGTYPE and returns nil for another type.
-func (c *Client) lookupStringForBit(key []byte, maxBit int64) (e *entry, dirty bool) {
+func (c *Client) lookupStringForBit(key []byte, maxBit int64) (e *keyspace.Entry, dirty bool) {
 	e, ok := c.lookupString(key)
 	if !ok {
 		return nil, false
 	}
 	n := int(maxBit>>3) + 1
 	if e == nil {
-		return c.curDB().setString(string(key), make([]byte, n), 0, false), true
+		return c.curDB().SetString(string(key), make([]byte, n), 0, false), true
 	}
-	old := len(e.str)
-	e.str = growZero(e.str, n)
-	return e, len(e.str) != old
+	old := len(e.Str)
+	e.Str = growZero(e.Str, n)
+	return e, len(e.Str) != old
 }
 
 // SETBIT key offset value
@@ -75,11 +77,11 @@ func cmdSetBit(c *Client, args [][]byte) {
 		return
 	}
 	byteIdx, shift := off>>3, 7-uint(off&7)
-	old := (e.str[byteIdx] >> shift) & 1
+	old := (e.Str[byteIdx] >> shift) & 1
 	if dirty || int64(old) != on {
-		e.str[byteIdx] = e.str[byteIdx]&^(1<<shift) | byte(on)<<shift
-		c.signalModifiedKey(e.key)
-		c.notify(notifyString, "setbit", e.key)
+		e.Str[byteIdx] = e.Str[byteIdx]&^(1<<shift) | byte(on)<<shift
+		c.signalModifiedKey(e.Key)
+		c.notify(notifyString, "setbit", e.Key)
 		c.markDirty(1)
 	}
 	c.addInt(int64(old))
@@ -95,11 +97,11 @@ func cmdGetBit(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	if e == nil || off>>3 >= int64(len(e.str)) {
+	if e == nil || off>>3 >= int64(len(e.Str)) {
 		c.addInt(0)
 		return
 	}
-	c.addInt(int64(e.str[off>>3]>>(7-uint(off&7))) & 1)
+	c.addInt(int64(e.Str[off>>3]>>(7-uint(off&7))) & 1)
 }
 
 // bitRange converts BITCOUNT/BITPOS start/end (bytes, or bits when isBit)
@@ -193,7 +195,7 @@ func cmdBitCount(c *Client, args [][]byte) {
 		c.addInt(0)
 		return
 	}
-	p := e.str
+	p := e.Str
 	var from, to int64
 	switch len(args) {
 	case 2:
@@ -258,7 +260,7 @@ func cmdBitPos(c *Client, args [][]byte) {
 		}
 		return
 	}
-	p := e.str
+	p := e.Str
 	n := int64(len(p))
 	from, to := int64(0), n*8-1
 	endGiven := false
@@ -322,23 +324,23 @@ func cmdBitOp(c *Client, args [][]byte) {
 	srcs := make([][]byte, 0, len(args)-3)
 	maxLen := 0
 	for _, k := range args[3:] {
-		e := db.lookup(bstr(k), c.now)
+		e := db.Lookup(bstr(k), c.now)
 		if e == nil {
 			srcs = append(srcs, nil)
 			continue
 		}
-		if e.obj != nil {
+		if e.Obj != nil {
 			c.addError(errWrongType)
 			return
 		}
-		srcs = append(srcs, e.str)
-		maxLen = max(maxLen, len(e.str))
+		srcs = append(srcs, e.Str)
+		maxLen = max(maxLen, len(e.Str))
 	}
 	dest := args[2]
 	if maxLen == 0 {
-		if e := db.getEntry(bstr(dest)); e != nil {
-			key := e.key
-			db.remove(key)
+		if e := db.GetEntry(bstr(dest)); e != nil {
+			key := e.Key
+			db.Remove(key)
 			c.signalModifiedKey(key)
 			c.notify(notifyGeneric, "del", key)
 			c.markDirty(1)
@@ -375,10 +377,10 @@ func cmdBitOp(c *Client, args [][]byte) {
 			}
 		}
 	}
-	e := db.lookup(bstr(dest), c.now)
+	e := db.Lookup(bstr(dest), c.now)
 	e = c.storeString(e, dest, res, 0, false)
-	c.signalModifiedKey(e.key)
-	c.notify(notifyString, "set", e.key)
+	c.signalModifiedKey(e.Key)
+	c.notify(notifyString, "set", e.Key)
 	c.markDirty(1)
 	c.addInt(int64(maxLen))
 }
@@ -462,7 +464,7 @@ func bitfieldGeneric(c *Client, args [][]byte, readOnlyCmd bool) {
 		j += 2
 		ops = append(ops, o)
 	}
-	var e *entry
+	var e *keyspace.Entry
 	dirty := false
 	if readonly {
 		var ok bool
@@ -485,8 +487,8 @@ func bitfieldGeneric(c *Client, args [][]byte, readOnlyCmd bool) {
 			var buf [9]byte
 			if e != nil {
 				byteIdx := o.offset >> 3
-				for i := int64(0); i < 9 && byteIdx+i < int64(len(e.str)); i++ {
-					buf[i] = e.str[byteIdx+i]
+				for i := int64(0); i < 9 && byteIdx+i < int64(len(e.Str)); i++ {
+					buf[i] = e.Str[byteIdx+i]
 				}
 			}
 			rel := o.offset & 7
@@ -500,7 +502,7 @@ func bitfieldGeneric(c *Client, args [][]byte, readOnlyCmd bool) {
 		var oldv, newv, ret int64
 		var over bool
 		if o.signed {
-			oldv = getSignedBits(e.str, o.offset, o.bits)
+			oldv = getSignedBits(e.Str, o.offset, o.bits)
 			if o.op == 'i' {
 				var wrapped int64
 				over, wrapped = signedOverflow(oldv, o.value, o.bits, o.overflow)
@@ -519,7 +521,7 @@ func bitfieldGeneric(c *Client, args [][]byte, readOnlyCmd bool) {
 				ret = oldv
 			}
 		} else {
-			uold := getUnsignedBits(e.str, o.offset, o.bits)
+			uold := getUnsignedBits(e.Str, o.offset, o.bits)
 			var unew uint64
 			if o.op == 'i' {
 				var wrapped uint64
@@ -543,14 +545,14 @@ func bitfieldGeneric(c *Client, args [][]byte, readOnlyCmd bool) {
 			continue
 		}
 		c.addInt(ret)
-		setBits(e.str, o.offset, o.bits, uint64(newv))
+		setBits(e.Str, o.offset, o.bits, uint64(newv))
 		if dirty || oldv != newv {
 			changes++
 		}
 	}
 	if changes > 0 {
-		c.signalModifiedKey(e.key)
-		c.notify(notifyString, "setbit", e.key)
+		c.signalModifiedKey(e.Key)
+		c.notify(notifyString, "setbit", e.Key)
 		c.markDirty(changes)
 	}
 }

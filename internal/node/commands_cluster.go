@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/cluster"
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 const errClusterDisabled = "ERR This instance has cluster support disabled"
@@ -497,11 +498,11 @@ func cmdClusterCountKeysInSlot(c *Client, args [][]byte) {
 		c.addError(errNotInt)
 		return
 	}
-	if slot < 0 || slot >= numSlots {
+	if slot < 0 || slot >= keyspace.NumSlots {
 		c.addError("ERR Invalid slot")
 		return
 	}
-	c.addInt(int64(c.srv.dbs[0].slotKeys[slot].Load()))
+	c.addInt(int64(c.srv.dbs[0].CountKeysInSlot(int(slot))))
 }
 
 // CLUSTER GETKEYSINSLOT slot count
@@ -516,7 +517,7 @@ func cmdClusterGetKeysInSlot(c *Client, args [][]byte) {
 		c.addError(errNotInt)
 		return
 	}
-	if slot < 0 || slot >= numSlots || n < 0 {
+	if slot < 0 || slot >= keyspace.NumSlots || n < 0 {
 		c.addError("ERR Invalid slot or number of keys")
 		return
 	}

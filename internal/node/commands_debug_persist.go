@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
 	"github.com/shardis/shardis/internal/rdb"
 )
 
@@ -66,7 +68,7 @@ func debugReload(c *Client, args [][]byte) {
 	s.snapGuardAll()
 	if flush {
 		for _, db := range s.dbs {
-			db.flush()
+			db.Flush()
 		}
 	}
 	h := s.rdbHandler()
@@ -88,7 +90,7 @@ func debugReload(c *Client, args [][]byte) {
 // mergeKeyHandler replaces existing keys instead of failing (MERGE).
 func (s *Server) mergeKeyHandler(next func(e *rdb.Entry) error) func(e *rdb.Entry) error {
 	return func(e *rdb.Entry) error {
-		s.dbs[e.DB].remove(string(e.Key))
+		s.dbs[e.DB].Remove(string(e.Key))
 		return next(e)
 	}
 }
@@ -100,8 +102,8 @@ func (s *Server) snapGuardAll() {
 		return
 	}
 	for _, db := range s.dbs {
-		for i := range db.shards {
-			s.snapGuard([]*sync.Mutex{&db.shards[i].mu})
+		for i := range db.Shards {
+			s.snapGuard([]*sync.Mutex{&db.Shards[i].Mu})
 		}
 	}
 }
@@ -114,10 +116,10 @@ func debugObject(c *Client, args [][]byte) {
 	}
 	key := string(args[2])
 	db := c.curDB()
-	sh := &db.shards[shardOf(key)]
-	unlock := c.debugLockShard(&sh.mu)
+	sh := db.KeyShard(key)
+	unlock := c.debugLockShard(&sh.Mu)
 	c.now = time.Now().UnixMilli()
-	e := db.getEntry(key) // as Redis's dictFind: no expiry check (a replica keeps expired keys)
+	e := db.GetEntry(key) // as Redis's dictFind: no expiry check (a replica keeps expired keys)
 	if e == nil {
 		unlock()
 		c.addError(errNoSuchKey)
@@ -127,9 +129,9 @@ func debugObject(c *Client, args [][]byte) {
 	payload := rdb.Dump(v, c.srv.cfg.Bool(DirRdbcompression), c.srv.rdbLimits())
 	serialized := len(payload) - 11
 	enc := encodingOf(e)
-	lru := e.lru
+	lru := e.LRU
 	extra := ""
-	if l, ok := e.obj.(*listValue); ok {
+	if l, ok := e.Obj.(*value.List); ok {
 		n := l.Len()
 		nodes := max(1, (n+127)/128)
 		extra = fmt.Sprintf(" ql_nodes:%d ql_avg_node:%.2f ql_listpack_max:%d ql_compressed:%d ql_uncompressed_size:%d",
@@ -180,19 +182,19 @@ func digestScore(f float64) []byte {
 }
 
 // objectDigest folds a value (and its having an expiry) into d.
-func objectDigest(d *digest, e *entry) {
+func objectDigest(d *digest, e *keyspace.Entry) {
 	var typ uint32
-	switch o := e.obj.(type) {
+	switch o := e.Obj.(type) {
 	case nil:
 		d.mix(beUint32(typ))
-		d.mix(e.str)
-	case *listValue:
+		d.mix(e.Str)
+	case *value.List:
 		d.mix(beUint32(1))
 		o.ForEach(func(v []byte) bool { d.mix(v); return true })
-	case *setValue:
+	case *value.Set:
 		d.mix(beUint32(2))
-		o.each(func(m []byte) bool { d.xor(m); return true })
-	case *zsetValue:
+		o.Each(func(m []byte) bool { d.xor(m); return true })
+	case *value.ZSet:
 		d.mix(beUint32(3))
 		o.ForEach(func(m string, sc float64) bool {
 			var ed digest
@@ -201,9 +203,9 @@ func objectDigest(d *digest, e *entry) {
 			d.xor(ed[:])
 			return true
 		})
-	case *hashValue:
+	case *value.Hash:
 		d.mix(beUint32(4))
-		o.each(func(f, v []byte) bool {
+		o.Each(func(f, v []byte) bool {
 			var ed digest
 			ed.mix(f)
 			ed.mix(v)
@@ -211,7 +213,7 @@ func objectDigest(d *digest, e *entry) {
 			return true
 		})
 	}
-	if e.expire != 0 {
+	if e.Expire != 0 {
 		d.xor([]byte("!!expire!!"))
 	}
 }
@@ -224,20 +226,18 @@ func debugDigest(c *Client, args [][]byte) {
 	var final digest
 	unlock := c.debugLockAll()
 	for i, db := range s.dbs {
-		if db.size() == 0 {
+		if db.Size() == 0 {
 			continue
 		}
 		final.mix(beUint32(uint32(i)))
-		for j := range db.shards {
-			db.shards[j].finishRehash()
-			for _, e := range db.shards[j].buckets {
-				for ; e != nil; e = e.next {
-					var d digest
-					d.mix([]byte(e.key))
-					objectDigest(&d, e)
-					final.xor(d[:])
-				}
-			}
+		for j := range db.Shards {
+			db.Shards[j].ForEach(func(e *keyspace.Entry) bool {
+				var d digest
+				d.mix([]byte(e.Key))
+				objectDigest(&d, e)
+				final.xor(d[:])
+				return true
+			})
 		}
 	}
 	unlock()
@@ -250,10 +250,10 @@ func debugDigestValue(c *Client, args [][]byte) {
 	c.addArrayLen(len(args) - 2)
 	for _, k := range args[2:] {
 		key := string(k)
-		sh := &db.shards[shardOf(key)]
-		unlock := c.debugLockShard(&sh.mu)
+		sh := db.KeyShard(key)
+		unlock := c.debugLockShard(&sh.Mu)
 		var d digest
-		if e := db.getEntry(key); e != nil {
+		if e := db.GetEntry(key); e != nil {
 			objectDigest(&d, e)
 		}
 		unlock()
@@ -278,7 +278,7 @@ func debugLoadAOF(c *Client, args [][]byte) {
 	s.LockAll()
 	s.snapGuardAll()
 	for _, db := range s.dbs {
-		db.flush()
+		db.Flush()
 	}
 	s.UnlockAll()
 	a.mu.Lock()

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
 	"github.com/shardis/shardis/internal/rdb"
 	"github.com/shardis/shardis/internal/resp"
 )
@@ -28,10 +30,10 @@ const errBadPayload = "ERR DUMP payload version or checksum are wrong"
 
 // entryValue converts a live entry (its shard locked) to an rdb.Value;
 // the value's slices alias the entry's and must be used under the lock.
-func entryValue(e *entry) *rdb.Value {
-	se := snapEntry{key: e.key, str: e.str, expire: e.expire}
-	if tv, ok := e.obj.(typedValue); ok {
-		se.obj = tv
+func entryValue(e *keyspace.Entry) *rdb.Value {
+	se := keyspace.SnapEntry{Key: e.Key, Str: e.Str, Expire: e.Expire}
+	if tv, ok := e.Obj.(value.Value); ok {
+		se.Obj = tv
 	}
 	v := &rdb.Value{}
 	toRDBValue(&se, v)
@@ -48,7 +50,7 @@ func (s *Server) rdbLimits() rdb.Limits {
 
 // DUMP key
 func cmdDump(c *Client, args [][]byte) {
-	e := c.curDB().lookup(string(args[1]), c.now)
+	e := c.curDB().Lookup(string(args[1]), c.now)
 	if e == nil {
 		c.addNull()
 		return
@@ -98,7 +100,7 @@ func cmdRestore(c *Client, args [][]byte) {
 	}
 	key := string(args[1])
 	db := c.curDB()
-	if !replace && db.lookup(key, c.now) != nil {
+	if !replace && db.Lookup(key, c.now) != nil {
 		c.addError("BUSYKEY Target key name already exists.")
 		return
 	}
@@ -120,14 +122,14 @@ func cmdRestore(c *Client, args [][]byte) {
 		}
 		return
 	}
-	e := &entry{}
-	if err := fillEntry(e, v, c.srv.hashLimits(), c.srv.intsetLimit(), zsetLimits{entries: int(c.srv.cfg.Int(DirZsetMaxListpackEntries)), value: int(c.srv.cfg.Int(DirZsetMaxListpackValue))}); err != nil {
+	e := &keyspace.Entry{}
+	if err := fillEntry(e, v, c.srv.hashLimits(), c.srv.intsetLimit(), value.ZSetLimits{Entries: int(c.srv.cfg.Int(DirZsetMaxListpackEntries)), Value: int(c.srv.cfg.Int(DirZsetMaxListpackValue))}); err != nil {
 		c.addError("ERR Bad data format")
 		return
 	}
 	deleted := false
 	if replace {
-		deleted = db.remove(key) != nil
+		deleted = db.Remove(key) != nil
 	}
 	if ttl > 0 && !absTTL {
 		ttl += c.now
@@ -143,20 +145,20 @@ func cmdRestore(c *Client, args [][]byte) {
 		c.addOK()
 		return
 	}
-	e.expire = ttl
+	e.Expire = ttl
 	switch pol := c.srv.cfg.Get(DirMaxmemoryPolicy); {
 	case strings.HasSuffix(pol, "-lfu"):
-		e.lru = 5 // LFU_INIT_VAL
+		e.LRU = 5 // LFU_INIT_VAL
 		if freq >= 0 {
-			e.lru = uint32(freq)
+			e.LRU = uint32(freq)
 		}
 	default:
-		e.lru = lruClock()
+		e.LRU = lruClock()
 		if idle >= 0 {
-			e.lru -= uint32(idle)
+			e.LRU -= uint32(idle)
 		}
 	}
-	db.add(key, e)
+	db.Add(key, e)
 	if ttl > 0 && !absTTL {
 		// Propagated with an absolute TTL, as Redis 7 does.
 		prop := cloneArgs(args)
@@ -307,13 +309,13 @@ func cmdMigrate(c *Client, args [][]byte) {
 	var items []kv
 	for i := firstKey; i < firstKey+numKeys; i++ {
 		k := string(args[i])
-		e := db.lookup(k, c.now)
+		e := db.Lookup(k, c.now)
 		if e == nil {
 			continue
 		}
 		ttl := int64(0)
-		if e.expire != 0 {
-			ttl = e.expire - c.now
+		if e.Expire != 0 {
+			ttl = e.Expire - c.now
 			if ttl < 1 {
 				ttl = 1
 			}
@@ -409,7 +411,7 @@ func cmdMigrate(c *Client, args [][]byte) {
 			continue
 		}
 		if !copyKeys {
-			if db.remove(it.key) != nil {
+			if db.Remove(it.key) != nil {
 				c.signalModifiedKey(it.key)
 				c.notify(notifyGeneric, "del", it.key)
 				moved = append(moved, []byte(it.key))

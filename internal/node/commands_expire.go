@@ -97,13 +97,13 @@ func expireGeneric(c *Client, args [][]byte, basetime int64, seconds bool) {
 	}
 	when += basetime
 	db := c.curDB()
-	e := db.lookup(bstr(args[1]), c.now)
+	e := db.Lookup(bstr(args[1]), c.now)
 	if e == nil {
 		c.addInt(0)
 		return
 	}
 	if flags != 0 {
-		cur := e.expire // 0: no expiry (Redis's -1)
+		cur := e.Expire // 0: no expiry (Redis's -1)
 		switch {
 		case flags&expireNX != 0 && cur != 0,
 			flags&expireXX != 0 && cur == 0,
@@ -113,9 +113,9 @@ func expireGeneric(c *Client, args [][]byte, basetime int64, seconds bool) {
 			return
 		}
 	}
-	key := e.key
+	key := e.Key
 	if c.alreadyExpired(when) {
-		db.remove(key)
+		db.Remove(key)
 		c.markDirty(1)
 		c.propagateAs([][]byte{c.delVerb(DirLazyfreeLazyExpire), args[1]})
 		c.signalModifiedKey(key)
@@ -128,7 +128,7 @@ func expireGeneric(c *Client, args [][]byte, basetime int64, seconds bool) {
 		// past, so only a replica or a load can get here. Keep it expired.
 		when = -1
 	}
-	db.setExpire(e, when)
+	db.SetExpire(e, when)
 	c.addInt(1)
 	prop := [][]byte{[]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, when, 10)}
 	c.markDirty(1)
@@ -153,11 +153,11 @@ func ttlGeneric(c *Client, key []byte, ms, abs bool) {
 		c.addInt(-2)
 		return
 	}
-	if e.expire == 0 {
+	if e.Expire == 0 {
 		c.addInt(-1)
 		return
 	}
-	ttl := e.expire
+	ttl := e.Expire
 	if !abs {
 		ttl -= c.now
 	}
@@ -185,14 +185,14 @@ func cmdPExpireTime(c *Client, args [][]byte) { ttlGeneric(c, args[1], true, tru
 // PERSIST key
 func cmdPersist(c *Client, args [][]byte) {
 	db := c.curDB()
-	e := db.lookup(bstr(args[1]), c.now)
-	if e == nil || e.expire == 0 {
+	e := db.Lookup(bstr(args[1]), c.now)
+	if e == nil || e.Expire == 0 {
 		c.addInt(0)
 		return
 	}
-	db.setExpire(e, 0)
-	c.signalModifiedKey(e.key)
-	c.notify(notifyGeneric, "persist", e.key)
+	db.SetExpire(e, 0)
+	c.signalModifiedKey(e.Key)
+	c.notify(notifyGeneric, "persist", e.Key)
 	c.markDirty(1)
 	c.addInt(1)
 }

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 func registerHashCommands(t *commandTable) {
@@ -33,14 +35,14 @@ func registerHashCommands(t *commandTable) {
 }
 
 // lookupHash returns the hash at key (see lookupValue).
-func (c *Client) lookupHash(key []byte, read bool) (*hashValue, bool) {
-	return lookupValue[*hashValue](c, key, read)
+func (c *Client) lookupHash(key []byte, read bool) (*value.Hash, bool) {
+	return lookupValue[*value.Hash](c, key, read)
 }
 
 // createHash stores a new empty hash at key, which must be missing.
-func (c *Client) createHash(key []byte) *hashValue {
-	h := newHash()
-	c.curDB().setObject(string(key), h)
+func (c *Client) createHash(key []byte) *value.Hash {
+	h := value.NewHash()
+	c.curDB().SetObject(string(key), h)
 	return h
 }
 
@@ -58,19 +60,19 @@ func cmdHSet(c *Client, args [][]byte) {
 		h = c.createHash(args[1])
 	}
 	lim := c.srv.hashLimits()
-	if h.d == nil && len(args) > 4 {
+	if h.Dict == nil && len(args) > 4 {
 		// One allocation for all the pairs of a multi-field HSET.
 		extra := 0
 		for i := 2; i < len(args); i += 2 {
-			extra += lpEntrySize(args[i], args[i+1])
+			extra += value.ListpackEntrySize(args[i], args[i+1])
 		}
-		if h.Len()+(len(args)-2)/2 <= lim.entries {
-			h.reserve(extra)
+		if h.Len()+(len(args)-2)/2 <= lim.Entries {
+			h.Reserve(extra)
 		}
 	}
 	created := 0
 	for i := 2; i < len(args); i += 2 {
-		if h.setB(args[i], args[i+1], lim) {
+		if h.SetB(args[i], args[i+1], lim) {
 			created++
 		}
 	}
@@ -92,14 +94,14 @@ func cmdHSetNX(c *Client, args [][]byte) {
 		return
 	}
 	if h != nil {
-		if _, exists := h.getB(args[2]); exists {
+		if _, exists := h.GetB(args[2]); exists {
 			c.addInt(0)
 			return
 		}
 	} else {
 		h = c.createHash(args[1])
 	}
-	h.setB(args[2], args[3], c.srv.hashLimits())
+	h.SetB(args[2], args[3], c.srv.hashLimits())
 	key := string(args[1])
 	c.signalModifiedKey(key)
 	c.notify(notifyHash, "hset", key)
@@ -117,7 +119,7 @@ func cmdHGet(c *Client, args [][]byte) {
 		c.addNull()
 		return
 	}
-	v, found := h.getB(args[2])
+	v, found := h.GetB(args[2])
 	if !found {
 		c.addNull()
 		return
@@ -137,7 +139,7 @@ func cmdHMGet(c *Client, args [][]byte) {
 			c.addNull()
 			continue
 		}
-		if v, found := h.getB(f); found {
+		if v, found := h.GetB(f); found {
 			c.addBulk(v)
 		} else {
 			c.addNull()
@@ -147,7 +149,7 @@ func cmdHMGet(c *Client, args [][]byte) {
 
 // HDEL key field [field ...]
 func cmdHDel(c *Client, args [][]byte) {
-	removeMembersCommand(c, args, (*hashValue).delB, notifyHash, "hdel")
+	removeMembersCommand(c, args, (*value.Hash).DelB, notifyHash, "hdel")
 }
 
 // HLEN key
@@ -171,7 +173,7 @@ func cmdHStrLen(c *Client, args [][]byte) {
 	}
 	n := 0
 	if h != nil {
-		v, _ := h.getB(args[2])
+		v, _ := h.GetB(args[2])
 		n = len(v)
 	}
 	c.addInt(int64(n))
@@ -185,7 +187,7 @@ func cmdHExists(c *Client, args [][]byte) {
 	}
 	found := false
 	if h != nil {
-		_, found = h.getB(args[2])
+		_, found = h.GetB(args[2])
 	}
 	if found {
 		c.addInt(1)
@@ -220,7 +222,7 @@ func hashGetAll(c *Client, args [][]byte, keys, vals bool) {
 	if h == nil {
 		return
 	}
-	h.each(func(f, v []byte) bool {
+	h.Each(func(f, v []byte) bool {
 		if keys {
 			c.addBulk(f)
 		}
@@ -244,7 +246,7 @@ func cmdHIncrBy(c *Client, args [][]byte) {
 	}
 	var cur int64
 	if h != nil {
-		if v, found := h.getB(args[2]); found {
+		if v, found := h.GetB(args[2]); found {
 			n, ok := parseInt(v)
 			if !ok {
 				c.addError("ERR hash value is not an integer")
@@ -262,7 +264,7 @@ func cmdHIncrBy(c *Client, args [][]byte) {
 		h = c.createHash(args[1])
 	}
 	var buf [24]byte
-	h.setB(args[2], strconv.AppendInt(buf[:0], cur, 10), c.srv.hashLimits())
+	h.SetB(args[2], strconv.AppendInt(buf[:0], cur, 10), c.srv.hashLimits())
 	key := string(args[1])
 	c.signalModifiedKey(key)
 	c.notify(notifyHash, "hincrby", key)
@@ -287,7 +289,7 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 	}
 	cur := new(big.Float).SetPrec(longDoublePrec)
 	if h != nil {
-		if v, found := h.getB(args[2]); found {
+		if v, found := h.GetB(args[2]); found {
 			f, ok := parseLongDouble(v)
 			if !ok {
 				c.addError("ERR hash value is not a float")
@@ -309,7 +311,7 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 	if h == nil {
 		h = c.createHash(args[1])
 	}
-	h.setB(args[2], out, c.srv.hashLimits())
+	h.SetB(args[2], out, c.srv.hashLimits())
 	key := string(args[1])
 	c.signalModifiedKey(key)
 	c.notify(notifyHash, "hincrbyfloat", key)
@@ -352,7 +354,7 @@ func cmdHRandField(c *Client, args [][]byte) {
 		c.addNull()
 		return
 	}
-	f, _ := h.randomField()
+	f, _ := h.RandomField()
 	c.addBulk(f)
 }
 
@@ -386,7 +388,7 @@ func hashRandFieldCount(c *Client, key []byte, l int64, withValues bool) {
 		} else {
 			c.addArrayLen(int(count))
 		}
-		if h.d == nil {
+		if h.Dict == nil {
 			all := hashPairs(h)
 			for ; count > 0 && !c.closed.Load(); count-- {
 				p := all[rand.IntN(len(all))]
@@ -395,7 +397,7 @@ func hashRandFieldCount(c *Client, key []byte, l int64, withValues bool) {
 			return
 		}
 		for ; count > 0 && !c.closed.Load(); count-- {
-			pair(h.randomField())
+			pair(h.RandomField())
 		}
 		return
 	}
@@ -406,10 +408,10 @@ func hashRandFieldCount(c *Client, key []byte, l int64, withValues bool) {
 		c.addArrayLen(int(count))
 	}
 	if count >= size {
-		h.each(func(f, v []byte) bool { pair(f, v); return true })
+		h.Each(func(f, v []byte) bool { pair(f, v); return true })
 		return
 	}
-	if h.d == nil || count*3 > size {
+	if h.Dict == nil || count*3 > size {
 		// Pick count distinct fields by a partial Fisher-Yates shuffle.
 		all := hashPairs(h)
 		for i := 0; i < int(count); i++ {
@@ -421,19 +423,19 @@ func hashRandFieldCount(c *Client, key []byte, l int64, withValues bool) {
 	}
 	seen := make(map[string]struct{}, count)
 	for int64(len(seen)) < count {
-		n := h.d.randomNode()
-		if _, dup := seen[n.key]; dup {
+		n := h.Dict.RandomNode()
+		if _, dup := seen[n.Key]; dup {
 			continue
 		}
-		seen[n.key] = struct{}{}
-		pair(sbytes(n.key), n.val)
+		seen[n.Key] = struct{}{}
+		pair(sbytes(n.Key), n.Val)
 	}
 }
 
 // hashPairs lists the fields and values of h (views into h).
-func hashPairs(h *hashValue) [][2][]byte {
+func hashPairs(h *value.Hash) [][2][]byte {
 	all := make([][2][]byte, 0, h.Len())
-	h.each(func(f, v []byte) bool {
+	h.Each(func(f, v []byte) bool {
 		all = append(all, [2][]byte{f, v})
 		return true
 	})
@@ -542,8 +544,8 @@ func cmdHScan(c *Client, args [][]byte) {
 		c.addScanReply(0, nil)
 		return
 	}
-	if h.d == nil {
-		h.each(func(f, v []byte) bool {
+	if h.Dict == nil {
+		h.Each(func(f, v []byte) bool {
 			if o.keep(f) {
 				items = append(items, f, v)
 			}
@@ -552,9 +554,9 @@ func cmdHScan(c *Client, args [][]byte) {
 		c.addScanReply(0, items)
 		return
 	}
-	cursor := h.d.scanCount(o.cursor, o.count, func(n *dictNode[[]byte]) {
-		if o.keep(sbytes(n.key)) {
-			items = append(items, sbytes(n.key), n.val)
+	cursor := h.Dict.ScanCount(o.cursor, o.count, func(n *value.DictNode[[]byte]) {
+		if o.keep(sbytes(n.Key)) {
+			items = append(items, sbytes(n.Key), n.Val)
 		}
 	})
 	c.addScanReply(cursor, items)

@@ -14,10 +14,10 @@ import (
 // encodingOfKey reads a key's OBJECT ENCODING from inside the server.
 func encodingOfKey(ts *testServer, key string) string {
 	db := ts.srv.dbs[0]
-	sh := &db.shards[shardOf(key)]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := db.getEntry(key)
+	sh := db.KeyShard(key)
+	sh.Mu.Lock()
+	defer sh.Mu.Unlock()
+	e := db.GetEntry(key)
 	if e == nil {
 		return ""
 	}

@@ -530,10 +530,10 @@ func (s *Server) infoErrorStats(b *strings.Builder) {
 
 func (s *Server) infoKeyspace(b *strings.Builder) {
 	for i, db := range s.dbs {
-		keys, exp := db.size(), db.expires.Load()
+		keys, exp := db.Size(), db.Expires.Load()
 		if keys == 0 && exp == 0 {
 			continue
 		}
-		fmt.Fprintf(b, "db%d:keys=%d,expires=%d,avg_ttl=%d\r\n", i, keys, exp, db.avgTTL.Load())
+		fmt.Fprintf(b, "db%d:keys=%d,expires=%d,avg_ttl=%d\r\n", i, keys, exp, db.AvgTTL.Load())
 	}
 }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"math/rand/v2"
 	"strconv"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // Generic key commands (Redis's db.c and object.c): DEL, EXISTS, TYPE,
@@ -49,12 +52,12 @@ func cmdDel(c *Client, args [][]byte) {
 	db := c.curDB()
 	n := 0
 	for _, k := range args[1:] {
-		e := db.lookup(bstr(k), c.now)
+		e := db.Lookup(bstr(k), c.now)
 		if e == nil {
 			continue
 		}
-		key := e.key
-		db.remove(key)
+		key := e.Key
+		db.Remove(key)
 		n++
 		c.signalModifiedKey(key)
 		c.notify(notifyGeneric, "del", key)
@@ -79,8 +82,8 @@ func cmdTouch(c *Client, args [][]byte) {
 	db := c.curDB()
 	n := 0
 	for _, k := range args[1:] {
-		if e := db.lookup(bstr(k), c.now); e != nil {
-			e.lru = c.lruNow()
+		if e := db.Lookup(bstr(k), c.now); e != nil {
+			e.LRU = c.lruNow()
 			n++
 		}
 	}
@@ -106,15 +109,13 @@ func cmdKeys(c *Client, args [][]byte) {
 	pat := string(args[1])
 	all := pat == "*"
 	var keys []string
-	for i := range db.shards {
-		db.shards[i].finishRehash()
-		for _, head := range db.shards[i].buckets {
-			for e := head; e != nil; e = e.next {
-				if (all || globMatch(pat, e.key, false)) && !e.expired(c.now) {
-					keys = append(keys, e.key)
-				}
+	for i := range db.Shards {
+		db.Shards[i].ForEach(func(e *keyspace.Entry) bool {
+			if (all || globMatch(pat, e.Key, false)) && !e.Expired(c.now) {
+				keys = append(keys, e.Key)
 			}
-		}
+			return true
+		})
 	}
 	c.addStrings(keys)
 }
@@ -130,7 +131,7 @@ type scanOptions struct {
 
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
 //
-// The cursor is the bucket cursor of one shard shifted left by shardBits,
+// The cursor is the bucket cursor of one shard shifted left by keyspace.ShardBits,
 // with the shard index in the low bits. Shards are walked in order, each
 // with Redis's reverse-binary bucket cursor (shard.scan), so a key present
 // for the whole scan is returned at least once even if shards grow or
@@ -168,31 +169,31 @@ func cmdScan(c *Client, args [][]byte) {
 		}
 	}
 	db := c.curDB()
-	shardIdx := int(cursor & (numShards - 1))
-	bucket := cursor >> shardBits
+	shardIdx := int(cursor & (keyspace.NumShards - 1))
+	bucket := cursor >> keyspace.ShardBits
 	var keys [][]byte
-	var found []*entry
+	var found []*keyspace.Entry
 	maxIter := o.count * 10
-	for shardIdx < numShards {
-		sh := &db.shards[shardIdx]
+	for shardIdx < keyspace.NumShards {
+		sh := &db.Shards[shardIdx]
 		locked := c.lockShardIfFree(sh)
 		for {
 			found = found[:0]
-			bucket = sh.scan(bucket, func(e *entry) { found = append(found, e) })
+			bucket = sh.Scan(bucket, func(e *keyspace.Entry) { found = append(found, e) })
 			for _, e := range found {
-				if o.match && !globMatch(o.pattern, e.key, false) {
+				if o.match && !globMatch(o.pattern, e.Key, false) {
 					continue
 				}
 				if o.hasType && !eqFold([]byte(o.typeName), typeOf(e)) {
 					continue
 				}
-				if e.expired(c.now) {
+				if e.Expired(c.now) {
 					if c.srv.expireDeletes() {
-						db.expireEntry(e.key)
+						db.ExpireEntry(e.Key)
 					}
 					continue
 				}
-				keys = append(keys, []byte(e.key))
+				keys = append(keys, []byte(e.Key))
 			}
 			maxIter--
 			if bucket == 0 || maxIter <= 0 || int64(len(keys)) >= o.count {
@@ -200,7 +201,7 @@ func cmdScan(c *Client, args [][]byte) {
 			}
 		}
 		if locked {
-			sh.mu.Unlock()
+			sh.Mu.Unlock()
 		}
 		if bucket == 0 {
 			shardIdx++
@@ -210,8 +211,8 @@ func cmdScan(c *Client, args [][]byte) {
 		}
 	}
 	next := uint64(0)
-	if shardIdx < numShards {
-		next = bucket<<shardBits | uint64(shardIdx)
+	if shardIdx < keyspace.NumShards {
+		next = bucket<<keyspace.ShardBits | uint64(shardIdx)
 	}
 	c.addArrayLen(2)
 	c.addBulkString(strconv.FormatUint(next, 10))
@@ -222,20 +223,20 @@ func cmdScan(c *Client, args [][]byte) {
 func cmdRandomKey(c *Client, args [][]byte) {
 	db := c.curDB()
 	for tries := 0; tries < 1000; tries++ {
-		if db.size() == 0 {
+		if db.Size() == 0 {
 			break
 		}
 		// Pick a shard at random among the non-empty ones, weighted by
 		// size, then a random key of it (counts can move between the
 		// unlocked read and the lock; that only skews the odds).
-		var counts [numShards]int
+		var counts [keyspace.NumShards]int
 		total := 0
-		for i := range db.shards {
-			sh := &db.shards[i]
+		for i := range db.Shards {
+			sh := &db.Shards[i]
 			locked := c.lockShardIfFree(sh)
-			counts[i] = sh.count
+			counts[i] = sh.Len()
 			if locked {
-				sh.mu.Unlock()
+				sh.Mu.Unlock()
 			}
 			total += counts[i]
 		}
@@ -244,23 +245,23 @@ func cmdRandomKey(c *Client, args [][]byte) {
 		}
 		r := rand.IntN(total)
 		idx := 0
-		for ; idx < numShards-1 && r >= counts[idx]; idx++ {
+		for ; idx < keyspace.NumShards-1 && r >= counts[idx]; idx++ {
 			r -= counts[idx]
 		}
-		sh := &db.shards[idx]
+		sh := &db.Shards[idx]
 		locked := c.lockShardIfFree(sh)
-		e := sh.randomEntry()
+		e := sh.RandomEntry()
 		var key string
 		expired := false
 		if e != nil {
-			key = e.key
-			if e.expired(c.now) && c.srv.expireDeletes() {
-				db.expireEntry(key)
+			key = e.Key
+			if e.Expired(c.now) && c.srv.expireDeletes() {
+				db.ExpireEntry(key)
 				expired = true
 			}
 		}
 		if locked {
-			sh.mu.Unlock()
+			sh.Mu.Unlock()
 		}
 		if e == nil || expired {
 			continue
@@ -274,41 +275,14 @@ func cmdRandomKey(c *Client, args [][]byte) {
 // lockShardIfFree locks sh for a command that locks shards itself (SCAN,
 // RANDOMKEY) unless the client already holds it (inside EXEC, whose locks
 // are taken up front). It reports whether it locked.
-func (c *Client) lockShardIfFree(sh *shard) bool {
+func (c *Client) lockShardIfFree(sh *keyspace.Shard) bool {
 	for _, m := range c.held {
-		if m == &sh.mu {
+		if m == &sh.Mu {
 			return false
 		}
 	}
-	sh.mu.Lock()
+	sh.Mu.Lock()
 	return true
-}
-
-// randomEntry returns a random entry of the shard, or nil if it is empty.
-// The shard must be locked.
-func (s *shard) randomEntry() *entry {
-	if s.count == 0 || len(s.buckets) == 0 {
-		return nil
-	}
-	s.finishRehash()
-	n := len(s.buckets)
-	start := rand.IntN(n)
-	for i := 0; i < n; i++ {
-		head := s.buckets[(start+i)%n]
-		if head == nil {
-			continue
-		}
-		l := 0
-		for e := head; e != nil; e = e.next {
-			l++
-		}
-		e := head
-		for k := rand.IntN(l); k > 0; k-- {
-			e = e.next
-		}
-		return e
-	}
-	return nil
 }
 
 // RENAME key newkey
@@ -319,7 +293,7 @@ func cmdRenameNX(c *Client, args [][]byte) { renameGeneric(c, args, true) }
 
 func renameGeneric(c *Client, args [][]byte, nx bool) {
 	db := c.curDB()
-	e := db.lookup(bstr(args[1]), c.now)
+	e := db.Lookup(bstr(args[1]), c.now)
 	if e == nil {
 		c.addError(errNoSuchKey)
 		return
@@ -332,13 +306,13 @@ func renameGeneric(c *Client, args [][]byte, nx bool) {
 		}
 		return
 	}
-	if db.lookup(bstr(args[2]), c.now) != nil {
+	if db.Lookup(bstr(args[2]), c.now) != nil {
 		if nx {
 			c.addInt(0)
 			return
 		}
 	}
-	src, dst := e.key, string(args[2])
+	src, dst := e.Key, string(args[2])
 	moveEntry(db, src, db, dst)
 	c.signalModifiedKey(src)
 	c.signalModifiedKey(dst)
@@ -354,11 +328,11 @@ func renameGeneric(c *Client, args [][]byte, nx bool) {
 
 // moveEntry moves the value and expiry of key src in from to key dst in
 // to, replacing whatever dst held. Both keys' shards must be locked.
-func moveEntry(from *DB, src string, to *DB, dst string) {
-	e := from.remove(src)
-	to.remove(dst)
-	ne := &entry{str: e.str, obj: e.obj, expire: e.expire, lru: e.lru}
-	to.add(dst, ne)
+func moveEntry(from *keyspace.DB, src string, to *keyspace.DB, dst string) {
+	e := from.Remove(src)
+	to.Remove(dst)
+	ne := &keyspace.Entry{Str: e.Str, Obj: e.Obj, Expire: e.Expire, LRU: e.LRU}
+	to.Add(dst, ne)
 }
 
 // MOVE key db
@@ -376,21 +350,21 @@ func cmdMove(c *Client, args [][]byte) {
 		c.addError("ERR source and destination objects are the same")
 		return
 	}
-	e := src.lookup(bstr(args[1]), c.now)
+	e := src.Lookup(bstr(args[1]), c.now)
 	if e == nil {
 		c.addInt(0)
 		return
 	}
-	key := e.key
-	if dst.lookup(key, c.now) != nil {
+	key := e.Key
+	if dst.Lookup(key, c.now) != nil {
 		c.addInt(0)
 		return
 	}
 	moveEntry(src, key, dst, key)
-	c.srv.touchWatchedKey(src.id, key)
-	c.srv.touchWatchedKey(dst.id, key)
-	c.srv.notifyKeyspaceEvent(notifyGeneric, "move_from", key, src.id)
-	c.srv.notifyKeyspaceEvent(notifyGeneric, "move_to", key, dst.id)
+	c.srv.touchWatchedKey(src.ID, key)
+	c.srv.touchWatchedKey(dst.ID, key)
+	c.srv.notifyKeyspaceEvent(notifyGeneric, "move_from", key, src.ID)
+	c.srv.notifyKeyspaceEvent(notifyGeneric, "move_to", key, dst.ID)
 	c.markDirty(1)
 	c.addInt(1)
 }
@@ -415,7 +389,7 @@ func cmdCopy(c *Client, args [][]byte) {
 			return
 		}
 	}
-	if c.srv.cfg.Bool(DirClusterEnabled) && (src.id != 0 || dst.id != 0) {
+	if c.srv.cfg.Bool(DirClusterEnabled) && (src.ID != 0 || dst.ID != 0) {
 		c.addError("ERR Copying to another database is not allowed in cluster mode")
 		return
 	}
@@ -423,53 +397,53 @@ func cmdCopy(c *Client, args [][]byte) {
 		c.addError("ERR source and destination objects are the same")
 		return
 	}
-	e := src.lookup(bstr(args[1]), c.now)
+	e := src.Lookup(bstr(args[1]), c.now)
 	if e == nil {
 		c.addInt(0)
 		return
 	}
 	newKey := string(args[2])
-	if dst.lookup(newKey, c.now) != nil {
+	if dst.Lookup(newKey, c.now) != nil {
 		if !replace {
 			c.addInt(0)
 			return
 		}
-		dst.remove(newKey)
+		dst.Remove(newKey)
 	}
-	ne := &entry{expire: e.expire}
-	if e.obj == nil {
-		ne.str = bytes.Clone(e.str)
-		if ne.str == nil {
-			ne.str = []byte{}
+	ne := &keyspace.Entry{Expire: e.Expire}
+	if e.Obj == nil {
+		ne.Str = bytes.Clone(e.Str)
+		if ne.Str == nil {
+			ne.Str = []byte{}
 		}
-	} else if tv, ok := e.obj.(typedValue); ok {
-		ne.obj = tv.clone()
+	} else if tv, ok := e.Obj.(value.Value); ok {
+		ne.Obj = tv.Clone()
 	} else {
-		ne.obj = e.obj
+		ne.Obj = e.Obj
 	}
-	dst.add(newKey, ne)
-	c.srv.touchWatchedKey(dst.id, newKey)
-	c.srv.notifyKeyspaceEvent(notifyGeneric, "copy_to", newKey, dst.id)
+	dst.Add(newKey, ne)
+	c.srv.touchWatchedKey(dst.ID, newKey)
+	c.srv.notifyKeyspaceEvent(notifyGeneric, "copy_to", newKey, dst.ID)
 	c.markDirty(1)
 	c.addInt(1)
 }
 
 // lookupNoTouch is lookup without refreshing the key's LRU clock (Redis's
 // LOOKUP_NOTOUCH: OBJECT, TYPE, TTL).
-func (c *Client) lookupNoTouch(key []byte) *entry {
+func (c *Client) lookupNoTouch(key []byte) *keyspace.Entry {
 	db := c.curDB()
-	e := db.getEntry(bstr(key))
-	if e != nil && e.expired(c.now) {
+	e := db.GetEntry(bstr(key))
+	if e != nil && e.Expired(c.now) {
 		// lookup decides what an expired key is (deleted on a master);
 		// it only touches live keys, which this one is not.
-		return db.lookup(e.key, c.now)
+		return db.Lookup(e.Key, c.now)
 	}
 	return e
 }
 
 // objectLookup finds the key of an OBJECT subcommand, replying null when
 // it is missing.
-func objectLookup(c *Client, key []byte) *entry {
+func objectLookup(c *Client, key []byte) *keyspace.Entry {
 	e := c.lookupNoTouch(key)
 	if e == nil {
 		c.addNull()
@@ -500,7 +474,7 @@ func cmdObjectFreq(c *Client, args [][]byte) {
 		c.addError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 		return
 	}
-	c.addInt(int64(e.lru & 0xff))
+	c.addInt(int64(e.LRU & 0xff))
 }
 
 // OBJECT IDLETIME key
@@ -514,8 +488,8 @@ func cmdObjectIdletime(c *Client, args [][]byte) {
 		return
 	}
 	idle := int64(0)
-	if e.lru != 0 && c.lruNow() > e.lru {
-		idle = int64(c.lruNow() - e.lru)
+	if e.LRU != 0 && c.lruNow() > e.LRU {
+		idle = int64(c.lruNow() - e.LRU)
 	}
 	c.addInt(idle)
 }
@@ -527,8 +501,8 @@ func cmdObjectRefcount(c *Client, args [][]byte) {
 		return
 	}
 	// Redis shares the objects of the integers 0..9999.
-	if e.obj == nil && len(e.str) <= 4 {
-		if n, ok := parseInt(e.str); ok && n >= 0 && n < 10000 {
+	if e.Obj == nil && len(e.Str) <= 4 {
+		if n, ok := parseInt(e.Str); ok && n >= 0 && n < 10000 {
 			c.addInt(1<<31 - 1)
 			return
 		}

@@ -298,10 +298,10 @@ func TestObjectIdletime(t *testing.T) {
 	r.expect("SET k v\r\n", "+OK")
 	age := func(secs uint32) {
 		db := ts.srv.dbs[0]
-		sh := &db.shards[shardOf("k")]
-		sh.mu.Lock()
-		db.getEntry("k").lru = uint32(time.Now().Unix()) - secs
-		sh.mu.Unlock()
+		sh := db.KeyShard("k")
+		sh.Mu.Lock()
+		db.GetEntry("k").LRU = uint32(time.Now().Unix()) - secs
+		sh.Mu.Unlock()
 	}
 	age(100)
 	// OBJECT, TYPE, TTL and EXISTS do not touch the key.

@@ -3,6 +3,9 @@ package node
 import (
 	"bytes"
 	"strconv"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 func registerListCommands(t *commandTable) {
@@ -36,17 +39,17 @@ func registerListCommands(t *commandTable) {
 
 // lookupList returns key's list: (nil, nil, true) when missing, ok=false
 // (after replying WRONGTYPE) when the key holds another type.
-func (c *Client) lookupList(key []byte) (e *entry, l *listValue, ok bool) {
+func (c *Client) lookupList(key []byte) (e *keyspace.Entry, l *value.List, ok bool) {
 	return c.lookupListKey(string(key))
 }
 
 // lookupListKey is lookupList for a key already converted to a string.
-func (c *Client) lookupListKey(key string) (e *entry, l *listValue, ok bool) {
-	e = c.curDB().lookup(key, c.now)
+func (c *Client) lookupListKey(key string) (e *keyspace.Entry, l *value.List, ok bool) {
+	e = c.curDB().Lookup(key, c.now)
 	if e == nil {
 		return nil, nil, true
 	}
-	l, isList := e.obj.(*listValue)
+	l, isList := e.Obj.(*value.List)
 	if !isList {
 		c.addError(errWrongType)
 		return nil, nil, false
@@ -125,11 +128,11 @@ func pushGeneric(c *Client, args [][]byte, left, xx bool) {
 			c.addInt(0)
 			return
 		}
-		l = newList()
-		c.curDB().add(key, &entry{obj: l})
+		l = value.NewList()
+		c.curDB().Add(key, &keyspace.Entry{Obj: l})
 	}
 	if !left {
-		l.reserve(args[2:])
+		l.Reserve(args[2:])
 	}
 	for _, v := range args[2:] {
 		l.Push(v, left) // copied into the list
@@ -201,10 +204,10 @@ func cmdLInsert(c *Client, args [][]byte) {
 
 // listRemoved does the bookkeeping after popping n elements from key:
 // notification, removing the emptied key, WATCH, dirty.
-func (c *Client) listRemoved(key string, l *listValue, left bool, n int) {
+func (c *Client) listRemoved(key string, l *value.List, left bool, n int) {
 	c.notify(notifyList, popEvent(left), key)
 	if l.Len() == 0 {
-		c.curDB().remove(key)
+		c.curDB().Remove(key)
 		c.notify(notifyGeneric, "del", key)
 	}
 	c.signalModifiedKey(key)
@@ -213,11 +216,11 @@ func (c *Client) listRemoved(key string, l *listValue, left bool, n int) {
 
 // popRangeReply pops up to count elements from one end and replies with
 // them as an array.
-func (c *Client) popRangeReply(l *listValue, left bool, count int64) int {
+func (c *Client) popRangeReply(l *value.List, left bool, count int64) int {
 	n := int(min(count, int64(l.Len())))
 	c.addArrayLen(n)
 	for k := 0; k < n; k++ {
-		c.addBulk(l.popView(left)) // copied into the reply before the next pop
+		c.addBulk(l.PopView(left)) // copied into the reply before the next pop
 	}
 	return n
 }
@@ -255,7 +258,7 @@ func popGeneric(c *Client, args [][]byte, left bool) {
 		return
 	}
 	if !hasCount {
-		c.addBulk(l.popView(left))
+		c.addBulk(l.PopView(left))
 		c.listRemoved(key, l, left, 1)
 		return
 	}
@@ -488,7 +491,7 @@ func cmdLTrim(c *Client, args [][]byte) {
 	}
 	c.notify(notifyList, "ltrim", key)
 	if l.Len() == 0 {
-		c.curDB().remove(key)
+		c.curDB().Remove(key)
 		c.notify(notifyGeneric, "del", key)
 	}
 	c.signalModifiedKey(key)
@@ -654,7 +657,7 @@ func cmdLRem(c *Client, args [][]byte) {
 		c.markDirty(int(removed))
 	}
 	if l.Len() == 0 {
-		c.curDB().remove(key)
+		c.curDB().Remove(key)
 		c.notify(notifyGeneric, "del", key)
 	}
 	c.addInt(removed)
@@ -680,21 +683,21 @@ func lmoveGeneric(c *Client, srcKey, dstKey []byte, from, to bool) bool {
 // after checking its type; replies with the element or WRONGTYPE. It
 // returns false on WRONGTYPE. fromBlocked is set when serving a blocked
 // client (Redis then signals the source as modified already).
-func moveElement(c *Client, srcKey string, src *listValue, dstKey string, from, to bool, fromBlocked bool) bool {
+func moveElement(c *Client, srcKey string, src *value.List, dstKey string, from, to bool, fromBlocked bool) bool {
 	db := c.curDB()
-	de := db.lookup(dstKey, c.now)
-	var dst *listValue
+	de := db.Lookup(dstKey, c.now)
+	var dst *value.List
 	if de != nil {
 		var isList bool
-		if dst, isList = de.obj.(*listValue); !isList {
+		if dst, isList = de.Obj.(*value.List); !isList {
 			c.addError(errWrongType)
 			return false
 		}
 	}
 	v := src.Pop(from)
 	if dst == nil {
-		dst = newList()
-		db.add(dstKey, &entry{obj: dst})
+		dst = value.NewList()
+		db.Add(dstKey, &keyspace.Entry{Obj: dst})
 	}
 	c.signalModifiedKey(dstKey)
 	dst.Push(v, to)
@@ -703,7 +706,7 @@ func moveElement(c *Client, srcKey string, src *listValue, dstKey string, from, 
 	c.signalKeyAsReady(dstKey)
 	c.notify(notifyList, popEvent(from), srcKey)
 	if src.Len() == 0 {
-		db.remove(srcKey)
+		db.Remove(srcKey)
 		c.notify(notifyGeneric, "del", srcKey)
 	}
 	if !fromBlocked {
@@ -760,11 +763,11 @@ func blockingPop(c *Client, keys [][]byte, left bool, timeout int64, count int64
 		spec.keys = append(spec.keys, string(k))
 	}
 	spec.serve = func(c *Client, key string) bool {
-		e := c.curDB().lookup(key, c.now)
+		e := c.curDB().Lookup(key, c.now)
 		if e == nil {
 			return false
 		}
-		l, isList := e.obj.(*listValue)
+		l, isList := e.Obj.(*value.List)
 		if !isList || l.Len() == 0 {
 			return false
 		}
@@ -776,11 +779,11 @@ func blockingPop(c *Client, keys [][]byte, left bool, timeout int64, count int64
 
 // servePop pops from a non-empty list for BLPOP/BRPOP/BLMPOP, replies and
 // propagates as LPOP/RPOP (with a count for BLMPOP), as Redis 7.0 does.
-func servePop(c *Client, key string, l *listValue, left bool, count int64) {
+func servePop(c *Client, key string, l *value.List, left bool, count int64) {
 	if count < 0 {
 		c.addArrayLen(2)
 		c.addBulkString(key)
-		c.addBulk(l.popView(left))
+		c.addBulk(l.PopView(left))
 		c.listRemoved(key, l, left, 1)
 		c.propagateAs([][]byte{popCmdName(left), []byte(key)})
 		return
@@ -848,11 +851,11 @@ func blmoveGeneric(c *Client, args [][]byte, from, to bool, timeout int64, rpopl
 	}
 	spec := blockSpec{keys: []string{srcKey}, target: dstKey, timeout: timeout, kick: kick}
 	spec.serve = func(c *Client, key string) bool {
-		se := c.curDB().lookup(key, c.now)
+		se := c.curDB().Lookup(key, c.now)
 		if se == nil {
 			return false
 		}
-		src, isList := se.obj.(*listValue)
+		src, isList := se.Obj.(*value.List)
 		if !isList || src.Len() == 0 {
 			return false
 		}

@@ -68,7 +68,7 @@ func cmdFlushAll(c *Client, args [][]byte) {
 	}
 	c.srv.touchWatchedDBs(-1, -1)
 	for _, db := range c.srv.dbs {
-		db.flush()
+		db.Flush()
 	}
 	c.markDirty(1)
 	c.propagateAs([][]byte{[]byte("FLUSHALL")})
@@ -81,14 +81,14 @@ func cmdFlushDB(c *Client, args [][]byte) {
 		return
 	}
 	c.srv.touchWatchedDBs(c.db, -1)
-	c.curDB().flush()
+	c.curDB().Flush()
 	c.markDirty(1)
 	c.propagateAs([][]byte{[]byte("FLUSHDB")})
 	c.addOK()
 }
 
 // DBSIZE
-func cmdDBSize(c *Client, args [][]byte) { c.addInt(c.curDB().size()) }
+func cmdDBSize(c *Client, args [][]byte) { c.addInt(c.curDB().Size()) }
 
 // FUNCTION FLUSH [ASYNC|SYNC]: the function library is always empty.
 func cmdFunctionFlush(c *Client, args [][]byte) {
@@ -223,9 +223,9 @@ func (s *Server) touchWatchedDBs(db, other int) {
 		if db >= 0 && wk.db != db {
 			continue
 		}
-		exists := s.dbs[wk.db].getEntry(wk.key) != nil
+		exists := s.dbs[wk.db].GetEntry(wk.key) != nil
 		if !exists && other >= 0 {
-			exists = s.dbs[other].getEntry(wk.key) != nil
+			exists = s.dbs[other].GetEntry(wk.key) != nil
 		}
 		if !exists {
 			continue
@@ -321,7 +321,7 @@ func cmdSwapDB(c *Client, args [][]byte) {
 	if a != b {
 		s.touchWatchedDBs(int(a), int(b))
 		s.touchWatchedDBs(int(b), int(a))
-		s.dbs[a].swapContents(s.dbs[b])
+		s.dbs[a].SwapContents(s.dbs[b])
 		// The blocking engine (blocking.go) wakes clients blocked on keys
 		// that now exist.
 		if sw, ok := any(s).(interface{ signalDBsSwapped(a, b int) }); ok {
@@ -533,12 +533,12 @@ func cmdMemoryUsage(c *Client, args [][]byte) {
 		c.addError(errSyntax)
 		return
 	}
-	e := c.curDB().lookup(string(args[2]), c.now)
+	e := c.curDB().Lookup(string(args[2]), c.now)
 	if e == nil {
 		c.addNull()
 		return
 	}
-	c.addInt(e.memUsage())
+	c.addInt(e.MemUsage())
 }
 
 // MEMORY DOCTOR
@@ -561,9 +561,9 @@ func cmdMemoryStats(c *Client, args [][]byte) {
 	}
 	var dbs []dbStat
 	for i, db := range s.dbs {
-		if n := db.size(); n > 0 {
+		if n := db.Size(); n > 0 {
 			keys += n
-			dbs = append(dbs, dbStat{i, n, db.expires.Load()})
+			dbs = append(dbs, dbStat{i, n, db.Expires.Load()})
 		}
 	}
 	c.addMapLen(9 + len(dbs))

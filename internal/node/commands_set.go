@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 func registerSetCommands(t *commandTable) {
@@ -53,8 +55,8 @@ func numKeysAt(pos int) keysFunc {
 }
 
 // lookupSet returns the set at key (see lookupValue).
-func (c *Client) lookupSet(key []byte, read bool) (*setValue, bool) {
-	return lookupValue[*setValue](c, key, read)
+func (c *Client) lookupSet(key []byte, read bool) (*value.Set, bool) {
+	return lookupValue[*value.Set](c, key, read)
 }
 
 // SADD key member [member ...]
@@ -64,13 +66,13 @@ func cmdSAdd(c *Client, args [][]byte) {
 		return
 	}
 	if s == nil {
-		s = newSetFor(args[2], 0)
-		c.curDB().setObject(string(args[1]), s)
+		s = value.NewSetFor(args[2], 0)
+		c.curDB().SetObject(string(args[1]), s)
 	}
 	limit := c.srv.intsetLimit()
 	added := 0
 	for _, m := range args[2:] {
-		if s.addB(m, limit) {
+		if s.AddB(m, limit) {
 			added++
 		}
 	}
@@ -85,56 +87,56 @@ func cmdSAdd(c *Client, args [][]byte) {
 
 // SREM key member [member ...]
 func cmdSRem(c *Client, args [][]byte) {
-	removeMembersCommand(c, args, (*setValue).remB, notifySet, "srem")
+	removeMembersCommand(c, args, (*value.Set).RemB, notifySet, "srem")
 }
 
 // SMOVE source destination member
 func cmdSMove(c *Client, args [][]byte) {
 	db := c.curDB()
 	src, dst := string(args[1]), string(args[2])
-	se := db.lookup(src, c.now)
-	de := db.lookup(dst, c.now)
+	se := db.Lookup(src, c.now)
+	de := db.Lookup(dst, c.now)
 	if se == nil {
 		c.addInt(0)
 		return
 	}
-	ss, ok := se.obj.(*setValue)
+	ss, ok := se.Obj.(*value.Set)
 	if !ok {
 		c.addError(errWrongType)
 		return
 	}
-	var ds *setValue
+	var ds *value.Set
 	if de != nil {
-		if ds, ok = de.obj.(*setValue); !ok {
+		if ds, ok = de.Obj.(*value.Set); !ok {
 			c.addError(errWrongType)
 			return
 		}
 	}
 	member := args[3]
 	if src == dst {
-		if ss.hasB(member) {
+		if ss.HasB(member) {
 			c.addInt(1)
 		} else {
 			c.addInt(0)
 		}
 		return
 	}
-	if !ss.remB(member) {
+	if !ss.RemB(member) {
 		c.addInt(0)
 		return
 	}
 	c.notify(notifySet, "srem", src)
 	if ss.Len() == 0 {
-		db.remove(src)
+		db.Remove(src)
 		c.notify(notifyGeneric, "del", src)
 	}
 	if ds == nil {
-		ds = newSetFor(member, 0)
-		db.setObject(dst, ds)
+		ds = value.NewSetFor(member, 0)
+		db.SetObject(dst, ds)
 	}
 	c.signalModifiedKey(src)
 	c.markDirty(1)
-	if ds.addB(member, c.srv.intsetLimit()) {
+	if ds.AddB(member, c.srv.intsetLimit()) {
 		c.markDirty(1)
 		c.signalModifiedKey(dst)
 		c.notify(notifySet, "sadd", dst)
@@ -148,7 +150,7 @@ func cmdSIsMember(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	if s != nil && s.hasB(args[2]) {
+	if s != nil && s.HasB(args[2]) {
 		c.addInt(1)
 	} else {
 		c.addInt(0)
@@ -163,7 +165,7 @@ func cmdSMIsMember(c *Client, args [][]byte) {
 	}
 	c.addArrayLen(len(args) - 2)
 	for _, m := range args[2:] {
-		if s != nil && s.hasB(m) {
+		if s != nil && s.HasB(m) {
 			c.addInt(1)
 		} else {
 			c.addInt(0)
@@ -202,13 +204,13 @@ func cmdSPop(c *Client, args [][]byte) {
 		c.addNull()
 		return
 	}
-	m := s.popRandom()
+	m := s.PopRandom()
 	key := string(args[1])
 	c.notify(notifySet, "spop", key)
 	c.propagateAs([][]byte{[]byte("SREM"), args[1], []byte(m)})
 	c.addBulkString(m)
 	if s.Len() == 0 {
-		c.curDB().remove(key)
+		c.curDB().Remove(key)
 		c.notify(notifyGeneric, "del", key)
 	}
 	c.signalModifiedKey(key)
@@ -234,8 +236,8 @@ func setPopCount(c *Client, args [][]byte) {
 	c.notify(notifySet, "spop", key)
 	if l >= size {
 		c.addSetLen(int(size))
-		s.each(func(m []byte) bool { c.addBulk(m); return true })
-		c.curDB().remove(key)
+		s.Each(func(m []byte) bool { c.addBulk(m); return true })
+		c.curDB().Remove(key)
 		c.notify(notifyGeneric, "del", key)
 		c.propagateAs([][]byte{[]byte("DEL"), args[1]})
 		c.signalModifiedKey(key)
@@ -250,30 +252,30 @@ func setPopCount(c *Client, args [][]byte) {
 	remaining := size - count
 	if remaining*5 > count {
 		for ; count > 0; count-- {
-			m := s.randomMember()
-			s.remB(sbytes(m))
+			m := s.RandomMember()
+			s.RemB(sbytes(m))
 			c.addBulkString(m)
 			srem([]byte(m))
 		}
 	} else {
 		// Few members stay: move them to a new set and pop everything
 		// else, as Redis's third SPOP strategy does.
-		var ns *setValue
+		var ns *value.Set
 		limit := c.srv.intsetLimit()
 		for ; remaining > 0; remaining-- {
-			m := s.randomMember()
+			m := s.RandomMember()
 			if ns == nil {
-				ns = newSetFor(sbytes(m), int(size-count))
+				ns = value.NewSetFor(sbytes(m), int(size-count))
 			}
-			ns.addB(sbytes(m), limit)
-			s.remB(sbytes(m))
+			ns.AddB(sbytes(m), limit)
+			s.RemB(sbytes(m))
 		}
-		s.each(func(m []byte) bool {
+		s.Each(func(m []byte) bool {
 			c.addBulk(m)
 			srem(slices.Clone(m))
 			return true
 		})
-		c.curDB().lookup(key, c.now).obj = ns
+		c.curDB().Lookup(key, c.now).Obj = ns
 	}
 	c.signalModifiedKey(key)
 	c.markDirty(int(l))
@@ -297,7 +299,7 @@ func cmdSRandMember(c *Client, args [][]byte) {
 		c.addNull()
 		return
 	}
-	c.addBulkString(s.randomMember())
+	c.addBulkString(s.RandomMember())
 }
 
 func setRandMemberCount(c *Client, args [][]byte) {
@@ -325,26 +327,26 @@ func setRandMemberCount(c *Client, args [][]byte) {
 			count = -count
 		}
 		c.addArrayLen(int(count))
-		if s.d == nil {
+		if s.Dict == nil {
 			var buf [24]byte
 			for ; count > 0 && !c.closed.Load(); count-- {
-				c.addBulk(strconv.AppendInt(buf[:0], s.ints[rand.IntN(len(s.ints))], 10))
+				c.addBulk(strconv.AppendInt(buf[:0], s.Ints[rand.IntN(len(s.Ints))], 10))
 			}
 			return
 		}
 		for ; count > 0 && !c.closed.Load(); count-- {
-			c.addBulkString(s.d.randomNode().key)
+			c.addBulkString(s.Dict.RandomNode().Key)
 		}
 		return
 	}
 	if l >= size {
 		c.addArrayLen(int(size))
-		s.each(func(m []byte) bool { c.addBulk(m); return true })
+		s.Each(func(m []byte) bool { c.addBulk(m); return true })
 		return
 	}
 	count := int(l)
 	c.addArrayLen(count)
-	if s.d == nil || int64(count)*3 > size {
+	if s.Dict == nil || int64(count)*3 > size {
 		all := setMembers(s)
 		for i := 0; i < count; i++ {
 			j := i + rand.IntN(len(all)-i)
@@ -355,7 +357,7 @@ func setRandMemberCount(c *Client, args [][]byte) {
 	}
 	seen := make(map[string]struct{}, count)
 	for len(seen) < count {
-		k := s.d.randomNode().key
+		k := s.Dict.RandomNode().Key
 		if _, dup := seen[k]; dup {
 			continue
 		}
@@ -365,13 +367,13 @@ func setRandMemberCount(c *Client, args [][]byte) {
 }
 
 // setMembers lists the members of s as strings.
-func setMembers(s *setValue) []string {
+func setMembers(s *value.Set) []string {
 	out := make([]string, 0, s.Len())
-	if s.d != nil {
-		s.d.forEach(func(n *dictNode[struct{}]) bool { out = append(out, n.key); return true })
+	if s.Dict != nil {
+		s.Dict.ForEach(func(n *value.DictNode[struct{}]) bool { out = append(out, n.Key); return true })
 		return out
 	}
-	for _, v := range s.ints {
+	for _, v := range s.Ints {
 		out = append(out, strconv.FormatInt(v, 10))
 	}
 	return out
@@ -379,8 +381,8 @@ func setMembers(s *setValue) []string {
 
 // loadSets looks up the sets at keys (nil for a missing key); ok=false
 // after replying WRONGTYPE.
-func (c *Client) loadSets(keys [][]byte) ([]*setValue, bool) {
-	sets := make([]*setValue, len(keys))
+func (c *Client) loadSets(keys [][]byte) ([]*value.Set, bool) {
+	sets := make([]*value.Set, len(keys))
 	for i, k := range keys {
 		s, ok := c.lookupSet(k, true)
 		if !ok {
@@ -393,12 +395,12 @@ func (c *Client) loadSets(keys [][]byte) ([]*setValue, bool) {
 
 // setInter computes the intersection of sets (none nil), calling emit for
 // each member of the result until it returns false.
-func setInter(sets []*setValue, emit func(m []byte) bool) {
+func setInter(sets []*value.Set, emit func(m []byte) bool) {
 	sets = slices.Clone(sets)
-	slices.SortStableFunc(sets, func(a, b *setValue) int { return a.Len() - b.Len() })
-	sets[0].each(func(m []byte) bool {
+	slices.SortStableFunc(sets, func(a, b *value.Set) int { return a.Len() - b.Len() })
+	sets[0].Each(func(m []byte) bool {
 		for _, o := range sets[1:] {
-			if o != sets[0] && !o.hasB(m) {
+			if o != sets[0] && !o.HasB(m) {
 				return true
 			}
 		}
@@ -408,11 +410,11 @@ func setInter(sets []*setValue, emit func(m []byte) bool) {
 
 // storeSetResult stores res at dst (or deletes dst when res is empty) and
 // replies with its size, as SINTERSTORE/SUNIONSTORE/SDIFFSTORE do.
-func (c *Client) storeSetResult(dst []byte, res *setValue, event string) {
+func (c *Client) storeSetResult(dst []byte, res *value.Set, event string) {
 	db := c.curDB()
 	key := string(dst)
 	if res.Len() > 0 {
-		db.setObject(key, res)
+		db.SetObject(key, res)
 		c.signalModifiedKey(key)
 		c.addInt(int64(res.Len()))
 		c.notify(notifySet, event, key)
@@ -420,8 +422,8 @@ func (c *Client) storeSetResult(dst []byte, res *setValue, event string) {
 		return
 	}
 	c.addInt(0)
-	if db.lookup(key, c.now) != nil {
-		db.remove(key)
+	if db.Lookup(key, c.now) != nil {
+		db.Remove(key)
 		c.markDirty(1)
 		c.signalModifiedKey(key)
 		c.notify(notifyGeneric, "del", key)
@@ -440,7 +442,7 @@ func cmdSInter(c *Client, args [][]byte) {
 	}
 	if len(sets) == 1 {
 		c.addSetLen(sets[0].Len())
-		sets[0].each(func(m []byte) bool { c.addBulk(m); return true })
+		sets[0].Each(func(m []byte) bool { c.addBulk(m); return true })
 		return
 	}
 	var res [][]byte
@@ -499,29 +501,29 @@ func cmdSInterStore(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	res := newSet()
+	res := value.NewSet()
 	if !slices.Contains(sets, nil) {
 		limit := c.srv.intsetLimit()
-		setInter(sets, func(m []byte) bool { res.addB(m, limit); return true })
+		setInter(sets, func(m []byte) bool { res.AddB(m, limit); return true })
 	}
 	c.storeSetResult(args[1], res, "sinterstore")
 }
 
 // setUnion computes the union of sets (nil = empty).
-func setUnion(sets []*setValue, limit int) *setValue {
-	res := newSet()
+func setUnion(sets []*value.Set, limit int) *value.Set {
+	res := value.NewSet()
 	for _, s := range sets {
 		if s == nil {
 			continue
 		}
-		s.each(func(m []byte) bool { res.addB(m, limit); return true })
+		s.Each(func(m []byte) bool { res.AddB(m, limit); return true })
 	}
 	return res
 }
 
 // setDiff computes sets[0] minus the others (nil = empty).
-func setDiff(sets []*setValue, limit int) *setValue {
-	res := newSet()
+func setDiff(sets []*value.Set, limit int) *value.Set {
+	res := value.NewSet()
 	first := sets[0]
 	if first == nil {
 		return res
@@ -531,21 +533,21 @@ func setDiff(sets []*setValue, limit int) *setValue {
 			return res
 		}
 	}
-	first.each(func(m []byte) bool {
+	first.Each(func(m []byte) bool {
 		for _, s := range sets[1:] {
-			if s != nil && s.hasB(m) {
+			if s != nil && s.HasB(m) {
 				return true
 			}
 		}
-		res.addB(m, limit)
+		res.AddB(m, limit)
 		return true
 	})
 	return res
 }
 
-func (c *Client) addSetValue(s *setValue) {
+func (c *Client) addSetValue(s *value.Set) {
 	c.addSetLen(s.Len())
-	s.each(func(m []byte) bool { c.addBulk(m); return true })
+	s.Each(func(m []byte) bool { c.addBulk(m); return true })
 }
 
 // SUNION key [key ...]
@@ -599,8 +601,8 @@ func cmdSScan(c *Client, args [][]byte) {
 		return
 	}
 	var items [][]byte
-	if s.d == nil {
-		s.each(func(m []byte) bool {
+	if s.Dict == nil {
+		s.Each(func(m []byte) bool {
 			if o.keep(m) {
 				items = append(items, slices.Clone(m))
 			}
@@ -609,9 +611,9 @@ func cmdSScan(c *Client, args [][]byte) {
 		c.addScanReply(0, items)
 		return
 	}
-	cursor := s.d.scanCount(o.cursor, o.count, func(n *dictNode[struct{}]) {
-		if o.keep(sbytes(n.key)) {
-			items = append(items, sbytes(n.key))
+	cursor := s.Dict.ScanCount(o.cursor, o.count, func(n *value.DictNode[struct{}]) {
+		if o.keep(sbytes(n.Key)) {
+			items = append(items, sbytes(n.Key))
 		}
 	})
 	c.addScanReply(cursor, items)

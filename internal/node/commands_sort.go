@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // SORT and SORT_RO. BY and GET patterns read arbitrary keys of the current
@@ -109,17 +111,17 @@ func sortGeneric(c *Client, args [][]byte, readonly bool) {
 		}
 	}
 	db := c.curDB()
-	e := db.lookup(string(args[1]), c.now)
+	e := db.Lookup(string(args[1]), c.now)
 	var elems [][]byte
 	kind := "list"
 	if e != nil {
-		switch v := e.obj.(type) {
-		case *listValue:
+		switch v := e.Obj.(type) {
+		case *value.List:
 			v.ForEach(func(b []byte) bool { elems = append(elems, b); return true })
-		case *setValue:
+		case *value.Set:
 			kind = "set"
 			v.ForEach(func(m string) bool { elems = append(elems, []byte(m)); return true })
-		case *zsetValue:
+		case *value.ZSet:
 			kind = "zset"
 			v.ForEach(func(m string, _ float64) bool { elems = append(elems, []byte(m)); return true })
 		default:
@@ -241,7 +243,7 @@ func sortGeneric(c *Client, args [][]byte, readonly bool) {
 		}
 		return
 	}
-	l := newList()
+	l := value.NewList()
 	for j := start; j <= end; j++ {
 		if len(gets) == 0 {
 			l.PushBack(bytes.Clone(items[j].val))
@@ -252,13 +254,13 @@ func sortGeneric(c *Client, args [][]byte, readonly bool) {
 		}
 	}
 	if outputLen > 0 {
-		db.setObject(store, l)
+		db.SetObject(store, l)
 		c.signalModifiedKey(store)
 		c.notify(notifyList, "sortstore", store)
 		c.signalKeyAsReady(store)
 		c.markDirty(int(outputLen))
-	} else if db.lookup(store, c.now) != nil {
-		db.remove(store)
+	} else if db.Lookup(store, c.now) != nil {
+		db.Remove(store)
 		c.signalModifiedKey(store)
 		c.notify(notifyGeneric, "del", store)
 		c.markDirty(1)
@@ -288,21 +290,21 @@ func (c *Client) sortLookupPattern(pattern, subst []byte) ([]byte, bool) {
 	key = append(key, pattern[:star]...)
 	key = append(key, subst...)
 	key = append(key, pattern[star+1:keyEnd]...)
-	e := c.curDB().lookup(string(key), c.now)
+	e := c.curDB().Lookup(string(key), c.now)
 	if e == nil {
 		return nil, false
 	}
 	if field != nil {
-		h, ok := e.obj.(*hashValue)
+		h, ok := e.Obj.(*value.Hash)
 		if !ok {
 			return nil, false
 		}
 		return h.Get(string(field))
 	}
-	if e.obj != nil {
+	if e.Obj != nil {
 		return nil, false
 	}
-	return e.str, true
+	return e.Str, true
 }
 
 // sortStrtod parses a sort weight as Redis does (strtod with a full match;

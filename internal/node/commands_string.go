@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"math/big"
 	"strconv"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // String commands (Redis's t_string.c): GET/SET and their variants,
@@ -45,12 +47,12 @@ func registerStringCommands(t *commandTable) {
 
 // lookupString returns the string value of key: (nil, true) when missing,
 // ok=false (after replying WRONGTYPE) when the key holds another type.
-func (c *Client) lookupString(key []byte) (e *entry, ok bool) {
-	e = c.curDB().lookup(bstr(key), c.now)
+func (c *Client) lookupString(key []byte) (e *keyspace.Entry, ok bool) {
+	e = c.curDB().Lookup(bstr(key), c.now)
 	if e == nil {
 		return nil, true
 	}
-	if e.obj != nil {
+	if e.Obj != nil {
 		c.addError(errWrongType)
 		return nil, false
 	}
@@ -59,30 +61,30 @@ func (c *Client) lookupString(key []byte) (e *entry, ok bool) {
 
 // storeString sets key to val (which the keyspace takes ownership of).
 // e is the key's live entry if the caller already looked it up, or nil.
-func (c *Client) storeString(e *entry, key []byte, val []byte, expire int64, keepTTL bool) *entry {
+func (c *Client) storeString(e *keyspace.Entry, key []byte, val []byte, expire int64, keepTTL bool) *keyspace.Entry {
 	if e != nil {
-		e.str, e.obj = val, nil
+		e.Str, e.Obj = val, nil
 		if !keepTTL {
-			c.curDB().setExpire(e, expire)
+			c.curDB().SetExpire(e, expire)
 		}
 	} else {
-		e = c.curDB().setString(string(key), val, expire, keepTTL)
+		e = c.curDB().SetString(string(key), val, expire, keepTTL)
 	}
-	e.lru = c.lruNow()
+	e.LRU = c.lruNow()
 	return e
 }
 
 // storeStringCopy is storeString with a value the caller does not own
 // (a request argument): an overwritten string reuses its buffer when it
 // fits without wasting much, so SET on an existing key does not allocate.
-func (c *Client) storeStringCopy(e *entry, key []byte, val []byte, expire int64, keepTTL bool) *entry {
-	if e != nil && e.obj == nil && e.str != nil && cap(e.str) >= len(val) && cap(e.str) <= 2*len(val)+32 {
-		return c.storeString(e, key, append(e.str[:0], val...), expire, keepTTL)
+func (c *Client) storeStringCopy(e *keyspace.Entry, key []byte, val []byte, expire int64, keepTTL bool) *keyspace.Entry {
+	if e != nil && e.Obj == nil && e.Str != nil && cap(e.Str) >= len(val) && cap(e.Str) <= 2*len(val)+32 {
+		return c.storeString(e, key, append(e.Str[:0], val...), expire, keepTTL)
 	}
 	if e == nil {
-		// A new key: entry, key and value in one allocation (perf_entry.go).
-		if ne := c.curDB().addString(key, val, expire); ne != nil {
-			ne.lru = c.lruNow()
+		// A new key: entry, key and value in one allocation (keyspace/entry_inline.go).
+		if ne := c.curDB().AddString(key, val, expire); ne != nil {
+			ne.LRU = c.lruNow()
 			return ne
 		}
 	}
@@ -101,7 +103,7 @@ func cmdGet(c *Client, args [][]byte) {
 		return
 	}
 	c.srv.stats.keyspaceHits.Add(1)
-	c.addBulk(e.str)
+	c.addBulk(e.Str)
 }
 
 // Flags of SET and GETEX, as Redis's parseExtendedStringArgumentsOrReply
@@ -206,16 +208,16 @@ func setGeneric(c *Client, flags int, key, val, expireArg []byte, opts [][]byte,
 			return
 		}
 	}
-	e := c.curDB().lookup(bstr(key), c.now)
+	e := c.curDB().Lookup(bstr(key), c.now)
 	if flags&setGet != 0 {
-		if e != nil && e.obj != nil {
+		if e != nil && e.Obj != nil {
 			c.addError(errWrongType)
 			return
 		}
 		if e == nil {
 			c.addNull()
 		} else {
-			c.addBulk(e.str)
+			c.addBulk(e.Str)
 		}
 	}
 	if (flags&setNX != 0 && e != nil) || (flags&setXX != 0 && e == nil) {
@@ -229,7 +231,7 @@ func setGeneric(c *Client, flags int, key, val, expireArg []byte, opts [][]byte,
 		return
 	}
 	e = c.storeStringCopy(e, key, val, when, flags&setKeepTTL != 0)
-	k := e.key
+	k := e.Key
 	c.markDirty(1)
 	c.signalModifiedKey(k)
 	c.notify(notifyString, "set", k)
@@ -293,12 +295,12 @@ func cmdGetSet(c *Client, args [][]byte) {
 	if e == nil {
 		c.addNull()
 	} else {
-		c.addBulk(e.str)
+		c.addBulk(e.Str)
 	}
 	e = c.storeStringCopy(e, args[1], args[2], 0, false)
 	c.markDirty(1)
-	c.signalModifiedKey(e.key)
-	c.notify(notifyString, "set", e.key)
+	c.signalModifiedKey(e.Key)
+	c.notify(notifyString, "set", e.Key)
 	c.propagateAs([][]byte{[]byte("SET"), args[1], args[2]})
 }
 
@@ -312,9 +314,9 @@ func cmdGetDel(c *Client, args [][]byte) {
 		c.addNull()
 		return
 	}
-	c.addBulk(e.str)
-	key := e.key
-	c.curDB().remove(key)
+	c.addBulk(e.Str)
+	key := e.Key
+	c.curDB().Remove(key)
 	c.markDirty(1)
 	c.propagateAs([][]byte{c.delVerb(DirLazyfreeLazyUserDel), args[1]})
 	c.signalModifiedKey(key)
@@ -341,24 +343,24 @@ func cmdGetEx(c *Client, args [][]byte) {
 			return
 		}
 	}
-	c.addBulk(e.str)
+	c.addBulk(e.Str)
 	db := c.curDB()
-	key := e.key
+	key := e.Key
 	switch {
 	case flags&(setEXAT|setPXAT) != 0 && c.alreadyExpired(when):
-		db.remove(key)
+		db.Remove(key)
 		c.markDirty(1)
 		c.propagateAs([][]byte{c.delVerb(DirLazyfreeLazyExpire), args[1]})
 		c.signalModifiedKey(key)
 		c.notify(notifyGeneric, "del", key)
 	case expire != nil:
-		db.setExpire(e, when)
+		db.SetExpire(e, when)
 		c.markDirty(1)
 		c.propagateAs([][]byte{[]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, when, 10)})
 		c.signalModifiedKey(key)
 		c.notify(notifyGeneric, "expire", key)
-	case flags&setPersist != 0 && e.expire != 0:
-		db.setExpire(e, 0)
+	case flags&setPersist != 0 && e.Expire != 0:
+		db.SetExpire(e, 0)
 		c.markDirty(1)
 		c.propagateAs([][]byte{[]byte("PERSIST"), args[1]})
 		c.signalModifiedKey(key)
@@ -378,12 +380,12 @@ func cmdMGet(c *Client, args [][]byte) {
 	db := c.curDB()
 	c.addArrayLen(len(args) - 1)
 	for _, k := range args[1:] {
-		e := db.lookup(bstr(k), c.now)
-		if e == nil || e.obj != nil {
+		e := db.Lookup(bstr(k), c.now)
+		if e == nil || e.Obj != nil {
 			c.addNull()
 			continue
 		}
-		c.addBulk(e.str)
+		c.addBulk(e.Str)
 	}
 }
 
@@ -401,17 +403,17 @@ func msetGeneric(c *Client, args [][]byte, nx bool) {
 	db := c.curDB()
 	if nx {
 		for i := 1; i < len(args); i += 2 {
-			if db.lookup(bstr(args[i]), c.now) != nil {
+			if db.Lookup(bstr(args[i]), c.now) != nil {
 				c.addInt(0)
 				return
 			}
 		}
 	}
 	for i := 1; i < len(args); i += 2 {
-		e := db.getEntry(bstr(args[i]))
+		e := db.GetEntry(bstr(args[i]))
 		e = c.storeStringCopy(e, args[i], args[i+1], 0, false)
-		c.signalModifiedKey(e.key)
-		c.notify(notifyString, "set", e.key)
+		c.signalModifiedKey(e.Key)
+		c.notify(notifyString, "set", e.Key)
 	}
 	c.markDirty((len(args) - 1) / 2)
 	if nx {
@@ -458,7 +460,7 @@ func incrDecr(c *Client, key []byte, by int64) {
 	}
 	var cur int64
 	if e != nil {
-		v, ok := parseInt(e.str)
+		v, ok := parseInt(e.Str)
 		if !ok {
 			c.addError(errNotInt)
 			return
@@ -471,21 +473,21 @@ func incrDecr(c *Client, key []byte, by int64) {
 	}
 	cur += by
 	if e != nil {
-		e.str = strconv.AppendInt(e.str[:0], cur, 10)
+		e.Str = strconv.AppendInt(e.Str[:0], cur, 10)
 	} else {
 		var nb [20]byte
 		v := strconv.AppendInt(nb[:0], cur, 10)
-		// A new key: one allocation (perf_entry.go), unless a replica
+		// A new key: one allocation (keyspace/entry_inline.go), unless a replica
 		// still holds it expired.
-		if e = c.curDB().addString(key, v, 0); e != nil {
-			e.lru = c.lruNow()
+		if e = c.curDB().AddString(key, v, 0); e != nil {
+			e.LRU = c.lruNow()
 		} else {
-			e = c.curDB().setString(string(key), bytes.Clone(v), 0, false)
+			e = c.curDB().SetString(string(key), bytes.Clone(v), 0, false)
 		}
 	}
 	c.markDirty(1)
-	c.signalModifiedKey(e.key)
-	c.notify(notifyString, "incrby", e.key)
+	c.signalModifiedKey(e.Key)
+	c.notify(notifyString, "incrby", e.Key)
 	c.addInt(cur)
 }
 
@@ -497,7 +499,7 @@ func cmdIncrByFloat(c *Client, args [][]byte) {
 	}
 	cur := new(big.Float).SetPrec(longDoublePrec)
 	if e != nil {
-		v, ok := parseLongDouble(e.str)
+		v, ok := parseLongDouble(e.Str)
 		if !ok {
 			c.addError(errNotFloat)
 			return
@@ -521,8 +523,8 @@ func cmdIncrByFloat(c *Client, args [][]byte) {
 	val := formatLongDouble(sum)
 	e = c.storeString(e, args[1], val, 0, true)
 	c.markDirty(1)
-	c.signalModifiedKey(e.key)
-	c.notify(notifyString, "incrbyfloat", e.key)
+	c.signalModifiedKey(e.Key)
+	c.notify(notifyString, "incrbyfloat", e.Key)
 	c.addBulk(val)
 	c.propagateAs([][]byte{[]byte("SET"), args[1], bytes.Clone(val), []byte("KEEPTTL")})
 }
@@ -548,17 +550,17 @@ func cmdAppend(c *Client, args [][]byte) {
 		return
 	}
 	if e == nil {
-		e = c.curDB().setString(string(args[1]), bytes.Clone(args[2]), 0, false)
+		e = c.curDB().SetString(string(args[1]), bytes.Clone(args[2]), 0, false)
 	} else {
-		if !c.checkStringLength(int64(len(e.str)), int64(len(args[2]))) {
+		if !c.checkStringLength(int64(len(e.Str)), int64(len(args[2]))) {
 			return
 		}
-		e.str = append(e.str, args[2]...)
+		e.Str = append(e.Str, args[2]...)
 	}
 	c.markDirty(1)
-	c.signalModifiedKey(e.key)
-	c.notify(notifyString, "append", e.key)
-	c.addInt(int64(len(e.str)))
+	c.signalModifiedKey(e.Key)
+	c.notify(notifyString, "append", e.Key)
+	c.addInt(int64(len(e.Str)))
 }
 
 // STRLEN key
@@ -571,7 +573,7 @@ func cmdStrlen(c *Client, args [][]byte) {
 		c.addInt(0)
 		return
 	}
-	c.addInt(int64(len(e.str)))
+	c.addInt(int64(len(e.Str)))
 }
 
 // GETRANGE key start end (also SUBSTR)
@@ -592,12 +594,12 @@ func cmdGetRange(c *Client, args [][]byte) {
 		c.addBulk([]byte{})
 		return
 	}
-	from, to, empty := clampRange(start, end, int64(len(e.str)))
+	from, to, empty := clampRange(start, end, int64(len(e.Str)))
 	if empty {
 		c.addBulk([]byte{})
 		return
 	}
-	c.addBulk(e.str[from : to+1])
+	c.addBulk(e.Str[from : to+1])
 }
 
 // clampRange turns GETRANGE/BITCOUNT-style indexes (negative ones count
@@ -647,22 +649,22 @@ func cmdSetRange(c *Client, args [][]byte) {
 		}
 		buf := make([]byte, offset+int64(len(val)))
 		copy(buf[offset:], val)
-		e = c.curDB().setString(string(args[1]), buf, 0, false)
+		e = c.curDB().SetString(string(args[1]), buf, 0, false)
 	} else {
 		if len(val) == 0 {
-			c.addInt(int64(len(e.str)))
+			c.addInt(int64(len(e.Str)))
 			return
 		}
 		if !c.checkStringLength(offset, int64(len(val))) {
 			return
 		}
-		e.str = growZero(e.str, int(offset)+len(val))
-		copy(e.str[offset:], val)
+		e.Str = growZero(e.Str, int(offset)+len(val))
+		copy(e.Str[offset:], val)
 	}
 	c.markDirty(1)
-	c.signalModifiedKey(e.key)
-	c.notify(notifyString, "setrange", e.key)
-	c.addInt(int64(len(e.str)))
+	c.signalModifiedKey(e.Key)
+	c.notify(notifyString, "setrange", e.Key)
+	c.addInt(int64(len(e.Str)))
 }
 
 // growZero extends b with zero bytes to at least n bytes.
@@ -687,18 +689,18 @@ type lcsRange struct{ aStart, aEnd, bStart, bEnd int }
 // LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]
 func cmdLCS(c *Client, args [][]byte) {
 	db := c.curDB()
-	ea := db.lookup(bstr(args[1]), c.now)
-	eb := db.lookup(bstr(args[2]), c.now)
-	if (ea != nil && ea.obj != nil) || (eb != nil && eb.obj != nil) {
+	ea := db.Lookup(bstr(args[1]), c.now)
+	eb := db.Lookup(bstr(args[2]), c.now)
+	if (ea != nil && ea.Obj != nil) || (eb != nil && eb.Obj != nil) {
 		c.addError("ERR The specified keys must contain string values")
 		return
 	}
 	var a, b []byte
 	if ea != nil {
-		a = ea.str
+		a = ea.Str
 	}
 	if eb != nil {
-		b = eb.str
+		b = eb.Str
 	}
 	var getLen, getIdx, withMatchLen bool
 	var minMatchLen int64

@@ -2,6 +2,7 @@ package node
 
 import (
 	"fmt"
+	"github.com/shardis/shardis/internal/node/keyspace"
 	"strings"
 	"testing"
 	"time"
@@ -389,5 +390,43 @@ func TestSetBigValueTrimmed(t *testing.T) {
 	info, err := rc.Info(ctx(t), "memory").Result()
 	if err != nil || !strings.Contains(info, "\r\nmem_allocator:jemalloc-5.3.0\r\n") {
 		t.Fatalf("mem_allocator: %v\n%s", err, info)
+	}
+}
+
+// TestMemoryUsageCollections: MEMORY USAGE counts a collection's elements
+// (each encoding estimates its own size), not a fixed object size.
+func TestMemoryUsageCollections(t *testing.T) {
+	ts := startServer(t)
+	rc := ts.client(t)
+	big := strings.Repeat("v", 100)
+	for _, cmd := range [][]any{
+		{"HSET", "h"}, {"RPUSH", "l"}, {"SADD", "s"}, {"ZADD", "z"},
+	} {
+		args := cmd
+		for i := 0; i < 1000; i++ {
+			switch cmd[0] {
+			case "HSET":
+				args = append(args, fmt.Sprint("f", i), big)
+			case "ZADD":
+				args = append(args, i, fmt.Sprint(big, i))
+			default:
+				args = append(args, fmt.Sprint(big, i))
+			}
+		}
+		if err := rc.Do(ctx(t), args...).Err(); err != nil {
+			t.Fatal(err)
+		}
+		n, err := rc.MemoryUsage(ctx(t), cmd[1].(string)).Result()
+		if err != nil || n < 100000 {
+			t.Errorf("MEMORY USAGE %s = %d %v, want at least 1000 elements of 100 bytes", cmd[1], n, err)
+		}
+	}
+}
+
+// TestWrongTypeText: the keyspace's ErrWrongType carries the reply text
+// the handlers write.
+func TestWrongTypeText(t *testing.T) {
+	if keyspace.ErrWrongType.Error() != errWrongType {
+		t.Fatalf("keyspace.ErrWrongType = %q, handlers write %q", keyspace.ErrWrongType, errWrongType)
 	}
 }

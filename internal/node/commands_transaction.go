@@ -1,5 +1,7 @@
 package node
 
+import "github.com/shardis/shardis/internal/node/keyspace"
+
 func registerTransactionCommands(t *commandTable) {
 	t.add(&command{name: "multi", arity: 1, flags: flagAllowBusy | flagFast | flagLoading | flagStale | flagNoScript, fn: cmdMulti, group: "transactions", since: "1.2.0"})
 	t.add(&command{name: "exec", arity: 1, flags: flagLoading | flagStale | flagSkipSlowlog | flagNoScript | flagNoPropagate, fn: cmdExec, group: "transactions", since: "1.2.0"})
@@ -54,7 +56,7 @@ func cmdExec(c *Client, args [][]byte) {
 	keys, all := c.keysOfMulti()
 	// Watched keys are checked under their locks too.
 	for _, wk := range c.watched {
-		keys = append(keys, lockKey{wk.db, shardOf(wk.key)})
+		keys = append(keys, keyspace.ShardRef{DB: wk.db, Shard: keyspace.ShardOf(wk.key)})
 	}
 	if all {
 		c.lockEverything()

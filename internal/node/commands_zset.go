@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -96,18 +98,18 @@ func zNumkeysKeys(numIdx int, fixed ...int) keysFunc {
 }
 
 // zsetLimits reads the small-encoding thresholds from the configuration.
-func (c *Client) zsetLimits() zsetLimits {
+func (c *Client) zsetLimits() value.ZSetLimits {
 	return c.srv.hot().zsetLim
 }
 
 // lookupZSet returns the sorted set at key (nil when missing); ok=false
 // after replying WRONGTYPE when the key holds another type.
-func (c *Client) lookupZSet(key string) (z *zsetValue, e *entry, ok bool) {
-	e = c.curDB().lookup(key, c.now)
+func (c *Client) lookupZSet(key string) (z *value.ZSet, e *keyspace.Entry, ok bool) {
+	e = c.curDB().Lookup(key, c.now)
 	if e == nil {
 		return nil, nil, true
 	}
-	z, isZ := e.obj.(*zsetValue)
+	z, isZ := e.Obj.(*value.ZSet)
 	if !isZ {
 		c.addError(errWrongType)
 		return nil, nil, false
@@ -211,14 +213,14 @@ func parseScoreRange(min, max []byte) (r zScoreRange, ok bool) {
 }
 
 // bounds returns the ascending ranks [lo, hi) of the members in r.
-func (r zScoreRange) bounds(z *zsetValue) (int, int) {
-	lo := z.countWhile(func(s float64, _ string) bool {
+func (r zScoreRange) bounds(z *value.ZSet) (int, int) {
+	lo := z.CountWhile(func(s float64, _ string) bool {
 		if r.minex {
 			return s <= r.min
 		}
 		return s < r.min
 	})
-	hi := z.countWhile(func(s float64, _ string) bool {
+	hi := z.CountWhile(func(s float64, _ string) bool {
 		if r.maxex {
 			return s < r.max
 		}
@@ -265,7 +267,7 @@ func parseLexRange(min, max []byte) (r zLexRange, ok bool) {
 
 // bounds returns the ascending ranks [lo, hi) of the members in r
 // (members are assumed to share one score, as Redis requires).
-func (r zLexRange) bounds(z *zsetValue) (int, int) {
+func (r zLexRange) bounds(z *value.ZSet) (int, int) {
 	below := func(b zLexBound, upper bool) int {
 		switch b.inf {
 		case -1:
@@ -273,7 +275,7 @@ func (r zLexRange) bounds(z *zsetValue) (int, int) {
 		case 1:
 			return z.Len()
 		}
-		return z.countWhile(func(_ float64, m string) bool {
+		return z.CountWhile(func(_ float64, m string) bool {
 			if upper != b.ex {
 				return m <= b.s
 			}
@@ -314,7 +316,7 @@ func normRankRange(start, end int64, n int) (int, int, bool) {
 
 // replyZItems replies with members, and scores when withScores: a flat
 // array in RESP2, an array of [member, score] pairs in RESP3.
-func (c *Client) replyZItems(items []zitem, withScores bool) {
+func (c *Client) replyZItems(items []value.ZItem, withScores bool) {
 	if withScores && c.proto < 3 {
 		c.addArrayLen(len(items) * 2)
 	} else {
@@ -324,9 +326,9 @@ func (c *Client) replyZItems(items []zitem, withScores bool) {
 		if withScores && c.proto >= 3 {
 			c.addArrayLen(2)
 		}
-		c.addBulkString(it.member)
+		c.addBulkString(it.Member)
 		if withScores {
-			c.addDouble(it.score)
+			c.addDouble(it.Score)
 		}
 	}
 }
@@ -406,8 +408,8 @@ done:
 		if xx {
 			goto reply
 		}
-		z = newZSet()
-		c.curDB().setObject(key, z)
+		z = value.NewZSet()
+		c.curDB().SetObject(key, z)
 		created = true
 	}
 	{
@@ -419,13 +421,13 @@ done:
 			// stored (bstr's string must not be retained).
 			// In the skiplist encoding the skip list node found here is
 			// updated directly: one lookup, no copy of the member.
-			var node *zslNode
+			var node *value.SkipNode
 			var cur float64
 			var exists bool
-			if z.dict != nil {
-				if n := z.dict.findBytes(arg); n != nil {
-					node = n.val
-					cur, exists = node.score, true
+			if z.Dict != nil {
+				if n := z.Dict.FindBytes(arg); n != nil {
+					node = n.Val
+					cur, exists = node.Score, true
 				}
 			} else {
 				cur, exists = z.Score(bstr(arg))
@@ -449,14 +451,14 @@ done:
 				score = s
 				if s != cur {
 					if node != nil {
-						z.zsl.updateScore(node, s)
+						z.Zsl.UpdateScore(node, s)
 					} else {
-						z.set(string(arg), s, lim)
+						z.Set(string(arg), s, lim)
 					}
 					updated++
 				}
 			} else if !xx {
-				z.set(string(arg), s, lim)
+				z.Set(string(arg), s, lim)
 				added++
 				processed++
 				score = s
@@ -511,7 +513,7 @@ func cmdZRem(c *Client, args [][]byte) {
 			deleted++
 		}
 		if z.Len() == 0 {
-			c.curDB().remove(key)
+			c.curDB().Remove(key)
 			removed = true
 			break
 		}
@@ -537,7 +539,7 @@ func cmdZRemRangeByRank(c *Client, args [][]byte) {
 		c.addError(errNotInt)
 		return
 	}
-	zremRange(c, args[1], "zremrangebyrank", func(z *zsetValue) (int, int) {
+	zremRange(c, args[1], "zremrangebyrank", func(z *value.ZSet) (int, int) {
 		lo, hi, ok := normRankRange(start, end, z.Len())
 		if !ok {
 			return 0, 0
@@ -566,7 +568,7 @@ func cmdZRemRangeByLex(c *Client, args [][]byte) {
 	zremRange(c, args[1], "zremrangebylex", r.bounds)
 }
 
-func zremRange(c *Client, keyb []byte, event string, bounds func(z *zsetValue) (int, int)) {
+func zremRange(c *Client, keyb []byte, event string, bounds func(z *value.ZSet) (int, int)) {
 	key := string(keyb)
 	z, _, ok := c.lookupZSet(key)
 	if !ok {
@@ -579,12 +581,12 @@ func zremRange(c *Client, keyb []byte, event string, bounds func(z *zsetValue) (
 	lo, hi := bounds(z)
 	deleted := 0
 	if hi > lo {
-		deleted = z.removeRankRange(lo, hi-1)
+		deleted = z.RemoveRankRange(lo, hi-1)
 	}
 	if deleted > 0 {
 		removed := false
 		if z.Len() == 0 {
-			c.curDB().remove(key)
+			c.curDB().Remove(key)
 			removed = true
 		}
 		c.signalModifiedKey(key)
@@ -729,10 +731,10 @@ func zrangeGeneric(c *Client, args [][]byte, keyIdx int, dst string, kind zrange
 	if !ok {
 		return
 	}
-	var items []zitem
+	var items []value.ZItem
 	if z != nil {
 		collect := func(m string, s float64) bool {
-			items = append(items, zitem{m, s})
+			items = append(items, value.ZItem{Member: m, Score: s})
 			return true
 		}
 		switch kind {
@@ -742,8 +744,8 @@ func zrangeGeneric(c *Client, args [][]byte, keyIdx int, dst string, kind zrange
 					n := z.Len()
 					lo, hi = n-1-hi, n-1-lo
 				}
-				items = make([]zitem, 0, hi-lo+1)
-				z.rangeByRank(lo, hi, rev, collect)
+				items = make([]value.ZItem, 0, hi-lo+1)
+				z.RangeByRank(lo, hi, rev, collect)
 			}
 		default:
 			var lo, hi int
@@ -764,22 +766,22 @@ func zrangeGeneric(c *Client, args [][]byte, keyIdx int, dst string, kind zrange
 			if n > 0 {
 				if rev {
 					top := hi - 1 - int(offset)
-					z.rangeByRank(top-int(n)+1, top, true, collect)
+					z.RangeByRank(top-int(n)+1, top, true, collect)
 				} else {
 					first := lo + int(offset)
-					z.rangeByRank(first, first+int(n)-1, false, collect)
+					z.RangeByRank(first, first+int(n)-1, false, collect)
 				}
 			}
 		}
 	}
 	if store {
-		res := newZSet()
-		if len(items) > c.zsetLimits().entries {
-			res = newZSetLarge()
+		res := value.NewZSet()
+		if len(items) > c.zsetLimits().Entries {
+			res = value.NewZSetLarge()
 		}
 		lim := c.zsetLimits()
 		for _, it := range items {
-			res.set(it.member, it.score, lim)
+			res.Set(it.Member, it.Score, lim)
 		}
 		c.storeZSet(dst, res, "zrangestore")
 		return
@@ -789,19 +791,19 @@ func zrangeGeneric(c *Client, args [][]byte, keyIdx int, dst string, kind zrange
 
 // storeZSet stores a computed result at dst (deleting dst when it is
 // empty), replies with its size and notifies event.
-func (c *Client) storeZSet(dst string, res *zsetValue, event string) {
+func (c *Client) storeZSet(dst string, res *value.ZSet, event string) {
 	db := c.curDB()
 	if res.Len() == 0 {
 		c.addInt(0)
-		if db.lookup(dst, c.now) != nil {
-			db.remove(dst)
+		if db.Lookup(dst, c.now) != nil {
+			db.Remove(dst)
 			c.signalModifiedKey(dst)
 			c.notify(notifyGeneric, "del", dst)
 			c.markDirty(1)
 		}
 		return
 	}
-	db.setObject(dst, res)
+	db.SetObject(dst, res)
 	c.addInt(int64(res.Len()))
 	c.signalModifiedKey(dst)
 	c.notify(notifyZSet, event, dst)
@@ -928,7 +930,7 @@ func zrankGeneric(c *Client, args [][]byte, rev bool) {
 // zsetOpSrc is one input of ZUNION/ZINTER/ZDIFF: a sorted set or a set
 // (whose members score 1).
 type zsetOpSrc struct {
-	z      *zsetValue
+	z      *value.ZSet
 	set    zSetSource
 	weight float64
 }
@@ -1047,18 +1049,18 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, op zsetOp, cardOnly boo
 	j := numIdx + 1
 	for i := range src {
 		src[i].weight = 1
-		e := db.lookup(string(args[j]), c.now)
+		e := db.Lookup(string(args[j]), c.now)
 		j++
 		if e == nil {
 			continue
 		}
-		switch v := e.obj.(type) {
-		case *zsetValue:
+		switch v := e.Obj.(type) {
+		case *value.ZSet:
 			src[i].z = v
 		default:
-			tv, isTV := e.obj.(typedValue)
-			ss, isSet := e.obj.(zSetSource)
-			if !isTV || tv.typeName() != "set" || !isSet {
+			tv, isTV := e.Obj.(value.Value)
+			ss, isSet := e.Obj.(zSetSource)
+			if !isTV || tv.TypeName() != "set" || !isSet {
 				c.addError(errWrongType)
 				return
 			}
@@ -1116,7 +1118,7 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, op zsetOp, cardOnly boo
 	if op != zopDiff {
 		sort.SliceStable(src, func(a, b int) bool { return src[a].length() < src[b].length() })
 	}
-	res := newZSetLarge()
+	res := value.NewZSetLarge()
 	cardinality := int64(0)
 	switch op {
 	case zopInter:
@@ -1143,7 +1145,7 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, op zsetOp, cardOnly boo
 				cardinality++
 				return limit == 0 || cardinality < limit
 			}
-			res.insertNew(m, score)
+			res.InsertNew(m, score)
 			return true
 		})
 	case zopUnion:
@@ -1164,7 +1166,7 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, op zsetOp, cardOnly boo
 			})
 		}
 		for m, s := range acc {
-			res.insertNew(m, s)
+			res.InsertNew(m, s)
 		}
 	case zopDiff:
 		src[0].forEach(func(m string, s float64) bool {
@@ -1173,21 +1175,21 @@ func zsetOpGeneric(c *Client, args [][]byte, numIdx int, op zsetOp, cardOnly boo
 					return true
 				}
 			}
-			res.insertNew(m, s)
+			res.InsertNew(m, s)
 			return true
 		})
 	}
 	switch {
 	case dst != "":
-		res.shrinkIfSmall(c.zsetLimits())
+		res.ShrinkIfSmall(c.zsetLimits())
 		event := [...]string{"zunionstore", "zinterstore", "zdiffstore"}[op]
 		c.storeZSet(dst, res, event)
 	case cardOnly:
 		c.addInt(cardinality)
 	default:
-		items := make([]zitem, 0, res.Len())
+		items := make([]value.ZItem, 0, res.Len())
 		res.ForEach(func(m string, s float64) bool {
-			items = append(items, zitem{m, s})
+			items = append(items, value.ZItem{Member: m, Score: s})
 			return true
 		})
 		c.replyZItems(items, withScores)
@@ -1229,7 +1231,7 @@ func zpopMinMax(c *Client, args [][]byte, max bool) {
 // genericZpopCommand does. It returns the key popped from and how many
 // members were popped.
 func zpopGeneric(c *Client, keys [][]byte, max, emitKey bool, count int64, nested, nilWhenEmpty bool) (string, int) {
-	var z *zsetValue
+	var z *value.ZSet
 	var key string
 	for _, k := range keys {
 		zz, _, ok := c.lookupZSet(string(k))
@@ -1283,11 +1285,11 @@ func zpopGeneric(c *Client, keys [][]byte, max, emitKey bool, count int64, neste
 	}
 	total := z.Len()
 	if max {
-		z.rangeByRank(total-n, total-1, true, emit)
-		z.removeRankRange(total-n, total-1)
+		z.RangeByRank(total-n, total-1, true, emit)
+		z.RemoveRankRange(total-n, total-1)
 	} else {
-		z.rangeByRank(0, n-1, false, emit)
-		z.removeRankRange(0, n-1)
+		z.RangeByRank(0, n-1, false, emit)
+		z.RemoveRankRange(0, n-1)
 	}
 	c.markDirty(n)
 	if max {
@@ -1297,7 +1299,7 @@ func zpopGeneric(c *Client, keys [][]byte, max, emitKey bool, count int64, neste
 	}
 	c.signalModifiedKey(key)
 	if z.Len() == 0 {
-		c.curDB().remove(key)
+		c.curDB().Remove(key)
 		c.notify(notifyGeneric, "del", key)
 	}
 	return key, n
@@ -1531,25 +1533,25 @@ func cmdZScan(c *Client, args [][]byte) {
 			return
 		}
 	}
-	var items []zitem
+	var items []value.ZItem
 	next := uint64(0)
 	{
 		collect := func(m string, s float64) bool {
 			if !hasPattern || globMatch(pattern, m, false) {
-				items = append(items, zitem{m, s})
+				items = append(items, value.ZItem{Member: m, Score: s})
 			}
 			return true
 		}
-		if z.isSmall() {
+		if z.IsSmall() {
 			z.ForEach(collect)
 		} else {
 			// Visit buckets until count elements are collected, at most
 			// count*10 buckets per call, as Redis's scanGenericCommand.
 			next = cursor
 			seen := int64(0)
-			visit := func(n *dictNode[*zslNode]) { seen++; collect(n.key, n.val.score) }
+			visit := func(n *value.DictNode[*value.SkipNode]) { seen++; collect(n.Key, n.Val.Score) }
 			for iter := count * 10; ; {
-				next = z.dict.scan(next, visit)
+				next = z.Dict.Scan(next, visit)
 				iter--
 				if next == 0 || iter <= 0 || seen >= count {
 					break
@@ -1562,8 +1564,8 @@ func cmdZScan(c *Client, args [][]byte) {
 	c.addArrayLen(len(items) * 2)
 	var buf [32]byte
 	for _, it := range items {
-		c.addBulkString(it.member)
-		c.addBulk(resp.FormatDouble(buf[:0], it.score))
+		c.addBulkString(it.Member)
+		c.addBulk(resp.FormatDouble(buf[:0], it.Score))
 	}
 }
 

@@ -1,5 +1,7 @@
 package node
 
+import "github.com/shardis/shardis/internal/node/value"
+
 // Blocking sorted set pops: BZPOPMIN, BZPOPMAX and BZMPOP, on the blocking
 // machinery of blocking.go.
 
@@ -71,11 +73,11 @@ func bzpopGeneric(c *Client, keys [][]byte, timeoutArg []byte, max bool, count i
 		timeout: timeout,
 		kick:    kick,
 		serve: func(c *Client, key string) bool {
-			e := c.curDB().lookup(key, c.now)
+			e := c.curDB().Lookup(key, c.now)
 			if e == nil {
 				return false
 			}
-			if z, isZ := e.obj.(*zsetValue); !isZ || z.Len() == 0 {
+			if z, isZ := e.Obj.(*value.ZSet); !isZ || z.Len() == 0 {
 				return false
 			}
 			k, n := zpopGeneric(c, [][]byte{[]byte(key)}, max, true, count, nested, nested)

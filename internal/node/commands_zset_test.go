@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 func mustZ(t *testing.T, err error) {
@@ -441,7 +443,7 @@ func TestZSetRandomizedAgainstModel(t *testing.T) {
 			out = append(out, redis.Z{Score: s, Member: m})
 		}
 		slices.SortFunc(out, func(a, b redis.Z) int {
-			if zless(a.Score, a.Member.(string), b.Score, b.Member.(string)) {
+			if value.Zless(a.Score, a.Member.(string), b.Score, b.Member.(string)) {
 				return -1
 			}
 			return 1
@@ -524,10 +526,10 @@ func TestZSetRandomizedAgainstModel(t *testing.T) {
 // answers), read directly so the test does not depend on OBJECT.
 func zsetEncodingOf(ts *testServer, key string) string {
 	db := ts.srv.dbs[0]
-	sh := &db.shards[shardOf(key)]
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	e := db.getEntry(key)
+	sh := db.KeyShard(key)
+	sh.Mu.Lock()
+	defer sh.Mu.Unlock()
+	e := db.GetEntry(key)
 	if e == nil {
 		return ""
 	}
@@ -739,5 +741,24 @@ func TestZSetPropagation(t *testing.T) {
 	}
 	if !slices.Equal(got, want) {
 		t.Fatalf("propagated\n%q\nwant\n%q", got, want)
+	}
+}
+
+// TestZParseSmallInt checks ZADD's integer fast path against the float
+// parser it bypasses.
+func TestZParseSmallInt(t *testing.T) {
+	for _, in := range []string{"0", "-0", "000000012345", "-000000099999", "7", "-7",
+		"999999999999999", "-999999999999999", "1234567890123456", "", "-", "1e3", "1.5", "+5", " 5", "5 ", "0x10", "--1", "12a"} {
+		f, ok := zparseFloat([]byte(in))
+		g, gok := parseFloat([]byte(in))
+		if in == "0x10" {
+			continue // hex goes through cHexFloat in both paths
+		}
+		if ok != gok || f != g || math.Signbit(f) != math.Signbit(g) {
+			t.Errorf("zparseFloat(%q) = %v %v, float parser %v %v", in, f, ok, g, gok)
+		}
+		if _, fast := zparseSmallInt([]byte(in)); fast && len(in) > 16 {
+			t.Errorf("%q took the fast path", in)
+		}
 	}
 }

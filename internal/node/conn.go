@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -82,7 +83,7 @@ type Client struct {
 	// lockFor's reusable buffer; lastCmdRef is the command last stored in
 	// lastCmd (dispatch.go).
 	held       []*sync.Mutex
-	lockBuf    []lockKey
+	lockBuf    []keyspace.ShardRef
 	lastCmdRef *command
 	propOne    [1][][]byte // call's propagation of the command itself
 	stat       statAcc     // commandstats accumulator (perf_hot.go)

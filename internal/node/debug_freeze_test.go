@@ -48,7 +48,7 @@ func TestDebugSleepFreezesServer(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 	mc.Set(c, "k", "v", 0)
 	time.Sleep(200 * time.Millisecond)
-	if n := s.srv.DB(0).size(); n != 0 {
+	if n := s.srv.DB(0).Size(); n != 0 {
 		t.Fatalf("the frozen replica applied the master's write (%d keys)", n)
 	}
 	if err := <-errc; err != nil {

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // Exact Redis error texts used by the dispatcher and many handlers.
@@ -55,9 +58,6 @@ func truncArg(a []byte) string {
 	}
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r", " "), "\n", " ")
 }
-
-// lockKey identifies a shard lock: database and shard index.
-type lockKey struct{ db, shard int }
 
 // execute runs one request from the client's connection: command lookup
 // and the checks of Redis's processCommand, MULTI queueing, then call.
@@ -320,8 +320,8 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 	}
 	if cmd.flags&flagLockDB != 0 {
 		db := c.srv.dbs[c.db]
-		for i := range db.shards {
-			c.held = append(c.held, &db.shards[i].mu)
+		for i := range db.Shards {
+			c.held = append(c.held, &db.Shards[i].Mu)
 		}
 		for _, m := range c.held {
 			m.Lock()
@@ -335,7 +335,7 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 	if cmd.keys != nil {
 		for _, p := range cmd.keys(args) {
 			if p < len(args) {
-				keys = append(keys, lockKey{c.db, shardOf(bstr(args[p]))})
+				keys = append(keys, keyspace.ShardRef{DB: c.db, Shard: keyspace.ShardOf(bstr(args[p]))})
 			}
 		}
 	} else if cmd.first > 0 {
@@ -346,14 +346,14 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 		last = min(last, len(args)-1)
 		if cmd.first == last {
 			// One key (GET, SET, INCR, LPUSH...): no sorting, no buffer.
-			m := &c.srv.dbs[c.db].shards[shardOf(bstr(args[last]))].mu
+			m := &c.srv.dbs[c.db].KeyShard(bstr(args[last])).Mu
 			m.Lock()
 			c.held = append(c.held, m)
 			return
 		}
 		step := max(cmd.step, 1)
 		for i := cmd.first; i <= last; i += step {
-			keys = append(keys, lockKey{c.db, shardOf(bstr(args[i]))})
+			keys = append(keys, keyspace.ShardRef{DB: c.db, Shard: keyspace.ShardOf(bstr(args[i]))})
 		}
 	}
 	if len(keys) == 0 {
@@ -366,38 +366,19 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 }
 
 // lockKeys locks the given shards in (db, shard) order, without duplicates.
-func (c *Client) lockKeys(keys []lockKey) {
-	if len(keys) > 1 {
-		slices.SortFunc(keys, func(a, b lockKey) int {
-			if a.db != b.db {
-				return a.db - b.db
-			}
-			return a.shard - b.shard
-		})
-		keys = slices.Compact(keys)
-	}
-	for _, k := range keys {
-		m := &c.srv.dbs[k.db].shards[k.shard].mu
-		m.Lock()
-		c.held = append(c.held, m)
-	}
+func (c *Client) lockKeys(keys []keyspace.ShardRef) {
+	c.held = keyspace.LockShards(c.srv.dbs, keyspace.SortShardRefs(keys), c.held)
 }
 
 func (c *Client) lockEverything() {
 	for _, db := range c.srv.dbs {
-		for i := range db.shards {
-			m := &db.shards[i].mu
-			m.Lock()
-			c.held = append(c.held, m)
-		}
+		c.held = db.LockAllInto(c.held)
 	}
 	c.srv.snapGuard(c.held)
 }
 
 func (c *Client) unlockHeld() {
-	for i := len(c.held) - 1; i >= 0; i-- {
-		c.held[i].Unlock()
-	}
+	keyspace.UnlockShards(c.held)
 	c.held = c.held[:0]
 }
 
@@ -430,7 +411,7 @@ func (c *Client) propagateAs(cmds ...[][]byte) {
 func (c *Client) markDirty(n int) { c.dirty += n }
 
 // curDB is the client's selected database.
-func (c *Client) curDB() *DB { return c.srv.dbs[c.db] }
+func (c *Client) curDB() *keyspace.DB { return c.srv.dbs[c.db] }
 
 // writeRefused returns the error that refuses a write on this node now, if
 // any: read-only replica, min-replicas.
@@ -455,7 +436,7 @@ func (s *Server) staleRefused(cmd *command) string {
 
 // keysOfMulti returns the shard locks an EXEC needs, or all=true when a
 // queued command has no precise key metadata.
-func (c *Client) keysOfMulti() (keys []lockKey, all bool) {
+func (c *Client) keysOfMulti() (keys []keyspace.ShardRef, all bool) {
 	for _, q := range c.multi {
 		cmd := c.srv.table.lookup(q[0])
 		if cmd == nil {
@@ -473,7 +454,7 @@ func (c *Client) keysOfMulti() (keys []lockKey, all bool) {
 		}
 		for _, p := range cmd.keyPositions(q) {
 			if p < len(q) {
-				keys = append(keys, lockKey{c.db, shardOf(bstr(q[p]))})
+				keys = append(keys, keyspace.ShardRef{DB: c.db, Shard: keyspace.ShardOf(bstr(q[p]))})
 			}
 		}
 	}
@@ -481,16 +462,7 @@ func (c *Client) keysOfMulti() (keys []lockKey, all bool) {
 }
 
 // parseInt parses a Redis integer argument.
-func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if b[0] == '+' || (len(b) > 1 && b[0] == '0') || (len(b) > 1 && b[0] == '-' && b[1] == '0') {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	return n, err == nil
-}
+func parseInt(b []byte) (int64, bool) { return value.ParseInt(b) }
 
 // parseFloat parses a Redis float argument (inf, -inf allowed; NaN not).
 func parseFloat(b []byte) (float64, bool) {

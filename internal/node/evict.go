@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // memSampler caches the Go heap's live object bytes, which INFO reports as
@@ -59,17 +61,17 @@ func (s *Server) freeMemoryIfNeeded() bool {
 		if !ok {
 			return false
 		}
-		sh := &db.shards[shardOf(key)]
-		sh.mu.Lock()
-		if e := db.getEntry(key); e != nil {
-			freed += e.memUsage()
-			db.remove(key)
+		sh := db.KeyShard(key)
+		sh.Mu.Lock()
+		if e := db.GetEntry(key); e != nil {
+			freed += e.MemUsage()
+			db.Remove(key)
 			s.stats.evictedKeys.Add(1)
-			s.propagateExpired(db.id, key)
-			s.notifyKeyspaceEvent(notifyEvicted, "evicted", key, db.id)
-			s.watches.touch(db.id, key)
+			s.propagateExpired(db.ID, key)
+			s.notifyKeyspaceEvent(notifyEvicted, "evicted", key, db.ID)
+			s.watches.touch(db.ID, key)
 		}
-		sh.mu.Unlock()
+		sh.Mu.Unlock()
 	}
 	memStat.mu.Lock()
 	memStat.used.Add(-freed)
@@ -79,48 +81,31 @@ func (s *Server) freeMemoryIfNeeded() bool {
 
 // pickEvictionKey samples keys and returns the best candidate for the
 // policy (approximated LRU/LFU/TTL as Redis does).
-func (s *Server) pickEvictionKey(policy string, samples int) (*DB, string, bool) {
+func (s *Server) pickEvictionKey(policy string, samples int) (*keyspace.DB, string, bool) {
 	volatile := policy[:8] == "volatile"
-	var bestDB *DB
+	var bestDB *keyspace.DB
 	var bestKey string
 	var bestScore int64 = -1
 	for _, db := range s.dbs {
-		if db.size() == 0 || (volatile && db.expires.Load() == 0) {
+		if db.Size() == 0 || (volatile && db.Expires.Load() == 0) {
 			continue
 		}
 		for n := 0; n < samples; n++ {
-			sh := &db.shards[rand.IntN(numShards)]
-			sh.mu.Lock()
-			var e *entry
-			if volatile {
-				for k := range sh.volatile {
-					e = sh.find(k, keyHash(k))
-					break
-				}
-			} else if len(sh.buckets) > 0 {
-				sh.finishRehash()
-				start := rand.IntN(len(sh.buckets))
-				for i := 0; i < len(sh.buckets) && e == nil; i++ {
-					e = sh.buckets[(start+i)%len(sh.buckets)]
-				}
-			}
-			if e != nil {
-				var score int64
+			key, score, ok := db.EvictionSample(rand.IntN(keyspace.NumShards), volatile, func(e *keyspace.Entry) int64 {
 				switch policy {
 				case "allkeys-lru", "volatile-lru":
-					score = int64(lruClock() - e.lru)
+					return int64(lruClock() - e.LRU)
 				case "allkeys-lfu", "volatile-lfu":
-					score = 255 - int64(e.lru&0xff)
+					return 255 - int64(e.LRU&0xff)
 				case "volatile-ttl":
-					score = 1<<62 - e.expire
+					return 1<<62 - e.Expire
 				default:
-					score = rand.Int64N(1 << 30)
+					return rand.Int64N(1 << 30)
 				}
-				if score > bestScore {
-					bestScore, bestDB, bestKey = score, db, e.key
-				}
+			})
+			if ok && score > bestScore {
+				bestScore, bestDB, bestKey = score, db, key
 			}
-			sh.mu.Unlock()
 		}
 	}
 	return bestDB, bestKey, bestDB != nil
@@ -128,18 +113,3 @@ func (s *Server) pickEvictionKey(policy string, samples int) (*DB, string, bool)
 
 // lruClock is the LRU clock in seconds, as stored in entry.lru.
 func lruClock() uint32 { return uint32(time.Now().Unix()) }
-
-// sizer is implemented by values that can estimate their memory use.
-type sizer interface{ memUsage() int64 }
-
-// memUsage estimates the bytes used by the entry (MEMORY USAGE).
-func (e *entry) memUsage() int64 {
-	n := int64(80 + len(e.key) + 8)
-	if e.obj == nil {
-		return n + int64(cap(e.str))
-	}
-	if sz, ok := e.obj.(sizer); ok {
-		return n + sz.memUsage()
-	}
-	return n + 64
-}

@@ -3,6 +3,8 @@ package node
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // activeExpireCycle reclaims expired keys nobody reads, as Redis's
@@ -22,14 +24,14 @@ func (s *Server) activeExpireCycle(now int64, budget time.Duration) {
 	acceptableStale := 10 - int(effort) // percent
 	start := time.Now()
 	for _, db := range s.dbs {
-		if db.expires.Load() == 0 {
+		if db.Expires.Load() == 0 {
 			continue
 		}
-		first := rand.IntN(numShards)
-		for n := 0; n < numShards; n++ {
-			sh := &db.shards[(first+n)%numShards]
+		first := rand.IntN(keyspace.NumShards)
+		for n := 0; n < keyspace.NumShards; n++ {
+			i := (first + n) % keyspace.NumShards
 			for {
-				sampled, expired := s.expireSample(db, sh, now, keysPerLoop)
+				sampled, expired := db.ExpireSample(i, now, keysPerLoop)
 				if sampled == 0 || expired*100 <= sampled*acceptableStale {
 					break
 				}
@@ -42,29 +44,4 @@ func (s *Server) activeExpireCycle(now int64, budget time.Duration) {
 			}
 		}
 	}
-}
-
-// expireSample samples up to n keys of the shard's volatile set under its
-// lock and deletes the expired ones.
-func (s *Server) expireSample(db *DB, sh *shard, now int64, n int) (sampled, expired int) {
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if len(sh.volatile) == 0 {
-		return 0, 0
-	}
-	var deadBuf [64]string
-	dead := deadBuf[:0]
-	for k := range sh.volatile { // map iteration starts at a random key
-		sampled++
-		if e := sh.find(k, keyHash(k)); e != nil && e.expired(now) {
-			dead = append(dead, k)
-		}
-		if sampled >= n {
-			break
-		}
-	}
-	for _, k := range dead {
-		db.expireEntry(k)
-	}
-	return sampled, len(dead)
 }

@@ -77,7 +77,7 @@ func (s *Server) Stats() NodeStats {
 		}
 	}
 	for i, db := range s.dbs {
-		if keys, exp := db.size(), db.expires.Load(); keys != 0 || exp != 0 {
+		if keys, exp := db.Size(), db.Expires.Load(); keys != 0 || exp != 0 {
 			st.Keys = append(st.Keys, DBStats{DB: i, Keys: keys, Expires: exp})
 		}
 	}

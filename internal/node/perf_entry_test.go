@@ -6,7 +6,7 @@ import (
 )
 
 // Keys and values stored in one allocation with their entry
-// (perf_entry.go) behave as separate ones: growing, rewriting in place,
+// (keyspace/entry_inline.go) behave as separate ones: growing, rewriting in place,
 // renaming and deleting never corrupt the key or a neighbour.
 func TestPackedStringEntries(t *testing.T) {
 	ts := startServer(t)

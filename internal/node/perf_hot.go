@@ -3,6 +3,8 @@ package node
 import (
 	"sync/atomic"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // perfState holds what the per-command path reads instead of shared
@@ -53,8 +55,8 @@ type hotConfig struct {
 	replicaReadOnly, stopWritesOnBgsaveErr, saveRules bool
 	minReplicasToWrite                                int64
 	// Encoding thresholds of the collection types.
-	hashLim     hashLimits
-	zsetLim     zsetLimits
+	hashLim     value.HashLimits
+	zsetLim     value.ZSetLimits
 	intsetLimit int
 	// outLimits is client-output-buffer-limit per client class.
 	outLimits [outClasses]outLimit
@@ -79,8 +81,8 @@ func (s *Server) hot() *hotConfig {
 	h.stopWritesOnBgsaveErr = s.cfg.Bool(DirStopWritesOnBgsaveError)
 	h.saveRules = s.cfg.Get(DirSave) != ""
 	h.minReplicasToWrite = s.cfg.Int(DirMinReplicasToWrite)
-	h.hashLim = hashLimits{entries: int(s.cfg.Int(DirHashMaxListpackEntries)), value: int(s.cfg.Int(DirHashMaxListpackValue))}
-	h.zsetLim = zsetLimits{entries: int(s.cfg.Int(DirZsetMaxListpackEntries)), value: int(s.cfg.Int(DirZsetMaxListpackValue))}
+	h.hashLim = value.HashLimits{Entries: int(s.cfg.Int(DirHashMaxListpackEntries)), Value: int(s.cfg.Int(DirHashMaxListpackValue))}
+	h.zsetLim = value.ZSetLimits{Entries: int(s.cfg.Int(DirZsetMaxListpackEntries)), Value: int(s.cfg.Int(DirZsetMaxListpackValue))}
 	h.intsetLimit = int(s.cfg.Int(DirSetMaxIntsetEntries))
 	h.outLimits = parseOutLimits(s.cfg.Get(DirClientOutputBufferLimit))
 	if sn != nil {

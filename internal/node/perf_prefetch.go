@@ -1,6 +1,9 @@
 package node
 
-import "unsafe"
+import (
+	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
+)
 
 // Pipeline prefetching.
 //
@@ -20,31 +23,15 @@ import "unsafe"
 // there (pointer-sized reads do not tear), and an entry stays allocated as
 // long as a pointer to it is held. What is read only warms the cache; it
 // never decides anything. Under the race detector the loads are skipped
-// (perf_prefetch_on.go) as they are races by design, and on other
+// (keyspace/prefetch_on.go) as they are races by design, and on other
 // architectures than amd64, whose weaker memory order could show an
 // entry's pointer before its contents.
-
-// bucketView is a shard's bucket array as prefetching sees it.
-type bucketView struct {
-	base unsafe.Pointer // &buckets[0]
-	mask uint64
-}
-
-// setBuckets replaces the shard's bucket array. The shard must be locked.
-func (s *shard) setBuckets(nb []*entry) {
-	s.buckets = nb
-	if len(nb) == 0 {
-		s.view.Store(nil)
-		return
-	}
-	s.view.Store(&bucketView{base: unsafe.Pointer(&nb[0]), mask: uint64(len(nb) - 1)})
-}
 
 // maxBatch bounds the requests parsed ahead of execution, maxPrefetch the
 // keys prefetched for them.
 const (
 	maxBatch    = 32
-	maxPrefetch = 64
+	maxPrefetch = value.MaxPrefetch
 )
 
 // batchReq is one parsed request of a batch: its arguments (pointing into
@@ -72,11 +59,10 @@ func multiKey(cmd *command, n int) bool {
 // key bytes. Keys are taken from the commands' first/last/step metadata, up
 // to maxPrefetch of them.
 func (c *Client) prefetchBatch(reqs []batchReq) {
-	if !prefetchEnabled {
+	if !keyspace.PrefetchEnabled {
 		return
 	}
-	db := c.srv.dbs[c.db]
-	var slots [maxPrefetch]unsafe.Pointer
+	var keys [maxPrefetch]string
 	n := 0
 	for i := range reqs {
 		r := &reqs[i]
@@ -89,13 +75,7 @@ func (c *Client) prefetchBatch(reqs []batchReq) {
 		}
 		last = min(last, len(r.args)-1)
 		for k := r.cmd.first; k <= last && n < maxPrefetch; k += step {
-			key := bstr(r.args[k])
-			v := db.shards[shardOf(key)].view.Load()
-			if v == nil {
-				continue
-			}
-			i := keyHash(key) & v.mask
-			slots[n] = unsafe.Add(v.base, uintptr(i)*unsafe.Sizeof((*entry)(nil)))
+			keys[n] = bstr(r.args[k])
 			n++
 		}
 	}
@@ -103,20 +83,8 @@ func (c *Client) prefetchBatch(reqs []batchReq) {
 	if n < 2 {
 		return
 	}
-	var heads [maxPrefetch]*entry
-	for i := 0; i < n; i++ {
-		heads[i] = loadSlot(slots[i])
-	}
-	var sink uint32
-	for i := 0; i < n; i++ {
-		if e := heads[i]; e != nil {
-			sink += e.hash
-			if len(e.key) > 0 {
-				sink += uint32(*unsafe.StringData(e.key))
-			}
-		}
-	}
-	c.prefetchSink = sink // keeps the loads from being optimised away
+	// The sum keeps the loads from being optimised away.
+	c.prefetchSink = c.srv.dbs[c.db].PrefetchKeys(keys[:n])
 }
 
 // Member prefetching.
@@ -206,57 +174,8 @@ func (c *Client) prefetchMembers(reqs []batchReq) {
 			ms = reqs[j].appendMembers(ms)
 		}
 		if len(ms) >= 2 {
-			c.prefetchSink += c.srv.dbs[c.db].prefetchMembers(bstr(key), ms)
+			c.prefetchSink += c.srv.dbs[c.db].PrefetchMembers(bstr(key), ms)
 		}
 		i = j
 	}
-}
-
-// prefetchMembers touches the table cells of key's collection that
-// looking up ms will read.
-func (db *DB) prefetchMembers(key string, ms [][]byte) uint32 {
-	s := &db.shards[shardOf(key)]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	e := s.find(key, keyHash(key))
-	if e == nil {
-		return 0
-	}
-	switch v := e.obj.(type) {
-	case *hashValue:
-		if v.d != nil {
-			return prefetchDict(v.d, ms)
-		}
-	case *setValue:
-		if v.d != nil {
-			return prefetchDict(v.d, ms)
-		}
-	case *zsetValue:
-		if v.dict != nil {
-			return prefetchZSetMembers(v.dict, ms)
-		}
-	}
-	return 0
-}
-
-// prefetchDict loads ms's bucket slots in d, then the first node of each
-// and its member's first byte.
-func prefetchDict[V any](d *chainDict[V], ms [][]byte) uint32 {
-	if len(d.buckets) == 0 {
-		return 0
-	}
-	var heads [maxPrefetch]*dictNode[V]
-	for i, m := range ms {
-		heads[i] = d.buckets[d.bucketOf(dictHash(bstr(m)))]
-	}
-	var sink uint32
-	for _, n := range heads[:len(ms)] {
-		if n != nil {
-			sink += n.hash
-			if len(n.key) > 0 {
-				sink += uint32(*unsafe.StringData(n.key))
-			}
-		}
-	}
-	return sink
 }

@@ -31,6 +31,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/rdb"
 )
 
@@ -515,19 +516,19 @@ func (sn *snapshot) writeCommands(w io.Writer) error {
 	var b []byte
 	for i, db := range s.dbs {
 		selected := false
-		for j := range db.shards {
-			err := sn.forEachChunk(&db.shards[j], func(buf *snapBuf) error {
-				var entry snapEntry
+		for j := range db.Shards {
+			err := sn.ForEachChunk(&db.Shards[j], func(buf *keyspace.SnapBuf) error {
+				var entry keyspace.SnapEntry
 				se := &entry
-				for k := range buf.recs {
-					buf.entry(k, se)
+				for k := range buf.Len() {
+					buf.Entry(k, se)
 					if !selected {
 						b = appendCommand(b[:0], []byte("SELECT"), []byte(strconv.Itoa(i)))
 						bw.Write(b)
 						selected = true
 					}
 					toRDBValue(se, &val)
-					key := sbytes(se.key)
+					key := sbytes(se.Key)
 					b = b[:0]
 					switch val.Kind {
 					case rdb.KindString:
@@ -559,8 +560,8 @@ func (sn *snapshot) writeCommands(w io.Writer) error {
 							b = appendCommand(b, args...)
 						}
 					}
-					if se.expire != 0 {
-						b = appendCommand(b, []byte("PEXPIREAT"), key, []byte(strconv.FormatInt(se.expire, 10)))
+					if se.Expire != 0 {
+						b = appendCommand(b, []byte("PEXPIREAT"), key, []byte(strconv.FormatInt(se.Expire, 10)))
 					}
 					if _, err := bw.Write(b); err != nil {
 						return err

@@ -22,7 +22,7 @@ func benchRDBServer(b *testing.B, n int) *Server {
 	val := bytes.Repeat([]byte("0"), 64)
 	s.LockAll()
 	for i := 0; i < n; i++ {
-		s.dbs[0].setString(fmt.Sprintf("key:%012d", i), bytes.Clone(val), 0, false)
+		s.dbs[0].SetString(fmt.Sprintf("key:%012d", i), bytes.Clone(val), 0, false)
 	}
 	s.UnlockAll()
 	return s
@@ -71,12 +71,9 @@ func BenchmarkSnapshotCopy(b *testing.B) {
 	for range b.N {
 		s.LockAll()
 		sn := s.persist.openLocked()
-		sn.copyAllLocked()
+		sn.CopyAllLocked()
 		s.UnlockAll()
-		for _, sc := range sn.shards {
-			releaseChain(sc.side)
-			sc.side = nil
-		}
+		sn.ReleaseSides()
 		sn.close()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchRDBKeys, "ns/key")
@@ -109,16 +106,13 @@ func BenchmarkSnapshotBucketTouch(b *testing.B) {
 			b.StartTimer()
 		}
 		k := keys[i%len(keys)]
-		sh := &db.shards[shardOf(k)]
-		sh.mu.Lock()
-		if len(sh.snaps) != 0 {
-			sc := sh.snaps[0]
-			if !sc.isCopied(sc.bucketOf(keyHash(k))) {
-				touched++
-			}
+		sh := db.KeyShard(k)
+		sh.Mu.Lock()
+		if sh.PendingSnapshots() != 0 && !sh.KeyCopied(k) {
+			touched++
 		}
-		db.snapTouchKey(k)
-		sh.mu.Unlock()
+		db.SnapTouchKey(k)
+		sh.Mu.Unlock()
 	}
 	b.StopTimer()
 	sn.close()

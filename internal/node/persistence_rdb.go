@@ -25,6 +25,8 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
 	"github.com/shardis/shardis/internal/rdb"
 )
 
@@ -128,7 +130,7 @@ func (p *persistence) loadRDBFile() error {
 	}
 	n := int64(0)
 	for _, db := range p.srv.dbs {
-		n += db.size()
+		n += db.Size()
 	}
 	p.srv.log.Info("DB loaded from disk", "file", path, "keys", n, "seconds", time.Since(start).Seconds())
 	return nil
@@ -174,8 +176,8 @@ func (sn *snapshot) writeTo(w io.Writer) error {
 			enc.SelectDB(i)
 			enc.ResizeDB(uint64(sn.dbKeys[i]), uint64(sn.dbExp[i]))
 		}
-		for j := range db.shards {
-			err := sn.forEachChunk(&db.shards[j], func(buf *snapBuf) error {
+		for j := range db.Shards {
+			err := sn.ForEachChunk(&db.Shards[j], func(buf *keyspace.SnapBuf) error {
 				sn.encodeBuf(enc, buf, &val, keyDelay, &pace)
 				return enc.Err()
 			})
@@ -188,19 +190,19 @@ func (sn *snapshot) writeTo(w io.Writer) error {
 }
 
 // encodeBuf encodes the keys of a copied chunk.
-func (sn *snapshot) encodeBuf(enc *rdb.Encoder, buf *snapBuf, val *rdb.Value, keyDelay int64, pace *savePacer) {
-	var se snapEntry
-	for k := range buf.recs {
-		buf.entry(k, &se)
-		meta := rdb.KeyMeta{ExpireMs: se.expire, Idle: -1, Freq: -1}
+func (sn *snapshot) encodeBuf(enc *rdb.Encoder, buf *keyspace.SnapBuf, val *rdb.Value, keyDelay int64, pace *savePacer) {
+	var se keyspace.SnapEntry
+	for k := range buf.Len() {
+		buf.Entry(k, &se)
+		meta := rdb.KeyMeta{ExpireMs: se.Expire, Idle: -1, Freq: -1}
 		switch sn.lru {
 		case "lru":
-			meta.Idle = max(0, sn.nowMs/1000-int64(se.lru))
+			meta.Idle = max(0, sn.nowMs/1000-int64(se.LRU))
 		case "lfu":
-			meta.Freq = int(se.lru & 0xff)
+			meta.Freq = int(se.LRU & 0xff)
 		}
 		toRDBValue(&se, val)
-		enc.Key(sbytes(se.key), meta, val)
+		enc.Key(sbytes(se.Key), meta, val)
 		if keyDelay != 0 {
 			debugDelay(keyDelay) // rdb-key-save-delay (tests)
 		}
@@ -209,34 +211,34 @@ func (sn *snapshot) encodeBuf(enc *rdb.Encoder, buf *snapBuf, val *rdb.Value, ke
 }
 
 // toRDBValue converts a snapshot entry, reusing v's slices.
-func toRDBValue(se *snapEntry, v *rdb.Value) {
+func toRDBValue(se *keyspace.SnapEntry, v *rdb.Value) {
 	v.Str, v.Elems, v.ZSet, v.Hash = nil, v.Elems[:0], v.ZSet[:0], v.Hash[:0]
-	switch o := se.obj.(type) {
+	switch o := se.Obj.(type) {
 	case nil:
-		v.Kind, v.Str = rdb.KindString, se.str
-	case *listValue:
+		v.Kind, v.Str = rdb.KindString, se.Str
+	case *value.List:
 		v.Kind = rdb.KindList
 		o.ForEach(func(b []byte) bool { v.Elems = append(v.Elems, b); return true })
-	case *setValue:
+	case *value.Set:
 		v.Kind = rdb.KindSet
 		// An intset yields its members in a reused buffer: copy them.
-		intset := o.d == nil
-		o.each(func(b []byte) bool {
+		intset := o.Dict == nil
+		o.Each(func(b []byte) bool {
 			if intset {
 				b = bytes.Clone(b)
 			}
 			v.Elems = append(v.Elems, b)
 			return true
 		})
-	case *zsetValue:
+	case *value.ZSet:
 		v.Kind = rdb.KindZSet
 		o.ForEach(func(m string, sc float64) bool {
 			v.ZSet = append(v.ZSet, rdb.ZMember{Member: sbytes(m), Score: sc})
 			return true
 		})
-	case *hashValue:
+	case *value.Hash:
 		v.Kind = rdb.KindHash
-		o.each(func(f, val []byte) bool { v.Hash = append(v.Hash, rdb.HashField{Field: f, Value: val}); return true })
+		o.Each(func(f, val []byte) bool { v.Hash = append(v.Hash, rdb.HashField{Field: f, Value: val}); return true })
 	default:
 		v.Kind, v.Str = rdb.KindString, nil
 	}
@@ -263,12 +265,12 @@ func (s *Server) LoadRDB(r io.Reader) error {
 	defer s.UnlockAll()
 	s.snapGuardAll()
 	for _, db := range s.dbs {
-		db.flush()
+		db.Flush()
 	}
 	err := s.loadRDBLocked(r)
 	if err != nil {
 		for _, db := range s.dbs {
-			db.flush()
+			db.Flush()
 		}
 	}
 	if s.persist != nil {
@@ -288,11 +290,11 @@ func (s *Server) rdbHandler() rdb.Handler { return s.rdbHandlerInto(s.dbs) }
 
 // rdbHandlerInto loads into dbs: the server's databases, or a replica's
 // staging databases during a full sync (replication_replica.go).
-func (s *Server) rdbHandlerInto(dbs []*DB) rdb.Handler {
+func (s *Server) rdbHandlerInto(dbs []*keyspace.DB) rdb.Handler {
 	now := time.Now().UnixMilli()
 	hl := s.hashLimits()
 	il := s.intsetLimit()
-	zl := zsetLimits{entries: int(s.cfg.Int(DirZsetMaxListpackEntries)), value: int(s.cfg.Int(DirZsetMaxListpackValue))}
+	zl := value.ZSetLimits{Entries: int(s.cfg.Int(DirZsetMaxListpackEntries)), Value: int(s.cfg.Int(DirZsetMaxListpackValue))}
 	master := s.expireDeletes()
 	loadDelay := s.cfg.Int(DirKeyLoadDelay)
 	return rdb.Handler{
@@ -328,22 +330,22 @@ func (s *Server) rdbHandlerInto(dbs []*DB) rdb.Handler {
 			if len(en.Key) > 0 {
 				key = unsafe.String(&en.Key[0], len(en.Key))
 			}
-			if old := db.getEntry(key); old != nil {
+			if old := db.GetEntry(key); old != nil {
 				return fmt.Errorf("node: duplicate key %q in DB %d", key, en.DB)
 			}
-			e := &entry{expire: en.ExpireMs}
+			e := &keyspace.Entry{Expire: en.ExpireMs}
 			if err := fillEntry(e, en.Value, hl, il, zl); err != nil {
 				return err
 			}
 			switch {
 			case en.Freq >= 0:
-				e.lru = uint32(en.Freq)
+				e.LRU = uint32(en.Freq)
 			case en.Idle >= 0:
-				e.lru = lruClock() - uint32(en.Idle)
+				e.LRU = lruClock() - uint32(en.Idle)
 			default:
-				e.lru = lruClock()
+				e.LRU = lruClock()
 			}
-			db.add(key, e)
+			db.Add(key, e)
 			if loadDelay != 0 {
 				debugDelay(loadDelay) // key-load-delay (tests)
 			}
@@ -353,42 +355,42 @@ func (s *Server) rdbHandlerInto(dbs []*DB) rdb.Handler {
 }
 
 // fillEntry sets e's value from a decoded RDB value.
-func fillEntry(e *entry, v *rdb.Value, hl hashLimits, il int, zl zsetLimits) error {
+func fillEntry(e *keyspace.Entry, v *rdb.Value, hl value.HashLimits, il int, zl value.ZSetLimits) error {
 	switch v.Kind {
 	case rdb.KindString:
-		e.str = v.Str
-		if e.str == nil {
-			e.str = []byte{}
+		e.Str = v.Str
+		if e.Str == nil {
+			e.Str = []byte{}
 		}
 	case rdb.KindList:
-		l := newList()
+		l := value.NewList()
 		for _, el := range v.Elems {
 			l.PushBack(el)
 		}
-		e.obj = l
+		e.Obj = l
 	case rdb.KindSet:
-		st := newSet()
+		st := value.NewSet()
 		for _, el := range v.Elems {
-			st.addB(el, il)
+			st.AddB(el, il)
 		}
-		e.obj = st
+		e.Obj = st
 	case rdb.KindZSet:
-		z := newZSet()
+		z := value.NewZSet()
 		for _, m := range v.ZSet {
-			z.set(string(m.Member), m.Score, zl)
+			z.Set(string(m.Member), m.Score, zl)
 		}
-		e.obj = z
+		e.Obj = z
 	case rdb.KindHash:
-		h := newHash()
+		h := value.NewHash()
 		for _, f := range v.Hash {
-			h.setB(f.Field, f.Value, hl)
+			h.SetB(f.Field, f.Value, hl)
 		}
-		e.obj = h
+		e.Obj = h
 	default:
 		return fmt.Errorf("node: unknown value kind %d", v.Kind)
 	}
-	if tv, ok := e.obj.(typedValue); ok && tv.length() == 0 {
-		return fmt.Errorf("node: empty %s value in RDB", tv.typeName())
+	if tv, ok := e.Obj.(value.Value); ok && tv.Length() == 0 {
+		return fmt.Errorf("node: empty %s value in RDB", tv.TypeName())
 	}
 	return nil
 }
@@ -483,7 +485,7 @@ func (p *persistence) save() error {
 func (p *persistence) saveHeld() error {
 	s := p.srv
 	sn := p.openLocked()
-	sn.copyAllLocked()
+	sn.CopyAllLocked()
 	return p.writeSave(sn, s.dirty.Load())
 }
 
@@ -536,9 +538,9 @@ func (p *persistence) bgsaveLocked(copyAll bool) bool {
 	p.bgStart.Store(start.UnixMilli())
 	s := p.srv
 	sn := p.openLocked()
-	sn.background = true
+	sn.Background = true
 	if copyAll {
-		sn.copyAllLocked()
+		sn.CopyAllLocked()
 	}
 	dirty := s.dirty.Load()
 	s.log.Info("background saving started")

@@ -18,6 +18,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
 	"github.com/shardis/shardis/internal/testutil"
 )
 
@@ -45,34 +47,32 @@ func canonServer(s *Server) map[string]item {
 	s.LockAll()
 	defer s.UnlockAll()
 	for i, db := range s.dbs {
-		for j := range db.shards {
-			db.shards[j].finishRehash()
-			for _, e := range db.shards[j].buckets {
-				for ; e != nil; e = e.next {
-					it := item{expire: e.expire}
-					switch o := e.obj.(type) {
-					case nil:
-						it.typ, it.val = "string", string(e.str)
-					case *listValue:
-						var l []string
-						o.ForEach(func(v []byte) bool { l = append(l, string(v)); return true })
-						it.typ, it.val = "list", canonList(l)
-					case *setValue:
-						var l []string
-						o.ForEach(func(m string) bool { l = append(l, m); return true })
-						it.typ, it.val = "set", canonSorted(l)
-					case *hashValue:
-						var l []string
-						o.ForEach(func(f string, v []byte) bool { l = append(l, f+"="+string(v)); return true })
-						it.typ, it.val = "hash", canonSorted(l)
-					case *zsetValue:
-						var l []string
-						o.ForEach(func(m string, sc float64) bool { l = append(l, m+"="+fmtScore(sc)); return true })
-						it.typ, it.val = "zset", canonList(l)
-					}
-					out[fmt.Sprintf("%d:%s", i, e.key)] = it
+		for j := range db.Shards {
+			db.Shards[j].ForEach(func(e *keyspace.Entry) bool {
+				it := item{expire: e.Expire}
+				switch o := e.Obj.(type) {
+				case nil:
+					it.typ, it.val = "string", string(e.Str)
+				case *value.List:
+					var l []string
+					o.ForEach(func(v []byte) bool { l = append(l, string(v)); return true })
+					it.typ, it.val = "list", canonList(l)
+				case *value.Set:
+					var l []string
+					o.ForEach(func(m string) bool { l = append(l, m); return true })
+					it.typ, it.val = "set", canonSorted(l)
+				case *value.Hash:
+					var l []string
+					o.ForEach(func(f string, v []byte) bool { l = append(l, f+"="+string(v)); return true })
+					it.typ, it.val = "hash", canonSorted(l)
+				case *value.ZSet:
+					var l []string
+					o.ForEach(func(m string, sc float64) bool { l = append(l, m+"="+fmtScore(sc)); return true })
+					it.typ, it.val = "zset", canonList(l)
 				}
-			}
+				out[fmt.Sprintf("%d:%s", i, e.Key)] = it
+				return true
+			})
 		}
 	}
 	return out
@@ -236,7 +236,7 @@ func loadCommands(t *testing.T, s *Server, cmds [][]string) {
 	now := time.Now().UnixMilli()
 	for _, cmd := range cmds {
 		k := cmd[1]
-		e := db.getEntry(k)
+		e := db.GetEntry(k)
 		switch strings.ToUpper(cmd[0]) {
 		case "SELECT":
 			n, _ := strconv.Atoi(cmd[1])
@@ -247,39 +247,39 @@ func loadCommands(t *testing.T, s *Server, cmds [][]string) {
 				ms, _ := strconv.ParseInt(cmd[4], 10, 64)
 				exp = now + ms
 			}
-			db.setString(k, []byte(cmd[2]), exp, false)
+			db.SetString(k, []byte(cmd[2]), exp, false)
 		case "RPUSH":
 			if e == nil {
-				e = db.setObject(k, newList())
+				e = db.SetObject(k, value.NewList())
 			}
 			for _, v := range cmd[2:] {
-				e.obj.(*listValue).PushBack([]byte(v))
+				e.Obj.(*value.List).PushBack([]byte(v))
 			}
 		case "SADD":
 			if e == nil {
-				e = db.setObject(k, newSet())
+				e = db.SetObject(k, value.NewSet())
 			}
 			for _, v := range cmd[2:] {
-				e.obj.(*setValue).addB([]byte(v), s.intsetLimit())
+				e.Obj.(*value.Set).AddB([]byte(v), s.intsetLimit())
 			}
 		case "HSET":
 			if e == nil {
-				e = db.setObject(k, newHash())
+				e = db.SetObject(k, value.NewHash())
 			}
 			for i := 2; i+1 < len(cmd); i += 2 {
-				e.obj.(*hashValue).setB([]byte(cmd[i]), []byte(cmd[i+1]), s.hashLimits())
+				e.Obj.(*value.Hash).SetB([]byte(cmd[i]), []byte(cmd[i+1]), s.hashLimits())
 			}
 		case "ZADD":
 			if e == nil {
-				e = db.setObject(k, newZSet())
+				e = db.SetObject(k, value.NewZSet())
 			}
 			for i := 2; i+1 < len(cmd); i += 2 {
 				sc, _ := strconv.ParseFloat(cmd[i], 64)
-				e.obj.(*zsetValue).Add(cmd[i+1], sc)
+				e.Obj.(*value.ZSet).Add(cmd[i+1], sc)
 			}
 		case "PEXPIRE":
 			ms, _ := strconv.ParseInt(cmd[2], 10, 64)
-			db.setExpire(e, now+ms)
+			db.SetExpire(e, now+ms)
 		default:
 			t.Fatalf("loadCommands: %s", cmd[0])
 		}

@@ -15,34 +15,36 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
 	"github.com/shardis/shardis/internal/rdb"
 )
 
 // snapCanonEntry renders an entry canonically ("type value expire"),
 // comparable with snapCanonRDB's rendering of the same key in a file.
-func snapCanonEntry(e *entry) string {
+func snapCanonEntry(e *keyspace.Entry) string {
 	var typ string
 	var l []string
-	switch o := e.obj.(type) {
+	switch o := e.Obj.(type) {
 	case nil:
-		typ, l = "string", []string{string(e.str)}
-	case *listValue:
+		typ, l = "string", []string{string(e.Str)}
+	case *value.List:
 		typ = "list"
 		o.ForEach(func(v []byte) bool { l = append(l, string(v)); return true })
-	case *setValue:
+	case *value.Set:
 		typ = "set"
 		o.ForEach(func(m string) bool { l = append(l, m); return true })
 		sort.Strings(l)
-	case *hashValue:
+	case *value.Hash:
 		typ = "hash"
 		o.ForEach(func(f string, v []byte) bool { l = append(l, f+"="+string(v)); return true })
 		sort.Strings(l)
-	case *zsetValue:
+	case *value.ZSet:
 		typ = "zset"
 		o.ForEach(func(m string, sc float64) bool { l = append(l, m+"="+fmtScore(sc)); return true })
 		sort.Strings(l)
 	}
-	return fmt.Sprintf("%s %q %d", typ, strings.Join(l, "\x00"), e.expire)
+	return fmt.Sprintf("%s %q %d", typ, strings.Join(l, "\x00"), e.Expire)
 }
 
 // snapCanonLocked reads every database, expired keys included, without
@@ -51,15 +53,11 @@ func snapCanonEntry(e *entry) string {
 func snapCanonLocked(s *Server) map[string]string {
 	out := map[string]string{}
 	for i, db := range s.dbs {
-		for j := range db.shards {
-			sh := &db.shards[j]
-			for _, table := range [][]*entry{sh.old, sh.buckets} {
-				for _, e := range table {
-					for ; e != nil; e = e.next {
-						out[fmt.Sprintf("%d:%s", i, e.key)] = snapCanonEntry(e)
-					}
-				}
-			}
+		for j := range db.Shards {
+			sh := &db.Shards[j]
+			sh.Walk(func(e *keyspace.Entry) {
+				out[fmt.Sprintf("%d:%s", i, e.Key)] = snapCanonEntry(e)
+			})
 		}
 	}
 	return out
@@ -138,8 +136,8 @@ func TestSnapshotChunksPointInTime(t *testing.T) {
 	tag := func(name string) string {
 		for i := 0; ; i++ {
 			tg := fmt.Sprintf("{%s%d}", name, i)
-			if !used[shardOf(tg)] {
-				used[shardOf(tg)] = true
+			if !used[keyspace.ShardOf(tg)] {
+				used[keyspace.ShardOf(tg)] = true
 				return tg
 			}
 		}
@@ -156,41 +154,41 @@ func TestSnapshotChunksPointInTime(t *testing.T) {
 		d := s.dbs[db]
 		switch rng.IntN(8) {
 		case 0:
-			l := newList()
+			l := value.NewList()
 			for i := range 1 + rng.IntN(20) {
 				l.PushBack([]byte("e" + strconv.Itoa(i)))
 			}
-			d.setObject(key, l)
+			d.SetObject(key, l)
 		case 1:
-			h := newHash()
+			h := value.NewHash()
 			for i := range 1 + rng.IntN(20) {
-				h.setB([]byte("f"+strconv.Itoa(i)), []byte("v"), s.hashLimits())
+				h.SetB([]byte("f"+strconv.Itoa(i)), []byte("v"), s.hashLimits())
 			}
-			d.setObject(key, h)
+			d.SetObject(key, h)
 		case 2:
-			st := newSet()
+			st := value.NewSet()
 			for i := range 1 + rng.IntN(20) {
-				st.addB([]byte(strconv.Itoa(i*3)), s.intsetLimit())
+				st.AddB([]byte(strconv.Itoa(i*3)), s.intsetLimit())
 			}
-			d.setObject(key, st)
+			d.SetObject(key, st)
 		case 3:
-			z := newZSet()
+			z := value.NewZSet()
 			for i := range 1 + rng.IntN(20) {
 				z.Add("m"+strconv.Itoa(i), float64(i))
 			}
-			d.setObject(key, z)
+			d.SetObject(key, z)
 		default:
-			d.setString(key, []byte("v0-"+key), 0, false)
+			d.SetString(key, []byte("v0-"+key), 0, false)
 		}
-		if sh := shardOf(key); sh == shardOf(edge) || sh == shardOf(shrink) {
+		if sh := keyspace.ShardOf(key); sh == keyspace.ShardOf(edge) || sh == keyspace.ShardOf(shrink) {
 			return // their key counts must not change before the opening
 		}
-		if e := d.getEntry(key); rng.IntN(10) == 0 {
+		if e := d.GetEntry(key); rng.IntN(10) == 0 {
 			// Expiring soon: active expiry deletes these while the save
 			// runs (the file must still hold them).
-			d.setExpire(e, now+100+rng.Int64N(1500))
+			d.SetExpire(e, now+100+rng.Int64N(1500))
 		} else if rng.IntN(10) == 0 {
-			d.setExpire(e, now+3600_000)
+			d.SetExpire(e, now+3600_000)
 		}
 	}
 	for i := range 15000 {
@@ -199,8 +197,8 @@ func TestSnapshotChunksPointInTime(t *testing.T) {
 	for i := range 6000 {
 		put(0, big+strconv.Itoa(i))
 	}
-	growSh := &s.dbs[0].shards[shardOf(grow)]
-	for i := 0; growSh.old == nil || growSh.count < 1040; i++ {
+	growSh := s.dbs[0].KeyShard(grow)
+	for i := 0; !growSh.Growing() || growSh.Len() < 1040; i++ {
 		put(0, grow+strconv.Itoa(i))
 	}
 	for db := 1; db < 4; db++ {
@@ -210,27 +208,27 @@ func TestSnapshotChunksPointInTime(t *testing.T) {
 	}
 	// {edge} is full (its next insert would grow it), {shrink} is one
 	// delete away from shrinking: both must wait while pending.
-	edgeSh := &s.dbs[0].shards[shardOf(edge)]
-	for i := 0; edgeSh.count < 1024 && i < 2000; i++ {
+	edgeSh := s.dbs[0].KeyShard(edge)
+	for i := 0; edgeSh.Len() < 1024 && i < 2000; i++ {
 		put(0, edge+strconv.Itoa(i))
 	}
-	shrinkSh := &s.dbs[0].shards[shardOf(shrink)]
+	shrinkSh := s.dbs[0].KeyShard(shrink)
 	for i := range 1000 {
 		put(0, shrink+strconv.Itoa(i))
 	}
-	for i := 0; shrinkSh.count > len(shrinkSh.buckets)/8 && i < 1000; i++ {
-		s.dbs[0].remove(shrink + strconv.Itoa(i))
+	for i := 0; shrinkSh.Len() > shrinkSh.NumBuckets()/8 && i < 1000; i++ {
+		s.dbs[0].Remove(shrink + strconv.Itoa(i))
 	}
-	shrinkSh.finishRehash()
-	if growSh.old == nil || edgeSh.old != nil || edgeSh.count != len(edgeSh.buckets) || shrinkSh.count != len(shrinkSh.buckets)/8 {
+	shrinkSh.FinishRehash()
+	if !growSh.Growing() || edgeSh.Growing() || edgeSh.Len() != edgeSh.NumBuckets() || shrinkSh.Len() != shrinkSh.NumBuckets()/8 {
 		s.UnlockAll()
 		t.Fatalf("shards not as planned: {grow} growing %v, {edge} %d keys in %d buckets, {shrink} %d in %d",
-			growSh.old != nil, edgeSh.count, len(edgeSh.buckets), shrinkSh.count, len(shrinkSh.buckets))
+			growSh.Growing(), edgeSh.Len(), edgeSh.NumBuckets(), shrinkSh.Len(), shrinkSh.NumBuckets())
 	}
 	want := snapCanonLocked(s)
 	p := s.persist
 	sn1 := p.openLocked()
-	sn1.background = true
+	sn1.Background = true
 	sn2 := p.openLocked()
 	s.UnlockAll()
 
@@ -244,10 +242,10 @@ func TestSnapshotChunksPointInTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.LockAll()
-	past := shrinkSh.count < len(shrinkSh.buckets)/8 && edgeSh.count > len(edgeSh.buckets)
+	past := shrinkSh.Len() < shrinkSh.NumBuckets()/8 && edgeSh.Len() > edgeSh.NumBuckets()
 	s.UnlockAll()
 	if !past {
-		t.Fatalf("{shrink} %d keys in %d buckets, {edge} %d in %d: not past their limits", shrinkSh.count, len(shrinkSh.buckets), edgeSh.count, len(edgeSh.buckets))
+		t.Fatalf("{shrink} %d keys in %d buckets, {edge} %d in %d: not past their limits", shrinkSh.Len(), shrinkSh.NumBuckets(), edgeSh.Len(), edgeSh.NumBuckets())
 	}
 
 	// Clients write at random while the writers run.
@@ -304,10 +302,10 @@ func TestSnapshotChunksPointInTime(t *testing.T) {
 				k = "ins" + strconv.Itoa(n)
 			}
 			db := s.dbs[r.IntN(2)]
-			sh := &db.shards[shardOf(k)]
-			sh.mu.Lock()
-			db.setString(k, []byte("inserted"), 0, false)
-			sh.mu.Unlock()
+			sh := db.KeyShard(k)
+			sh.Mu.Lock()
+			db.SetString(k, []byte("inserted"), 0, false)
+			sh.Mu.Unlock()
 			if n%64 == 0 {
 				time.Sleep(100 * time.Microsecond)
 			}
@@ -364,8 +362,8 @@ func TestSnapshotChunksPointInTime(t *testing.T) {
 	s.LockAll()
 	defer s.UnlockAll()
 	for i, db := range s.dbs {
-		for j := range db.shards {
-			if n := len(db.shards[j].snaps); n != 0 {
+		for j := range db.Shards {
+			if n := db.Shards[j].PendingSnapshots(); n != 0 {
 				t.Errorf("db %d shard %d still lists %d snapshots", i, j, n)
 			}
 		}
@@ -456,56 +454,56 @@ func snapRandomOp(c context.Context, rc *redis.Client, r *rand.Rand, key func() 
 }
 
 // TestSnapshotFrozenShardGrowsPastLimit fills one chunk of a pending
-// shard until the shard holds frozenLoad keys per bucket: it must not
+// shard until the shard holds keyspace.FrozenLoad keys per bucket: it must not
 // grow before (its chunks would move), and at the limit its other chunk
 // is copied before it grows. The file holds the opening's dataset.
 func TestSnapshotFrozenShardGrowsPastLimit(t *testing.T) {
 	s := newBareServer(t)
 	db := s.dbs[0]
-	sh := &db.shards[shardOf("{f}")]
+	sh := db.KeyShard("{f}")
 	s.LockAll()
-	for i := 0; sh.count < 400; i++ {
-		db.setString("{f}"+strconv.Itoa(i), []byte("old"), 0, false)
+	for i := 0; sh.Len() < 400; i++ {
+		db.SetString("{f}"+strconv.Itoa(i), []byte("old"), 0, false)
 	}
-	if len(sh.buckets) != 512 || sh.old != nil {
+	if sh.NumBuckets() != 512 || sh.Growing() {
 		s.UnlockAll()
-		t.Fatalf("%d buckets, growing %v", len(sh.buckets), sh.old != nil)
+		t.Fatalf("%d buckets, growing %v", sh.NumBuckets(), sh.Growing())
 	}
 	want := snapCanonLocked(s)
 	sn := s.persist.openLocked()
 	s.UnlockAll()
 
-	sh.mu.Lock()
+	sh.Mu.Lock()
 	added := 0
-	for i := 0; sh.count < frozenLoad*512 && i < 1_000_000; i++ {
+	for i := 0; sh.Len() < keyspace.FrozenLoad*512 && i < 1_000_000; i++ {
 		k := "{f}new" + strconv.Itoa(i)
-		if keyHash(k)&511 >= chunkBuckets {
+		if keyspace.KeyHash(k)&511 >= keyspace.ChunkBuckets {
 			continue // chunk 1 stays pending
 		}
-		db.setString(k, []byte("new"), 0, false)
+		db.SetString(k, []byte("new"), 0, false)
 		added++
-		if len(sh.buckets) != 512 {
-			sh.mu.Unlock()
-			t.Fatalf("the pending shard grew at %d keys", sh.count)
+		if sh.NumBuckets() != 512 {
+			sh.Mu.Unlock()
+			t.Fatalf("the pending shard grew at %d keys", sh.Len())
 		}
 	}
-	if len(sh.snaps) != 1 {
-		sh.mu.Unlock()
-		t.Fatalf("%d snapshots listed before the limit", len(sh.snaps))
+	if sh.PendingSnapshots() != 1 {
+		sh.Mu.Unlock()
+		t.Fatalf("%d snapshots listed before the limit", sh.PendingSnapshots())
 	}
-	for i := chunkBuckets; i < 512; i++ {
-		if sh.snaps[0].isCopied(i) {
-			sh.mu.Unlock()
+	for i := keyspace.ChunkBuckets; i < 512; i++ {
+		if sh.BucketCopied(i) {
+			sh.Mu.Unlock()
 			t.Fatalf("bucket %d copied before the limit", i)
 		}
 	}
-	db.setString("{f}last", []byte("new"), 0, false) // count is at the limit: grows
-	grown, listed := len(sh.buckets), len(sh.snaps)
+	db.SetString("{f}last", []byte("new"), 0, false) // count is at the limit: grows
+	grown, listed := sh.NumBuckets(), sh.PendingSnapshots()
 	// A change to the other chunk now is after its copy.
 	for i := 0; i < 400; i++ {
-		db.remove("{f}" + strconv.Itoa(i))
+		db.Remove("{f}" + strconv.Itoa(i))
 	}
-	sh.mu.Unlock()
+	sh.Mu.Unlock()
 	if grown <= 512 || listed != 0 {
 		t.Fatalf("at the limit: %d buckets, %d snapshots listed", grown, listed)
 	}
@@ -531,36 +529,33 @@ func TestSnapshotFrozenShardGrowsPastLimit(t *testing.T) {
 func TestSnapshotSideBlocks(t *testing.T) {
 	s := newBareServer(t)
 	db := s.dbs[0]
-	sh := &db.shards[shardOf("{b}")]
+	sh := db.KeyShard("{b}")
 	big := bytes.Repeat([]byte("v"), 300) // 3 keys per 1 kB of arena
 	s.LockAll()
-	for i := 0; i < 3*sideRecs; i++ {
-		db.setString("{b}"+strconv.Itoa(i), big, 0, false)
+	for i := 0; i < 3*keyspace.SideRecs; i++ {
+		db.SetString("{b}"+strconv.Itoa(i), big, 0, false)
 	}
 	want := snapCanonLocked(s)
 	sn := s.persist.openLocked()
 	s.UnlockAll()
 
-	sh.mu.Lock()
-	for i := 0; i < 3*sideRecs; i++ {
+	sh.Mu.Lock()
+	for i := 0; i < 3*keyspace.SideRecs; i++ {
 		k := "{b}" + strconv.Itoa(i)
-		db.snapTouchKey(k) // as the dispatcher does before a write
-		db.setString(k, []byte("new"), 0, false)
+		db.SnapTouchKey(k) // as the dispatcher does before a write
+		db.SetString(k, []byte("new"), 0, false)
 	}
-	sc := sn.shards[sh]
-	blocks := 0
-	for b := sc.side; b != nil; b = b.older {
-		blocks++
-		// Blocks recycled from writer buffers may be larger, never
-		// smaller.
-		if cap(b.arena) < sideArena {
-			sh.mu.Unlock()
-			t.Fatalf("block %d: arena capacity %d", blocks, cap(b.arena))
-		}
+	// Blocks recycled from writer buffers (a process-wide pool that
+	// earlier saves fill) may be larger, never smaller; a larger block
+	// takes more copies, so the chain is only as long as its capacity
+	// needs.
+	blocks, minArena, maxArena := sn.SideBlocks(sh)
+	sh.Mu.Unlock()
+	if blocks > 0 && minArena < keyspace.SideArena {
+		t.Fatalf("a side block's arena capacity is %d", minArena)
 	}
-	sh.mu.Unlock()
-	if min := 3 * sideRecs * len(big) / sideArena; blocks < min {
-		t.Fatalf("%d side blocks for %d copied keys, want at least %d", blocks, 3*sideRecs, min)
+	if min := 3 * keyspace.SideRecs * len(big) / max(maxArena, keyspace.SideArena); blocks < max(min, 1) {
+		t.Fatalf("%d side blocks (arenas of %d..%d bytes) for %d copied keys, want at least %d", blocks, minArena, maxArena, 3*keyspace.SideRecs, min)
 	}
 	var buf bytes.Buffer
 	if err := sn.writeTo(&buf); err != nil {

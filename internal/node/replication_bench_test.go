@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -25,7 +26,7 @@ func benchKeys(b *testing.B, def int) (*testServer, int) {
 	db := ts.srv.DB(0)
 	ts.srv.LockAll()
 	for i := 0; i < n; i++ {
-		db.addString([]byte(fmt.Sprintf("key:%012d", i)), []byte(fmt.Sprintf("val:%012d", i)), 0)
+		db.AddString([]byte(fmt.Sprintf("key:%012d", i)), []byte(fmt.Sprintf("val:%012d", i)), 0)
 	}
 	ts.srv.UnlockAll()
 	return ts, n
@@ -61,7 +62,7 @@ func BenchmarkReplicationFullSync(b *testing.B) {
 		}
 		b.ReportMetric(time.Since(start).Seconds(), "sync-s")
 		b.StopTimer()
-		if got := s.srv.DB(0).size(); got != int64(n) {
+		if got := s.srv.DB(0).Size(); got != int64(n) {
 			b.Fatalf("replica has %d keys, want %d", got, n)
 		}
 		_ = rc.Do(ctx(b), "REPLICAOF", "NO", "ONE").Err()
@@ -88,15 +89,15 @@ func BenchmarkStagingLoad(b *testing.B) {
 	for _, presize := range []bool{false, true} {
 		b.Run(fmt.Sprintf("presize=%v", presize), func(b *testing.B) {
 			for b.Loop() {
-				staging := make([]*DB, m.srv.NumDBs())
+				staging := make([]*keyspace.DB, m.srv.NumDBs())
 				for i := range staging {
-					staging[i] = newDB(m.srv, i)
-					staging[i].staged = true
+					staging[i] = keyspace.NewDB(m.srv.ks, i)
+					staging[i].Staged = true
 				}
 				if err := m.srv.loadRDBInto(bytes.NewReader(buf.Bytes()), staging, presize); err != nil {
 					b.Fatal(err)
 				}
-				if got := staging[0].size(); got != int64(n) {
+				if got := staging[0].Size(); got != int64(n) {
 					b.Fatalf("%d keys", got)
 				}
 			}

@@ -47,8 +47,8 @@ func debugPopulate(c *Client, args [][]byte) {
 	for j := int64(0); j < count; j++ {
 		kb = strconv.AppendInt(append(append(kb[:0], prefix...), ':'), j, 10)
 		key := string(kb)
-		unlock := c.debugLockShard(&db.shards[shardOf(key)].mu)
-		if db.getEntry(key) == nil {
+		unlock := c.debugLockShard(&db.KeyShard(key).Mu)
+		if db.GetEntry(key) == nil {
 			vb = strconv.AppendInt(append(vb[:0], "value:"...), j, 10)
 			var val []byte
 			if size == 0 {
@@ -57,7 +57,7 @@ func debugPopulate(c *Client, args [][]byte) {
 				val = make([]byte, size)
 				copy(val, vb)
 			}
-			db.setString(key, val, 0, false)
+			db.SetString(key, val, 0, false)
 		}
 		unlock()
 	}

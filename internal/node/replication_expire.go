@@ -3,6 +3,8 @@ package node
 import (
 	"sync"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // Expiry on a replica, as Redis does it:
@@ -33,20 +35,20 @@ func (c *Client) setMasterAccess(cmd *command, args [][]byte, on bool) {
 	switch {
 	case cmd.flags&flagLockAll != 0:
 		for _, db := range s.dbs {
-			for i := range db.shards {
-				db.shards[i].masterAccess = on
+			for i := range db.Shards {
+				db.Shards[i].SetMasterAccess(on)
 			}
 		}
 	case cmd.flags&flagLockDB != 0:
 		db := s.dbs[c.db]
-		for i := range db.shards {
-			db.shards[i].masterAccess = on
+		for i := range db.Shards {
+			db.Shards[i].SetMasterAccess(on)
 		}
 	default:
 		db := s.dbs[c.db]
 		for _, p := range cmd.keyPositions(args) {
 			if p < len(args) {
-				db.shards[shardOf(string(args[p]))].masterAccess = on
+				db.KeyShard(string(args[p])).SetMasterAccess(on)
 			}
 		}
 	}
@@ -65,8 +67,8 @@ func (c *Client) rememberLocalExpires(cmd *command, args [][]byte) {
 		if p >= len(args) {
 			continue
 		}
-		if e := db.getEntry(string(args[p])); e != nil && e.expire != 0 {
-			keys = append(keys, e.key)
+		if e := db.GetEntry(string(args[p])); e != nil && e.Expire != 0 {
+			keys = append(keys, e.Key)
 		}
 	}
 	if len(keys) == 0 {
@@ -116,14 +118,14 @@ func (r *replication) expireLocalKeys(now time.Time) {
 			continue
 		}
 		db := s.dbs[t.db]
-		locks := lockShards(s, []lockKey{{t.db, shardOf(t.key)}})
-		e := db.getEntry(t.key)
-		forget := e == nil || e.expire == 0
-		if e != nil && e.expired(ms) {
-			db.expireEntry(t.key)
+		locks := lockShards(s, []keyspace.ShardRef{{DB: t.db, Shard: keyspace.ShardOf(t.key)}})
+		e := db.GetEntry(t.key)
+		forget := e == nil || e.Expire == 0
+		if e != nil && e.Expired(ms) {
+			db.ExpireEntry(t.key)
 			forget = true
 		}
-		unlockShards(locks)
+		keyspace.UnlockShards(locks)
 		if forget {
 			le.mu.Lock()
 			delete(le.keys[t.db], t.key)

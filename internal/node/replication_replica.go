@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/bits"
 	"net"
 	"os"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/rdb"
 	"github.com/shardis/shardis/internal/resp"
 )
@@ -379,7 +379,7 @@ func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offs
 	}
 	var keys int64
 	for _, db := range s.dbs {
-		keys += db.size()
+		keys += db.Size()
 	}
 	s.log.Info(fmt.Sprintf("Done loading RDB, keys loaded: %d, keys expired: 0.", keys), "seconds", time.Since(start).Seconds())
 	l.r.forgetLocalExpires()
@@ -446,10 +446,10 @@ func (l *masterLink) loadStreaming(payload io.Reader, eofForm, loading bool) err
 		s.loading.Store(true)
 		defer s.loading.Store(false)
 	}
-	staging := make([]*DB, len(s.dbs))
+	staging := make([]*keyspace.DB, len(s.dbs))
 	for i := range staging {
-		staging[i] = newDB(s, i)
-		staging[i].staged = true
+		staging[i] = keyspace.NewDB(s.ks, i)
+		staging[i].Staged = true
 	}
 	br := bufio.NewReaderSize(payload, 256*1024)
 	if err := s.loadRDBInto(br, staging, true); err != nil {
@@ -468,7 +468,7 @@ func (l *masterLink) loadStreaming(payload io.Reader, eofForm, loading bool) err
 	s.LockAll()
 	s.snapGuardAll()
 	for i, db := range s.dbs {
-		db.swapContents(staging[i])
+		db.SwapContents(staging[i])
 		s.signalDBsSwapped(i, i)
 	}
 	s.UnlockAll()
@@ -482,7 +482,7 @@ func (l *masterLink) loadStreaming(payload io.Reader, eofForm, loading bool) err
 // uses (a replica's staging databases). With presize, the RESIZEDB hints
 // size the empty databases' shards up front, saving their rehashing as
 // they grow.
-func (s *Server) loadRDBInto(r io.Reader, dbs []*DB, presize bool) error {
+func (s *Server) loadRDBInto(r io.Reader, dbs []*keyspace.DB, presize bool) error {
 	h := s.rdbHandlerInto(dbs)
 	if presize {
 		cur := 0
@@ -495,8 +495,8 @@ func (s *Server) loadRDBInto(r io.Reader, dbs []*DB, presize bool) error {
 			return nil
 		}
 		h.ResizeDB = func(size, _ uint64) {
-			if cur < len(dbs) && dbs[cur].size() == 0 {
-				dbs[cur].presize(size)
+			if cur < len(dbs) && dbs[cur].Size() == 0 {
+				dbs[cur].Presize(size)
 			}
 		}
 	}
@@ -504,24 +504,10 @@ func (s *Server) loadRDBInto(r io.Reader, dbs []*DB, presize bool) error {
 	return err
 }
 
-// presize gives an empty database's shards room for about n keys.
-func (db *DB) presize(n uint64) {
-	per := n / numShards
-	if per < 4 || per > 1<<26 {
-		return
-	}
-	b := 1 << bits.Len64(per) // above per: no growth at the expected count
-	for i := range db.shards {
-		if sh := &db.shards[i]; sh.count == 0 && len(sh.buckets) < b {
-			sh.resize(b)
-		}
-	}
-}
-
 // datasetEmpty reports whether no database holds a key.
 func (s *Server) datasetEmpty() bool {
 	for _, db := range s.dbs {
-		if db.size() != 0 {
+		if db.Size() != 0 {
 			return false
 		}
 	}
@@ -664,7 +650,7 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 			continue
 		}
 		cmd := c.lookupCmd(args[0])
-		if prefetchEnabled && batchable(cmd) && c.rd.Buffered() > 0 {
+		if keyspace.PrefetchEnabled && batchable(cmd) && c.rd.Buffered() > 0 {
 			if err := l.applyBatch(c, args, raw, cmd); err != nil {
 				return err
 			}

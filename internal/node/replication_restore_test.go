@@ -95,13 +95,13 @@ func TestReplicationMasterRestartPartialResync(t *testing.T) {
 	mc2.Set(c, "after", "restart", 0)
 	testutil.WaitFor(t, 10*time.Second, "write after restart replicated", func() bool { return rc.Get(c, "after").Val() == "restart" })
 	for _, db := range []int{0, 3} {
-		a := master2.srv.DB(db).size()
-		b := replica.srv.DB(db).size()
+		a := master2.srv.DB(db).Size()
+		b := replica.srv.DB(db).Size()
 		if a != b {
 			t.Fatalf("db %d: master %d keys, replica %d", db, a, b)
 		}
 	}
-	if n := replica.srv.DB(0).size(); n == 0 {
+	if n := replica.srv.DB(0).Size(); n == 0 {
 		t.Fatal("replica lost its dataset")
 	}
 	if v := rc.Exists(c, "vol:1").Val(); v != 0 {

@@ -22,6 +22,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
 // Version is the Redis version shardnode reports (redis_version), chosen
@@ -43,10 +45,14 @@ type Server struct {
 	// tests switch it off to cover the plain loop).
 	readLoop atomic.Bool
 
-	cfg   *Config
-	log   *slog.Logger
-	dbs   []*DB
-	table *commandTable
+	cfg *Config
+	log *slog.Logger
+	dbs []*keyspace.DB
+	// ks is what the databases share: the keyspace's observer (this
+	// server) and its expiry mode, kept by syncExpiryMode.
+	ks       *keyspace.Shared
+	expiryMu sync.Mutex // serialises syncExpiryMode
+	table    *commandTable
 
 	listeners []net.Listener
 	runID     string
@@ -168,9 +174,11 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 	s.readLoop.Store(true)
 	s.lastSave.Store(time.Now().Unix())
 	n := int(cfg.Int(DirDatabases))
-	s.dbs = make([]*DB, n)
+	s.ks = keyspace.NewShared(ksObserver{s})
+	s.pause.changed = s.syncExpiryMode
+	s.dbs = make([]*keyspace.DB, n)
 	for i := range s.dbs {
-		s.dbs[i] = newDB(s, i)
+		s.dbs[i] = keyspace.NewDB(s.ks, i)
 	}
 	s.slowlog.init()
 	s.applyGCPercent()
@@ -235,7 +243,18 @@ func (s *Server) expireDeletes() bool { return !s.replicaMode.Load() && !s.pause
 
 // SetReplicaMode switches expiry and write handling between master and
 // replica behaviour.
-func (s *Server) SetReplicaMode(on bool) { s.replicaMode.Store(on) }
+func (s *Server) SetReplicaMode(on bool) {
+	s.replicaMode.Store(on)
+	s.syncExpiryMode()
+}
+
+// syncExpiryMode tells the keyspace whether lookups delete expired keys,
+// after the replica mode or a CLIENT PAUSE changed.
+func (s *Server) syncExpiryMode() {
+	s.expiryMu.Lock()
+	s.ks.SetHideExpired(!s.expireDeletes())
+	s.expiryMu.Unlock()
+}
 
 // Addr returns the address of the first listener (after Listen).
 func (s *Server) Addr() net.Addr {
@@ -482,7 +501,7 @@ func (s *Server) forEachClient(fn func(c *Client)) {
 }
 
 // DB returns database i (for persistence and replication code).
-func (s *Server) DB(i int) *DB { return s.dbs[i] }
+func (s *Server) DB(i int) *keyspace.DB { return s.dbs[i] }
 
 // NumDBs returns the number of databases.
 func (s *Server) NumDBs() int { return len(s.dbs) }
@@ -491,14 +510,14 @@ func (s *Server) NumDBs() int { return len(s.dbs) }
 // keyspace access (snapshots, full syncs, FLUSHALL). UnlockAll releases.
 func (s *Server) LockAll() {
 	for _, db := range s.dbs {
-		db.lockAll()
+		db.LockAll()
 	}
 }
 
 // UnlockAll releases LockAll.
 func (s *Server) UnlockAll() {
 	for _, db := range s.dbs {
-		db.unlockAll()
+		db.UnlockAll()
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/shardis/shardis/internal/resp"
 )
@@ -171,6 +172,8 @@ type pauseState struct {
 	// waiting counts the clients a pause holds (INFO blocked_clients, as
 	// Redis counts its postponed clients).
 	waiting atomic.Int64
+	// changed, if set, is called (with mu held) after on changes.
+	changed func()
 	// freeze stops everything during DEBUG SLEEP (debug_freeze.go).
 	freeze freezeGate
 }
@@ -190,6 +193,14 @@ func (p *pauseState) set(until time.Time, all bool) {
 	}
 	p.all = all
 	p.on.Store(true)
+	p.notify()
+}
+
+// notify calls the changed hook; p.mu is held.
+func (p *pauseState) notify() {
+	if p.changed != nil {
+		p.changed()
+	}
 }
 
 func (p *pauseState) unpause() {
@@ -197,6 +208,7 @@ func (p *pauseState) unpause() {
 	defer p.mu.Unlock()
 	p.until = time.Time{}
 	p.on.Store(false)
+	p.notify()
 	if p.wake != nil {
 		close(p.wake)
 		p.wake = nil
@@ -209,6 +221,7 @@ func (p *pauseState) expire(now time.Time) {
 	if !p.until.IsZero() && !now.Before(p.until) {
 		p.until = time.Time{}
 		p.on.Store(false)
+		p.notify()
 		if p.wake != nil {
 			close(p.wake)
 			p.wake = nil
@@ -348,3 +361,10 @@ func (s *Server) clientsCron(now time.Time) {
 		}
 	})
 }
+
+// bstr views b as a string without copying; the string is only valid while
+// b is unchanged, so it must never be stored.
+func bstr(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// sbytes views s as a read-only byte slice without copying.
+func sbytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }

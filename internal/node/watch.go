@@ -102,8 +102,8 @@ func (c *Client) signalModifiedKey(key string) {
 func (c *Client) watchedExpired() bool {
 	for _, wk := range c.watched {
 		db := c.srv.dbs[wk.db]
-		e := db.getEntry(wk.key)
-		if e != nil && e.expired(c.now) {
+		e := db.GetEntry(wk.key)
+		if e != nil && e.Expired(c.now) {
 			return true
 		}
 	}

@@ -1,4 +1,4 @@
-package node
+package value
 
 import (
 	"fmt"
@@ -9,15 +9,15 @@ import (
 )
 
 // naiveZSet is the reference model: a sorted slice.
-type naiveZSet []zitem
+type naiveZSet []ZItem
 
 func (n naiveZSet) sorted() naiveZSet {
 	s := slices.Clone(n)
-	slices.SortFunc(s, func(a, b zitem) int {
-		if zless(a.score, a.member, b.score, b.member) {
+	slices.SortFunc(s, func(a, b ZItem) int {
+		if Zless(a.Score, a.Member, b.Score, b.Member) {
 			return -1
 		}
-		if zless(b.score, b.member, a.score, a.member) {
+		if Zless(b.Score, b.Member, a.Score, a.Member) {
 			return 1
 		}
 		return 0
@@ -25,11 +25,11 @@ func (n naiveZSet) sorted() naiveZSet {
 	return s
 }
 
-func checkZSet(t *testing.T, z *zsetValue, ref map[string]float64) {
+func checkZSet(t *testing.T, z *ZSet, ref map[string]float64) {
 	t.Helper()
 	var want naiveZSet
 	for m, s := range ref {
-		want = append(want, zitem{m, s})
+		want = append(want, ZItem{m, s})
 	}
 	want = want.sorted()
 	if z.Len() != len(want) {
@@ -37,8 +37,8 @@ func checkZSet(t *testing.T, z *zsetValue, ref map[string]float64) {
 	}
 	i := 0
 	z.ForEach(func(m string, s float64) bool {
-		if want[i].member != m || want[i].score != s {
-			t.Fatalf("ForEach[%d] = %q %v, want %q %v", i, m, s, want[i].member, want[i].score)
+		if want[i].Member != m || want[i].Score != s {
+			t.Fatalf("ForEach[%d] = %q %v, want %q %v", i, m, s, want[i].Member, want[i].Score)
 		}
 		i++
 		return true
@@ -47,22 +47,22 @@ func checkZSet(t *testing.T, z *zsetValue, ref map[string]float64) {
 		t.Fatalf("ForEach visited %d, want %d", i, len(want))
 	}
 	for r, it := range want {
-		got, ok := z.Rank(it.member)
+		got, ok := z.Rank(it.Member)
 		if !ok || got != r {
-			t.Fatalf("Rank(%q) = %d %v, want %d", it.member, got, ok, r)
+			t.Fatalf("Rank(%q) = %d %v, want %d", it.Member, got, ok, r)
 		}
 		m, s := z.At(r)
-		if m != it.member || s != it.score {
-			t.Fatalf("At(%d) = %q %v, want %q %v", r, m, s, it.member, it.score)
+		if m != it.Member || s != it.Score {
+			t.Fatalf("At(%d) = %q %v, want %q %v", r, m, s, it.Member, it.Score)
 		}
 	}
 	// Score range counts against the model.
 	for k := 0; k < 5; k++ {
 		lim := float64(rand.IntN(60) - 30)
-		got := z.countWhile(func(s float64, _ string) bool { return s < lim })
+		got := z.CountWhile(func(s float64, _ string) bool { return s < lim })
 		wantN := 0
 		for _, it := range want {
-			if it.score < lim {
+			if it.Score < lim {
 				wantN++
 			}
 		}
@@ -77,9 +77,9 @@ func checkZSet(t *testing.T, z *zsetValue, ref map[string]float64) {
 			a, b = b, a
 		}
 		j := b
-		z.rangeByRank(a, b, true, func(m string, s float64) bool {
-			if want[j].member != m {
-				t.Fatalf("rev range %d..%d at %d: %q, want %q", a, b, j, m, want[j].member)
+		z.RangeByRank(a, b, true, func(m string, s float64) bool {
+			if want[j].Member != m {
+				t.Fatalf("rev range %d..%d at %d: %q, want %q", a, b, j, m, want[j].Member)
 			}
 			j--
 			return true
@@ -91,9 +91,9 @@ func checkZSet(t *testing.T, z *zsetValue, ref map[string]float64) {
 }
 
 func TestZSetTypeRandomized(t *testing.T) {
-	for _, lim := range []zsetLimits{{entries: 128, value: 64}, {entries: 0, value: 64}, {entries: 16, value: 64}} {
-		t.Run(fmt.Sprintf("entries=%d", lim.entries), func(t *testing.T) {
-			z := newZSet()
+	for _, lim := range []ZSetLimits{{Entries: 128, Value: 64}, {Entries: 0, Value: 64}, {Entries: 16, Value: 64}} {
+		t.Run(fmt.Sprintf("entries=%d", lim.Entries), func(t *testing.T) {
+			z := NewZSet()
 			ref := map[string]float64{}
 			for step := 0; step < 3000; step++ {
 				m := fmt.Sprintf("m%d", rand.IntN(300))
@@ -101,7 +101,7 @@ func TestZSetTypeRandomized(t *testing.T) {
 				case op < 6:
 					s := float64(rand.IntN(40) - 20)
 					_, had := ref[m]
-					if isNew := z.set(m, s, lim); isNew == had {
+					if isNew := z.Set(m, s, lim); isNew == had {
 						t.Fatalf("set(%q) new=%v, had=%v", m, isNew, had)
 					}
 					ref[m] = s
@@ -121,8 +121,8 @@ func TestZSetTypeRandomized(t *testing.T) {
 						a, b = b, a
 					}
 					var gone []string
-					z.rangeByRank(a, b, false, func(m string, _ float64) bool { gone = append(gone, m); return true })
-					if got := z.removeRankRange(a, b); got != b-a+1 {
+					z.RangeByRank(a, b, false, func(m string, _ float64) bool { gone = append(gone, m); return true })
+					if got := z.RemoveRankRange(a, b); got != b-a+1 {
 						t.Fatalf("removeRankRange(%d,%d) = %d", a, b, got)
 					}
 					for _, m := range gone {
@@ -134,38 +134,38 @@ func TestZSetTypeRandomized(t *testing.T) {
 				}
 			}
 			checkZSet(t, z, ref)
-			c := z.clone().(*zsetValue)
+			c := z.Clone().(*ZSet)
 			checkZSet(t, c, ref)
-			if lim.entries == 16 && len(ref) > 16 && z.encoding() != "skiplist" {
-				t.Fatalf("encoding %s with %d members", z.encoding(), len(ref))
+			if lim.Entries == 16 && len(ref) > 16 && z.Encoding() != "skiplist" {
+				t.Fatalf("encoding %s with %d members", z.Encoding(), len(ref))
 			}
 		})
 	}
 }
 
 func TestZSetTypeEncoding(t *testing.T) {
-	z := newZSet()
+	z := NewZSet()
 	for i := 0; i < 128; i++ {
 		z.Add(fmt.Sprint(i), float64(i))
 	}
-	if z.encoding() != "listpack" {
-		t.Fatalf("128 members: %s", z.encoding())
+	if z.Encoding() != "listpack" {
+		t.Fatalf("128 members: %s", z.Encoding())
 	}
 	z.Add("x", 1)
-	if z.encoding() != "skiplist" {
-		t.Fatalf("129 members: %s", z.encoding())
+	if z.Encoding() != "skiplist" {
+		t.Fatalf("129 members: %s", z.Encoding())
 	}
-	z2 := newZSet()
+	z2 := NewZSet()
 	z2.Add(string(make([]byte, 65)), 1)
-	if z2.encoding() != "skiplist" {
-		t.Fatalf("65-byte member: %s", z2.encoding())
+	if z2.Encoding() != "skiplist" {
+		t.Fatalf("65-byte member: %s", z2.Encoding())
 	}
 	for i := 0; i < 120; i++ {
 		z.Remove(fmt.Sprint(i))
 	}
-	z.shrinkIfSmall(defaultZSetLimits)
-	if z.encoding() != "listpack" || z.Len() != 9 {
-		t.Fatalf("shrink: %s %d", z.encoding(), z.Len())
+	z.ShrinkIfSmall(defaultZSetLimits)
+	if z.Encoding() != "listpack" || z.Len() != 9 {
+		t.Fatalf("shrink: %s %d", z.Encoding(), z.Len())
 	}
 	if s, ok := z.Score("x"); !ok || s != 1 {
 		t.Fatalf("Score(x) = %v %v", s, ok)
@@ -175,23 +175,23 @@ func TestZSetTypeEncoding(t *testing.T) {
 // BenchmarkZSetUpdateScore is redis-benchmark's zadd test in process: a
 // skiplist-encoded set of 100k members "element:<12 digits>" with integer
 // scores below 100k, each op giving a random member a random new score
-// through ZADD's path (dict lookup, then updateScore).
+// through ZADD's path (dict lookup, then UpdateScore).
 func BenchmarkZSetUpdateScore(b *testing.B) {
 	const n = 100000
-	z := newZSetLarge()
+	z := NewZSetLarge()
 	members := make([][]byte, n)
 	for i := range members {
 		members[i] = fmt.Appendf(nil, "element:%012d", i)
-		z.set(string(members[i]), float64(rand.IntN(n)), defaultZSetLimits)
+		z.Set(string(members[i]), float64(rand.IntN(n)), defaultZSetLimits)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		m := members[rng.IntN(n)]
 		s := float64(rng.IntN(n))
-		node := z.dict.findBytes(m)
-		if node.val.score != s {
-			z.zsl.updateScore(node.val, s)
+		node := z.Dict.FindBytes(m)
+		if node.Val.Score != s {
+			z.Zsl.UpdateScore(node.Val, s)
 		}
 	}
 }
@@ -200,26 +200,26 @@ func BenchmarkZSetUpdateScore(b *testing.B) {
 // want, the members in order: level 0 is want, each level is an ordered
 // subsequence whose spans are rank differences, backward links, tail,
 // length and level agree, and the dict points at the nodes.
-func checkSkiplist(t *testing.T, z *zsetValue, want naiveZSet) {
+func checkSkiplist(t *testing.T, z *ZSet, want naiveZSet) {
 	t.Helper()
-	zl := z.zsl
-	if zl.length != len(want) || z.dict.len() != len(want) {
-		t.Fatalf("length %d, dict %d, want %d", zl.length, z.dict.len(), len(want))
+	zl := z.Zsl
+	if zl.Length != len(want) || z.Dict.len() != len(want) {
+		t.Fatalf("length %d, dict %d, want %d", zl.Length, z.Dict.len(), len(want))
 	}
-	rankOf := map[*zslNode]int{zl.header: 0}
-	var prev *zslNode
+	rankOf := map[*SkipNode]int{zl.header: 0}
+	var prev *SkipNode
 	r := 0
 	for x := zl.header.lvl0.forward; x != nil; x = x.lvl0.forward {
 		if r >= len(want) {
 			t.Fatalf("level 0 longer than %d", len(want))
 		}
-		if x.member != want[r].member || x.score != want[r].score {
-			t.Fatalf("rank %d: %q %v, want %q %v", r+1, x.member, x.score, want[r].member, want[r].score)
+		if x.member != want[r].Member || x.Score != want[r].Score {
+			t.Fatalf("rank %d: %q %v, want %q %v", r+1, x.member, x.Score, want[r].Member, want[r].Score)
 		}
 		if x.backward != prev {
 			t.Fatalf("rank %d (%q): wrong backward link", r+1, x.member)
 		}
-		if n := z.dict.find(x.member); n == nil || n.val != x {
+		if n := z.Dict.find(x.member); n == nil || n.Val != x {
 			t.Fatalf("dict entry of %q does not point at its node", x.member)
 		}
 		r++
@@ -259,7 +259,7 @@ func checkSkiplist(t *testing.T, z *zsetValue, want naiveZSet) {
 func TestSkiplistUpdateModel(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 99))
-		z := newZSetLarge()
+		z := NewZSetLarge()
 		ref := map[string]float64{}
 		scores := []float64{math.Inf(-1), math.Inf(1), -1, 0, math.Copysign(0, -1), 1, 2, 2.5, 3, 7, 1e300}
 		score := func() float64 {
@@ -282,7 +282,7 @@ func TestSkiplistUpdateModel(t *testing.T) {
 						s = score()
 					}
 				}
-				if isNew := z.set(m, s, zsetLimits{}); isNew == had {
+				if isNew := z.Set(m, s, ZSetLimits{}); isNew == had {
 					t.Fatalf("set(%q) new=%v, had=%v", m, isNew, had)
 				}
 				if !had || cur != s {
@@ -290,10 +290,10 @@ func TestSkiplistUpdateModel(t *testing.T) {
 				}
 			case op < 8 && had:
 				// ZADD's path: the node from the dict, updated directly
-				n := z.dict.find(m)
+				n := z.Dict.find(m)
 				s := score()
-				if n.val.score != s {
-					z.zsl.updateScore(n.val, s)
+				if n.Val.Score != s {
+					z.Zsl.UpdateScore(n.Val, s)
 					ref[m] = s
 				}
 			default:
@@ -304,38 +304,19 @@ func TestSkiplistUpdateModel(t *testing.T) {
 			}
 			var want naiveZSet
 			for m, s := range ref {
-				want = append(want, zitem{m, s})
+				want = append(want, ZItem{m, s})
 			}
 			want = want.sorted()
 			checkSkiplist(t, z, want)
 			for k := 0; k < 3 && len(want) > 0; k++ {
 				i := rng.IntN(len(want))
-				if got, ok := z.Rank(want[i].member); !ok || got != i {
-					t.Fatalf("step %d: Rank(%q) = %d %v, want %d", step, want[i].member, got, ok, i)
+				if got, ok := z.Rank(want[i].Member); !ok || got != i {
+					t.Fatalf("step %d: Rank(%q) = %d %v, want %d", step, want[i].Member, got, ok, i)
 				}
-				if m, s := z.At(i); m != want[i].member || s != want[i].score {
-					t.Fatalf("step %d: At(%d) = %q %v, want %q %v", step, i, m, s, want[i].member, want[i].score)
+				if m, s := z.At(i); m != want[i].Member || s != want[i].Score {
+					t.Fatalf("step %d: At(%d) = %q %v, want %q %v", step, i, m, s, want[i].Member, want[i].Score)
 				}
 			}
-		}
-	}
-}
-
-// TestZParseSmallInt checks ZADD's integer fast path against the float
-// parser it bypasses.
-func TestZParseSmallInt(t *testing.T) {
-	for _, in := range []string{"0", "-0", "000000012345", "-000000099999", "7", "-7",
-		"999999999999999", "-999999999999999", "1234567890123456", "", "-", "1e3", "1.5", "+5", " 5", "5 ", "0x10", "--1", "12a"} {
-		f, ok := zparseFloat([]byte(in))
-		g, gok := parseFloat([]byte(in))
-		if in == "0x10" {
-			continue // hex goes through cHexFloat in both paths
-		}
-		if ok != gok || f != g || math.Signbit(f) != math.Signbit(g) {
-			t.Errorf("zparseFloat(%q) = %v %v, float parser %v %v", in, f, ok, g, gok)
-		}
-		if _, fast := zparseSmallInt([]byte(in)); fast && len(in) > 16 {
-			t.Errorf("%q took the fast path", in)
 		}
 	}
 }

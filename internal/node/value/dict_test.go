@@ -1,4 +1,4 @@
-package node
+package value
 
 import (
 	"math/rand/v2"
@@ -19,14 +19,14 @@ func TestChainDictMatchesMap(t *testing.T) {
 			t.Fatalf("step %d: len %d dense %d, want %d", step, d.len(), len(d.dense), len(ref))
 		}
 		inBuckets := 0
-		for i, n := range d.buckets {
+		for i, n := range d.Buckets {
 			for ; n != nil; n = n.next {
 				inBuckets++
-				if d.bucketOf(n.hash) != i || n.hash != dictHash(n.key) {
-					t.Fatalf("step %d: node %q in bucket %d with hash %x", step, n.key, i, n.hash)
+				if d.BucketOf(n.Hash) != i || n.Hash != DictHash(n.Key) {
+					t.Fatalf("step %d: node %q in bucket %d with hash %x", step, n.Key, i, n.Hash)
 				}
 				if d.dense[n.idx] != n {
-					t.Fatalf("step %d: dense index of %q broken", step, n.key)
+					t.Fatalf("step %d: dense index of %q broken", step, n.Key)
 				}
 			}
 		}
@@ -34,8 +34,8 @@ func TestChainDictMatchesMap(t *testing.T) {
 			t.Fatalf("step %d: %d nodes in buckets, want %d", step, inBuckets, len(ref))
 		}
 		for k, v := range ref {
-			n := d.findBytes([]byte(k))
-			if n == nil || n.val != v {
+			n := d.FindBytes([]byte(k))
+			if n == nil || n.Val != v {
 				t.Fatalf("step %d: find %q = %v, want %d", step, k, n, v)
 			}
 		}
@@ -48,7 +48,7 @@ func TestChainDictMatchesMap(t *testing.T) {
 			if _, had := ref[k]; had == isNew {
 				t.Fatalf("step %d: upsert %q isNew=%v", step, k, isNew)
 			}
-			n.val = step
+			n.Val = step
 			ref[k] = step
 		case op < 7:
 			v, ok := d.remove(k)
@@ -58,12 +58,12 @@ func TestChainDictMatchesMap(t *testing.T) {
 			}
 			delete(ref, k)
 		default:
-			if n := d.randomNode(); n != nil {
-				if _, had := ref[n.key]; !had {
-					t.Fatalf("step %d: random node %q not in the dict", step, n.key)
+			if n := d.RandomNode(); n != nil {
+				if _, had := ref[n.Key]; !had {
+					t.Fatalf("step %d: random node %q not in the dict", step, n.Key)
 				}
 				d.removeNode(n)
-				delete(ref, n.key)
+				delete(ref, n.Key)
 			}
 		}
 		if step%997 == 0 {
@@ -74,8 +74,8 @@ func TestChainDictMatchesMap(t *testing.T) {
 	for k := range ref {
 		d.remove(k)
 	}
-	if d.len() != 0 || len(d.buckets) > 4 {
-		t.Fatalf("emptied dict: len %d, %d buckets", d.len(), len(d.buckets))
+	if d.len() != 0 || len(d.Buckets) > 4 {
+		t.Fatalf("emptied dict: len %d, %d buckets", d.len(), len(d.Buckets))
 	}
 }
 
@@ -83,27 +83,27 @@ func TestChainDictMatchesMap(t *testing.T) {
 // random scores (the node is relinked, not reallocated) and checks order,
 // ranks and select-by-rank against a sorted reference.
 func TestSkiplistUpdateScoreMoves(t *testing.T) {
-	z := newZSetLarge()
+	z := NewZSetLarge()
 	ref := map[string]float64{}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for i := 0; i < 2000; i++ {
 		m := "m" + strconv.Itoa(i)
 		s := float64(rng.IntN(500))
-		z.set(m, s, defaultZSetLimits)
+		z.Set(m, s, defaultZSetLimits)
 		ref[m] = s
 	}
 	for step := 0; step < 20000; step++ {
 		m := "m" + strconv.Itoa(rng.IntN(2000))
-		n := z.dict.find(m)
+		n := z.Dict.find(m)
 		s := float64(rng.IntN(500))
-		if n.val.score != s {
-			z.zsl.updateScore(n.val, s)
+		if n.Val.Score != s {
+			z.Zsl.UpdateScore(n.Val, s)
 		}
 		ref[m] = s
 	}
 	prevS, prevM, rank := -1.0, "", 0
 	z.ForEach(func(m string, s float64) bool {
-		if ref[m] != s || (rank > 0 && !zless(prevS, prevM, s, m)) {
+		if ref[m] != s || (rank > 0 && !Zless(prevS, prevM, s, m)) {
 			t.Fatalf("rank %d: %q %v out of order or wrong score (want %v)", rank, m, s, ref[m])
 		}
 		if r, ok := z.Rank(m); !ok || r != rank {
@@ -116,7 +116,7 @@ func TestSkiplistUpdateScoreMoves(t *testing.T) {
 		rank++
 		return true
 	})
-	if rank != len(ref) || z.zsl.length != len(ref) {
-		t.Fatalf("walked %d, length %d, want %d", rank, z.zsl.length, len(ref))
+	if rank != len(ref) || z.Zsl.Length != len(ref) {
+		t.Fatalf("walked %d, length %d, want %d", rank, z.Zsl.Length, len(ref))
 	}
 }

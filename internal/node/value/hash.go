@@ -1,4 +1,4 @@
-package node
+package value
 
 import (
 	"bytes"
@@ -6,53 +6,55 @@ import (
 	"math/rand/v2"
 )
 
-// hashValue is a Redis hash. Small hashes use a compact "listpack"
+// Hash is a Redis hash. Small hashes use a compact "listpack"
 // encoding: every field and value packed into one []byte (a 4-byte
 // little-endian count, then uvarint(len) field uvarint(len) value ...),
 // searched linearly, so a small hash costs two allocations whatever its
 // number of fields. A hash with more than hash-max-listpack-entries fields,
 // or a field or value longer than hash-max-listpack-value bytes, is
-// converted for good to a chainDict ("hashtable"), as Redis converts.
+// converted for good to a Dict ("hashtable"), as Redis converts.
 //
 // Persistence walks a hash with Len and ForEach and rebuilds one with
-// newHash and Set; commands use the []byte variants (getB, setB, delB,
+// NewHash and Set; commands use the []byte variants (GetB, SetB, DelB,
 // each) with the server's configured limits.
-type hashValue struct {
-	lp []byte             // listpack encoding when d == nil; nil when empty
-	d  *chainDict[[]byte] // hashtable encoding
+type Hash struct {
+	lp []byte // listpack encoding when Dict == nil; nil when empty
+	// Dict is the hashtable encoding, nil while the hash is a listpack.
+	Dict *Dict[[]byte]
 }
 
-// hashLimits are the listpack thresholds (hash-max-listpack-entries and
+// HashLimits are the listpack thresholds (hash-max-listpack-entries and
 // hash-max-listpack-value).
-type hashLimits struct{ entries, value int }
+type HashLimits struct {
+	Entries int // hash-max-listpack-entries
+	Value   int // hash-max-listpack-value
+}
 
 // defaultHashLimits are Redis's defaults, used when no server config is at
 // hand.
-var defaultHashLimits = hashLimits{entries: 128, value: 64}
+var defaultHashLimits = HashLimits{Entries: 128, Value: 64}
 
-// hashLimits reads the thresholds from the server's configuration.
-func (s *Server) hashLimits() hashLimits {
-	return s.hot().hashLim
-}
+// NewHash returns an empty hash in the listpack encoding.
+func NewHash() *Hash { return &Hash{} }
 
-// newHash returns an empty hash in the listpack encoding.
-func newHash() *hashValue { return &hashValue{} }
+// TypeName returns "hash" (TYPE).
+func (h *Hash) TypeName() string { return "hash" }
 
-func (h *hashValue) typeName() string { return "hash" }
-
-func (h *hashValue) encoding() string {
-	if h.d != nil {
+// Encoding returns the OBJECT ENCODING name of the current encoding.
+func (h *Hash) Encoding() string {
+	if h.Dict != nil {
 		return "hashtable"
 	}
 	return "listpack"
 }
 
-func (h *hashValue) length() int { return h.Len() }
+// Length is Len, for the Value interface.
+func (h *Hash) Length() int { return h.Len() }
 
 // Len returns the number of fields.
-func (h *hashValue) Len() int {
-	if h.d != nil {
-		return h.d.len()
+func (h *Hash) Len() int {
+	if h.Dict != nil {
+		return h.Dict.len()
 	}
 	if len(h.lp) < 4 {
 		return 0
@@ -60,24 +62,25 @@ func (h *hashValue) Len() int {
 	return int(binary.LittleEndian.Uint32(h.lp))
 }
 
-func (h *hashValue) clone() typedValue {
-	if h.d == nil {
-		return &hashValue{lp: bytes.Clone(h.lp)}
+// Clone returns a deep copy in the same encoding (COPY).
+func (h *Hash) Clone() Value {
+	if h.Dict == nil {
+		return &Hash{lp: bytes.Clone(h.lp)}
 	}
-	d := newChainDict[[]byte](h.d.len())
-	h.d.forEach(func(n *dictNode[[]byte]) bool {
-		m, _ := d.upsert(n.key)
-		m.val = bytes.Clone(n.val)
+	d := newChainDict[[]byte](h.Dict.len())
+	h.Dict.ForEach(func(n *DictNode[[]byte]) bool {
+		m, _ := d.upsert(n.Key)
+		m.Val = bytes.Clone(n.Val)
 		return true
 	})
-	return &hashValue{d: d}
+	return &Hash{Dict: d}
 }
 
-func (h *hashValue) memUsage() int64 {
-	if h.d == nil {
+func (h *Hash) MemUsage() int64 {
+	if h.Dict == nil {
 		return 16 + 32 + int64(cap(h.lp))
 	}
-	return 16 + 32 + h.d.memUsage(func(v []byte) int { return 24 + cap(v) })
+	return 16 + 32 + h.Dict.memUsage(func(v []byte) int { return 24 + cap(v) })
 }
 
 // ---- listpack helpers ------------------------------------------------------
@@ -91,7 +94,7 @@ func lpNext(lp []byte, off int) ([]byte, int) {
 
 // lpFind returns the offsets of field's entry (start of the field, start
 // of its value's length, end of the entry) or start = -1.
-func (h *hashValue) lpFind(field []byte) (start, valOff, end int) {
+func (h *Hash) lpFind(field []byte) (start, valOff, end int) {
 	if len(h.lp) < 4 {
 		return -1, 0, 0
 	}
@@ -108,12 +111,12 @@ func (h *hashValue) lpFind(field []byte) (start, valOff, end int) {
 	return -1, 0, 0
 }
 
-func (h *hashValue) lpSetCount(n int) {
+func (h *Hash) lpSetCount(n int) {
 	binary.LittleEndian.PutUint32(h.lp, uint32(n))
 }
 
-// lpEntrySize is the number of bytes a field and value take in a listpack.
-func lpEntrySize(field, val []byte) int {
+// ListpackEntrySize is the number of bytes a field and value take in a listpack.
+func ListpackEntrySize(field, val []byte) int {
 	return uvarintLen(len(field)) + len(field) + uvarintLen(len(val)) + len(val)
 }
 
@@ -126,11 +129,11 @@ func uvarintLen(n int) int {
 	return l
 }
 
-// reserve makes room for extra more bytes in a listpack without append's
+// Reserve makes room for extra more bytes in a listpack without append's
 // doubling, so that a small hash keeps no slack: memory per small hash is
 // what the issue budgets.
-func (h *hashValue) reserve(extra int) {
-	if h.d != nil || cap(h.lp)-len(h.lp) >= extra {
+func (h *Hash) Reserve(extra int) {
+	if h.Dict != nil || cap(h.lp)-len(h.lp) >= extra {
 		return
 	}
 	if h.lp == nil {
@@ -148,17 +151,17 @@ func lpAppend(lp []byte, s []byte) []byte {
 }
 
 // toDict converts a listpack hash to the hashtable encoding.
-func (h *hashValue) toDict() {
-	if h.d != nil {
+func (h *Hash) toDict() {
+	if h.Dict != nil {
 		return
 	}
 	d := newChainDict[[]byte](h.Len())
-	h.each(func(f, v []byte) bool {
+	h.Each(func(f, v []byte) bool {
 		n, _ := d.upsert(string(f))
-		n.val = bytes.Clone(v)
+		n.Val = bytes.Clone(v)
 		return true
 	})
-	h.d, h.lp = d, nil
+	h.Dict, h.lp = d, nil
 }
 
 // ownBytes copies b, never returning nil.
@@ -170,15 +173,15 @@ func ownBytes(b []byte) []byte {
 
 // ---- command-side API (byte slices) ----------------------------------------
 
-// getB returns field's value. In the listpack encoding the slice aliases
+// GetB returns field's value. In the listpack encoding the slice aliases
 // the hash's storage: use it before the next change to h.
-func (h *hashValue) getB(field []byte) ([]byte, bool) {
-	if h.d != nil {
-		n := h.d.findBytes(field)
+func (h *Hash) GetB(field []byte) ([]byte, bool) {
+	if h.Dict != nil {
+		n := h.Dict.FindBytes(field)
 		if n == nil {
 			return nil, false
 		}
-		return n.val, true
+		return n.Val, true
 	}
 	s, vo, _ := h.lpFind(field)
 	if s < 0 {
@@ -190,14 +193,14 @@ func (h *hashValue) getB(field []byte) ([]byte, bool) {
 
 // exceeded reports whether a hash of count fields holding a field of
 // fieldLen and a value of valLen bytes needs the hashtable encoding.
-func (lim hashLimits) exceeded(count, fieldLen, valLen int) bool {
-	return count > lim.entries || fieldLen > lim.value || valLen > lim.value
+func (lim HashLimits) exceeded(count, fieldLen, valLen int) bool {
+	return count > lim.Entries || fieldLen > lim.Value || valLen > lim.Value
 }
 
-// setB sets field to val (both copied) and reports whether the field is
+// SetB sets field to val (both copied) and reports whether the field is
 // new, converting to the hashtable encoding when lim is exceeded.
-func (h *hashValue) setB(field, val []byte, lim hashLimits) (isNew bool) {
-	if h.d == nil {
+func (h *Hash) SetB(field, val []byte, lim HashLimits) (isNew bool) {
+	if h.Dict == nil {
 		s, vo, e := h.lpFind(field)
 		count := h.Len()
 		if s < 0 {
@@ -216,7 +219,7 @@ func (h *hashValue) setB(field, val []byte, lim hashLimits) (isNew bool) {
 				delta := vo + newVal - e
 				oldLen := len(h.lp)
 				if delta > 0 {
-					h.reserve(delta)
+					h.Reserve(delta)
 					h.lp = h.lp[:oldLen+delta]
 				}
 				copy(h.lp[e+delta:], h.lp[e:oldLen])
@@ -226,9 +229,9 @@ func (h *hashValue) setB(field, val []byte, lim hashLimits) (isNew bool) {
 				return false
 			}
 			if h.lp == nil {
-				h.lp = make([]byte, 4, 4+lpEntrySize(field, val))
+				h.lp = make([]byte, 4, 4+ListpackEntrySize(field, val))
 			} else {
-				h.reserve(lpEntrySize(field, val))
+				h.Reserve(ListpackEntrySize(field, val))
 			}
 			h.lp = lpAppend(h.lp, field)
 			h.lp = lpAppend(h.lp, val)
@@ -237,21 +240,21 @@ func (h *hashValue) setB(field, val []byte, lim hashLimits) (isNew bool) {
 		}
 		h.toDict()
 	}
-	n, isNew := h.d.upsertBytes(field)
-	if !isNew && len(n.val) == len(val) && len(val) > 0 {
+	n, isNew := h.Dict.upsertBytes(field)
+	if !isNew && len(n.Val) == len(val) && len(val) > 0 {
 		// Overwrite in place: no garbage when a field keeps its size
 		// (the listpack encoding above does the same).
-		copy(n.val, val)
+		copy(n.Val, val)
 		return false
 	}
-	n.val = ownBytes(val)
+	n.Val = ownBytes(val)
 	return isNew
 }
 
-// delB removes field and reports whether it was present.
-func (h *hashValue) delB(field []byte) bool {
-	if h.d != nil {
-		_, ok := h.d.remove(bstr(field))
+// DelB removes field and reports whether it was present.
+func (h *Hash) DelB(field []byte) bool {
+	if h.Dict != nil {
+		_, ok := h.Dict.remove(bstr(field))
 		return ok
 	}
 	s, _, e := h.lpFind(field)
@@ -268,12 +271,12 @@ func (h *hashValue) delB(field []byte) bool {
 	return true
 }
 
-// each visits every field and value until fn returns false. The slices
+// Each visits every field and value until fn returns false. The slices
 // are only valid during the call and must not be modified; fn must not
 // change h.
-func (h *hashValue) each(fn func(field, val []byte) bool) {
-	if h.d != nil {
-		h.d.forEach(func(n *dictNode[[]byte]) bool { return fn(sbytes(n.key), n.val) })
+func (h *Hash) Each(fn func(field, val []byte) bool) {
+	if h.Dict != nil {
+		h.Dict.ForEach(func(n *DictNode[[]byte]) bool { return fn(sbytes(n.Key), n.Val) })
 		return
 	}
 	if len(h.lp) < 4 {
@@ -289,14 +292,14 @@ func (h *hashValue) each(fn func(field, val []byte) bool) {
 	}
 }
 
-// randomField returns a uniformly random field and value (views, as each).
-func (h *hashValue) randomField() (field, val []byte) {
-	if h.d != nil {
-		n := h.d.randomNode()
-		return sbytes(n.key), n.val
+// RandomField returns a uniformly random field and value (views, as each).
+func (h *Hash) RandomField() (field, val []byte) {
+	if h.Dict != nil {
+		n := h.Dict.RandomNode()
+		return sbytes(n.Key), n.Val
 	}
 	k := rand.IntN(h.Len())
-	h.each(func(f, v []byte) bool {
+	h.Each(func(f, v []byte) bool {
 		if k == 0 {
 			field, val = f, v
 			return false
@@ -310,8 +313,8 @@ func (h *hashValue) randomField() (field, val []byte) {
 // ---- persistence API (strings) ---------------------------------------------
 
 // Get returns field's value (a copy).
-func (h *hashValue) Get(field string) ([]byte, bool) {
-	v, ok := h.getB(sbytes(field))
+func (h *Hash) Get(field string) ([]byte, bool) {
+	v, ok := h.GetB(sbytes(field))
 	if !ok {
 		return nil, false
 	}
@@ -320,15 +323,15 @@ func (h *hashValue) Get(field string) ([]byte, bool) {
 
 // Set sets field to val (copied) with Redis's default listpack limits and
 // reports whether the field is new.
-func (h *hashValue) Set(field string, val []byte) (isNew bool) {
-	return h.setB(sbytes(field), val, defaultHashLimits)
+func (h *Hash) Set(field string, val []byte) (isNew bool) {
+	return h.SetB(sbytes(field), val, defaultHashLimits)
 }
 
 // Delete removes field and reports whether it was present.
-func (h *hashValue) Delete(field string) bool { return h.delB(sbytes(field)) }
+func (h *Hash) Delete(field string) bool { return h.DelB(sbytes(field)) }
 
 // ForEach visits every field until fn returns false; val is only valid
 // during the call.
-func (h *hashValue) ForEach(fn func(field string, val []byte) bool) {
-	h.each(func(f, v []byte) bool { return fn(string(f), v) })
+func (h *Hash) ForEach(fn func(field string, val []byte) bool) {
+	h.Each(func(f, v []byte) bool { return fn(string(f), v) })
 }

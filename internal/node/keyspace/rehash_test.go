@@ -1,4 +1,4 @@
-package node
+package keyspace
 
 import (
 	"math/rand/v2"
@@ -9,16 +9,16 @@ import (
 // A shard checked against a map through growths in progress: every key
 // findable in one of the two tables, removals from either, the count.
 func TestShardIncrementalRehashModel(t *testing.T) {
-	var s shard
-	model := map[string]*entry{}
+	var s Shard
+	model := map[string]*Entry{}
 	r := rand.New(rand.NewPCG(1, 2))
 	sawRehash := false
 	for op := 0; op < 200000; op++ {
 		k := "k" + strconv.Itoa(r.IntN(20000))
-		h := keyHash(k)
+		h := KeyHash(k)
 		if r.IntN(3) > 0 {
 			if s.find(k, h) == nil {
-				e := &entry{key: k}
+				e := &Entry{Key: k}
 				s.insert(e, h)
 				model[k] = e
 			}
@@ -35,7 +35,7 @@ func TestShardIncrementalRehashModel(t *testing.T) {
 		}
 		if op%5000 == 0 {
 			for mk, me := range model {
-				if got := s.find(mk, keyHash(mk)); got != me {
+				if got := s.find(mk, KeyHash(mk)); got != me {
 					t.Fatalf("op %d: find(%q) = %p, want %p (rehashing %v)", op, mk, got, me, s.old != nil)
 				}
 			}
@@ -44,7 +44,7 @@ func TestShardIncrementalRehashModel(t *testing.T) {
 	if !sawRehash {
 		t.Fatal("no incremental growth happened")
 	}
-	s.finishRehash()
+	s.FinishRehash()
 	n := 0
 	for _, e := range s.buckets {
 		for ; e != nil; e = e.next {
@@ -60,12 +60,12 @@ func TestShardIncrementalRehashModel(t *testing.T) {
 // scan: every key present for the whole scan is returned.
 func TestShardScanDuringIncrementalRehash(t *testing.T) {
 	for seed := uint64(0); seed < 20; seed++ {
-		var s shard
+		var s Shard
 		r := rand.New(rand.NewPCG(seed, 7))
 		stable := map[string]bool{}
 		for i := 0; i < 3000+r.IntN(3000); i++ {
 			k := "stable:" + strconv.Itoa(i)
-			s.insert(&entry{key: k}, keyHash(k))
+			s.insert(&Entry{Key: k}, KeyHash(k))
 			stable[k] = true
 		}
 		seen := map[string]bool{}
@@ -75,14 +75,14 @@ func TestShardScanDuringIncrementalRehash(t *testing.T) {
 			if s.old != nil {
 				midRehash++
 			}
-			cursor = s.scan(cursor, func(e *entry) { seen[e.key] = true })
+			cursor = s.Scan(cursor, func(e *Entry) { seen[e.Key] = true })
 			steps++
 			// Grow while scanning: enough inserts to start and advance
 			// one or more growths.
 			for j := r.IntN(3); j > 0 && added < 20000; j-- {
 				k := "new:" + strconv.Itoa(added)
 				added++
-				s.insert(&entry{key: k}, keyHash(k))
+				s.insert(&Entry{Key: k}, KeyHash(k))
 			}
 			if cursor == 0 || steps > 1<<18 {
 				break

@@ -1,4 +1,4 @@
-package node
+package value
 
 import (
 	"strconv"
@@ -6,14 +6,14 @@ import (
 )
 
 func TestSetValueEncodings(t *testing.T) {
-	s := newSet()
+	s := NewSet()
 	for i := 0; i < 512; i++ {
 		if !s.Add(strconv.Itoa(i * 3)) {
 			t.Fatalf("%d not new", i)
 		}
 	}
-	if s.Add("0") || s.encoding() != "intset" || s.Len() != 512 {
-		t.Fatalf("intset: %s %d", s.encoding(), s.Len())
+	if s.Add("0") || s.Encoding() != "intset" || s.Len() != 512 {
+		t.Fatalf("intset: %s %d", s.Encoding(), s.Len())
 	}
 	if !s.Has("3") || s.Has("4") || s.Has("03") || s.Has("x") {
 		t.Fatal("Has on intset")
@@ -23,17 +23,17 @@ func TestSetValueEncodings(t *testing.T) {
 	}
 	s.Add("3")
 	s.Add("100000")
-	if s.encoding() != "hashtable" || s.Len() != 513 || !s.Has("3") || !s.Has("100000") {
-		t.Fatalf("after 513: %s %d", s.encoding(), s.Len())
+	if s.Encoding() != "hashtable" || s.Len() != 513 || !s.Has("3") || !s.Has("100000") {
+		t.Fatalf("after 513: %s %d", s.Encoding(), s.Len())
 	}
-	m := newSet()
+	m := NewSet()
 	m.Add("1")
 	m.Add("a")
-	if m.encoding() != "hashtable" || !m.Has("1") || !m.Has("a") {
+	if m.Encoding() != "hashtable" || !m.Has("1") || !m.Has("a") {
 		t.Fatal("non-integer member kept intset")
 	}
 	for _, v := range []string{"-0", "+1", "01", "9223372036854775808"} {
-		if newSetFor([]byte(v), 1).encoding() != "hashtable" {
+		if NewSetFor([]byte(v), 1).Encoding() != "hashtable" {
 			t.Fatalf("%q treated as integer", v)
 		}
 	}
@@ -42,7 +42,7 @@ func TestSetValueEncodings(t *testing.T) {
 	if n != 513 {
 		t.Fatalf("ForEach visited %d", n)
 	}
-	c := s.clone().(*setValue)
+	c := s.Clone().(*Set)
 	s.Remove("3")
 	if !c.Has("3") {
 		t.Fatal("clone shares storage")
@@ -53,17 +53,17 @@ func TestSetValueEncodings(t *testing.T) {
 // close to uniform (chi-square over 5000 draws from 60 members, 59 degrees
 // of freedom: chi-square above 120 has a probability of about 5e-6).
 func TestSetRandomFairness(t *testing.T) {
-	s := newSet()
+	s := NewSet()
 	for i := 0; i < 60; i++ {
 		s.Add("m" + strconv.Itoa(i))
 	}
-	if s.encoding() != "hashtable" {
+	if s.Encoding() != "hashtable" {
 		t.Fatal("want a hashtable set")
 	}
 	const draws = 6000
 	hits := map[string]int{}
 	for i := 0; i < draws; i++ {
-		hits[s.randomMember()]++
+		hits[s.RandomMember()]++
 	}
 	exp := float64(draws) / 60
 	chi := 0.0

@@ -1,4 +1,4 @@
-package node
+package value
 
 import (
 	"bytes"
@@ -19,7 +19,7 @@ func TestListValueModel(t *testing.T) {
 // long (packed encoding); ring starts in the block encoding.
 func listModel(t *testing.T, maxLen int, ring bool) {
 	rng := rand.New(rand.NewSource(1))
-	l := newList()
+	l := NewList()
 	if ring {
 		l.toBlocks()
 	}
@@ -112,8 +112,8 @@ func listModel(t *testing.T, maxLen int, ring bool) {
 	if _, ok := l.Index(l.Len()); ok {
 		t.Fatal("Index out of range should fail")
 	}
-	c := l.clone().(*listValue)
-	if c.Len() != l.Len() || c.encoding() != "quicklist" || c.typeName() != "list" {
+	c := l.Clone().(*List)
+	if c.Len() != l.Len() || c.Encoding() != "quicklist" || c.TypeName() != "list" {
 		t.Fatal("clone differs")
 	}
 }
@@ -122,13 +122,13 @@ func listModel(t *testing.T, maxLen int, ring bool) {
 // element does not fit the packed one.
 func TestListValueBigElements(t *testing.T) {
 	big := bytes.Repeat([]byte("x"), listPackedMaxBytes+1)
-	for name, op := range map[string]func(l *listValue){
-		"PushBack":  func(l *listValue) { l.PushBack(big) },
-		"PushFront": func(l *listValue) { l.PushFront(big) },
-		"Insert":    func(l *listValue) { l.Insert(1, big) },
-		"Set":       func(l *listValue) { l.Set(1, big) },
+	for name, op := range map[string]func(l *List){
+		"PushBack":  func(l *List) { l.PushBack(big) },
+		"PushFront": func(l *List) { l.PushFront(big) },
+		"Insert":    func(l *List) { l.Insert(1, big) },
+		"Set":       func(l *List) { l.Set(1, big) },
 	} {
-		l := newList()
+		l := NewList()
 		l.PushBack([]byte("a"))
 		l.PushBack([]byte("b"))
 		op(l)
@@ -144,7 +144,7 @@ func TestListValueBigElements(t *testing.T) {
 			t.Fatalf("%s: big element lost (len %d)", name, l.Len())
 		}
 	}
-	l := newList()
+	l := NewList()
 	for i := 0; i < listPackedMaxLen; i++ {
 		l.PushBack([]byte("e"))
 	}
@@ -163,7 +163,7 @@ func TestListValueBigElements(t *testing.T) {
 // checkListBlocks verifies the block encoding's invariants: block counts
 // add up, every block decodes to exactly its count both ways, and a block
 // holds more than listBlockMax bytes only for a single element.
-func checkListBlocks(t *testing.T, l *listValue) {
+func checkListBlocks(t *testing.T, l *List) {
 	t.Helper()
 	q := l.q
 	if q == nil {
@@ -221,7 +221,7 @@ func TestListBlocksModel(t *testing.T) {
 
 func listBlocksModel(t *testing.T, maxSize int, seed int64) {
 	rng := rand.New(rand.NewSource(seed))
-	l := newList()
+	l := NewList()
 	var model [][]byte
 	elem := func(step int) []byte {
 		n := rng.Intn(maxSize + 1)
@@ -320,7 +320,7 @@ func listBlocksModel(t *testing.T, maxSize int, seed int64) {
 			for k := rng.Intn(3); k >= 0; k-- {
 				var got []byte
 				if rng.Intn(2) == 0 {
-					got = l.popView(left)
+					got = l.PopView(left)
 				} else {
 					got = l.Pop(left)
 				}
@@ -378,7 +378,7 @@ func listBlocksModel(t *testing.T, maxSize int, seed int64) {
 			model = append([][]byte(nil), model[s:e+1]...)
 		case op == 17 && rng.Intn(10) == 0:
 			what = "clone"
-			c := l.clone().(*listValue)
+			c := l.Clone().(*List)
 			// The clone is deep: changing it leaves l as it was.
 			for c.Len() > 0 {
 				c.PopFront()
@@ -401,7 +401,7 @@ func listBlocksModel(t *testing.T, maxSize int, seed int64) {
 // later pops empty and recycle its block (the reply copies it before the
 // next modification, but popRangeReply pops many in a row).
 func TestListPopViewAliasing(t *testing.T) {
-	l := newList()
+	l := NewList()
 	var model [][]byte
 	for i := 0; i < 20000; i++ {
 		v := []byte(strconv.Itoa(i))
@@ -416,7 +416,7 @@ func TestListPopViewAliasing(t *testing.T) {
 		} else {
 			want, model = model[len(model)-1], model[:len(model)-1]
 		}
-		got := l.popView(left)
+		got := l.PopView(left)
 		if !bytes.Equal(got, want) {
 			t.Fatalf("pop %d: %q, want %q", i, got, want)
 		}

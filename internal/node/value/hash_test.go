@@ -1,4 +1,4 @@
-package node
+package value
 
 import (
 	"strconv"
@@ -6,9 +6,9 @@ import (
 )
 
 func TestHashValueListpackAndConversion(t *testing.T) {
-	h := newHash()
-	if h.encoding() != "listpack" || h.Len() != 0 {
-		t.Fatalf("new hash: %s %d", h.encoding(), h.Len())
+	h := NewHash()
+	if h.Encoding() != "listpack" || h.Len() != 0 {
+		t.Fatalf("new hash: %s %d", h.Encoding(), h.Len())
 	}
 	for i := 0; i < 128; i++ {
 		if !h.Set("f"+strconv.Itoa(i), []byte("v"+strconv.Itoa(i))) {
@@ -18,15 +18,15 @@ func TestHashValueListpackAndConversion(t *testing.T) {
 	if h.Set("f5", []byte("longer-value")) || h.Set("f6", []byte("x")) || h.Set("f7", []byte("v7")) {
 		t.Fatal("overwrite reported new")
 	}
-	if h.encoding() != "listpack" || h.Len() != 128 {
-		t.Fatalf("after 128: %s %d", h.encoding(), h.Len())
+	if h.Encoding() != "listpack" || h.Len() != 128 {
+		t.Fatalf("after 128: %s %d", h.Encoding(), h.Len())
 	}
 	check := func() {
 		t.Helper()
 		for i, want := range map[int]string{0: "v0", 5: "longer-value", 6: "x", 7: "v7", 127: "v127"} {
 			v, ok := h.Get("f" + strconv.Itoa(i))
 			if !ok || string(v) != want {
-				t.Fatalf("%s: f%d = %q %v, want %q", h.encoding(), i, v, ok, want)
+				t.Fatalf("%s: f%d = %q %v, want %q", h.Encoding(), i, v, ok, want)
 			}
 		}
 	}
@@ -37,8 +37,8 @@ func TestHashValueListpackAndConversion(t *testing.T) {
 	h.Set("f0", []byte("v0"))
 	check()
 	h.Set("f128", []byte("v"))
-	if h.encoding() != "hashtable" || h.Len() != 129 {
-		t.Fatalf("after 129: %s %d", h.encoding(), h.Len())
+	if h.Encoding() != "hashtable" || h.Len() != 129 {
+		t.Fatalf("after 129: %s %d", h.Encoding(), h.Len())
 	}
 	check()
 	n := 0
@@ -46,18 +46,18 @@ func TestHashValueListpackAndConversion(t *testing.T) {
 	if n != 129 {
 		t.Fatalf("ForEach visited %d", n)
 	}
-	c := h.clone().(*hashValue)
+	c := h.Clone().(*Hash)
 	h.Delete("f5")
 	if v, _ := c.Get("f5"); string(v) != "longer-value" {
 		t.Fatal("clone shares storage")
 	}
 
-	long := newHash()
+	long := NewHash()
 	long.Set("a", make([]byte, 65))
-	if long.encoding() != "hashtable" {
+	if long.Encoding() != "hashtable" {
 		t.Fatal("long value kept listpack")
 	}
-	empty := newHash()
+	empty := NewHash()
 	empty.Set("e", nil)
 	if v, ok := empty.Get("e"); !ok || len(v) != 0 {
 		t.Fatal("empty value")
@@ -78,7 +78,7 @@ func TestChainDictScanAndRandom(t *testing.T) {
 		if steps > 100000 {
 			t.Fatal("scan does not end")
 		}
-		cur = d.scan(cur, func(n *dictNode[struct{}]) { seen[n.key]++ })
+		cur = d.Scan(cur, func(n *DictNode[struct{}]) { seen[n.Key]++ })
 		// Shrink half-way through: elements still present must be seen.
 		if steps == 100 {
 			for i := 0; i < 950; i++ {
@@ -96,7 +96,7 @@ func TestChainDictScanAndRandom(t *testing.T) {
 	}
 	hits := map[string]int{}
 	for i := 0; i < 5000; i++ {
-		hits[d.randomNode().key]++
+		hits[d.RandomNode().Key]++
 	}
 	if len(hits) != 50 {
 		t.Fatalf("random hit %d of 50 members", len(hits))
@@ -111,7 +111,7 @@ func TestChainDictScanAndRandom(t *testing.T) {
 // TestHashListpackResizeValues rewrites values of every size in place and
 // checks every field after each change against a map.
 func TestHashListpackResizeValues(t *testing.T) {
-	h := newHash()
+	h := NewHash()
 	want := map[string]string{}
 	for i := 0; i < 20; i++ {
 		f := "f" + strconv.Itoa(i)
@@ -126,8 +126,8 @@ func TestHashListpackResizeValues(t *testing.T) {
 		}
 		h.Set(f, []byte(v))
 		want[f] = v
-		if h.encoding() != "listpack" || h.Len() != 20 {
-			t.Fatalf("round %d: %s %d", round, h.encoding(), h.Len())
+		if h.Encoding() != "listpack" || h.Len() != 20 {
+			t.Fatalf("round %d: %s %d", round, h.Encoding(), h.Len())
 		}
 		for k, w := range want {
 			if g, ok := h.Get(k); !ok || string(g) != w {

@@ -1,4 +1,4 @@
-package node
+package value
 
 import (
 	"math"
@@ -8,7 +8,7 @@ import (
 	"unsafe"
 )
 
-// zsetValue is a sorted set: members ordered by (score, member bytes).
+// ZSet is a sorted set: members ordered by (score, member bytes).
 //
 // Small sets (at most zset-max-listpack-entries members, none longer than
 // zset-max-listpack-value bytes) are a sorted slice ("listpack"); larger
@@ -17,74 +17,75 @@ import (
 // Redis, a set never converts back to the small encoding by removals; only
 // newly built results (ZUNIONSTORE, ZRANGESTORE ...) pick the small one.
 //
-// Persistence and replication walk and rebuild values with newZSet, Len,
+// Persistence and replication walk and rebuild values with NewZSet, Len,
 // Add, Score, Remove and ForEach (in order).
-type zsetValue struct {
-	// lp holds the small encoding, sorted; used when dict == nil.
-	lp []zitem
-	// dict and zsl hold the large encoding; member strings are shared.
-	// dict maps a member to its skip list node (which holds the score),
-	// so a score update starts from the node; it is a chainDict (not a
+type ZSet struct {
+	// lp holds the small encoding, sorted; used when Dict == nil.
+	lp []ZItem
+	// Dict and Zsl hold the large encoding; member strings are shared.
+	// Dict maps a member to its skip list node (which holds the score),
+	// so a score update starts from the node; it is a Dict (not a
 	// Go map) for ZSCAN's stable cursor.
-	dict *chainDict[*zslNode]
-	zsl  *skiplist
+	Dict *Dict[*SkipNode]
+	Zsl  *Skiplist
 }
 
-// zitem is one member of the small encoding.
-type zitem struct {
-	member string
-	score  float64
+// ZItem is one member of the small encoding.
+type ZItem struct {
+	Member string  // the member
+	Score  float64 // its score
 }
 
-// zsetLimits are the small-encoding thresholds of the running server.
-type zsetLimits struct {
-	entries int // zset-max-listpack-entries
-	value   int // zset-max-listpack-value
+// ZSetLimits are the small-encoding thresholds of the running server.
+type ZSetLimits struct {
+	Entries int // zset-max-listpack-entries
+	Value   int // zset-max-listpack-value
 }
 
 // defaultZSetLimits are Redis's defaults, used by Add.
-var defaultZSetLimits = zsetLimits{entries: 128, value: 64}
+var defaultZSetLimits = ZSetLimits{Entries: 128, Value: 64}
 
-// zless orders (score, member) pairs as Redis does.
-func zless(s1 float64, m1 string, s2 float64, m2 string) bool {
+// Zless orders (score, member) pairs as Redis does.
+func Zless(s1 float64, m1 string, s2 float64, m2 string) bool {
 	return s1 < s2 || (s1 == s2 && m1 < m2)
 }
 
-// newZSet returns an empty sorted set in the small encoding.
-func newZSet() *zsetValue { return &zsetValue{} }
+// NewZSet returns an empty sorted set in the small encoding.
+func NewZSet() *ZSet { return &ZSet{} }
 
-// newZSetLarge returns an empty sorted set in the skiplist encoding.
-func newZSetLarge() *zsetValue {
-	return &zsetValue{dict: newChainDict[*zslNode](0), zsl: newSkiplist()}
+// NewZSetLarge returns an empty sorted set in the skiplist encoding.
+func NewZSetLarge() *ZSet {
+	return &ZSet{Dict: newChainDict[*SkipNode](0), Zsl: newSkiplist()}
 }
 
 // Len is the number of members.
-func (z *zsetValue) Len() int {
-	if z.dict == nil {
+func (z *ZSet) Len() int {
+	if z.Dict == nil {
 		return len(z.lp)
 	}
-	return z.dict.len()
+	return z.Dict.len()
 }
 
-func (z *zsetValue) isSmall() bool { return z.dict == nil }
+// IsSmall reports whether z is in the small (listpack) encoding.
+func (z *ZSet) IsSmall() bool { return z.Dict == nil }
 
 // Score returns the score of member.
-func (z *zsetValue) Score(member string) (float64, bool) {
-	if z.dict == nil {
+func (z *ZSet) Score(member string) (float64, bool) {
+	if z.Dict == nil {
 		if i := z.lpFind(member); i >= 0 {
-			return z.lp[i].score, true
+			return z.lp[i].Score, true
 		}
 		return 0, false
 	}
-	if n := z.dict.find(member); n != nil {
-		return n.val.score, true
+	if n := z.Dict.find(member); n != nil {
+		return n.Val.Score, true
 	}
 	return 0, false
 }
 
-func (z *zsetValue) lpFind(member string) int {
+func (z *ZSet) lpFind(member string) int {
 	for i := range z.lp {
-		if z.lp[i].member == member {
+		if z.lp[i].Member == member {
 			return i
 		}
 	}
@@ -93,14 +94,14 @@ func (z *zsetValue) lpFind(member string) int {
 
 // Add inserts member with score or updates its score, converting to the
 // skiplist encoding past Redis's default thresholds.
-func (z *zsetValue) Add(member string, score float64) {
-	z.set(member, score, defaultZSetLimits)
+func (z *ZSet) Add(member string, score float64) {
+	z.Set(member, score, defaultZSetLimits)
 }
 
-// set inserts or updates member, converting to the large encoding when
+// Set inserts or updates member, converting to the large encoding when
 // the small one would exceed lim. It reports whether member is new.
-func (z *zsetValue) set(member string, score float64, lim zsetLimits) bool {
-	if z.dict == nil {
+func (z *ZSet) Set(member string, score float64, lim ZSetLimits) bool {
+	if z.Dict == nil {
 		if score == 0 {
 			// The listpack encoding stores scores as text, where -0
 			// reads back as 0.
@@ -108,223 +109,227 @@ func (z *zsetValue) set(member string, score float64, lim zsetLimits) bool {
 		}
 		i := z.lpFind(member)
 		if i >= 0 {
-			if z.lp[i].score == score {
+			if z.lp[i].Score == score {
 				return false
 			}
 			z.lp = slices.Delete(z.lp, i, i+1)
-		} else if len(z.lp)+1 > lim.entries || len(member) > lim.value {
+		} else if len(z.lp)+1 > lim.Entries || len(member) > lim.Value {
 			z.convertToSkiplist()
-			return z.set(member, score, lim)
+			return z.Set(member, score, lim)
 		}
 		j := sort.Search(len(z.lp), func(k int) bool {
-			return !zless(z.lp[k].score, z.lp[k].member, score, member)
+			return !Zless(z.lp[k].Score, z.lp[k].Member, score, member)
 		})
-		z.lp = slices.Insert(z.lp, j, zitem{member, score})
+		z.lp = slices.Insert(z.lp, j, ZItem{member, score})
 		return i < 0
 	}
-	n, isNew := z.dict.upsert(member)
+	n, isNew := z.Dict.upsert(member)
 	if !isNew {
-		if n.val.score != score {
-			z.zsl.updateScore(n.val, score)
+		if n.Val.Score != score {
+			z.Zsl.UpdateScore(n.Val, score)
 		}
 		return false
 	}
-	n.val = z.zsl.insert(score, n.key)
+	n.Val = z.Zsl.insert(score, n.Key)
 	return true
 }
 
 // Remove deletes member and reports whether it was present.
-func (z *zsetValue) Remove(member string) bool {
-	if z.dict == nil {
+func (z *ZSet) Remove(member string) bool {
+	if z.Dict == nil {
 		i := z.lpFind(member)
 		if i < 0 {
 			return false
 		}
-		z.lp[i] = zitem{}
+		z.lp[i] = ZItem{}
 		z.lp = slices.Delete(z.lp, i, i+1)
 		return true
 	}
-	x, ok := z.dict.remove(member)
+	x, ok := z.Dict.remove(member)
 	if !ok {
 		return false
 	}
-	z.zsl.deleteNode(x)
+	z.Zsl.deleteNode(x)
 	return true
 }
 
 // ForEach calls fn for every member in (score, member) order until fn
 // returns false.
-func (z *zsetValue) ForEach(fn func(member string, score float64) bool) {
-	z.rangeByRank(0, z.Len()-1, false, fn)
+func (z *ZSet) ForEach(fn func(member string, score float64) bool) {
+	z.RangeByRank(0, z.Len()-1, false, fn)
 }
 
 // Rank returns the 0-based ascending rank of member.
-func (z *zsetValue) Rank(member string) (int, bool) {
-	if z.dict == nil {
+func (z *ZSet) Rank(member string) (int, bool) {
+	if z.Dict == nil {
 		i := z.lpFind(member)
 		return i, i >= 0
 	}
-	n := z.dict.find(member)
+	n := z.Dict.find(member)
 	if n == nil {
 		return 0, false
 	}
-	return z.zsl.rank(n.val.score, member) - 1, true
+	return z.Zsl.rank(n.Val.Score, member) - 1, true
 }
 
 // At returns the member of 0-based ascending rank i (0 <= i < Len).
-func (z *zsetValue) At(i int) (string, float64) {
-	if z.dict == nil {
-		return z.lp[i].member, z.lp[i].score
+func (z *ZSet) At(i int) (string, float64) {
+	if z.Dict == nil {
+		return z.lp[i].Member, z.lp[i].Score
 	}
-	n := z.zsl.byRank(i + 1)
-	return n.member, n.score
+	n := z.Zsl.byRank(i + 1)
+	return n.member, n.Score
 }
 
-// countWhile returns how many leading members (in ascending order)
+// CountWhile returns how many leading members (in ascending order)
 // satisfy pred, which must hold for a prefix of the order only.
-func (z *zsetValue) countWhile(pred func(score float64, member string) bool) int {
-	if z.dict == nil {
-		return sort.Search(len(z.lp), func(k int) bool { return !pred(z.lp[k].score, z.lp[k].member) })
+func (z *ZSet) CountWhile(pred func(score float64, member string) bool) int {
+	if z.Dict == nil {
+		return sort.Search(len(z.lp), func(k int) bool { return !pred(z.lp[k].Score, z.lp[k].Member) })
 	}
-	return z.zsl.countWhile(pred)
+	return z.Zsl.countWhile(pred)
 }
 
-// rangeByRank calls fn for ascending ranks start..end (inclusive, clamped
+// RangeByRank calls fn for ascending ranks start..end (inclusive, clamped
 // by the caller), in ascending order or, with rev, from end down to start.
-func (z *zsetValue) rangeByRank(start, end int, rev bool, fn func(member string, score float64) bool) {
+func (z *ZSet) RangeByRank(start, end int, rev bool, fn func(member string, score float64) bool) {
 	if start > end || start < 0 || end >= z.Len() {
 		return
 	}
-	if z.dict == nil {
+	if z.Dict == nil {
 		if rev {
 			for i := end; i >= start; i-- {
-				if !fn(z.lp[i].member, z.lp[i].score) {
+				if !fn(z.lp[i].Member, z.lp[i].Score) {
 					return
 				}
 			}
 			return
 		}
 		for i := start; i <= end; i++ {
-			if !fn(z.lp[i].member, z.lp[i].score) {
+			if !fn(z.lp[i].Member, z.lp[i].Score) {
 				return
 			}
 		}
 		return
 	}
 	if rev {
-		n := z.zsl.byRank(end + 1)
+		n := z.Zsl.byRank(end + 1)
 		for i := end; i >= start && n != nil; i-- {
-			if !fn(n.member, n.score) {
+			if !fn(n.member, n.Score) {
 				return
 			}
 			n = n.backward
 		}
 		return
 	}
-	n := z.zsl.byRank(start + 1)
+	n := z.Zsl.byRank(start + 1)
 	for i := start; i <= end && n != nil; i++ {
-		if !fn(n.member, n.score) {
+		if !fn(n.member, n.Score) {
 			return
 		}
 		n = n.lvl0.forward
 	}
 }
 
-// removeRankRange deletes ascending ranks start..end (inclusive) and
+// RemoveRankRange deletes ascending ranks start..end (inclusive) and
 // returns how many were removed.
-func (z *zsetValue) removeRankRange(start, end int) int {
+func (z *ZSet) RemoveRankRange(start, end int) int {
 	if start > end || start < 0 || end >= z.Len() {
 		return 0
 	}
-	if z.dict == nil {
+	if z.Dict == nil {
 		clear(z.lp[start : end+1])
 		z.lp = slices.Delete(z.lp, start, end+1)
 		return end - start + 1
 	}
-	removed := z.zsl.deleteRankRange(start+1, end+1, func(member string) { z.dict.remove(member) })
+	removed := z.Zsl.deleteRankRange(start+1, end+1, func(member string) { z.Dict.remove(member) })
 	return removed
 }
 
-func (z *zsetValue) convertToSkiplist() {
-	if z.dict != nil {
+func (z *ZSet) convertToSkiplist() {
+	if z.Dict != nil {
 		return
 	}
-	z.dict = newChainDict[*zslNode](len(z.lp))
-	z.zsl = newSkiplist()
+	z.Dict = newChainDict[*SkipNode](len(z.lp))
+	z.Zsl = newSkiplist()
 	for _, it := range z.lp {
-		z.insertNew(it.member, it.score)
+		z.InsertNew(it.Member, it.Score)
 	}
 	z.lp = nil
 }
 
-// insertNew adds a member known to be absent to a large set.
-func (z *zsetValue) insertNew(member string, score float64) {
-	n, _ := z.dict.upsert(member)
-	n.val = z.zsl.insert(score, n.key)
+// InsertNew adds a member known to be absent to a large set.
+func (z *ZSet) InsertNew(member string, score float64) {
+	n, _ := z.Dict.upsert(member)
+	n.Val = z.Zsl.insert(score, n.Key)
 }
 
-// shrinkIfSmall converts a large set to the small encoding when it fits
+// ShrinkIfSmall converts a large set to the small encoding when it fits
 // lim (used for newly built results, as Redis's
 // zsetConvertToListpackIfNeeded).
-func (z *zsetValue) shrinkIfSmall(lim zsetLimits) {
-	if z.dict == nil || z.dict.len() > lim.entries {
+func (z *ZSet) ShrinkIfSmall(lim ZSetLimits) {
+	if z.Dict == nil || z.Dict.len() > lim.Entries {
 		return
 	}
 	long := false
-	z.dict.forEach(func(n *dictNode[*zslNode]) bool {
-		long = len(n.key) > lim.value
+	z.Dict.ForEach(func(n *DictNode[*SkipNode]) bool {
+		long = len(n.Key) > lim.Value
 		return !long
 	})
 	if long {
 		return
 	}
-	lp := make([]zitem, 0, z.dict.len())
+	lp := make([]ZItem, 0, z.Dict.len())
 	z.ForEach(func(m string, s float64) bool {
-		lp = append(lp, zitem{m, s})
+		lp = append(lp, ZItem{m, s})
 		return true
 	})
-	z.lp, z.dict, z.zsl = lp, nil, nil
+	z.lp, z.Dict, z.Zsl = lp, nil, nil
 }
 
-// ---- typedValue ----------------------------------------------------------
+// ---- Value ----------------------------------------------------------
 
-func (z *zsetValue) typeName() string { return "zset" }
+// TypeName returns "zset" (TYPE).
+func (z *ZSet) TypeName() string { return "zset" }
 
-func (z *zsetValue) encoding() string {
-	if z.dict == nil {
+// Encoding returns the OBJECT ENCODING name of the current encoding.
+func (z *ZSet) Encoding() string {
+	if z.Dict == nil {
 		return "listpack"
 	}
 	return "skiplist"
 }
 
-func (z *zsetValue) length() int { return z.Len() }
+// Length is Len, for the Value interface.
+func (z *ZSet) Length() int { return z.Len() }
 
-func (z *zsetValue) clone() typedValue {
-	if z.dict == nil {
-		return &zsetValue{lp: slices.Clone(z.lp)}
+// Clone returns a deep copy in the same encoding (COPY).
+func (z *ZSet) Clone() Value {
+	if z.Dict == nil {
+		return &ZSet{lp: slices.Clone(z.lp)}
 	}
-	n := newZSetLarge()
+	n := NewZSetLarge()
 	z.ForEach(func(m string, s float64) bool {
-		n.insertNew(m, s)
+		n.InsertNew(m, s)
 		return true
 	})
 	return n
 }
 
-func (z *zsetValue) memUsage() int64 {
+func (z *ZSet) MemUsage() int64 {
 	var total int64 = 48
-	if z.dict == nil {
+	if z.Dict == nil {
 		total += int64(cap(z.lp)) * 24
 		for _, it := range z.lp {
-			total += int64(len(it.member))
+			total += int64(len(it.Member))
 		}
 		return total
 	}
 	// The dict is sampled (its nodes and member bytes); each skip list
 	// node adds its fixed part (with level 0) and 0.33 more levels on
 	// average.
-	total += z.dict.memUsage(nil)
-	total += int64(z.dict.len()) * (int64(unsafe.Sizeof(zslNode{})) + 6)
+	total += z.Dict.memUsage(nil)
+	total += int64(z.Dict.len()) * (int64(unsafe.Sizeof(SkipNode{})) + 6)
 	return total
 }
 
@@ -333,64 +338,65 @@ func (z *zsetValue) memUsage() int64 {
 const zslMaxLevel = 32
 
 type zslLevel struct {
-	forward *zslNode
+	forward *SkipNode
 	span    int // number of level-0 links this link jumps
 }
 
-// zslNode is a skip list node. Its levels are stored inline: level 0 is
+// SkipNode is a skip list node. Its levels are stored inline: level 0 is
 // lvl0 and levels 1.. follow it in the same allocation (see newZslNode),
 // so a search step touches one or two cache lines of a node instead of a
 // node plus a separate level array (and the node is 32 bytes smaller).
-type zslNode struct {
-	score    float64
-	backward *zslNode
+type SkipNode struct {
+	// Score is the member's score.
+	Score    float64
+	backward *SkipNode
 	member   string
 	lvl0     zslLevel
 }
 
 // lv returns level i of n, which must be below n's height.
-func (n *zslNode) lv(i int) *zslLevel {
+func (n *SkipNode) lv(i int) *zslLevel {
 	return (*zslLevel)(unsafe.Add(unsafe.Pointer(&n.lvl0), uintptr(i)*unsafe.Sizeof(zslLevel{})))
 }
 
-// skiplist is Pugh's skip list with spans (rank support) and backward
+// Skiplist is Pugh's skip list with spans (rank support) and backward
 // links, ordered by (score, member).
-type skiplist struct {
-	header *zslNode
-	tail   *zslNode
-	length int
+type Skiplist struct {
+	header *SkipNode
+	tail   *SkipNode
+	Length int // number of nodes
 	level  int
 }
 
-func newSkiplist() *skiplist {
-	return &skiplist{header: newZslNode(zslMaxLevel), level: 1}
+func newSkiplist() *Skiplist {
+	return &Skiplist{header: newZslNode(zslMaxLevel), level: 1}
 }
 
 // newZslNode allocates a node of height lvl with its levels inline: exact
 // sizes for the common heights (a node has more than 4 levels with
 // probability 1/256), the maximum height for taller ones.
-func newZslNode(lvl int) *zslNode {
+func newZslNode(lvl int) *SkipNode {
 	switch lvl {
 	case 1:
-		return &zslNode{}
+		return &SkipNode{}
 	case 2:
 		return &(&struct {
-			n zslNode
+			n SkipNode
 			l [1]zslLevel
 		}{}).n
 	case 3:
 		return &(&struct {
-			n zslNode
+			n SkipNode
 			l [2]zslLevel
 		}{}).n
 	case 4:
 		return &(&struct {
-			n zslNode
+			n SkipNode
 			l [3]zslLevel
 		}{}).n
 	}
 	return &(&struct {
-		n zslNode
+		n SkipNode
 		l [zslMaxLevel - 1]zslLevel
 	}{}).n
 }
@@ -404,10 +410,10 @@ func zslRandomLevel() int {
 }
 
 // insert adds (score, member), which must not be present.
-func (zl *skiplist) insert(score float64, member string) *zslNode {
+func (zl *Skiplist) insert(score float64, member string) *SkipNode {
 	lvl := zslRandomLevel()
 	n := newZslNode(lvl)
-	n.member, n.score = member, score
+	n.member, n.Score = member, score
 	zl.insertNode(n, lvl)
 	return n
 }
@@ -417,20 +423,20 @@ func (zl *skiplist) insert(score float64, member string) *zslNode {
 // key (the header if none) and rank[i] is prev[i]'s 1-based rank (0 for
 // the header).
 type zslPath struct {
-	prev [zslMaxLevel]*zslNode
+	prev [zslMaxLevel]*SkipNode
 	rank [zslMaxLevel]int
 }
 
 // insertNode links n, of height lvl (score and member set, links
 // ignored), at its place.
-func (zl *skiplist) insertNode(n *zslNode, lvl int) {
-	score, member := n.score, n.member
+func (zl *Skiplist) insertNode(n *SkipNode, lvl int) {
+	score, member := n.Score, n.member
 	var p zslPath
 	x := zl.header
 	r := 0
-	var stop *zslNode // not before n: a level below needs no compare with it
+	var stop *SkipNode // not before n: a level below needs no compare with it
 	for i := zl.level - 1; i >= 0; i-- {
-		for f := x.lv(i).forward; f != stop && f != nil && zless(f.score, f.member, score, member); f = x.lv(i).forward {
+		for f := x.lv(i).forward; f != stop && f != nil && Zless(f.Score, f.member, score, member); f = x.lv(i).forward {
 			r += x.lv(i).span
 			x = f
 		}
@@ -441,12 +447,12 @@ func (zl *skiplist) insertNode(n *zslNode, lvl int) {
 }
 
 // link inserts n, of height lvl, at path p of the list without n.
-func (zl *skiplist) link(n *zslNode, lvl int, p *zslPath) {
+func (zl *Skiplist) link(n *SkipNode, lvl int, p *zslPath) {
 	if lvl > zl.level {
 		for i := zl.level; i < lvl; i++ {
 			p.rank[i] = 0
 			p.prev[i] = zl.header
-			p.prev[i].lv(i).span = zl.length
+			p.prev[i].lv(i).span = zl.Length
 		}
 		zl.level = lvl
 	}
@@ -471,10 +477,10 @@ func (zl *skiplist) link(n *zslNode, lvl int, p *zslPath) {
 	} else {
 		zl.tail = n
 	}
-	zl.length++
+	zl.Length++
 }
 
-func (zl *skiplist) unlink(x *zslNode, update *[zslMaxLevel]*zslNode) {
+func (zl *Skiplist) unlink(x *SkipNode, update *[zslMaxLevel]*SkipNode) {
 	for i := 0; i < zl.level; i++ {
 		if update[i].lv(i).forward == x {
 			update[i].lv(i).span += x.lv(i).span - 1
@@ -491,17 +497,17 @@ func (zl *skiplist) unlink(x *zslNode, update *[zslMaxLevel]*zslNode) {
 	for zl.level > 1 && zl.header.lv(zl.level-1).forward == nil {
 		zl.level--
 	}
-	zl.length--
+	zl.Length--
 }
 
 // deleteNode unlinks x, which must be in the list.
-func (zl *skiplist) deleteNode(x *zslNode) {
-	var update [zslMaxLevel]*zslNode
-	score, member := x.score, x.member
+func (zl *Skiplist) deleteNode(x *SkipNode) {
+	var update [zslMaxLevel]*SkipNode
+	score, member := x.Score, x.member
 	p := zl.header
-	var stop *zslNode
+	var stop *SkipNode
 	for i := zl.level - 1; i >= 0; i-- {
-		for f := p.lv(i).forward; f != x && f != stop && f != nil && zless(f.score, f.member, score, member); f = p.lv(i).forward {
+		for f := p.lv(i).forward; f != x && f != stop && f != nil && Zless(f.Score, f.member, score, member); f = p.lv(i).forward {
 			p = f
 		}
 		stop = p.lv(i).forward
@@ -510,7 +516,7 @@ func (zl *skiplist) deleteNode(x *zslNode) {
 	zl.unlink(x, &update)
 }
 
-// updateScore gives node x, which is in the list, the score nu.
+// UpdateScore gives node x, which is in the list, the score nu.
 //
 // When x stays between its neighbours only its score changes (no search).
 // Otherwise one descent from the header walks two paths side by side (the
@@ -518,28 +524,28 @@ func (zl *skiplist) deleteNode(x *zslNode) {
 // the list as it is), so the cache misses of the two walks overlap instead
 // of following each other; x is then unlinked and linked again at the new
 // place with its height, without allocating.
-func (zl *skiplist) updateScore(x *zslNode, nu float64) {
+func (zl *Skiplist) UpdateScore(x *SkipNode, nu float64) {
 	member := x.member
 	b, f := x.backward, x.lvl0.forward
-	if (b == nil || zless(b.score, b.member, nu, member)) &&
-		(f == nil || zless(nu, member, f.score, f.member)) {
-		x.score = nu
+	if (b == nil || Zless(b.Score, b.member, nu, member)) &&
+		(f == nil || Zless(nu, member, f.Score, f.member)) {
+		x.Score = nu
 		return
 	}
-	old := x.score
-	var oldPrev [zslMaxLevel]*zslNode
+	old := x.Score
+	var oldPrev [zslMaxLevel]*SkipNode
 	var oldRank [zslMaxLevel]int
 	var p zslPath
 	po, pn := zl.header, zl.header
 	ro, rn := 0, 0
 	// so and sn are nodes known not to be before the old and the new
 	// place: a front compares a node once, also across levels.
-	var so, sn *zslNode
+	var so, sn *SkipNode
 	for i := zl.level - 1; i >= 0; i-- {
 		for {
 			fo, fn := po.lv(i).forward, pn.lv(i).forward
-			mo := fo != so && fo != x && fo != nil && zless(fo.score, fo.member, old, member)
-			mn := fn != sn && fn != nil && zless(fn.score, fn.member, nu, member)
+			mo := fo != so && fo != x && fo != nil && Zless(fo.Score, fo.member, old, member)
+			mn := fn != sn && fn != nil && Zless(fn.Score, fn.member, nu, member)
 			if mo {
 				ro += po.lv(i).span
 				po = fo
@@ -575,22 +581,22 @@ func (zl *skiplist) updateScore(x *zslNode, nu float64) {
 		}
 	}
 	zl.unlink(x, &oldPrev)
-	x.score = nu
+	x.Score = nu
 	zl.link(x, h, &p)
 }
 
 // rank returns the 1-based rank of (score, member), 0 if absent.
-func (zl *skiplist) rank(score float64, member string) int {
+func (zl *Skiplist) rank(score float64, member string) int {
 	r := 0
 	x := zl.header
-	var stop *zslNode // after (score, member): no compare again below
+	var stop *SkipNode // after (score, member): no compare again below
 	for i := zl.level - 1; i >= 0; i-- {
-		for f := x.lv(i).forward; f != stop && f != nil && !zless(score, member, f.score, f.member); f = x.lv(i).forward {
+		for f := x.lv(i).forward; f != stop && f != nil && !Zless(score, member, f.Score, f.member); f = x.lv(i).forward {
 			r += x.lv(i).span
 			x = f
 		}
 		stop = x.lv(i).forward
-		if x != zl.header && x.member == member && x.score == score {
+		if x != zl.header && x.member == member && x.Score == score {
 			return r
 		}
 	}
@@ -598,7 +604,7 @@ func (zl *skiplist) rank(score float64, member string) int {
 }
 
 // byRank returns the node of 1-based rank r, or nil.
-func (zl *skiplist) byRank(r int) *zslNode {
+func (zl *Skiplist) byRank(r int) *SkipNode {
 	traversed := 0
 	x := zl.header
 	for i := zl.level - 1; i >= 0; i-- {
@@ -617,11 +623,11 @@ func (zl *skiplist) byRank(r int) *zslNode {
 }
 
 // countWhile counts the leading nodes satisfying a prefix predicate.
-func (zl *skiplist) countWhile(pred func(score float64, member string) bool) int {
+func (zl *Skiplist) countWhile(pred func(score float64, member string) bool) int {
 	n := 0
 	x := zl.header
 	for i := zl.level - 1; i >= 0; i-- {
-		for f := x.lv(i).forward; f != nil && pred(f.score, f.member); f = x.lv(i).forward {
+		for f := x.lv(i).forward; f != nil && pred(f.Score, f.member); f = x.lv(i).forward {
 			n += x.lv(i).span
 			x = f
 		}
@@ -631,8 +637,8 @@ func (zl *skiplist) countWhile(pred func(score float64, member string) bool) int
 
 // deleteRankRange removes 1-based ranks start..end, calling onDelete for
 // each removed member.
-func (zl *skiplist) deleteRankRange(start, end int, onDelete func(member string)) int {
-	var update [zslMaxLevel]*zslNode
+func (zl *Skiplist) deleteRankRange(start, end int, onDelete func(member string)) int {
+	var update [zslMaxLevel]*SkipNode
 	traversed := 0
 	x := zl.header
 	for i := zl.level - 1; i >= 0; i-- {
@@ -656,47 +662,47 @@ func (zl *skiplist) deleteRankRange(start, end int, onDelete func(member string)
 	return removed
 }
 
-// prefetchZSetMembers is the pipelined member prefetch for a large sorted
+// PrefetchZSetMembers is the pipelined member prefetch for a large sorted
 // set: it loads the dict bucket, dict node and member bytes of each of ms
 // (as prefetchDict), then the member's skip list node and its two level-0
 // neighbours, which a score update reads first (the in-place check), each
 // step for all members before the next so the misses overlap. A dict node
 // is taken by its hash alone (a rare wrong guess only wastes loads). The
 // sum only keeps the loads.
-func prefetchZSetMembers(d *chainDict[*zslNode], ms [][]byte) uint32 {
-	if len(d.buckets) == 0 {
+func PrefetchZSetMembers(d *Dict[*SkipNode], ms [][]byte) uint32 {
+	if len(d.Buckets) == 0 {
 		return 0
 	}
-	var hs [maxPrefetch]uint32
-	var heads [maxPrefetch]*dictNode[*zslNode]
+	var hs [MaxPrefetch]uint32
+	var heads [MaxPrefetch]*DictNode[*SkipNode]
 	for i, m := range ms {
-		hs[i] = dictHash(bstr(m))
-		heads[i] = d.buckets[d.bucketOf(hs[i])]
+		hs[i] = DictHash(bstr(m))
+		heads[i] = d.Buckets[d.BucketOf(hs[i])]
 	}
-	var xs [maxPrefetch]*zslNode
+	var xs [MaxPrefetch]*SkipNode
 	var sink uint64
 	k := 0
 	for i := range ms {
 		for n := heads[i]; n != nil; n = n.next {
-			if n.hash == hs[i] {
-				if len(n.key) > 0 {
-					sink += uint64(*unsafe.StringData(n.key))
+			if n.Hash == hs[i] {
+				if len(n.Key) > 0 {
+					sink += uint64(*unsafe.StringData(n.Key))
 				}
-				xs[k] = n.val
+				xs[k] = n.Val
 				k++
 				break
 			}
 		}
 	}
 	for _, x := range xs[:k] {
-		sink += math.Float64bits(x.score)
+		sink += math.Float64bits(x.Score)
 	}
 	for _, x := range xs[:k] {
 		if b := x.backward; b != nil {
-			sink += math.Float64bits(b.score)
+			sink += math.Float64bits(b.Score)
 		}
 		if f := x.lvl0.forward; f != nil {
-			sink += math.Float64bits(f.score)
+			sink += math.Float64bits(f.Score)
 		}
 	}
 	return uint32(sink)

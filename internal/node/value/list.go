@@ -1,11 +1,11 @@
-package node
+package value
 
 import (
 	"bytes"
 	"encoding/binary"
 )
 
-// listValue is a list with two encodings:
+// List is a list with two encodings:
 //
 //   - small lists (at most listPackedMaxLen elements and listPackedMaxBytes
 //     bytes) are packed in one byte slice, each element a uvarint length
@@ -21,13 +21,13 @@ import (
 // A list converts from packed to blocks once it outgrows the limits, never
 // back. Push, Insert and Set copy the element's bytes, so callers may pass
 // argument bytes. Slices handed to ForEach/Range/RangeRev/Index callers
-// and returned by popView are only valid until the list is next modified
+// and returned by PopView are only valid until the list is next modified
 // (blocks are compacted and reused in place); Pop returns a copy the caller
 // owns.
 //
-// Methods used by persistence and replication: newList, Len, PushBack,
+// Methods used by persistence and replication: NewList, Len, PushBack,
 // PushFront, ForEach (head to tail).
-type listValue struct {
+type List struct {
 	packed []byte      // packed encoding: uvarint(len) + bytes per element
 	n      int         // number of elements
 	q      *listBlocks // block encoding when non-nil (packed is then nil)
@@ -66,24 +66,27 @@ type listBlock struct {
 	n          int    // elements in the block
 }
 
-// newList returns an empty list.
-func newList() *listValue { return &listValue{} }
+// NewList returns an empty list.
+func NewList() *List { return &List{} }
 
-func (l *listValue) typeName() string { return "list" }
+// TypeName returns "list" (TYPE).
+func (l *List) TypeName() string { return "list" }
 
-// encoding is what OBJECT ENCODING answers. Redis 7.0 encodes every list
+// Encoding is what OBJECT ENCODING answers. Redis 7.0 encodes every list
 // as a quicklist (of listpacks), whatever its size.
-func (l *listValue) encoding() string { return "quicklist" }
+func (l *List) Encoding() string { return "quicklist" }
 
-func (l *listValue) length() int { return l.n }
+// Length is Len, for the Value interface.
+func (l *List) Length() int { return l.n }
 
 // Len returns the number of elements.
-func (l *listValue) Len() int { return l.n }
+func (l *List) Len() int { return l.n }
 
-// clone returns a deep copy; blocks are copied compactly.
-func (l *listValue) clone() typedValue {
+// Clone returns a deep copy; blocks are copied compactly.
+// Clone returns a deep copy in the same encoding (COPY).
+func (l *List) Clone() Value {
 	if l.q == nil {
-		return &listValue{packed: bytes.Clone(l.packed), n: l.n}
+		return &List{packed: bytes.Clone(l.packed), n: l.n}
 	}
 	q := &listBlocks{}
 	q.ensureRing(l.q.nb)
@@ -95,10 +98,10 @@ func (l *listValue) clone() typedValue {
 		q.ring[i] = nb
 	}
 	q.nb = l.q.nb
-	return &listValue{n: l.n, q: q}
+	return &List{n: l.n, q: q}
 }
 
-func (l *listValue) memUsage() int64 {
+func (l *List) MemUsage() int64 {
 	if l.q == nil {
 		return int64(48 + cap(l.packed))
 	}
@@ -442,10 +445,10 @@ func (b *listBlock) elems() [][]byte {
 	return out
 }
 
-// ---- listValue operations ----------------------------------------------
+// ---- List operations ----------------------------------------------
 
 // PushBack appends a copy of v at the tail.
-func (l *listValue) PushBack(v []byte) {
+func (l *List) PushBack(v []byte) {
 	if l.q == nil {
 		if l.fits(v) {
 			l.packed = appendPacked(l.packed, v)
@@ -459,7 +462,7 @@ func (l *listValue) PushBack(v []byte) {
 }
 
 // PushFront inserts a copy of v at the head.
-func (l *listValue) PushFront(v []byte) {
+func (l *List) PushFront(v []byte) {
 	if l.q == nil {
 		if l.fits(v) {
 			np := make([]byte, 0, len(l.packed)+len(v)+binary.MaxVarintLen64)
@@ -474,10 +477,10 @@ func (l *listValue) PushFront(v []byte) {
 	l.n++
 }
 
-// popView removes the head (left) or tail element and returns it; the
+// PopView removes the head (left) or tail element and returns it; the
 // slice is only valid until the list is next modified (a reply copies it
 // at once). nil if empty.
-func (l *listValue) popView(left bool) []byte {
+func (l *List) PopView(left bool) []byte {
 	if l.n == 0 {
 		return nil
 	}
@@ -506,22 +509,22 @@ func (l *listValue) popView(left bool) []byte {
 
 // PopFront removes and returns the head element (nil if empty); the
 // caller owns the slice.
-func (l *listValue) PopFront() []byte { return l.Pop(true) }
+func (l *List) PopFront() []byte { return l.Pop(true) }
 
 // PopBack removes and returns the tail element (nil if empty); the
 // caller owns the slice.
-func (l *listValue) PopBack() []byte { return l.Pop(false) }
+func (l *List) PopBack() []byte { return l.Pop(false) }
 
 // Pop removes the head (left) or the tail element and returns a copy.
-func (l *listValue) Pop(left bool) []byte {
+func (l *List) Pop(left bool) []byte {
 	if l.n == 0 {
 		return nil
 	}
-	return bytes.Clone(l.popView(left))
+	return bytes.Clone(l.PopView(left))
 }
 
 // Push inserts a copy of v at the head (left) or the tail.
-func (l *listValue) Push(v []byte, left bool) {
+func (l *List) Push(v []byte, left bool) {
 	if left {
 		l.PushFront(v)
 	} else {
@@ -531,7 +534,7 @@ func (l *listValue) Push(v []byte, left bool) {
 
 // Index returns the i-th element, 0 = head; negative i counts from the
 // tail (-1 = last). ok is false when out of range.
-func (l *listValue) Index(i int) (v []byte, ok bool) {
+func (l *List) Index(i int) (v []byte, ok bool) {
 	if i < 0 {
 		i += l.n
 	}
@@ -549,7 +552,7 @@ func (l *listValue) Index(i int) (v []byte, ok bool) {
 
 // Set replaces the i-th element (negative from the tail) with a copy of v;
 // false when out of range.
-func (l *listValue) Set(i int, v []byte) bool {
+func (l *List) Set(i int, v []byte) bool {
 	if i < 0 {
 		i += l.n
 	}
@@ -583,7 +586,7 @@ func (l *listValue) Set(i int, v []byte) bool {
 }
 
 // Insert puts a copy of v at position i (0 <= i <= Len).
-func (l *listValue) Insert(i int, v []byte) {
+func (l *List) Insert(i int, v []byte) {
 	if i <= 0 {
 		l.PushFront(v)
 		return
@@ -624,7 +627,7 @@ func (l *listValue) Insert(i int, v []byte) {
 
 // Range calls fn for elements start..end (inclusive, 0-based, clamped to
 // the list) in order; fn returns false to stop.
-func (l *listValue) Range(start, end int, fn func(v []byte) bool) {
+func (l *List) Range(start, end int, fn func(v []byte) bool) {
 	if start < 0 {
 		start = 0
 	}
@@ -674,7 +677,7 @@ func (l *listValue) Range(start, end int, fn func(v []byte) bool) {
 
 // RangeRev calls fn for elements from index start down to 0 (tail-first
 // walks); fn returns false to stop.
-func (l *listValue) RangeRev(start int, fn func(v []byte) bool) {
+func (l *List) RangeRev(start int, fn func(v []byte) bool) {
 	if start >= l.n {
 		start = l.n - 1
 	}
@@ -725,7 +728,7 @@ func (l *listValue) RangeRev(start int, fn func(v []byte) bool) {
 
 // ForEach calls fn for every element from head to tail; fn returns false
 // to stop.
-func (l *listValue) ForEach(fn func(v []byte) bool) {
+func (l *List) ForEach(fn func(v []byte) bool) {
 	if l.n > 0 {
 		l.Range(0, l.n-1, fn)
 	}
@@ -734,7 +737,7 @@ func (l *listValue) ForEach(fn func(v []byte) bool) {
 // Filter keeps the elements for which keep returns true, in order, and
 // returns how many were removed. keep is called once per element, head to
 // tail.
-func (l *listValue) Filter(keep func(i int, v []byte) bool) int {
+func (l *List) Filter(keep func(i int, v []byte) bool) int {
 	if l.q == nil {
 		np := make([]byte, 0, len(l.packed))
 		off, kept := 0, 0
@@ -799,9 +802,9 @@ func (l *listValue) Filter(keep func(i int, v []byte) bool) int {
 
 // Trim keeps only elements start..end (inclusive, already clamped so that
 // 0 <= start <= end < Len), or empties the list when start > end.
-func (l *listValue) Trim(start, end int) {
+func (l *List) Trim(start, end int) {
 	if start > end || start >= l.n {
-		*l = listValue{}
+		*l = List{}
 		return
 	}
 	if l.q == nil {
@@ -839,9 +842,9 @@ func (l *listValue) Trim(start, end int) {
 
 // ---- packed encoding -------------------------------------------------------
 
-// reserve makes room in the packed bytes for vs, so a multi-element push
+// Reserve makes room in the packed bytes for vs, so a multi-element push
 // allocates once and exactly.
-func (l *listValue) reserve(vs [][]byte) {
+func (l *List) Reserve(vs [][]byte) {
 	if l.q != nil {
 		return
 	}
@@ -858,7 +861,7 @@ func (l *listValue) reserve(vs [][]byte) {
 }
 
 // fits reports whether v can be added to the packed encoding.
-func (l *listValue) fits(v []byte) bool {
+func (l *List) fits(v []byte) bool {
 	return l.n < listPackedMaxLen && len(l.packed)+len(v)+binary.MaxVarintLen64 <= listPackedMaxBytes
 }
 
@@ -878,7 +881,7 @@ func packedAt(p []byte, off int) (v []byte, next int) {
 
 // packedOffset returns the byte offset of the i-th element (i may be n for
 // the end).
-func (l *listValue) packedOffset(i int) int {
+func (l *List) packedOffset(i int) int {
 	off := 0
 	for k := 0; k < i; k++ {
 		_, off = packedAt(l.packed, off)
@@ -887,7 +890,7 @@ func (l *listValue) packedOffset(i int) int {
 }
 
 // toBlocks converts a packed list to the block encoding.
-func (l *listValue) toBlocks() {
+func (l *List) toBlocks() {
 	q := &listBlocks{}
 	off := 0
 	for i := 0; i < l.n; i++ {
