@@ -105,6 +105,14 @@ func TestUpCluster(t *testing.T) {
 		t.Errorf("healthy after %v, want within 10s", healthy)
 	}
 	seeds := []string{addr(base), addr(base + 1), addr(base + 2)}
+	// The summary is printed after the "healthy in" line: wait for its
+	// last line before reading it.
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(u.output(), "Ctrl-C stops everything"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no summary after the healthy line:\n%s", u.output())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	for _, want := range []string{"cluster.New(ctx, &cluster.Options{", `"` + strings.Join(seeds, `", "`) + `"`, "shardis cluster started"} {
 		if !strings.Contains(u.output(), want) {
 			t.Errorf("summary lacks %q", want)
