@@ -43,6 +43,8 @@ type node struct {
 	inbound *link // inbound link the peer opened
 
 	failReports []failReport
+
+	routeIdx int32 // index in the last FillRouting's Nodes (routing.go)
 }
 
 func (n *node) isMaster() bool    { return n.flags&FlagMaster != 0 }
