@@ -30,6 +30,9 @@ type simNode struct {
 	conf        string // last saved nodes.conf
 	states      []State
 	sent        map[MsgType]int
+	pauses      []time.Duration // PauseWrites asked for
+	unpauses    int             // Unpause asked for
+	holdPause   bool            // never report the pause in force (WritesPaused)
 }
 
 type simConn struct {
@@ -63,6 +66,8 @@ type simNet struct {
 	filter func(from, to int, msg *Msg) bool
 	// seed varies the machines' random sources (0: the default).
 	seed uint64
+	// readyHook, when set, sees every Ready before it is applied.
+	readyHook func(sn *simNode, rd Ready)
 	// noConf skips rendering nodes.conf at every save and the invariant
 	// checks after every step (large simulations).
 	noConf bool
@@ -164,6 +169,9 @@ func (w *simNet) pump() {
 
 func (w *simNet) apply(sn *simNode, rd Ready) bool {
 	busy := len(rd.Sends)+len(rd.Closes)+len(rd.Connects) > 0
+	if w.readyHook != nil {
+		w.readyHook(sn, rd)
+	}
 	if rd.SaveConfig {
 		sn.saves++
 		if !w.noConf {
@@ -178,6 +186,18 @@ func (w *simNet) apply(sn *simNode, rd Ready) bool {
 	}
 	if rd.RoleChange != nil {
 		sn.roles = append(sn.roles, *rd.RoleChange)
+	}
+	if rd.Unpause {
+		sn.unpauses++
+	}
+	if rd.PauseWrites > 0 {
+		// The pause is in force at once: nothing executes between
+		// Ready and WritesPaused here.
+		sn.pauses = append(sn.pauses, rd.PauseWrites)
+		if !sn.holdPause {
+			sn.m.WritesPaused(w.now)
+			busy = true
+		}
 	}
 	if rd.SlotsChanged != nil {
 		sn.slotChanges = append(sn.slotChanges, *rd.SlotsChanged)
