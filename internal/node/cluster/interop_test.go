@@ -34,6 +34,7 @@ type liveNode struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	got    []Delivery
+	once   sync.Once // close runs once (a test may kill the node early)
 }
 
 func startLive(t *testing.T, port, cport int, tweak ...func(*Config)) *liveNode {
@@ -60,7 +61,9 @@ func startLive(t *testing.T, port, cport int, tweak ...func(*Config)) *liveNode 
 	return n
 }
 
-func (n *liveNode) close() {
+func (n *liveNode) close() { n.once.Do(n.doClose) }
+
+func (n *liveNode) doClose() {
 	n.ln.Close()
 	n.do(func() {
 		for _, c := range n.conns {
