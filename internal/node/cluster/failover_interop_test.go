@@ -22,11 +22,19 @@ func nodesLineOf(ctx context.Context, c *redis.Client, id string) string {
 	return ""
 }
 
-func TestInteropFailoverBothWays(t *testing.T) {
-	// Masters: redis-server A and B, machine M. Replicas: machine R of A,
-	// redis-server RR of M. A dies: R is elected with the votes of B
-	// (redis-server) and M (ours). Then M dies: RR is elected with the
-	// votes of B and R.
+// mixedCluster is redis-server masters A and B and machine master M,
+// machine R replica of A, redis-server RR replica of M (validity factor
+// 0: it never synced).
+type mixedCluster struct {
+	pa            *testutil.Process
+	ca, cb, crr   *redis.Client
+	m, r          *liveNode
+	aID, mID, rID string
+	rrID          string
+}
+
+func startMixed(t *testing.T) *mixedCluster {
+	t.Helper()
 	ctx := context.Background()
 	pa, ca := startClusterRedis(t)
 	_, cb := startClusterRedis(t)
@@ -105,6 +113,16 @@ func TestInteropFailoverBothWays(t *testing.T) {
 		return ok
 	})
 
+	return &mixedCluster{pa: pa, ca: ca, cb: cb, crr: crr, m: m, r: r, aID: aID, mID: mID, rID: rID, rrID: rrID}
+}
+
+func TestInteropFailoverBothWays(t *testing.T) {
+	// A dies: R is elected with the votes of B (redis-server) and M
+	// (ours). Then M dies: RR is elected with the votes of B and R.
+	ctx := context.Background()
+	x := startMixed(t)
+	pa, cb, crr, m, r := x.pa, x.cb, x.crr, x.m, x.r
+	rID, rrID := x.rID, x.rrID
 	// A redis-server master dies; our replica takes over.
 	pa.Kill()
 	testutil.WaitFor(t, 30*time.Second, "R promoted, B agrees", func() bool {
@@ -149,5 +167,37 @@ func TestInteropFailoverBothWays(t *testing.T) {
 	f := strings.Fields(rrLine)
 	if len(f) < 9 || f[6] != strconv.FormatUint(rVote, 10) || f[8] != "10923-16383" {
 		t.Fatalf("RR %s, R's lastVoteEpoch %d", rrLine, rVote)
+	}
+}
+
+func TestInteropManualFailoverBothWays(t *testing.T) {
+	// CLUSTER FAILOVER on our replica R of redis-server A: A pauses and
+	// announces its offset, R matches it and is elected with FORCEACK
+	// votes; A follows R. Then CLUSTER FAILOVER on redis-server RR of our
+	// M: M pauses (PauseWrites, WritesPaused) and RR takes over.
+	ctx := context.Background()
+	x := startMixed(t)
+	var err error
+	x.r.do(func() { err = x.r.m.Failover(time.Now(), "") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "R promoted, A its replica", func() bool {
+		isMaster := false
+		x.r.do(func() { isMaster = x.r.m.IsMaster() })
+		return isMaster && strings.Contains(nodesLineOf(ctx, x.ca, x.aID), "myself,slave "+x.rID)
+	})
+	if err := x.crr.Do(ctx, "cluster", "failover").Err(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "RR promoted, M its replica", func() bool {
+		ok := false
+		x.m.do(func() { ok = !x.m.m.IsMaster() && x.m.m.Myself().Master == x.rrID })
+		return ok && strings.Contains(nodesLineOf(ctx, x.crr, x.rrID), "myself,master ")
+	})
+	var pauses, unpauses int
+	x.m.do(func() { pauses, unpauses = x.m.pauses, x.m.unpauses })
+	if pauses != 1 || unpauses != 1 {
+		t.Fatalf("M paused %d times, unpaused %d", pauses, unpauses)
 	}
 }
