@@ -23,6 +23,9 @@ func simFromConf(t *testing.T, n int, timeout time.Duration) *simNet {
 	t.Helper()
 	w := newSimNet(t, n, func(i int, c *Config) { c.NodeTimeout = timeout })
 	w.noConf = true
+	if n > 100 {
+		w.tickGroup = 25
+	}
 	masters := n / 2
 	lines := make([]string, n)
 	for i, sn := range w.nodes {
@@ -52,6 +55,13 @@ func simFromConf(t *testing.T, n int, timeout time.Duration) *simNet {
 	}
 	w.pump()
 	return w
+}
+
+// simProgress logs the virtual and wall time every virtual 10 s.
+func simProgress(t *testing.T, w *simNet, what string, wallStart time.Time) {
+	if int(w.now.Unix())%10 == 0 && w.now.Nanosecond() == 0 {
+		t.Logf("%s: virtual %v, wall %v", what, w.now.Format("15:04:05"), time.Since(wallStart).Round(time.Second))
+	}
 }
 
 // simResult is what simFailover measured from the crash on (zero: not
@@ -135,6 +145,9 @@ func TestSimFailover(t *testing.T) {
 	}
 	wallStart := time.Now()
 	w := simFromConf(t, n, timeout)
+	if *simNodes > 0 {
+		w.onTick = func() { simProgress(t, w, "progress", wallStart) }
+	}
 	w.until(4*timeout, "state ok everywhere", func() bool {
 		for _, sn := range w.nodes {
 			if sn.m.State() != ClusterOK {

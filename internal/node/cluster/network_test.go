@@ -68,6 +68,12 @@ type simNet struct {
 	seed uint64
 	// readyHook, when set, sees every Ready before it is applied.
 	readyHook func(sn *simNode, rd Ready)
+	// onTick, when set, runs after every tick.
+	onTick func()
+	// tickGroup, when set, ticks the nodes that many at a time and pumps
+	// after each group, so that a large cluster's burst of PINGs is not
+	// all in flight at once (memory).
+	tickGroup int
 	// noConf skips rendering nodes.conf at every save and the invariant
 	// checks after every step (large simulations).
 	noConf bool
@@ -291,12 +297,18 @@ func (w *simNet) deliverDue() {
 func (w *simNet) tick() {
 	w.now = w.now.Add(cronPeriod)
 	w.deliverDue()
-	for _, sn := range w.nodes {
+	for i, sn := range w.nodes {
 		if !sn.down {
 			sn.m.Tick(w.now)
 		}
+		if w.tickGroup > 0 && (i+1)%w.tickGroup == 0 {
+			w.pump()
+		}
 	}
 	w.pump()
+	if w.onTick != nil {
+		w.onTick()
+	}
 }
 
 func (w *simNet) run(d time.Duration) {
