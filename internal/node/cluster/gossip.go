@@ -183,7 +183,7 @@ func (m *Machine) processGossip(msg *Msg, sender *node) {
 			// Only a known sender may introduce nodes, never a NOADDR one,
 			// never one FORGET put on the blacklist.
 			if sender != nil && flags&FlagNoAddr == 0 && !m.blacklisted(g.Name) {
-				nn := m.createNode(now, g.Name, flags)
+				nn := m.createNode(now, g.Name, soleRole(flags)&^FlagMyself)
 				nn.ip = cstring(g.IP[:])
 				nn.port, nn.pport, nn.cport = int(g.Port), int(g.PPort), int(g.CPort)
 				m.addNode(nn)
@@ -223,6 +223,16 @@ func (m *Machine) processGossip(msg *Msg, sender *node) {
 			m.event(EventAddressChanged, n.name, n.ip)
 		}
 	}
+}
+
+// soleRole keeps one role of flags claiming both master and slave (only
+// a broken or hostile peer sends that): master, until the node's own
+// header says otherwise.
+func soleRole(flags uint16) uint16 {
+	if flags&FlagMaster != 0 {
+		flags &^= FlagSlave
+	}
+	return flags
 }
 
 func equalFoldASCII(a, b string) bool {

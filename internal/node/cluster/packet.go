@@ -121,7 +121,7 @@ func (m *Machine) handlePing(l *link, msg *Msg, sender *node) {
 			}
 			m.renameNode(ln, msg.Sender)
 			ln.flags &^= FlagHandshake
-			ln.flags |= flags & (FlagMaster | FlagSlave)
+			ln.flags |= soleRole(flags) & (FlagMaster | FlagSlave)
 			m.todo |= todoSaveConfig
 			// As in Redis, the rest of this first packet is processed
 			// with the sender still unknown; the next one carries on.
