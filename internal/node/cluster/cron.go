@@ -36,9 +36,13 @@ func (m *Machine) Tick(now time.Time) {
 		}
 	}
 
+	var orphans orphanStats
 	for _, n := range m.order {
 		if n.flags&(FlagMyself|FlagNoAddr|FlagHandshake) != 0 {
 			continue
+		}
+		if m.myself.isSlave() && n.isMaster() && !n.failed() {
+			m.countOrphan(&orphans, n)
 		}
 		pingDelay := now.Sub(n.pingSent)
 		dataDelay := now.Sub(n.dataReceived)
@@ -53,7 +57,11 @@ func (m *Machine) Tick(now time.Time) {
 			m.sendPing(n.link, TypePing)
 			continue
 		}
-		// A master pinging the replica of a manual failover: issue 22.
+		// A master pings the replica of a manual failover at every tick.
+		if !m.mf.end.IsZero() && m.myself.isMaster() && m.mf.slave == n && n.link != nil {
+			m.sendPing(n.link, TypePing)
+			continue
+		}
 		if n.pingSent.IsZero() {
 			continue
 		}
@@ -72,7 +80,12 @@ func (m *Machine) Tick(now time.Time) {
 	if m.myself.isSlave() {
 		m.handleManualFailover()
 		m.handleReplicaFailover()
-		m.handleReplicaMigration()
+		// Migrating makes sense only from a master with two working
+		// replicas or more.
+		if orphans.orphaned > 0 && orphans.maxSlaves >= 2 && orphans.mySlaves == orphans.maxSlaves &&
+			m.cfg.AllowReplicaMigration {
+			m.handleReplicaMigration(orphans.maxSlaves)
+		}
 	}
 
 	if updateState || m.state == ClusterFail {

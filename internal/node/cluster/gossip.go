@@ -33,6 +33,11 @@ func (m *Machine) buildHeader(typ MsgType) *Msg {
 	h.CurrentEpoch = m.currentEpoch
 	h.ConfigEpoch = master.configEpoch
 	h.Offset = uint64(m.local.ReplOffset())
+	if me.isMaster() && !m.mf.end.IsZero() && m.mf.paused {
+		// The offset above is final: writes are paused for a manual
+		// failover.
+		h.MFlags[0] |= MFlagPaused
+	}
 	return msg
 }
 

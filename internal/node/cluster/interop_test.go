@@ -34,6 +34,10 @@ type liveNode struct {
 	wg     sync.WaitGroup
 	mu     sync.Mutex
 	got    []Delivery
+	once   sync.Once // close runs once (a test may kill the node early)
+	// pauses and unpauses count PauseWrites and Unpause (the write pause
+	// is in force at once: there are no clients).
+	pauses, unpauses int
 }
 
 func startLive(t *testing.T, port, cport int, tweak ...func(*Config)) *liveNode {
@@ -60,7 +64,9 @@ func startLive(t *testing.T, port, cport int, tweak ...func(*Config)) *liveNode 
 	return n
 }
 
-func (n *liveNode) close() {
+func (n *liveNode) close() { n.once.Do(n.doClose) }
+
+func (n *liveNode) doClose() {
 	n.ln.Close()
 	n.do(func() {
 		for _, c := range n.conns {
@@ -198,6 +204,14 @@ func (n *liveNode) apply(rd Ready) {
 	n.mu.Lock()
 	n.got = append(n.got, rd.Deliveries...)
 	n.mu.Unlock()
+	if rd.Unpause {
+		n.unpauses++
+	}
+	if rd.PauseWrites > 0 {
+		n.pauses++
+		n.m.WritesPaused(time.Now())
+		n.apply(n.m.Ready())
+	}
 }
 
 func startClusterRedis(t *testing.T, extra ...string) (*testutil.Process, *redis.Client) {

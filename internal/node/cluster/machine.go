@@ -63,6 +63,9 @@ type Config struct {
 	// ReplicaNoFailover is cluster-replica-no-failover; default no. It is
 	// announced as the nofailover flag.
 	ReplicaNoFailover bool
+	// ReplPingReplicaPeriod is repl-ping-replica-period, part of the
+	// replica validity limit; default 10 s (0: the default).
+	ReplPingReplicaPeriod time.Duration
 	// Local answers questions about the local data set; nil: an empty one.
 	Local Local
 }
@@ -95,6 +98,7 @@ func DefaultConfig() Config {
 		MigrationBarrier:         1,
 		AllowReplicaMigration:    true,
 		ReplicaValidityFactor:    10,
+		ReplPingReplicaPeriod:    10 * time.Second,
 	}
 }
 
@@ -112,7 +116,7 @@ func (c *Config) Validate() error {
 	if c.CPort == 0 && c.Port+PortIncr > 65535 {
 		return fmt.Errorf("cluster: port %d too high for a bus port 10000 above it", c.Port)
 	}
-	if c.NodeTimeout < 0 || c.MigrationBarrier < 0 || c.ReplicaValidityFactor < 0 {
+	if c.NodeTimeout < 0 || c.MigrationBarrier < 0 || c.ReplicaValidityFactor < 0 || c.ReplPingReplicaPeriod < 0 {
 		return fmt.Errorf("cluster: negative setting")
 	}
 	if len(c.IP) >= IPLen {
@@ -215,7 +219,9 @@ type Event struct {
 // still in flight: abandon it, and report nothing more for it), open
 // Connects, write Sends in order (each link is a byte stream; a Send on a
 // link the runner no longer has is dropped), apply RoleChange,
-// SlotsChanged and Deliveries. Events are for logs.
+// PauseWrites or Unpause, SlotsChanged and Deliveries. Events are for
+// logs. A vote (FAILOVER_AUTH_ACK) is always in a Ready with SaveConfig
+// and Fsync: lastVoteEpoch is on disk before the vote leaves.
 type Ready struct {
 	Sends      []Send
 	Closes     []LinkID
@@ -226,7 +232,17 @@ type Ready struct {
 	StateChanged bool
 	State        State
 	// RoleChange is the latest replication target, when it changed.
-	RoleChange   *RoleChange
+	RoleChange *RoleChange
+	// PauseWrites, when non-zero, asks the node to pause writes for that
+	// long from now, as CLIENT PAUSE WRITE does (a master asked for a
+	// manual failover by its replica). Once the pause is in force (writes
+	// already executing have finished and no new one will run), the
+	// runner calls Machine.WritesPaused: the offset the machine then
+	// announces is final.
+	PauseWrites time.Duration
+	// Unpause asks the node to lift the pause PauseWrites started (the
+	// manual failover ended, whatever its outcome).
+	Unpause      bool
 	SlotsChanged *SlotsChanged
 	Deliveries   []Delivery
 	Events       []Event
@@ -254,6 +270,8 @@ const (
 	todoUpdateState = 1 << iota
 	todoSaveConfig
 	todoFsyncConfig
+	todoHandleFailover       // run the replica election again (CLUSTER_TODO_HANDLE_FAILOVER)
+	todoHandleManualFailover // check the manual failover's offset (CLUSTER_TODO_HANDLE_MANUALFAILOVER)
 )
 
 // Machine is the Redis Cluster state machine of one node. It is not safe
@@ -277,7 +295,7 @@ type Machine struct {
 	nodes         map[Name]*node // the node table (server.cluster->nodes)
 	order         []*node        // the same nodes in insertion order, for deterministic iteration
 	currentEpoch  uint64
-	lastVoteEpoch uint64 // saved in nodes.conf; votes are issue 22
+	lastVoteEpoch uint64 // epoch of the last vote granted; saved (fsynced) in nodes.conf before the vote leaves
 	state         State
 	size          int // masters serving at least one slot, as of the last updateState
 
@@ -297,6 +315,9 @@ type Machine struct {
 	firstStateCall time.Time // first updateState, start of the writable delay; reset never
 	minorityTime   time.Time // last updateState that found us in a minority
 	dropFilter     int       // DEBUG DROP-CLUSTER-PACKET-FILTER; -1 none
+
+	fo election       // a replica's election (failover_auth_*); see failover.go
+	mf manualFailover // CLUSTER FAILOVER in progress (mf_*); see manual.go
 
 	statsSent, statsReceived [TypeCount]uint64 // CLUSTER INFO message counters; never reset
 
@@ -319,6 +340,9 @@ func New(cfg Config, rng *rand.Rand) (*Machine, error) {
 	}
 	if cfg.NodeTimeout == 0 {
 		cfg.NodeTimeout = 15 * time.Second
+	}
+	if cfg.ReplPingReplicaPeriod == 0 {
+		cfg.ReplPingReplicaPeriod = 10 * time.Second
 	}
 	if cfg.CPort == 0 {
 		cfg.CPort = cfg.Port + PortIncr
@@ -387,6 +411,9 @@ func (m *Machine) SetConfig(now time.Time, cfg Config) error {
 	if cfg.NodeTimeout == 0 {
 		cfg.NodeTimeout = 15 * time.Second
 	}
+	if cfg.ReplPingReplicaPeriod == 0 {
+		cfg.ReplPingReplicaPeriod = 10 * time.Second
+	}
 	if cfg.CPort == 0 {
 		cfg.CPort = cfg.Port + PortIncr
 	}
@@ -452,6 +479,19 @@ func (m *Machine) begin(now time.Time) { m.now = now }
 func (m *Machine) end() { m.flushTodo() }
 
 func (m *Machine) flushTodo() {
+	// As clusterBeforeSleep: the manual failover check, or else the
+	// election, first; what they ask for again waits for the next input.
+	handle := m.todo & (todoHandleFailover | todoHandleManualFailover)
+	m.todo &^= handle
+	if handle&todoHandleManualFailover != 0 {
+		if m.myself.isSlave() {
+			m.handleManualFailover()
+			m.handleReplicaFailover()
+		}
+	} else if handle&todoHandleFailover != 0 {
+		m.handleReplicaFailover()
+	}
+	again := m.todo & (todoHandleFailover | todoHandleManualFailover)
 	if m.todo&todoUpdateState != 0 {
 		m.updateState()
 	}
@@ -461,7 +501,7 @@ func (m *Machine) flushTodo() {
 			m.ready.Fsync = true
 		}
 	}
-	m.todo = 0
+	m.todo = again
 }
 
 func (m *Machine) event(t EventType, about Name, detail string) {

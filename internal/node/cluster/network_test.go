@@ -30,6 +30,9 @@ type simNode struct {
 	conf        string // last saved nodes.conf
 	states      []State
 	sent        map[MsgType]int
+	pauses      []time.Duration // PauseWrites asked for
+	unpauses    int             // Unpause asked for
+	holdPause   bool            // never report the pause in force (WritesPaused)
 }
 
 type simConn struct {
@@ -63,6 +66,14 @@ type simNet struct {
 	filter func(from, to int, msg *Msg) bool
 	// seed varies the machines' random sources (0: the default).
 	seed uint64
+	// readyHook, when set, sees every Ready before it is applied.
+	readyHook func(sn *simNode, rd Ready)
+	// onTick, when set, runs after every tick.
+	onTick func()
+	// tickGroup, when set, ticks the nodes that many at a time and pumps
+	// after each group, so that a large cluster's burst of PINGs is not
+	// all in flight at once (memory).
+	tickGroup int
 	// noConf skips rendering nodes.conf at every save and the invariant
 	// checks after every step (large simulations).
 	noConf bool
@@ -164,6 +175,9 @@ func (w *simNet) pump() {
 
 func (w *simNet) apply(sn *simNode, rd Ready) bool {
 	busy := len(rd.Sends)+len(rd.Closes)+len(rd.Connects) > 0
+	if w.readyHook != nil {
+		w.readyHook(sn, rd)
+	}
 	if rd.SaveConfig {
 		sn.saves++
 		if !w.noConf {
@@ -178,6 +192,18 @@ func (w *simNet) apply(sn *simNode, rd Ready) bool {
 	}
 	if rd.RoleChange != nil {
 		sn.roles = append(sn.roles, *rd.RoleChange)
+	}
+	if rd.Unpause {
+		sn.unpauses++
+	}
+	if rd.PauseWrites > 0 {
+		// The pause is in force at once: nothing executes between
+		// Ready and WritesPaused here.
+		sn.pauses = append(sn.pauses, rd.PauseWrites)
+		if !sn.holdPause {
+			sn.m.WritesPaused(w.now)
+			busy = true
+		}
 	}
 	if rd.SlotsChanged != nil {
 		sn.slotChanges = append(sn.slotChanges, *rd.SlotsChanged)
@@ -271,12 +297,18 @@ func (w *simNet) deliverDue() {
 func (w *simNet) tick() {
 	w.now = w.now.Add(cronPeriod)
 	w.deliverDue()
-	for _, sn := range w.nodes {
+	for i, sn := range w.nodes {
 		if !sn.down {
 			sn.m.Tick(w.now)
 		}
+		if w.tickGroup > 0 && (i+1)%w.tickGroup == 0 {
+			w.pump()
+		}
 	}
 	w.pump()
+	if w.onTick != nil {
+		w.onTick()
+	}
 }
 
 func (w *simNet) run(d time.Duration) {

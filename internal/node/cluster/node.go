@@ -247,6 +247,9 @@ func (m *Machine) delNode(n *node) {
 	for _, s := range n.slaves {
 		s.slaveOf = nil
 	}
+	if m.mf.slave == n {
+		m.resetManualFailover()
+	}
 	if n.isSlave() && n.slaveOf != nil {
 		n.slaveOf.removeSlave(n)
 	}

@@ -56,7 +56,7 @@ func (m *Machine) HandlePacket(now time.Time, id LinkID, msg *Msg) {
 		}
 		sender.replOffset = msg.Offset
 		sender.replOffsetTime = now
-		// Manual failover offset capture belongs to issue 22.
+		m.captureMasterOffset(msg, sender)
 	}
 	switch msg.Type {
 	case TypePing, TypePong, TypeMeet:
@@ -332,16 +332,6 @@ func (m *Machine) handlePublish(msg *Msg, sender *node) {
 		Channel: bytes.Clone(msg.Channel), Message: bytes.Clone(msg.Message),
 	})
 }
-
-// handleAuthRequest is a replica asking for a failover vote. Voting is
-// issue 22 (clusterSendFailoverAuthIfNeeded); until then no vote is given.
-func (m *Machine) handleAuthRequest(msg *Msg, sender *node) {}
-
-// handleAuthAck is a vote for our election: issue 22.
-func (m *Machine) handleAuthAck(msg *Msg, sender *node) {}
-
-// handleMFStart is a replica starting a manual failover: issue 22.
-func (m *Machine) handleMFStart(l *link, msg *Msg, sender *node) {}
 
 // handleUpdate applies an UPDATE: a newer configuration of some node.
 func (m *Machine) handleUpdate(msg *Msg, sender *node) {

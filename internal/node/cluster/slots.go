@@ -137,9 +137,6 @@ func (m *Machine) setRole(master *node) {
 	m.roleDirty = true
 }
 
-// resetManualFailover clears the manual failover state: issue 22.
-func (m *Machine) resetManualFailover() {}
-
 // handleConfigEpochCollision moves myself to a new config epoch when
 // another master has the same one and a greater name
 // (clusterHandleConfigEpochCollision).
