@@ -60,6 +60,24 @@ func (r *replication) clusterOffset() int64 {
 	return off
 }
 
+// MasterLastIO is the replica's data age reference for the election
+// (cluster.MasterLink): the last interaction with the master while the
+// link is up, when it went down otherwise.
+func (l clusterLocal) MasterLastIO() time.Time {
+	r := l.s.repl
+	r.mu.Lock()
+	link := r.link
+	r.mu.Unlock()
+	if link == nil {
+		return time.Time{}
+	}
+	st := link.status()
+	if st.state == linkConnected {
+		return st.lastIO
+	}
+	return st.downSince
+}
+
 // clusterMachineConfig derives the machine's settings from the directives.
 func (s *Server) clusterMachineConfig() cluster.Config {
 	cfg := cluster.DefaultConfig()
@@ -86,6 +104,7 @@ func (s *Server) clusterMachineConfig() cluster.Config {
 	cfg.AllowReplicaMigration = s.cfg.Bool(DirClusterAllowReplicaMigration)
 	cfg.ReplicaValidityFactor = int(s.cfg.Int(DirClusterReplicaValidityFactor))
 	cfg.ReplicaNoFailover = s.cfg.Bool(DirClusterReplicaNoFailover)
+	cfg.ReplPingReplicaPeriod = time.Duration(s.cfg.Int(DirReplPingReplicaPeriod)) * time.Second
 	cfg.Local = clusterLocal{s}
 	return cfg
 }
@@ -183,6 +202,21 @@ func (cm *clusterMode) onReady(m *cluster.Machine, rd *cluster.Ready) {
 				s.deleteKeysInSlot(slot)
 			}
 		})
+	}
+	if rd.PauseWrites > 0 {
+		// A replica asked for a manual failover: pause writes as CLIENT
+		// PAUSE WRITE does, wait until the writes in flight are done,
+		// then tell the machine, whose next offset is final.
+		d := rd.PauseWrites
+		cm.enqueue(func() {
+			s.pause.set(time.Now().Add(d), false)
+			if s.drainWrites(d) {
+				cm.r.Post(func(m *cluster.Machine, now time.Time) { m.WritesPaused(now) })
+			}
+		})
+	}
+	if rd.Unpause {
+		cm.enqueue(func() { s.pause.unpause() })
 	}
 	for _, d := range rd.Deliveries {
 		d := d

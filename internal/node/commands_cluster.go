@@ -297,30 +297,19 @@ func cmdClusterLinks(c *Client, args [][]byte) {
 	}
 }
 
-// CLUSTER FAILOVER [FORCE|TAKEOVER]: the argument checks and a master's
-// refusal are Redis's; a replica's manual failover belongs to the
-// failover machinery, which the machine does not have yet.
+// CLUSTER FAILOVER [FORCE|TAKEOVER]: a replica starts a manual failover
+// of its master (the machine's Failover: the MFSTART handshake, or FORCE
+// without the offset wait, or TAKEOVER without votes).
 func cmdClusterFailover(c *Client, args [][]byte) {
 	if len(args) > 3 {
 		clusterSubSyntaxError(c, args)
 		return
 	}
-	if len(args) == 3 && !eqFold(args[2], "force") && !eqFold(args[2], "takeover") {
-		c.addError(errSyntax)
-		return
+	mode := ""
+	if len(args) == 3 {
+		mode = string(args[2])
 	}
-	var me cluster.NodeInfo
-	if !c.machineDo(func(m *cluster.Machine, _ time.Time) error { me = m.Myself(); return nil }) {
-		return
-	}
-	switch {
-	case me.IsMaster():
-		c.addError("ERR You should send CLUSTER FAILOVER to a replica")
-	case me.Master == "":
-		c.addError("ERR I'm a replica but my master is unknown to me")
-	default:
-		c.addError("ERR CLUSTER FAILOVER is not supported by this node yet")
-	}
+	c.machineOK(func(m *cluster.Machine, now time.Time) error { return m.Failover(now, mode) })
 }
 
 // addClusterNode is Redis's addNodeToNodeReply: endpoint, port, id and a
