@@ -98,6 +98,11 @@ func (l *Layout) clusterNodeConf(dir string, port int) string {
 	// for more (Redis's default 5s) only delays them.
 	fmt.Fprintf(&b, "repl-diskless-sync-delay 0\n")
 	fmt.Fprintf(&b, "cluster-enabled yes\ncluster-config-file nodes.conf\ncluster-node-timeout %d\n", l.NodeTimeoutMs)
+	// The other masters keep serving their own slots while a dead
+	// master's replica is elected (Redis's default, yes, makes every node
+	// answer CLUSTERDOWN until the promotion), as the Sentinel deployment's
+	// other shards keep serving during a failover.
+	fmt.Fprintf(&b, "cluster-require-full-coverage no\n")
 	if l.MetricsPortOffset != 0 {
 		fmt.Fprintf(&b, "metrics-addr %s\n", l.Addr(port+l.MetricsPortOffset))
 	}
