@@ -276,10 +276,14 @@ func cmdClusterLinks(c *Client, args [][]byte) {
 	for _, l := range links {
 		b := bufs[l.ID]
 		// A connected link always reads; it writes while its buffer
-		// holds data (Redis installs the write handler then).
-		events := "r"
-		if b.Used > 0 {
-			events = "rw"
+		// holds data (Redis installs the write handler then); a link
+		// still connecting has neither.
+		events := ""
+		if b.Connected {
+			events = "r"
+			if b.Used > 0 {
+				events = "rw"
+			}
 		}
 		c.addMapLen(6)
 		c.addBulkString("direction")

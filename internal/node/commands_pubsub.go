@@ -73,10 +73,21 @@ func cmdPublish(c *Client, args [][]byte) {
 
 // PUBSUB CHANNELS [pattern]
 func cmdPubsubChannels(c *Client, args [][]byte) {
+	c.replyChannels(args, func(h *pubsubHub) map[string]map[*Client]struct{} { return h.channels })
+}
+
+// PUBSUB NUMSUB [channel ...]
+func cmdPubsubNumsub(c *Client, args [][]byte) {
+	c.replyNumsub(args, func(h *pubsubHub) map[string]map[*Client]struct{} { return h.channels })
+}
+
+// replyChannels replies the sorted channels of one of the hub's maps that
+// match args[2] (PUBSUB CHANNELS and SHARDCHANNELS).
+func (c *Client) replyChannels(args [][]byte, which func(*pubsubHub) map[string]map[*Client]struct{}) {
 	h := c.srv.pubsub
 	h.mu.RLock()
 	var out []string
-	for ch := range h.channels {
+	for ch := range which(h) {
 		if len(args) < 3 || globMatch(string(args[2]), ch, false) {
 			out = append(out, ch)
 		}
@@ -86,15 +97,17 @@ func cmdPubsubChannels(c *Client, args [][]byte) {
 	c.addStrings(out)
 }
 
-// PUBSUB NUMSUB [channel ...]
-func cmdPubsubNumsub(c *Client, args [][]byte) {
+// replyNumsub replies the subscriber count of each channel of args[2:]
+// in one of the hub's maps (PUBSUB NUMSUB and SHARDNUMSUB).
+func (c *Client) replyNumsub(args [][]byte, which func(*pubsubHub) map[string]map[*Client]struct{}) {
 	h := c.srv.pubsub
 	h.mu.RLock()
 	defer h.mu.RUnlock()
+	m := which(h)
 	c.addMapLen(len(args) - 2)
 	for _, a := range args[2:] {
 		c.addBulk(a)
-		c.addInt(int64(len(h.channels[string(a)])))
+		c.addInt(int64(len(m[string(a)])))
 	}
 }
 

@@ -147,29 +147,12 @@ func (s *Server) publishShardLocal(channel string, msg []byte) int {
 
 // PUBSUB SHARDCHANNELS [pattern]
 func cmdPubsubShardChannels(c *Client, args [][]byte) {
-	h := c.srv.pubsub
-	h.mu.RLock()
-	var out []string
-	for ch := range h.shards {
-		if len(args) < 3 || globMatch(string(args[2]), ch, false) {
-			out = append(out, ch)
-		}
-	}
-	h.mu.RUnlock()
-	sort.Strings(out)
-	c.addStrings(out)
+	c.replyChannels(args, func(h *pubsubHub) map[string]map[*Client]struct{} { return h.shards })
 }
 
 // PUBSUB SHARDNUMSUB [shardchannel ...]
 func cmdPubsubShardNumsub(c *Client, args [][]byte) {
-	h := c.srv.pubsub
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	c.addMapLen(len(args) - 2)
-	for _, a := range args[2:] {
-		c.addBulk(a)
-		c.addInt(int64(len(h.shards[string(a)])))
-	}
+	c.replyNumsub(args, func(h *pubsubHub) map[string]map[*Client]struct{} { return h.shards })
 }
 
 func cloneBytes(b []byte) []byte { return append([]byte(nil), b...) }

@@ -86,6 +86,8 @@ type Stats struct {
 // LinkBuffer is one link's send buffer, for CLUSTER LINKS.
 type LinkBuffer struct {
 	Allocated, Used int
+	// Connected is false while an outbound link is still connecting.
+	Connected bool
 }
 
 // Runner drives one machine. Create it with Start.
@@ -329,7 +331,7 @@ func (r *Runner) LinkBuffers() map[cluster.LinkID]LinkBuffer {
 	out := make(map[cluster.LinkID]LinkBuffer, len(r.bufs))
 	for id, l := range r.bufs {
 		l.mu.Lock()
-		out[id] = LinkBuffer{Allocated: cap(l.out), Used: len(l.out)}
+		out[id] = LinkBuffer{Allocated: cap(l.out), Used: len(l.out), Connected: l.conn != nil && !l.closed}
 		l.mu.Unlock()
 	}
 	return out
@@ -386,7 +388,9 @@ func (r *Runner) handle(ev event) {
 		peer, local := hostOf(ev.conn.RemoteAddr()), hostOf(ev.conn.LocalAddr())
 		id := r.m.Accepted(now, peer, local)
 		l := r.newLink(id)
+		l.mu.Lock()
 		l.conn = ev.conn
+		l.mu.Unlock()
 		r.startIO(l)
 	case evDialed:
 		l := r.links[ev.id]
@@ -401,7 +405,9 @@ func (r *Runner) handle(ev event) {
 			r.m.LinkDown(now, ev.id)
 			return
 		}
+		l.mu.Lock()
 		l.conn = ev.conn
+		l.mu.Unlock()
 		r.startIO(l)
 		r.m.LinkUp(now, ev.id)
 	case evBroken:
