@@ -82,26 +82,7 @@ func runStatus(c *cli.Context) error {
 		return show()
 	}
 	go col.Watch(ctx, nil)
-	t := time.NewTicker(c.Duration("interval"))
-	defer t.Stop()
-	for {
-		if err := show(); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if c.Bool("json") {
-				fmt.Fprintln(os.Stderr, "status:", err)
-			} else {
-				fmt.Print("\x1b[H\x1b[2J")
-				fmt.Println("status:", err)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-t.C:
-		}
-	}
+	return watchLoop(ctx, c, show)
 }
 
 // runClusterStatus is "status" for a cluster: the same --json and --watch
@@ -130,6 +111,12 @@ func runClusterStatus(c *cli.Context, col *deploy.ClusterCollector) error {
 	if !c.Bool("watch") {
 		return show()
 	}
+	return watchLoop(ctx, c, show)
+}
+
+// watchLoop shows the status every --interval until ctx ends; an error is
+// shown in place of the table (on stderr with --json).
+func watchLoop(ctx context.Context, c *cli.Context, show func() error) error {
 	t := time.NewTicker(c.Duration("interval"))
 	defer t.Stop()
 	for {
