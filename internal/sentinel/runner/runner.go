@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -57,7 +58,7 @@ type Runner struct {
 	links   map[sentinel.Addr]*link
 	clients map[*client]bool
 	started time.Time
-	ln      net.Listener
+	lns     []net.Listener      // one per bind address; lns[0] is Addr()
 	users   map[string]*aclUser // ACL users of our port
 	events  eventCounts         // switch/failover counts for Stats (stats.go)
 
@@ -105,26 +106,79 @@ func (r *Runner) myID8() string { return r.m.MyID()[:8] }
 func (r *Runner) Addr() net.Addr {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.ln == nil {
+	if len(r.lns) == 0 {
 		return nil
 	}
-	return r.ln.Addr()
+	return r.lns[0].Addr()
+}
+
+// Addrs returns every listening address once Run has started listening,
+// one per address of the bind directive.
+func (r *Runner) Addrs() []net.Addr {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]net.Addr, len(r.lns))
+	for i, ln := range r.lns {
+		out[i] = ln.Addr()
+	}
+	return out
+}
+
+// listen opens a listener on every address of bind, as redis-sentinel
+// does: "*" is every IPv4 address, "::*" every IPv6 one, and an address
+// with a leading "-" is optional (skipped when it cannot be bound, as Redis
+// skips it on EADDRNOTAVAIL or an unsupported family). With no bind line it
+// listens on every address. With port 0 the first listener picks the port
+// and the others use the same one.
+func listen(bind []string, port int) ([]net.Listener, error) {
+	if len(bind) == 0 {
+		bind = []string{""}
+	}
+	var lns []net.Listener
+	closeAll := func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}
+	for _, a := range bind {
+		optional := strings.HasPrefix(a, "-")
+		a = strings.TrimPrefix(a, "-")
+		network := "tcp"
+		switch a {
+		case "*":
+			a, network = "0.0.0.0", "tcp4"
+		case "::*":
+			a, network = "::", "tcp6"
+		}
+		ln, err := net.Listen(network, net.JoinHostPort(a, strconv.Itoa(port)))
+		if err != nil {
+			if optional {
+				continue
+			}
+			closeAll()
+			return nil, fmt.Errorf("sentinel: listen %s: %w", a, err)
+		}
+		if port == 0 {
+			port = ln.Addr().(*net.TCPAddr).Port
+		}
+		lns = append(lns, ln)
+	}
+	if len(lns) == 0 {
+		return nil, errors.New("sentinel: listen: no bind address could be used")
+	}
+	return lns, nil
 }
 
 // Run serves until ctx is cancelled (or SHUTDOWN), then closes everything.
 func (r *Runner) Run(ctx context.Context) error {
 	r.ctx, r.stop = context.WithCancel(ctx)
 	defer r.stop()
-	bind := r.file.Bind
-	if len(bind) == 0 {
-		bind = []string{""}
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(bind[0], strconv.Itoa(r.file.Port)))
+	lns, err := listen(r.file.Bind, r.file.Port)
 	if err != nil {
-		return fmt.Errorf("sentinel: listen: %w", err)
+		return err
 	}
 	r.mu.Lock()
-	r.ln = ln
+	r.lns = lns
 	r.started = time.Now()
 	r.m.Tick(time.Now())
 	for _, name := range r.m.MasterNames() {
@@ -135,15 +189,19 @@ func (r *Runner) Run(ctx context.Context) error {
 	r.mu.Unlock()
 	r.process()
 	r.flushConfig() // like Redis: write myid and state at start-up
-	r.log.Info("sentinel: ready", "addr", ln.Addr().String(), "myid", r.m.MyID())
+	r.log.Info("sentinel: ready", "addr", lns[0].Addr().String(), "listeners", len(lns), "myid", r.m.MyID())
 
 	var wg sync.WaitGroup
-	wg.Add(3)
-	go func() { defer wg.Done(); r.acceptLoop(ln) }()
+	wg.Add(2 + len(lns))
+	for _, ln := range lns {
+		go func() { defer wg.Done(); r.acceptLoop(ln) }()
+	}
 	go func() { defer wg.Done(); r.tickLoop() }()
 	go func() { defer wg.Done(); r.watchConfig() }()
 	<-r.ctx.Done()
-	ln.Close()
+	for _, ln := range lns {
+		ln.Close()
+	}
 	r.mu.Lock()
 	for _, l := range r.links {
 		l.close()
