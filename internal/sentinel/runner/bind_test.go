@@ -93,4 +93,3 @@ func TestRunnerBindFailure(t *testing.T) {
 		t.Fatalf("Run with an unbindable address: %v", err)
 	}
 }
-
