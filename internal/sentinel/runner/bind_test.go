@@ -2,20 +2,13 @@ package runner_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/shardis/shardis/internal/sentinel"
-	"github.com/shardis/shardis/internal/sentinel/runner"
 )
 
 // TestRunnerListensOnEveryBindAddress checks that a multi-address bind line
@@ -28,31 +21,8 @@ func TestRunnerListensOnEveryBindAddress(t *testing.T) {
 	// 192.0.2.1 (TEST-NET-1) is assigned to no interface here: optional.
 	conf := "port " + strconv.Itoa(port) + "\nbind 127.0.0.2 127.0.0.1 -192.0.2.1\n" +
 		"sentinel monitor mymaster 127.0.0.1 1 1\n"
-	path := filepath.Join(t.TempDir(), "sentinel.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := sentinel.ParseFile([]byte(conf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := runner.New(runner.Options{ConfigPath: path, File: f,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	defer func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	}()
-	waitFor(t, 5*time.Second, "listening", func() bool { return r.Addr() != nil })
+	r := startInProcess(t, conf)
+	ctx := context.Background()
 	addrs := r.Addrs()
 	if len(addrs) != 2 {
 		t.Fatalf("listeners %v, want 127.0.0.2 and 127.0.0.1", addrs)
@@ -74,19 +44,7 @@ func TestRunnerListensOnEveryBindAddress(t *testing.T) {
 // refuses to start.
 func TestRunnerBindFailure(t *testing.T) {
 	conf := "port " + strconv.Itoa(freePort(t)) + "\nbind 127.0.0.1 192.0.2.1\nsentinel monitor mymaster 127.0.0.1 1 1\n"
-	path := filepath.Join(t.TempDir(), "sentinel.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := sentinel.ParseFile([]byte(conf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := runner.New(runner.Options{ConfigPath: path, File: f,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := newInProcess(t, conf)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := r.Run(ctx); err == nil || !strings.Contains(err.Error(), "192.0.2.1") {

@@ -25,36 +25,9 @@ func TestRunnerInProcess(t *testing.T) {
 	master := startRedis(t, 0)
 	replica := startRedis(t, master.port)
 	port := freePort(t)
-	path := filepath.Join(t.TempDir(), "sentinel.conf")
-	conf := "port " + strconv.Itoa(port) + "\nbind 127.0.0.1\nsentinel monitor mymaster 127.0.0.1 " +
-		strconv.Itoa(master.port) + " 1\nsentinel down-after-milliseconds mymaster 500\n"
-	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	f, err := sentinel.ParseFile([]byte(conf))
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := runner.New(runner.Options{ConfigPath: path, File: f,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Error("Run did not return after cancel")
-		}
-	}()
-	waitFor(t, 5*time.Second, "listening", func() bool { return r.Addr() != nil })
+	startInProcess(t, "port "+strconv.Itoa(port)+"\nbind 127.0.0.1\nsentinel monitor mymaster 127.0.0.1 "+
+		strconv.Itoa(master.port)+" 1\nsentinel down-after-milliseconds mymaster 500\n")
+	ctx := context.Background()
 
 	sc := sentinelClient(t, port)
 	waitFor(t, 20*time.Second, "replica discovered", func() bool {
@@ -91,4 +64,47 @@ func TestRunnerInProcess(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("no +sdown for the killed replica")
 	}
+}
+
+// newInProcess writes conf to a temporary sentinel.conf and builds a runner
+// for it, logging nowhere.
+func newInProcess(t *testing.T, conf string) *runner.Runner {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "sentinel.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, err := sentinel.ParseFile([]byte(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Options{ConfigPath: path, File: f,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// startInProcess runs newInProcess's runner until the test ends (Run must
+// then return nil within 5 s) and waits until it listens.
+func startInProcess(t *testing.T, conf string) *runner.Runner {
+	t.Helper()
+	r := newInProcess(t, conf)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("Run did not return after cancel")
+		}
+	})
+	waitFor(t, 5*time.Second, "listening", func() bool { return r.Addr() != nil })
+	return r
 }
