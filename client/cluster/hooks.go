@@ -107,7 +107,7 @@ func (h topHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 				}
 				parts := splitParts(ctx, name, args, step)
 				for _, pt := range parts {
-					pt.cmd.SetErr(err)
+					pt.Cmd.SetErr(err)
 				}
 				return merge(cmd, name, args, step, h.c.retryTryAgain(ctx, name, args, step, parts))
 			}

@@ -1,11 +1,11 @@
 package cluster
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/shardis/shardis/internal/consistent"
+	"github.com/shardis/shardis/internal/multikey"
 )
 
 // keyRange says where a multi-key command's keys are, as Redis's legacy
@@ -46,23 +46,11 @@ func init() {
 }
 
 // splitStep lists the commands that are split per slot and reassembled,
-// with the number of arguments per key (MSET takes key value pairs).
-var splitStep = map[string]int{"mget": 1, "mset": 2, "del": 1, "exists": 1, "unlink": 1, "touch": 1}
+// with the number of arguments per key.
+var splitStep = multikey.Steps
 
-// argString renders a command argument as Redis receives it.
-func argString(a interface{}) string {
-	switch v := a.(type) {
-	case string:
-		return v
-	case []byte:
-		return string(v)
-	case int:
-		return strconv.Itoa(v)
-	case int64:
-		return strconv.FormatInt(v, 10)
-	}
-	return fmt.Sprint(a)
-}
+// argString renders an argument as go-redis writes it on the wire.
+func argString(a interface{}) string { return multikey.ArgString(a) }
 
 // commandKeys returns the keys of a multi-key command, or nil for a
 // command not in the table.

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardis/shardis/internal/multikey"
 )
 
 // splitSlots returns the distinct slots of a split command's keys.
@@ -17,87 +19,22 @@ func splitSlots(args []interface{}, step int) []int {
 	return slotsOf(keys)
 }
 
-// part is one slot's share of a split command.
-type part struct {
-	pos []int // argument positions of the slot's keys in the original
-	cmd redis.Cmder
-}
+// slotGroup groups split keys by hash slot.
+func slotGroup(key string) (int, error) { return Slot(key), nil }
 
 // splitParts cuts MGET, MSET, DEL, EXISTS, UNLINK or TOUCH into one
-// command per slot, in the order the slots first appear.
-func splitParts(ctx context.Context, name string, args []interface{}, step int) []*part {
-	bySlot := map[int]*part{}
-	var parts []*part
-	for p := 1; p+step-1 < len(args); p += step {
-		s := Slot(argString(args[p]))
-		pt, ok := bySlot[s]
-		if !ok {
-			pt = &part{}
-			bySlot[s] = pt
-			parts = append(parts, pt)
-		}
-		pt.pos = append(pt.pos, p)
-	}
-	for _, pt := range parts {
-		sub := make([]interface{}, 1, 1+len(pt.pos)*step)
-		sub[0] = args[0]
-		for _, at := range pt.pos {
-			sub = append(sub, args[at:at+step]...)
-		}
-		switch name {
-		case "mget":
-			pt.cmd = redis.NewSliceCmd(ctx, sub...)
-		case "mset":
-			pt.cmd = redis.NewStatusCmd(ctx, sub...)
-		default:
-			pt.cmd = redis.NewIntCmd(ctx, sub...)
-		}
-	}
+// command per slot, in the order the slots first appear. The arguments
+// must come in whole steps (the callers check).
+func splitParts(ctx context.Context, name string, args []interface{}, step int) []*multikey.Part {
+	parts, _ := multikey.Split(ctx, name, args, step, slotGroup)
 	return parts
 }
 
-// merge sets cmd's reply from its parts' replies: MGET's values back in
-// key order, MSET's OK, the others' counts summed. A split MSET is not
-// atomic across slots.
-func merge(cmd redis.Cmder, name string, args []interface{}, step int, parts []*part) error {
-	for _, pt := range parts {
-		if err := pt.cmd.Err(); err != nil {
-			return fmt.Errorf("cluster: %s: %w", strings.ToUpper(name), err)
-		}
-	}
-	var val interface{}
-	switch name {
-	case "mget":
-		vals := make([]interface{}, (len(args)-1)/step)
-		for _, pt := range parts {
-			got := pt.cmd.(*redis.SliceCmd).Val()
-			for n, at := range pt.pos {
-				if n < len(got) {
-					vals[at-1] = got[n]
-				}
-			}
-		}
-		val = vals
-	case "mset":
-		val = "OK"
-	default:
-		var sum int64
-		for _, pt := range parts {
-			sum += pt.cmd.(*redis.IntCmd).Val()
-		}
-		val = sum
-	}
-	switch c := cmd.(type) {
-	case *redis.SliceCmd:
-		c.SetVal(val.([]interface{}))
-	case *redis.StatusCmd:
-		c.SetVal(val.(string))
-	case *redis.IntCmd:
-		c.SetVal(val.(int64))
-	case *redis.Cmd:
-		c.SetVal(val)
-	default:
-		return fmt.Errorf("cluster: %s: cannot merge replies into %T", strings.ToUpper(name), cmd)
+// merge sets cmd's reply from its parts' replies (multikey.Merge); a part's
+// error is the command's.
+func merge(cmd redis.Cmder, name string, args []interface{}, step int, parts []*multikey.Part) error {
+	if err := multikey.Merge(cmd, name, args, step, parts); err != nil {
+		return fmt.Errorf("cluster: %s: %w", strings.ToUpper(name), err)
 	}
 	return nil
 }
@@ -112,7 +49,7 @@ func (c *Client) processSplit(ctx context.Context, cmd redis.Cmder, name string,
 	parts := splitParts(ctx, name, args, step)
 	pipe := c.ClusterClient.Pipeline()
 	for _, pt := range parts {
-		_ = pipe.Process(ctx, pt.cmd)
+		_ = pipe.Process(ctx, pt.Cmd)
 	}
 	_, _ = pipe.Exec(ctx)
 	return merge(cmd, name, args, step, c.retryTryAgain(ctx, name, args, step, parts))
@@ -122,17 +59,16 @@ func (c *Client) processSplit(ctx context.Context, cmd redis.Cmder, name string,
 // TRYAGAIN (a multi-key command on a slot whose keys are half migrated:
 // single-key commands follow ASK instead). During a migration a split
 // MSET's keys of one slot are then not set atomically.
-func (c *Client) retryTryAgain(ctx context.Context, name string, args []interface{}, step int, parts []*part) []*part {
-	var out, again []*part
+func (c *Client) retryTryAgain(ctx context.Context, name string, args []interface{}, step int, parts []*multikey.Part) []*multikey.Part {
+	var out, again []*multikey.Part
 	for _, pt := range parts {
-		if err := pt.cmd.Err(); err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
+		if err := pt.Cmd.Err(); err == nil || !strings.HasPrefix(err.Error(), "TRYAGAIN") {
 			out = append(out, pt)
 			continue
 		}
-		for _, at := range pt.pos {
-			single := splitParts(ctx, name, append([]interface{}{args[0]}, args[at:at+step]...), step)[0]
-			single.pos = []int{at}
-			again = append(again, single)
+		for _, at := range pt.Pos {
+			again = append(again, &multikey.Part{Group: pt.Group, Pos: []int{at},
+				Cmd: multikey.PartCmd(ctx, name, args, step, []int{at})})
 		}
 	}
 	if len(again) == 0 {
@@ -140,7 +76,7 @@ func (c *Client) retryTryAgain(ctx context.Context, name string, args []interfac
 	}
 	pipe := c.ClusterClient.Pipeline()
 	for _, pt := range again {
-		_ = pipe.Process(ctx, pt.cmd)
+		_ = pipe.Process(ctx, pt.Cmd)
 	}
 	_, _ = pipe.Exec(ctx)
 	return append(out, again...)
@@ -155,7 +91,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder, next r
 		cmd   redis.Cmder
 		name  string
 		step  int
-		parts []*part
+		parts []*multikey.Part
 	}
 	var splits []expanded
 	send := make([]redis.Cmder, 0, len(cmds))
@@ -167,7 +103,7 @@ func (c *Client) processPipeline(ctx context.Context, cmds []redis.Cmder, next r
 			parts := splitParts(ctx, name, args, step)
 			splits = append(splits, expanded{cmd: cmd, name: name, step: step, parts: parts})
 			for _, pt := range parts {
-				send = append(send, pt.cmd)
+				send = append(send, pt.Cmd)
 			}
 		case !split && len(slotsOf(commandKeys(name, args))) > 1:
 			cmd.SetErr(crossSlot(name))

@@ -1,10 +1,8 @@
 package shardedpool
 
 import (
-	"fmt"
-	"strconv"
-
 	"github.com/shardis/shardis/internal/commands"
+	"github.com/shardis/shardis/internal/multikey"
 )
 
 // The pool finds a command's keys with Redis 7.0's key specs, the table
@@ -71,30 +69,4 @@ func commandKeys(name string, args []interface{}) []string {
 }
 
 // argString renders an argument as go-redis writes it on the wire.
-func argString(a interface{}) string {
-	switch v := a.(type) {
-	case string:
-		return v
-	case []byte:
-		return string(v)
-	case int:
-		return strconv.Itoa(v)
-	case int64:
-		return strconv.FormatInt(v, 10)
-	case uint64:
-		return strconv.FormatUint(v, 10)
-	case float64:
-		return strconv.FormatFloat(v, 'f', -1, 64)
-	case bool:
-		if v {
-			return "1"
-		}
-		return "0"
-	case nil:
-		return ""
-	case fmt.Stringer:
-		return v.String()
-	default:
-		return fmt.Sprint(v)
-	}
-}
+func argString(a interface{}) string { return multikey.ArgString(a) }

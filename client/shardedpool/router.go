@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardis/shardis/internal/multikey"
 )
 
 // routerHook turns the pool's router client into a dispatcher: it never
@@ -30,7 +32,7 @@ func (h routerHook) ProcessPipelineHook(redis.ProcessPipelineHook) redis.Process
 
 // splitCommands are split per shard and their replies merged. The value
 // is the number of arguments per key (MSET takes key value pairs).
-var splitCommands = map[string]int{"mget": 1, "mset": 2, "del": 1, "exists": 1, "unlink": 1, "touch": 1}
+var splitCommands = multikey.Steps
 
 // process runs one command on the shard(s) of its keys.
 func (p *Pool) process(ctx context.Context, cmd redis.Cmder) error {
@@ -123,96 +125,35 @@ func (p *Pool) pingAll(ctx context.Context, cmd redis.Cmder) error {
 
 // processSplit runs MGET, MSET, DEL, EXISTS, UNLINK or TOUCH: on one shard
 // as is when all keys are there, otherwise split per shard (concurrently)
-// and merged. A split MSET is not atomic across shards.
+// and merged (internal/multikey). A split MSET is not atomic across shards.
 func (p *Pool) processSplit(ctx context.Context, cmd redis.Cmder, name string, args []interface{}, step int) error {
-	if len(args) < 1+step {
-		return fmt.Errorf("shardedpool: %s: wrong number of arguments", strings.ToUpper(name))
+	parts, err := multikey.Split(ctx, name, args, step, p.shardIndex)
+	if errors.Is(err, multikey.ErrArity) {
+		return fmt.Errorf("shardedpool: %s: %w", strings.ToUpper(name), err)
 	}
-	// positions[i] lists the argument positions of the keys on shard i.
-	positions := make(map[int][]int)
-	for pos := 1; pos < len(args); pos += step {
-		i, err := p.shardIndex(argString(args[pos]))
-		if err != nil {
-			return err
-		}
-		positions[i] = append(positions[i], pos)
+	if err != nil {
+		return err
 	}
-	if len(positions) == 1 {
-		for i := range positions {
-			return p.shards[i].conn().client.Process(ctx, cmd)
-		}
-	}
-	type part struct {
-		shard int
-		pos   []int
-		cmd   redis.Cmder
-	}
-	parts := make([]part, 0, len(positions))
-	for i, pos := range positions {
-		sub := make([]interface{}, 1, 1+len(pos)*step)
-		sub[0] = args[0]
-		for _, at := range pos {
-			sub = append(sub, args[at:at+step]...)
-		}
-		var c redis.Cmder
-		switch name {
-		case "mget":
-			c = redis.NewSliceCmd(ctx, sub...)
-		case "mset":
-			c = redis.NewStatusCmd(ctx, sub...)
-		default:
-			c = redis.NewIntCmd(ctx, sub...)
-		}
-		parts = append(parts, part{shard: i, pos: pos, cmd: c})
+	if len(parts) == 1 {
+		return p.shards[parts[0].Group].conn().client.Process(ctx, cmd)
 	}
 	var wg sync.WaitGroup
 	for _, pt := range parts {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = p.shards[pt.shard].conn().client.Process(ctx, pt.cmd)
+			_ = p.shards[pt.Group].conn().client.Process(ctx, pt.Cmd)
 		}()
 	}
 	wg.Wait()
-	sort.Slice(parts, func(a, b int) bool { return parts[a].shard < parts[b].shard })
-	for _, pt := range parts {
-		if err := pt.cmd.Err(); err != nil {
-			return fmt.Errorf("shardedpool: %s on shard %s: %w", strings.ToUpper(name), p.shards[pt.shard].name, err)
+	// The first failing shard in ring order names the error.
+	sort.Slice(parts, func(a, b int) bool { return parts[a].Group < parts[b].Group })
+	if err := multikey.Merge(cmd, name, args, step, parts); err != nil {
+		var pe *multikey.PartError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("shardedpool: %s on shard %s: %w", strings.ToUpper(name), p.shards[pe.Group].name, pe.Err)
 		}
-	}
-	var val interface{}
-	switch name {
-	case "mget":
-		vals := make([]interface{}, (len(args)-1)/step)
-		for _, pt := range parts {
-			got := pt.cmd.(*redis.SliceCmd).Val()
-			for n, at := range pt.pos {
-				if n < len(got) {
-					vals[at-1] = got[n]
-				}
-			}
-		}
-		val = vals
-	case "mset":
-		val = "OK"
-	default:
-		var sum int64
-		for _, pt := range parts {
-			sum += pt.cmd.(*redis.IntCmd).Val()
-		}
-		val = sum
-	}
-	switch c := cmd.(type) {
-	case *redis.SliceCmd:
-		c.SetVal(val.([]interface{}))
-	case *redis.StatusCmd:
-		c.SetVal(val.(string))
-	case *redis.IntCmd:
-		c.SetVal(val.(int64))
-	case *redis.Cmd:
-		c.SetVal(val)
-	default:
-		return fmt.Errorf("shardedpool: %s: cannot merge into %T", strings.ToUpper(name), cmd)
+		return fmt.Errorf("shardedpool: %s: %w", strings.ToUpper(name), err)
 	}
 	return nil
 }
