@@ -168,23 +168,7 @@ func TestExpireNotifications(t *testing.T) {
 	ts := startServer(t, "notify-keyspace-events", "KEA")
 	rc := ts.client(t)
 	c := ctx(t)
-	sub := rc.PSubscribe(c, "__keyevent@0__:*")
-	defer sub.Close()
-	if _, err := sub.Receive(c); err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var events []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		ch := sub.Channel()
-		for m := range ch {
-			mu.Lock()
-			events = append(events, strings.TrimPrefix(m.Channel, "__keyevent@0__:")+" "+m.Payload)
-			mu.Unlock()
-		}
-	}()
+	next := ts.keyEvents(t)
 	rc.Set(c, "a", "1", 0)
 	rc.Expire(c, "a", time.Hour)
 	rc.Persist(c, "a")
@@ -200,43 +184,16 @@ func TestExpireNotifications(t *testing.T) {
 	rc.Set(c, "e", "1", time.Millisecond)
 	time.Sleep(5 * time.Millisecond)
 	rc.Get(c, "e")
-	want := []string{"set a", "expire a", "persist a", "rename_from a", "rename_to b", "copy_to c",
+	expectKeyEvents(t, next, "set a", "expire a", "persist a", "rename_from a", "rename_to b", "copy_to c",
 		"append c", "setrange c", "incrby n", "incrbyfloat n", "setbit bits", "move_from c", "del b",
-		"set e", "expire e", "expired e"}
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		mu.Lock()
-		got := strings.Join(events, ",")
-		mu.Unlock()
-		if got == strings.Join(want, ",") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("events:\n got  %s\n want %s", got, strings.Join(want, ","))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	sub.Close()
-	<-done
+		"set e", "expire e", "expired e")
 }
 
 // TestExpirePropagation checks what replicas and the AOF receive: absolute
 // PEXPIREAT / SET PXAT, DEL for past times, SET KEEPTTL for INCRBYFLOAT.
 func TestExpirePropagation(t *testing.T) {
 	ts := startServer(t)
-	var mu sync.Mutex
-	var got []string
-	ts.srv.AddPropagator(propagatorFunc(func(db int, cmds [][][]byte) {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, cmd := range cmds {
-			parts := make([]string, len(cmd))
-			for i, a := range cmd {
-				parts[i] = string(a)
-			}
-			got = append(got, strings.Join(parts, " "))
-		}
-	}))
+	prop := ts.capturePropagation()
 	r := ts.raw(t)
 	r.expect("SET k v\r\n", "+OK")
 	r.expect("EXPIREAT k 4000000000\r\n", ":1")
@@ -249,9 +206,7 @@ func TestExpirePropagation(t *testing.T) {
 	expectLines(t, r, "GETEX p PERSIST\r\n", "$1", "v")
 	expectLines(t, r, "GETDEL p\r\n", "$1", "v")
 	r.expect("EXPIRE nope 10\r\n", ":0")
-	mu.Lock()
-	defer mu.Unlock()
-	want := []string{
+	prop.expect(t,
 		"SET k v",
 		"PEXPIREAT k 4000000000000",
 		"PEXPIREAT k 4000000000123",
@@ -262,10 +217,7 @@ func TestExpirePropagation(t *testing.T) {
 		"SET p v PXAT 4000000000000",
 		"PERSIST p",
 		"DEL p",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("propagated:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	)
 }
 
 // propagatorFunc adapts a function to the Propagator interface.

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -305,42 +303,19 @@ func TestHashNotifications(t *testing.T) {
 	ts := startServer(t, "notify-keyspace-events", "KEA")
 	rc := ts.client(t)
 	c := ctx(t)
-	sub := rc.PSubscribe(c, "__keyevent@0__:*")
-	defer sub.Close()
-	if _, err := sub.Receive(c); err != nil {
-		t.Fatal(err)
-	}
+	next := ts.keyEvents(t)
 	rc.HSet(c, "h", "a", "1")
 	rc.HIncrBy(c, "h", "a", 1)
 	rc.HIncrByFloat(c, "h", "a", 1)
 	rc.HDel(c, "h", "a")
-	want := []string{"hset", "hincrby", "hincrbyfloat", "hdel", "del"}
-	ch := sub.Channel()
-	for _, w := range want {
-		m := <-ch
-		if m.Channel != "__keyevent@0__:"+w || m.Payload != "h" {
-			t.Fatalf("got %s %s, want %s", m.Channel, m.Payload, w)
-		}
-	}
+	expectKeyEvents(t, next, "hset h", "hincrby h", "hincrbyfloat h", "hdel h", "del h")
 }
 
 // TestHashPropagation checks that HINCRBYFLOAT reaches replicas and the
 // AOF as HSET with the resulting value.
 func TestHashPropagation(t *testing.T) {
 	ts := startServer(t)
-	var mu sync.Mutex
-	var got []string
-	ts.srv.AddPropagator(propagatorFunc(func(db int, cmds [][][]byte) {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, cmd := range cmds {
-			parts := make([]string, len(cmd))
-			for i, a := range cmd {
-				parts[i] = string(a)
-			}
-			got = append(got, strings.Join(parts, " "))
-		}
-	}))
+	prop := ts.capturePropagation()
 	r := ts.raw(t)
 	r.expect("HSET h f 1.5\r\n", ":1")
 	r.expect("HINCRBYFLOAT h f 0x10\r\n", "$4")
@@ -352,10 +327,5 @@ func TestHashPropagation(t *testing.T) {
 	r.expect("HINCRBYFLOAT h f 1p3\r\n", "-ERR value is not a valid float")
 	r.expect("HINCRBY h n 2\r\n", ":2")
 	r.expect("HDEL h nothere\r\n", ":0")
-	mu.Lock()
-	defer mu.Unlock()
-	want := "HSET h f 1.5\nHSET h f 17.5\nHINCRBY h n 2"
-	if strings.Join(got, "\n") != want {
-		t.Fatalf("propagated:\n%s\nwant:\n%s", strings.Join(got, "\n"), want)
-	}
+	prop.expect(t, "HSET h f 1.5", "HSET h f 17.5", "HINCRBY h n 2")
 }

@@ -2,7 +2,6 @@ package node
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -343,11 +342,7 @@ func TestListNotificationsAndPropagation(t *testing.T) {
 	ts := startServer(t, "notify-keyspace-events", "KEA")
 	rc := ts.client(t)
 	c := ctx(t)
-	sub := ts.client(t).PSubscribe(c, "__keyevent@0__:*")
-	defer sub.Close()
-	if _, err := sub.Receive(c); err != nil {
-		t.Fatal(err)
-	}
+	next := ts.keyEvents(t)
 	rc.RPush(c, "l", "a", "b")
 	rc.LPush(c, "l", "z")
 	rc.LSet(c, "l", 0, "y")
@@ -356,18 +351,8 @@ func TestListNotificationsAndPropagation(t *testing.T) {
 	rc.LTrim(c, "l", 0, 1)
 	rc.LMove(c, "l", "m", "LEFT", "RIGHT")
 	rc.RPop(c, "l")
-	want := []string{"rpush l", "lpush l", "lset l", "linsert l", "lrem l", "ltrim l",
-		"rpush m", "lpop l", "rpop l", "del l"}
-	for _, w := range want {
-		msg, err := sub.ReceiveMessage(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := strings.TrimPrefix(msg.Channel, "__keyevent@0__:") + " " + msg.Payload
-		if got != w {
-			t.Fatalf("event %q, want %q", got, w)
-		}
-	}
+	expectKeyEvents(t, next, "rpush l", "lpush l", "lset l", "linsert l", "lrem l", "ltrim l",
+		"rpush m", "lpop l", "rpop l", "del l")
 }
 
 // skipRawReply reads one whole RESP2/RESP3 reply from r.

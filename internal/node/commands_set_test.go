@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -295,44 +293,21 @@ func TestSetNotifications(t *testing.T) {
 	ts := startServer(t, "notify-keyspace-events", "KEAm")
 	rc := ts.client(t)
 	c := ctx(t)
-	sub := rc.PSubscribe(c, "__keyevent@0__:*")
-	defer sub.Close()
-	if _, err := sub.Receive(c); err != nil {
-		t.Fatal(err)
-	}
+	next := ts.keyEvents(t)
 	rc.SIsMember(c, "nokey", "a")
 	rc.SAdd(c, "s", "a", "b")
 	rc.SRem(c, "s", "a")
 	rc.SMove(c, "s", "t", "b")
 	rc.SInterStore(c, "d", "t", "t")
 	rc.SPop(c, "d")
-	want := [][2]string{{"keymiss", "nokey"}, {"sadd", "s"}, {"srem", "s"}, {"srem", "s"}, {"del", "s"}, {"sadd", "t"}, {"sinterstore", "d"}, {"spop", "d"}, {"del", "d"}}
-	ch := sub.Channel()
-	for _, w := range want {
-		m := <-ch
-		if m.Channel != "__keyevent@0__:"+w[0] || m.Payload != w[1] {
-			t.Fatalf("got %s %s, want %v", m.Channel, m.Payload, w)
-		}
-	}
+	expectKeyEvents(t, next, "keymiss nokey", "sadd s", "srem s", "srem s", "del s", "sadd t", "sinterstore d", "spop d", "del d")
 }
 
 // TestSetPropagation checks what replicas and the AOF receive: SPOP as
 // SREM of each popped member, or DEL when the whole set is popped.
 func TestSetPropagation(t *testing.T) {
 	ts := startServer(t)
-	var mu sync.Mutex
-	var got []string
-	ts.srv.AddPropagator(propagatorFunc(func(db int, cmds [][][]byte) {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, cmd := range cmds {
-			parts := make([]string, len(cmd))
-			for i, a := range cmd {
-				parts[i] = string(a)
-			}
-			got = append(got, strings.Join(parts, " "))
-		}
-	}))
+	prop := ts.capturePropagation()
 	rc := ts.client(t)
 	c := ctx(t)
 	rc.SAdd(c, "s", "a")
@@ -343,8 +318,6 @@ func TestSetPropagation(t *testing.T) {
 	rc.SPopN(c, "nokey", 5)
 	rc.SAdd(c, "u", "1", "2", "3", "4", "5", "6", "7", "8", "9", "10")
 	many := rc.SPopN(c, "u", 9).Val() // keeps one member: the "new set" strategy
-	mu.Lock()
-	defer mu.Unlock()
 	want := []string{"sadd s a", "SREM s " + m, "sadd t x y z"}
 	for _, p := range popped {
 		want = append(want, "SREM t "+p)
@@ -356,7 +329,5 @@ func TestSetPropagation(t *testing.T) {
 	for _, p := range many {
 		want = append(want, "SREM u "+p)
 	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("propagated:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
+	prop.expect(t, want...)
 }

@@ -6,8 +6,6 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -703,19 +701,7 @@ func TestZScanUnderWrites(t *testing.T) {
 // ZPOPMIN/ZPOPMAX with the popped count, failed or no-op writes nothing.
 func TestZSetPropagation(t *testing.T) {
 	ts := startServer(t)
-	var mu sync.Mutex
-	var got []string
-	ts.srv.AddPropagator(propagatorFunc(func(db int, cmds [][][]byte) {
-		mu.Lock()
-		defer mu.Unlock()
-		for _, cmd := range cmds {
-			parts := make([]string, len(cmd))
-			for i, a := range cmd {
-				parts[i] = string(a)
-			}
-			got = append(got, strings.Join(parts, " "))
-		}
-	}))
+	prop := ts.capturePropagation()
 	rc := ts.client(t)
 	c := ctx(t)
 	rc.ZAdd(c, "z", redis.Z{Score: 1, Member: "a"}, redis.Z{Score: 2, Member: "b"}, redis.Z{Score: 3, Member: "c"})
@@ -728,9 +714,7 @@ func TestZSetPropagation(t *testing.T) {
 	rc.BZMPop(c, time.Second, "min", 1, "z")
 	rc.ZPopMax(c, "z")
 	rc.ZRem(c, "nokey", "x")
-	mu.Lock()
-	defer mu.Unlock()
-	want := []string{
+	prop.expect(t,
 		"zadd z 1 a 2 b 3 c",
 		"ZPOPMAX z 3",
 		"zadd z 1 a",
@@ -738,10 +722,7 @@ func TestZSetPropagation(t *testing.T) {
 		"zadd z 1 a 2 b",
 		"ZPOPMIN z 1",
 		"zpopmax z",
-	}
-	if !slices.Equal(got, want) {
-		t.Fatalf("propagated\n%q\nwant\n%q", got, want)
-	}
+	)
 }
 
 // TestZParseSmallInt checks ZADD's integer fast path against the float

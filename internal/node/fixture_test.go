@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -120,4 +122,74 @@ func ctx(t testing.TB) context.Context {
 	c, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	t.Cleanup(cancel)
 	return c
+}
+
+// keyEvents subscribes to db 0's keyevent notifications (the server must
+// run with notify-keyspace-events set) and returns next, which reads the
+// next n notifications as "event key", failing the test when they do not
+// come within ctx(t)'s time.
+func (ts *testServer) keyEvents(t testing.TB) (next func(n int) []string) {
+	t.Helper()
+	c := ctx(t)
+	sub := ts.client(t).PSubscribe(c, "__keyevent@0__:*")
+	t.Cleanup(func() { sub.Close() })
+	if _, err := sub.Receive(c); err != nil {
+		t.Fatal(err)
+	}
+	return func(n int) []string {
+		t.Helper()
+		out := make([]string, 0, n)
+		for len(out) < n {
+			m, err := sub.ReceiveMessage(c)
+			if err != nil {
+				t.Fatalf("after events %v: %v", out, err)
+			}
+			out = append(out, strings.TrimPrefix(m.Channel, "__keyevent@0__:")+" "+m.Payload)
+		}
+		return out
+	}
+}
+
+// expectKeyEvents reads len(want) notifications with next and compares
+// them, in order, with want ("event key").
+func expectKeyEvents(t testing.TB, next func(n int) []string, want ...string) {
+	t.Helper()
+	if got := next(len(want)); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("events:\n got  %s\n want %s", strings.Join(got, ","), strings.Join(want, ","))
+	}
+}
+
+// propagated records what a server propagates to its replicas and the AOF,
+// one line per command ("SET k v"), from capturePropagation on.
+type propagated struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// capturePropagation starts recording ts's propagated commands.
+func (ts *testServer) capturePropagation() *propagated {
+	p := &propagated{}
+	ts.srv.AddPropagator(propagatorFunc(func(db int, cmds [][][]byte) {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		for _, cmd := range cmds {
+			parts := make([]string, len(cmd))
+			for i, a := range cmd {
+				parts[i] = string(a)
+			}
+			p.lines = append(p.lines, strings.Join(parts, " "))
+		}
+	}))
+	return p
+}
+
+// expect fails the test unless the commands propagated so far are want, in
+// order (the writes are done: propagation happens before the reply).
+func (p *propagated) expect(t testing.TB, want ...string) {
+	t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if strings.Join(p.lines, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("propagated:\n%s\nwant:\n%s", strings.Join(p.lines, "\n"), strings.Join(want, "\n"))
+	}
 }
