@@ -323,25 +323,9 @@ func cmdHIncrByFloat(c *Client, args [][]byte) {
 // HRANDFIELD key [count [WITHVALUES]]
 func cmdHRandField(c *Client, args [][]byte) {
 	if len(args) >= 3 {
-		l, ok := parseInt(args[2])
+		l, withValues, ok := parseRandCount(c, args, "withvalues")
 		if !ok {
-			c.addError(errNotInt)
 			return
-		}
-		if l == math.MinInt64 {
-			c.addError("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-			return
-		}
-		withValues := false
-		if len(args) > 4 || (len(args) == 4 && !eqFold(args[3], "withvalues")) {
-			c.addError(errSyntax)
-			return
-		} else if len(args) == 4 {
-			withValues = true
-			if l < -math.MaxInt64/2 || l > math.MaxInt64/2 {
-				c.addError("ERR value is out of range")
-				return
-			}
 		}
 		hashRandFieldCount(c, args[1], l, withValues)
 		return

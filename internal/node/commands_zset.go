@@ -817,16 +817,7 @@ func cmdZCount(c *Client, args [][]byte) {
 		c.addError(errZMinMaxFloat)
 		return
 	}
-	z, _, ok := c.lookupZSet(string(args[1]))
-	if !ok {
-		return
-	}
-	if z == nil {
-		c.addInt(0)
-		return
-	}
-	lo, hi := r.bounds(z)
-	c.addInt(int64(hi - lo))
+	zcountRange(c, args[1], r)
 }
 
 // ZLEXCOUNT key min max
@@ -836,7 +827,13 @@ func cmdZLexCount(c *Client, args [][]byte) {
 		c.addError(errZMinMaxLex)
 		return
 	}
-	z, _, ok := c.lookupZSet(string(args[1]))
+	zcountRange(c, args[1], r)
+}
+
+// zcountRange answers the number of members of key's sorted set inside r
+// (a score or a lex range): 0 for a missing key.
+func zcountRange(c *Client, key []byte, r interface{ bounds(*value.ZSet) (int, int) }) {
+	z, _, ok := c.lookupZSet(string(key))
 	if !ok {
 		return
 	}

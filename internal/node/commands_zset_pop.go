@@ -1,7 +1,6 @@
 package node
 
 import (
-	"math"
 	"math/rand/v2"
 	"strconv"
 
@@ -190,25 +189,9 @@ func cmdZMPop(c *Client, args [][]byte) {
 // ZRANDMEMBER key [count [WITHSCORES]]
 func cmdZRandMember(c *Client, args [][]byte) {
 	if len(args) >= 3 {
-		l, ok := parseInt(args[2])
+		l, withScores, ok := parseRandCount(c, args, "withscores")
 		if !ok {
-			c.addError(errNotInt)
 			return
-		}
-		if l == math.MinInt64 {
-			c.addError("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-			return
-		}
-		withScores := false
-		if len(args) > 4 || (len(args) == 4 && !eqFold(args[3], "withscores")) {
-			c.addError(errSyntax)
-			return
-		} else if len(args) == 4 {
-			withScores = true
-			if l < -math.MaxInt64/2 || l > math.MaxInt64/2 {
-				c.addError("ERR value is out of range")
-				return
-			}
 		}
 		zrandMemberWithCount(c, args[1], l, withScores)
 		return
