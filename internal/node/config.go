@@ -174,6 +174,7 @@ func init() {
 	defConfig("set-max-intset-entries", "512", checkIntRange(0, 1<<31-1), false)
 	defConfig("zset-max-listpack-entries", "128", checkIntRange(0, 1<<31-1), false).alias = "zset-max-ziplist-entries"
 	defConfig("zset-max-listpack-value", "64", checkIntRange(0, 1<<31-1), false).alias = "zset-max-ziplist-value"
+	defConfig("hll-sparse-max-bytes", "3000", checkMemory, false)
 	defConfig("stream-node-max-bytes", "4096", checkMemory, false)
 	defConfig("stream-node-max-entries", "100", checkIntRange(0, 1<<31-1), false)
 	defConfig("activerehashing", "yes", checkBool, false)

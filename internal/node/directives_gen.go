@@ -168,6 +168,8 @@ const (
 	DirZsetMaxListpackEntries
 	// DirZsetMaxListpackValue is the "zset-max-listpack-value" directive.
 	DirZsetMaxListpackValue
+	// DirHllSparseMaxBytes is the "hll-sparse-max-bytes" directive.
+	DirHllSparseMaxBytes
 	// DirStreamNodeMaxBytes is the "stream-node-max-bytes" directive.
 	DirStreamNodeMaxBytes
 	// DirStreamNodeMaxEntries is the "stream-node-max-entries" directive.
@@ -343,6 +345,7 @@ var directiveNames = [numDirectives]string{
 	DirSetMaxIntsetEntries:               "set-max-intset-entries",
 	DirZsetMaxListpackEntries:            "zset-max-listpack-entries",
 	DirZsetMaxListpackValue:              "zset-max-listpack-value",
+	DirHllSparseMaxBytes:                 "hll-sparse-max-bytes",
 	DirStreamNodeMaxBytes:                "stream-node-max-bytes",
 	DirStreamNodeMaxEntries:              "stream-node-max-entries",
 	DirActiverehashing:                   "activerehashing",

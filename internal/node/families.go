@@ -12,6 +12,7 @@ var commandFamilies = []func(t *commandTable){
 	registerKeyCommands,
 	registerExpireCommands,
 	registerBitopsCommands,
+	registerHLLCommands,
 	registerServerCommands,
 	registerFunctionStubCommands, // after registerServerCommands (FUNCTION)
 	registerZSetCommands,

@@ -619,3 +619,79 @@ func Decode(b []byte) (string, error) {
 	}
 	return strings.TrimRight(sb.String(), " "), nil
 }
+
+// SelfTest is PFSELFTEST: the dense registers keep what is written to them
+// and do not disturb their neighbours; then ten million distinct elements go
+// into a dense and a sparse HyperLogLog, which must use the sparse encoding
+// while small, agree with each other, and stay within six standard errors
+// of the true count at every power of ten. It returns Redis's TESTFAILED
+// error texts.
+func SelfTest(maxBytes int) error {
+	rng := newSelfTestRand()
+	dense := make([]byte, DenseSize)
+	regs := dense[HeaderSize:]
+	var want [Registers]uint8
+	for cycle := 0; cycle < 1000; cycle++ {
+		for i := range want {
+			want[i] = uint8(rng.next() & registerMax)
+			setReg(regs, i, want[i])
+		}
+		for i := range want {
+			if v := getReg(regs, i); v != want[i] {
+				return fmt.Errorf("TESTFAILED Register %d should be %d but is %d", i, want[i], v)
+			}
+		}
+	}
+	clear(regs)
+	copy(dense, "HYLL")
+	sparse := New()
+	relerr := 1.04 / math.Sqrt(Registers)
+	seed := rng.next() | rng.next()<<32
+	var ele [8]byte
+	checkpoint := uint64(1)
+	for j := uint64(1); j <= 10000000; j++ {
+		binary.LittleEndian.PutUint64(ele[:], j^seed)
+		index, count := PatLen(ele[:])
+		denseSet(dense, index, count)
+		var err error
+		if sparse, _, err = Set(sparse, index, count, maxBytes); err != nil {
+			return err
+		}
+		if j != checkpoint {
+			continue
+		}
+		if j < uint64(maxBytes/2) && !IsSparse(sparse) {
+			return errors.New("TESTFAILED sparse encoding not used")
+		}
+		cd, _ := Count(dense)
+		cs, _ := Count(sparse)
+		if cd != cs {
+			return errors.New("TESTFAILED dense/sparse disagree")
+		}
+		abserr := int64(checkpoint) - int64(cd)
+		if abserr < 0 {
+			abserr = -abserr
+		}
+		maxerr := int64(math.Ceil(relerr * 6 * float64(checkpoint)))
+		if j == 10 {
+			maxerr = 1
+		}
+		if abserr > maxerr {
+			return fmt.Errorf("TESTFAILED Too big error. card:%d abserr:%d", checkpoint, abserr)
+		}
+		checkpoint *= 10
+	}
+	return nil
+}
+
+// selfTestRand is a small xorshift generator for SelfTest's values.
+type selfTestRand struct{ s uint64 }
+
+func newSelfTestRand() *selfTestRand { return &selfTestRand{s: 0x9e3779b97f4a7c15} }
+
+func (r *selfTestRand) next() uint64 {
+	r.s ^= r.s << 13
+	r.s ^= r.s >> 7
+	r.s ^= r.s << 17
+	return r.s & 0xffffffff
+}

@@ -1,0 +1,261 @@
+package node
+
+import (
+	"bytes"
+	"strings"
+
+	"github.com/shardis/shardis/internal/node/hll"
+	"github.com/shardis/shardis/internal/node/keyspace"
+)
+
+// HyperLogLog commands (Redis's hyperloglog.c): PFADD, PFCOUNT, PFMERGE,
+// PFDEBUG, PFSELFTEST. A HyperLogLog is a string value in Redis's byte
+// layout (internal/node/hll), so GET, DUMP, RDB and replication carry it
+// unchanged between shardnode and redis-server.
+
+func registerHLLCommands(t *commandTable) {
+	add := func(name string, arity int, flags cmdFlag, first, last int, fn handlerFunc) {
+		t.add(&command{name: name, arity: arity, flags: flags, first: first, last: last, step: 1, fn: fn, group: "hyperloglog", since: "2.8.9"})
+	}
+	add("pfadd", -2, flagWrite|flagDenyOOM|flagFast, 1, 1, cmdPFAdd)
+	add("pfcount", -2, flagReadOnly|flagMayReplicate, 1, -1, cmdPFCount)
+	add("pfmerge", -2, flagWrite|flagDenyOOM, 1, -1, cmdPFMerge)
+	add("pfdebug", 3, flagWrite|flagDenyOOM|flagAdmin, 2, 2, cmdPFDebug)
+	add("pfselftest", 1, flagAdmin, 0, 0, cmdPFSelfTest)
+}
+
+// hllSparseMax reads hll-sparse-max-bytes.
+func (c *Client) hllSparseMax() int { return int(c.srv.cfg.Int(DirHllSparseMaxBytes)) }
+
+// lookupHLL returns key's HyperLogLog entry (nil when the key is missing).
+// ok is false, after an error reply, when the key holds another type or a
+// string that is not a HyperLogLog (Redis answers both with WRONGTYPE).
+func (c *Client) lookupHLL(key []byte) (e *keyspace.Entry, ok bool) {
+	e, ok = c.lookupString(key)
+	if !ok || e == nil {
+		return e, ok
+	}
+	if err := hll.Check(e.Str); err != nil {
+		c.addError(err.Error())
+		return nil, false
+	}
+	return e, true
+}
+
+// PFADD key [element ...]
+func cmdPFAdd(c *Client, args [][]byte) {
+	e, ok := c.lookupHLL(args[1])
+	if !ok {
+		return
+	}
+	updated := 0
+	var val []byte
+	if e == nil {
+		val = hll.New()
+		updated++
+	} else {
+		val = e.Str
+	}
+	max := c.hllSparseMax()
+	for _, ele := range args[2:] {
+		next, changed, err := hll.Add(val, ele, max)
+		if err != nil {
+			if e != nil {
+				e.Str = val // edits made before the corrupt part stay, as in Redis
+			}
+			c.addError(hll.ErrCorrupt.Error())
+			return
+		}
+		val = next
+		if changed {
+			updated++
+		}
+	}
+	if e == nil {
+		e = c.curDB().SetString(string(args[1]), val, 0, false)
+	} else {
+		e.Str = val
+	}
+	if updated == 0 {
+		c.addInt(0)
+		return
+	}
+	hll.Invalidate(e.Str)
+	c.signalModifiedKey(e.Key)
+	c.notify(notifyString, "pfadd", e.Key)
+	c.markDirty(updated)
+	c.addInt(1)
+}
+
+// PFCOUNT key [key ...]
+func cmdPFCount(c *Client, args [][]byte) {
+	if len(args) > 2 {
+		var max [hll.Registers]uint8
+		for _, k := range args[1:] {
+			e, ok := c.lookupHLLRead(k)
+			if !ok {
+				return
+			}
+			if e == nil {
+				continue
+			}
+			if err := hll.MergeInto(&max, e.Str); err != nil {
+				c.addError(err.Error())
+				return
+			}
+		}
+		c.addInt(int64(hll.CountRegisters(&max)))
+		return
+	}
+	e, ok := c.lookupHLLRead(args[1])
+	if !ok {
+		return
+	}
+	if e == nil {
+		c.addInt(0)
+		return
+	}
+	if card, valid := hll.Cached(e.Str); valid {
+		c.addInt(int64(card))
+		return
+	}
+	card, err := hll.Count(e.Str)
+	if err != nil {
+		c.addError(err.Error())
+		return
+	}
+	// The cache is part of the value: a fresh copy keeps a snapshot in
+	// progress (which PFCOUNT, a read, does not guard) on the old bytes.
+	val := bytes.Clone(e.Str)
+	hll.SetCached(val, card)
+	e.Str = val
+	c.signalModifiedKey(e.Key)
+	c.markDirty(1) // propagated, as Redis propagates the cache update
+	c.addInt(int64(card))
+}
+
+// lookupHLLRead is lookupHLL for reads: keyspace hits and misses count.
+func (c *Client) lookupHLLRead(key []byte) (*keyspace.Entry, bool) {
+	e, ok := c.lookupHLL(key)
+	if ok {
+		if e == nil {
+			c.srv.stats.keyspaceMisses.Add(1)
+			c.notify(notifyKeyMiss, "keymiss", bstr(key))
+		} else {
+			c.srv.stats.keyspaceHits.Add(1)
+		}
+	}
+	return e, ok
+}
+
+// PFMERGE destkey [sourcekey ...]
+func cmdPFMerge(c *Client, args [][]byte) {
+	var max [hll.Registers]uint8
+	dense := false
+	for _, k := range args[1:] {
+		e, ok := c.lookupHLLRead(k)
+		if !ok {
+			return
+		}
+		if e == nil {
+			continue
+		}
+		if !hll.IsSparse(e.Str) {
+			dense = true
+		}
+		if err := hll.MergeInto(&max, e.Str); err != nil {
+			c.addError(err.Error())
+			return
+		}
+	}
+	dst, _ := c.lookupString(args[1]) // checked above
+	var cur []byte
+	if dst != nil {
+		cur = dst.Str
+	}
+	val, err := hll.FromRegisters(cur, &max, dense, c.hllSparseMax())
+	if err != nil {
+		c.addError(err.Error())
+		return
+	}
+	if dst == nil {
+		dst = c.curDB().SetString(string(args[1]), val, 0, false)
+	} else {
+		dst.Str = val
+	}
+	c.signalModifiedKey(dst.Key)
+	c.notify(notifyString, "pfadd", dst.Key)
+	c.markDirty(1)
+	c.addOK()
+}
+
+// PFDEBUG GETREG|DECODE|ENCODING|TODENSE key
+func cmdPFDebug(c *Client, args [][]byte) {
+	sub := strings.ToLower(string(args[1]))
+	e, ok := c.lookupString(args[2])
+	if !ok {
+		return
+	}
+	if e == nil {
+		c.addError("ERR The specified key does not exist")
+		return
+	}
+	if err := hll.Check(e.Str); err != nil {
+		c.addError(err.Error())
+		return
+	}
+	switch sub {
+	case "getreg":
+		if hll.IsSparse(e.Str) {
+			d, err := hll.ToDense(e.Str)
+			if err != nil {
+				c.addError(hll.ErrCorrupt.Error())
+				return
+			}
+			e.Str = d
+			c.markDirty(1) // the encoding change is propagated
+		}
+		regs, _ := hll.RegisterValues(e.Str)
+		c.addArrayLen(len(regs))
+		for _, v := range regs {
+			c.addInt(int64(v))
+		}
+	case "decode":
+		s, err := hll.Decode(e.Str)
+		if err != nil {
+			c.addError(err.Error())
+			return
+		}
+		c.addBulkString(s)
+	case "encoding":
+		if hll.IsSparse(e.Str) {
+			c.addSimple("sparse")
+		} else {
+			c.addSimple("dense")
+		}
+	case "todense":
+		if !hll.IsSparse(e.Str) {
+			c.addInt(0)
+			return
+		}
+		d, err := hll.ToDense(e.Str)
+		if err != nil {
+			c.addError(hll.ErrCorrupt.Error())
+			return
+		}
+		e.Str = d
+		c.markDirty(1)
+		c.addInt(1)
+	default:
+		c.addError("ERR Unknown PFDEBUG subcommand '" + string(args[1]) + "'")
+	}
+}
+
+// PFSELFTEST
+func cmdPFSelfTest(c *Client, args [][]byte) {
+	if err := hll.SelfTest(c.hllSparseMax()); err != nil {
+		c.addError(err.Error())
+		return
+	}
+	c.addOK()
+}
