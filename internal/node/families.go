@@ -13,6 +13,7 @@ var commandFamilies = []func(t *commandTable){
 	registerExpireCommands,
 	registerBitopsCommands,
 	registerHLLCommands,
+	registerGeoCommands,
 	registerServerCommands,
 	registerFunctionStubCommands, // after registerServerCommands (FUNCTION)
 	registerZSetCommands,
