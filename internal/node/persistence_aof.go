@@ -804,6 +804,7 @@ func (r *aofReader) next() ([][]byte, error) {
 func newLoaderClient(s *Server) *Client {
 	c := &Client{srv: s, id: -1, proto: 2, done: make(chan struct{}), user: "default", created: time.Now()}
 	c.authed.Store(true)
+	c.setFlag(clientDenyBlocking, true)
 	return c
 }
 

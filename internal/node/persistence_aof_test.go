@@ -332,3 +332,67 @@ func TestAOFCrashKill9(t *testing.T) {
 		})
 	}
 }
+
+// TestAOFLoadBlockingCommandsDoNotBlock replays blocking commands from an
+// AOF: Redis runs them as if their timeout had expired (the loading client
+// never blocks), so a BLPOP on an empty list with timeout 0 is a no-op and
+// loading goes on. Found by FuzzAOFLoad, which hung on "BLPOP q 0".
+func TestAOFLoadBlockingCommandsDoNotBlock(t *testing.T) {
+	dir := t.TempDir()
+	a := startServerIn(t, dir, "appendonly", "yes")
+	a.client(t).Set(ctx(t), "a", "1", 0)
+	stopServer(t, a)
+	incr := filepath.Join(dir, "appendonlydir", "appendonly.aof.1.incr.aof")
+	var tail []byte
+	for _, c := range [][]string{
+		{"RPUSH", "l", "x", "y"},
+		{"BLPOP", "q", "0"},
+		{"BRPOP", "q", "0"},
+		{"BLMOVE", "q", "r", "LEFT", "LEFT", "0"},
+		{"BRPOPLPUSH", "q", "r", "0"},
+		{"BLMPOP", "0", "1", "q", "LEFT"},
+		{"BZPOPMIN", "z", "0"},
+		{"BZMPOP", "0", "1", "z", "MIN"},
+		{"BLPOP", "l", "0"},
+		{"SET", "done", "1"},
+	} {
+		tail = appendCommand(tail, toBytes(c)...)
+	}
+	f, err := os.OpenFile(incr, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(tail); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	cfg := NewConfig()
+	for _, kv := range [][2]string{{"save", ""}, {"dir", dir}, {"port", "0"}, {"appendonly", "yes"}} {
+		if err := cfg.Set(kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.StartPersistence() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("loading the AOF blocked on a blocking command")
+	}
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	got := canonServer(s)
+	if got["0:a"].val != "1" || got["0:done"].val != "1" || got["0:l"].val != canonList([]string{"y"}) {
+		t.Fatalf("dataset after loading: %v", got)
+	}
+	if _, ok := got["0:r"]; ok {
+		t.Fatalf("a blocking move on an empty source created its target: %v", got)
+	}
+}
