@@ -9,7 +9,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/keyspace"
@@ -52,12 +51,12 @@ func debugReload(c *Client, args [][]byte) {
 	unlock := c.debugLockAll()
 	defer unlock()
 	if save {
-		if err := p.saveHeld(); err != nil {
+		if err := p.SaveHeld(); err != nil {
 			c.addError("ERR " + err.Error())
 			return
 		}
 	}
-	f, err := os.Open(p.rdbPath())
+	f, err := os.Open(p.RDBPath())
 	if err != nil {
 		c.addError("ERR Error trying to load the RDB dump, check server logs.")
 		return
@@ -71,7 +70,7 @@ func debugReload(c *Client, args [][]byte) {
 			db.Flush()
 		}
 	}
-	h := s.rdbHandler()
+	h := p.Loader(s.dbs)
 	if merge {
 		h.Key = s.mergeKeyHandler(h.Key)
 	}
@@ -92,19 +91,6 @@ func (s *Server) mergeKeyHandler(next func(e *rdb.Entry) error) func(e *rdb.Entr
 	return func(e *rdb.Entry) error {
 		s.dbs[e.DB].Remove(string(e.Key))
 		return next(e)
-	}
-}
-
-// snapGuardAll copies, into every open snapshot, every shard not copied
-// yet. All shard locks must be held (whole-keyspace replacements).
-func (s *Server) snapGuardAll() {
-	if s.persist == nil || len(*s.persist.snaps.Load()) == 0 {
-		return
-	}
-	for _, db := range s.dbs {
-		for i := range db.Shards {
-			s.snapGuard([]*sync.Mutex{&db.Shards[i].Mu})
-		}
 	}
 }
 
@@ -267,33 +253,15 @@ func debugDigestValue(c *Client, args [][]byte) {
 // isolated inside a transaction).
 func debugLoadAOF(c *Client, args [][]byte) {
 	s := c.srv
-	a := s.persist.aof
 	if c.inExec {
 		held := c.releaseForWait()
 		defer c.relockHeld(held)
 	}
-	if a.enabled.Load() {
-		_ = a.fsyncNow()
-	}
-	s.LockAll()
-	s.snapGuardAll()
-	for _, db := range s.dbs {
-		db.Flush()
-	}
-	s.UnlockAll()
-	a.mu.Lock()
-	saved := a.m
-	a.mu.Unlock()
-	if err := a.loadAtStartup(); err != nil {
+	if err := s.persist.AOF().Reload(); err != nil {
 		s.log.Error("DEBUG LOADAOF failed", "err", err)
 		c.addError("ERR " + err.Error())
 		return
 	}
-	a.mu.Lock()
-	if a.m.base == "" && len(a.m.incr) == 0 {
-		a.m = saved
-	}
-	a.mu.Unlock()
 	s.dirty.Store(0)
 	s.log.Warn("Append Only File loaded by DEBUG LOADAOF")
 	c.addOK()

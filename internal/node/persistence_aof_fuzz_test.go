@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/shardis/shardis/internal/node/persist"
 	"github.com/shardis/shardis/internal/rdb"
 )
 
@@ -28,7 +29,7 @@ var aofFuzzSkip = [][]byte{
 // aofSeeds are small append-only files: commands, MULTI/EXEC,
 // annotations, truncations, and an RDB preamble.
 func aofSeeds() [][]byte {
-	cmd := func(args ...string) string { return string(appendCommand(nil, toBytes(args)...)) }
+	cmd := func(args ...string) string { return string(persist.AppendCommand(nil, toBytes(args)...)) }
 	var pre bytes.Buffer
 	e := rdb.NewEncoder(&pre, rdb.Options{Checksum: true})
 	e.Header()
@@ -91,7 +92,7 @@ func FuzzAOFLoad(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_ = srv.persist.aof.loadFile(path, true)
+		_ = srv.persist.AOF().LoadFile(path)
 		c := newLoaderClient(srv)
 		if err := c.replay([][]byte{[]byte("FLUSHALL")}); err != nil {
 			t.Fatalf("FLUSHALL after loading: %v", err)

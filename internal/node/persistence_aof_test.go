@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardis/shardis/internal/node/persist"
 	"github.com/shardis/shardis/internal/testutil"
 )
 
@@ -142,14 +143,14 @@ func TestAOFRewriteAndConfigSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, 5*time.Second, "aof on", func() bool {
-		return a.srv.persist.aof.enabled.Load() && !a.srv.persist.aof.rewriting.Load()
+		return a.srv.persist.AOF().Enabled() && !a.srv.persist.AOF().Rewriting()
 	})
 	rc.Set(c, "after-on", "1", 0)
 	if got := rc.BgRewriteAOF(c).Val(); got != "Background append only file rewriting started" {
 		t.Fatalf("BGREWRITEAOF: %q", got)
 	}
 	testutil.WaitFor(t, 5*time.Second, "rewrite", func() bool {
-		return a.srv.persist.aof.rewrites.Load() >= 2 && !a.srv.persist.aof.rewriting.Load()
+		return a.srv.persist.AOF().Rewrites() >= 2 && !a.srv.persist.AOF().Rewriting()
 	})
 	rc.Set(c, "after-rewrite", "1", 0)
 	want := canonServer(a.srv)
@@ -356,7 +357,7 @@ func TestAOFLoadBlockingCommandsDoNotBlock(t *testing.T) {
 		{"BLPOP", "l", "0"},
 		{"SET", "done", "1"},
 	} {
-		tail = appendCommand(tail, toBytes(c)...)
+		tail = persist.AppendCommand(tail, toBytes(c)...)
 	}
 	f, err := os.OpenFile(incr, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {

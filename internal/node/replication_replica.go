@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/keyspace"
-	"github.com/shardis/shardis/internal/rdb"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -452,7 +451,7 @@ func (l *masterLink) loadStreaming(payload io.Reader, eofForm, loading bool) err
 		staging[i].Staged = true
 	}
 	br := bufio.NewReaderSize(payload, 256*1024)
-	if err := s.loadRDBInto(br, staging, true); err != nil {
+	if err := s.persist.LoadInto(br, staging, true); err != nil {
 		s.log.Warn("Failed trying to load the MASTER synchronization DB from socket, check server logs.", "err", err)
 		return fmt.Errorf("node: replication: loading the master's RDB: %w", err)
 	}
@@ -473,35 +472,9 @@ func (l *masterLink) loadStreaming(payload io.Reader, eofForm, loading bool) err
 	}
 	s.UnlockAll()
 	if s.persist != nil {
-		s.persist.loadedAt.Store(time.Now().Unix())
+		s.persist.MarkLoaded(time.Now())
 	}
 	return nil
-}
-
-// loadRDBInto adds the keys of the RDB stream r to dbs, which no one else
-// uses (a replica's staging databases). With presize, the RESIZEDB hints
-// size the empty databases' shards up front, saving their rehashing as
-// they grow.
-func (s *Server) loadRDBInto(r io.Reader, dbs []*keyspace.DB, presize bool) error {
-	h := s.rdbHandlerInto(dbs)
-	if presize {
-		cur := 0
-		sel := h.SelectDB
-		h.SelectDB = func(n int) error {
-			cur = n
-			if sel != nil {
-				return sel(n)
-			}
-			return nil
-		}
-		h.ResizeDB = func(size, _ uint64) {
-			if cur < len(dbs) && dbs[cur].Size() == 0 {
-				dbs[cur].Presize(size)
-			}
-		}
-	}
-	_, err := rdb.Parse(r, h)
-	return err
 }
 
 // datasetEmpty reports whether no database holds a key.
