@@ -219,14 +219,12 @@ func (c *Client) snapGuardKeys(cmd *command, args [][]byte) {
 
 // ---- AOF replay ----------------------------------------------------------
 
-// aofApplier runs the AOF's commands on a loader client.
+// aofApplier runs the AOF's commands on a loader client (its SELECTs
+// change its database, as a client's do).
 type aofApplier struct{ c *Client }
 
-// Apply runs one command in database db.
-func (a aofApplier) Apply(db int, argv [][]byte) error {
-	a.c.db = db
-	return a.c.replay(argv)
-}
+// Apply runs one command.
+func (a aofApplier) Apply(argv [][]byte) error { return a.c.replay(argv) }
 
 // newLoaderClient returns a connection-less client that replays commands
 // (AOF loading, DEBUG LOADAOF). It never blocks: a blocking command runs

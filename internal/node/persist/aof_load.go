@@ -89,7 +89,7 @@ func (a *AOF) loadFile(path string, last bool) error {
 		off = d.Offset()
 	}
 	rp := &aofReader{br: br, off: off}
-	c := &replayer{apply: h.Replayer(), dbs: len(h.DBs())}
+	c := h.Replayer()
 	var multi [][][]byte
 	multiStart := int64(-1)
 	for {
@@ -117,7 +117,7 @@ func (a *AOF) loadFile(path string, last bool) error {
 			continue
 		case equalFold(args[0], "exec") && multi != nil:
 			for _, q := range multi {
-				if err := c.replay(q); err != nil {
+				if err := c.Apply(q); err != nil {
 					return fmt.Errorf("persist: AOF file %s at offset %d: %w", path, start, err)
 				}
 			}
@@ -128,7 +128,7 @@ func (a *AOF) loadFile(path string, last bool) error {
 			multi = append(multi, args)
 			continue
 		}
-		if err := c.replay(args); err != nil {
+		if err := c.Apply(args); err != nil {
 			return fmt.Errorf("persist: AOF file %s at offset %d: %w", path, start, err)
 		}
 	}
@@ -233,40 +233,6 @@ func (r *aofReader) next() ([][]byte, error) {
 		args[i] = buf[:sz]
 	}
 	return args, nil
-}
-
-// replayer feeds one file's commands to the host's Applier, tracking the
-// database SELECT chose. A SELECT the server would refuse (not an index,
-// out of range) leaves the database unchanged, as Redis's loading client
-// ignores the error reply.
-type replayer struct {
-	apply Applier
-	dbs   int
-	db    int
-}
-
-func (r *replayer) replay(args [][]byte) error {
-	if equalFold(args[0], "select") && len(args) == 2 {
-		if n, ok := dbIndex(args[1]); ok && n < r.dbs {
-			r.db = n
-		}
-	}
-	return r.apply.Apply(r.db, args)
-}
-
-// dbIndex parses a SELECT argument: a non-negative decimal integer.
-func dbIndex(b []byte) (int, bool) {
-	if len(b) == 0 || len(b) > 9 {
-		return 0, false
-	}
-	n := 0
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	return n, true
 }
 
 // Reload flushes the AOF and replays it into the (emptied) dataset: DEBUG

@@ -152,13 +152,15 @@ type ReplHooks interface {
 	AfterStartupLoad(ok bool)
 }
 
-// Applier replays one command read from the AOF in database db. The
-// loader handles SELECT and MULTI/EXEC itself; a command that can block
-// must run as if its timeout had expired, as Redis runs the loading
-// client (it never blocks). An error stops the load (unknown command,
-// wrong arity); a command's error reply does not.
+// Applier replays the commands of one AOF file, in order, as one
+// loading client of the server: SELECT changes the database of the
+// commands after it (a refused SELECT leaves it, the error reply being
+// dropped, as Redis's loading client drops it). The loader handles
+// MULTI/EXEC itself. A command that can block runs as if its timeout had
+// expired (the loading client never blocks). An error stops the load
+// (unknown command, wrong arity); a command's error reply does not.
 type Applier interface {
-	Apply(db int, argv [][]byte) error
+	Apply(argv [][]byte) error
 }
 
 // ShutdownOptions are SHUTDOWN's SAVE, NOSAVE and FORCE.
