@@ -394,9 +394,9 @@ func lockShards(s *Server, keys []keyspace.ShardRef) []*sync.Mutex {
 
 // canBlock reports whether the running command may block: not inside
 // MULTI/EXEC (a blocking command then acts as its non-blocking form), not
-// on the master link.
+// on the master link, not while loading the AOF.
 func (c *Client) canBlock() bool {
-	return !c.inExec && !c.hasFlag(clientMaster|clientMulti)
+	return !c.inExec && !c.hasFlag(clientMaster|clientMulti|clientDenyBlocking)
 }
 
 // blockForKeys blocks the client until one of spec.keys serves it, the

@@ -1,6 +1,11 @@
 package node
 
-import "testing"
+import (
+	"log/slog"
+	"testing"
+
+	"github.com/shardis/shardis/internal/node/repl"
+)
 
 // The offset a replica announces on the bus is 0 while it receives and
 // loads a full sync, as Redis's replicationGetSlaveOffset after
@@ -12,7 +17,7 @@ func TestClusterOffsetHidesLoadingReplica(t *testing.T) {
 	if got := r.clusterOffset(); got != 1234 {
 		t.Fatalf("master: %d, want 1234", got)
 	}
-	l := &masterLink{r: r, state: linkConnect}
+	l := &masterLink{r: r, Link: repl.NewLink(nil, slog.Default(), "", 0, nil)}
 	r.link = l
 	for _, tc := range []struct {
 		state string

@@ -1,18 +1,13 @@
 package node
 
 import (
-	"crypto/sha1"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"math"
 	"os"
-	"strconv"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/persist"
 	"github.com/shardis/shardis/internal/node/value"
 	"github.com/shardis/shardis/internal/rdb"
 )
@@ -52,12 +47,12 @@ func debugReload(c *Client, args [][]byte) {
 	unlock := c.debugLockAll()
 	defer unlock()
 	if save {
-		if err := p.saveHeld(); err != nil {
+		if err := p.SaveHeld(); err != nil {
 			c.addError("ERR " + err.Error())
 			return
 		}
 	}
-	f, err := os.Open(p.rdbPath())
+	f, err := os.Open(p.RDBPath())
 	if err != nil {
 		c.addError("ERR Error trying to load the RDB dump, check server logs.")
 		return
@@ -71,7 +66,7 @@ func debugReload(c *Client, args [][]byte) {
 			db.Flush()
 		}
 	}
-	h := s.rdbHandler()
+	h := p.Loader(s.dbs)
 	if merge {
 		h.Key = s.mergeKeyHandler(h.Key)
 	}
@@ -92,19 +87,6 @@ func (s *Server) mergeKeyHandler(next func(e *rdb.Entry) error) func(e *rdb.Entr
 	return func(e *rdb.Entry) error {
 		s.dbs[e.DB].Remove(string(e.Key))
 		return next(e)
-	}
-}
-
-// snapGuardAll copies, into every open snapshot, every shard not copied
-// yet. All shard locks must be held (whole-keyspace replacements).
-func (s *Server) snapGuardAll() {
-	if s.persist == nil || len(*s.persist.snaps.Load()) == 0 {
-		return
-	}
-	for _, db := range s.dbs {
-		for i := range db.Shards {
-			s.snapGuard([]*sync.Mutex{&db.Shards[i].Mu})
-		}
 	}
 }
 
@@ -147,101 +129,12 @@ func debugObject(c *Client, args [][]byte) {
 		addr, enc, serialized, lru&0xffffff, idle, extra))
 }
 
-// ---- DEBUG DIGEST ----------------------------------------------------------
-
-// The dataset digest, computed as Redis's debug.c does so DEBUG DIGEST
-// matches redis-server's for the same data: per key, SHA1 mixing of the
-// key and its value (ordered for strings and lists, order-independent XOR
-// for sets, hashes and sorted sets), XORed together; databases are mixed
-// in by number.
-
-type digest [20]byte
-
-// xor folds SHA1(p) into d.
-func (d *digest) xor(p []byte) {
-	h := sha1.Sum(p)
-	for i := range d {
-		d[i] ^= h[i]
-	}
-}
-
-// mix folds SHA1(p) into d, then replaces d by SHA1(d).
-func (d *digest) mix(p []byte) {
-	d.xor(p)
-	*d = sha1.Sum(d[:])
-}
-
-func digestScore(f float64) []byte {
-	switch {
-	case math.IsInf(f, 1):
-		return []byte("inf")
-	case math.IsInf(f, -1):
-		return []byte("-inf")
-	}
-	return strconv.AppendFloat(nil, f, 'g', 17, 64)
-}
-
-// objectDigest folds a value (and its having an expiry) into d.
-func objectDigest(d *digest, e *keyspace.Entry) {
-	var typ uint32
-	switch o := e.Obj.(type) {
-	case nil:
-		d.mix(beUint32(typ))
-		d.mix(e.Str)
-	case *value.List:
-		d.mix(beUint32(1))
-		o.ForEach(func(v []byte) bool { d.mix(v); return true })
-	case *value.Set:
-		d.mix(beUint32(2))
-		o.Each(func(m []byte) bool { d.xor(m); return true })
-	case *value.ZSet:
-		d.mix(beUint32(3))
-		o.ForEach(func(m string, sc float64) bool {
-			var ed digest
-			ed.mix([]byte(m))
-			ed.mix(digestScore(sc))
-			d.xor(ed[:])
-			return true
-		})
-	case *value.Hash:
-		d.mix(beUint32(4))
-		o.Each(func(f, v []byte) bool {
-			var ed digest
-			ed.mix(f)
-			ed.mix(v)
-			d.xor(ed[:])
-			return true
-		})
-	}
-	if e.Expire != 0 {
-		d.xor([]byte("!!expire!!"))
-	}
-}
-
-func beUint32(v uint32) []byte { return binary.BigEndian.AppendUint32(nil, v) }
-
 // DEBUG DIGEST
 func debugDigest(c *Client, args [][]byte) {
-	s := c.srv
-	var final digest
 	unlock := c.debugLockAll()
-	for i, db := range s.dbs {
-		if db.Size() == 0 {
-			continue
-		}
-		final.mix(beUint32(uint32(i)))
-		for j := range db.Shards {
-			db.Shards[j].ForEach(func(e *keyspace.Entry) bool {
-				var d digest
-				d.mix([]byte(e.Key))
-				objectDigest(&d, e)
-				final.xor(d[:])
-				return true
-			})
-		}
-	}
+	d := persist.DatasetDigest(c.srv.dbs)
 	unlock()
-	c.addSimple(hex.EncodeToString(final[:]))
+	c.addSimple(hex.EncodeToString(d[:]))
 }
 
 // DEBUG DIGEST-VALUE key [key ...]
@@ -252,9 +145,9 @@ func debugDigestValue(c *Client, args [][]byte) {
 		key := string(k)
 		sh := db.KeyShard(key)
 		unlock := c.debugLockShard(&sh.Mu)
-		var d digest
+		var d persist.Digest
 		if e := db.GetEntry(key); e != nil {
-			objectDigest(&d, e)
+			d = persist.ValueDigest(e)
 		}
 		unlock()
 		c.addSimple(hex.EncodeToString(d[:]))
@@ -267,33 +160,15 @@ func debugDigestValue(c *Client, args [][]byte) {
 // isolated inside a transaction).
 func debugLoadAOF(c *Client, args [][]byte) {
 	s := c.srv
-	a := s.persist.aof
 	if c.inExec {
 		held := c.releaseForWait()
 		defer c.relockHeld(held)
 	}
-	if a.enabled.Load() {
-		_ = a.fsyncNow()
-	}
-	s.LockAll()
-	s.snapGuardAll()
-	for _, db := range s.dbs {
-		db.Flush()
-	}
-	s.UnlockAll()
-	a.mu.Lock()
-	saved := a.m
-	a.mu.Unlock()
-	if err := a.loadAtStartup(); err != nil {
+	if err := s.persist.AOF().Reload(); err != nil {
 		s.log.Error("DEBUG LOADAOF failed", "err", err)
 		c.addError("ERR " + err.Error())
 		return
 	}
-	a.mu.Lock()
-	if a.m.base == "" && len(a.m.incr) == 0 {
-		a.m = saved
-	}
-	a.mu.Unlock()
 	s.dirty.Store(0)
 	s.log.Warn("Append Only File loaded by DEBUG LOADAOF")
 	c.addOK()

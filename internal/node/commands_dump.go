@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/keyspace"
-	"github.com/shardis/shardis/internal/node/value"
+	"github.com/shardis/shardis/internal/node/persist"
 	"github.com/shardis/shardis/internal/rdb"
 	"github.com/shardis/shardis/internal/resp"
 )
@@ -28,25 +28,12 @@ func registerDumpCommands(t *commandTable) {
 
 const errBadPayload = "ERR DUMP payload version or checksum are wrong"
 
-// entryValue converts a live entry (its shard locked) to an rdb.Value;
-// the value's slices alias the entry's and must be used under the lock.
-func entryValue(e *keyspace.Entry) *rdb.Value {
-	se := keyspace.SnapEntry{Key: e.Key, Str: e.Str, Expire: e.Expire}
-	if tv, ok := e.Obj.(value.Value); ok {
-		se.Obj = tv
-	}
-	v := &rdb.Value{}
-	toRDBValue(&se, v)
-	return v
-}
+// entryValue converts a live entry (its shard locked) to an rdb.Value
+// (persist.EntryValue); MIGRATE and DEBUG OBJECT encode with it.
+func entryValue(e *keyspace.Entry) *rdb.Value { return persist.EntryValue(e) }
 
-func (s *Server) rdbLimits() rdb.Limits {
-	return rdb.Limits{
-		HashEntries: int(s.cfg.Int(DirHashMaxListpackEntries)), HashValue: int(s.cfg.Int(DirHashMaxListpackValue)),
-		ZSetEntries: int(s.cfg.Int(DirZsetMaxListpackEntries)), ZSetValue: int(s.cfg.Int(DirZsetMaxListpackValue)),
-		SetIntsetEntries: int(s.cfg.Int(DirSetMaxIntsetEntries)), ListNodeBytes: 8192,
-	}
-}
+// rdbLimits are the encoder's thresholds (persist.Limits.RDB).
+func (s *Server) rdbLimits() rdb.Limits { return s.persistLimits().RDB() }
 
 // DUMP key
 func cmdDump(c *Client, args [][]byte) {
@@ -55,7 +42,7 @@ func cmdDump(c *Client, args [][]byte) {
 		c.addNull()
 		return
 	}
-	c.addBulk(rdb.Dump(entryValue(e), c.srv.cfg.Bool(DirRdbcompression), c.srv.rdbLimits()))
+	c.addBulk(persist.Dump(e, c.srv.cfg.Bool(DirRdbcompression), c.srv.persistLimits()))
 }
 
 // RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
@@ -113,18 +100,13 @@ func cmdRestore(c *Client, args [][]byte) {
 		c.addError("ERR Invalid TTL value, must be >= 0")
 		return
 	}
-	v, err := rdb.Undump(args[3])
+	e, err := persist.Restore(args[3], c.srv.persistLimits())
 	if err != nil {
 		if errors.Is(err, rdb.ErrBadPayload) {
 			c.addError(errBadPayload)
 		} else {
 			c.addError("ERR Bad data format")
 		}
-		return
-	}
-	e := &keyspace.Entry{}
-	if err := fillEntry(e, v, c.srv.hashLimits(), c.srv.intsetLimit(), value.ZSetLimits{Entries: int(c.srv.cfg.Int(DirZsetMaxListpackEntries)), Value: int(c.srv.cfg.Int(DirZsetMaxListpackValue))}); err != nil {
-		c.addError("ERR Bad data format")
 		return
 	}
 	deleted := false
@@ -335,11 +317,11 @@ func cmdMigrate(c *Client, args [][]byte) {
 	}
 	var out []byte
 	if auth != nil {
-		out = appendCommand(out, append([][]byte{[]byte("AUTH")}, auth...)...)
+		out = persist.AppendCommand(out, append([][]byte{[]byte("AUTH")}, auth...)...)
 	}
 	selectDB := mc.lastDB != int(dbid)
 	if selectDB {
-		out = appendCommand(out, []byte("SELECT"), []byte(strconv.FormatInt(dbid, 10)))
+		out = persist.AppendCommand(out, []byte("SELECT"), []byte(strconv.FormatInt(dbid, 10)))
 	}
 	restore := "RESTORE"
 	if c.srv.cfg.Bool(DirClusterEnabled) {
@@ -350,7 +332,7 @@ func cmdMigrate(c *Client, args [][]byte) {
 		if replace {
 			cmd = append(cmd, []byte("REPLACE"))
 		}
-		out = appendCommand(out, cmd...)
+		out = persist.AppendCommand(out, cmd...)
 	}
 	_ = mc.nc.SetDeadline(time.Now().Add(timeout))
 	if _, err := mc.nc.Write(out); err != nil {

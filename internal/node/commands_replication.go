@@ -1,16 +1,13 @@
 package node
 
 import (
-	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
-	"io"
 	"net"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/repl"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -308,9 +305,9 @@ func psync(c *Client, replid string, off int64, isPsync bool) {
 	r.mu.Unlock()
 	var err error
 	if diskless {
-		err = sendRDBEOF(c, write)
+		err = repl.WritePayloadEOF(&connWriter{c: c}, write)
 	} else {
-		err = sendRDBLen(c, write)
+		err = repl.WritePayload(&connWriter{c: c}, write)
 	}
 	if err != nil {
 		if diskless {
@@ -336,37 +333,7 @@ func psync(c *Client, replid string, off int64, isPsync bool) {
 	s.log.Info("Synchronization with replica " + name + " succeeded")
 }
 
-// sendRDBLen sends the snapshot as $<len>\r\n<payload> (disk-based form).
-func sendRDBLen(c *Client, write func(io.Writer) error) error {
-	var buf bytes.Buffer
-	if err := write(&buf); err != nil {
-		return err
-	}
-	hdr := "$" + strconv.Itoa(buf.Len()) + "\r\n"
-	return c.rawWrite(append([]byte(hdr), buf.Bytes()...))
-}
-
-// sendRDBEOF streams the snapshot in the diskless form:
-// $EOF:<40 random chars>\r\n<payload><the same 40 chars>.
-func sendRDBEOF(c *Client, write func(io.Writer) error) error {
-	var mark [20]byte
-	_, _ = rand.Read(mark[:])
-	m := hex.EncodeToString(mark[:])
-	w := &connWriter{c: c}
-	if _, err := w.Write([]byte("$EOF:" + m + "\r\n")); err != nil {
-		return err
-	}
-	bw := newChunkWriter(w, 64*1024)
-	if err := write(bw); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return err
-	}
-	_, err := w.Write([]byte(m))
-	return err
-}
-
+// connWriter writes a replica's payload on its connection.
 type connWriter struct{ c *Client }
 
 func (w *connWriter) Write(p []byte) (int, error) {
@@ -374,40 +341,6 @@ func (w *connWriter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
-}
-
-// chunkWriter buffers writes into chunks of a fixed size.
-type chunkWriter struct {
-	w   io.Writer
-	buf []byte
-}
-
-func newChunkWriter(w io.Writer, size int) *chunkWriter {
-	return &chunkWriter{w: w, buf: make([]byte, 0, size)}
-}
-
-func (b *chunkWriter) Write(p []byte) (int, error) {
-	n := len(p)
-	for len(p) > 0 {
-		k := copy(b.buf[len(b.buf):cap(b.buf)], p)
-		b.buf = b.buf[:len(b.buf)+k]
-		p = p[k:]
-		if len(b.buf) == cap(b.buf) {
-			if err := b.Flush(); err != nil {
-				return 0, err
-			}
-		}
-	}
-	return n, nil
-}
-
-func (b *chunkWriter) Flush() error {
-	if len(b.buf) == 0 {
-		return nil
-	}
-	_, err := b.w.Write(b.buf)
-	b.buf = b.buf[:0]
-	return err
 }
 
 // WAIT numreplicas timeout

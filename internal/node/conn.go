@@ -26,6 +26,9 @@ const (
 	clientNoEvict
 	clientBlocked
 	clientPubSub // has subscriptions (RESP2 restricted context)
+	// clientDenyBlocking is the AOF loader (Redis's CLIENT_DENY_BLOCKING):
+	// a blocking command runs as if its timeout had expired.
+	clientDenyBlocking
 )
 
 // Reply modes set by CLIENT REPLY.

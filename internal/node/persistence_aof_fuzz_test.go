@@ -8,26 +8,28 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/shardis/shardis/internal/node/persist"
 	"github.com/shardis/shardis/internal/rdb"
 )
 
 // aofFuzzSkip lists command names the fuzzed files must not contain. The
 // loader replays whatever a file holds, as Redis's does; these act outside
-// the dataset (files, configuration, the process, replication) or block,
+// the dataset (files, configuration, the process, replication) or wait,
 // so they are kept out of fuzzing rather than run on the test machine.
+// Blocking list and sorted-set commands are fuzzed: the loader runs them
+// as if their timeout had expired.
 var aofFuzzSkip = [][]byte{
 	[]byte("shutdown"), []byte("debug"), []byte("config"), []byte("save"), []byte("rewriteaof"),
 	[]byte("replicaof"), []byte("slaveof"), []byte("sync"), []byte("failover"), []byte("monitor"),
 	[]byte("client"), []byte("acl"), []byte("module"), []byte("migrate"), []byte("script"),
 	[]byte("function"), []byte("eval"), []byte("fcall"), []byte("wait"), []byte("xread"),
-	[]byte("blpop"), []byte("brpop"), []byte("blmove"), []byte("brpoplpush"), []byte("blmpop"),
-	[]byte("bzpop"), []byte("bzmpop"), []byte("subscribe"), []byte("sleep"),
+	[]byte("subscribe"), []byte("sleep"),
 }
 
 // aofSeeds are small append-only files: commands, MULTI/EXEC,
 // annotations, truncations, and an RDB preamble.
 func aofSeeds() [][]byte {
-	cmd := func(args ...string) string { return string(appendCommand(nil, toBytes(args)...)) }
+	cmd := func(args ...string) string { return string(persist.AppendCommand(nil, toBytes(args)...)) }
 	var pre bytes.Buffer
 	e := rdb.NewEncoder(&pre, rdb.Options{Checksum: true})
 	e.Header()
@@ -47,6 +49,7 @@ func aofSeeds() [][]byte {
 		append(pre.Bytes(), cmd("LPUSH", "l", "z")...),
 		[]byte("*1\r\n$-1\r\n"),
 		[]byte("garbage"),
+		[]byte(cmd("BLPOP", "q", "0") + cmd("BZPOPMIN", "z", "0") + cmd("BLMOVE", "q", "r", "LEFT", "RIGHT", "0") + cmd("SET", "k", "v")),
 	}
 }
 
@@ -89,7 +92,7 @@ func FuzzAOFLoad(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_ = srv.persist.aof.loadFile(path, true)
+		_ = srv.persist.AOF().LoadFile(path)
 		c := newLoaderClient(srv)
 		if err := c.replay([][]byte{[]byte("FLUSHALL")}); err != nil {
 			t.Fatalf("FLUSHALL after loading: %v", err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardis/shardis/internal/node/persist"
 	"github.com/shardis/shardis/internal/testutil"
 )
 
@@ -142,14 +143,14 @@ func TestAOFRewriteAndConfigSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.WaitFor(t, 5*time.Second, "aof on", func() bool {
-		return a.srv.persist.aof.enabled.Load() && !a.srv.persist.aof.rewriting.Load()
+		return a.srv.persist.AOF().Enabled() && !a.srv.persist.AOF().Rewriting()
 	})
 	rc.Set(c, "after-on", "1", 0)
 	if got := rc.BgRewriteAOF(c).Val(); got != "Background append only file rewriting started" {
 		t.Fatalf("BGREWRITEAOF: %q", got)
 	}
 	testutil.WaitFor(t, 5*time.Second, "rewrite", func() bool {
-		return a.srv.persist.aof.rewrites.Load() >= 2 && !a.srv.persist.aof.rewriting.Load()
+		return a.srv.persist.AOF().Rewrites() >= 2 && !a.srv.persist.AOF().Rewriting()
 	})
 	rc.Set(c, "after-rewrite", "1", 0)
 	want := canonServer(a.srv)
@@ -330,5 +331,69 @@ func TestAOFCrashKill9(t *testing.T) {
 				t.Fatalf("%d writes lost, more than about a second", missing)
 			}
 		})
+	}
+}
+
+// TestAOFLoadBlockingCommandsDoNotBlock replays blocking commands from an
+// AOF: Redis runs them as if their timeout had expired (the loading client
+// never blocks), so a BLPOP on an empty list with timeout 0 is a no-op and
+// loading goes on. Found by FuzzAOFLoad, which hung on "BLPOP q 0".
+func TestAOFLoadBlockingCommandsDoNotBlock(t *testing.T) {
+	dir := t.TempDir()
+	a := startServerIn(t, dir, "appendonly", "yes")
+	a.client(t).Set(ctx(t), "a", "1", 0)
+	stopServer(t, a)
+	incr := filepath.Join(dir, "appendonlydir", "appendonly.aof.1.incr.aof")
+	var tail []byte
+	for _, c := range [][]string{
+		{"RPUSH", "l", "x", "y"},
+		{"BLPOP", "q", "0"},
+		{"BRPOP", "q", "0"},
+		{"BLMOVE", "q", "r", "LEFT", "LEFT", "0"},
+		{"BRPOPLPUSH", "q", "r", "0"},
+		{"BLMPOP", "0", "1", "q", "LEFT"},
+		{"BZPOPMIN", "z", "0"},
+		{"BZMPOP", "0", "1", "z", "MIN"},
+		{"BLPOP", "l", "0"},
+		{"SET", "done", "1"},
+	} {
+		tail = persist.AppendCommand(tail, toBytes(c)...)
+	}
+	f, err := os.OpenFile(incr, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(tail); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	cfg := NewConfig()
+	for _, kv := range [][2]string{{"save", ""}, {"dir", dir}, {"port", "0"}, {"appendonly", "yes"}} {
+		if err := cfg.Set(kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.StartPersistence() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("loading the AOF blocked on a blocking command")
+	}
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	got := canonServer(s)
+	if got["0:a"].val != "1" || got["0:done"].val != "1" || got["0:l"].val != canonList([]string{"y"}) {
+		t.Fatalf("dataset after loading: %v", got)
+	}
+	if _, ok := got["0:r"]; ok {
+		t.Fatalf("a blocking move on an empty source created its target: %v", got)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"log/slog"
 	"testing"
+
+	"github.com/shardis/shardis/internal/node/persist"
 )
 
 // benchRDBServer returns a server holding n string keys shaped like
@@ -70,11 +72,11 @@ func BenchmarkSnapshotCopy(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		s.LockAll()
-		sn := s.persist.openLocked()
+		sn := s.persist.OpenLocked()
 		sn.CopyAllLocked()
 		s.UnlockAll()
 		sn.ReleaseSides()
-		sn.close()
+		sn.Close()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/benchRDBKeys, "ns/key")
 }
@@ -91,17 +93,17 @@ func BenchmarkSnapshotBucketTouch(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	var sn *snapshot
+	var sn *persist.Snapshot
 	touched := 0
 	for i := range b.N {
 		if sn == nil || i%len(keys) == 0 {
 			b.StopTimer()
 			if sn != nil {
-				sn.close()
+				sn.Close()
 			}
 			s.LockAll()
-			sn = s.persist.openLocked()
-			sn.started.Store(true)
+			sn = s.persist.OpenLocked()
+			sn.Claim()
 			s.UnlockAll()
 			b.StartTimer()
 		}
@@ -115,6 +117,6 @@ func BenchmarkSnapshotBucketTouch(b *testing.B) {
 		sh.Mu.Unlock()
 	}
 	b.StopTimer()
-	sn.close()
+	sn.Close()
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(max(touched, 1)), "ns/bucket")
 }

@@ -409,8 +409,8 @@ func TestRDBPointInTimeSnapshot(t *testing.T) {
 			t.Fatalf("SET %d: %s", i, got)
 		}
 	}
-	testutil.WaitFor(t, 10*time.Second, "bgsave done", func() bool { return !a.srv.persist.bgInProgress.Load() })
-	if !a.srv.persist.lastBgOK.Load() {
+	testutil.WaitFor(t, 10*time.Second, "bgsave done", func() bool { return !a.srv.persist.BgsaveInProgress() })
+	if !a.srv.persist.LastBgsaveOK() {
 		t.Fatal("bgsave failed")
 	}
 	// Wait for a possible second save to finish as well, then load the
@@ -634,7 +634,7 @@ func TestBgsaveErrorStopsWrites(t *testing.T) {
 		t.Fatalf("BGSAVE: %q", got)
 	}
 	testutil.WaitFor(t, 5*time.Second, "bgsave failed", func() bool {
-		return !a.srv.persist.bgInProgress.Load() && !a.srv.persist.lastBgOK.Load()
+		return !a.srv.persist.BgsaveInProgress() && !a.srv.persist.LastBgsaveOK()
 	})
 	if info := rc.Info(c, "persistence").Val(); !strings.Contains(info, "rdb_last_bgsave_status:err") {
 		t.Fatalf("INFO: %s", info)
@@ -650,7 +650,7 @@ func TestBgsaveErrorStopsWrites(t *testing.T) {
 	if err := rc.BgSave(c).Err(); err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 5*time.Second, "bgsave ok", func() bool { return a.srv.persist.lastBgOK.Load() })
+	testutil.WaitFor(t, 5*time.Second, "bgsave ok", func() bool { return a.srv.persist.LastBgsaveOK() })
 	if err := rc.Set(c, "k", "v", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -707,7 +707,7 @@ func TestSaveAndBgsaveInsideMulti(t *testing.T) {
 	if got := cmds[1].(*redis.StatusCmd).Val(); got != "Background saving started" {
 		t.Fatalf("BGSAVE in MULTI: %q", got)
 	}
-	testutil.WaitFor(t, 5*time.Second, "bgsave", func() bool { return !a.srv.persist.bgInProgress.Load() })
+	testutil.WaitFor(t, 5*time.Second, "bgsave", func() bool { return !a.srv.persist.BgsaveInProgress() })
 	// The snapshot opened inside the block: x is in it, y not yet.
 	b := startServerIn(t, dir)
 	if got := canonServer(b.srv); got["0:x"].val != "1" || got["0:y"].val != "" {

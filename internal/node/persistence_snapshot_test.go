@@ -227,9 +227,9 @@ func TestSnapshotChunksPointInTime(t *testing.T) {
 	}
 	want := snapCanonLocked(s)
 	p := s.persist
-	sn1 := p.openLocked()
+	sn1 := p.OpenLocked()
 	sn1.Background = true
-	sn2 := p.openLocked()
+	sn2 := p.OpenLocked()
 	s.UnlockAll()
 
 	// First touches: a delete that would shrink {shrink} and an insert
@@ -316,8 +316,8 @@ func TestSnapshotChunksPointInTime(t *testing.T) {
 	var wwg sync.WaitGroup
 	wwg.Add(2)
 	time.Sleep(20 * time.Millisecond) // let the clients start first
-	go func() { defer wwg.Done(); err1 = sn1.writeTo(&buf1) }()
-	go func() { defer wwg.Done(); err2 = sn2.writeTo(&buf2) }()
+	go func() { defer wwg.Done(); err1 = sn1.Encode(&buf1) }()
+	go func() { defer wwg.Done(); err2 = sn2.Encode(&buf2) }()
 	wwg.Wait()
 	writtenOps := ops.Load()
 	stop.Store(true)
@@ -470,7 +470,7 @@ func TestSnapshotFrozenShardGrowsPastLimit(t *testing.T) {
 		t.Fatalf("%d buckets, growing %v", sh.NumBuckets(), sh.Growing())
 	}
 	want := snapCanonLocked(s)
-	sn := s.persist.openLocked()
+	sn := s.persist.OpenLocked()
 	s.UnlockAll()
 
 	sh.Mu.Lock()
@@ -508,7 +508,7 @@ func TestSnapshotFrozenShardGrowsPastLimit(t *testing.T) {
 		t.Fatalf("at the limit: %d buckets, %d snapshots listed", grown, listed)
 	}
 	var buf bytes.Buffer
-	if err := sn.writeTo(&buf); err != nil {
+	if err := sn.Encode(&buf); err != nil {
 		t.Fatal(err)
 	}
 	got := snapCanonRDB(t, buf.Bytes())
@@ -536,7 +536,7 @@ func TestSnapshotSideBlocks(t *testing.T) {
 		db.SetString("{b}"+strconv.Itoa(i), big, 0, false)
 	}
 	want := snapCanonLocked(s)
-	sn := s.persist.openLocked()
+	sn := s.persist.OpenLocked()
 	s.UnlockAll()
 
 	sh.Mu.Lock()
@@ -558,7 +558,7 @@ func TestSnapshotSideBlocks(t *testing.T) {
 		t.Fatalf("%d side blocks (arenas of %d..%d bytes) for %d copied keys, want at least %d", blocks, minArena, maxArena, 3*keyspace.SideRecs, min)
 	}
 	var buf bytes.Buffer
-	if err := sn.writeTo(&buf); err != nil {
+	if err := sn.Encode(&buf); err != nil {
 		t.Fatal(err)
 	}
 	got := snapCanonRDB(t, buf.Bytes())

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/repl"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -50,12 +51,10 @@ type replication struct {
 	mu           sync.Mutex
 	replid       string
 	replid2      string
-	offset       int64 // master_repl_offset
-	secondOffset int64 // second_repl_offset, -1 if none
-	backlog      []byte
-	histlen      int // valid bytes in the backlog
-	backlogIdx   int // next write position in the ring
-	lastDB       int // database of the last SELECT sent, -1 forces one
+	offset       int64         // master_repl_offset
+	secondOffset int64         // second_repl_offset, -1 if none
+	backlog      *repl.Backlog // nil until the first replica (or a restored history)
+	lastDB       int           // database of the last SELECT sent, -1 forces one
 	// streamTo lists the replicas the stream goes to (online, not
 	// waiting for an ACK), for writeStreamsNow; streamDirty is set when
 	// the stream grew since its last run, streamLast is when it last
@@ -138,9 +137,7 @@ func (r *replication) createBacklogLocked() {
 	if r.backlog != nil {
 		return
 	}
-	r.backlog = make([]byte, r.backlogSize())
-	r.histlen = 0
-	r.backlogIdx = 0
+	r.backlog = repl.NewBacklog(r.backlogSize())
 	r.lastDB = -1
 }
 
@@ -156,16 +153,9 @@ func (r *replication) backlogSize() int {
 func (r *replication) resizeBacklog() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	size := r.backlogSize()
-	if r.backlog == nil || size == len(r.backlog) {
-		return
+	if r.backlog != nil {
+		r.backlog.Resize(r.backlogSize())
 	}
-	keep := min(r.histlen, size)
-	nb := make([]byte, size)
-	start := (r.backlogIdx - keep + len(r.backlog)) % len(r.backlog)
-	k := copy(nb[:keep], r.backlog[start:])
-	copy(nb[k:keep], r.backlog[:keep-k])
-	r.backlog, r.histlen, r.backlogIdx = nb, keep, keep%size
 }
 
 func init() {
@@ -182,19 +172,7 @@ func (r *replication) feedLocked(b []byte) {
 		return
 	}
 	r.offset += int64(len(b))
-	data := b
-	if len(data) > len(r.backlog) {
-		data = data[len(data)-len(r.backlog):]
-	}
-	for len(data) > 0 {
-		n := copy(r.backlog[r.backlogIdx:], data)
-		r.backlogIdx = (r.backlogIdx + n) % len(r.backlog)
-		data = data[n:]
-		r.histlen += n
-	}
-	if r.histlen > len(r.backlog) {
-		r.histlen = len(r.backlog)
-	}
+	r.backlog.Write(b)
 	cur := r.streamTo.Load()
 	same, k := cur != nil, 0
 	for _, ri := range r.replicas {
@@ -304,24 +282,10 @@ func (r *replication) feedRawLocked(b []byte) {
 	r.feedLocked(b)
 }
 
-// backlogFrom returns the backlog bytes from offset psyncOffset on, or ok
-// false when they are no longer (or not yet) held.
+// backlogFromLocked returns the backlog bytes from offset psyncOffset
+// on, or ok false when they are no longer (or not yet) held.
 func (r *replication) backlogFromLocked(psyncOffset int64) ([]byte, bool) {
-	if r.backlog == nil {
-		return nil, false
-	}
-	first := r.offset - int64(r.histlen) + 1
-	if psyncOffset < first || psyncOffset > r.offset+1 {
-		return nil, false
-	}
-	n := int(r.offset + 1 - psyncOffset)
-	out := make([]byte, n)
-	start := (r.backlogIdx - n + len(r.backlog)) % len(r.backlog)
-	k := copy(out, r.backlog[start:])
-	if k < n {
-		copy(out[k:], r.backlog[:n-k])
-	}
-	return out, true
+	return r.backlog.From(psyncOffset, r.offset)
 }
 
 // shiftReplID starts a new history after a promotion, keeping the old id as
@@ -406,7 +370,6 @@ func (r *replication) cron(now time.Time, tick int64) {
 	ttl := r.srv.cfg.Int(DirReplBacklogTTL)
 	if len(r.replicas) == 0 && r.link == nil && r.backlog != nil && ttl > 0 && !r.noReplicasAt.IsZero() && now.Sub(r.noReplicasAt) > time.Duration(ttl)*time.Second {
 		r.backlog = nil
-		r.histlen = 0
 		r.shiftReplIDLocked()
 	}
 	link := r.link
@@ -478,10 +441,10 @@ func (r *replication) info(b *strings.Builder) {
 	}
 	first := int64(0)
 	if r.backlog != nil {
-		first = r.offset - int64(r.histlen) + 1
+		first = r.offset - int64(r.backlog.Histlen()) + 1
 	}
 	fmt.Fprintf(b, "repl_backlog_active:%d\r\nrepl_backlog_size:%d\r\nrepl_backlog_first_byte_offset:%d\r\nrepl_backlog_histlen:%d\r\n",
-		active, r.srv.cfg.Int(DirReplBacklogSize), first, r.histlen)
+		active, r.srv.cfg.Int(DirReplBacklogSize), first, r.backlog.Histlen())
 }
 
 func (ri *replicaInfo) ip() string {

@@ -94,7 +94,7 @@ func BenchmarkStagingLoad(b *testing.B) {
 					staging[i] = keyspace.NewDB(m.srv.ks, i)
 					staging[i].Staged = true
 				}
-				if err := m.srv.loadRDBInto(bytes.NewReader(buf.Bytes()), staging, presize); err != nil {
+				if err := m.srv.persist.LoadInto(bytes.NewReader(buf.Bytes()), staging, presize); err != nil {
 					b.Fatal(err)
 				}
 				if got := staging[0].Size(); got != int64(n) {

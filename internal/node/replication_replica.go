@@ -1,61 +1,42 @@
 package node
 
+// The replica side's server half: the link itself (connection, handshake,
+// full-sync transfer) is internal/node/repl's Link; this file is what it
+// calls back (replicaHost): the replication history, the dataset loads,
+// and the stream of the master's commands, run on the master client.
+
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/keyspace"
-	"github.com/shardis/shardis/internal/rdb"
+	"github.com/shardis/shardis/internal/node/repl"
 	"github.com/shardis/shardis/internal/resp"
 )
 
 // Master link states (ROLE on a replica).
 const (
-	linkConnect    = "connect"
-	linkConnecting = "connecting"
-	linkHandshake  = "handshake"
-	linkTransfer   = "sync"
-	linkConnected  = "connected"
+	linkConnect    = repl.StateConnect
+	linkConnecting = repl.StateConnecting
+	linkHandshake  = repl.StateHandshake
+	linkTransfer   = repl.StateTransfer
+	linkConnected  = repl.StateConnected
 )
 
-// masterLink is a replica's connection to its master: it connects,
-// performs Redis's handshake (PING, AUTH, REPLCONF, PSYNC), loads the RDB
-// of a full resync, then applies the command stream, retrying with backoff
-// when the link breaks.
+// masterLink is a replica's connection to its master (repl.Link) with the
+// state of the command stream it applies.
 type masterLink struct {
+	*repl.Link
 	r    *replication
 	host string
 	port int
 
-	cancel context.CancelFunc
-	done   chan struct{}
-
-	mu        sync.Mutex
-	state     string
-	lastIO    time.Time
-	downSince time.Time
-	syncTotal int64
-	syncRead  int64
-	conn      net.Conn
-	// client executes the master's commands.
-	client *Client
-	// readBase is the replication offset the stream started at and
-	// readBytes what was read of it since (slave_read_repl_offset) while
-	// streaming is set.
-	readBase  int64
-	readBytes atomic.Int64
-	streaming atomic.Bool
 	// raws is applyBatch's list of the batch's raw requests, reused.
 	raws [][]byte
 	// txn holds the raw stream of a transaction (MULTI and the commands
@@ -65,21 +46,6 @@ type masterLink struct {
 	// the queued commands, and the partial resync asks for the
 	// transaction again from its MULTI.
 	txn []byte
-	// failoverDone is set while this node hands over to its new master
-	// (FAILOVER): the first PSYNC carries FAILOVER, which makes the
-	// target promote itself, and its outcome is sent here once.
-	failoverDone chan error
-}
-
-// failoverResult reports the outcome of a FAILOVER handshake, once.
-func (l *masterLink) failoverResult(err error) {
-	l.mu.Lock()
-	ch := l.failoverDone
-	l.failoverDone = nil
-	l.mu.Unlock()
-	if ch != nil {
-		ch <- err
-	}
 }
 
 type linkStatus struct {
@@ -89,346 +55,126 @@ type linkStatus struct {
 }
 
 func (l *masterLink) status() linkStatus {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	st := linkStatus{l.state, l.lastIO, l.downSince, l.syncTotal, l.syncRead}
-	if st.state == linkConnected && l.client != nil && l.client.closed.Load() {
-		// Killed (CLIENT KILL): down at once, as Redis frees its master
-		// client, not when the stream's goroutine next reads.
-		st.state = linkConnect
-	}
-	return st
+	st := l.Status()
+	return linkStatus{st.State, st.LastIO, st.DownSince, st.SyncTotal, st.SyncRead}
 }
 
-func (l *masterLink) setState(st string) {
-	l.mu.Lock()
-	if st != linkConnected && l.state == linkConnected {
-		l.downSince = time.Now()
-	}
-	l.state = st
-	l.mu.Unlock()
+func (l *masterLink) setState(st string) { l.SetState(st) }
+
+// newMasterLink returns a link to host:port, not yet started.
+func newMasterLink(r *replication, host string, port int, failoverDone chan error) *masterLink {
+	l := &masterLink{r: r, host: host, port: port}
+	l.Link = repl.NewLink(replicaHost{l}, r.srv.log, host, port, failoverDone)
+	return l
 }
 
 // startLink makes this node a replica of host:port. Callers hold r.mu.
 func (r *replication) startLinkLocked(host string, port int, failoverDone chan error) {
-	ctx, cancel := context.WithCancel(context.Background())
-	l := &masterLink{r: r, host: host, port: port, cancel: cancel, done: make(chan struct{}), state: linkConnect, downSince: time.Now(), failoverDone: failoverDone}
+	l := newMasterLink(r, host, port, failoverDone)
 	r.link = l
-	go l.run(ctx)
+	l.Start()
 }
 
 // stop ends the link and waits for its goroutine.
-func (l *masterLink) stop() {
-	l.cancel()
-	l.mu.Lock()
-	if l.conn != nil {
-		_ = l.conn.Close()
-	}
-	l.mu.Unlock()
-	<-l.done
+func (l *masterLink) stop() { l.Stop() }
+
+// readOffset is slave_read_repl_offset (repl.Link.ReadOffset).
+func (l *masterLink) readOffset(applied int64) int64 { return l.ReadOffset(applied) }
+
+// sendAck sends REPLCONF ACK <offset> to the master.
+func (l *masterLink) sendAck() {
+	l.r.mu.Lock()
+	off := l.r.offset
+	l.r.mu.Unlock()
+	l.SendAck(off)
 }
 
-func (l *masterLink) run(ctx context.Context) {
-	defer close(l.done)
-	defer l.failoverResult(errors.New("replication link stopped"))
-	backoff := 100 * time.Millisecond
-	for ctx.Err() == nil {
-		l.r.srv.waitUnfrozen(nil) // DEBUG SLEEP: no reconnection meanwhile
-		err := l.session(ctx)
-		l.failoverResult(err)
-		if ctx.Err() != nil {
-			return
-		}
-		l.setState(linkConnect)
-		l.r.srv.log.Warn("replication: link with master lost", "master", net.JoinHostPort(l.host, strconv.Itoa(l.port)), "err", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		if backoff < time.Second {
-			backoff *= 2
-		}
-	}
-}
+// replicaHost is the server as the link sees it (repl.ReplicaHost).
+type replicaHost struct{ l *masterLink }
 
-// session runs one connection to the master until it fails.
-func (l *masterLink) session(ctx context.Context) error {
-	s := l.r.srv
-	l.setState(linkConnecting)
-	s.log.Info(fmt.Sprintf("Connecting to MASTER %s:%d", l.host, l.port))
-	s.log.Info("MASTER <-> REPLICA sync started")
-	d := net.Dialer{Timeout: 5 * time.Second}
-	nc, err := d.DialContext(ctx, "tcp", net.JoinHostPort(l.host, strconv.Itoa(l.port)))
-	if err != nil {
-		return fmt.Errorf("node: replication: connect: %w", err)
-	}
-	l.mu.Lock()
-	l.conn = nc
-	l.mu.Unlock()
-	defer nc.Close()
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	l.setState(linkHandshake)
-	br := bufio.NewReaderSize(nc, 64*1024)
-	timeout := time.Duration(s.cfg.Int(DirReplTimeout)) * time.Second
-	call := func(args ...string) (resp.Value, error) {
-		_ = nc.SetDeadline(time.Now().Add(timeout))
-		if _, err := nc.Write(resp.AppendCommandStrings(nil, args...)); err != nil {
-			return resp.Value{}, err
-		}
-		return resp.ReadValue(br)
-	}
-	v, err := call("PING")
-	if err != nil {
-		return l.handshakeErr("ping", err)
-	}
-	if v.IsError() && !strings.HasPrefix(v.Str, "NOAUTH") && !strings.HasPrefix(v.Str, "NOPERM") && !strings.HasPrefix(v.Str, "ERR operation not permitted") {
-		s.log.Warn("Error reply to PING from master: '" + v.Str + "'")
-		return fmt.Errorf("node: replication: master replied to PING: %s", v.Str)
-	}
-	s.log.Info("Master replied to PING, replication can continue...")
-	if pass := s.cfg.Get(DirMasterauth); pass != "" {
-		args := []string{"AUTH", pass}
-		if user := s.cfg.Get(DirMasteruser); user != "" {
-			args = []string{"AUTH", user, pass}
-		}
-		if v, err = call(args...); err != nil || v.IsError() {
-			return fmt.Errorf("node: replication: AUTH failed: %v %s", err, v.Str)
-		}
-	}
+var _ repl.ReplicaHost = replicaHost{}
+
+func (h replicaHost) Settings() repl.Settings {
+	s := h.l.r.srv
 	port := s.cfg.Get(DirReplicaAnnouncePort)
 	if port == "0" || port == "" {
 		port = s.cfg.Get(DirPort)
 	}
-	if v, err = call("REPLCONF", "listening-port", port); err != nil {
-		return fmt.Errorf("node: replication: REPLCONF: %w", err)
+	return repl.Settings{
+		Timeout:      time.Duration(s.cfg.Int(DirReplTimeout)) * time.Second,
+		MasterAuth:   s.cfg.Get(DirMasterauth),
+		MasterUser:   s.cfg.Get(DirMasteruser),
+		ListenPort:   port,
+		AnnounceIP:   s.cfg.Get(DirReplicaAnnounceIP),
+		DisklessLoad: s.cfg.Get(DirReplDisklessLoad),
+		Dir:          s.cfg.Get(DirDir),
 	}
-	if ip := s.cfg.Get(DirReplicaAnnounceIP); ip != "" {
-		_, _ = call("REPLCONF", "ip-address", ip)
-	}
-	_, _ = call("REPLCONF", "capa", "eof", "capa", "psync2")
-
-	l.r.mu.Lock()
-	replid, offset := l.r.replid, l.r.offset
-	l.r.mu.Unlock()
-	psyncID, psyncOff := replid, strconv.FormatInt(offset+1, 10)
-	if !l.r.hasHistory() {
-		psyncID, psyncOff = "?", "-1"
-		s.log.Info("Partial resynchronization not possible (no cached master)")
-	} else {
-		s.log.Info("Trying a partial resynchronization (request " + psyncID + ":" + psyncOff + ").")
-	}
-	// The master may send newlines to keep the link alive before it
-	// answers PSYNC (while a diskless sync waits for more replicas).
-	_ = nc.SetDeadline(time.Now().Add(timeout))
-	psyncArgs := []string{"PSYNC", psyncID, psyncOff}
-	l.mu.Lock()
-	failover := l.failoverDone != nil
-	l.mu.Unlock()
-	if failover {
-		psyncArgs = append(psyncArgs, "FAILOVER")
-	}
-	if _, err := nc.Write(resp.AppendCommandStrings(nil, psyncArgs...)); err != nil {
-		return fmt.Errorf("node: replication: PSYNC: %w", err)
-	}
-	for {
-		_ = nc.SetReadDeadline(time.Now().Add(timeout))
-		b, err := br.Peek(1)
-		if err != nil {
-			return l.handshakeErr("PSYNC", err)
-		}
-		if b[0] != '\n' && b[0] != '\r' {
-			break
-		}
-		_, _ = br.ReadByte()
-	}
-	v, err = resp.ReadValue(br)
-	if err != nil {
-		return l.handshakeErr("PSYNC", err)
-	}
-	if v.IsError() {
-		if failover {
-			s.log.Warn("Failover target rejected psync request: " + v.Str)
-		} else {
-			s.log.Warn("Unexpected reply to PSYNC from master: " + v.Str)
-		}
-		return fmt.Errorf("node: replication: PSYNC refused: %s", v.Str)
-	}
-	if failover {
-		l.failoverResult(nil)
-	}
-	f := strings.Fields(v.Str)
-	switch {
-	case len(f) >= 3 && f[0] == "FULLRESYNC":
-		off, _ := strconv.ParseInt(f[2], 10, 64)
-		s.log.Info("Full resync from master: " + f[1] + ":" + f[2])
-		if err := l.fullSync(nc, br, f[1], off); err != nil {
-			return err
-		}
-	case len(f) >= 1 && f[0] == "CONTINUE":
-		l.r.mu.Lock()
-		if len(f) >= 2 && f[1] != l.r.replid {
-			// The master changed history (it was promoted): keep ours as
-			// replid2 so our own replicas can still continue.
-			l.r.replid2 = l.r.replid
-			l.r.secondOffset = l.r.offset + 1
-			l.r.replid = f[1]
-			l.r.disconnectReplicasLocked()
-			s.log.Info("Master replication ID changed to " + f[1])
-		}
-		l.r.mu.Unlock()
-		s.log.Info("Successful partial resynchronization with master.")
-		s.log.Info("MASTER <-> REPLICA sync: Master accepted a Partial Resynchronization.")
-	default:
-		return fmt.Errorf("node: replication: unexpected PSYNC reply %q", v.Str)
-	}
-	_ = nc.SetDeadline(time.Time{})
-	err = l.stream(nc, br)
-	if ctx.Err() == nil {
-		s.log.Info("Connection with master lost.")
-		s.log.Info("Caching the disconnected master state.")
-	}
-	return err
 }
 
-// handshakeErr logs a failed handshake step as Redis does (a timeout is
-// "Timeout connecting to the MASTER...") and returns it wrapped.
-func (l *masterLink) handshakeErr(step string, err error) error {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		l.r.srv.log.Warn("Timeout connecting to the MASTER...")
-	} else {
-		l.r.srv.log.Warn("Error condition on socket for SYNC: " + err.Error())
-	}
-	return fmt.Errorf("node: replication: %s: %w", step, err)
-}
-
-// hasHistory reports whether this node has a dataset worth a partial
-// resync (it has been a master or a synced replica).
-func (r *replication) hasHistory() bool {
+// History: a node has a dataset worth a partial resync once it has been
+// a master or a synced replica.
+func (h replicaHost) History() (string, int64, bool) {
+	r := h.l.r
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.offset > 0 || r.backlog != nil
+	return r.replid, r.offset, r.offset > 0 || r.backlog != nil
 }
 
-// fullSync reads the RDB payload ($len or $EOF:<mark>) and loads it.
-func (l *masterLink) fullSync(nc net.Conn, br *bufio.Reader, replid string, offset int64) error {
-	s := l.r.srv
-	l.setState(linkTransfer)
-	timeout := time.Duration(s.cfg.Int(DirReplTimeout)) * time.Second
-	var header []byte
-	for {
-		_ = nc.SetReadDeadline(time.Now().Add(timeout))
-		line, err := br.ReadBytes('\n')
-		if err != nil {
-			return fmt.Errorf("node: replication: reading RDB header: %w", err)
-		}
-		if len(bytes.TrimSpace(line)) == 0 {
-			continue // keep-alive newlines while the master prepares the RDB
-		}
-		header = bytes.TrimRight(line, "\r\n")
-		break
+func (h replicaHost) ContinueWith(id string) {
+	r := h.l.r
+	r.mu.Lock()
+	if id != "" && id != r.replid {
+		// The master changed history (it was promoted): keep ours as
+		// replid2 so our own replicas can still continue.
+		r.replid2 = r.replid
+		r.secondOffset = r.offset + 1
+		r.replid = id
+		r.disconnectReplicasLocked()
+		r.srv.log.Info("Master replication ID changed to " + id)
 	}
-	if len(header) == 0 || header[0] != '$' {
-		return fmt.Errorf("node: replication: bad RDB header %q", header)
-	}
-	l.mu.Lock()
-	l.syncTotal, l.syncRead = 0, 0 // this transfer's counts (the link outlives sessions)
-	l.mu.Unlock()
-	var payload io.Reader
-	var eofMark []byte
-	if bytes.HasPrefix(header, []byte("$EOF:")) {
-		eofMark = bytes.Clone(header[5:])
-		payload = &eofReader{r: br, mark: eofMark}
-		s.log.Info("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk")
-	} else {
-		n, err := strconv.ParseInt(string(header[1:]), 10, 64)
-		if err != nil || n < 0 {
-			return fmt.Errorf("node: replication: bad RDB length %q", header)
-		}
-		l.mu.Lock()
-		l.syncTotal = n
-		l.mu.Unlock()
-		payload = io.LimitReader(br, n)
-		s.log.Info(fmt.Sprintf("MASTER <-> REPLICA sync: receiving %d bytes from master to disk", n))
-	}
-	cr := &countingReader{r: payload, l: l, nc: nc, timeout: timeout}
+	r.mu.Unlock()
+}
+
+func (h replicaHost) DatasetEmpty() bool { return h.l.r.srv.datasetEmpty() }
+
+func (h replicaHost) LoadRDB(rd io.Reader) error {
+	s := h.l.r.srv
 	if s.loadRDB == nil {
 		return errors.New("node: replication: no RDB loader")
 	}
-	start := time.Now()
-	var err error
-	l.r.mu.Lock()
-	sameHistory := replid == l.r.replid
-	l.r.mu.Unlock()
-	switch mode := s.cfg.Get(DirReplDisklessLoad); {
-	case mode == "swapdb":
-		// Redis 7.0: the old dataset is kept until the new one is
-		// loaded; LOADING meanwhile unless the master continues our own
-		// history (async loading).
-		err = l.loadStreaming(cr, eofMark != nil, !sameHistory)
-	case s.datasetEmpty():
-		err = l.loadStreaming(cr, eofMark != nil, mode == "on-empty-db")
-	default:
-		err = l.loadFromDisk(cr, eofMark != nil)
-	}
-	if err != nil {
-		return err
-	}
+	return s.loadRDB(rd)
+}
+
+func (h replicaHost) LoadStreaming(payload io.Reader, eofForm, loading bool) error {
+	return h.l.loadStreaming(payload, eofForm, loading)
+}
+
+func (h replicaHost) FullSynced(replid string, offset int64, elapsed time.Duration) {
+	r := h.l.r
+	s := r.srv
 	var keys int64
 	for _, db := range s.dbs {
 		keys += db.Size()
 	}
-	s.log.Info(fmt.Sprintf("Done loading RDB, keys loaded: %d, keys expired: 0.", keys), "seconds", time.Since(start).Seconds())
-	l.r.forgetLocalExpires()
-	l.r.mu.Lock()
-	l.r.replid = replid
-	l.r.offset = offset
-	l.r.replid2 = strings.Repeat("0", 40)
-	l.r.secondOffset = -1
-	l.r.masterDB = 0 // the master starts the stream with a SELECT
-	l.r.streamDB.Store(0)
+	s.log.Info(fmt.Sprintf("Done loading RDB, keys loaded: %d, keys expired: 0.", keys), "seconds", elapsed.Seconds())
+	r.forgetLocalExpires()
+	r.mu.Lock()
+	r.replid = replid
+	r.offset = offset
+	r.replid2 = strings.Repeat("0", 40)
+	r.secondOffset = -1
+	r.masterDB = 0 // the master starts the stream with a SELECT
+	r.streamDB.Store(0)
 	// Our own replicas must resync from the new dataset.
-	l.r.backlog = nil
-	l.r.createBacklogLocked()
-	l.r.disconnectReplicasLocked()
-	l.r.mu.Unlock()
-	s.log.Info("MASTER <-> REPLICA sync: Finished with success")
-	return nil
+	r.backlog = nil
+	r.createBacklogLocked()
+	r.disconnectReplicasLocked()
+	r.mu.Unlock()
 }
 
-// loadFromDisk receives the whole payload into a temporary file first, as
-// Redis does with repl-diskless-load disabled: a transfer cut half-way
-// leaves the current dataset untouched (served as stale data) instead of a
-// half-loaded one. Then the dataset is flushed and the file loaded.
-func (l *masterLink) loadFromDisk(payload io.Reader, eofForm bool) error {
-	s := l.r.srv
-	tmp, err := os.CreateTemp(s.cfg.Get(DirDir), "temp-"+strconv.Itoa(os.Getpid())+"-*.rdb")
-	if err != nil {
-		return fmt.Errorf("node: replication: temp file for the master's RDB: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
-	got, err := io.Copy(tmp, bufio.NewReaderSize(payload, 256*1024))
-	if err != nil {
-		return fmt.Errorf("node: replication: receiving the master's RDB: %w", err)
-	}
-	if !eofForm && got != l.status().syncTotal {
-		return fmt.Errorf("node: replication: the master's RDB was cut after %d of %d bytes", got, l.status().syncTotal)
-	}
-	if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("node: replication: %w", err)
-	}
-	s.log.Info("MASTER <-> REPLICA sync: Flushing old data")
-	s.log.Info("MASTER <-> REPLICA sync: Loading DB in memory")
-	if err := s.loadRDB(bufio.NewReaderSize(tmp, 256*1024)); err != nil {
-		s.log.Warn("Failed trying to load the MASTER synchronization DB from disk, check server logs.", "err", err)
-		return fmt.Errorf("node: replication: loading the master's RDB: %w", err)
-	}
-	return nil
-}
+func (h replicaHost) Stream(nc net.Conn, br *bufio.Reader) error { return h.l.stream(nc, br) }
+
+func (h replicaHost) WaitUnfrozen() { h.l.r.srv.waitUnfrozen(nil) }
 
 // loadStreaming loads the payload while it arrives into staging databases
 // and swaps them in when the whole payload was read and checked: a
@@ -452,7 +198,7 @@ func (l *masterLink) loadStreaming(payload io.Reader, eofForm, loading bool) err
 		staging[i].Staged = true
 	}
 	br := bufio.NewReaderSize(payload, 256*1024)
-	if err := s.loadRDBInto(br, staging, true); err != nil {
+	if err := s.persist.LoadInto(br, staging, true); err != nil {
 		s.log.Warn("Failed trying to load the MASTER synchronization DB from socket, check server logs.", "err", err)
 		return fmt.Errorf("node: replication: loading the master's RDB: %w", err)
 	}
@@ -473,35 +219,9 @@ func (l *masterLink) loadStreaming(payload io.Reader, eofForm, loading bool) err
 	}
 	s.UnlockAll()
 	if s.persist != nil {
-		s.persist.loadedAt.Store(time.Now().Unix())
+		s.persist.MarkLoaded(time.Now())
 	}
 	return nil
-}
-
-// loadRDBInto adds the keys of the RDB stream r to dbs, which no one else
-// uses (a replica's staging databases). With presize, the RESIZEDB hints
-// size the empty databases' shards up front, saving their rehashing as
-// they grow.
-func (s *Server) loadRDBInto(r io.Reader, dbs []*keyspace.DB, presize bool) error {
-	h := s.rdbHandlerInto(dbs)
-	if presize {
-		cur := 0
-		sel := h.SelectDB
-		h.SelectDB = func(n int) error {
-			cur = n
-			if sel != nil {
-				return sel(n)
-			}
-			return nil
-		}
-		h.ResizeDB = func(size, _ uint64) {
-			if cur < len(dbs) && dbs[cur].Size() == 0 {
-				dbs[cur].Presize(size)
-			}
-		}
-	}
-	_, err := rdb.Parse(r, h)
-	return err
 }
 
 // datasetEmpty reports whether no database holds a key.
@@ -512,64 +232,6 @@ func (s *Server) datasetEmpty() bool {
 		}
 	}
 	return true
-}
-
-// eofReader reads a diskless payload that ends with a 40-byte mark. It
-// never consumes a byte past the mark, which belong to the command stream.
-type eofReader struct {
-	r    *bufio.Reader
-	mark []byte
-	done bool
-}
-
-func (e *eofReader) Read(p []byte) (int, error) {
-	if e.done {
-		return 0, io.EOF
-	}
-	if len(p) == 0 {
-		return 0, nil
-	}
-	want := max(e.r.Buffered(), len(e.mark)+1)
-	buf, err := e.r.Peek(min(want, e.r.Size()))
-	if len(buf) < len(e.mark)+1 {
-		if err == nil {
-			err = io.ErrUnexpectedEOF
-		}
-		return 0, err
-	}
-	if i := bytes.Index(buf, e.mark); i >= 0 {
-		n := copy(p, buf[:i])
-		_, _ = e.r.Discard(n)
-		if n == i {
-			_, _ = e.r.Discard(len(e.mark))
-			e.done = true
-		}
-		if n == 0 {
-			return 0, io.EOF
-		}
-		return n, nil
-	}
-	// Keep the last len(mark) bytes: they may start the mark.
-	n := copy(p, buf[:len(buf)-len(e.mark)])
-	_, _ = e.r.Discard(n)
-	return n, nil
-}
-
-type countingReader struct {
-	r       io.Reader
-	l       *masterLink
-	nc      net.Conn
-	timeout time.Duration
-}
-
-func (c *countingReader) Read(p []byte) (int, error) {
-	_ = c.nc.SetReadDeadline(time.Now().Add(c.timeout))
-	n, err := c.r.Read(p)
-	c.l.mu.Lock()
-	c.l.syncRead += int64(n)
-	c.l.lastIO = time.Now()
-	c.l.mu.Unlock()
-	return n, err
 }
 
 // stream applies the master's command stream until the link fails.
@@ -588,19 +250,15 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 		src = io.MultiReader(bytes.NewReader(bytes.Clone(pre)), c.io)
 	}
 	l.r.mu.Lock()
-	l.readBase = l.r.offset
+	base := l.r.offset
 	l.r.mu.Unlock()
-	l.readBytes.Store(0)
 	l.txn = l.txn[:0]
-	l.streaming.Store(true)
-	defer l.streaming.Store(false)
-	src = &streamCounter{r: src, n: &l.readBytes}
+	src = l.BeginStream(src, base)
+	defer l.EndStream()
 	c.rd = resp.NewReader(src, resp.ReaderOptions{MaxBulkLen: 1 << 40})
 	c.setFlag(clientMaster, true)
 	c.replyMode = replyOff
-	l.mu.Lock()
-	l.client = c
-	l.mu.Unlock()
+	l.SetStreamClient(c.closed.Load)
 	l.r.mu.Lock()
 	c.db = l.r.masterDB
 	l.r.streamDB.Store(int64(c.db))
@@ -619,9 +277,7 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 	// The link is up once its client is listed: an operator who sees
 	// master_link_status:up can kill it.
 	l.setState(linkConnected)
-	l.mu.Lock()
-	l.lastIO = time.Now()
-	l.mu.Unlock()
+	l.Touch()
 	l.sendAck()
 	timeout := time.Duration(s.cfg.Int(DirReplTimeout)) * time.Second
 	for {
@@ -634,9 +290,7 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 			if err := c.rd.Fill(); err != nil {
 				return fmt.Errorf("node: replication: stream: %w", err)
 			}
-			l.mu.Lock()
-			l.lastIO = time.Now()
-			l.mu.Unlock()
+			l.Touch()
 			continue
 		}
 		if err != nil {
@@ -782,43 +436,6 @@ func (l *masterLink) ackRequested(raw []byte) {
 		l.r.feedFromMaster(raw)
 	}
 	l.sendAck()
-}
-
-// streamCounter counts the bytes read of the master's stream.
-type streamCounter struct {
-	r io.Reader
-	n *atomic.Int64
-}
-
-func (sc *streamCounter) Read(p []byte) (int, error) {
-	n, err := sc.r.Read(p)
-	sc.n.Add(int64(n))
-	return n, err
-}
-
-// readOffset is slave_read_repl_offset: the offset of the stream read
-// from the master, applied or not; applied while not streaming.
-func (l *masterLink) readOffset(applied int64) int64 {
-	if l == nil || !l.streaming.Load() {
-		return applied
-	}
-	return max(applied, l.readBase+l.readBytes.Load())
-}
-
-// sendAck sends REPLCONF ACK <offset> to the master.
-func (l *masterLink) sendAck() {
-	l.mu.Lock()
-	nc, st := l.conn, l.state
-	l.mu.Unlock()
-	if nc == nil || st != linkConnected {
-		return
-	}
-	l.r.mu.Lock()
-	off := l.r.offset
-	l.r.mu.Unlock()
-	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = nc.Write(resp.AppendCommandStrings(nil, "REPLCONF", "ACK", strconv.FormatInt(off, 10)))
-	_ = nc.SetWriteDeadline(time.Time{})
 }
 
 // disconnectReplicasLocked closes every replica's link so they resync.

@@ -1,10 +1,11 @@
 package node
 
 import (
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/repl"
 )
 
 // Replication state in RDB files, as Redis 7 keeps it: an RDB written by a
@@ -16,18 +17,10 @@ import (
 // A master loading at start-up drops expired keys and feeds their DELs to
 // the backlog, which then continues from the saved offset.
 
-// rdbReplInfo is what an RDB's aux fields say of replication.
-type rdbReplInfo struct {
-	id       string
-	offset   int64
-	streamDB int
-	hasID    bool
-}
-
 // startupLoad is the state of the start-up load (nil otherwise): the aux
 // fields read, and whether expired keys feed DELs to the backlog.
 type startupLoad struct {
-	info    rdbReplInfo
+	info    repl.RDBInfo
 	feedDEL bool
 }
 
@@ -46,18 +39,14 @@ func (r *replication) rdbAux() [][2]string {
 	default:
 		return nil
 	}
-	return [][2]string{
-		{"repl-stream-db", strconv.Itoa(db)},
-		{"repl-id", r.replid},
-		{"repl-offset", strconv.FormatInt(r.offset, 10)},
-	}
+	return repl.AuxFields(db, r.replid, r.offset)
 }
 
 // beforeStartupLoad prepares the start-up RDB load: a configured replica
 // is a replica from now on (expired keys are kept), a master gets its
 // backlog so the DELs of expired keys can be fed to it.
 func (r *replication) beforeStartupLoad() {
-	sl := &startupLoad{info: rdbReplInfo{offset: -1, streamDB: -1}}
+	sl := &startupLoad{info: repl.NewRDBInfo()}
 	if len(strings.Fields(r.srv.cfg.Get(DirReplicaof))) == 2 {
 		r.srv.SetReplicaMode(true)
 	} else {
@@ -76,20 +65,7 @@ func (r *replication) loadAux(key, val []byte) {
 	if sl == nil {
 		return
 	}
-	switch string(key) {
-	case "repl-id":
-		if len(val) == 40 {
-			sl.info.id, sl.info.hasID = string(val), true
-		}
-	case "repl-offset":
-		if n, err := strconv.ParseInt(string(val), 10, 64); err == nil {
-			sl.info.offset = n
-		}
-	case "repl-stream-db":
-		if n, err := strconv.Atoi(string(val)); err == nil {
-			sl.info.streamDB = n
-		}
-	}
+	sl.info.Aux(key, val)
 }
 
 // loadExpired is called for each expired key a master's load drops: the
@@ -109,33 +85,33 @@ func (r *replication) afterStartupLoad(ok bool) {
 		return
 	}
 	in := sl.info
-	valid := ok && in.hasID && in.offset != -1 && in.streamDB != -1
+	valid := ok && in.Complete()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !valid {
 		if sl.feedDEL {
 			// No history to continue: the backlog holds no one's data.
-			r.backlog, r.histlen, r.backlogIdx = nil, 0, 0
+			r.backlog = nil
 		}
 		return
 	}
 	if !sl.feedDEL {
 		// A replica: the saved history is its cached master's.
-		r.replid = in.id
-		r.offset = in.offset
-		r.masterDB = in.streamDB
-		r.streamDB.Store(int64(in.streamDB))
+		r.replid = in.ID
+		r.offset = in.Offset
+		r.masterDB = in.StreamDB
+		r.streamDB.Store(int64(in.StreamDB))
 		r.createBacklogLocked()
-		r.srv.log.Info("Restored replication ID and offset from the RDB", "replid", in.id, "offset", in.offset)
+		r.srv.log.Info("Restored replication ID and offset from the RDB", "replid", in.ID, "offset", in.Offset)
 		return
 	}
 	// A master: the saved id becomes replid2, valid up to offset+1; the
 	// DELs fed while loading follow the saved offset.
-	r.replid2 = in.id
-	r.secondOffset = in.offset + 1
-	r.offset += in.offset
+	r.replid2 = in.ID
+	r.secondOffset = in.Offset + 1
+	r.offset += in.Offset
 	r.noReplicasAt = time.Now()
-	r.srv.log.Info("Restored replication ID and offset from the RDB as the secondary ID", "replid2", in.id, "second_repl_offset", r.secondOffset)
+	r.srv.log.Info("Restored replication ID and offset from the RDB as the secondary ID", "replid2", in.ID, "second_repl_offset", r.secondOffset)
 }
 
 // startupState is kept apart from replication's mutex: the loader calls in

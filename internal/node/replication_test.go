@@ -175,9 +175,7 @@ func TestReplicationNodeToNode(t *testing.T) {
 	replica.srv.repl.mu.Lock()
 	link := replica.srv.repl.link
 	replica.srv.repl.mu.Unlock()
-	link.mu.Lock()
-	link.conn.Close()
-	link.mu.Unlock()
+	link.CloseConn()
 	mc.Set(c, "during-cut", "1", 0)
 	testutil.WaitFor(t, 10*time.Second, "partial resync", func() bool {
 		master.srv.repl.mu.Lock()

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/persist"
 )
 
 // Version is the Redis version shardnode reports (redis_version), chosen
@@ -141,8 +142,8 @@ type Server struct {
 	// hooks run on shutdown (save on shutdown, AOF fsync ...).
 	shutdownHooks []func(ctx context.Context) error
 
-	// persist is the RDB/AOF state (persistence_rdb.go, persistence_aof.go).
-	persist *persistence
+	// persist is the RDB/AOF state (internal/node/persist, persistence.go).
+	persist *persist.Persistence
 
 	// cluster is cluster mode's state (clustermode.go); nil unless
 	// cluster-enabled is yes.

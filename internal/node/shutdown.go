@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"syscall"
+
+	"github.com/shardis/shardis/internal/node/persist"
 )
 
 // HandleSignal is the node's reaction to SIGTERM and SIGINT, as Redis's
@@ -43,8 +45,8 @@ func (s *Server) removeTempRDBs() {
 	if s.persist == nil {
 		return
 	}
-	dir := filepath.Dir(s.persist.rdbPath())
-	files, _ := filepath.Glob(filepath.Join(dir, fmt.Sprintf("temp-%d-*.rdb", os.Getpid())))
+	dir := filepath.Dir(s.persist.RDBPath())
+	files, _ := filepath.Glob(filepath.Join(dir, persist.TempRDBPrefix()+"*.rdb"))
 	for _, f := range files {
 		_ = os.Remove(f)
 	}

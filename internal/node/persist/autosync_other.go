@@ -1,6 +1,6 @@
 //go:build !linux
 
-package node
+package persist
 
 import "os"
 

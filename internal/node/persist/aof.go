@@ -1,4 +1,4 @@
-package node
+package persist
 
 // The append-only file, in Redis 7's multi-part layout: a directory
 // (appenddirname) holding a manifest (<appendfilename>.manifest), one base
@@ -35,8 +35,10 @@ import (
 	"github.com/shardis/shardis/internal/rdb"
 )
 
-type aofState struct {
-	srv *Server
+// AOF is the append-only file: a Propagator of the server's writes, its
+// rewrite and its loader.
+type AOF struct {
+	p *Persistence
 
 	// mu guards the file fields and serialises appends.
 	mu       sync.Mutex
@@ -76,18 +78,18 @@ type manifest struct {
 	history []string
 }
 
-func newAOFState(s *Server) *aofState {
-	a := &aofState{srv: s, lastDB: -1}
+func newAOF(p *Persistence) *AOF {
+	a := &AOF{p: p, lastDB: -1}
 	a.lastRewriteOK.Store(true)
-	s.AddPropagator(a)
 	return a
 }
 
-func (a *aofState) dir() string {
-	return filepath.Join(a.srv.cfg.Get(DirDir), a.srv.cfg.Get(DirAppenddirname))
+func (a *AOF) dir() string {
+	st := a.p.h.Settings()
+	return filepath.Join(st.Dir, st.AppendDirname)
 }
 
-func (a *aofState) manifestName() string { return a.srv.cfg.Get(DirAppendfilename) + ".manifest" }
+func (a *AOF) manifestName() string { return a.p.h.Settings().AppendFilename + ".manifest" }
 
 func (m *manifest) render() []byte {
 	var b bytes.Buffer
@@ -119,44 +121,44 @@ func parseManifest(data []byte, name string) (manifest, error) {
 		file, typ := kv["file"], kv["type"]
 		seq, err := strconv.Atoi(kv["seq"])
 		if file == "" || typ == "" || err != nil || len(f)%2 != 0 {
-			return m, fmt.Errorf("node: invalid AOF manifest %s line %d: %q", name, i+1, line)
+			return m, fmt.Errorf("persist: invalid AOF manifest %s line %d: %q", name, i+1, line)
 		}
 		if strings.Contains(file, "/") {
-			return m, fmt.Errorf("node: invalid AOF manifest %s line %d: file name with a path", name, i+1)
+			return m, fmt.Errorf("persist: invalid AOF manifest %s line %d: file name with a path", name, i+1)
 		}
 		switch typ {
 		case "b":
 			if m.base != "" {
-				return m, fmt.Errorf("node: invalid AOF manifest %s: more than one base file", name)
+				return m, fmt.Errorf("persist: invalid AOF manifest %s: more than one base file", name)
 			}
 			m.base, m.baseSeq = file, seq
 		case "h":
 			m.history = append(m.history, file)
 		case "i":
 			if n := len(m.incrSeq); n > 0 && seq <= m.incrSeq[n-1] {
-				return m, fmt.Errorf("node: invalid AOF manifest %s: incr files out of order", name)
+				return m, fmt.Errorf("persist: invalid AOF manifest %s: incr files out of order", name)
 			}
 			m.incr = append(m.incr, file)
 			m.incrSeq = append(m.incrSeq, seq)
 		default:
-			return m, fmt.Errorf("node: invalid AOF manifest %s line %d: unknown type %q", name, i+1, typ)
+			return m, fmt.Errorf("persist: invalid AOF manifest %s line %d: unknown type %q", name, i+1, typ)
 		}
 	}
 	if m.base == "" && len(m.incr) == 0 {
-		return m, fmt.Errorf("node: invalid AOF manifest %s: no files", name)
+		return m, fmt.Errorf("persist: invalid AOF manifest %s: no files", name)
 	}
 	return m, nil
 }
 
 // writeManifest replaces the manifest atomically.
-func (a *aofState) writeManifest(m manifest) error {
+func (a *AOF) writeManifest(m manifest) error {
 	dir := a.dir()
 	tmp := filepath.Join(dir, "temp-"+a.manifestName())
 	if err := writeFileSync(tmp, false, func(w io.Writer) error { _, err := w.Write(m.render()); return err }); err != nil {
-		return fmt.Errorf("node: writing AOF manifest: %w", err)
+		return fmt.Errorf("persist: writing AOF manifest: %w", err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, a.manifestName())); err != nil {
-		return fmt.Errorf("node: writing AOF manifest: %w", err)
+		return fmt.Errorf("persist: writing AOF manifest: %w", err)
 	}
 	syncDir(dir)
 	return nil
@@ -165,11 +167,11 @@ func (a *aofState) writeManifest(m manifest) error {
 // ---- propagation -------------------------------------------------------
 
 // Propagate appends a write to the AOF (see the file comment).
-func (a *aofState) Propagate(db int, cmds [][][]byte) {
+func (a *AOF) Propagate(db int, cmds [][][]byte) {
 	if !a.enabled.Load() {
 		return
 	}
-	if len(cmds) == 1 && len(cmds[0]) > 0 && (eqFold(cmds[0][0], "publish") || eqFold(cmds[0][0], "spublish")) {
+	if len(cmds) == 1 && len(cmds[0]) > 0 && (equalFold(cmds[0][0], "publish") || equalFold(cmds[0][0], "spublish")) {
 		return // PUBLISH goes to replicas only
 	}
 	var buf []byte
@@ -179,20 +181,20 @@ func (a *aofState) Propagate(db int, cmds [][][]byte) {
 		return
 	}
 	if db != a.lastDB {
-		buf = appendCommand(buf, []byte("SELECT"), []byte(strconv.Itoa(db)))
+		buf = AppendCommand(buf, []byte("SELECT"), []byte(strconv.Itoa(db)))
 		a.lastDB = db
 	}
 	// Several commands form one atomic unit: wrap them in MULTI/EXEC
 	// unless they already are (EXEC propagates its own block).
-	multi := len(cmds) > 1 && !eqFold(cmds[0][0], "multi")
+	multi := len(cmds) > 1 && !equalFold(cmds[0][0], "multi")
 	if multi {
-		buf = appendCommand(buf, []byte("MULTI"))
+		buf = AppendCommand(buf, []byte("MULTI"))
 	}
 	for _, c := range cmds {
-		buf = appendCommand(buf, c...)
+		buf = AppendCommand(buf, c...)
 	}
 	if multi {
-		buf = appendCommand(buf, []byte("EXEC"))
+		buf = AppendCommand(buf, []byte("EXEC"))
 	}
 	f := a.file
 	n, err := f.Write(buf)
@@ -203,20 +205,20 @@ func (a *aofState) Propagate(db int, cmds [][][]byte) {
 	if err != nil {
 		msg := err.Error()
 		a.lastErr.Store(&msg)
-		a.srv.log.Warn("error writing to the AOF", "err", err)
+		a.p.log.Warn("error writing to the AOF", "err", err)
 		return
 	}
 	if a.lastErr.Load() != nil {
 		a.lastErr.Store(nil)
 	}
-	if a.srv.cfg.Get(DirAppendfsync) == "always" {
+	if a.p.h.Settings().AppendFsync == "always" {
 		a.syncTo(f, gen, pos)
 	}
 }
 
 // syncTo returns once the first pos bytes of file generation gen are
 // fsynced. Concurrent callers share fsyncs (group commit).
-func (a *aofState) syncTo(f *os.File, gen, pos int64) {
+func (a *AOF) syncTo(f *os.File, gen, pos int64) {
 	if a.gen.Load() == gen && a.synced.Load() >= pos {
 		return
 	}
@@ -236,14 +238,14 @@ func (a *aofState) syncTo(f *os.File, gen, pos int64) {
 	if err := f.Sync(); err != nil {
 		msg := err.Error()
 		a.lastErr.Store(&msg)
-		a.srv.log.Warn("AOF fsync failed", "err", err)
+		a.p.log.Warn("AOF fsync failed", "err", err)
 		return
 	}
 	a.synced.Store(upTo)
 }
 
 // appendCommand encodes a command as a RESP multibulk.
-func appendCommand(b []byte, args ...[]byte) []byte {
+func AppendCommand(b []byte, args ...[]byte) []byte {
 	b = append(b, '*')
 	b = strconv.AppendInt(b, int64(len(args)), 10)
 	b = append(b, '\r', '\n')
@@ -257,8 +259,9 @@ func appendCommand(b []byte, args ...[]byte) []byte {
 	return b
 }
 
-// fsyncNow fsyncs the current incr file (everysec, shutdown).
-func (a *aofState) fsyncNow() error {
+// FsyncNow fsyncs the current incr file (everysec, shutdown, DEBUG
+// LOADAOF).
+func (a *AOF) FsyncNow() error {
 	a.mu.Lock()
 	f, upTo, gen := a.file, a.written, a.gen.Load()
 	a.mu.Unlock()
@@ -281,8 +284,8 @@ func (a *aofState) fsyncNow() error {
 // start turns the AOF on at start-up when appendonly is yes: the dataset
 // was loaded from it (or is empty), and a fresh incr file takes new writes;
 // with no base yet, one is written first, as Redis does.
-func (a *aofState) start() error {
-	if !a.srv.cfg.Bool(DirAppendonly) {
+func (a *AOF) start() error {
+	if !a.p.h.Settings().AppendOnly {
 		return nil
 	}
 	if a.m.base == "" && len(a.m.incr) == 0 {
@@ -293,16 +296,16 @@ func (a *aofState) start() error {
 
 // openIncr opens the manifest's last incr file for appending, or a new
 // one (rotate), and enables propagation.
-func (a *aofState) openIncr(rotate bool) error {
+func (a *AOF) openIncr(rotate bool) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.openIncrLocked(rotate)
 }
 
-func (a *aofState) openIncrLocked(rotate bool) error {
+func (a *AOF) openIncrLocked(rotate bool) error {
 	dir := a.dir()
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("node: AOF directory: %w", err)
+		return fmt.Errorf("persist: AOF directory: %w", err)
 	}
 	m := a.m
 	if rotate || len(m.incr) == 0 {
@@ -310,14 +313,14 @@ func (a *aofState) openIncrLocked(rotate bool) error {
 		if n := len(m.incrSeq); n > 0 {
 			seq = m.incrSeq[n-1] + 1
 		}
-		name := fmt.Sprintf("%s.%d.incr.aof", a.srv.cfg.Get(DirAppendfilename), seq)
+		name := fmt.Sprintf("%s.%d.incr.aof", a.p.h.Settings().AppendFilename, seq)
 		m.incr = append(append([]string(nil), m.incr...), name)
 		m.incrSeq = append(append([]int(nil), m.incrSeq...), seq)
 	}
 	name := m.incr[len(m.incr)-1]
 	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fmt.Errorf("node: opening AOF %s: %w", name, err)
+		return fmt.Errorf("persist: opening AOF %s: %w", name, err)
 	}
 	st, _ := f.Stat()
 	if err := a.writeManifest(m); err != nil {
@@ -342,8 +345,8 @@ func (a *aofState) openIncrLocked(rotate bool) error {
 	return nil
 }
 
-// stop turns the AOF off (CONFIG SET appendonly no).
-func (a *aofState) stop() {
+// Stop turns the AOF off (CONFIG SET appendonly no, shutdown).
+func (a *AOF) Stop() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.enabled.Store(false)
@@ -355,30 +358,31 @@ func (a *aofState) stop() {
 }
 
 // cron fsyncs every second (everysec) and triggers automatic rewrites.
-func (a *aofState) cron(now time.Time) {
-	if a.rewriteSched.Load() && !a.rewriting.Load() && !a.srv.persist.bgInProgress.Load() {
+func (a *AOF) cron(now time.Time) {
+	if a.rewriteSched.Load() && !a.rewriting.Load() && !a.p.bgInProgress.Load() {
 		a.rewriteSched.Store(false)
 		go a.rewrite(false)
 	}
 	if !a.enabled.Load() {
 		return
 	}
-	if a.srv.cfg.Get(DirAppendfsync) == "everysec" && now.Sub(a.lastFsync) >= time.Second {
+	if a.p.h.Settings().AppendFsync == "everysec" && now.Sub(a.lastFsync) >= time.Second {
 		a.lastFsync = now
 		go func() {
-			if err := a.fsyncNow(); err != nil {
-				a.srv.log.Warn("AOF fsync failed", "err", err)
+			if err := a.FsyncNow(); err != nil {
+				a.p.log.Warn("AOF fsync failed", "err", err)
 			}
 		}()
 	}
-	perc := a.srv.cfg.Int(DirAutoAOFRewritePercentage)
-	if perc > 0 && !a.rewriting.Load() && !a.srv.persist.bgInProgress.Load() {
+	st := a.p.h.Settings()
+	perc := st.AutoAOFRewritePercentage
+	if perc > 0 && !a.rewriting.Load() && !a.p.bgInProgress.Load() {
 		a.mu.Lock()
 		cur := a.baseSize + a.incrSize
 		a.mu.Unlock()
 		base := max(a.rewriteBaseSize.Load(), 1)
-		if cur >= a.srv.cfg.Int(DirAutoAOFRewriteMinSize) && (cur*100/base)-100 >= perc {
-			a.srv.log.Info("starting automatic rewriting of AOF", "growth_percent", (cur*100/base)-100)
+		if cur >= st.AutoAOFRewriteMinSize && (cur*100/base)-100 >= perc {
+			a.p.log.Info("starting automatic rewriting of AOF", "growth_percent", (cur*100/base)-100)
 			go a.rewrite(false)
 		}
 	}
@@ -389,21 +393,21 @@ func (a *aofState) cron(now time.Time) {
 // rewrite writes a new base from a snapshot and makes a fresh incr file
 // take the writes from the snapshot's instant on; then the manifest drops
 // the old files. A rewrite that fails leaves the old files in place.
-func (a *aofState) rewrite(enable bool) error {
+func (a *AOF) rewrite(enable bool) error {
 	if !a.rewriting.CompareAndSwap(false, true) {
-		return errors.New("node: AOF rewrite already in progress")
+		return errors.New("persist: AOF rewrite already in progress")
 	}
 	return a.rewriteReserved(enable)
 }
 
 // rewriteReserved runs a rewrite the caller reserved by setting rewriting
 // (so INFO shows it in progress from the moment BGREWRITEAOF answers).
-func (a *aofState) rewriteReserved(enable bool) error {
+func (a *AOF) rewriteReserved(enable bool) error {
 	defer a.rewriting.Store(false)
 	start := time.Now()
 	a.rewriteStart.Store(start.UnixMilli())
-	s := a.srv
-	p := s.persist
+	p := a.p
+	st := p.h.Settings()
 	if a.m.base == "" && len(a.m.incr) == 0 {
 		// Switched on at run time: continue the sequence numbers of files
 		// left by an earlier run, which become history.
@@ -415,13 +419,13 @@ func (a *aofState) rewriteReserved(enable bool) error {
 	}
 	if err := os.MkdirAll(a.dir(), 0o755); err != nil {
 		a.lastRewriteOK.Store(false)
-		return fmt.Errorf("node: AOF directory: %w", err)
+		return fmt.Errorf("persist: AOF directory: %w", err)
 	}
 	// Cut: with every shard locked no write is in flight, so the snapshot
 	// and the switch to a new incr file happen at one instant.
-	s.LockAll()
+	p.h.LockAll()
 	a.writingBase.Store(true)
-	sn := p.openLocked()
+	sn := p.OpenLocked()
 	a.writingBase.Store(false)
 	a.mu.Lock()
 	var err error
@@ -436,23 +440,23 @@ func (a *aofState) rewriteReserved(enable bool) error {
 		newIncrSeq = a.m.incrSeq[len(a.m.incrSeq)-1:]
 	}
 	a.mu.Unlock()
-	s.UnlockAll()
+	p.h.UnlockAll()
 	if err != nil {
-		sn.close()
+		sn.Close()
 		a.lastRewriteOK.Store(false)
 		return err
 	}
 	baseSeq := a.m.baseSeq + 1
 	ext := "rdb"
-	if !s.cfg.Bool(DirAOFUseRDBPreamble) {
+	if !st.AOFUseRDBPreamble {
 		ext = "aof"
 	}
-	baseName := fmt.Sprintf("%s.%d.base.%s", s.cfg.Get(DirAppendfilename), baseSeq, ext)
+	baseName := fmt.Sprintf("%s.%d.base.%s", st.AppendFilename, baseSeq, ext)
 	basePath := filepath.Join(a.dir(), baseName)
 	tmp := filepath.Join(a.dir(), fmt.Sprintf("temp-rewriteaof-%d.aof", time.Now().UnixNano()))
-	autoSync := s.cfg.Bool(DirAOFRewriteIncrementalFsync)
+	autoSync := st.AOFRewriteIncrementalFsync
 	if ext == "rdb" {
-		err = writeFileSync(tmp, autoSync, sn.writeTo)
+		err = writeFileSync(tmp, autoSync, sn.Encode)
 	} else {
 		err = writeFileSync(tmp, autoSync, sn.writeCommands)
 	}
@@ -462,10 +466,10 @@ func (a *aofState) rewriteReserved(enable bool) error {
 	if err != nil {
 		os.Remove(tmp)
 		a.lastRewriteOK.Store(false)
-		s.log.Warn("AOF rewrite failed", "err", err)
-		return fmt.Errorf("node: AOF rewrite: %w", err)
+		a.p.log.Warn("AOF rewrite failed", "err", err)
+		return fmt.Errorf("persist: AOF rewrite: %w", err)
 	}
-	st, _ := os.Stat(basePath)
+	fi, _ := os.Stat(basePath)
 	a.mu.Lock()
 	old := a.m
 	m := manifest{base: baseName, baseSeq: baseSeq, incr: append([]string(nil), newIncr...), incrSeq: append([]int(nil), newIncrSeq...)}
@@ -476,8 +480,8 @@ func (a *aofState) rewriteReserved(enable bool) error {
 		return err
 	}
 	a.m = m
-	if st != nil {
-		a.baseSize = st.Size()
+	if fi != nil {
+		a.baseSize = fi.Size()
 	}
 	a.incrSize = a.written
 	a.rewriteBaseSize.Store(a.baseSize + a.incrSize)
@@ -491,7 +495,7 @@ func (a *aofState) rewriteReserved(enable bool) error {
 	a.lastRewriteOK.Store(true)
 	a.rewrites.Add(1)
 	a.lastRewriteSec.Store(int64(time.Since(start).Seconds()))
-	s.log.Info("background AOF rewrite finished successfully")
+	a.p.log.Info("background AOF rewrite finished successfully")
 	return nil
 }
 
@@ -505,16 +509,15 @@ func contains(list []string, s string) bool {
 }
 
 // writeCommands writes the snapshot as commands (aof-use-rdb-preamble no).
-func (sn *snapshot) writeCommands(w io.Writer) error {
-	if !sn.started.CompareAndSwap(false, true) {
-		return errors.New("node: snapshot expired before it was written")
+func (sn *Snapshot) writeCommands(w io.Writer) error {
+	if !sn.Claim() {
+		return errors.New("persist: snapshot expired before it was written")
 	}
-	defer sn.close()
-	s := sn.p.srv
+	defer sn.Close()
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var val rdb.Value
 	var b []byte
-	for i, db := range s.dbs {
+	for i, db := range sn.dbs {
 		selected := false
 		for j := range db.Shards {
 			err := sn.ForEachChunk(&db.Shards[j], func(buf *keyspace.SnapBuf) error {
@@ -523,16 +526,16 @@ func (sn *snapshot) writeCommands(w io.Writer) error {
 				for k := range buf.Len() {
 					buf.Entry(k, se)
 					if !selected {
-						b = appendCommand(b[:0], []byte("SELECT"), []byte(strconv.Itoa(i)))
+						b = AppendCommand(b[:0], []byte("SELECT"), []byte(strconv.Itoa(i)))
 						bw.Write(b)
 						selected = true
 					}
-					toRDBValue(se, &val)
+					ToRDBValue(se, &val)
 					key := sbytes(se.Key)
 					b = b[:0]
 					switch val.Kind {
 					case rdb.KindString:
-						b = appendCommand(b, []byte("SET"), key, val.Str)
+						b = AppendCommand(b, []byte("SET"), key, val.Str)
 					case rdb.KindList, rdb.KindSet:
 						name := "RPUSH"
 						if val.Kind == rdb.KindSet {
@@ -541,7 +544,7 @@ func (sn *snapshot) writeCommands(w io.Writer) error {
 						for x := 0; x < len(val.Elems); x += 64 {
 							args := [][]byte{[]byte(name), key}
 							args = append(args, val.Elems[x:min(x+64, len(val.Elems))]...)
-							b = appendCommand(b, args...)
+							b = AppendCommand(b, args...)
 						}
 					case rdb.KindZSet:
 						for x := 0; x < len(val.ZSet); x += 64 {
@@ -549,7 +552,7 @@ func (sn *snapshot) writeCommands(w io.Writer) error {
 							for _, m := range val.ZSet[x:min(x+64, len(val.ZSet))] {
 								args = append(args, []byte(strconv.FormatFloat(m.Score, 'g', 17, 64)), m.Member)
 							}
-							b = appendCommand(b, args...)
+							b = AppendCommand(b, args...)
 						}
 					case rdb.KindHash:
 						for x := 0; x < len(val.Hash); x += 64 {
@@ -557,11 +560,11 @@ func (sn *snapshot) writeCommands(w io.Writer) error {
 							for _, f := range val.Hash[x:min(x+64, len(val.Hash))] {
 								args = append(args, f.Field, f.Value)
 							}
-							b = appendCommand(b, args...)
+							b = AppendCommand(b, args...)
 						}
 					}
 					if se.Expire != 0 {
-						b = appendCommand(b, []byte("PEXPIREAT"), key, []byte(strconv.FormatInt(se.Expire, 10)))
+						b = AppendCommand(b, []byte("PEXPIREAT"), key, []byte(strconv.FormatInt(se.Expire, 10)))
 					}
 					if _, err := bw.Write(b); err != nil {
 						return err
@@ -577,268 +580,11 @@ func (sn *snapshot) writeCommands(w io.Writer) error {
 	return bw.Flush()
 }
 
-// ---- loading -----------------------------------------------------------
-
-// loadAtStartup replays the AOF directory. Without one, the node starts
-// empty (appendonly yes ignores dump.rdb, as Redis does).
-func (a *aofState) loadAtStartup() error {
-	s := a.srv
-	dir := a.dir()
-	data, err := os.ReadFile(filepath.Join(dir, a.manifestName()))
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("node: reading AOF manifest: %w", err)
-	}
-	m, err := parseManifest(data, a.manifestName())
-	if err != nil {
-		return err
-	}
-	s.loading.Store(true)
-	defer s.loading.Store(false)
-	start := time.Now()
-	files := m.incr
-	if m.base != "" {
-		files = append([]string{m.base}, files...)
-	}
-	var total int64
-	for i, name := range files {
-		last := i == len(files)-1
-		path := filepath.Join(dir, name)
-		st, err := os.Stat(path)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) && !(name == m.base) && i > 0 {
-				// Redis tolerates a missing empty last incr file.
-				if last {
-					continue
-				}
-			}
-			return fmt.Errorf("node: AOF file %s: %w", path, err)
-		}
-		if err := a.loadFile(path, last); err != nil {
-			return err
-		}
-		total += st.Size()
-		if name == m.base {
-			a.baseSize = st.Size()
-		}
-	}
-	a.m = m
-	a.incrSize = total - a.baseSize
-	a.rewriteBaseSize.Store(total)
-	s.log.Info("DB loaded from append only file", "files", len(files), "seconds", time.Since(start).Seconds())
-	return nil
-}
-
-// loadFile replays one AOF file (an RDB preamble and/or commands).
-func (a *aofState) loadFile(path string, last bool) error {
-	s := a.srv
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("node: AOF file %s: %w", path, err)
-	}
-	defer f.Close()
-	br := bufio.NewReaderSize(f, 1<<20)
-	var off int64
-	if head, _ := br.Peek(5); string(head) == "REDIS" {
-		d := rdb.NewDecoder(br)
-		s.LockAll()
-		_, err := d.Parse(s.rdbHandler())
-		s.UnlockAll()
-		if err != nil {
-			return fmt.Errorf("node: AOF file %s: RDB preamble: %w", path, err)
-		}
-		off = d.Offset()
-	}
-	rp := &aofReader{br: br, off: off}
-	c := newLoaderClient(s)
-	var multi [][][]byte
-	multiStart := int64(-1)
-	for {
-		start := rp.off
-		args, err := rp.next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			if errors.Is(err, errAOFTruncated) {
-				if multiStart >= 0 {
-					start = multiStart
-				}
-				return a.truncated(path, start, last)
-			}
-			return fmt.Errorf("node: Bad file format reading the append only file %s at offset %d: %w (use redis-check-aof --fix)", path, start, err)
-		}
-		if len(args) == 0 {
-			continue
-		}
-		switch {
-		case eqFold(args[0], "multi"):
-			multi = [][][]byte{}
-			multiStart = start
-			continue
-		case eqFold(args[0], "exec") && multi != nil:
-			for _, q := range multi {
-				if err := c.replay(q); err != nil {
-					return fmt.Errorf("node: AOF file %s at offset %d: %w", path, start, err)
-				}
-			}
-			multi, multiStart = nil, -1
-			continue
-		}
-		if multi != nil {
-			multi = append(multi, args)
-			continue
-		}
-		if err := c.replay(args); err != nil {
-			return fmt.Errorf("node: AOF file %s at offset %d: %w", path, start, err)
-		}
-	}
-	if multi != nil {
-		// A MULTI without EXEC at the end: a truncated transaction.
-		return a.truncated(path, multiStart, last)
-	}
-	return nil
-}
-
-// truncated handles a file that ends in the middle of a command: with
-// aof-load-truncated (and only for the last file) the partial command is
-// cut off and loading goes on, as Redis does; otherwise start-up stops.
-func (a *aofState) truncated(path string, validUpTo int64, last bool) error {
-	s := a.srv
-	if !last || !s.cfg.Bool(DirAOFLoadTruncated) {
-		return fmt.Errorf("node: unexpected end of file reading the append only file %s at offset %d; start with aof-load-truncated yes or fix it with redis-check-aof --fix", path, validUpTo)
-	}
-	s.log.Warn("!!! Warning: short read while loading the AOF file !!!", "file", path, "valid_bytes", validUpTo)
-	if err := os.Truncate(path, validUpTo); err != nil {
-		return fmt.Errorf("node: truncating %s to %d: %w", path, validUpTo, err)
-	}
-	s.log.Warn("AOF loaded anyway because aof-load-truncated is enabled", "file", path)
-	return nil
-}
-
-var errAOFTruncated = errors.New("truncated")
-
-// aofReader parses RESP multibulk commands, tracking the offset.
-type aofReader struct {
-	br  *bufio.Reader
-	off int64
-}
-
-func (r *aofReader) line() ([]byte, error) {
-	l, err := r.br.ReadSlice('\n')
-	r.off += int64(len(l))
-	if err != nil {
-		if err == io.EOF || err == io.ErrUnexpectedEOF {
-			return nil, errAOFTruncated
-		}
-		if err == bufio.ErrBufferFull {
-			return nil, errors.New("line too long")
-		}
-		return nil, err
-	}
-	if len(l) < 2 || l[len(l)-2] != '\r' {
-		return nil, errors.New("expected CRLF")
-	}
-	return l[:len(l)-2], nil
-}
-
-func (r *aofReader) next() ([][]byte, error) {
-	for {
-		b, err := r.br.Peek(1)
-		if err == io.EOF {
-			return nil, io.EOF
-		}
-		if err != nil {
-			return nil, err
-		}
-		if b[0] == '#' { // annotation (aof-timestamp-enabled)
-			if _, err := r.line(); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if b[0] != '*' {
-			return nil, fmt.Errorf("expected '*', got %q", b[0])
-		}
-		break
-	}
-	l, err := r.line()
-	if err != nil {
-		return nil, err
-	}
-	n, err := strconv.Atoi(string(l[1:]))
-	if err != nil || n < 1 || n > 1<<20 {
-		return nil, fmt.Errorf("invalid multibulk length %q", l)
-	}
-	args := make([][]byte, n)
-	for i := range args {
-		l, err := r.line()
-		if err != nil {
-			return nil, err
-		}
-		if len(l) == 0 || l[0] != '$' {
-			return nil, fmt.Errorf("expected '$', got %q", l)
-		}
-		sz, err := strconv.Atoi(string(l[1:]))
-		if err != nil || sz < 0 || sz > 512<<20 {
-			return nil, fmt.Errorf("invalid bulk length %q", l)
-		}
-		buf := make([]byte, sz+2)
-		m, err := io.ReadFull(r.br, buf)
-		r.off += int64(m)
-		if err != nil {
-			return nil, errAOFTruncated
-		}
-		if buf[sz] != '\r' || buf[sz+1] != '\n' {
-			return nil, errors.New("bulk not terminated by CRLF")
-		}
-		args[i] = buf[:sz]
-	}
-	return args, nil
-}
-
-// newLoaderClient returns a connection-less client that replays commands
-// (AOF loading, DEBUG RELOAD of an AOF).
-func newLoaderClient(s *Server) *Client {
-	c := &Client{srv: s, id: -1, proto: 2, done: make(chan struct{}), user: "default", created: time.Now()}
-	c.authed.Store(true)
-	return c
-}
-
-// replay runs one command from the AOF: no propagation, no statistics.
-func (c *Client) replay(args [][]byte) error {
-	cmd := c.srv.table.lookup(args[0])
-	if cmd == nil {
-		return fmt.Errorf("unknown command '%s' reading the append only file", truncArg(args[0]))
-	}
-	if cmd.subs != nil && len(args) >= 2 {
-		if sub := cmd.subs[strings.ToLower(string(args[1]))]; sub != nil {
-			cmd = sub
-		}
-	}
-	if !arityOK(cmd, len(args)) {
-		return fmt.Errorf("wrong number of arguments for '%s' reading the append only file", cmd.fullName())
-	}
-	c.now = time.Now().UnixMilli()
-	c.cmd = cmd
-	c.dirty = 0
-	c.propArgs = nil
-	c.lockFor(cmd, args)
-	if cmd.flags&flagWrite != 0 && c.srv.snapOpen() {
-		c.snapGuardKeys(cmd, args)
-	}
-	cmd.fn(c, args)
-	c.unlockHeld()
-	c.readyKeys = nil
-	c.out = c.out[:0]
-	return nil
-}
+func equalFold(a []byte, s string) bool { return strings.EqualFold(string(a), s) }
 
 // ---- INFO ----------------------------------------------------------------
 
-func (a *aofState) info(b *strings.Builder) {
+func (a *AOF) info(b *strings.Builder) {
 	on := a.enabled.Load()
 	cur := int64(-1)
 	if a.rewriting.Load() {
@@ -874,52 +620,60 @@ func (a *aofState) info(b *strings.Builder) {
 	}
 }
 
-// ---- commands and config -------------------------------------------------
+// Enabled reports whether writes are appended (appendonly yes, running).
+func (a *AOF) Enabled() bool { return a.enabled.Load() }
 
-// BGREWRITEAOF
-func cmdBgRewriteAOF(c *Client, args [][]byte) {
-	p := c.srv.persist
-	a := p.aof
-	if a.rewriting.Load() {
-		c.addError("ERR Background append only file rewriting already in progress")
-		return
+// Rewriting reports whether a rewrite is running.
+func (a *AOF) Rewriting() bool { return a.rewriting.Load() }
+
+// Rewrites counts the rewrites done.
+func (a *AOF) Rewrites() int64 { return a.rewrites.Load() }
+
+// LastWriteError is the error of the last failed append, or "" once an
+// append succeeded again (Redis's MISCONF).
+func (a *AOF) LastWriteError() string {
+	if e := a.lastErr.Load(); e != nil {
+		return *e
 	}
-	if p.bgInProgress.Load() {
+	return ""
+}
+
+// BackgroundRewrite is BGREWRITEAOF: it starts a rewrite, schedules one
+// while a BGSAVE runs, or reports that one is running; the reply is
+// Redis's status text or error.
+func (a *AOF) BackgroundRewrite() (status string, errText string) {
+	if a.rewriting.Load() {
+		return "", "ERR Background append only file rewriting already in progress"
+	}
+	if a.p.bgInProgress.Load() {
 		a.rewriteSched.Store(true)
-		c.addSimple("Background append only file rewriting scheduled")
-		return
+		return "Background append only file rewriting scheduled", ""
 	}
 	if !a.rewriting.CompareAndSwap(false, true) {
-		c.addError("ERR Background append only file rewriting already in progress")
-		return
+		return "", "ERR Background append only file rewriting already in progress"
 	}
 	go func() {
 		if err := a.rewriteReserved(false); err != nil {
-			c.srv.log.Warn("BGREWRITEAOF failed", "err", err)
+			a.p.log.Warn("BGREWRITEAOF failed", "err", err)
 		}
 	}()
-	c.addSimple("Background append only file rewriting started")
+	return "Background append only file rewriting started", ""
 }
 
-func init() {
-	configDefs["appendonly"].apply = func(s *Server, v string) {
-		p := s.persist
-		if p == nil {
-			return
-		}
-		if v == "yes" && !p.aof.enabled.Load() {
-			// As Redis: switching the AOF on writes a base from the
-			// current dataset, then appends.
-			go func() {
-				for p.aof.rewriting.Load() {
-					time.Sleep(10 * time.Millisecond)
-				}
-				if err := p.aof.rewrite(true); err != nil {
-					s.log.Warn("enabling the AOF failed", "err", err)
-				}
-			}()
-		} else if v == "no" {
-			p.aof.stop()
-		}
+// SetAppendOnly applies CONFIG SET appendonly: switching the AOF on
+// writes a base from the current dataset, then appends (as Redis);
+// switching it off stops appending.
+func (a *AOF) SetAppendOnly(on bool) {
+	if on && !a.enabled.Load() {
+		go func() {
+			for a.rewriting.Load() {
+				time.Sleep(10 * time.Millisecond)
+			}
+			if err := a.rewrite(true); err != nil {
+				a.p.log.Warn("enabling the AOF failed", "err", err)
+			}
+		}()
+	} else if !on {
+		a.Stop()
 	}
 }

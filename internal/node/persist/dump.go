@@ -1,0 +1,54 @@
+package persist
+
+// DUMP and RESTORE payloads: a key's value in RDB encoding with the RDB
+// version and a CRC64 (internal/rdb's Dump and Undump), converted from and
+// to keyspace entries. RESTORE payloads are untrusted input: the decoder
+// checks them (FuzzUndump in internal/rdb) and FillEntry refuses empty
+// collections.
+
+import (
+	"errors"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
+	"github.com/shardis/shardis/internal/rdb"
+)
+
+// ErrBadFormat is a RESTORE payload whose checksum is right but whose
+// value does not decode (Redis's "Bad data format").
+var ErrBadFormat = errors.New("persist: bad data format")
+
+// EntryValue converts a live entry (its shard locked) to an rdb.Value;
+// the value's slices alias the entry's and must be used under the lock.
+func EntryValue(e *keyspace.Entry) *rdb.Value {
+	se := keyspace.SnapEntry{Key: e.Key, Str: e.Str, Expire: e.Expire}
+	if tv, ok := e.Obj.(value.Value); ok {
+		se.Obj = tv
+	}
+	v := &rdb.Value{}
+	ToRDBValue(&se, v)
+	return v
+}
+
+// Dump is DUMP's payload of a live entry (its shard locked).
+func Dump(e *keyspace.Entry, compress bool, lim Limits) []byte {
+	return rdb.Dump(EntryValue(e), compress, lim.RDB())
+}
+
+// Restore decodes a RESTORE payload into a new entry (no expiry, no LRU
+// set). A payload whose version or checksum is wrong gives an error that
+// is rdb.ErrBadPayload; one that does not decode, ErrBadFormat.
+func Restore(payload []byte, lim Limits) (*keyspace.Entry, error) {
+	v, err := rdb.Undump(payload)
+	if err != nil {
+		if errors.Is(err, rdb.ErrBadPayload) {
+			return nil, err
+		}
+		return nil, errors.Join(ErrBadFormat, err)
+	}
+	e := &keyspace.Entry{}
+	if err := FillEntry(e, v, lim); err != nil {
+		return nil, errors.Join(ErrBadFormat, err)
+	}
+	return e, nil
+}
