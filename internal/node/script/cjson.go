@@ -12,16 +12,16 @@ import (
 // cjsonConfig is the cjson library's settings (they last as long as the
 // Lua state, as in lua-cjson).
 type cjsonConfig struct {
-	sparseConvert   bool
-	sparseRatio     int
-	sparseSafe      int
-	encodeMaxDepth  int
-	decodeMaxDepth  int
-	precision       int
-	encodeInvalid   int // 0 off, 1 on, 2 null
-	decodeInvalid   bool
-	keepBuffer      bool
-	null            *lua.LUserData
+	sparseConvert  bool
+	sparseRatio    int
+	sparseSafe     int
+	encodeMaxDepth int
+	decodeMaxDepth int
+	precision      int
+	encodeInvalid  int // 0 off, 1 on, 2 null
+	decodeInvalid  bool
+	keepBuffer     bool
+	null           *lua.LUserData
 }
 
 // openCjson returns the cjson library: encode, decode and lua-cjson's

@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	lua "github.com/yuin/gopher-lua"
 	"github.com/shardis/shardis/internal/resp"
+	lua "github.com/yuin/gopher-lua"
 )
 
 // parseReply converts one RESP2/RESP3 reply at the start of b to a Lua

@@ -227,13 +227,13 @@ func TestFunctions(t *testing.T) {
 		t.Fatalf("func dup: %v", err)
 	}
 	for body, want := range map[string]string{
-		"#!lua name=x\nredis.call('ping')":              "attempted to access nonexistent global variable 'call'",
-		"#!lua name=x\nlocal a = math.floor(1)":         "attempted to access nonexistent global variable 'math'",
-		"#!lua name=x\nreturn 1":                        "ERR No functions registered",
-		"#!lua name=x\nwhile true do end":               "FUNCTION LOAD timeout",
-		"#!lua name=x\nredis.register_function('f')":    "only applicable to Lua table",
-		"#!lua name=x\nredis.register_function()":       "wrong number of arguments to redis.register_function",
-		"#!lua name=b-d\nredis.register_function('f')":  "Library names can only contain",
+		"#!lua name=x\nredis.call('ping')":               "attempted to access nonexistent global variable 'call'",
+		"#!lua name=x\nlocal a = math.floor(1)":          "attempted to access nonexistent global variable 'math'",
+		"#!lua name=x\nreturn 1":                         "ERR No functions registered",
+		"#!lua name=x\nwhile true do end":                "FUNCTION LOAD timeout",
+		"#!lua name=x\nredis.register_function('f')":     "only applicable to Lua table",
+		"#!lua name=x\nredis.register_function()":        "wrong number of arguments to redis.register_function",
+		"#!lua name=b-d\nredis.register_function('f')":   "Library names can only contain",
 		"#!bad_engine name=x\nredis.register_function()": "Engine 'bad_engine' not found",
 	} {
 		_, err := e.FunctionLoad([]byte(body), false, true)

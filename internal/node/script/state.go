@@ -2,8 +2,8 @@ package script
 
 import (
 	"context"
-	"math"
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 
