@@ -13,7 +13,8 @@ var commandFamilies = []func(t *commandTable){
 	registerExpireCommands,
 	registerBitopsCommands,
 	registerServerCommands,
-	registerFunctionStubCommands, // after registerServerCommands (FUNCTION)
+	registerFunctionCommands, // after registerServerCommands (FUNCTION)
+	registerScriptingCommands,
 	registerZSetCommands,
 	registerHashCommands,
 	registerSetCommands,
