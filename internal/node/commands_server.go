@@ -88,7 +88,6 @@ func cmdFlushDB(c *Client, args [][]byte) {
 // DBSIZE
 func cmdDBSize(c *Client, args [][]byte) { c.addInt(c.curDB().Size()) }
 
-
 // CONFIG GET parameter [parameter ...]: a name without glob characters is
 // looked up exactly (hidden directives included); a pattern matches every
 // name and alias (each its own entry), hidden directives excepted.
