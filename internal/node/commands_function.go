@@ -79,7 +79,11 @@ func cmdFunctionDelete(c *Client, args [][]byte) {
 
 // FUNCTION FLUSH [ASYNC|SYNC]
 func cmdFunctionFlush(c *Client, args [][]byte) {
-	if len(args) > 3 || len(args) == 3 && !eqFold(args[2], "sync") && !eqFold(args[2], "async") {
+	if len(args) > 3 {
+		c.addError("ERR unknown subcommand or wrong number of arguments for 'flush'. Try FUNCTION HELP.")
+		return
+	}
+	if len(args) == 3 && !eqFold(args[2], "sync") && !eqFold(args[2], "async") {
 		c.addError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
 		return
 	}

@@ -268,7 +268,16 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 	cancel()
 	if len(out) > 0 && out[0] == '-' {
 		msg := strings.TrimRight(string(out[1:]), "\r\n")
-		c.addError(msg)
+		if run.NoErrorStats {
+			// Counted when the command was refused: the script only
+			// fails.
+			c.errReplies++
+			if c.replying() {
+				c.out = append(c.out, out...)
+			}
+		} else {
+			c.addError(msg)
+		}
 	} else if c.replying() {
 		c.out = append(c.out, out...)
 	}
@@ -352,8 +361,26 @@ func (h *scriptHost) SetRepl(flags int) { h.repl = flags }
 
 // Call runs one command of the script, Redis's scriptCall: the checks of
 // a command called from a script, then the command on the script's client
-// with every lock already held.
+// with every lock already held. A refused command counts in the error
+// statistics and in its rejected_calls, as Redis's afterErrorReply.
 func (h *scriptHost) Call(args [][]byte, proto int, out []byte) ([]byte, string) {
+	reply, refusal, cmd := h.call(args, proto, out)
+	if refusal != "" {
+		msg := refusal
+		if strings.HasPrefix(msg, "-") {
+			msg = msg[1:]
+		} else {
+			msg = "ERR " + msg
+		}
+		h.c.srv.stats.countError(msg)
+		if cmd != nil {
+			cmd.stats.rejected.Add(1)
+		}
+	}
+	return reply, refusal
+}
+
+func (h *scriptHost) call(args [][]byte, proto int, out []byte) ([]byte, string, *command) {
 	c := h.c
 	s := c.srv
 	cmd := s.table.lookup(args[0])
@@ -363,36 +390,36 @@ func (h *scriptHost) Call(args [][]byte, proto int, out []byte) ([]byte, string)
 		}
 	}
 	if cmd == nil {
-		return nil, "Unknown Redis command called from script"
+		return nil, "Unknown Redis command called from script", nil
 	}
 	if !arityOK(cmd, len(args)) {
-		return nil, "Wrong number of args calling Redis command from script"
+		return nil, "Wrong number of args calling Redis command from script", cmd
 	}
 	if cmd.flags&flagNoScript != 0 {
-		return nil, "This Redis command is not allowed from script"
+		return nil, "This Redis command is not allowed from script", cmd
 	}
 	fromMaster := c.hasFlag(clientMaster)
 	if s.replicaMode.Load() && !s.cfg.Bool(DirReplicaServeStaleData) && s.masterLinkUp != nil && !s.masterLinkUp() && cmd.flags&flagStale == 0 {
-		return nil, "Can not execute the command on a stale replica"
+		return nil, "Can not execute the command on a stale replica", cmd
 	}
 	isWrite := cmd.flags&flagWrite != 0
 	if h.ro && cmd.flags&(flagWrite|flagMayReplicate) != 0 {
-		return nil, "Write commands are not allowed from read-only scripts."
+		return nil, "Write commands are not allowed from read-only scripts.", cmd
 	}
 	if isWrite && !h.rs.wrote.Load() && !fromMaster {
 		if msg := s.writeRefused(); msg != "" {
-			return nil, "-" + msg
+			return nil, "-" + msg, cmd
 		}
 	}
 	if !h.allowOOM && !fromMaster && !h.rs.wrote.Load() && h.oomAtStart && cmd.flags&flagDenyOOM != 0 {
-		return nil, "-" + errOOM
+		return nil, "-" + errOOM, cmd
 	}
 	if isWrite {
 		h.rs.wrote.Store(true)
 	}
 	if s.cluster != nil && !fromMaster {
 		if msg := h.clusterCheck(cmd, args); msg != "" {
-			return nil, msg
+			return nil, msg, cmd
 		}
 	}
 	// Locks: the database the command runs in, or all of them.
@@ -418,7 +445,7 @@ func (h *scriptHost) Call(args [][]byte, proto int, out []byte) ([]byte, string)
 			h.propDB = db
 		}
 	}
-	return reply, ""
+	return reply, "", cmd
 }
 
 // clusterCheck is scriptVerifyClusterState: every key of the command in
@@ -485,7 +512,11 @@ func cmdScriptExists(c *Client, args [][]byte) {
 
 // SCRIPT FLUSH [ASYNC|SYNC]
 func cmdScriptFlush(c *Client, args [][]byte) {
-	if len(args) > 3 || len(args) == 3 && !eqFold(args[2], "sync") && !eqFold(args[2], "async") {
+	if len(args) > 3 {
+		c.addError("ERR unknown subcommand or wrong number of arguments for 'flush'. Try SCRIPT HELP.")
+		return
+	}
+	if len(args) == 3 && !eqFold(args[2], "sync") && !eqFold(args[2], "async") {
 		c.addError("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
 		return
 	}

@@ -103,8 +103,8 @@ func libMeta(code []byte) (engine, name string, body []byte, err *Error) {
 	if end < 0 {
 		return "", "", nil, &Error{"ERR Invalid library metadata"}
 	}
-	parts := strings.Fields(string(code[:end]))
-	if len(parts) == 0 {
+	parts, ok := splitArgs(code[:end])
+	if !ok || len(parts) == 0 {
 		return "", "", nil, &Error{"ERR Invalid library metadata"}
 	}
 	engine = parts[0][2:]
@@ -315,7 +315,7 @@ func (e *Engine) FunctionLoad(code []byte, replace bool, timeout bool) (string, 
 		return "", errf("ERR Library '%s' already exists", lib.Name)
 	}
 	for _, f := range lib.Functions {
-		if g := fe.funcs[f.Name]; g != nil && g.Lib != old {
+		if g := fe.funcs[strings.ToLower(f.Name)]; g != nil && g.Lib != old {
 			return "", errf("ERR Function %s already exists", f.Name)
 		}
 	}
@@ -326,12 +326,12 @@ func (e *Engine) FunctionLoad(code []byte, replace bool, timeout bool) (string, 
 func (fe *fnEngine) install(lib, old *Library) {
 	if old != nil {
 		for _, f := range old.Functions {
-			delete(fe.funcs, f.Name)
+			delete(fe.funcs, strings.ToLower(f.Name))
 		}
 	}
 	fe.libs[lib.Name] = lib
 	for _, f := range lib.Functions {
-		fe.funcs[f.Name] = f
+		fe.funcs[strings.ToLower(f.Name)] = f
 	}
 }
 
@@ -345,7 +345,7 @@ func (e *Engine) FunctionDelete(name string) *Error {
 		return &Error{"ERR Library not found"}
 	}
 	for _, f := range lib.Functions {
-		delete(fe.funcs, f.Name)
+		delete(fe.funcs, strings.ToLower(f.Name))
 	}
 	delete(fe.libs, name)
 	return nil
@@ -366,7 +366,7 @@ func (e *Engine) Function(name string) *Function {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.fn.funcs[name]
+	return e.fn.funcs[strings.ToLower(name)]
 }
 
 // Libraries returns the libraries sorted by name.
@@ -436,10 +436,10 @@ func (e *Engine) FunctionRestore(codes [][]byte, policy RestorePolicy) *Error {
 	funcs := make(map[string]*Function)
 	for _, l := range libsAfter {
 		for _, f := range l.Functions {
-			if g := funcs[f.Name]; g != nil {
+			if g := funcs[strings.ToLower(f.Name)]; g != nil {
 				return errf("ERR Function %s already exists", f.Name)
 			}
-			funcs[f.Name] = f
+			funcs[strings.ToLower(f.Name)] = f
 		}
 	}
 	fe.libs, fe.funcs = libsAfter, funcs

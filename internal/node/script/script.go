@@ -22,6 +22,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/shardis/shardis/internal/resp"
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/parse"
 )
@@ -132,8 +133,8 @@ func ParseShebang(body []byte) (Flags, int, *Error) {
 	if end < 0 {
 		return 0, 0, &Error{"ERR Invalid script shebang"}
 	}
-	parts := strings.Fields(string(body[:end]))
-	if len(parts) == 0 {
+	parts, ok := splitArgs(body[:end])
+	if !ok || len(parts) == 0 {
 		return 0, 0, &Error{"ERR Invalid engine in script shebang"}
 	}
 	if parts[0] != "#!lua" {
@@ -274,6 +275,9 @@ type Run struct {
 	// Killed reports a kill to the caller; it is set when the run ended
 	// because Ctx was cancelled.
 	Killed bool
+	// NoErrorStats is set when the run's error reply repeats an error
+	// already counted in the error statistics (a refused command's).
+	NoErrorStats bool
 }
 
 // killedText is the error a killed script ends with.
@@ -320,3 +324,17 @@ func (r *lrand48) next() int32 {
 // SeedRandom seeds math.random (the caller passes a random seed at start,
 // so scripts see random numbers, as in Redis 7.0).
 func (e *Engine) SeedRandom(v int32) { e.rand.seed(v) }
+
+// splitArgs splits a shebang line as Redis's sdssplitargs (quotes and
+// escapes).
+func splitArgs(line []byte) ([]string, bool) {
+	args, ok := resp.SplitArgs(line)
+	if !ok {
+		return nil, false
+	}
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = string(a)
+	}
+	return out, true
+}

@@ -295,6 +295,9 @@ func (st *state) call(fn *lua.LFunction, run *Run, args []lua.LValue, out []byte
 	} else {
 		v := L.Get(-1)
 		L.SetTop(0)
+		if t, ok := v.(*lua.LTable); ok && t.RawGetString("ignore_error_stats_update") == lua.LTrue {
+			run.NoErrorStats = true
+		}
 		out = st.toRESP(out, v, run.Proto, 0)
 	}
 	st.run = nil
@@ -317,6 +320,9 @@ func (st *state) errorText(err error, run *Run) string {
 	t, ok := ae.Object.(*lua.LTable)
 	if !ok {
 		return "ERR " + ae.Object.String()
+	}
+	if t.RawGetString("ignore_error_stats_update") == lua.LTrue {
+		run.NoErrorStats = true
 	}
 	msg, _ := t.RawGetString("err").(lua.LString)
 	s := string(msg)
@@ -378,13 +384,13 @@ func (st *state) mathRandom(L *lua.LState) int {
 	case 0:
 		L.Push(lua.LNumber(r))
 	case 1:
-		u := L.CheckInt(1)
+		u := checkInt(L, 1)
 		if u < 1 {
 			L.ArgError(1, "interval is empty")
 		}
 		L.Push(lua.LNumber(math.Floor(r*float64(u)) + 1))
 	case 2:
-		l, u := L.CheckInt(1), L.CheckInt(2)
+		l, u := checkInt(L, 1), checkInt(L, 2)
 		if l > u {
 			L.ArgError(2, "interval is empty")
 		}
@@ -399,6 +405,20 @@ func (st *state) mathRandomSeed(L *lua.LState) int {
 	if st.run == nil {
 		L.RaiseError("math.randomseed can only be called inside a script invocation")
 	}
-	st.e.rand.seed(int32(L.CheckInt(1)))
+	st.e.rand.seed(int32(checkInt(L, 1)))
+	return 0
+}
+
+// checkInt is luaL_checkint: a number, or a string that converts to one.
+func checkInt(L *lua.LState, i int) int {
+	switch v := L.Get(i).(type) {
+	case lua.LNumber:
+		return int(v)
+	case lua.LString:
+		if f, err := strconv.ParseFloat(strings.TrimSpace(string(v)), 64); err == nil {
+			return int(f)
+		}
+	}
+	L.TypeError(i, lua.LTNumber)
 	return 0
 }
