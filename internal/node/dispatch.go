@@ -115,7 +115,12 @@ func (c *Client) executeCmd(args [][]byte, cmd *command) {
 		return
 	}
 	if msg := s.busyReply(c, cmd); msg != "" {
-		c.reject(cmd, msg) // a script runs past busy-reply-threshold
+		// A script runs past busy-reply-threshold.
+		if cmd.name == "exec" && c.hasFlag(clientMulti) {
+			c.discardTransaction()
+			msg = "EXECABORT Transaction discarded because of: " + msg
+		}
+		c.reject(cmd, msg)
 		return
 	}
 	if s.cluster != nil && !c.hasFlag(clientMaster) && hasKeySpecs(cmd) {
