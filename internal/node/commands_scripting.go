@@ -219,6 +219,10 @@ func (c *Client) scriptRefused(flags script.Flags, ro bool) string {
 // the reply, and the propagation of its effects as one MULTI/EXEC block.
 func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args [][]byte, numkeys int, exec func(*script.Run, []byte) []byte) {
 	s := c.srv
+	if s.monitor.active() {
+		// Shown before the commands it runs, as Redis's evalCommand.
+		s.monitor.feed(c, args)
+	}
 	if msg := c.scriptRefused(flags, ro); msg != "" {
 		c.addError(msg)
 		return
@@ -260,9 +264,9 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 		c.execProp = nil
 	}
 	h.propDB = c.db
-	c.inExec = true
+	c.inExec, c.inScript = true, true
 	out := exec(run, nil)
-	c.inExec = outerExec
+	c.inExec, c.inScript = outerExec, false
 	c.db, c.cmd = savedDB, savedCmd
 	s.scripting.running.Store(nil)
 	cancel()
