@@ -2,6 +2,8 @@ package node
 
 import (
 	"errors"
+	"fmt"
+	"io"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/script"
@@ -13,7 +15,7 @@ import (
 // add-node copies a cluster's functions to a new node with FUNCTION DUMP
 // and FUNCTION RESTORE.
 func registerFunctionCommands(t *commandTable) {
-	w := flagWrite | flagNoScript | flagLockScript
+	w := flagWrite | flagNoScript
 	t.addSub("function", &command{name: "load", arity: -3, flags: w | flagDenyOOM, fn: cmdFunctionLoad, since: "7.0.0"})
 	t.addSub("function", &command{name: "delete", arity: 3, flags: w, fn: cmdFunctionDelete, since: "7.0.0"})
 	t.addSub("function", &command{name: "flush", arity: -2, flags: w, fn: cmdFunctionFlush, since: "7.0.0"})
@@ -23,18 +25,6 @@ func registerFunctionCommands(t *commandTable) {
 	t.addSub("function", &command{name: "stats", arity: 2, flags: flagNoScript | flagAllowBusy, fn: cmdFunctionStats, since: "7.0.0"})
 	t.addSub("function", &command{name: "kill", arity: 2, flags: flagNoScript | flagAllowBusy, fn: cmdFunctionKill, since: "7.0.0"})
 	t.addSub("function", &command{name: "help", arity: 2, flags: flagLoading | flagStale, fn: cmdFunctionHelp, since: "7.0.0"})
-}
-
-// withGate runs fn holding the scripting gate (the function library's Lua
-// state is used only under it); inside EXEC the block holds it already.
-func (c *Client) withGate(fn func()) {
-	if c.inExec {
-		fn()
-		return
-	}
-	c.srv.scripting.gate.Lock()
-	defer c.srv.scripting.gate.Unlock()
-	fn()
 }
 
 // FUNCTION LOAD [REPLACE] function-code
@@ -54,9 +44,7 @@ func cmdFunctionLoad(c *Client, args [][]byte) {
 	}
 	var name string
 	var err *script.Error
-	c.withGate(func() {
-		name, err = c.srv.scriptEngine().FunctionLoad(args[i], replace, !c.hasFlag(clientMaster))
-	})
+	name, err = c.srv.scriptEngine().FunctionLoad(args[i], replace, !c.hasFlag(clientMaster))
 	if err != nil {
 		c.addError(err.Msg)
 		return
@@ -68,7 +56,7 @@ func cmdFunctionLoad(c *Client, args [][]byte) {
 // FUNCTION DELETE library-name
 func cmdFunctionDelete(c *Client, args [][]byte) {
 	var err *script.Error
-	c.withGate(func() { err = c.srv.scriptEngine().FunctionDelete(string(args[2])) })
+	err = c.srv.scriptEngine().FunctionDelete(string(args[2]))
 	if err != nil {
 		c.addError(err.Msg)
 		return
@@ -87,7 +75,7 @@ func cmdFunctionFlush(c *Client, args [][]byte) {
 		c.addError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
 		return
 	}
-	c.withGate(func() { c.srv.scriptEngine().FunctionFlush() })
+	c.srv.scriptEngine().FunctionFlush()
 	c.markDirty(1)
 	c.addOK()
 }
@@ -138,7 +126,7 @@ func cmdFunctionRestore(c *Client, args [][]byte) {
 		return
 	}
 	var serr *script.Error
-	c.withGate(func() { serr = c.srv.scriptEngine().FunctionRestore(codes, policy) })
+	serr = c.srv.scriptEngine().FunctionRestore(codes, policy)
 	if serr != nil {
 		c.addError(serr.Msg)
 		return
@@ -307,4 +295,31 @@ func (c *Client) fcallGeneric(args [][]byte, ro bool) {
 		}
 		return eng.CallFunction(f, run, out)
 	})
+}
+
+// rdbSaveFunctions writes the function libraries to an RDB stream, before
+// the databases, as Redis 7.0 saves them.
+func (s *Server) rdbSaveFunctions(enc *rdb.Encoder) {
+	for _, code := range s.functionCodes() {
+		enc.Function(code)
+	}
+}
+
+// rdbLoadFunction loads one library read from an RDB file (ours or
+// redis-server's); a library of the same name is replaced.
+func (s *Server) rdbLoadFunction(code []byte) error {
+	if _, err := s.scriptEngine().FunctionLoad(code, true, false); err != nil {
+		return fmt.Errorf("node: loading a function library from the RDB file: %s", err.Msg)
+	}
+	return nil
+}
+
+// aofWriteFunctions writes a FUNCTION LOAD per library to a rewritten
+// AOF in command form, as Redis's rewriteFunctions; b is a reused buffer.
+func (s *Server) aofWriteFunctions(w io.Writer, b []byte) []byte {
+	for _, code := range s.functionCodes() {
+		b = appendCommand(b[:0], []byte("FUNCTION"), []byte("LOAD"), code)
+		w.Write(b)
+	}
+	return b
 }

@@ -514,6 +514,7 @@ func (sn *snapshot) writeCommands(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var val rdb.Value
 	var b []byte
+	b = s.aofWriteFunctions(bw, b) // commands_function.go
 	for i, db := range s.dbs {
 		selected := false
 		for j := range db.Shards {

@@ -168,6 +168,7 @@ func (sn *snapshot) writeTo(w io.Writer) error {
 	for _, a := range sn.aux {
 		enc.Aux(a[0], a[1])
 	}
+	s.rdbSaveFunctions(enc) // commands_function.go
 	var val rdb.Value
 	pace := sn.newPacer()
 	keyDelay := s.cfg.Int(DirRDBKeySaveDelay)
@@ -310,10 +311,7 @@ func (s *Server) rdbHandlerInto(dbs []*keyspace.DB) rdb.Handler {
 			}
 			return nil
 		},
-		Function: func(code []byte) error {
-			s.log.Warn("RDB holds a function library; functions are not supported and it was skipped", "bytes", len(code))
-			return nil
-		},
+		Function: s.rdbLoadFunction, // commands_function.go
 		Key: func(en *rdb.Entry) error {
 			if master && en.ExpireMs != 0 && en.ExpireMs < now {
 				// Expired keys are dropped on masters, as Redis does (at

@@ -22,6 +22,7 @@ type Library struct {
 	Code []byte
 	// Functions are the library's functions in registration order.
 	Functions []*Function
+	st        *state
 }
 
 // Function is one function of a library.
@@ -37,13 +38,12 @@ type Function struct {
 	fn  *lua.LFunction
 }
 
-// fnEngine holds the libraries and the Lua state they were loaded into.
+// fnEngine holds the libraries. Each library has its own Lua state, so
+// loading, replacing or flushing libraries never touches a state a running
+// function uses.
 type fnEngine struct {
-	st    *state
 	libs  map[string]*Library
-	funcs map[string]*Function
-	// loadAPI is the global table a library's code sees while it loads.
-	loadAPI *lua.LTable
+	funcs map[string]*Function // by lower-case name: FCALL ignores case
 }
 
 // loadCtx is a FUNCTION LOAD in progress.
@@ -53,21 +53,26 @@ type loadCtx struct {
 
 func (e *Engine) functions() *fnEngine {
 	if e.fn == nil {
-		st := newState(e, true)
-		fe := &fnEngine{st: st, libs: make(map[string]*Library), funcs: make(map[string]*Function)}
-		L := st.L
-		api := L.NewTable()
-		api.RawSetString("register_function", L.NewFunction(st.registerFunction))
-		registerLog(st, api)
-		registerVersion(api)
-		api.Metatable = errorMetatable(L)
-		globals := L.NewTable()
-		globals.RawSetString("redis", st.protect(api))
-		globals.Metatable = errorMetatable(L)
-		fe.loadAPI = globals
-		e.fn = fe
+		e.fn = &fnEngine{libs: make(map[string]*Library), funcs: make(map[string]*Function)}
 	}
 	return e.fn
+}
+
+// newLibraryState returns a state for one library and the global table
+// its code sees while it loads: only redis.register_function, redis.log
+// and the version, as Redis's load-time API.
+func (e *Engine) newLibraryState() (*state, *lua.LTable) {
+	st := newState(e, true)
+	L := st.L
+	api := L.NewTable()
+	api.RawSetString("register_function", L.NewFunction(st.registerFunction))
+	registerLog(st, api)
+	registerVersion(api)
+	api.Metatable = errorMetatable(L)
+	globals := L.NewTable()
+	globals.RawSetString("redis", st.protect(api))
+	globals.Metatable = errorMetatable(L)
+	return st, globals
 }
 
 func errorMetatable(L *lua.LState) *lua.LTable {
@@ -138,17 +143,16 @@ func (e *Engine) compileLibrary(code []byte, timeout time.Duration) (*Library, *
 	if !strings.EqualFold(engine, "lua") {
 		return nil, errf("ERR Engine '%s' not found", engine)
 	}
-	fe := e.functions()
-	st := fe.st
+	st, loadAPI := e.newLibraryState()
 	L := st.L
 	proto, err := compile(body, "user_function")
 	if err != nil {
 		return nil, errf("ERR Error compiling function: %s", compileErrText(err))
 	}
-	lib := &Library{Name: name, Code: bytes.Clone(code)}
+	lib := &Library{Name: name, Code: bytes.Clone(code), st: st}
 	fn := L.NewFunctionFromProto(proto)
 	fn.Env = st.env
-	st.envMeta.RawSetString("__index", fe.loadAPI)
+	st.envMeta.RawSetString("__index", loadAPI)
 	st.load = &loadCtx{lib: lib}
 	var cancel context.CancelFunc
 	if timeout > 0 {
@@ -309,7 +313,7 @@ func (e *Engine) FunctionLoad(code []byte, replace bool, timeout bool) (string, 
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	fe := e.fn
+	fe := e.functions()
 	old := fe.libs[lib.Name]
 	if old != nil && !replace {
 		return "", errf("ERR Library '%s' already exists", lib.Name)
@@ -337,9 +341,9 @@ func (fe *fnEngine) install(lib, old *Library) {
 
 // FunctionDelete removes a library (FUNCTION DELETE).
 func (e *Engine) FunctionDelete(name string) *Error {
-	fe := e.functions()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	fe := e.functions()
 	lib := fe.libs[name]
 	if lib == nil {
 		return &Error{"ERR Library not found"}
@@ -351,8 +355,7 @@ func (e *Engine) FunctionDelete(name string) *Error {
 	return nil
 }
 
-// FunctionFlush removes every library (FUNCTION FLUSH) and drops their
-// Lua state.
+// FunctionFlush removes every library (FUNCTION FLUSH).
 func (e *Engine) FunctionFlush() {
 	e.mu.Lock()
 	e.fn = nil
@@ -417,10 +420,7 @@ func (e *Engine) FunctionRestore(codes [][]byte, policy RestorePolicy) *Error {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	fe := e.fn
-	if fe == nil {
-		return nil
-	}
+	fe := e.functions()
 	libsAfter := make(map[string]*Library)
 	if policy != RestoreFlush {
 		for n, l := range fe.libs {
@@ -448,7 +448,7 @@ func (e *Engine) FunctionRestore(codes [][]byte, policy RestorePolicy) *Error {
 
 // CallFunction runs f (FCALL) and appends its reply to out.
 func (e *Engine) CallFunction(f *Function, run *Run, out []byte) []byte {
-	st := e.functions().st
+	st := f.Lib.st
 	if run.Name == "" {
 		run.Name = f.Name
 	}

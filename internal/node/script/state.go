@@ -48,7 +48,7 @@ type state struct {
 }
 
 func newState(e *Engine, functions bool) *state {
-	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 1024 * 20, RegistryMaxSize: 1024 * 1024})
+	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 1024, RegistryMaxSize: 1024 * 1024, MinimizeStackMemory: functions})
 	st := &state{e: e, L: L, ro: make(map[*lua.LTable]bool), proto: 2}
 	for _, lib := range []struct {
 		name string
@@ -116,7 +116,6 @@ func newState(e *Engine, functions bool) *state {
 	L.Env = env
 	L.G.Global = env
 	st.errFn = L.NewFunction(st.errHandler)
-	_ = functions
 	return st
 }
 
