@@ -104,8 +104,8 @@ func (s *Server) busyReply(c *Client, cmd *command) string {
 }
 
 func registerScriptingCommands(t *commandTable) {
-	ef := flagNoScript | flagSkipMonitor | flagMayReplicate | flagStale | flagLockScript
-	rf := flagNoScript | flagSkipMonitor | flagStale | flagReadOnly | flagLockScript
+	ef := flagNoScript | flagSkipMonitor | flagMayReplicate | flagStale | flagLockScript | flagNoPropagate
+	rf := flagNoScript | flagSkipMonitor | flagStale | flagReadOnly | flagLockScript | flagNoPropagate
 	t.add(&command{name: "eval", arity: -3, flags: ef, keys: numKeysAt(2), fn: cmdEval, group: "scripting", since: "2.6.0"})
 	t.add(&command{name: "evalsha", arity: -3, flags: ef, keys: numKeysAt(2), fn: cmdEvalSha, group: "scripting", since: "2.6.0"})
 	t.add(&command{name: "eval_ro", arity: -3, flags: rf, keys: numKeysAt(2), fn: cmdEvalRO, group: "scripting", since: "7.0.0"})
