@@ -37,6 +37,10 @@ const (
 	// enable-module-command allows it (security.go). COMMAND INFO hides
 	// it, as Redis does.
 	flagProtected
+	// flagLockScript: the handler takes its own locks (EVAL, FCALL; see
+	// scripting in commands_scripting.go); an EXEC holding such a command
+	// locks everything.
+	flagLockScript
 )
 
 var flagNames = []struct {

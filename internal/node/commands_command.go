@@ -385,6 +385,10 @@ func getKeys(c *Client, args [][]byte, withFlags bool) {
 			pos = append(pos, p)
 		}
 	}
+	if len(pos) == 0 && cmd.flags&flagLockScript != 0 && cmd.keys != nil {
+		c.addArrayLen(0) // EVAL, FCALL: Redis's no_mandatory_keys
+		return
+	}
 	if len(pos) == 0 {
 		c.addError("ERR Invalid arguments specified for command")
 		return

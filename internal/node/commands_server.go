@@ -12,8 +12,6 @@ func registerServerCommands(t *commandTable) {
 	t.add(&command{name: "flushall", arity: -1, flags: flagWrite | flagLockAll, fn: cmdFlushAll, group: "server", since: "1.0.0"})
 	t.add(&command{name: "flushdb", arity: -1, flags: flagWrite | flagLockDB, fn: cmdFlushDB, group: "server", since: "1.0.0"})
 	t.add(&command{name: "function", arity: -2, fn: cmdHelpDispatch, group: "scripting", since: "7.0.0"})
-	t.addSub("function", &command{name: "flush", arity: -2, flags: flagWrite | flagNoScript, fn: cmdFunctionFlush})
-	t.addSub("function", &command{name: "list", arity: -2, flags: flagNoScript, fn: cmdFunctionList})
 	t.add(&command{name: "config", arity: -2, fn: cmdHelpDispatch, group: "server", since: "2.0.0"})
 	t.addSub("config", &command{name: "get", arity: -3, flags: flagAdmin | flagNoScript | flagLoading | flagStale, fn: cmdConfigGet})
 	t.addSub("config", &command{name: "set", arity: -4, flags: flagAdmin | flagNoScript | flagLoading | flagStale, fn: cmdConfigSet})
@@ -89,18 +87,6 @@ func cmdFlushDB(c *Client, args [][]byte) {
 
 // DBSIZE
 func cmdDBSize(c *Client, args [][]byte) { c.addInt(c.curDB().Size()) }
-
-// FUNCTION FLUSH [ASYNC|SYNC]: the function library is always empty.
-func cmdFunctionFlush(c *Client, args [][]byte) {
-	if len(args) > 3 || (len(args) == 3 && !eqFold(args[2], "ASYNC") && !eqFold(args[2], "SYNC")) {
-		c.addError("ERR FUNCTION FLUSH only supports SYNC|ASYNC option")
-		return
-	}
-	c.addOK()
-}
-
-// FUNCTION LIST [WITHCODE] [LIBRARYNAME pattern]: no libraries.
-func cmdFunctionList(c *Client, args [][]byte) { c.addArrayLen(0) }
 
 // CONFIG GET parameter [parameter ...]: a name without glob characters is
 // looked up exactly (hidden directives included); a pattern matches every

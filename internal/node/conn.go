@@ -86,6 +86,8 @@ type Client struct {
 	// lockFor's reusable buffer; lastCmdRef is the command last stored in
 	// lastCmd (dispatch.go).
 	held       []*sync.Mutex
+	gated      bool // lockEverything passed the scripting gate
+	inScript   bool // running a script's commands (MONITOR shows "lua")
 	lockBuf    []keyspace.ShardRef
 	lastCmdRef *command
 	propOne    [1][][]byte // call's propagation of the command itself

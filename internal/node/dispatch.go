@@ -114,6 +114,15 @@ func (c *Client) executeCmd(args [][]byte, cmd *command) {
 		c.reject(cmd, errNoAuth)
 		return
 	}
+	if msg := s.busyReply(c, cmd); msg != "" {
+		// A script runs past busy-reply-threshold.
+		if cmd.name == "exec" && c.hasFlag(clientMulti) {
+			c.discardTransaction()
+			msg = "EXECABORT Transaction discarded because of: " + msg
+		}
+		c.reject(cmd, msg)
+		return
+	}
 	if s.cluster != nil && !c.hasFlag(clientMaster) && hasKeySpecs(cmd) {
 		if msg := c.clusterRedirect(cmd, args); msg != "" {
 			if cmd.fullName() == "exec" {
@@ -314,6 +323,9 @@ func cloneArgs(args [][]byte) [][]byte {
 
 // lockFor takes the shard locks a command needs, from its key metadata.
 func (c *Client) lockFor(cmd *command, args [][]byte) {
+	if cmd.flags&flagLockScript != 0 {
+		return // the script takes its locks (commands_scripting.go)
+	}
 	if cmd.flags&flagLockAll != 0 {
 		c.lockEverything()
 		return
@@ -371,6 +383,10 @@ func (c *Client) lockKeys(keys []keyspace.ShardRef) {
 }
 
 func (c *Client) lockEverything() {
+	// Takers of more than one database's locks pass the scripting gate
+	// first (commands_scripting.go).
+	c.srv.scripting.gate.Lock()
+	c.gated = true
 	for _, db := range c.srv.dbs {
 		c.held = db.LockAllInto(c.held)
 	}
@@ -380,6 +396,10 @@ func (c *Client) lockEverything() {
 func (c *Client) unlockHeld() {
 	keyspace.UnlockShards(c.held)
 	c.held = c.held[:0]
+	if c.gated {
+		c.gated = false
+		c.srv.scripting.gate.Unlock()
+	}
 }
 
 // relockHeld re-takes locks released by a blocking command while it waited.
@@ -449,7 +469,7 @@ func (c *Client) keysOfMulti() (keys []keyspace.ShardRef, all bool) {
 		}
 		// DEBUG subcommands in a block run with every lock held (see
 		// RegisterDebug): DEBUG RELOAD replaces the whole dataset.
-		if cmd.flags&(flagLockAll|flagLockDB) != 0 || cmd.fullName() == "select" || cmd.name == "debug" {
+		if cmd.flags&(flagLockAll|flagLockDB|flagLockScript) != 0 || cmd.fullName() == "select" || cmd.name == "debug" {
 			return nil, true
 		}
 		for _, p := range cmd.keyPositions(q) {

@@ -15,7 +15,8 @@ var commandFamilies = []func(t *commandTable){
 	registerHLLCommands,
 	registerGeoCommands,
 	registerServerCommands,
-	registerFunctionStubCommands, // after registerServerCommands (FUNCTION)
+	registerFunctionCommands, // after registerServerCommands (FUNCTION)
+	registerScriptingCommands,
 	registerZSetCommands,
 	registerHashCommands,
 	registerSetCommands,

@@ -54,6 +54,8 @@ type Server struct {
 	ks       *keyspace.Shared
 	expiryMu sync.Mutex // serialises syncExpiryMode
 	table    *commandTable
+	// scripting is EVAL's and FUNCTION's state (commands_scripting.go).
+	scripting scripting
 
 	listeners []net.Listener
 	runID     string
@@ -510,6 +512,7 @@ func (s *Server) NumDBs() int { return len(s.dbs) }
 // LockAll locks every shard of every database, in order, stopping all
 // keyspace access (snapshots, full syncs, FLUSHALL). UnlockAll releases.
 func (s *Server) LockAll() {
+	s.scripting.gate.Lock() // see scripting (commands_scripting.go)
 	for _, db := range s.dbs {
 		db.LockAll()
 	}
@@ -520,6 +523,7 @@ func (s *Server) UnlockAll() {
 	for _, db := range s.dbs {
 		db.UnlockAll()
 	}
+	s.scripting.gate.Unlock()
 }
 
 // cron runs the periodic work Redis does in serverCron: active expiry,

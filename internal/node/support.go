@@ -50,7 +50,7 @@ func (m *monitorHub) feed(c *Client, args [][]byte) {
 	b.WriteString(" [")
 	b.WriteString(strconv.Itoa(c.db))
 	b.WriteString(" ")
-	if c.hasFlag(clientMaster) {
+	if c.hasFlag(clientMaster) || c.inScript {
 		b.WriteString("lua")
 	} else {
 		b.WriteString(c.addr)

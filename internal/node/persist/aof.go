@@ -517,6 +517,10 @@ func (sn *Snapshot) writeCommands(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var val rdb.Value
 	var b []byte
+	for _, code := range sn.funcs { // as Redis's rewriteFunctions
+		b = AppendCommand(b[:0], []byte("FUNCTION"), []byte("LOAD"), code)
+		bw.Write(b)
+	}
 	for i, db := range sn.dbs {
 		selected := false
 		for j := range db.Shards {

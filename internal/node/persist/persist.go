@@ -87,6 +87,7 @@ type Host interface {
 	Dataset
 	Counters
 	ReplHooks
+	FunctionHooks
 	// Settings returns the current directives.
 	Settings() *Settings
 	// Replayer returns an Applier for one AOF file's commands.
@@ -150,6 +151,18 @@ type ReplHooks interface {
 	// of the RDB file (ok: it loaded).
 	BeforeStartupLoad()
 	AfterStartupLoad(ok bool)
+}
+
+// FunctionHooks are the function libraries' part in persistence
+// (commands_function.go in the root): RDB files and command-form AOF
+// rewrites carry every library, before the databases, as Redis's do.
+type FunctionHooks interface {
+	// FunctionCodes returns every library's source, in a stable order;
+	// it is called when a snapshot opens (every shard lock held).
+	FunctionCodes() [][]byte
+	// LoadFunction loads a library read from an RDB file (ours or
+	// redis-server's), replacing one of the same name.
+	LoadFunction(code []byte) error
 }
 
 // Applier replays the commands of one AOF file, in order, as one

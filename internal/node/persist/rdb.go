@@ -49,6 +49,9 @@ func (sn *Snapshot) Encode(w io.Writer) error {
 	for _, a := range sn.aux {
 		enc.Aux(a[0], a[1])
 	}
+	for _, code := range sn.funcs {
+		enc.Function(code)
+	}
 	var val rdb.Value
 	pace := sn.newPacer()
 	keyDelay := st.RDBKeySaveDelay
@@ -208,10 +211,7 @@ func (p *Persistence) Loader(dbs []*keyspace.DB) rdb.Handler {
 			host.LoadAux(key, val)
 			return nil
 		},
-		Function: func(code []byte) error {
-			p.log.Warn("RDB holds a function library; functions are not supported and it was skipped", "bytes", len(code))
-			return nil
-		},
+		Function: host.LoadFunction,
 		Key: func(en *rdb.Entry) error {
 			if master && en.ExpireMs != 0 && en.ExpireMs < now {
 				// Expired keys are dropped on masters, as Redis does (at

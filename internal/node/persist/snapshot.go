@@ -27,6 +27,7 @@ type Snapshot struct {
 	dbKeys []int64 // keys per db when opened
 	dbExp  []int64
 	aux    [][2]string
+	funcs  [][]byte // the function libraries when the snapshot opened
 	// started is set by the writer, or by the timer that drops a snapshot
 	// whose writer never came (whichever is first).
 	started atomic.Bool
@@ -48,6 +49,7 @@ func (p *Persistence) OpenLocked() *Snapshot {
 	sn.limits = st.Limits.RDB()
 	sn.lru = st.LRU
 	sn.aux = p.auxFields(sn.opened)
+	sn.funcs = p.h.FunctionCodes()
 	p.snapMu.Lock()
 	old := *p.snaps.Load()
 	nw := append(append([]*Snapshot(nil), old...), sn)
