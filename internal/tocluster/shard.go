@@ -210,6 +210,7 @@ func (s *shard) session(ctx context.Context) error {
 func (s *shard) copySnapshot(ctx context.Context, l *link) error {
 	s.setPhase("copying")
 	s.streaming.Store(false)
+	s.log.Info("tocluster: snapshot starts", "shard", s.name, "master", l.addr)
 	r, end, err := l.snapshot()
 	if err != nil {
 		return err
@@ -256,6 +257,7 @@ func (s *shard) copySnapshot(ctx context.Context, l *link) error {
 		return fmt.Errorf("tocluster: shard %s: snapshot: %w", s.name, err)
 	}
 	s.bytes.Store(d.Offset())
+	s.log.Info("tocluster: snapshot read", "shard", s.name, "keys", s.keys.Load(), "bytes", d.Offset())
 	if err := end(d.Offset()); err != nil {
 		return err
 	}
@@ -269,7 +271,11 @@ func (s *shard) copySnapshot(ctx context.Context, l *link) error {
 	if err := s.t.flush(); err != nil {
 		return err
 	}
-	return s.t.barrier(ctx)
+	if err := s.t.barrier(ctx); err != nil {
+		return err
+	}
+	s.log.Info("tocluster: snapshot applied", "shard", s.name, "keys", s.keys.Load())
+	return nil
 }
 
 // stream applies the command stream until the link fails.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -218,7 +219,7 @@ func TestMigrateRedisServer(t *testing.T) {
 
 	streaming := make(chan struct{})
 	var once sync.Once
-	opt := Options{Sentinels: []string{f.sentinel.Addr}, Masters: f.names, To: f.cluster[0], NoCutover: true,
+	opt := Options{Sentinels: []string{f.sentinel.Addr}, Masters: f.names, To: f.cluster[0], NoCutover: true, Logger: testLogger(t),
 		ProgressInterval: 20 * time.Millisecond,
 		OnProgress: func(p Progress) {
 			if p.Phase == "streaming" {
@@ -374,3 +375,12 @@ func TestMigrateRedisServer(t *testing.T) {
 		}
 	}
 }
+
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(p)))
+	return len(p), nil
+}
+
+func testLogger(t *testing.T) *slog.Logger { return slog.New(slog.NewTextHandler(testWriter{t}, nil)) }
