@@ -192,7 +192,7 @@ func (m *Migration) Progress() Progress {
 
 func (m *Migration) client(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: addr, Username: m.opt.Username, Password: m.opt.Password,
-		DisableIdentity: true, MaxRetries: -1, DialTimeout: m.opt.DialTimeout, ReadTimeout: 5 * time.Second, PoolSize: 2})
+		DisableIdentity: true, MaxRetries: -1, DialerRetries: 1, DialTimeout: m.opt.DialTimeout, ReadTimeout: 5 * time.Second, PoolSize: 2})
 }
 
 // resolve asks the Sentinels for a master's address: the first answer

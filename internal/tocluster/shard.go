@@ -261,6 +261,7 @@ func (s *shard) copySnapshot(ctx context.Context, l *link) error {
 	if err := end(d.Offset()); err != nil {
 		return err
 	}
+	s.log.Info("tocluster: snapshot ended", "shard", s.name)
 	for k := range old {
 		if _, ok := s.tracked[k]; !ok {
 			if err := s.t.forKey([]byte(k)).send(&op{what: "DEL"}, [][]byte{[]byte("DEL"), []byte(k)}); err != nil {
