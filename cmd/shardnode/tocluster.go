@@ -136,12 +136,8 @@ func runToCluster(c *cli.Context) error {
 		}
 		_ = enc.Encode(out)
 	} else if res != nil {
-		rate := 0.0
-		if res.CopyTime > 0 {
-			rate = float64(res.Keys) / res.CopyTime.Seconds()
-		}
-		fmt.Printf("migration %s committed: %d keys copied in %v (%.0f keys/s), writes paused %v\n",
-			res.ID, res.Keys, res.CopyTime.Round(time.Millisecond), rate, res.PauseTime.Round(time.Microsecond))
+		fmt.Printf("migration %s committed: %d keys copied at %.0f keys/s (all streaming after %v), writes paused %v\n",
+			res.ID, res.Keys, res.CopyRate, res.CopyTime.Round(time.Millisecond), res.PauseTime.Round(time.Microsecond))
 		for _, s := range res.Shards {
 			fmt.Printf("  %-12s %-22s keys %-8d commands %-8d resyncs %d partial / %d full\n",
 				s.Name, s.Master, s.Keys, s.Commands, s.PartialResyncs, s.FullResyncs)

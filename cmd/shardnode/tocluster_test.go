@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
 	"io"
 	"log/slog"
 	"os/exec"
@@ -17,6 +19,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardis/shardis/client/shardedpool"
+	"github.com/shardis/shardis/internal/testutil"
 	"github.com/shardis/shardis/internal/tocluster"
 )
 
@@ -97,14 +100,14 @@ func TestMigrateToCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
-	const (
-		preloadKeys = 5000
-		writers     = 4
-	)
+	// scripts/bench-tocluster.sh runs the full scale (100,000 keys, 16
+	// writers, and redis-cli --cluster import on the same data).
+	preloadKeys, writers := envInt("TOCLUSTER_KEYS", 5000), envInt("TOCLUSTER_WRITERS", 4)
+	compareImport := os.Getenv("TOCLUSTER_COMPARE_IMPORT") != ""
 	bin := shardnodeBinary(t)
 	base, sbase := freeRanges(t, 6, 3, 0)
 	cbase := freeClusterBase(t, 3)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute+time.Duration(preloadKeys)*time.Millisecond)
 	defer cancel()
 	src := startUp(t, bin, "--dir", filepath.Join(t.TempDir(), "src"), "--shards", "3", "--replicas", "1", "--sentinels", "3",
 		"--base-port", strconv.Itoa(base), "--sentinel-port", strconv.Itoa(sbase), "--down-after", "1000ms", "--failover-timeout", "5s")
@@ -126,6 +129,10 @@ func TestMigrateToCluster(t *testing.T) {
 	}
 	loader := newPool()
 	preloadPool(t, ctx, loader, preloadKeys)
+	importRate := 0.0
+	if compareImport {
+		importRate = redisCliImport(t, ctx, bin, loader, names)
+	}
 
 	// Writers: each its own pool, a counter and fresh keys; every
 	// acknowledged write is recorded, and the longest time one took.
@@ -174,10 +181,24 @@ func TestMigrateToCluster(t *testing.T) {
 	}
 
 	out, err := asMain(exec.CommandContext(ctx, bin, "migrate-to-cluster", "--sentinels", strings.Join(sentinels, ","),
-		"--masters", strings.Join(names, ","), "--to", addr(cbase), "--cutover-timeout", "3s")).CombinedOutput()
-	t.Logf("migrate-to-cluster:\n%s", out)
+		"--masters", strings.Join(names, ","), "--to", addr(cbase), "--cutover-timeout", "3s", "--json")).Output()
 	if err != nil {
-		t.Fatalf("migrate-to-cluster: %v", err)
+		t.Fatalf("migrate-to-cluster: %v\n%s", err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var final struct {
+		OK     bool             `json:"ok"`
+		Result tocluster.Result `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &final); err != nil || !final.OK {
+		t.Fatalf("migrate-to-cluster result: %v\n%s", err, lines[len(lines)-1])
+	}
+	res := final.Result
+	t.Logf("migrate-to-cluster: %d keys at %.0f keys/s (every shard streaming after %v), writes paused %v",
+		res.Keys, res.CopyRate, res.CopyTime.Round(time.Millisecond), res.PauseTime)
+	if compareImport {
+		t.Logf("copy rate: migrate-to-cluster %.0f keys/s, redis-cli --cluster import %.0f keys/s: %.1fx",
+			res.CopyRate, importRate, res.CopyRate/importRate)
 	}
 	// Every writer's pool moves (the fence error makes it look at once).
 	waitUntil(t, 10*time.Second, "every pool on the cluster", func() bool {
@@ -207,6 +228,7 @@ func TestMigrateToCluster(t *testing.T) {
 		if w.errs > 0 {
 			t.Errorf("writer %d saw %d errors", i, w.errs)
 		}
+		t.Logf("BENCH longest-write-pause writer=%d %v", i, w.longest)
 		if limit := 3 * time.Second; w.longest > limit {
 			t.Errorf("writer %d: longest write %v, want <= %v", i, w.longest, limit)
 		}
@@ -237,4 +259,39 @@ func TestMigrateToCluster(t *testing.T) {
 		t.Errorf("only %d keys on the sources", total)
 	}
 	t.Logf("%d source keys compared, %d differ", total, bad)
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+// redisCliImport copies every source master's keys with "redis-cli
+// --cluster import --cluster-copy --cluster-replace" into a fresh 3-master
+// cluster and returns the keys per second.
+func redisCliImport(t *testing.T, ctx context.Context, bin string, pool *shardedpool.Pool, names []string) float64 {
+	t.Helper()
+	cli := testutil.LookPath(t, "redis-cli")
+	base := freeClusterBase(t, 3)
+	u := startUp(t, bin, "--cluster", "--dir", filepath.Join(t.TempDir(), "import"), "--masters", "3", "--replicas", "0",
+		"--base-port", strconv.Itoa(base), "--node-timeout", "2s")
+	u.waitHealthy(t, 60*time.Second)
+	var keys int64
+	start := time.Now()
+	for _, name := range names {
+		sc := pool.ShardClient(name)
+		keys += sc.DBSize(ctx).Val()
+		out, err := exec.CommandContext(ctx, cli, "--cluster", "import", addr(base), "--cluster-from", sc.Options().Addr,
+			"--cluster-copy", "--cluster-replace").CombinedOutput()
+		if err != nil {
+			t.Fatalf("redis-cli --cluster import: %v\n%s", err, out)
+		}
+	}
+	d := time.Since(start)
+	rate := float64(keys) / d.Seconds()
+	t.Logf("redis-cli --cluster import: %d keys in %v (%.0f keys/s)", keys, d.Round(time.Millisecond), rate)
+	u.stop(t)
+	return rate
 }

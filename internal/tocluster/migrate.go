@@ -93,8 +93,12 @@ type Result struct {
 	ID string `json:"id"`
 	// Keys is the number of keys copied from the snapshots.
 	Keys int64 `json:"keys"`
-	// CopyTime is the time from Run's start until every shard streamed.
+	// CopyTime is the time from Run's start until every shard streamed
+	// (it includes the sources' repl-diskless-sync-delay).
 	CopyTime time.Duration `json:"copy_ns"`
+	// CopyRate is Keys over the longest shard's snapshot time (the shards
+	// copy in parallel): the copy's keys per second.
+	CopyRate float64 `json:"copy_keys_per_sec"`
 	// PauseTime is how long writes were paused on the sources.
 	PauseTime time.Duration `json:"pause_ns"`
 	// Committed tells whether the cut-over was committed.
@@ -385,6 +389,13 @@ func (m *Migration) run(ctx context.Context) (*Result, error) {
 		s.setPhase("done")
 	}
 	res.Shards = m.Progress().Shards
+	var longest time.Duration
+	for _, s := range res.Shards {
+		longest = max(longest, s.CopyTime)
+	}
+	if longest > 0 {
+		res.CopyRate = float64(res.Keys) / longest.Seconds()
+	}
 	if opt.OnProgress != nil {
 		opt.OnProgress(m.Progress())
 	}

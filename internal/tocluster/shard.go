@@ -48,6 +48,9 @@ type ShardProgress struct {
 	// first of them.
 	ApplyErrors int64  `json:"apply_errors"`
 	FirstError  string `json:"first_error,omitempty"`
+	// CopyTime is how long the last snapshot took, from its first byte to
+	// the cluster's answer to its last RESTORE.
+	CopyTime time.Duration `json:"copy_ns"`
 	// Err is why the shard stopped, "" while it runs.
 	Err string `json:"error,omitempty"`
 }
@@ -80,6 +83,7 @@ type shard struct {
 	srcOffset atomic.Int64 // the source's master_repl_offset, polled
 
 	keys, total, bytes, cmds, partial, full atomic.Int64
+	copyNs                                  atomic.Int64
 
 	cur atomic.Pointer[link]
 }
@@ -110,6 +114,7 @@ func (s *shard) progress() ShardProgress {
 		p.Lag = max(s.srcOffset.Load()-p.Offset, 0)
 	}
 	p.PartialResyncs, p.FullResyncs = s.partial.Load(), s.full.Load()
+	p.CopyTime = time.Duration(s.copyNs.Load())
 	if s.t != nil {
 		p.ApplyErrors, p.FirstError = s.t.failures()
 	}
@@ -215,6 +220,7 @@ func (s *shard) copySnapshot(ctx context.Context, l *link) error {
 	if err != nil {
 		return err
 	}
+	began := time.Now()
 	stop := context.AfterFunc(ctx, l.close)
 	defer stop()
 	old := s.tracked
@@ -275,7 +281,8 @@ func (s *shard) copySnapshot(ctx context.Context, l *link) error {
 	if err := s.t.barrier(ctx); err != nil {
 		return err
 	}
-	s.log.Info("tocluster: snapshot applied", "shard", s.name, "keys", s.keys.Load())
+	s.copyNs.Store(int64(time.Since(began)))
+	s.log.Info("tocluster: snapshot applied", "shard", s.name, "keys", s.keys.Load(), "in", time.Since(began))
 	return nil
 }
 
