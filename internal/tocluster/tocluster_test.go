@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -210,12 +211,15 @@ func TestMigrateRedisServer(t *testing.T) {
 		t.Skip("end-to-end test skipped in -short mode")
 	}
 	f := startFixture(t, 2)
-	t.Logf("%v fixture up", time.Now().Format("15:04:05.000"))
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	src := []*redis.Client{client(t, f.masters[0].Addr), client(t, f.masters[1].Addr)}
-	preload(t, src[0], "a", 1200)
-	preload(t, src[1], "b", 1200)
+	perShard := 1200
+	if v, err := strconv.Atoi(os.Getenv("TOCLUSTER_KEYS")); err == nil && v > 0 {
+		perShard = v / 2 // scripts/bench-tocluster.sh
+	}
+	preload(t, src[0], "a", perShard)
+	preload(t, src[1], "b", perShard)
 
 	streaming := make(chan struct{})
 	var once sync.Once
@@ -317,14 +321,14 @@ func TestMigrateRedisServer(t *testing.T) {
 	if err != nil {
 		t.Fatalf("FinishCutover: %v", err)
 	}
-	t.Logf("%v cutover-only: %s", time.Now().Format("15:04:05.000"), msg)
+	t.Logf("cutover-only: %s", msg)
 	r := <-done
 	if r.err != nil {
 		t.Fatalf("Run: %v", r.err)
 	}
 	close(stopWriters)
 	wg.Wait()
-	t.Logf("%v copied %d keys in %v, writes paused %v", time.Now().Format("15:04:05.000"), r.r.Keys, r.r.CopyTime, r.r.PauseTime)
+	t.Logf("copied %d keys at %.0f keys/s (every shard streaming after %v), writes paused %v", r.r.Keys, r.r.CopyRate, r.r.CopyTime, r.r.PauseTime)
 	for _, s := range r.r.Shards {
 		if s.ApplyErrors != 0 {
 			t.Errorf("shard %s: %d apply errors, first %s", s.Name, s.ApplyErrors, s.FirstError)
@@ -342,7 +346,6 @@ func TestMigrateRedisServer(t *testing.T) {
 			want[k] = v
 		}
 	}
-	t.Logf("%v reading the cluster", time.Now().Format("15:04:05.000"))
 	got := dumpAll(t, ctx, all, func(string) redis.Cmdable { return cc })
 	bad := 0
 	for k, v := range want {
