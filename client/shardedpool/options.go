@@ -148,6 +148,17 @@ type Options struct {
 	// switch so in-flight commands can finish. Default 5s.
 	SwitchGracePeriod time.Duration
 
+	// ClusterPollInterval is how often the pool looks for the notice of a
+	// `shardnode migrate-to-cluster` cut-over on the shards (one GET on one
+	// shard); a write refused by a fenced source also looks at once. Once
+	// the cut-over is committed the pool moves every command to a
+	// client/cluster Client (multi-key commands split by slot) and stays
+	// there. Default 1s; -1 disables following a migration.
+	ClusterPollInterval time.Duration
+	// OnClusterSwitch, if set, is called once when the pool moves to the
+	// cluster. Default nil.
+	OnClusterSwitch func(ClusterSwitchEvent)
+
 	// OnSwitch, if set, is called after each master switch, from the
 	// goroutine that applied it; it must not block for long. Default nil.
 	OnSwitch func(SwitchEvent)
@@ -175,6 +186,9 @@ func (o *Options) defaulted() Options {
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
+	}
+	if opt.ClusterPollInterval == 0 {
+		opt.ClusterPollInterval = time.Second
 	}
 	return opt
 }

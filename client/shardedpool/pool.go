@@ -42,6 +42,9 @@ type Pool struct {
 	retired   map[*redis.Client]*time.Timer // old clients waiting out their grace period
 
 	counts eventCounts
+
+	// follow is the cluster-follow mode (tocluster.go); nil when disabled.
+	follow *clusterFollower
 }
 
 // eventCounts count what the Sentinel listeners and the shard workers
@@ -194,7 +197,7 @@ func New(ctx context.Context, o *Options) (*Pool, error) {
 	}
 
 	p.router = redis.NewClient(&redis.Options{Addr: "shardedpool-router.invalid:0", MaxRetries: -1})
-	p.router.AddHook(routerHook{p})
+	p.router.AddHook(followHook{routerHook{p}})
 	p.cmdable = p.router
 
 	if len(p.sentinels) > 0 {
@@ -211,6 +214,7 @@ func New(ctx context.Context, o *Options) (*Pool, error) {
 			go p.periodicRecheck()
 		}
 	}
+	p.startClusterFollow()
 	if opt.TopologyFile != "" {
 		if err := p.watchTopology(); err != nil {
 			p.Close()
@@ -358,6 +362,9 @@ func (p *Pool) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...stri
 	if len(keys) == 0 {
 		return errors.New("shardedpool: Watch needs at least one key")
 	}
+	if cc := p.clusterClient(); cc != nil {
+		return cc.Watch(ctx, fn, keys...)
+	}
 	i, err := p.sameShard("WATCH", keys)
 	if err != nil {
 		return err
@@ -372,6 +379,9 @@ func (p *Pool) Watch(ctx context.Context, fn func(*redis.Tx) error, keys ...stri
 func (p *Pool) Subscribe(ctx context.Context, channels ...string) (*redis.PubSub, error) {
 	if len(channels) == 0 {
 		return nil, errors.New("shardedpool: Subscribe needs at least one channel")
+	}
+	if cc := p.clusterClient(); cc != nil {
+		return cc.Subscribe(ctx, channels...), nil
 	}
 	i, err := p.sameShard("SUBSCRIBE", channels)
 	if err != nil {
@@ -409,6 +419,9 @@ func (p *Pool) Close() error {
 	p.cancel()
 	p.wg.Wait()
 	var errs []error
+	if p.follow != nil {
+		errs = append(errs, p.follow.close())
+	}
 	if p.router != nil {
 		errs = append(errs, p.router.Close())
 	}
