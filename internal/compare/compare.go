@@ -28,6 +28,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 )
 
@@ -35,6 +36,13 @@ import (
 const (
 	PreSharding = "presharding"
 	Cluster     = "cluster"
+)
+
+// Phases, Options.Phases.
+const (
+	PhaseWorkloads = "workloads"
+	PhaseGrow      = "grow"
+	PhaseFailover  = "failover"
 )
 
 // Options configures [Run]. Zero values mean the documented default.
@@ -71,6 +79,9 @@ type Options struct {
 	// Topologies selects what runs, among PreSharding and Cluster.
 	// Default both.
 	Topologies []string
+	// Phases selects the phases, among PhaseWorkloads, PhaseGrow and
+	// PhaseFailover (they always run in that order). Default all.
+	Phases []string
 
 	// Sentinels and MasterNames, when set, use an existing pre-sharding
 	// deployment instead of starting one.
@@ -154,6 +165,14 @@ func (o *Options) defaulted() (Options, error) {
 	case len(opt.SentinelAddrs) > 0 && len(opt.MasterNames) == 0:
 		return opt, errors.New("compare: --sentinels needs --master-names")
 	}
+	if len(opt.Phases) == 0 {
+		opt.Phases = []string{PhaseWorkloads, PhaseGrow, PhaseFailover}
+	}
+	for _, p := range opt.Phases {
+		if p != PhaseWorkloads && p != PhaseGrow && p != PhaseFailover {
+			return opt, fmt.Errorf("compare: unknown phase %q", p)
+		}
+	}
 	for _, t := range opt.Topologies {
 		if t != PreSharding && t != Cluster {
 			return opt, fmt.Errorf("compare: unknown topology %q", t)
@@ -172,8 +191,14 @@ func (o *Options) defaulted() (Options, error) {
 // external reports whether the deployments exist already.
 func (o *Options) external() bool { return len(o.SentinelAddrs) > 0 || o.ClusterAddr != "" }
 
-// disruptive reports whether the kill and growth phases run.
-func (o *Options) disruptive() bool { return !o.external() || o.Disruptive }
+// runs reports whether a phase runs: the disruptive ones (growth, kill)
+// against an existing deployment only with Disruptive.
+func (o *Options) runs(phase string) bool {
+	if phase != PhaseWorkloads && o.external() && !o.Disruptive {
+		return false
+	}
+	return slices.Contains(o.Phases, phase)
+}
 
 // Run brings up (or connects to) each topology in turn, runs every phase
 // on it, stops it, and writes results.json and compare.png to opt.Out.
@@ -238,6 +263,9 @@ func runTopology(ctx context.Context, opt *Options, name string) (*TopologyResul
 	fmt.Fprintf(out, "%s: preloaded %d keys in %.1fs, %.0f bytes of used_memory per key on the masters\n",
 		name, tr.Keys, time.Since(t0).Seconds(), tr.MemoryPerKeyB)
 	for _, w := range workloads {
+		if !opt.runs(PhaseWorkloads) {
+			break
+		}
 		f, err := runWorkload(ctx, opt, t, w)
 		if err != nil {
 			return nil, err
@@ -245,8 +273,10 @@ func runTopology(ctx context.Context, opt *Options, name string) (*TopologyResul
 		tr.Workloads[w.name] = f
 		tr.hists = append(tr.hists, namedHist{w.name, f.hist})
 	}
-	tr.Figures = *tr.Workloads[workloads[0].name]
-	if opt.disruptive() {
+	if f := tr.Workloads[workloads[0].name]; f != nil {
+		tr.Figures = *f
+	}
+	if opt.runs(PhaseGrow) {
 		g, err := runGrow(ctx, opt, t)
 		if err != nil {
 			return nil, err
@@ -255,6 +285,8 @@ func runTopology(ctx context.Context, opt *Options, name string) (*TopologyResul
 			tr.Grow = g
 			tr.GrowSeconds = &g.Seconds
 		}
+	}
+	if opt.runs(PhaseFailover) {
 		fo, err := runFailover(ctx, opt, t)
 		if err != nil {
 			return nil, err

@@ -30,6 +30,11 @@ type GrowResult struct {
 	// Seconds is the whole operation, from the first command to the
 	// moment the client routes to the new node.
 	Seconds float64 `json:"seconds"`
+	// SwitchSeconds (pre-sharding only) is the part from migrate-shard's
+	// start to the pool's switch, without the wait for the Sentinels to
+	// learn the new replica and the others' replica-priority 0 (their
+	// INFO period, 10s).
+	SwitchSeconds float64 `json:"switch_seconds,omitempty"`
 	// KeysMoved counts the keys the new node holds afterwards.
 	KeysMoved int64 `json:"keys_moved"`
 	// SlotsMoved is the number of slots rebalanced (cluster only).
@@ -199,31 +204,6 @@ func (t *target) growPreSharding(ctx context.Context, addr string) (*GrowResult,
 	defer nn.Close()
 	defer master.Close()
 	mh, mp, _ := net.SplitHostPort(shard.Addr)
-	// The Sentinels learn replicas from the master's INFO: the new node
-	// replicates first, so that they know it before the switch.
-	if err := nn.Do(ctx, "REPLICAOF", mh, mp).Err(); err != nil {
-		return nil, fmt.Errorf("compare: REPLICAOF on %s: %w", addr, err)
-	}
-	scs := make([]*redis.SentinelClient, len(sentinels))
-	for i, a := range sentinels {
-		scs[i] = redis.NewSentinelClient(&redis.Options{Addr: a, DisableIdentity: true, DialTimeout: time.Second})
-		defer scs[i].Close()
-	}
-	err := waitUntil(ctx, 60*time.Second, func() string {
-		for i, sc := range scs {
-			reps, err := sc.Replicas(ctx, shard.Name).Result()
-			if err != nil {
-				return fmt.Sprintf("sentinel %s: %v", sentinels[i], err)
-			}
-			if !slicesContainsAddr(reps, addr) {
-				return "sentinel " + sentinels[i] + " does not list the new node yet"
-			}
-		}
-		return ""
-	})
-	if err != nil {
-		return nil, fmt.Errorf("compare: %w", err)
-	}
 	// Only the new node may be promoted.
 	info, err := master.Info(ctx, "replication").Result()
 	if err != nil {
@@ -250,14 +230,58 @@ func (t *target) growPreSharding(ctx context.Context, addr string) (*GrowResult,
 		return nil, err
 	}
 	defer setPriority("100")
+	// The Sentinels learn replicas, and their priorities, from INFO: the
+	// new node replicates first, and the others get replica-priority 0,
+	// so that the Sentinels know both before the switch.
+	if err := nn.Do(ctx, "REPLICAOF", mh, mp).Err(); err != nil {
+		return nil, fmt.Errorf("compare: REPLICAOF on %s: %w", addr, err)
+	}
+	scs := make([]*redis.SentinelClient, len(sentinels))
+	for i, a := range sentinels {
+		scs[i] = redis.NewSentinelClient(&redis.Options{Addr: a, DisableIdentity: true, DialTimeout: time.Second})
+		defer scs[i].Close()
+	}
+	err = waitUntil(ctx, 60*time.Second, func() string {
+		for i, sc := range scs {
+			reps, err := sc.Replicas(ctx, shard.Name).Result()
+			if err != nil {
+				return fmt.Sprintf("sentinel %s: %v", sentinels[i], err)
+			}
+			if !slicesContainsAddr(reps, addr) {
+				return "sentinel " + sentinels[i] + " does not list the new node yet"
+			}
+			for _, r := range reps {
+				if a := net.JoinHostPort(r["ip"], r["port"]); a != addr && r["slave-priority"] != "0" {
+					return "sentinel " + sentinels[i] + " has not seen replica-priority 0 on " + a + " yet"
+				}
+			}
+		}
+		return ""
+	})
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	switchStart := time.Now()
 	if err := migrate.Run(ctx, migrate.Options{From: shard.Addr, To: addr, Force: true}); err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
 	}
+	// A failover can abort (the Sentinel's view of the new node not
+	// fresh enough yet): it is asked again every 2s until the Sentinel
+	// names the new node.
+	var asked time.Time
+	var lastErr string
 	err = waitUntil(ctx, 30*time.Second, func() string {
-		if err := scs[0].Failover(ctx, shard.Name).Err(); err != nil && !strings.HasPrefix(err.Error(), "INPROG") {
-			return "SENTINEL FAILOVER: " + err.Error()
+		if a, err := scs[0].GetMasterAddrByName(ctx, shard.Name).Result(); err == nil && len(a) == 2 &&
+			net.JoinHostPort(a[0], a[1]) == addr {
+			return ""
 		}
-		return ""
+		if time.Since(asked) > 2*time.Second {
+			asked = time.Now()
+			if err := scs[0].Failover(ctx, shard.Name).Err(); err != nil && !strings.HasPrefix(err.Error(), "INPROG") {
+				lastErr = err.Error()
+			}
+		}
+		return "Sentinel " + sentinels[0] + " does not name the new node as master of " + shard.Name + " (" + lastErr + ")"
 	})
 	if err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
@@ -273,7 +297,8 @@ func (t *target) growPreSharding(ctx context.Context, addr string) (*GrowResult,
 	if err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
 	}
-	g := &GrowResult{Method: "migrate-shard of " + shard.Name + " + SENTINEL FAILOVER"}
+	g := &GrowResult{Method: "migrate-shard of " + shard.Name + " + SENTINEL FAILOVER",
+		SwitchSeconds: round(time.Since(switchStart).Seconds(), 2)}
 	n := len(stats)
 	before := consistent.NewMurmur(unnamed(n), consistent.MurmurOptions{KeyTags: true})
 	after := consistent.NewMurmur(unnamed(n+1), consistent.MurmurOptions{KeyTags: true})
