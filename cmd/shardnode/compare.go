@@ -37,6 +37,7 @@ func init() {
 			&cli.IntFlag{Name: "sentinel-count", Value: 3, Usage: "Sentinels of the pre-sharding topology"},
 			&cli.DurationFlag{Name: "duration", Value: 20 * time.Second, Usage: "length of each workload"},
 			&cli.DurationFlag{Name: "down-after", Value: 2 * time.Second, Usage: "failure detection of both: down-after-milliseconds = cluster-node-timeout"},
+			&cli.DurationFlag{Name: "grow-timeout", Value: 60 * time.Second, Usage: "longest cluster rebalance (then stopped, its whole length projected); 0: no bound"},
 			&cli.IntFlag{Name: "clients", Value: 16, Usage: "concurrent client goroutines"},
 			&cli.IntFlag{Name: "keys", Value: 100000, Usage: "keys preloaded and used"},
 			&cli.IntFlag{Name: "value-size", Value: 64, Usage: "value size in bytes"},
@@ -74,6 +75,11 @@ func runCompare(c *cli.Context) error {
 		SentinelAddrs: split(c.String("sentinels")), MasterNames: split(c.String("master-names")),
 		ClusterAddr: c.String("cluster"), Disruptive: c.Bool("disruptive"), GrowNode: c.String("grow-node"),
 		Label: c.String("label"), Progress: os.Stdout,
+	}
+	if c.Duration("grow-timeout") == 0 {
+		opt.GrowTimeout = -1
+	} else {
+		opt.GrowTimeout = c.Duration("grow-timeout")
 	}
 	if c.Int("replicas") == 0 {
 		opt.Replicas = -1

@@ -61,6 +61,10 @@ type Options struct {
 	// Sentinels' down-after-milliseconds and cluster-node-timeout.
 	// Default 2s.
 	DownAfter time.Duration
+	// GrowTimeout bounds the cluster's rebalance: when it has not
+	// finished, it stops (the open slot is fixed) and the result gives
+	// the slots moved and the projected whole. Default 60s; -1: no bound.
+	GrowTimeout time.Duration
 	// Clients is the number of concurrent client goroutines of every
 	// workload. Default 16.
 	Clients int
@@ -130,6 +134,11 @@ func (o *Options) defaulted() (Options, error) {
 	}
 	if opt.DownAfter == 0 {
 		opt.DownAfter = 2 * time.Second
+	}
+	if opt.GrowTimeout == 0 {
+		opt.GrowTimeout = 60 * time.Second
+	} else if opt.GrowTimeout < 0 {
+		opt.GrowTimeout = 0
 	}
 	if opt.Out == "" {
 		opt.Out = "compare"
@@ -283,7 +292,11 @@ func runTopology(ctx context.Context, opt *Options, name string) (*TopologyResul
 		}
 		if g != nil {
 			tr.Grow = g
-			tr.GrowSeconds = &g.Seconds
+			gs := g.Seconds
+			if !g.Completed {
+				gs = g.ProjectedSeconds
+			}
+			tr.GrowSeconds = &gs
 		}
 	}
 	if opt.runs(PhaseFailover) {

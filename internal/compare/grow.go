@@ -37,8 +37,14 @@ type GrowResult struct {
 	SwitchSeconds float64 `json:"switch_seconds,omitempty"`
 	// KeysMoved counts the keys the new node holds afterwards.
 	KeysMoved int64 `json:"keys_moved"`
-	// SlotsMoved is the number of slots rebalanced (cluster only).
+	// SlotsMoved and SlotsTotal are the slots rebalanced and to rebalance
+	// (cluster only).
 	SlotsMoved int `json:"slots_moved,omitempty"`
+	SlotsTotal int `json:"slots_total,omitempty"`
+	// Completed is false when the rebalance was stopped by GrowTimeout;
+	// ProjectedSeconds then extrapolates its whole length from its rate.
+	Completed        bool    `json:"completed"`
+	ProjectedSeconds float64 `json:"projected_seconds,omitempty"`
 	// ClientRequests and ClientErrors count the GET/SET traffic that ran
 	// during the operation and its failures.
 	ClientRequests int64 `json:"client_requests"`
@@ -297,7 +303,7 @@ func (t *target) growPreSharding(ctx context.Context, addr string) (*GrowResult,
 	if err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
 	}
-	g := &GrowResult{Method: "migrate-shard of " + shard.Name + " + SENTINEL FAILOVER",
+	g := &GrowResult{Method: "migrate-shard of " + shard.Name + " + SENTINEL FAILOVER", Completed: true,
 		SwitchSeconds: round(time.Since(switchStart).Seconds(), 2)}
 	n := len(stats)
 	before := consistent.NewMurmur(unnamed(n), consistent.MurmurOptions{KeyTags: true})
@@ -348,13 +354,44 @@ func slicesContainsAddr(reps []map[string]string, addr string) bool {
 func (t *target) growCluster(ctx context.Context, addr string) (*GrowResult, error) {
 	seed := t.masters(ctx)[0]
 	fmt.Fprintf(t.opt.Progress, "%s: adding %s as a master (add-node) and rebalancing\n", t.name, addr)
-	aopt := &admin.Options{Timeout: 10 * time.Second, WaitTimeout: 60 * time.Second, Pipeline: 100}
+	var done, total atomic.Int64
+	aopt := &admin.Options{Timeout: 10 * time.Second, WaitTimeout: 60 * time.Second, Pipeline: 100,
+		Progress: func(p admin.Progress) {
+			if p.Op == "rebalance" {
+				done.Store(int64(p.Done))
+				total.Store(int64(p.Total))
+			}
+		}}
 	if err := admin.AddNode(ctx, addr, seed, admin.AddNodeOptions{}, aopt); err != nil {
 		return nil, fmt.Errorf("compare: add-node: %w", err)
 	}
-	moved, err := admin.Rebalance(ctx, seed, admin.RebalanceOptions{UseEmptyMasters: true}, aopt)
-	if err != nil {
+	g := &GrowResult{Method: "add-node + rebalance", Completed: true}
+	rctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if t.opt.GrowTimeout > 0 {
+		rctx, cancel = context.WithTimeout(ctx, t.opt.GrowTimeout)
+		defer cancel()
+	}
+	start := time.Now()
+	moved, err := admin.Rebalance(rctx, seed, admin.RebalanceOptions{UseEmptyMasters: true}, aopt)
+	g.SlotsMoved = moved
+	if err != nil && rctx.Err() != nil && ctx.Err() == nil {
+		// Time-boxed: say how far it got, and close the slot left open.
+		g.Completed = false
+		g.SlotsMoved = int(done.Load())
+		g.SlotsTotal = int(total.Load())
+		if g.SlotsMoved > 0 {
+			g.ProjectedSeconds = round(time.Since(start).Seconds()*float64(g.SlotsTotal)/float64(g.SlotsMoved), 1)
+		}
+		fmt.Fprintf(t.opt.Progress, "%s: rebalance stopped after --grow-timeout %s: %d of %d slots moved (the whole would take about %.0fs); fixing the open slot\n",
+			t.name, t.opt.GrowTimeout, g.SlotsMoved, g.SlotsTotal, g.ProjectedSeconds)
+		if _, err := admin.Fix(ctx, seed, &admin.Options{Timeout: 10 * time.Second, WaitTimeout: 60 * time.Second, Pipeline: 100}); err != nil {
+			return nil, fmt.Errorf("compare: fix after the time-boxed rebalance: %w", err)
+		}
+	} else if err != nil {
 		return nil, fmt.Errorf("compare: rebalance: %w", err)
+	} else {
+		g.SlotsTotal = moved
 	}
 	err = waitUntil(ctx, 30*time.Second, func() string {
 		if err := t.cl.RefreshNow(ctx); err != nil {
@@ -370,7 +407,7 @@ func (t *target) growCluster(ctx context.Context, addr string) (*GrowResult, err
 	if err != nil {
 		return nil, fmt.Errorf("compare: %w", err)
 	}
-	return &GrowResult{Method: "add-node + rebalance", SlotsMoved: moved}, nil
+	return g, nil
 }
 
 // waitUntil polls cond every 50ms until it returns "" or timeout passes.

@@ -34,7 +34,9 @@ type TopologyResult struct {
 	// Implementation is "shardnode" for the deployments compare starts.
 	Implementation string `json:"implementation"`
 	// FailoverBlackoutS, LostAckedWrites and GrowSeconds repeat the
-	// headline figures of Failover and Grow (null when not run).
+	// headline figures of Failover and Grow (null when not run);
+	// GrowSeconds is the projected whole when the rebalance was
+	// time-boxed (Grow.Completed false).
 	FailoverBlackoutS *float64 `json:"failover_blackout_s"`
 	LostAckedWrites   *int64   `json:"lost_acked_writes"`
 	GrowSeconds       *float64 `json:"grow_seconds"`
@@ -98,7 +100,7 @@ func WriteTable(w io.Writer, r *Results) {
 			names = append(names, n)
 		}
 	}
-	const lw, cw = 34, 22
+	const lw, cw = 34, 28
 	row := func(label string, cell func(t *TopologyResult) string) {
 		fmt.Fprintf(w, "%-*s", lw, label)
 		for _, n := range names {
@@ -165,6 +167,9 @@ func WriteTable(w io.Writer, r *Results) {
 	row("grow by one machine", func(t *TopologyResult) string {
 		if t.Grow == nil {
 			return "-"
+		}
+		if !t.Grow.Completed {
+			return fmt.Sprintf("~%.0fs (%d/%d slots in %.0fs)", t.Grow.ProjectedSeconds, t.Grow.SlotsMoved, t.Grow.SlotsTotal, t.Grow.Seconds)
 		}
 		return fmt.Sprintf("%.2fs", t.Grow.Seconds)
 	})
