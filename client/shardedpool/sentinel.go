@@ -250,7 +250,12 @@ func (p *Pool) recheck(ctx context.Context, s *shard, reason string) recheckResu
 		}
 		return recheckUnchanged
 	}
-	if best.epoch >= 0 && cur.epoch >= 0 && best.epoch <= cur.epoch {
+	// An equal epoch naming another address is stale unless the current
+	// master stepped down: the leader of a failover reports the new epoch
+	// with the old address between the promotion and its switch, and the
+	// pool may have adopted that epoch for the old address.
+	if best.epoch >= 0 && cur.epoch >= 0 && (best.epoch < cur.epoch ||
+		(best.epoch == cur.epoch && p.stillMaster(ctx, cur.client))) {
 		p.counts.stale.Add(1)
 		p.log.Warn("shardedpool: ignoring stale master", "shard", s.name, "current", cur.addr,
 			"epoch", cur.epoch, "stale", best.addr, "stale_epoch", best.epoch, "sentinel", best.sentinel)
@@ -271,6 +276,13 @@ func (p *Pool) recheck(ctx context.Context, s *shard, reason string) recheckResu
 	}
 	p.switchTo(s, c, best.addr, best.epoch, reason)
 	return recheckSwitched
+}
+
+// stillMaster reports whether the current master still says it is one
+// (an unreachable one counts as still master: nothing proves otherwise).
+func (p *Pool) stillMaster(ctx context.Context, c *redis.Client) bool {
+	master, err := p.checkRole(ctx, c)
+	return err != nil || master
 }
 
 // shardWorker serializes the rechecks and switches of one shard, so shards
