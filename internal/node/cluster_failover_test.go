@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/shardis/shardis/internal/testutil"
 )
 
@@ -92,4 +94,45 @@ func TestClusterFailoverEndToEnd(t *testing.T) {
 	testutil.WaitFor(t, 30*time.Second, "CLUSTER FAILOVER TAKEOVER to swap the third pair", func() bool {
 		return replicas[2].roleOf(t) == "master" && masters[2].roleOf(t) == "slave"
 	})
+}
+
+// TestClusterPausedWriteRedirectedAfterDemotion: a write a pause holds on
+// a master that meanwhile becomes a replica (its replica took over) is
+// answered by the slot map it finds when released, MOVED to the new
+// master, as Redis runs processCommand again for a postponed client; not
+// READONLY (10-manual-failover's load loop got READONLY from the old
+// master after CLUSTER FAILOVER).
+func TestClusterPausedWriteRedirectedAfterDemotion(t *testing.T) {
+	m, r := startShardNode(t, 0, 0, ""), startShardNode(t, 0, 0, "")
+	buildCluster(t, []*clNode{m}, []*clNode{r}, false)
+	ctx := context.Background()
+	m.do(t, "client", "pause", 20000, "write")
+	// No retries: go-redis retries a READONLY reply, which would hide it.
+	wc := redis.NewClient(&redis.Options{Addr: m.addr, DisableIdentity: true, ReadTimeout: 30 * time.Second, MaxRetries: -1})
+	defer wc.Close()
+	done := make(chan error, 1)
+	go func() { done <- wc.Set(ctx, "held", "v", 0).Err() }()
+	testutil.WaitFor(t, clusterTimeout, "the SET to be held by the pause", func() bool {
+		return infoInt(t, m.rc, "blocked_clients") == 1
+	})
+	r.do(t, "cluster", "failover", "takeover")
+	testutil.WaitFor(t, clusterTimeout, "the old master to follow its replica", func() bool {
+		return m.roleOf(t) == "slave" && r.roleOf(t) == "master"
+	})
+	select {
+	case err := <-done:
+		t.Fatalf("SET answered while paused: %v", err)
+	default:
+	}
+	m.do(t, "client", "unpause")
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(clusterTimeout):
+		t.Fatal("SET still held after CLIENT UNPAUSE")
+	}
+	want := fmt.Sprintf("MOVED %d %s", keySlot("held"), r.addr)
+	if err == nil || err.Error() != want {
+		t.Fatalf("held SET after the demotion: %v, want %s", err, want)
+	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 // A mixed cluster: three redis-server and three shardnodes made into one
@@ -237,4 +239,132 @@ func TestClusterMixedWithRedisServer(t *testing.T) {
 		sps.Close()
 		ps.Close()
 	}
+}
+
+// waitTakenOver waits until every live node is in cluster_state ok and
+// flags the dead node victimID as failed.
+func waitTakenOver(t *testing.T, live []*clNode, victimID string) {
+	t.Helper()
+	testutil.WaitFor(t, clusterTimeout, "every live node to flag "+victimID+" failed and be ok", func() bool {
+		for _, n := range live {
+			text, err := n.rc.Do(context.Background(), "cluster", "nodes").Text()
+			if err != nil || n.clusterState() != "ok" {
+				return false
+			}
+			for _, line := range strings.Split(text, "\n") {
+				if strings.HasPrefix(line, victimID+" ") && !strings.Contains(strings.Fields(line)[2], "fail") {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
+// waitFollows waits until replica's CLUSTER NODES says it replicates
+// master and its replication link is up.
+func waitFollows(t *testing.T, replica, master *clNode) {
+	t.Helper()
+	mid := master.id(t)
+	testutil.WaitFor(t, clusterTimeout, replica.kind+" "+replica.addr+" to follow "+master.kind+" "+master.addr, func() bool {
+		text, err := replica.rc.Do(context.Background(), "cluster", "nodes").Text()
+		if err != nil {
+			return false
+		}
+		for _, line := range strings.Split(text, "\n") {
+			if f := strings.Fields(line); len(f) > 3 && strings.Contains(f[2], "myself") {
+				if !strings.Contains(f[2], "slave") || f[3] != mid {
+					return false
+				}
+			}
+		}
+		info, err := replica.rc.Info(context.Background(), "replication").Result()
+		return err == nil && strings.Contains(info, "master_link_status:up")
+	})
+}
+
+// TestClusterMixedFailover: redis-server and shardnode masters failed
+// over by replicas of the other kind. Masters A (redis-server, replica a a
+// shardnode), B (shardnode, replica b a redis-server) and C
+// (redis-server), node timeout 1 s. With one of the three masters dead an
+// election needs both other masters' votes, and they are one of each kind
+// (first B and C, then a and C). Each dead master comes back as a replica
+// of its successor; then CLUSTER FAILOVER on each swaps the pair back, a
+// redis-server replica taking over from a shardnode master and the
+// reverse. Keys written before each death are served by the successor.
+func TestClusterMixedFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a mixed cluster")
+	}
+	needBinary(t, "redis-server")
+	extra := []string{"cluster-node-timeout", "1000"}
+	A, B, C := startRedisNode(t, extra...), startShardNode(t, 0, 0, "", extra...), startRedisNode(t, extra...)
+	a, b := startShardNode(t, 0, 0, "", extra...), startRedisNode(t, extra...)
+	buildCluster(t, []*clNode{A, B, C}, []*clNode{a, b}, false)
+	c := ctx(t)
+	// keysOf writes 20 keys in master's slots (the i-th third of them, as
+	// buildCluster assigns) and waits until its replica has them.
+	keysOf := func(master *clNode, i int) []string {
+		var keys []string
+		for j := 0; len(keys) < 20 && j < 100000; j++ {
+			k := fmt.Sprintf("mixed-fo:%d", j)
+			if s := keySlot(k); s >= i*(16384/3) && s < (i+1)*(16384/3) {
+				keys = append(keys, k)
+				master.do(t, "set", k, "v-"+k)
+			}
+		}
+		if got := master.do(t, "wait", 1, 5000); got != int64(1) {
+			t.Fatalf("%s master %s: WAIT 1 = %v", master.kind, master.addr, got)
+		}
+		return keys
+	}
+	serves := func(n *clNode, keys []string) {
+		t.Helper()
+		for _, k := range keys {
+			if v, err := n.rc.Get(c, k).Result(); err != nil || v != "v-"+k {
+				t.Fatalf("%s %s: GET %s = %q, %v", n.kind, n.addr, k, v, err)
+			}
+		}
+		if err := n.rc.Set(c, keys[0], "v-"+keys[0], 0).Err(); err != nil {
+			t.Fatalf("%s %s: SET %s: %v", n.kind, n.addr, keys[0], err)
+		}
+	}
+
+	// A redis-server master dies; its shardnode replica is elected.
+	keysA := keysOf(A, 0)
+	idA := A.id(t)
+	A.proc.Kill()
+	testutil.WaitFor(t, clusterTimeout, "the shardnode replica of the dead redis-server master to be promoted", func() bool { return a.roleOf(t) == "master" })
+	waitTakenOver(t, []*clNode{B, C, a, b}, idA)
+	serves(a, keysA)
+	A.proc.Restart()
+	waitFollows(t, A, a)
+
+	// A shardnode master dies; its redis-server replica is elected.
+	keysB := keysOf(B, 1)
+	idB := B.id(t)
+	B.stop()
+	testutil.WaitFor(t, clusterTimeout, "the redis-server replica of the dead shardnode master to be promoted", func() bool { return b.roleOf(t) == "master" })
+	waitTakenOver(t, []*clNode{A, C, a, b}, idB)
+	serves(b, keysB)
+	B = B.restart(t)
+	waitFollows(t, B, b)
+	waitClusterOK(t, []*clNode{A, B, C, a, b})
+
+	// CLUSTER FAILOVER: the redis-server replica A takes over from the
+	// shardnode master a, the shardnode replica B from the redis-server
+	// master b.
+	for _, p := range [][2]*clNode{{A, a}, {B, b}} {
+		r, m := p[0], p[1]
+		if err := r.rc.Do(c, "cluster", "failover").Err(); err != nil {
+			t.Fatalf("CLUSTER FAILOVER on %s replica: %v", r.kind, err)
+		}
+		testutil.WaitFor(t, clusterTimeout, "CLUSTER FAILOVER on the "+r.kind+" replica to swap it with its "+m.kind+" master", func() bool {
+			return r.roleOf(t) == "master" && m.roleOf(t) == "slave"
+		})
+		waitFollows(t, m, r)
+	}
+	waitClusterOK(t, []*clNode{A, B, C, a, b})
+	serves(A, keysA)
+	serves(B, keysB)
 }

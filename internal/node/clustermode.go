@@ -185,6 +185,11 @@ func (cm *clusterMode) do(fn func(m *cluster.Machine, now time.Time)) bool {
 // onReady runs in the runner's loop after every batch.
 func (cm *clusterMode) onReady(m *cluster.Machine, rd *cluster.Ready) {
 	s := cm.srv
+	// The slot map is published before the role change and the unpause
+	// below are applied: a master the batch demotes answers the writes it
+	// held (a manual failover's pause) and any later ones with MOVED to
+	// the new owner, never READONLY under a slot map that still names it.
+	lost := cm.publishRouting(m)
 	if rc := rd.RoleChange; rc != nil {
 		rc := *rc
 		cm.enqueue(func() {
@@ -225,21 +230,33 @@ func (cm *clusterMode) onReady(m *cluster.Machine, rd *cluster.Ready) {
 	for _, ev := range rd.Events {
 		s.log.Info("cluster: "+string(ev.Type), "node", ev.Node, "detail", ev.Detail)
 	}
-	cm.refreshRouting(m)
+	cm.dropShardChannels(lost)
 }
 
 // refreshRouting publishes the machine's routing when it changed, and
 // drops the shard channels of the slots this node's shard stopped serving.
 func (cm *clusterMode) refreshRouting(m *cluster.Machine) {
+	cm.dropShardChannels(cm.publishRouting(m))
+}
+
+// publishRouting publishes the machine's routing when it changed and
+// returns the slots this node's shard stopped serving.
+func (cm *clusterMode) publishRouting(m *cluster.Machine) []int {
 	m.FillRouting(&cm.scratch)
 	cur := cm.route.Load()
 	if cur != nil && cur.Equal(&cm.scratch) {
-		return
+		return nil
 	}
 	next := cm.scratch
 	next.Nodes = append([]cluster.RouteNode(nil), cm.scratch.Nodes...)
 	cm.route.Store(&next)
-	if lost := lostShardSlots(cur, &next); len(lost) > 0 {
+	return lostShardSlots(cur, &next)
+}
+
+// dropShardChannels unsubscribes the shard channels of lost slots, after
+// the deliveries already queued.
+func (cm *clusterMode) dropShardChannels(lost []int) {
+	if len(lost) > 0 {
 		s := cm.srv
 		cm.enqueue(func() { s.removeShardChannelsInSlots(lost) })
 	}

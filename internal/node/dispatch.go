@@ -123,25 +123,16 @@ func (c *Client) executeCmd(args [][]byte, cmd *command) {
 		c.reject(cmd, msg)
 		return
 	}
-	if s.cluster != nil && !c.hasFlag(clientMaster) && hasKeySpecs(cmd) {
-		if msg := c.clusterRedirect(cmd, args); msg != "" {
-			if cmd.fullName() == "exec" {
-				c.discardTransaction()
-			} else {
-				c.flagTransaction()
-			}
-			c.addError(msg)
-			cmd.stats.rejected.Add(1)
-			return
-		}
+	if s.cluster != nil && c.redirected(cmd, args) {
+		return
 	}
 	isWrite := cmd.flags&flagWrite != 0
 	// CLIENT PAUSE holds commands here, before the checks below, so a
 	// command released from a pause is checked against the state it finds
 	// (a FAILOVER may have turned this node into a replica meanwhile).
-	inflight := false
+	inflight, held := false, false
 	if !c.hasFlag(clientMulti) || isTxControl(cmd) {
-		inflight = s.enterWrite(c, cmd)
+		inflight, held = s.enterWrite(c, cmd)
 	}
 	if inflight {
 		defer s.inflightWrites.Add(-1)
@@ -150,6 +141,13 @@ func (c *Client) executeCmd(args [][]byte, cmd *command) {
 		// Killed while CLIENT PAUSE held the command. The master's
 		// stream checks before each command instead (masterLink.apply):
 		// a command it skipped here would still count in the offset.
+		return
+	}
+	// A held command is redirected by the slot map it finds, as Redis
+	// runs processCommand again for a client a pause postponed: a manual
+	// failover pauses the master and then makes it a replica, and the
+	// writes it held go to the new master (MOVED), not READONLY.
+	if held && s.cluster != nil && c.redirected(cmd, args) {
 		return
 	}
 	if isWrite {
@@ -192,6 +190,27 @@ func (c *Client) executeCmd(args [][]byte, cmd *command) {
 		return
 	}
 	c.call(cmd, args, false)
+}
+
+// redirected refuses cmd with MOVED, ASK, CROSSSLOT or CLUSTERDOWN when
+// cluster mode routes it elsewhere (Redis's getNodeByQuery step of
+// processCommand) and reports whether it did.
+func (c *Client) redirected(cmd *command, args [][]byte) bool {
+	if c.srv.cluster == nil || c.hasFlag(clientMaster) || !hasKeySpecs(cmd) {
+		return false
+	}
+	msg := c.clusterRedirect(cmd, args)
+	if msg == "" {
+		return false
+	}
+	if cmd.fullName() == "exec" {
+		c.discardTransaction()
+	} else {
+		c.flagTransaction()
+	}
+	c.addError(msg)
+	cmd.stats.rejected.Add(1)
+	return true
 }
 
 func arityOK(cmd *command, n int) bool {

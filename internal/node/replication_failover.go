@@ -246,22 +246,28 @@ func (s *Server) runFailover(abortC chan struct{}) {
 
 // enterWrite waits while CLIENT PAUSE applies to cmd and, for commands a
 // WRITE pause holds back, counts the command as in flight until the caller
-// decrements inflightWrites. It reports whether it counted. A pause set
-// between the check and the count is seen by one side or the other
-// (sequentially consistent atomics), so drainWrites cannot miss a write.
-func (s *Server) enterWrite(c *Client, cmd *command) bool {
+// decrements inflightWrites. It reports whether it counted, and whether a
+// pause or a DEBUG SLEEP held the command (the caller then checks again
+// what may have changed meanwhile: slot ownership, the node's role). A
+// pause set between the check and the count is seen by one side or the
+// other (sequentially consistent atomics), so drainWrites cannot miss a
+// write.
+func (s *Server) enterWrite(c *Client, cmd *command) (inflight, held bool) {
 	counted := cmd.flags&(flagWrite|flagMayReplicate) != 0 && !c.hasFlag(clientReplica|clientMaster)
 	if s.frozen() {
 		s.waitUnfrozen(c) // DEBUG SLEEP: every client waits, replicas too
+		held = true
 	}
 	for {
-		s.pause.wait(c, cmd)
+		if s.pause.wait(c, cmd) {
+			held = true
+		}
 		if !counted || c.closed.Load() {
-			return false
+			return false, held
 		}
 		s.inflightWrites.Add(1)
 		if !s.pause.holds(c, cmd) {
-			return true
+			return true, held
 		}
 		s.inflightWrites.Add(-1)
 	}

@@ -229,18 +229,18 @@ func (p *pauseState) expire(now time.Time) {
 	}
 }
 
-// wait blocks c while a CLIENT PAUSE applies to cmd. Replicas and the
-// master link are never paused.
-func (p *pauseState) wait(c *Client, cmd *command) {
+// wait blocks c while a CLIENT PAUSE applies to cmd and reports whether it
+// did. Replicas and the master link are never paused.
+func (p *pauseState) wait(c *Client, cmd *command) (held bool) {
 	if !p.on.Load() {
-		return
+		return false
 	}
 	c.clock.ok = false // waited: the command reads the clock itself
 	for {
 		p.mu.Lock()
 		if p.until.IsZero() || !time.Now().Before(p.until) || c.hasFlag(clientReplica|clientMaster) {
 			p.mu.Unlock()
-			return
+			return held
 		}
 		flags := cmd.flags
 		if cmd.name == "exec" {
@@ -250,13 +250,14 @@ func (p *pauseState) wait(c *Client, cmd *command) {
 		applies := p.all || flags&(flagWrite|flagMayReplicate) != 0
 		if !applies {
 			p.mu.Unlock()
-			return
+			return held
 		}
 		if p.wake == nil {
 			p.wake = make(chan struct{})
 		}
 		wake, until := p.wake, p.until
 		p.mu.Unlock()
+		held = true
 		c.setFlag(clientBlocked, true)
 		p.waiting.Add(1)
 		select {
@@ -267,7 +268,7 @@ func (p *pauseState) wait(c *Client, cmd *command) {
 		p.waiting.Add(-1)
 		c.setFlag(clientBlocked, false)
 		if c.closed.Load() {
-			return // killed while paused: its command never runs (dispatch)
+			return held // killed while paused: its command never runs (dispatch)
 		}
 	}
 }
