@@ -35,11 +35,25 @@ func hasKeySpecs(cmd *command) bool {
 // clusterRedirect is Redis's getNodeByQuery followed by
 // clusterRedirectClient: the error to reply when this node does not serve
 // the command in cluster mode, "" when it does. It runs in the
-// dispatcher's ordered checks, before the command takes any lock.
+// dispatcher's ordered checks, before the command takes any lock; it
+// notes whether the check must be repeated under the locks
+// (settleLocked), which happens when it saw a migrating or importing slot
+// (MIGRATE may move a key in between) or when the routing changes before
+// the locks are taken.
 func (c *Client) clusterRedirect(cmd *command, args [][]byte) string {
+	return c.clusterCheck(cmd, args, false)
+}
+
+// clusterCheck is clusterRedirect; locked says the caller holds the
+// command's shard locks (the existence checks of keys of a migrating or
+// importing slot then read the keyspace without locking).
+func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 	cm := c.srv.cluster
 	rt := cm.route.Load()
-	q := slotQuery{c: c, rt: rt, owner: -1, shardPubSub: isShardPubSub(cmd)}
+	q := slotQuery{c: c, rt: rt, owner: -1, shardPubSub: isShardPubSub(cmd), locked: locked}
+	if !locked {
+		defer func() { c.slotRoute, c.slotRecheck = rt, q.migrating || q.importing }()
+	}
 	isExec := cmd.fullName() == "exec"
 	isWrite := cmd.flags&flagWrite != 0
 	if isExec {
@@ -119,6 +133,8 @@ type slotQuery struct {
 	migrating, importing      bool
 	shardPubSub               bool
 	missingKeys, existingKeys int
+	// locked: the command's shard locks are held (settleLocked).
+	locked bool
 }
 
 // cmdKeys feeds the keys of one call of cmd, without allocating for
@@ -172,7 +188,7 @@ func (q *slotQuery) key(key []byte) string {
 		q.multipleKeys = true
 	}
 	if (q.migrating || q.importing) && !q.shardPubSub {
-		if q.c.srv.keyExistsDB0(bstr(key)) {
+		if q.c.srv.keyExistsDB0(bstr(key), q.locked) {
 			q.existingKeys++
 		} else {
 			q.missingKeys++
@@ -205,13 +221,15 @@ func (cm *clusterMode) endpoint(n cluster.RouteNode) string {
 }
 
 // keyExistsDB0 reports whether key is in database 0, not expired, without
-// touching it (LOOKUP_NOTOUCH|NOSTATS|NONOTIFY|NOEXPIRE).
-func (s *Server) keyExistsDB0(key string) bool {
+// touching it (LOOKUP_NOTOUCH|NOSTATS|NONOTIFY|NOEXPIRE); locked says the
+// caller holds the key's shard lock.
+func (s *Server) keyExistsDB0(key string, locked bool) bool {
 	db := s.dbs[0]
 	sh := db.KeyShard(key)
-	sh.Mu.Lock()
+	if !locked {
+		sh.Mu.Lock()
+		defer sh.Mu.Unlock()
+	}
 	e := db.GetEntry(key)
-	ok := e != nil && !e.Expired(time.Now().UnixMilli())
-	sh.Mu.Unlock()
-	return ok
+	return e != nil && !e.Expired(time.Now().UnixMilli())
 }

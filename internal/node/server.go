@@ -147,6 +147,8 @@ type Server struct {
 	// cluster is cluster mode's state (clustermode.go); nil unless
 	// cluster-enabled is yes.
 	cluster *clusterMode
+	// keyGuards are the keys MIGRATE is transferring (migrate_guard.go).
+	keyGuards keyGuards
 }
 
 // New builds a server from a validated configuration.
