@@ -233,3 +233,43 @@ func (s *Server) keyExistsDB0(key string, locked bool) bool {
 	e := db.GetEntry(key)
 	return e != nil && !e.Expired(time.Now().UnixMilli())
 }
+
+// redirectBlockedClients is Redis's clusterRedirectBlockedClientIfNeeded,
+// run when the routing changes: a client blocked on keys of a slot this
+// node no longer serves (and does not import) is unblocked with MOVED, or
+// CLUSTERDOWN for an unassigned slot or a failed cluster, since no write
+// here could serve it.
+func (s *Server) redirectBlockedClients(rt *cluster.Routing) {
+	s.blocking.mu.Lock()
+	ws := make([]*waiter, 0, len(s.blocking.byClient))
+	for _, w := range s.blocking.byClient {
+		ws = append(ws, w)
+	}
+	s.blocking.mu.Unlock()
+	for _, w := range ws {
+		if len(w.keys) == 0 {
+			continue
+		}
+		msg := ""
+		slot := keySlot(w.keys[0])
+		owner := rt.Owner[slot]
+		if owner >= 0 && w.c.hasFlag(clientReadOnly) && w.c.cmd != nil && w.c.cmd.flags&flagWrite == 0 && rt.MyMaster >= 0 && rt.MyMaster == owner {
+			owner = rt.Me
+		}
+		switch {
+		case rt.State != cluster.ClusterOK:
+			msg = errClusterDown
+		case owner == rt.Me || rt.Importing[slot] >= 0:
+			continue
+		case owner < 0:
+			msg = errClusterDownUnbound
+		default:
+			msg = s.cluster.redirect("MOVED", slot, rt, owner)
+		}
+		w.redirect.Store(&msg)
+		select {
+		case w.unblock <- unblockRedirect:
+		default:
+		}
+	}
+}

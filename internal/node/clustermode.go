@@ -239,6 +239,9 @@ func (cm *clusterMode) refreshRouting(m *cluster.Machine) {
 	next := cm.scratch
 	next.Nodes = append([]cluster.RouteNode(nil), cm.scratch.Nodes...)
 	cm.route.Store(&next)
+	if s := cm.srv; s.blocking.count.Load() > 0 {
+		cm.enqueue(func() { s.redirectBlockedClients(&next) })
+	}
 	if lost := lostShardSlots(cur, &next); len(lost) > 0 {
 		s := cm.srv
 		cm.enqueue(func() { s.removeShardChannelsInSlots(lost) })

@@ -3,6 +3,7 @@ package node
 import (
 	"bufio"
 	"crypto/rand"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -325,4 +326,39 @@ func TestClusterMigrateUnderIncrements(t *testing.T) {
 	if total < int64(len(keys)) {
 		t.Fatalf("only %d increments: the writers did not run", total)
 	}
+}
+
+// TestClusterBlockedClientRedirected: a client blocked on a key whose slot
+// moves away is unblocked with MOVED, as Redis's
+// clusterRedirectBlockedClientIfNeeded (unit/cluster's "Verify command got
+// unblocked after resharding").
+func TestClusterBlockedClientRedirected(t *testing.T) {
+	a, b := startShardNode(t, 0, 0, ""), startShardNode(t, 0, 0, "")
+	buildCluster(t, []*clNode{a, b}, nil, false)
+	slot := consistent.KeySlot("blk")
+	from, to := a, b
+	if slot >= 8192 {
+		from, to = b, a
+	}
+	rc, err := net.Dial("tcp", from.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	if _, err := rc.Write([]byte("BRPOP blk 0\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "the BRPOP to block", func() bool { return from.srv.blocking.count.Load() == 1 })
+	toID := to.id(t)
+	to.do(t, "cluster", "setslot", slot, "node", toID)
+	from.do(t, "cluster", "setslot", slot, "node", toID)
+	_ = rc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line, err := bufio.NewReader(rc).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("-MOVED %d %s\r\n", slot, to.addr); line != want {
+		t.Fatalf("blocked client got %q, want %q", line, want)
+	}
+	testutil.WaitFor(t, 5*time.Second, "no blocked clients", func() bool { return from.srv.blocking.count.Load() == 0 })
 }
