@@ -97,8 +97,8 @@ for t in "$@"; do
       # then also "(Jumping to next unit after error)" and a bare
       # "FAILED: caught an error in the test", counted once); a bare one
       # after anything else is an error outside a test.
-      err=$(awk '/^[0-9][0-9]:[0-9][0-9]:[0-9][0-9]> .*: FAILED/ {n++} /^FAILED/ && prev !~ /Jumping to next unit/ {n++} {prev=$0} END {print n+0}' "$out")
-      fails=$(grep -E '^[0-9:]{8}> .*: FAILED|^FAILED' "$out")
+      err=$(awk '/^[0-9][0-9]:[0-9][0-9]:[0-9][0-9]> .*: FAILED/ {n++} /^[W.]*FAILED/ && prev !~ /Jumping to next unit/ {n++} {prev=$0} END {print n+0}' "$out")
+      fails=$(grep -E '^[0-9:]{8}> .*: FAILED|^[W.]*FAILED' "$out")
       ;;
   esac
   total_ok=$((total_ok + ok))
