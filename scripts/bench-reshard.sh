@@ -106,7 +106,7 @@ for part in $PARTS; do
       echo "$part $kind: driver failed:"; tail -5 "$work/driver.err"; tail -5 "$work/reshard.log" 2>/dev/null
     }
     c=$(check $base || true)
-    rate=$(echo "$line" | awk '{for (i = 1; i <= NF; i++) { split($i, a, "="); v[a[1]] = a[2] } if (v["run1_s"] > 0) printf "keys_per_s=%.0f", v["moved_keys"] / v["run1_s"]}')
+    rate=$(echo "$line" | awk '{for (i = 1; i <= NF; i++) { split($i, a, "="); v[a[1]] = a[2] } if (v["run1_s"] > 0) printf "keys_per_s=%.2f", v["moved_keys"] / v["run1_s"]}')
     echo "$part $kind: $line $rate $c"
     stop
     base=$((base + 100))
