@@ -314,7 +314,15 @@ func (s *Server) Listen() error {
 			return err
 		}
 	}
-	if err := s.StartPersistence(); err != nil {
+	err := s.StartPersistence()
+	if s.cluster != nil && s.cluster.loaded != nil {
+		select {
+		case <-s.cluster.loaded:
+		default:
+			s.cluster.datasetLoaded()
+		}
+	}
+	if err != nil {
 		s.closeListeners()
 		s.listeners = nil
 		return err
