@@ -95,10 +95,17 @@ for t in "$@"; do
       ok=$(grep -cE '^[0-9]{2}:[0-9]{2}:[0-9]{2}> .*: OK$' "$out")
       # A failed test prints "HH:MM:SS> name: FAILED: ..." (an assertion
       # then also "(Jumping to next unit after error)" and a bare
-      # "FAILED: caught an error in the test", counted once); a bare one
-      # after anything else is an error outside a test.
-      err=$(awk '/^[0-9][0-9]:[0-9][0-9]:[0-9][0-9]> .*: FAILED/ {n++} /^FAILED/ && prev !~ /Jumping to next unit/ {n++} {prev=$0} END {print n+0}' "$out")
-      fails=$(grep -E '^[0-9:]{8}> .*: FAILED|^FAILED' "$out")
+      # "FAILED: caught an error in the test", counted once); "FAILED:
+      # caught an error" after anything else (a stack trace, or the
+      # progress dots on the test's own line) is an error too.
+      err=$(awk '/^[0-9][0-9]:[0-9][0-9]:[0-9][0-9]> .*: FAILED/ {n++; prev=$0; next} /FAILED: caught an error/ && prev !~ /Jumping to next unit/ {n++} {prev=$0} END {print n+0}' "$out")
+      fails=$(grep -oE '^[0-9:]{8}> .*: FAILED.*|FAILED: caught an error.*' "$out")
+      # A file cut by TIMEOUT ends with neither verdict: one error.
+      if ! grep -qE '^GOOD! No errors\.|test\(s\) failed\.' "$out"; then
+        err=$((err + 1))
+        fails="$fails${fails:+
+}timed out after ${limit}s in: $(grep -E '^[0-9:]{8}> ' "$out" | tail -1)"
+      fi
       ;;
   esac
   total_ok=$((total_ok + ok))

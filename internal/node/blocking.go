@@ -80,9 +80,10 @@ type blockSpec struct {
 type unblockMode int
 
 const (
-	unblockTimeout unblockMode = iota // reply as on timeout
-	unblockError                      // reply the UNBLOCKED error
-	unblockRole                       // role change: UNBLOCKED error, then close
+	unblockTimeout  unblockMode = iota // reply as on timeout
+	unblockError                       // reply the UNBLOCKED error
+	unblockRole                        // role change: UNBLOCKED error, then close
+	unblockRedirect                    // cluster: the key's slot left (waiter.redirect)
 )
 
 // errUnblockedRole is the reply of clients unblocked because this node
@@ -112,6 +113,9 @@ type waiter struct {
 	wake  chan struct{} // closed once served
 	// unblock receives CLIENT UNBLOCK requests and role changes.
 	unblock chan unblockMode
+	// redirect is the error of an unblockRedirect, set before it is sent
+	// (cluster_redirect.go).
+	redirect atomic.Pointer[string]
 }
 
 // blockRegistry holds the waiters of a server.
@@ -504,6 +508,8 @@ wait:
 	case mode == unblockRole:
 		c.addError(errUnblockedRole)
 		c.setFlag(clientCloseAfterReply, true)
+	case mode == unblockRedirect:
+		c.addError(*w.redirect.Load())
 	case spec.timeoutReply != nil:
 		spec.timeoutReply(c)
 	default:

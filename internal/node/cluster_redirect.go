@@ -35,11 +35,25 @@ func hasKeySpecs(cmd *command) bool {
 // clusterRedirect is Redis's getNodeByQuery followed by
 // clusterRedirectClient: the error to reply when this node does not serve
 // the command in cluster mode, "" when it does. It runs in the
-// dispatcher's ordered checks, before the command takes any lock.
+// dispatcher's ordered checks, before the command takes any lock; it
+// notes whether the check must be repeated under the locks
+// (settleLocked), which happens when it saw a migrating or importing slot
+// (MIGRATE may move a key in between) or when the routing changes before
+// the locks are taken.
 func (c *Client) clusterRedirect(cmd *command, args [][]byte) string {
+	return c.clusterCheck(cmd, args, false)
+}
+
+// clusterCheck is clusterRedirect; locked says the caller holds the
+// command's shard locks (the existence checks of keys of a migrating or
+// importing slot then read the keyspace without locking).
+func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 	cm := c.srv.cluster
 	rt := cm.route.Load()
-	q := slotQuery{c: c, rt: rt, owner: -1, shardPubSub: isShardPubSub(cmd)}
+	q := slotQuery{c: c, rt: rt, owner: -1, shardPubSub: isShardPubSub(cmd), locked: locked}
+	if !locked {
+		defer func() { c.slotRoute, c.slotRecheck = rt, q.migrating || q.importing }()
+	}
 	isExec := cmd.fullName() == "exec"
 	isWrite := cmd.flags&flagWrite != 0
 	if isExec {
@@ -119,6 +133,8 @@ type slotQuery struct {
 	migrating, importing      bool
 	shardPubSub               bool
 	missingKeys, existingKeys int
+	// locked: the command's shard locks are held (settleLocked).
+	locked bool
 }
 
 // cmdKeys feeds the keys of one call of cmd, without allocating for
@@ -172,7 +188,7 @@ func (q *slotQuery) key(key []byte) string {
 		q.multipleKeys = true
 	}
 	if (q.migrating || q.importing) && !q.shardPubSub {
-		if q.c.srv.keyExistsDB0(bstr(key)) {
+		if q.c.srv.keyExistsDB0(bstr(key), q.locked) {
 			q.existingKeys++
 		} else {
 			q.missingKeys++
@@ -205,13 +221,55 @@ func (cm *clusterMode) endpoint(n cluster.RouteNode) string {
 }
 
 // keyExistsDB0 reports whether key is in database 0, not expired, without
-// touching it (LOOKUP_NOTOUCH|NOSTATS|NONOTIFY|NOEXPIRE).
-func (s *Server) keyExistsDB0(key string) bool {
+// touching it (LOOKUP_NOTOUCH|NOSTATS|NONOTIFY|NOEXPIRE); locked says the
+// caller holds the key's shard lock.
+func (s *Server) keyExistsDB0(key string, locked bool) bool {
 	db := s.dbs[0]
 	sh := db.KeyShard(key)
-	sh.Mu.Lock()
+	if !locked {
+		sh.Mu.Lock()
+		defer sh.Mu.Unlock()
+	}
 	e := db.GetEntry(key)
-	ok := e != nil && !e.Expired(time.Now().UnixMilli())
-	sh.Mu.Unlock()
-	return ok
+	return e != nil && !e.Expired(time.Now().UnixMilli())
+}
+
+// redirectBlockedClients is Redis's clusterRedirectBlockedClientIfNeeded,
+// run when the routing changes: a client blocked on keys of a slot this
+// node no longer serves (and does not import) is unblocked with MOVED, or
+// CLUSTERDOWN for an unassigned slot or a failed cluster, since no write
+// here could serve it.
+func (s *Server) redirectBlockedClients(rt *cluster.Routing) {
+	s.blocking.mu.Lock()
+	ws := make([]*waiter, 0, len(s.blocking.byClient))
+	for _, w := range s.blocking.byClient {
+		ws = append(ws, w)
+	}
+	s.blocking.mu.Unlock()
+	for _, w := range ws {
+		if len(w.keys) == 0 {
+			continue
+		}
+		msg := ""
+		slot := keySlot(w.keys[0])
+		owner := rt.Owner[slot]
+		if owner >= 0 && w.c.hasFlag(clientReadOnly) && w.c.cmd != nil && w.c.cmd.flags&flagWrite == 0 && rt.MyMaster >= 0 && rt.MyMaster == owner {
+			owner = rt.Me
+		}
+		switch {
+		case rt.State != cluster.ClusterOK:
+			msg = errClusterDown
+		case owner == rt.Me || rt.Importing[slot] >= 0:
+			continue
+		case owner < 0:
+			msg = errClusterDownUnbound
+		default:
+			msg = s.cluster.redirect("MOVED", slot, rt, owner)
+		}
+		w.redirect.Store(&msg)
+		select {
+		case w.unblock <- unblockRedirect:
+		default:
+		}
+	}
 }

@@ -33,6 +33,11 @@ type clusterMode struct {
 	// differs from route (loop-owned).
 	scratch cluster.Routing
 	apply   chan func()
+	// loaded is closed once the dataset is loaded (Listen): the applier
+	// waits for it, so a replica named by nodes.conf does not start its
+	// master link (and a full sync) while its AOF or RDB is still loading,
+	// as Redis loads from disk before its crons run.
+	loaded  chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}
 }
@@ -139,7 +144,7 @@ func (s *Server) startCluster() error {
 	if !filepath.IsAbs(file) {
 		file = filepath.Join(s.cfg.Get(DirDir), file)
 	}
-	cm := &clusterMode{srv: s, apply: make(chan func(), 1024), stop: make(chan struct{}), stopped: make(chan struct{})}
+	cm := &clusterMode{srv: s, apply: make(chan func(), 1024), loaded: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
 	empty := &cluster.Routing{Me: 0, MyMaster: -1}
 	for i := range empty.Owner {
 		empty.Owner[i], empty.Migrating[i], empty.Importing[i] = -1, -1, -1
@@ -250,6 +255,9 @@ func (cm *clusterMode) publishRouting(m *cluster.Machine) []int {
 	next := cm.scratch
 	next.Nodes = append([]cluster.RouteNode(nil), cm.scratch.Nodes...)
 	cm.route.Store(&next)
+	if s := cm.srv; s.blocking.count.Load() > 0 {
+		cm.enqueue(func() { s.redirectBlockedClients(&next) })
+	}
 	return lostShardSlots(cur, &next)
 }
 
@@ -330,6 +338,11 @@ func (cm *clusterMode) enqueue(fn func()) {
 
 func (cm *clusterMode) applier() {
 	defer close(cm.stopped)
+	select {
+	case <-cm.loaded:
+	case <-cm.stop:
+		return
+	}
 	for {
 		select {
 		case fn := <-cm.apply:
@@ -415,3 +428,6 @@ func (s *Server) flushAllData() {
 		held[i].Unlock()
 	}
 }
+
+// datasetLoaded lets the applier run (see loaded); it is called once.
+func (cm *clusterMode) datasetLoaded() { close(cm.loaded) }

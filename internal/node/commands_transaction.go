@@ -1,6 +1,10 @@
 package node
 
-import "github.com/shardis/shardis/internal/node/keyspace"
+import (
+	"slices"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
+)
 
 func registerTransactionCommands(t *commandTable) {
 	t.add(&command{name: "multi", arity: 1, flags: flagAllowBusy | flagFast | flagLoading | flagStale | flagNoScript, fn: cmdMulti, group: "transactions", since: "1.2.0"})
@@ -58,12 +62,22 @@ func cmdExec(c *Client, args [][]byte) {
 	for _, wk := range c.watched {
 		keys = append(keys, keyspace.ShardRef{DB: wk.db, Shard: keyspace.ShardOf(wk.key)})
 	}
-	if all {
-		c.lockEverything()
-	} else {
-		c.lockKeys(keys)
+	lock := func() {
+		if all {
+			c.lockEverything()
+		} else {
+			c.lockKeys(slices.Clone(keys))
+		}
 	}
+	lock()
 	defer c.unlockHeld()
+	if msg := c.settleLocked(c.cmd, args, c.guardOfMulti, lock); msg != "" {
+		// A queued command's key or slot moved since EXEC's slot check
+		// (migrate_guard.go).
+		c.discardTransaction()
+		c.addError(msg)
+		return
+	}
 	if c.hasFlag(clientDirtyCAS) || c.watchedExpired() {
 		c.discardTransaction()
 		c.addNullArray()

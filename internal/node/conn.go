@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/resp"
 )
@@ -53,6 +54,12 @@ type Client struct {
 	out   []byte
 	proto int
 	db    int
+
+	// slotRoute and slotRecheck are what the last slot check saw: the
+	// routing it read, and whether a slot of its keys was migrating or
+	// importing (cluster_redirect.go, settleLocked).
+	slotRoute   *cluster.Routing
+	slotRecheck bool
 
 	// Fields read by other goroutines (CLIENT LIST, KILL) are atomics or
 	// guarded by infoMu.

@@ -266,6 +266,18 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 			c.arrivalEnter(cmd, args) // arrival.go
 		}
 		c.lockFor(cmd, args)
+		if (s.keyGuards.n.Load() != 0 || c.slotRoute != nil) && cmd.name != "exec" {
+			msg := c.settleLocked(cmd, args, func() chan struct{} { return c.guardOf(cmd, args) }, func() { c.lockFor(cmd, args) })
+			if msg != "" {
+				// The key left, or the slot did, between the slot check and
+				// the locks (migrate_guard.go).
+				c.unlockHeld()
+				c.arrivalDone(watchBlocking)
+				c.addError(msg)
+				cmd.stats.rejected.Add(1)
+				return
+			}
+		}
 	}
 	if cmd.flags&flagWrite != 0 && s.snapOpen() {
 		c.snapGuardKeys(cmd, args) // an open snapshot copies what it changes first

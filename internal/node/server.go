@@ -150,6 +150,8 @@ type Server struct {
 	// cluster is cluster mode's state (clustermode.go); nil unless
 	// cluster-enabled is yes.
 	cluster *clusterMode
+	// keyGuards are the keys MIGRATE is transferring (migrate_guard.go).
+	keyGuards keyGuards
 }
 
 // New builds a server from a validated configuration.
@@ -315,7 +317,15 @@ func (s *Server) Listen() error {
 			return err
 		}
 	}
-	if err := s.StartPersistence(); err != nil {
+	err := s.StartPersistence()
+	if s.cluster != nil && s.cluster.loaded != nil {
+		select {
+		case <-s.cluster.loaded:
+		default:
+			s.cluster.datasetLoaded()
+		}
+	}
+	if err != nil {
 		s.closeListeners()
 		s.listeners = nil
 		return err

@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Key-by-key resharding (redis-cli --cluster reshard / rebalance, i.e.
+# SETSLOT IMPORTING/MIGRATING, GETKEYSINSLOT, MIGRATE ... KEYS, ASK) with a
+# 3-master redis-server cluster and a 3-master shardnode cluster, one after
+# the other in one run (not CI: minutes, gigabytes).
+#
+#   scripts/bench-reshard.sh            # all three parts
+#   PARTS=load scripts/bench-reshard.sh # one part: load, small, big
+#
+# load:  100,000 counters, 16 go-redis ClusterClient writers INCRementing
+#        them, `reshard` of 3000 slots from the first master to the second,
+#        then `rebalance`; every acknowledged increment must be there, every
+#        key, and `--cluster check` must pass. Prints the reshard and
+#        rebalance times.
+# small: 1,000,000 keys of 100 bytes; `reshard` of 3000 slots; keys/s
+#        moved and the p99 of GETs of keys in unmoved slots (3000-10922:
+#        the source's remaining slots and the target's) during the move.
+# big:   20 keys of 50 MB in the moved slots (plus the probe keys); the
+#        same figures.
+#
+# PIPELINE is redis-cli's --cluster-pipeline (keys per MIGRATE, default 10
+# as redis-cli's). The driver is scripts/reshardload.
+set -euo pipefail
+PARTS=${PARTS:-"load small big"}
+PIPELINE=${PIPELINE:-10}
+SLOTS=${SLOTS:-3000}
+here=$(cd "$(dirname "$0")/.." && pwd)
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+(cd "$here" && go build -o "$work/shardnode.bin" ./cmd/shardnode && go build -o "$work/reshardload" ./scripts/reshardload)
+
+start() { # kind baseport
+  local kind=$1 base=$2 bin=redis-server addrs=()
+  [ "$kind" = shardnode ] && bin="$work/shardnode.bin"
+  pids=()
+  for i in 0 1 2; do
+    local p=$((base + i)) d="$work/$kind/$((base + i))"
+    rm -rf "$d"
+    mkdir -p "$d"
+    "$bin" --port "$p" --cluster-enabled yes --cluster-config-file "$d/nodes.conf" --dir "$d" \
+      --save "" --appendonly no --loglevel warning >"$d/log" 2>&1 &
+    pids+=($!)
+    addrs+=("127.0.0.1:$p")
+  done
+  for i in 0 1 2; do
+    for _ in $(seq 100); do redis-cli -p $((base + i)) ping >/dev/null 2>&1 && break; sleep 0.1; done
+  done
+  redis-cli --cluster create "${addrs[@]}" --cluster-yes >"$work/$kind.create" 2>&1
+  for _ in $(seq 200); do
+    local ok=1
+    for i in 0 1 2; do
+      redis-cli -p $((base + i)) cluster info | grep -q cluster_state:ok || ok=0
+    done
+    [ $ok = 1 ] && return 0
+    sleep 0.1
+  done
+  echo "$kind cluster did not reach cluster_state:ok" >&2
+  exit 1
+}
+
+stop() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  pids=()
+}
+
+# check waits (at most 10 s) for `redis-cli --cluster check` to pass.
+check() {
+  for _ in $(seq 100); do
+    redis-cli --cluster check "127.0.0.1:$1" >/dev/null 2>&1 && { echo check=ok; return 0; }
+    sleep 0.1
+  done
+  echo check=FAILED
+  redis-cli --cluster check "127.0.0.1:$1" | tail -20
+  return 1
+}
+
+reshard_cmd() { # base
+  local base=$1 from to
+  from=$(redis-cli -p "$base" cluster myid)
+  to=$(redis-cli -p $((base + 1)) cluster myid)
+  echo "redis-cli --cluster reshard 127.0.0.1:$base --cluster-from $from --cluster-to $to --cluster-slots $SLOTS --cluster-yes --cluster-pipeline $PIPELINE >$work/reshard.log 2>&1"
+}
+
+echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB; redis-server $(redis-server --version | awk '{print $3}'); pipeline=$PIPELINE slots=$SLOTS; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+base=21000
+for part in $PARTS; do
+  for kind in redis shardnode; do
+    start "$kind" $base
+    case $part in
+      load)
+        args=(-counters 100000 -writers 16 -probe 1000 -run "$(reshard_cmd $base)"
+          -run "redis-cli --cluster rebalance 127.0.0.1:$base --cluster-pipeline $PIPELINE >$work/rebalance.log 2>&1")
+        ;;
+      small) args=(-values 1000000 -value-size 100 -probe 1000 -run "$(reshard_cmd $base)") ;;
+      big) args=(-big 20 -big-size $((50 << 20)) -big-slots 0-$((SLOTS - 1)) -probe 1000 -run "$(reshard_cmd $base)") ;;
+      *) echo "unknown part $part" >&2; exit 2 ;;
+    esac
+    line=$("$work/reshardload" -addr "127.0.0.1:$base" "${args[@]}" 2>"$work/driver.err") || {
+      echo "$part $kind: driver failed:"; tail -5 "$work/driver.err"; tail -5 "$work/reshard.log" 2>/dev/null
+    }
+    c=$(check $base || true)
+    rate=$(echo "$line" | awk '{for (i = 1; i <= NF; i++) { split($i, a, "="); v[a[1]] = a[2] } if (v["run1_s"] > 0) printf "keys_per_s=%.2f", v["moved_keys"] / v["run1_s"]}')
+    echo "$part $kind: $line $rate $c"
+    stop
+    base=$((base + 100))
+  done
+done
