@@ -33,6 +33,8 @@ type clusterMode struct {
 	// differs from route (loop-owned).
 	scratch cluster.Routing
 	apply   chan func()
+	// mig is whole-slot migration's task table and write gate (slotmig.go).
+	mig     *slotMigrations
 	stop    chan struct{}
 	stopped chan struct{}
 }
@@ -139,7 +141,7 @@ func (s *Server) startCluster() error {
 	if !filepath.IsAbs(file) {
 		file = filepath.Join(s.cfg.Get(DirDir), file)
 	}
-	cm := &clusterMode{srv: s, apply: make(chan func(), 1024), stop: make(chan struct{}), stopped: make(chan struct{})}
+	cm := &clusterMode{srv: s, apply: make(chan func(), 1024), mig: newSlotMigrations(s), stop: make(chan struct{}), stopped: make(chan struct{})}
 	empty := &cluster.Routing{Me: 0, MyMaster: -1}
 	for i := range empty.Owner {
 		empty.Owner[i], empty.Migrating[i], empty.Importing[i] = -1, -1, -1
@@ -195,8 +197,8 @@ func (cm *clusterMode) onReady(m *cluster.Machine, rd *cluster.Ready) {
 			}
 		})
 	}
-	if sc := rd.SlotsChanged; sc != nil && len(sc.DeleteKeys) > 0 {
-		slots := sc.DeleteKeys
+	if sc := rd.SlotsChanged; sc != nil && len(cm.mig.skipDeleteKeys(sc.DeleteKeys)) > 0 {
+		slots := cm.mig.skipDeleteKeys(sc.DeleteKeys)
 		cm.enqueue(func() {
 			for _, slot := range slots {
 				s.deleteKeysInSlot(slot)
@@ -239,6 +241,7 @@ func (cm *clusterMode) refreshRouting(m *cluster.Machine) {
 	next := cm.scratch
 	next.Nodes = append([]cluster.RouteNode(nil), cm.scratch.Nodes...)
 	cm.route.Store(&next)
+	cm.mig.routeChanged()
 	if lost := lostShardSlots(cur, &next); len(lost) > 0 {
 		s := cm.srv
 		cm.enqueue(func() { s.removeShardChannelsInSlots(lost) })

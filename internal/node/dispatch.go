@@ -125,6 +125,22 @@ func (c *Client) executeCmd(args [][]byte, cmd *command) {
 			cmd.stats.rejected.Add(1)
 			return
 		}
+		// Writes to slots a whole-slot migration is moving away wait
+		// here during its pause (slotmig.go).
+		done, msg := c.slotmigEnter(cmd, args)
+		if msg != "" {
+			if cmd.fullName() == "exec" {
+				c.discardTransaction()
+			} else {
+				c.flagTransaction()
+			}
+			c.addError(msg)
+			cmd.stats.rejected.Add(1)
+			return
+		}
+		if done != nil {
+			defer done()
+		}
 	}
 	isWrite := cmd.flags&flagWrite != 0
 	// CLIENT PAUSE holds commands here, before the checks below, so a
