@@ -145,7 +145,7 @@ func (c *Client) addMigTask(t *migTask) {
 	}
 }
 
-// CLUSTER SYNCSLOTS START <id> <target-id> <start> <end> [...] | REQPAUSE <id> |
+// CLUSTER SYNCSLOTS START <id> <target-id> <start> <end> [...] | ACK <id> <applied> |
 // HANDOFF <id> <epoch> | QUERY <id> <start> <end> [...]
 func cmdClusterSyncSlots(c *Client, args [][]byte) {
 	sm := c.srv.cluster.mig
@@ -160,10 +160,12 @@ func cmdClusterSyncSlots(c *Client, args [][]byte) {
 		if err := sm.startSource(c, string(args[3]), string(args[4]), ranges); err != nil {
 			c.addError(err.Error())
 		}
-	case sub == "reqpause" && len(args) == 4:
-		if t := sm.find(string(args[3])); t != nil && t.src != nil && t.src.c == c {
+	case sub == "ack" && len(args) == 5:
+		off, ok := parseInt(args[4])
+		if t := sm.find(string(args[3])); ok && t != nil && t.src != nil && t.src.c == c {
+			t.src.acked.Store(off)
 			select {
-			case t.src.reqPause <- struct{}{}:
+			case t.src.ackCh <- struct{}{}:
 			default:
 			}
 		}

@@ -483,13 +483,16 @@ func (s *Server) trimSlots(slots []int) int {
 			keys = append(keys, e.Key)
 			return true
 		})
+		del := [][]byte{[]byte("DEL")}
 		for _, k := range keys {
 			if db.Remove(k) != nil {
 				n++
-				if s.hasPropagators() {
-					s.propagate(0, [][][]byte{{[]byte("DEL"), []byte(k)}})
-				}
+				del = append(del, []byte(k))
 			}
+		}
+		// One DEL per slot: one AOF write and fsync, not one per key.
+		if len(del) > 1 && s.hasPropagators() {
+			s.propagate(0, [][][]byte{del})
 		}
 		sh.Mu.Unlock()
 		for _, k := range keys {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/cluster"
@@ -20,7 +21,9 @@ import (
 // "+OK", the snapshot (RESTORE ... REPLACE ABSTTL per key, slot by slot),
 // CLUSTER SYNCSLOTS SNAPSHOT-EOF, the live writes, and CLUSTER SYNCSLOTS
 // PAUSED once writes to the slots are held; target to source, CLUSTER
-// SYNCSLOTS REQPAUSE and CLUSTER SYNCSLOTS HANDOFF <epoch>, which the
+// SYNCSLOTS ACK <applied-bytes> (every 20 ms once the snapshot is
+// applied and on the target's replicas) and CLUSTER SYNCSLOTS HANDOFF
+// <epoch>, which the
 // source's client loop dispatches as commands with their replies off.
 
 // migSource is a source task's running state.
@@ -30,9 +33,12 @@ type migSource struct {
 	c  *Client // the target's connection
 	g  *migGate
 
-	out      migOut
-	reqPause chan struct{} // REQPAUSE received
-	handoff  chan uint64   // HANDOFF received: the target's claim epoch
+	out migOut
+	// acked is the stream length the target reported applied (ACK);
+	// ackCh is signalled at every ACK.
+	acked   atomic.Int64
+	ackCh   chan struct{}
+	handoff chan uint64 // HANDOFF received: the target's claim epoch
 
 	failOnce sync.Once
 	failed   chan struct{} // closed on a failure seen outside run (tap, queue limit)
@@ -48,12 +54,14 @@ type migOut struct {
 	spare  []byte
 	closed bool
 	sent   int64
+	pushed int64 // bytes ever pushed: the stream's length
 }
 
 func (o *migOut) push(b []byte) {
 	o.mu.Lock()
 	if !o.closed {
 		o.buf = append(o.buf, b...)
+		o.pushed += int64(len(b))
 		o.cond.Broadcast()
 	}
 	o.mu.Unlock()
@@ -63,6 +71,12 @@ func (o *migOut) pending() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return len(o.buf)
+}
+
+func (o *migOut) length() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.pushed
 }
 
 func (o *migOut) close() {
@@ -153,7 +167,7 @@ func (sm *slotMigrations) startSource(c *Client, id, target string, ranges [][2]
 			return fmt.Errorf("ERR I'm not the owner of hash slot %d", slot)
 		}
 	}
-	ms := &migSource{sm: sm, t: t, c: c, reqPause: make(chan struct{}, 1), handoff: make(chan uint64, 1), failed: make(chan struct{})}
+	ms := &migSource{sm: sm, t: t, c: c, ackCh: make(chan struct{}, 1), handoff: make(chan uint64, 1), failed: make(chan struct{})}
 	ms.out.cond = sync.NewCond(&ms.out.mu)
 	ms.g = newMigGate(t)
 	t.src = ms
@@ -180,33 +194,28 @@ func (ms *migSource) run() {
 		return
 	}
 	t.setState(migStreaming)
-	select {
-	case <-ms.reqPause:
-	case <-ms.failed:
-		ms.rollback(nil)
-		return
-	case <-ms.c.done:
-		ms.rollback(errors.New("slotmig: the target closed the connection"))
-		return
-	case <-t.cancel:
-		ms.rollback(errors.New("slotmig: canceled"))
-		return
-	}
-	// Pause once the unsent stream is short, so the pause lasts about
-	// the time to send and apply that much.
-	maxLag := int(s.cfg.Int(DirClusterSlotMigrationHandoffMaxLagBytes))
+	// Pause once the target reports (ACK) that what it has not applied
+	// yet is short, so the pause lasts about the time to apply that
+	// much. Its first ACK also says the snapshot is on its replicas.
+	maxLag := s.cfg.Int(DirClusterSlotMigrationHandoffMaxLagBytes)
 	pauseTimeout := time.Duration(s.cfg.Int(DirClusterSlotMigrationWritePauseTimeout)) * time.Millisecond
-	lagDeadline := time.Now().Add(time.Duration(s.cfg.Int(DirReplTimeout)) * time.Second)
-	for ms.out.pending() > maxLag {
-		if time.Now().After(lagDeadline) {
-			ms.rollback(errors.New("slotmig: the stream never came within cluster-slot-migration-handoff-max-lag-bytes"))
-			return
-		}
+	lagDeadline := time.NewTimer(time.Duration(s.cfg.Int(DirReplTimeout)) * time.Second)
+	defer lagDeadline.Stop()
+	for acks := 0; acks == 0 || ms.out.length()-ms.acked.Load() > maxLag; acks++ {
 		select {
+		case <-ms.ackCh:
+		case <-lagDeadline.C:
+			ms.rollback(errors.New("slotmig: the target never came within cluster-slot-migration-handoff-max-lag-bytes"))
+			return
 		case <-ms.failed:
 			ms.rollback(nil)
 			return
-		case <-time.After(time.Millisecond):
+		case <-ms.c.done:
+			ms.rollback(errors.New("slotmig: the target closed the connection"))
+			return
+		case <-t.cancel:
+			ms.rollback(errors.New("slotmig: canceled"))
+			return
 		}
 	}
 	t.setState(migHandoff)

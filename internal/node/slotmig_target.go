@@ -178,43 +178,84 @@ func (sm *slotMigrations) importSlots(t *migTask) error {
 		return fmt.Errorf("slotmig: the source refused: %s", strings.TrimPrefix(string(bytes.Join(first, []byte(" "))), "-"))
 	}
 	t.setState(migSyncing)
-	var pauseAsked atomic.Int64 // unix ns of REQPAUSE
+	// applied is the length of the stream applied, for ACK.
+	var applied atomic.Int64
+	exec := func(args ...[]byte) {
+		c.executeCmd(args, c.lookupCmd(args[0]))
+		if len(c.out) > 0 && c.out[0] == '-' {
+			msg, _, _ := bytes.Cut(c.out[1:], []byte("\r\n"))
+			s.log.Warn("slotmig: a command of the source's stream failed", "cmd", strings.ToLower(string(args[0])), "err", string(msg))
+		}
+		c.out = c.out[:0]
+	}
+	// Commands already received are applied in MULTI/EXEC batches: one
+	// AOF write (one fsync with appendfsync always) and one replication
+	// unit per batch, not per command, so the target keeps up with a
+	// source whose clients share fsyncs.
+	const maxBatch = 256
+	batch := 0
+	endBatch := func() {
+		if batch > 0 {
+			exec([]byte("EXEC"))
+			batch = 0
+		}
+		applied.Store(rd.Consumed())
+	}
 	for {
 		args, err := next()
 		if err != nil {
 			return err
 		}
 		if len(args) >= 3 && eqFold(args[0], "cluster") && eqFold(args[1], "syncslots") {
+			endBatch()
 			switch {
 			case eqFold(args[2], "snapshot-eof"):
 				t.setState(migStreaming)
 				go func() {
 					// The snapshot must be on this node's replicas
-					// before the source pauses writes.
+					// before the source pauses writes; then ACK the
+					// applied length until the task ends.
 					if !s.waitReplicasAck(timeout) {
 						nc.Close()
 						return
 					}
-					pauseAsked.Store(time.Now().UnixNano())
-					_ = send("CLUSTER", "SYNCSLOTS", "REQPAUSE", t.id)
+					tk := time.NewTicker(20 * time.Millisecond)
+					defer tk.Stop()
+					for {
+						if send("CLUSTER", "SYNCSLOTS", "ACK", t.id, strconv.FormatInt(applied.Load(), 10)) != nil {
+							return
+						}
+						select {
+						case <-tk.C:
+						case <-stop:
+							return
+						}
+					}
 				}()
 			case eqFold(args[2], "paused"):
 				t.setState(migHandoff)
-				return sm.claim(t, send, time.Unix(0, pauseAsked.Load()))
+				return sm.claim(t, send, time.Now())
 			}
 			continue
 		}
-		cmd := c.lookupCmd(args[0])
-		c.executeCmd(args, cmd)
-		if len(c.out) > 0 && c.out[0] == '-' {
-			msg, _, _ := bytes.Cut(c.out[1:], []byte("\r\n"))
-			s.log.Warn("slotmig: a command of the source's stream failed", "cmd", strings.ToLower(string(args[0])), "err", string(msg))
+		if eqFold(args[0], "multi") {
+			endBatch() // the source's own transaction runs as sent
+		} else if batch == 0 && !c.hasFlag(clientMulti) && rd.Buffered() > 0 {
+			exec([]byte("MULTI"))
+			batch = 1
+		} else if batch > 0 {
+			batch++
 		}
-		c.out = c.out[:0]
+		exec(args...)
 		if eqFold(args[0], "restore") && t.getState() == migSyncing {
 			t.keys.Add(1)
 		} else {
 			t.cmds.Add(1)
+		}
+		if batch >= maxBatch || rd.Buffered() == 0 {
+			endBatch()
+		} else if batch == 0 {
+			applied.Store(rd.Consumed())
 		}
 	}
 }
@@ -224,11 +265,19 @@ func (sm *slotMigrations) importSlots(t *migTask) error {
 // fsynced before it is announced) makes this node the owner, unless the
 // task was aborted meanwhile. The check and the claim hold t.mu, which a
 // QUERY's abort takes too.
-func (sm *slotMigrations) claim(t *migTask, send func(...string) error, pauseAsked time.Time) error {
+func (sm *slotMigrations) claim(t *migTask, send func(...string) error, pausedAt time.Time) error {
 	s := sm.srv
 	pauseTimeout := time.Duration(s.cfg.Int(DirClusterSlotMigrationWritePauseTimeout)) * time.Millisecond
 	if !s.waitReplicasAck(pauseTimeout / 2) {
 		return errors.New("slotmig: the replicas did not acknowledge the imported writes")
+	}
+	// The imported keys are on disk before the claim is (appendfsync
+	// always has them there already; everysec would lose up to a second
+	// of them to a crash right after the claim).
+	if a := s.persist.aof; a != nil && s.cfg.Bool(DirAppendonly) {
+		if err := a.fsyncNow(); err != nil {
+			return fmt.Errorf("slotmig: fsync: %w", err)
+		}
 	}
 	t.mu.Lock()
 	if t.aborted {
@@ -245,9 +294,7 @@ func (sm *slotMigrations) claim(t *migTask, send func(...string) error, pauseAsk
 		return fmt.Errorf("slotmig: claim: %w", err)
 	}
 	t.claimed, t.epoch = true, epoch
-	if pauseAsked.UnixNano() > 0 {
-		t.pauseMs = time.Since(pauseAsked).Milliseconds()
-	}
+	t.pauseMs = time.Since(pausedAt).Milliseconds() // PAUSED to claim: the target's part of the pause
 	t.mu.Unlock()
 	_ = send("CLUSTER", "SYNCSLOTS", "HANDOFF", t.id, strconv.FormatUint(epoch, 10))
 	t.setState(migCompleted)
@@ -271,11 +318,7 @@ func (sm *slotMigrations) answerQuery(id string, slots []int) string {
 		t.aborted = true
 		t.mu.Unlock()
 		t.fail(errors.New("slotmig: the source gave up waiting"))
-		t.requestCancel()
-		select {
-		case <-t.done:
-		case <-time.After(10 * time.Second):
-		}
+		t.requestCancel() // the task drops the imported keys
 		return "ABORTED"
 	}
 	rt := s.cluster.route.Load()
