@@ -18,7 +18,7 @@ KILLRUNS=${KILLRUNS:-5}
 KEYS=${KEYS:-100000}
 SLOTS=${SLOTS:-3000}
 WRITERS=${WRITERS:-16}
-BASE=${BASE:-35000}
+BASE=${BASE:-21100}
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

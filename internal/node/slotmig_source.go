@@ -194,6 +194,7 @@ func (ms *migSource) run() {
 		return
 	}
 	t.setState(migStreaming)
+	s.log.Info("slotmig: snapshot sent", "id", t.id, "keys", t.keys.Load())
 	// Pause once the target reports (ACK) that what it has not applied
 	// yet is short, so the pause lasts about the time to apply that
 	// much. Its first ACK also says the snapshot is on its replicas.

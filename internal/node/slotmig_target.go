@@ -193,11 +193,13 @@ func (sm *slotMigrations) importSlots(t *migTask) error {
 	// unit per batch, not per command, so the target keeps up with a
 	// source whose clients share fsyncs.
 	const maxBatch = 256
-	batch := 0
+	batch, batches := 0, 0
+	defer func() { s.log.Info("slotmig: stream applied", "id", t.id, "batches", batches, "bytes", rd.Consumed()) }()
 	endBatch := func() {
 		if batch > 0 {
 			exec([]byte("EXEC"))
 			batch = 0
+			batches++
 		}
 		applied.Store(rd.Consumed())
 	}
@@ -211,6 +213,7 @@ func (sm *slotMigrations) importSlots(t *migTask) error {
 			switch {
 			case eqFold(args[2], "snapshot-eof"):
 				t.setState(migStreaming)
+				s.log.Info("slotmig: snapshot applied", "id", t.id, "keys", t.keys.Load())
 				go func() {
 					// The snapshot must be on this node's replicas
 					// before the source pauses writes; then ACK the

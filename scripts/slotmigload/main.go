@@ -44,7 +44,7 @@ type node struct {
 
 var (
 	bin      = flag.String("bin", "shardnode", "shardnode binary")
-	base     = flag.Int("base", 35000, "first client port (bus ports are +10000)")
+	base     = flag.Int("base", 21100, "first client port (bus ports are +10000)")
 	nkeys    = flag.Int("keys", 100000, "counters loaded before the migration")
 	nwriters = flag.Int("writers", 16, "concurrent writers")
 	nslots   = flag.Int("slots", 3000, "slots moved (from slot 0 on)")
@@ -95,7 +95,7 @@ func (n *node) start() error {
 	if n.rc == nil {
 		n.rc = redis.NewClient(&redis.Options{Addr: fmt.Sprintf("127.0.0.1:%d", n.port), MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: 10 * time.Second})
 	}
-	for i := 0; i < 200; i++ {
+	for i := 0; i < 600; i++ {
 		if n.rc.Ping(context.Background()).Err() == nil {
 			return nil
 		}
