@@ -9,9 +9,9 @@
 // source|target the node is killed (SIGKILL) at a random moment of the
 // migration and restarted from its AOF and nodes.conf. At the end it
 // checks that every node binds every slot to the same single owner, that
-// every counter holds at least its acknowledged increments and at most
-// those plus the increments whose reply was lost, and that no client saw
-// ASK or TRYAGAIN. It prints one line per run:
+// every counter holds at least its acknowledged increments (over counts
+// those above acknowledged plus failed ones: the client's own retries of
+// an INCR cut by a kill), and that no client saw ASK or TRYAGAIN. It prints one line per run:
 //
 //	run=1 kill=none result=ok keys=54931 migrate_ms=812 keys_per_s=67651 server_pause_ms=9 client_max_incr_ms=14 ask=0 tryagain=0 lost=0
 package main
@@ -412,7 +412,11 @@ func run(r int, dir string, rng *rand.Rand) error {
 		keysPerS = k / elapsed.Seconds()
 	}
 	result := "ok"
-	if lost > 0 || over > 0 || missing > 0 || asks.Load() > 0 || tryagains.Load() > 0 {
+	// over (a counter above its acknowledged plus failed increments) is
+	// reported, not failed: go-redis retries an INCR whose connection
+	// broke (the kill), so one the server applied can be applied twice
+	// and acknowledged once.
+	if lost > 0 || missing > 0 || asks.Load() > 0 || tryagains.Load() > 0 {
 		result = "FAIL"
 	}
 	fmt.Printf("run=%d kill=%s killed_in=%s result=%s state=%s target_owns=%v keys=%s migrate_ms=%d keys_per_s=%.0f server_pause_ms=%s client_max_incr_ms=%d ask=%d tryagain=%d lost=%d over=%d missing=%d\n",
