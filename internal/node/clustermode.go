@@ -38,6 +38,8 @@ type clusterMode struct {
 	// master link (and a full sync) while its AOF or RDB is still loading,
 	// as Redis loads from disk before its crons run.
 	loaded  chan struct{}
+	// mig is whole-slot migration's task table and write gate (slotmig.go).
+	mig     *slotMigrations
 	stop    chan struct{}
 	stopped chan struct{}
 }
@@ -144,7 +146,7 @@ func (s *Server) startCluster() error {
 	if !filepath.IsAbs(file) {
 		file = filepath.Join(s.cfg.Get(DirDir), file)
 	}
-	cm := &clusterMode{srv: s, apply: make(chan func(), 1024), loaded: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
+	cm := &clusterMode{srv: s, apply: make(chan func(), 1024), loaded: make(chan struct{}), mig: newSlotMigrations(s), stop: make(chan struct{}), stopped: make(chan struct{})}
 	empty := &cluster.Routing{Me: 0, MyMaster: -1}
 	for i := range empty.Owner {
 		empty.Owner[i], empty.Migrating[i], empty.Importing[i] = -1, -1, -1
@@ -205,8 +207,8 @@ func (cm *clusterMode) onReady(m *cluster.Machine, rd *cluster.Ready) {
 			}
 		})
 	}
-	if sc := rd.SlotsChanged; sc != nil && len(sc.DeleteKeys) > 0 {
-		slots := sc.DeleteKeys
+	if sc := rd.SlotsChanged; sc != nil && len(cm.mig.skipDeleteKeys(sc.DeleteKeys)) > 0 {
+		slots := cm.mig.skipDeleteKeys(sc.DeleteKeys)
 		cm.enqueue(func() {
 			for _, slot := range slots {
 				s.deleteKeysInSlot(slot)
@@ -255,6 +257,7 @@ func (cm *clusterMode) publishRouting(m *cluster.Machine) []int {
 	next := cm.scratch
 	next.Nodes = append([]cluster.RouteNode(nil), cm.scratch.Nodes...)
 	cm.route.Store(&next)
+	cm.mig.routeChanged()
 	if s := cm.srv; s.blocking.count.Load() > 0 {
 		cm.enqueue(func() { s.redirectBlockedClients(&next) })
 	}

@@ -45,6 +45,10 @@ func registerClusterCommands(t *commandTable) {
 	sub("getkeysinslot", 4, flagStale, "3.0.0", cmdClusterGetKeysInSlot)
 	sub("replicas", 3, admin, "5.0.0", cmdClusterReplicas)
 	sub("slaves", 3, admin, "3.0.0", cmdClusterReplicas)
+	// Redis 8.4's atomic slot migration, and its internal protocol command
+	// (commands_cluster_migration.go).
+	sub("migration", -3, admin, "8.4.0", cmdClusterMigration)
+	sub("syncslots", -3, admin, "8.4.0", cmdClusterSyncSlots)
 	t.add(&command{name: "asking", arity: 1, flags: flagFast, fn: clusterOnly(cmdAsking), group: "cluster", since: "3.0.0"})
 	t.add(&command{name: "readonly", arity: 1, flags: flagFast | flagLoading | flagStale, fn: clusterOnly(cmdReadOnly), group: "cluster", since: "3.0.0"})
 	t.add(&command{name: "readwrite", arity: 1, flags: flagFast | flagLoading | flagStale, fn: clusterOnly(cmdReadWrite), group: "cluster", since: "3.0.0"})

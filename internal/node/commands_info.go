@@ -69,6 +69,9 @@ func (s *Server) infoString(args [][]byte) string {
 		{[]string{"latencystats"}, "Latencystats", nil},
 		{[]string{"cluster"}, "Cluster", func(b *strings.Builder) {
 			infoField(b, "cluster_enabled", b01(s.cfg.Bool(DirClusterEnabled)))
+			if s.cluster != nil {
+				s.cluster.mig.infoFields(b) // whole-slot migration (slotmig.go)
+			}
 		}},
 		{[]string{"keyspace"}, "Keyspace", s.infoKeyspace},
 	}

@@ -126,6 +126,24 @@ func (c *Client) executeCmd(args [][]byte, cmd *command) {
 	if s.cluster != nil && c.redirected(cmd, args) {
 		return
 	}
+	if s.cluster != nil && !c.hasFlag(clientMaster) && hasKeySpecs(cmd) {
+		// Writes to slots a whole-slot migration is moving away wait
+		// here during its pause (slotmig.go).
+		done, msg := c.slotmigEnter(cmd, args)
+		if msg != "" {
+			if cmd.fullName() == "exec" {
+				c.discardTransaction()
+			} else {
+				c.flagTransaction()
+			}
+			c.addError(msg)
+			cmd.stats.rejected.Add(1)
+			return
+		}
+		if done != nil {
+			defer done()
+		}
+	}
 	isWrite := cmd.flags&flagWrite != 0
 	// CLIENT PAUSE holds commands here, before the checks below, so a
 	// command released from a pause is checked against the state it finds

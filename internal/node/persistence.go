@@ -348,3 +348,6 @@ func init() {
 		}
 	}
 }
+
+// appendCommand appends args to b as a RESP array of bulk strings.
+func appendCommand(b []byte, args ...[]byte) []byte { return persist.AppendCommand(b, args...) }

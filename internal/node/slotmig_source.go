@@ -1,0 +1,474 @@
+package node
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardis/shardis/internal/node/cluster"
+	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/rdb"
+	"github.com/shardis/shardis/internal/resp"
+)
+
+// The source task: it runs on the connection the target opened with
+// CLUSTER SYNCSLOTS START. The connection carries, source to target,
+// "+OK", the snapshot (RESTORE ... REPLACE ABSTTL per key, slot by slot),
+// CLUSTER SYNCSLOTS SNAPSHOT-EOF, the live writes, and CLUSTER SYNCSLOTS
+// PAUSED once writes to the slots are held; target to source, CLUSTER
+// SYNCSLOTS ACK <applied-bytes> (every 20 ms once the snapshot is
+// applied and on the target's replicas) and CLUSTER SYNCSLOTS HANDOFF
+// <epoch>, which the
+// source's client loop dispatches as commands with their replies off.
+
+// migSource is a source task's running state.
+type migSource struct {
+	sm *slotMigrations
+	t  *migTask
+	c  *Client // the target's connection
+	g  *migGate
+
+	out migOut
+	// acked is the stream length the target reported applied (ACK);
+	// ackCh is signalled at every ACK.
+	acked   atomic.Int64
+	ackCh   chan struct{}
+	handoff chan uint64 // HANDOFF received: the target's claim epoch
+
+	failOnce sync.Once
+	failed   chan struct{} // closed on a failure seen outside run (tap, queue limit)
+}
+
+// migOut is the stream to the target: appended to under the written
+// keys' locks (the tap), so an append only copies bytes; one writer
+// goroutine sends it.
+type migOut struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	buf    []byte
+	spare  []byte
+	closed bool
+	sent   int64
+	pushed int64 // bytes ever pushed: the stream's length
+}
+
+func (o *migOut) push(b []byte) {
+	o.mu.Lock()
+	if !o.closed {
+		o.buf = append(o.buf, b...)
+		o.pushed += int64(len(b))
+		o.cond.Broadcast()
+	}
+	o.mu.Unlock()
+}
+
+func (o *migOut) pending() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return len(o.buf)
+}
+
+func (o *migOut) length() int64 {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.pushed
+}
+
+func (o *migOut) close() {
+	o.mu.Lock()
+	o.closed = true
+	o.cond.Broadcast()
+	o.mu.Unlock()
+}
+
+// waitBelow waits until at most n bytes are unsent, or the stream closed.
+func (o *migOut) waitBelow(n int) {
+	o.mu.Lock()
+	for len(o.buf) > n && !o.closed {
+		o.cond.Wait()
+	}
+	o.mu.Unlock()
+}
+
+// writer sends the stream until it is closed or the connection fails.
+func (ms *migSource) writer() {
+	o := &ms.out
+	for {
+		o.mu.Lock()
+		for len(o.buf) == 0 && !o.closed {
+			o.cond.Wait()
+		}
+		if len(o.buf) == 0 {
+			o.mu.Unlock()
+			return
+		}
+		if len(o.buf) > migQueueLimit {
+			o.mu.Unlock()
+			ms.fail(errors.New("slotmig: the target reads the stream too slowly"))
+			return
+		}
+		b := o.buf
+		o.buf = o.spare[:0]
+		o.mu.Unlock()
+		_ = ms.c.conn.SetWriteDeadline(time.Now().Add(time.Duration(ms.sm.srv.cfg.Int(DirReplTimeout)) * time.Second))
+		_, err := ms.c.conn.Write(b)
+		o.mu.Lock()
+		o.sent += int64(len(b))
+		if cap(b) <= 4<<20 {
+			o.spare = b[:0]
+		}
+		o.cond.Broadcast()
+		o.mu.Unlock()
+		if err != nil {
+			ms.fail(fmt.Errorf("slotmig: writing to the target: %w", err))
+			return
+		}
+	}
+}
+
+func (ms *migSource) fail(err error) {
+	ms.failOnce.Do(func() {
+		ms.t.fail(err)
+		close(ms.failed)
+		ms.out.close()
+	})
+}
+
+// startSource is CLUSTER SYNCSLOTS START <id> <target-id> <start> <end>
+// [...] on the source: checks, then the task takes the connection over.
+func (sm *slotMigrations) startSource(c *Client, id, target string, ranges [][2]int) error {
+	s := sm.srv
+	rt := s.cluster.route.Load()
+	if rt.MyMaster >= 0 {
+		return errors.New("ERR Only a master can migrate slots")
+	}
+	me := rt.Nodes[rt.Me].ID
+	if target == me {
+		return errors.New("ERR Can't migrate slots to myself")
+	}
+	known := false
+	for _, n := range rt.Nodes {
+		if n.ID == target {
+			known = true
+		}
+	}
+	if !known {
+		return fmt.Errorf("ERR Unknown node %s", target)
+	}
+	t := newMigTask(migOpMigrate, ranges, me, target)
+	t.id = id
+	for _, slot := range t.slots {
+		if rt.Owner[slot] != rt.Me {
+			return fmt.Errorf("ERR I'm not the owner of hash slot %d", slot)
+		}
+	}
+	ms := &migSource{sm: sm, t: t, c: c, ackCh: make(chan struct{}, 1), handoff: make(chan uint64, 1), failed: make(chan struct{})}
+	ms.out.cond = sync.NewCond(&ms.out.mu)
+	ms.g = newMigGate(t)
+	t.src = ms
+	if err := sm.add(t); err != nil {
+		return err
+	}
+	sm.tapOnce.Do(func() { s.AddPropagator(sm) })
+	sm.gate.Store(ms.g)
+	c.replyMode = replyOff // the task writes on this connection from now on
+	t.setState(migSyncing)
+	go ms.run()
+	return nil
+}
+
+// run is the source task.
+func (ms *migSource) run() {
+	t, s := ms.t, ms.sm.srv
+	defer close(t.done)
+	go ms.writer()
+	ms.out.push([]byte("+OK\r\n"))
+	s.log.Info("slotmig: migrating slots", "id", t.id, "slots", rangesText(t.ranges), "target", t.dest)
+	if err := ms.snapshot(); err != nil {
+		ms.rollback(err)
+		return
+	}
+	t.setState(migStreaming)
+	s.log.Info("slotmig: snapshot sent", "id", t.id, "keys", t.keys.Load())
+	// Pause once the target reports (ACK) that what it has not applied
+	// yet is short, so the pause lasts about the time to apply that
+	// much. Its first ACK also says the snapshot is on its replicas.
+	maxLag := s.cfg.Int(DirClusterSlotMigrationHandoffMaxLagBytes)
+	pauseTimeout := time.Duration(s.cfg.Int(DirClusterSlotMigrationWritePauseTimeout)) * time.Millisecond
+	lagDeadline := time.NewTimer(time.Duration(s.cfg.Int(DirReplTimeout)) * time.Second)
+	defer lagDeadline.Stop()
+	for acks := 0; acks == 0 || ms.out.length()-ms.acked.Load() > maxLag; acks++ {
+		select {
+		case <-ms.ackCh:
+		case <-lagDeadline.C:
+			ms.rollback(errors.New("slotmig: the target never came within cluster-slot-migration-handoff-max-lag-bytes"))
+			return
+		case <-ms.failed:
+			ms.rollback(nil)
+			return
+		case <-ms.c.done:
+			ms.rollback(errors.New("slotmig: the target closed the connection"))
+			return
+		case <-t.cancel:
+			ms.rollback(errors.New("slotmig: canceled"))
+			return
+		}
+	}
+	t.setState(migHandoff)
+	start := time.Now()
+	ms.g.pause()
+	if !ms.g.drain(pauseTimeout) {
+		// PAUSED was not sent: the target cannot claim.
+		ms.rollback(errors.New("slotmig: writes in flight did not finish within the pause timeout"))
+		return
+	}
+	ms.out.push(appendCommand(nil, []byte("CLUSTER"), []byte("SYNCSLOTS"), []byte("PAUSED")))
+	timer := time.NewTimer(pauseTimeout - time.Since(start))
+	defer timer.Stop()
+	for {
+		select {
+		case epoch := <-ms.handoff:
+			ms.finish(epoch, start)
+			return
+		case <-ms.sm.routeWake:
+			if ms.targetOwns() {
+				ms.finish(0, start)
+				return
+			}
+			continue
+		case <-timer.C:
+			t.fail(errors.New("slotmig: write pause timeout"))
+		case <-ms.c.done:
+		case <-ms.failed:
+		case <-t.cancel:
+		}
+		break
+	}
+	// The target may or may not have claimed the slots: ask it. Writes
+	// stay held until it answers, so no write is accepted here that the
+	// target's copy lacks.
+	ms.out.close()
+	ms.c.close()
+	ms.resolve(start)
+}
+
+// snapshot sends every key of the slots, one slot at a time under the
+// slot's shard lock, and turns the slot's live stream on in the same
+// lock hold: each write to the slot is in the copy or in the stream.
+func (ms *migSource) snapshot() error {
+	s := ms.sm.srv
+	db := s.dbs[0]
+	comp := s.cfg.Bool(DirRdbcompression)
+	lim := s.rdbLimits()
+	restore, replace, absttl := []byte("RESTORE"), []byte("REPLACE"), []byte("ABSTTL")
+	var b []byte
+	for _, slot := range ms.t.slots {
+		select {
+		case <-ms.failed:
+			return nil
+		case <-ms.c.done:
+			return errors.New("slotmig: the target closed the connection")
+		case <-ms.t.cancel:
+			return errors.New("slotmig: canceled")
+		default:
+		}
+		sh := &db.Shards[keyspace.SlotShard(slot)]
+		sh.Mu.Lock()
+		b = b[:0]
+		n := 0
+		db.ForEachInSlot(slot, func(e *keyspace.Entry) bool {
+			payload := rdb.Dump(entryValue(e), comp, lim)
+			b = appendCommand(b, restore, []byte(e.Key), []byte(strconv.FormatInt(max(e.Expire, 0), 10)), payload, replace, absttl)
+			n++
+			return true
+		})
+		ms.g.live[slot].Store(true)
+		ms.out.push(b)
+		sh.Mu.Unlock()
+		ms.t.keys.Add(int64(n))
+		ms.out.waitBelow(migQueueSoft)
+		if cap(b) > 4<<20 {
+			b = nil
+		}
+	}
+	ms.out.push(appendCommand(nil, []byte("CLUSTER"), []byte("SYNCSLOTS"), []byte("SNAPSHOT-EOF"), []byte(strconv.FormatInt(ms.t.keys.Load(), 10))))
+	return nil
+}
+
+// targetOwns reports whether the routing binds every slot of the task to
+// the target.
+func (ms *migSource) targetOwns() bool {
+	rt := ms.sm.srv.cluster.route.Load()
+	for _, slot := range ms.t.slots {
+		o := rt.Owner[slot]
+		if o < 0 || rt.Nodes[o].ID != ms.t.dest {
+			return false
+		}
+	}
+	return true
+}
+
+// finish completes the flip on the source: the target's claim applied
+// (epoch 0: the bus applied it already), writes released (they re-check
+// the routing and get MOVED), the slots' keys trimmed.
+func (ms *migSource) finish(epoch uint64, pauseStart time.Time) {
+	s, t := ms.sm.srv, ms.t
+	if epoch > 0 {
+		var err error
+		s.cluster.do(func(m *cluster.Machine, now time.Time) { err = m.YieldSlots(now, t.dest, epoch, t.slots) })
+		if err != nil {
+			s.log.Warn("slotmig: yield", "err", err)
+		}
+	}
+	// The gate stays installed, released for good: a write that passed
+	// the redirect check before the flip meets it and checks again.
+	ms.g.done.Store(true)
+	ms.g.unpause()
+	pause := time.Since(pauseStart)
+	t.mu.Lock()
+	t.pauseMs = pause.Milliseconds()
+	t.epoch = epoch
+	t.mu.Unlock()
+	ms.out.close()
+	n := s.trimSlots(t.slots)
+	t.setState(migCompleted)
+	s.log.Info("slotmig: slots migrated", "id", t.id, "slots", rangesText(t.ranges), "target", t.dest, "keys", t.keys.Load(), "trimmed", n, "write_pause", pause)
+}
+
+// rollback ends the task before any pause: the source keeps the slots.
+func (ms *migSource) rollback(err error) {
+	t := ms.t
+	if err != nil {
+		t.fail(err)
+	}
+	ms.sm.gate.CompareAndSwap(ms.g, nil)
+	ms.g.unpause()
+	ms.out.close()
+	ms.c.close()
+	select {
+	case <-t.cancel:
+		t.setState(migCanceled)
+	default:
+		t.setState(migFailed)
+	}
+	ms.sm.srv.log.Warn("slotmig: migration rolled back; this node keeps the slots", "id", t.id, "err", t.lastErr)
+}
+
+// resolve asks the target, after a pause timeout or a lost connection,
+// whether it claimed the slots (CLUSTER SYNCSLOTS QUERY): the target
+// answers CLAIMED, or aborts the task for good and answers ABORTED. Until
+// it answers, writes to the slots stay held; one question per 100 ms.
+func (ms *migSource) resolve(pauseStart time.Time) {
+	s, t := ms.sm.srv, ms.t
+	for attempt := 1; ; attempt++ {
+		if ms.targetOwns() {
+			ms.finish(0, pauseStart)
+			return
+		}
+		claimed, epoch, err := ms.query()
+		if err == nil {
+			if claimed {
+				ms.finish(epoch, pauseStart)
+				return
+			}
+			t.mu.Lock()
+			t.pauseMs = time.Since(pauseStart).Milliseconds()
+			t.mu.Unlock()
+			ms.rollback(nil)
+			return
+		}
+		if attempt == 1 || attempt%50 == 0 {
+			s.log.Warn("slotmig: writes to the slots stay paused until the target answers", "id", t.id, "err", err)
+		}
+		t.mu.Lock()
+		t.retries++
+		t.mu.Unlock()
+		select {
+		case epoch := <-ms.handoff:
+			ms.finish(epoch, pauseStart)
+			return
+		case <-ms.sm.routeWake:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// query asks the target about the task over a new connection.
+func (ms *migSource) query() (claimed bool, epoch uint64, err error) {
+	s, t := ms.sm.srv, ms.t
+	rt := s.cluster.route.Load()
+	addr := ""
+	for _, n := range rt.Nodes {
+		if n.ID == t.dest {
+			addr = net.JoinHostPort(n.IP, strconv.Itoa(n.Port))
+		}
+	}
+	if addr == "" {
+		return false, 0, fmt.Errorf("slotmig: target %s unknown", t.dest)
+	}
+	nc, err := net.DialTimeout("tcp", addr, migDialWait)
+	if err != nil {
+		return false, 0, fmt.Errorf("slotmig: query: %w", err)
+	}
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Now().Add(migDialWait))
+	br := bufio.NewReader(nc)
+	var out []byte
+	if pw := s.cfg.Get(DirMasterauth); pw != "" {
+		out = appendAuth(out, s.cfg.Get(DirMasteruser), pw)
+	}
+	out = appendCommand(out, append([][]byte{[]byte("CLUSTER"), []byte("SYNCSLOTS"), []byte("QUERY"), []byte(t.id)}, strArgs(rangeArgs(t.ranges))...)...)
+	if _, err := nc.Write(out); err != nil {
+		return false, 0, fmt.Errorf("slotmig: query: %w", err)
+	}
+	if s.cfg.Get(DirMasterauth) != "" {
+		if v, err := resp.ReadValue(br); err != nil || v.IsError() {
+			return false, 0, fmt.Errorf("slotmig: query: auth failed")
+		}
+	}
+	v, err := resp.ReadValue(br)
+	if err != nil {
+		return false, 0, fmt.Errorf("slotmig: query: %w", err)
+	}
+	if v.IsError() {
+		return false, 0, fmt.Errorf("slotmig: query: %s", v.Str)
+	}
+	switch word, rest, _ := cutSpace(v.Str); word {
+	case "CLAIMED":
+		e, _ := strconv.ParseUint(rest, 10, 64)
+		return true, e, nil
+	case "ABORTED":
+		return false, 0, nil
+	}
+	return false, 0, fmt.Errorf("slotmig: query: unexpected answer %q", v.Str)
+}
+
+func cutSpace(s string) (string, string, bool) {
+	for i := 0; i < len(s); i++ {
+		if s[i] == ' ' {
+			return s[:i], s[i+1:], true
+		}
+	}
+	return s, "", false
+}
+
+func strArgs(ss []string) [][]byte {
+	out := make([][]byte, len(ss))
+	for i, s := range ss {
+		out[i] = []byte(s)
+	}
+	return out
+}
+
+// appendAuth appends AUTH [user] password.
+func appendAuth(b []byte, user, pw string) []byte {
+	if user != "" {
+		return appendCommand(b, []byte("AUTH"), []byte(user), []byte(pw))
+	}
+	return appendCommand(b, []byte("AUTH"), []byte(pw))
+}

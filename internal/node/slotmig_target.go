@@ -1,0 +1,343 @@
+package node
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardis/shardis/internal/node/cluster"
+	"github.com/shardis/shardis/internal/resp"
+)
+
+// The target task (CLUSTER MIGRATION IMPORT): it reads the source's
+// stream as a replica reads its master's, applying every command through
+// a master-flagged client (no redirect check: the slots are not ours
+// yet), so the writes reach this node's replicas and AOF as any write
+// does.
+
+// startImport is CLUSTER MIGRATION IMPORT on the target.
+func (sm *slotMigrations) startImport(ranges [][2]int) (*migTask, error) {
+	s := sm.srv
+	rt := s.cluster.route.Load()
+	if rt.MyMaster >= 0 {
+		return nil, errors.New("ERR Only a master can import slots")
+	}
+	source := int32(-1)
+	for _, r := range ranges {
+		for slot := r[0]; slot <= r[1]; slot++ {
+			o := rt.Owner[slot]
+			switch {
+			case o == rt.Me:
+				return nil, fmt.Errorf("ERR Slot %d is already served by this node", slot)
+			case o < 0:
+				return nil, fmt.Errorf("ERR Slot %d is not assigned to any node", slot)
+			case source >= 0 && o != source:
+				return nil, errors.New("ERR Slots are served by more than one node")
+			}
+			source = o
+		}
+	}
+	t := newMigTask(migOpImport, ranges, rt.Nodes[source].ID, rt.Nodes[rt.Me].ID)
+	t.id = newMigID()
+	if err := sm.add(t); err != nil {
+		return nil, err
+	}
+	sm.tapOnce.Do(func() { s.AddPropagator(sm) })
+	go sm.runImport(t)
+	return t, nil
+}
+
+// errMigAborted ends an import whose abort was decided elsewhere (CANCEL,
+// or the source's QUERY).
+var errMigAborted = errors.New("slotmig: aborted")
+
+// runImport is the target task: import, then the claim; on any failure
+// before the claim, the imported keys are dropped.
+func (sm *slotMigrations) runImport(t *migTask) {
+	s := sm.srv
+	defer close(t.done)
+	s.log.Info("slotmig: importing slots", "id", t.id, "slots", rangesText(t.ranges), "source", t.source)
+	err := sm.importSlots(t)
+	if err == nil {
+		return
+	}
+	t.mu.Lock()
+	claimed := t.claimed
+	if !claimed {
+		t.aborted = true
+	}
+	t.mu.Unlock()
+	if claimed {
+		// Only the HANDOFF message failed: the source learns the claim
+		// from the bus, or asks.
+		t.setState(migCompleted)
+		return
+	}
+	select {
+	case <-t.cancel:
+		t.fail(errors.New("canceled"))
+		sm.trimCancels.Add(1)
+		n := s.trimSlots(t.slots)
+		t.setState(migCanceled)
+		s.log.Warn("slotmig: import canceled; imported keys dropped", "id", t.id, "keys", n)
+	default:
+		t.fail(err)
+		n := s.trimSlots(t.slots)
+		t.setState(migFailed)
+		s.log.Warn("slotmig: import failed; imported keys dropped", "id", t.id, "err", err, "keys", n)
+	}
+}
+
+// importSlots runs the protocol up to the claim.
+func (sm *slotMigrations) importSlots(t *migTask) error {
+	s := sm.srv
+	// Keys left in the slots by an earlier import that did not complete
+	// (this node restarted meanwhile) are not ours: start clean.
+	s.trimSlots(t.slots)
+	rt := s.cluster.route.Load()
+	addr := ""
+	for _, n := range rt.Nodes {
+		if n.ID == t.source {
+			addr = net.JoinHostPort(n.IP, strconv.Itoa(n.Port))
+		}
+	}
+	if addr == "" {
+		return fmt.Errorf("slotmig: source %s unknown", t.source)
+	}
+	nc, err := net.DialTimeout("tcp", addr, migDialWait)
+	if err != nil {
+		return fmt.Errorf("slotmig: connect to the source: %w", err)
+	}
+	defer nc.Close()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		select {
+		case <-t.cancel:
+			nc.Close()
+		case <-stop:
+		}
+	}()
+	var wmu sync.Mutex
+	send := func(args ...string) error {
+		wmu.Lock()
+		defer wmu.Unlock()
+		_ = nc.SetWriteDeadline(time.Now().Add(migDialWait))
+		_, err := nc.Write(resp.AppendCommandStrings(nil, args...))
+		return err
+	}
+	auth := s.cfg.Get(DirMasterauth) != ""
+	var hello []byte
+	if auth {
+		hello = appendAuth(hello, s.cfg.Get(DirMasteruser), s.cfg.Get(DirMasterauth))
+	}
+	hello = appendCommand(hello, append([][]byte{[]byte("CLUSTER"), []byte("SYNCSLOTS"), []byte("START"), []byte(t.id), []byte(t.dest)}, strArgs(rangeArgs(t.ranges))...)...)
+	if _, err := nc.Write(hello); err != nil {
+		return fmt.Errorf("slotmig: start: %w", err)
+	}
+	c := newClient(s, nc)
+	c.authed.Store(true)
+	c.setFlag(clientMaster, true)
+	c.replyMode = replyOn
+	rd := resp.NewReader(nc, resp.ReaderOptions{MaxBulkLen: 1 << 40})
+	timeout := time.Duration(s.cfg.Int(DirReplTimeout)) * time.Second
+	next := func() ([][]byte, error) {
+		for {
+			args, err := rd.Next()
+			if err == resp.ErrIncomplete {
+				_ = nc.SetReadDeadline(time.Now().Add(timeout))
+				if err := rd.Fill(); err != nil {
+					select {
+					case <-t.cancel:
+						return nil, errMigAborted
+					default:
+					}
+					return nil, fmt.Errorf("slotmig: reading the source's stream: %w", err)
+				}
+				continue
+			}
+			return args, err
+		}
+	}
+	if auth {
+		if _, err := next(); err != nil {
+			return err
+		}
+	}
+	first, err := next()
+	if err != nil {
+		return err
+	}
+	if len(first) == 0 || !bytes.HasPrefix(first[0], []byte("+OK")) {
+		return fmt.Errorf("slotmig: the source refused: %s", strings.TrimPrefix(string(bytes.Join(first, []byte(" "))), "-"))
+	}
+	t.setState(migSyncing)
+	// applied is the length of the stream applied, for ACK.
+	var applied atomic.Int64
+	exec := func(args ...[]byte) {
+		c.executeCmd(args, c.lookupCmd(args[0]))
+		if len(c.out) > 0 && c.out[0] == '-' {
+			msg, _, _ := bytes.Cut(c.out[1:], []byte("\r\n"))
+			s.log.Warn("slotmig: a command of the source's stream failed", "cmd", strings.ToLower(string(args[0])), "err", string(msg))
+		}
+		c.out = c.out[:0]
+	}
+	// Commands already received are applied in MULTI/EXEC batches: one
+	// AOF write (one fsync with appendfsync always) and one replication
+	// unit per batch, not per command, so the target keeps up with a
+	// source whose clients share fsyncs.
+	const maxBatch = 256
+	batch, batches := 0, 0
+	defer func() { s.log.Info("slotmig: stream applied", "id", t.id, "batches", batches, "bytes", rd.Consumed()) }()
+	endBatch := func() {
+		if batch > 0 {
+			exec([]byte("EXEC"))
+			batch = 0
+			batches++
+		}
+		applied.Store(rd.Consumed())
+	}
+	for {
+		args, err := next()
+		if err != nil {
+			return err
+		}
+		if len(args) >= 3 && eqFold(args[0], "cluster") && eqFold(args[1], "syncslots") {
+			endBatch()
+			switch {
+			case eqFold(args[2], "snapshot-eof"):
+				t.setState(migStreaming)
+				s.log.Info("slotmig: snapshot applied", "id", t.id, "keys", t.keys.Load())
+				go func() {
+					// The snapshot must be on this node's replicas
+					// before the source pauses writes; then ACK the
+					// applied length until the task ends.
+					if !s.waitReplicasAck(timeout) {
+						nc.Close()
+						return
+					}
+					tk := time.NewTicker(20 * time.Millisecond)
+					defer tk.Stop()
+					for {
+						if send("CLUSTER", "SYNCSLOTS", "ACK", t.id, strconv.FormatInt(applied.Load(), 10)) != nil {
+							return
+						}
+						select {
+						case <-tk.C:
+						case <-stop:
+							return
+						}
+					}
+				}()
+			case eqFold(args[2], "paused"):
+				t.setState(migHandoff)
+				return sm.claim(t, send, time.Now())
+			}
+			continue
+		}
+		if eqFold(args[0], "multi") {
+			endBatch() // the source's own transaction runs as sent
+		} else if batch == 0 && !c.hasFlag(clientMulti) && rd.Buffered() > 0 {
+			exec([]byte("MULTI"))
+			batch = 1
+		} else if batch > 0 {
+			batch++
+		}
+		exec(args...)
+		if eqFold(args[0], "restore") && t.getState() == migSyncing {
+			t.keys.Add(1)
+		} else {
+			t.cmds.Add(1)
+		}
+		if batch >= maxBatch || rd.Buffered() == 0 {
+			endBatch()
+		} else if batch == 0 {
+			applied.Store(rd.Consumed())
+		}
+	}
+}
+
+// claim takes the slots once every write to them is applied: this
+// node's replicas acknowledge them, then one epoch bump (saved and
+// fsynced before it is announced) makes this node the owner, unless the
+// task was aborted meanwhile. The check and the claim hold t.mu, which a
+// QUERY's abort takes too.
+func (sm *slotMigrations) claim(t *migTask, send func(...string) error, pausedAt time.Time) error {
+	s := sm.srv
+	pauseTimeout := time.Duration(s.cfg.Int(DirClusterSlotMigrationWritePauseTimeout)) * time.Millisecond
+	if !s.waitReplicasAck(pauseTimeout / 2) {
+		return errors.New("slotmig: the replicas did not acknowledge the imported writes")
+	}
+	// The imported keys are on disk before the claim is (appendfsync
+	// always has them there already; everysec would lose up to a second
+	// of them to a crash right after the claim).
+	if a := s.persist.AOF(); a != nil && s.cfg.Bool(DirAppendonly) {
+		if err := a.FsyncNow(); err != nil {
+			return fmt.Errorf("slotmig: fsync: %w", err)
+		}
+	}
+	t.mu.Lock()
+	if t.aborted {
+		t.mu.Unlock()
+		return errMigAborted
+	}
+	var epoch uint64
+	var err error
+	if !s.cluster.do(func(m *cluster.Machine, now time.Time) { epoch, err = m.ClaimSlots(now, t.slots) }) {
+		err = errors.New("slotmig: the cluster bus is closed")
+	}
+	if err != nil {
+		t.mu.Unlock()
+		return fmt.Errorf("slotmig: claim: %w", err)
+	}
+	t.claimed, t.epoch = true, epoch
+	t.pauseMs = time.Since(pausedAt).Milliseconds() // PAUSED to claim: the target's part of the pause
+	t.mu.Unlock()
+	_ = send("CLUSTER", "SYNCSLOTS", "HANDOFF", t.id, strconv.FormatUint(epoch, 10))
+	t.setState(migCompleted)
+	s.log.Info("slotmig: slots imported", "id", t.id, "slots", rangesText(t.ranges), "keys", t.keys.Load(), "writes", t.cmds.Load(), "epoch", epoch)
+	return nil
+}
+
+// answerQuery is CLUSTER SYNCSLOTS QUERY on the target: CLAIMED <epoch>
+// when the slots are this node's, else ABORTED, after which this node
+// never claims them for that task (it aborts the task if it still runs,
+// and drops keys it holds in the slots).
+func (sm *slotMigrations) answerQuery(id string, slots []int) string {
+	s := sm.srv
+	if t := sm.find(id); t != nil && t.op == migOpImport {
+		t.mu.Lock()
+		if t.claimed {
+			e := t.epoch
+			t.mu.Unlock()
+			return "CLAIMED " + strconv.FormatUint(e, 10)
+		}
+		t.aborted = true
+		t.mu.Unlock()
+		t.fail(errors.New("slotmig: the source gave up waiting"))
+		t.requestCancel() // the task drops the imported keys
+		return "ABORTED"
+	}
+	rt := s.cluster.route.Load()
+	mine := true
+	var notMine []int
+	for _, slot := range slots {
+		if rt.Owner[slot] != rt.Me {
+			mine = false
+			notMine = append(notMine, slot)
+		}
+	}
+	if mine {
+		var e uint64
+		s.cluster.do(func(m *cluster.Machine, _ time.Time) { e = m.Myself().ConfigEpoch })
+		return "CLAIMED " + strconv.FormatUint(e, 10)
+	}
+	s.trimSlots(notMine)
+	return "ABORTED"
+}
