@@ -37,7 +37,7 @@ type clusterMode struct {
 	// waits for it, so a replica named by nodes.conf does not start its
 	// master link (and a full sync) while its AOF or RDB is still loading,
 	// as Redis loads from disk before its crons run.
-	loaded  chan struct{}
+	loaded chan struct{}
 	// mig is whole-slot migration's task table and write gate (slotmig.go).
 	mig     *slotMigrations
 	stop    chan struct{}
