@@ -7,6 +7,7 @@
 #
 # REDIS_TESTS must hold runtest and tests/ from the redis repository at tag
 # 7.0.15 (never committed here) with src/ linked to the Debian binaries.
+# SKIPFILE overrides the skip list (default ../shared/testdata/redis-tests-skip-scripting.txt).
 # Set SERVER=redis to run the same files against redis-server instead, and
 # TAGS to replace the default --tags filter (for example to allow
 # needs:debug and needs:save).
@@ -23,7 +24,7 @@ done
 shift $((OPTIND - 1))
 : "${REDIS_TESTS:?set REDIS_TESTS to a copy of the redis 7.0.15 tests}"
 here=$(cd "$(dirname "$0")/.." && pwd)
-skip=$(cd "$here/../shared/testdata" 2>/dev/null && pwd)/redis-tests-skip-scripting.txt
+skip=${SKIPFILE:-$(cd "$here/../shared/testdata" 2>/dev/null && pwd)/redis-tests-skip-scripting.txt}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 bin="$work/shardnode"
