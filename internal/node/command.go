@@ -37,6 +37,9 @@ const (
 	// enable-module-command allows it (security.go). COMMAND INFO hides
 	// it, as Redis does.
 	flagProtected
+	// flagSequenced: the command runs in arrival order across connections
+	// (sequence.go); set by setSequenced, and on EXEC's row.
+	flagSequenced
 )
 
 var flagNames = []struct {
@@ -184,5 +187,6 @@ func newCommandTable() *commandTable {
 		register(t)
 	}
 	setMemberSpecs(t)
+	setSequenced(t)
 	return t
 }

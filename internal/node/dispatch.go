@@ -234,9 +234,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	c.dirty = 0
 	c.propArgs = nil
 	if !locked {
-		if cmd.flags&flagBlocking != 0 || s.arrival.used.Load() != 0 || cmd.flags&flagPubSub != 0 && isSubscription(cmd.name) {
-			c.arrivalEnter(cmd, args) // arrival.go
-		}
+		c.sequence(cmd) // sequence.go: arrival order across connections
 		c.lockFor(cmd, args)
 	}
 	if cmd.flags&flagWrite != 0 && s.snapOpen() {
@@ -267,13 +265,11 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 			}
 		} else if s.hasPropagators() {
 			s.propagate(c.db, prop)
-			c.propagated = true
 		}
 	}
 	c.propOne[0] = nil
 	if !locked {
 		c.unlockHeld()
-		c.arrivalDone(watchBlocking) // a blocking command queued or served, an EXEC run
 		if len(c.readyKeys) > 0 || s.readyPending() {
 			s.handleReadyKeys(c)
 		}

@@ -31,4 +31,9 @@ func TestSubpackagesDoNotImportNode(t *testing.T) {
 	if subs < 2 {
 		t.Fatalf("found %d subpackages of %s, want at least keyspace and value", subs, root)
 	}
+	for _, want := range []string{"keyspace", "value", "netio"} {
+		if !strings.Contains(string(out), root+"/"+want+": ") {
+			t.Errorf("no package %s/%s", root, want)
+		}
+	}
 }

@@ -1,4 +1,10 @@
-package node
+// Package netio is shardnode's raw socket I/O: reads and writes of client
+// TCP connections with raw system calls, the kernel's receive timestamp of
+// every read, and the Sequencer that orders commands across connections by
+// those timestamps. It knows nothing of commands or clients: the node tells
+// it when a connection has run all it read (Conn.Done) and which
+// connections are exempt (blocked).
+package netio
 
 import (
 	"errors"
@@ -10,7 +16,7 @@ import (
 	"unsafe"
 )
 
-// rawIO reads and writes a TCP connection with raw system calls on its
+// Conn reads and writes a TCP connection with raw system calls on its
 // non-blocking socket, through the connection's RawConn (so deadlines,
 // Close and waiting for readiness in the netpoller work as for net.Conn).
 //
@@ -22,12 +28,14 @@ import (
 // request. A read or write of a non-blocking socket never sleeps in the
 // kernel (EAGAIN instead), so it does not need that state; waiting is left
 // to the netpoller as before.
-type rawIO struct {
+//
+// Reads come from one goroutine (the connection's owner); writes are
+// serialised by the caller.
+type Conn struct {
 	rc syscall.RawConn
 	// The functions handed to rc.Read and rc.Write are made once, with
 	// their arguments and results in these fields, so a read or a write
 	// allocates nothing (a closure per call escapes to the heap).
-	// Reads come from the client's goroutine, writes under its wmu.
 	rp     []byte
 	rn     int
 	rerrno syscall.Errno
@@ -37,39 +45,35 @@ type rawIO struct {
 	wn      int
 	werrno  syscall.Errno
 	writeFn func(fd uintptr) bool
-	wtry    bool // tryWrite: a full socket ends the write
+	wtry    bool // TryWrite: a full socket ends the write
 
 	// stamps: reads are recvmsg calls that also return the data's
-	// receive time into rx (conn_rxstamp_linux.go).
+	// receive time into rx (rxstamp_linux.go).
 	stamps bool
 	rx     rxStampState
-	fd     int // the socket, for the arrival poller (arrival.go)
-	// busy is the receive time of data read by a watched client and not
-	// run yet, of a blocking command that runs and is not queued yet, or
-	// of an EXEC whose commands have not run yet; 1 while such a client
-	// reads; 0 none (arrival.go). busyFor holds the barriers it concerns
-	// (watchBlocking, watchPubSub), stored before busy. Both are written
-	// by the client's own goroutine only.
-	busy    atomic.Int64
-	busyFor atomic.Uint32
-	// stuck: a barrier gave up waiting for this client's commands that
-	// arrived at or before it (unix ns); guarded by arrivalOrder.mu.
-	stuck int64
-	// arr is the server's arrival state, set by the client.
-	arr *arrivalOrder
-	// watch holds the barriers that peek at this client's unread data:
-	// watchBlocking while it may send a blocking command next (its last
-	// list or sorted-set write was one, or it sent none yet),
-	// watchPubSub while it is subscribed or may (un)subscribe next.
-	watch atomic.Uint32
+	fd     int
 
-	// Read loop (Client.serveLoop): while the client's goroutine runs
-	// inside one rc.Read call, inLoop is set and Read calls read on loopFd
-	// directly, returning errWouldBlock instead of waiting; drained
-	// records that the last read returned less than asked, so the socket
-	// held nothing more. looping mirrors inLoop for other goroutines
-	// (Client.close). inLoop, loopFd and drained belong to the client's
-	// goroutine.
+	// Sequencer state (sequencer.go). seq is the sequencer the
+	// connection may join; id orders connections whose input has the
+	// same receive time; exempt reports, for the owner, that the
+	// connection is blocked.
+	seq    *Sequencer
+	id     int64
+	exempt func() bool
+	// busy is the receive time of input read and not yet run (Done), 1
+	// while a read is under way (its data may have left the socket and
+	// its time is not known yet), 0 none. Written by the owner only, and
+	// only while the sequencer is on.
+	busy atomic.Int64
+	// stalled is set while a write waits for room in the socket (the
+	// peer does not read): the owner cannot run its input meanwhile.
+	stalled atomic.Bool
+
+	// Read loop (ReadLoop): while the owner runs inside one rc.Read call,
+	// inLoop is set and Read reads loopFd directly, returning
+	// ErrWouldBlock instead of waiting; drained records that the last
+	// read returned less than asked, so the socket held nothing more.
+	// looping mirrors inLoop for other goroutines.
 	inLoop  bool
 	loopFd  uintptr
 	drained bool
@@ -81,18 +85,27 @@ type rawIO struct {
 	reads, writes atomic.Int64
 }
 
-// errWouldBlock is Read's error, inside the read loop, when the socket has
-// nothing to read: the loop then returns to rc.Read to wait.
-var errWouldBlock = errors.New("node: read would block")
+// ErrWouldBlock is Read's error, inside ReadLoop, when the socket has
+// nothing to read: the step then returns to let ReadLoop wait.
+var ErrWouldBlock = errors.New("netio: read would block")
 
-// newRawIO returns a reader/writer for nc: raw system calls for a TCP
-// connection, with receive timestamps where the platform has them; nc
-// itself for anything else (tests, unix sockets in future).
-func newRawIO(nc net.Conn) io.ReadWriter { return newRawIOStamps(nc, rxStampsSupported) }
+// StampsSupported reports whether this platform has receive timestamps.
+const StampsSupported = rxStampsSupported
 
-// newRawIOStamps is newRawIO with receive timestamps only if stamps (the
-// benchmark compares both).
-func newRawIOStamps(nc net.Conn, stamps bool) io.ReadWriter {
+// New returns a reader/writer for nc: a *Conn (raw system calls, receive
+// timestamps where the platform has them, joining seq when it is on) for a
+// TCP connection; nc itself for anything else.
+func New(nc net.Conn, seq *Sequencer) io.ReadWriter {
+	rw := NewStamps(nc, rxStampsSupported)
+	if c, ok := rw.(*Conn); ok {
+		c.seq = seq
+	}
+	return rw
+}
+
+// NewStamps is New with receive timestamps only if stamps, and no
+// sequencer (the benchmark compares both).
+func NewStamps(nc net.Conn, stamps bool) io.ReadWriter {
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		return nc
@@ -101,49 +114,84 @@ func newRawIOStamps(nc net.Conn, stamps bool) io.ReadWriter {
 	if err != nil {
 		return nc
 	}
-	r := &rawIO{rc: rc}
-	r.readFn, r.writeFn = r.read, r.write
-	r.watch.Store(watchBlocking | watchPubSub)
+	c := &Conn{rc: rc}
+	c.readFn, c.writeFn = c.read, c.write
 	if stamps {
 		var serr error
-		if err := rc.Control(func(fd uintptr) { r.fd, serr = int(fd), enableRxStamps(fd) }); err == nil && serr == nil {
-			r.stamps = true
+		if err := rc.Control(func(fd uintptr) { c.fd, serr = int(fd), enableRxStamps(fd) }); err == nil && serr == nil {
+			c.stamps = true
 		}
 	}
-	return r
+	return c
 }
 
-// rxTime is the kernel's receive time (unix ns) of the data the last read
+// RxTime is the kernel's receive time (unix ns) of the data the last read
 // returned, or 0 when unknown.
-func (r *rawIO) rxTime() int64 { return r.rx.ns }
+func (c *Conn) RxTime() int64 {
+	if !c.stamps {
+		return 0
+	}
+	return c.rx.ns
+}
 
-func (r *rawIO) read(fd uintptr) bool {
-	p := r.rp
+// Reads and Writes return the number of read and write system calls made.
+func (c *Conn) Reads() int64 { return c.reads.Load() }
+
+// Writes returns the number of write system calls made.
+func (c *Conn) Writes() int64 { return c.writes.Load() }
+
+// InLoop reports whether the owner runs inside ReadLoop's step.
+func (c *Conn) InLoop() bool { return c.inLoop }
+
+// Looping reports, for any goroutine, whether the owner is inside ReadLoop
+// (Close then waits for the loop to return).
+func (c *Conn) Looping() bool { return c.looping.Load() }
+
+// Drained reports whether the last read returned less than it asked for:
+// the socket held nothing more.
+func (c *Conn) Drained() bool { return c.drained }
+
+// ReadLoop calls step from inside one RawConn.Read call, as an event loop
+// serves a readable socket: Reads in step read the socket directly and
+// return ErrWouldBlock when it is empty; when step returns true (it must
+// wait for input) ReadLoop waits in the netpoller and calls it again. It
+// returns when step returns false, or with the error that ended the wait.
+func (c *Conn) ReadLoop(step func() (wait bool)) error {
+	c.looping.Store(true)
+	err := c.rc.Read(func(fd uintptr) bool {
+		c.inLoop, c.loopFd = true, fd
+		wait := step()
+		c.inLoop = false
+		return !wait
+	})
+	c.inLoop, c.drained = false, false // a new call reads first
+	c.looping.Store(false)
+	return err
+}
+
+func (c *Conn) read(fd uintptr) bool {
+	p := c.rp
 	for {
 		var r0 uintptr
 		var e syscall.Errno
-		r.reads.Add(1)
-		if r.stamps {
-			// A client watched by a barrier that is on is busy from
-			// before its data leaves the socket (1: older than
-			// anything) until the command runs (arrival.go); no
-			// barrier can look between the two and see neither.
-			var w uint32
-			if r.arr != nil {
-				w = r.watch.Load() & r.arr.active.Load()
+		c.reads.Add(1)
+		if c.stamps {
+			// While the sequencer is on, the connection is busy from
+			// before its data leaves the socket until it ran it (Done):
+			// a sequenced command looking at it sees the one or the
+			// other (sequencer.go).
+			track := c.seq != nil && c.seq.on.Load() && c.busy.Load() == 0
+			if track {
+				c.busy.Store(1)
 			}
-			if w != 0 {
-				r.busyFor.Store(w)
-				r.busy.Store(1)
-			}
-			r0, e = r.rx.recvStamped(fd, p)
-			if w != 0 {
+			r0, e = c.rx.recvStamped(fd, p)
+			if track {
 				if e == 0 && r0 > 0 {
-					r.busy.Store(r.rx.ns)
+					c.busy.Store(c.rx.ns)
 				} else {
-					r.busy.Store(0)
+					c.busy.Store(0)
 				}
-				r.arr.notify() // barriers that saw 1 look again
+				c.seq.notify()
 			}
 		} else {
 			r0, _, e = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
@@ -154,28 +202,29 @@ func (r *rawIO) read(fd uintptr) bool {
 		case syscall.EAGAIN:
 			return false // wait in the netpoller
 		}
-		r.rn, r.rerrno = int(r0), e
+		c.rn, c.rerrno = int(r0), e
 		return true
 	}
 }
 
-func (r *rawIO) Read(p []byte) (int, error) {
+// Read reads into p.
+func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	r.rp, r.rn, r.rerrno = p, 0, 0
+	c.rp, c.rn, c.rerrno = p, 0, 0
 	var err error
-	if r.inLoop {
-		if !r.read(r.loopFd) {
-			r.rp = nil
-			return 0, errWouldBlock
+	if c.inLoop {
+		if !c.read(c.loopFd) {
+			c.rp = nil
+			return 0, ErrWouldBlock
 		}
 	} else {
-		err = r.rc.Read(r.readFn)
+		err = c.rc.Read(c.readFn)
 	}
-	n, errno := r.rn, r.rerrno
-	r.drained = n < len(p)
-	r.rp = nil
+	n, errno := c.rn, c.rerrno
+	c.drained = n < len(p)
+	c.rp = nil
 	switch {
 	case err != nil:
 		return 0, err // deadline, closed
@@ -187,45 +236,55 @@ func (r *rawIO) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (r *rawIO) write(fd uintptr) bool {
-	p := r.wp
-	for r.wn < len(p) {
-		r.writes.Add(1)
-		r0, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[r.wn])), uintptr(len(p)-r.wn))
+func (c *Conn) write(fd uintptr) bool {
+	p := c.wp
+	for c.wn < len(p) {
+		c.writes.Add(1)
+		r0, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[c.wn])), uintptr(len(p)-c.wn))
 		switch e {
 		case 0:
-			r.wn += int(r0)
+			c.wn += int(r0)
 		case syscall.EINTR:
 		case syscall.EAGAIN:
 			// Socket buffer full: wait in the netpoller, or return
-			// the short count (tryWrite).
-			return r.wtry
+			// the short count (TryWrite).
+			if !c.wtry && !c.stalled.Load() {
+				c.stalled.Store(true)
+				if c.seq != nil {
+					c.seq.notify() // sequenced commands stop waiting for it
+				}
+			}
+			return c.wtry
 		default:
-			r.werrno = e
+			c.werrno = e
 			return true
 		}
 	}
 	return true
 }
 
-// tryWrite writes what the socket takes now, without waiting for room:
-// n may be short of len(p) (socket buffer full). Like Write, it runs under
-// the client's wmu.
-func (r *rawIO) tryWrite(p []byte) (int, error) {
-	r.wtry = true
-	n, err := r.Write(p)
-	r.wtry = false
+// TryWrite writes what the socket takes now, without waiting for room:
+// n may be short of len(p) (socket buffer full). Writes are serialised by
+// the caller, as for Write.
+func (c *Conn) TryWrite(p []byte) (int, error) {
+	c.wtry = true
+	n, err := c.Write(p)
+	c.wtry = false
 	return n, err
 }
 
-func (r *rawIO) Write(p []byte) (int, error) {
+// Write writes all of p, waiting for room in the netpoller.
+func (c *Conn) Write(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	r.wp, r.wn, r.werrno = p, 0, 0
-	err := r.rc.Write(r.writeFn)
-	n, errno := r.wn, r.werrno
-	r.wp = nil
+	c.wp, c.wn, c.werrno = p, 0, 0
+	err := c.rc.Write(c.writeFn)
+	if c.stalled.Load() {
+		c.stalled.Store(false)
+	}
+	n, errno := c.wn, c.werrno
+	c.wp = nil
 	if err != nil {
 		return n, err
 	}

@@ -1,12 +1,12 @@
 //go:build !linux
 
-package node
+package netio
 
 import "syscall"
 
 // rxStampsSupported reports whether this platform has receive timestamps
-// (see conn_rxstamp_linux.go); elsewhere waiters are ordered by the time
-// their command ran.
+// (see rxstamp_linux.go); elsewhere the Sequencer stays off and waiters are
+// ordered by the time their command ran.
 const rxStampsSupported = false
 
 func enableRxStamps(uintptr) error { return syscall.ENOTSUP }
@@ -19,10 +19,10 @@ func (st *rxStampState) recvStamped(fd uintptr, p []byte) (uintptr, syscall.Errn
 
 func (st *rxStampState) peek(int, []byte) (int, int64) { return 0, 0 }
 
-type readyPoller struct{}
+type poller struct{}
 
-func newReadyPoller() (*readyPoller, error)     { return nil, syscall.ENOTSUP }
-func (p *readyPoller) add(int)                  {}
-func (p *readyPoller) remove(int)               {}
-func (p *readyPoller) close()                   {}
-func (p *readyPoller) readable(dst []int) []int { return dst }
+func newPoller() (*poller, error)                 { return nil, syscall.ENOTSUP }
+func (p *poller) add(int)                         {}
+func (p *poller) remove(int)                      {}
+func (p *poller) close()                          {}
+func (p *poller) readable(dst []int, n int) []int { return dst }
