@@ -27,6 +27,7 @@ const (
 	clientNoEvict
 	clientBlocked
 	clientPubSub // has subscriptions (RESP2 restricted context)
+	clientParked // waits inside a command for something else than a key (WAIT): sequence.go
 )
 
 // Reply modes set by CLIENT REPLY.

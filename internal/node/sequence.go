@@ -93,9 +93,22 @@ func (s *Server) clientGone(c *Client) {
 	}
 }
 
-// isBlocked reports whether the client waits in a blocking command or a
-// pause: the sequencer does not wait for its input meanwhile.
-func (c *Client) isBlocked() bool { return c.hasFlag(clientBlocked) }
+// isBlocked reports whether the sequencer need not wait for the client's
+// input: it waits in a blocking command, a pause or WAIT (parkStart), or
+// it is a replica's link (its input is REPLCONF, and its full sync keeps
+// its goroutine in SYNC for the whole transfer).
+func (c *Client) isBlocked() bool { return c.hasFlag(clientBlocked | clientParked | clientReplica) }
+
+// parkStart marks the client as waiting inside its command for something
+// other than a key (WAIT's acknowledgements), so sequenced commands of
+// other clients do not wait for it; parkEnd ends that.
+func (c *Client) parkStart() {
+	c.setFlag(clientParked, true)
+	c.srv.seq.Notify()
+}
+
+// parkEnd ends parkStart.
+func (c *Client) parkEnd() { c.setFlag(clientParked, false) }
 
 // inputDone records that the client ran everything it read.
 func (c *Client) inputDone() {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -97,5 +98,37 @@ func TestSequencedExecBeforeLaterPush(t *testing.T) {
 		}
 		b.nc.Close()
 		w.nc.Close()
+	}
+}
+
+// TestSequencedNotHeldByWait: a client waiting in WAIT (for replicas that
+// never acknowledge) holds no sequenced command of another client, nor
+// does a client blocked in BLPOP or a client paused by CLIENT PAUSE: their
+// input runs when they move again.
+func TestSequencedNotHeldByWait(t *testing.T) {
+	ts := startServer(t)
+	rc := ts.client(t)
+	r := ts.raw(t)
+	r.expect("BLPOP warm 0.01\r\n", "*-1") // the sequencer is on
+	w := ts.raw(t)
+	w.send("WAIT 1 0\r\n") // never answered: no replica
+	b := ts.raw(t)
+	b.send("BLPOP never 0\r\n")
+	deadline := time.Now().Add(5 * time.Second)
+	for infoInt(t, rc, "blocked_clients") != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("WAIT and BLPOP never blocked")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for i := range 20 {
+		r.send("LPUSH q x\r\n")
+		if got := r.readLineWithin(5 * time.Second); got != ":"+strconv.Itoa(i+1) {
+			t.Fatalf("LPUSH replied %q", got)
+		}
+		r.send("PUBLISH ch x\r\n")
+		if got := r.readLineWithin(5 * time.Second); got != ":0" {
+			t.Fatalf("PUBLISH replied %q", got)
+		}
 	}
 }
