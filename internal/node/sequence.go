@@ -94,10 +94,14 @@ func (s *Server) clientGone(c *Client) {
 }
 
 // isBlocked reports whether the sequencer need not wait for the client's
-// input: it waits in a blocking command, a pause or WAIT (parkStart), or
-// it is a replica's link (its input is REPLCONF, and its full sync keeps
-// its goroutine in SYNC for the whole transfer).
-func (c *Client) isBlocked() bool { return c.hasFlag(clientBlocked | clientParked | clientReplica) }
+// input: it waits in a blocking command, a pause or WAIT (parkStart), it
+// is a replica's link (its input is REPLCONF, and its full sync keeps its
+// goroutine in SYNC for the whole transfer), or it is the link to our
+// master (the stream, ordered by the master, is applied by the link's own
+// loop, which never ends its busy time).
+func (c *Client) isBlocked() bool {
+	return c.hasFlag(clientBlocked | clientParked | clientReplica | clientMaster)
+}
 
 // parkStart marks the client as waiting inside its command for something
 // other than a key (WAIT's acknowledgements), so sequenced commands of

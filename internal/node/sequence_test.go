@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 // TestBlockingArrivalOrder is Redis's "BRPOPLPUSH with multiple blocked
@@ -130,5 +132,32 @@ func TestSequencedNotHeldByWait(t *testing.T) {
 		if got := r.readLineWithin(5 * time.Second); got != ":0" {
 			t.Fatalf("PUBLISH replied %q", got)
 		}
+	}
+}
+
+// TestSequencedOnReplica: on a replica, the link to the master (whose
+// goroutine applies the stream in its own loop) holds no sequenced
+// command: with the sequencer switched on by a subscription on the
+// replica after the link is up, the replica's PUBLISH still runs while
+// the master writes.
+func TestSequencedOnReplica(t *testing.T) {
+	_, replica, mc, rc := linkedPair(t)
+	if err := mc.Set(ctx(t), "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "the write on the replica", func() bool { return rc.Get(ctx(t), "k").Val() == "v" })
+	sub := replica.raw(t)
+	sub.send(respCmd("SUBSCRIBE", "ch")) // the sequencer is on
+	sub.readPush()
+	for i := range 20 {
+		if err := mc.Set(ctx(t), "k", i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		p := replica.raw(t)
+		p.send(respCmd("PUBLISH", "ch", "x"))
+		if got := p.readLineWithin(5 * time.Second); got != ":1" {
+			t.Fatalf("PUBLISH on the replica replied %q", got)
+		}
+		p.nc.Close()
 	}
 }
