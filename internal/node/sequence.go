@@ -53,6 +53,11 @@ func setSequenced(t *commandTable) {
 // received before it has run.
 func (c *Client) sequence(cmd *command) {
 	s := c.srv
+	if c.raw == nil || c.hasFlag(clientMaster) {
+		// Not a TCP client (an AOF load's client, a unix socket): no
+		// receive times. The master's stream is in the master's order.
+		return
+	}
 	if !s.seq.On() {
 		if cmd.flags&flagBlocking == 0 && (cmd.flags&flagPubSub == 0 || cmd.flags&flagMayReplicate != 0) {
 			return // neither blocking nor a subscription: stays off
@@ -62,7 +67,7 @@ func (c *Client) sequence(cmd *command) {
 	if cmd.flags&flagSequenced == 0 && (cmd.flags&flagWrite == 0 || s.watches.n.Load() == 0) {
 		return
 	}
-	s.seq.Wait(c.raw, c.arrivalNs())
+	s.seq.Wait(c.raw, c.arrivalNs(), c.done)
 }
 
 // enableSequencer turns the sequencer on and makes every connected client

@@ -117,9 +117,10 @@ func (s *Sequencer) notify() {
 }
 
 // Wait returns once no other member has older input pending (see
-// Sequencer). self is the calling connection, nil when it is not a *Conn;
-// ns is the receive time of its command.
-func (s *Sequencer) Wait(self *Conn, ns int64) {
+// Sequencer), or when cancel is closed (the caller's connection closed).
+// self is the calling connection, nil when it is not a *Conn; ns is the
+// receive time of its command.
+func (s *Sequencer) Wait(self *Conn, ns int64, cancel <-chan struct{}) {
 	if !s.on.Load() {
 		return
 	}
@@ -142,7 +143,11 @@ func (s *Sequencer) Wait(self *Conn, ns int64) {
 		}
 		wake := s.wake
 		s.mu.Unlock()
-		<-wake
+		select {
+		case <-wake:
+		case <-cancel:
+			return
+		}
 	}
 }
 

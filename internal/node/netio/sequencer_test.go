@@ -77,13 +77,13 @@ func newSequencer(t *testing.T) *Sequencer {
 	return seq
 }
 
-// waitAsync runs seq.Wait(self, ns) and returns a channel closed when it
+// waitAsync runs seq.Wait(self, ns, nil) and returns a channel closed when it
 // returns, after it is asleep (or done).
 func waitAsync(t *testing.T, seq *Sequencer, self *Conn, ns int64) <-chan struct{} {
 	t.Helper()
 	done := make(chan struct{})
 	go func() {
-		seq.Wait(self, ns)
+		seq.Wait(self, ns, nil)
 		close(done)
 	}()
 	deadline := time.Now().Add(5 * time.Second)
@@ -214,7 +214,7 @@ func TestSequencerOff(t *testing.T) {
 	if a.conn.busy.Load() != 0 {
 		t.Fatal("busy tracked while the sequencer is off")
 	}
-	seq.Wait(nil, 0) // returns at once
+	seq.Wait(nil, 0, nil) // returns at once
 }
 
 func TestBefore(t *testing.T) {
@@ -232,4 +232,22 @@ func TestBefore(t *testing.T) {
 			t.Errorf("before(%d, %d, %d, %d) = %v, want %v", tc.ts, tc.id, tc.ns, tc.self, got, tc.want)
 		}
 	}
+}
+
+// TestSequencerCancel: a wait ends when the caller's connection closes.
+func TestSequencerCancel(t *testing.T) {
+	seq := newSequencer(t)
+	a := newPair(t, seq, 1, nil)
+	b := newPair(t, seq, 2, nil)
+	a.send(t, "older")
+	b.send(t, "newer")
+	b.read(t)
+	cancel := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		seq.Wait(b.conn, b.conn.RxTime(), cancel)
+		close(done)
+	}()
+	close(cancel)
+	waitDone(t, done, "the cancel")
 }
