@@ -7,6 +7,7 @@
 #
 # REDIS_TESTS must hold runtest and tests/ from the redis repository at tag
 # 7.0.15 (never committed here) with src/ linked to the Debian binaries.
+# SKIPFILE names a runtest skip list (default: none, see below).
 # Set SERVER=redis to run the same files against redis-server instead, and
 # TAGS to replace the default --tags filter (for example to allow
 # needs:debug and needs:save).

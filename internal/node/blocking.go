@@ -440,7 +440,6 @@ func (c *Client) blockForKeys(spec blockSpec) {
 		defer t.Stop()
 		timer = t.C
 	}
-	c.setFlag(clientBlocked, true)
 	s.blocking.count.Add(1)
 	s.blockedClients.Add(1)
 	defer func() {
@@ -451,11 +450,14 @@ func (c *Client) blockForKeys(spec blockSpec) {
 
 	// Register and release the command's locks while holding w.mu, so no
 	// serving goroutine touches c before this goroutine is done with it.
+	// Blocked only once queued: a sequenced push that stops waiting for
+	// this client's input (sequence.go) then finds it in the queue.
 	w.mu.Lock()
 	s.blocking.add(w)
+	c.setFlag(clientBlocked, true)
 	c.releaseForWait()
 	w.mu.Unlock()
-	s.arrival.notify() // queued: writes waiting for it may go (arrival.go)
+	s.seq.Notify()
 	if spec.kick {
 		q := make([]watchKey, 0, len(w.keys))
 		for _, k := range w.keys {

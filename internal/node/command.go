@@ -41,6 +41,9 @@ const (
 	// scripting in commands_scripting.go); an EXEC holding such a command
 	// locks everything.
 	flagLockScript
+	// flagSequenced: the command runs in arrival order across connections
+	// (sequence.go); set by setSequenced, and on EXEC's row.
+	flagSequenced
 )
 
 var flagNames = []struct {
@@ -188,5 +191,6 @@ func newCommandTable() *commandTable {
 		register(t)
 	}
 	setMemberSpecs(t)
+	setSequenced(t)
 	return t
 }

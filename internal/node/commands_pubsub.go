@@ -1,7 +1,6 @@
 package node
 
 import (
-	"runtime"
 	"sort"
 	"time"
 
@@ -52,13 +51,8 @@ func cmdPUnsubscribe(c *Client, args [][]byte) {
 
 // PUBLISH channel message
 func cmdPublish(c *Client, args [][]byte) {
-	// Subscriptions that arrived before this PUBLISH have run
-	// (publishBarrier, arrival.go) once a client has subscribed. Before
-	// that, let a first SUBSCRIBE that arrived just before run first if
-	// it can.
-	if c.srv.arrival.active.Load()&watchPubSub == 0 {
-		runtime.Gosched()
-	}
+	// Subscription commands that arrived before it have run: PUBLISH is
+	// sequenced (sequence.go).
 	n := c.srv.pubsub.publish(string(args[1]), args[2])
 	if cm := c.srv.cluster; cm != nil {
 		// In a cluster the bus carries it to every node, replicas

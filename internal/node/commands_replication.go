@@ -270,6 +270,7 @@ func psync(c *Client, replid string, off int64, isPsync bool) {
 	ri := &replicaInfo{c: c, state: replStateWaitBgsave, listeningPort: c.replPort, announceIP: c.replIP, capaEOF: c.replCapaEOF, capaPSync2: c.replCapaPSync2}
 	r.replicas = append(r.replicas, ri)
 	c.setFlag(clientReplica, true)
+	s.seq.Notify() // sequence.go: a replica's input is not waited for
 	diskless := c.replCapaEOF && s.cfg.Bool(DirReplDisklessSync)
 	r.mu.Unlock()
 	if diskless && !r.disklessDelay(c) {
@@ -409,6 +410,7 @@ func cmdWait(c *Client, args [][]byte) {
 		r.mu.Unlock()
 	}()
 	s.blockedClients.Add(1)
+	c.parkStart() // sequence.go
 	for {
 		n = count()
 		if int64(n) >= want || c.closed.Load() || (!deadline.IsZero() && !time.Now().Before(deadline)) {
@@ -416,6 +418,7 @@ func cmdWait(c *Client, args [][]byte) {
 		}
 		r.ackCond.Wait()
 	}
+	c.parkEnd()
 	s.blockedClients.Add(-1)
 	r.mu.Unlock()
 	c.addInt(int64(n))

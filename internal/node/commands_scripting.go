@@ -297,7 +297,6 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 				prop = block
 			}
 			s.propagate(savedDB, prop)
-			c.propagated = true
 		}
 		c.unlockHeld()
 		h.gated = false

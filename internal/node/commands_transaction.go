@@ -8,7 +8,7 @@ import (
 
 func registerTransactionCommands(t *commandTable) {
 	t.add(&command{name: "multi", arity: 1, flags: flagAllowBusy | flagFast | flagLoading | flagStale | flagNoScript, fn: cmdMulti, group: "transactions", since: "1.2.0"})
-	t.add(&command{name: "exec", arity: 1, flags: flagLoading | flagStale | flagSkipSlowlog | flagNoScript | flagNoPropagate, fn: cmdExec, group: "transactions", since: "1.2.0"})
+	t.add(&command{name: "exec", arity: 1, flags: flagLoading | flagStale | flagSkipSlowlog | flagNoScript | flagNoPropagate | flagSequenced, fn: cmdExec, group: "transactions", since: "1.2.0"})
 	t.add(&command{name: "discard", arity: 1, flags: flagAllowBusy | flagFast | flagLoading | flagStale | flagNoScript, fn: cmdDiscard, group: "transactions", since: "2.0.0"})
 	t.add(&command{name: "watch", arity: -2, flags: flagAllowBusy | flagFast | flagLoading | flagStale | flagNoScript, first: 1, last: -1, step: 1, fn: cmdWatch, group: "transactions", since: "2.2.0"})
 	t.add(&command{name: "unwatch", arity: 1, flags: flagAllowBusy | flagFast | flagLoading | flagStale | flagNoScript, fn: cmdUnwatch, group: "transactions", since: "2.2.0"})
@@ -110,7 +110,6 @@ func cmdExec(c *Client, args [][]byte) {
 		block = append(block, c.execProp...)
 		block = append(block, [][]byte{[]byte("EXEC")})
 		c.srv.propagate(startDB, block)
-		c.propagated = true
 	}
 	c.execProp = nil
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/netio"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -30,6 +31,7 @@ const (
 	// clientDenyBlocking is the AOF loader (Redis's CLIENT_DENY_BLOCKING):
 	// a blocking command runs as if its timeout had expired.
 	clientDenyBlocking
+	clientParked // waits inside a command for something else than a key (WAIT): sequence.go
 )
 
 // Reply modes set by CLIENT REPLY.
@@ -47,7 +49,7 @@ type Client struct {
 	srv  *Server
 	id   int64
 	conn net.Conn
-	io   io.ReadWriter // conn's reads and writes (conn_raw.go)
+	io   io.ReadWriter // conn's reads and writes (a netio.Conn for TCP)
 	rd   *resp.Reader
 
 	// out collects the replies of the current pipeline batch.
@@ -135,18 +137,6 @@ type Client struct {
 	// spare is flushPending's other buffer between runs (a replica's
 	// stream would otherwise regrow one from nothing at every run).
 	spare []byte
-	// Replies held until the replicas' stream is written through
-	// holdMark (replication_ackorder.go): propagated is set when the
-	// batch propagated a write; holding, heldOut and holdMark are set
-	// under pmu. A replica's connection: streamEnd is the offset at
-	// the end of its pending stream (pmu), streamSent how far a write
-	// was attempted.
-	propagated bool
-	holding    atomic.Bool
-	heldOut    []byte
-	holdMark   int64
-	streamEnd  int64
-	streamSent atomic.Int64
 	// Replica handshake data (REPLCONF) of a replica's connection.
 	replPort       int
 	replIP         string
@@ -160,8 +150,8 @@ type Client struct {
 	info clientInfo
 	// wmu serialises writes to conn.
 	wmu sync.Mutex
-	// raw is io when it is a rawIO (TCP), else nil.
-	raw *rawIO
+	// raw is io when it is a netio.Conn (TCP), else nil.
+	raw *netio.Conn
 	// needFill: the read buffer holds no complete request, read more
 	// (pump); blockArgs and blockCmd are a blocking command pump leaves
 	// to serveLoop to run outside the read loop.
@@ -183,11 +173,8 @@ func newClient(s *Server, nc net.Conn) *Client {
 		done:    make(chan struct{}),
 		user:    "default",
 	}
-	c.io = newRawIO(nc) // conn_raw.go
-	c.raw, _ = c.io.(*rawIO)
-	if c.raw != nil {
-		c.raw.arr = &s.arrival
-	}
+	c.io = netio.New(nc, &s.seq)
+	c.raw, _ = c.io.(*netio.Conn)
 	c.rd = resp.NewReader(c.io, resp.ReaderOptions{
 		MaxBulkLen:       s.cfg.Int(DirProtoMaxBulkLen),
 		QueryBufferLimit: int(s.cfg.Int(DirClientQueryBufferLimit)),
@@ -254,15 +241,10 @@ func (c *Client) serveLoop() {
 	r := c.raw
 	for {
 		res := pumpStop
-		r.looping.Store(true)
-		err := r.rc.Read(func(fd uintptr) bool {
-			r.inLoop, r.loopFd = true, fd
+		err := r.ReadLoop(func() bool {
 			res = c.pump()
-			r.inLoop = false
-			return res != pumpWait
+			return res == pumpWait
 		})
-		r.inLoop, r.drained = false, false // a new Read call reads first
-		r.looping.Store(false)
 		if err != nil || res == pumpStop {
 			return
 		}
@@ -279,11 +261,11 @@ func (c *Client) serveLoop() {
 // connection ends or, in the read loop, until it must wait for input or
 // leave the loop for a blocking command (see the pump constants).
 func (c *Client) pump() int {
-	loop := c.raw != nil && c.raw.inLoop
+	loop := c.raw != nil && c.raw.InLoop()
 	for {
 		if c.needFill {
 			if err := c.rd.Fill(); err != nil {
-				if err == errWouldBlock {
+				if err == netio.ErrWouldBlock {
 					return pumpWait
 				}
 				if errors.Is(err, resp.ErrQueryBufferLimit) {
@@ -297,9 +279,7 @@ func (c *Client) pump() int {
 		}
 		args, err := c.rd.Next()
 		if err == resp.ErrIncomplete {
-			if c.raw != nil && c.raw.busy.Load() != 0 {
-				c.arrivalLeave() // arrival.go: all read has run
-			}
+			c.inputDone() // sequence.go: all read has run
 			if !c.flush() {
 				return pumpStop
 			}
@@ -320,7 +300,7 @@ func (c *Client) pump() int {
 				// with the data read (the poller is edge-triggered): with a
 				// request left incomplete, read again rather than wait for
 				// a wake-up that may never come.
-				if c.raw.drained && c.rd.Buffered() == 0 {
+				if c.raw.Drained() && c.rd.Buffered() == 0 {
 					return pumpWait
 				}
 				continue
@@ -423,9 +403,6 @@ func (c *Client) flush() bool {
 	if c.srv.repl != nil && c.srv.repl.streamDirty.Load() {
 		c.srv.repl.writeStreamsNow()
 	}
-	if (c.propagated || c.holding.Load()) && c.holdReplies() {
-		return !c.closed.Load()
-	}
 	if c.hasFlag(clientPubSub|clientMonitor|clientReplica) || c.pendingLen() > 0 {
 		// Keep order with pushed messages.
 		c.pmu.Lock()
@@ -479,24 +456,11 @@ func (c *Client) pushBytes(b []byte) {
 	c.pushed()
 }
 
-// pushStream is pushBytes of a replica's stream, which ends at stream
-// offset end.
-func (c *Client) pushStream(b []byte, end int64) {
-	if c.closed.Load() {
-		return
-	}
-	c.pmu.Lock()
-	c.pending = append(c.pending, b...)
-	c.streamEnd = end
-	c.pushed()
-}
-
 // pushed ends push with c.pmu held (it unlocks it): it applies the output
-// buffer limits and starts the writer if none runs (a client holding
-// replies starts it when they are released: replication_ackorder.go).
+// buffer limits and starts the writer if none runs.
 func (c *Client) pushed() {
 	over := c.pendingLimit.exceeded(c, len(c.pending))
-	start := !c.flushing && !c.holding.Load()
+	start := !c.flushing
 	if start {
 		c.flushing = true
 	}
@@ -535,24 +499,20 @@ func (c *Client) flushPending() {
 		c.spare = nil
 		buf, c.pending = c.pending, buf[:0]
 		c.flushing = true
-		end := c.streamEnd
 		c.pmu.Unlock()
 		_ = c.conn.SetWriteDeadline(time.Now().Add(30 * time.Second))
 		var n int
 		var err error
 		if replica && c.raw != nil {
-			// What the socket takes now, then the replies held for
-			// it (replication_ackorder.go), then the rest, waiting.
-			n, err = c.raw.tryWrite(buf)
-			c.streamAttempted(end)
-			c.srv.repl.streamWritten()
+			// What the socket takes now, then the rest, waiting.
+			n, err = c.raw.TryWrite(buf)
 			if err == nil && n < len(buf) {
 				var m int
 				m, err = c.io.Write(buf[n:])
 				n += m
 			}
 		} else {
-			n, err = c.io.Write(buf) // raw: no syscall state (conn_raw.go)
+			n, err = c.io.Write(buf) // raw: no syscall state (netio)
 		}
 		_ = c.conn.SetWriteDeadline(time.Time{})
 		c.srv.stats.netOutput.Add(int64(n))
@@ -590,10 +550,8 @@ func (c *Client) writeStreamNow() {
 		buf := c.spare
 		c.spare = nil
 		buf, c.pending = c.pending, buf[:0]
-		end := c.streamEnd
 		c.pmu.Unlock()
-		n, err := c.raw.tryWrite(buf)
-		c.streamAttempted(end)
+		n, err := c.raw.TryWrite(buf)
 		c.srv.stats.netOutput.Add(int64(n))
 		if err != nil {
 			go c.close()
@@ -628,7 +586,7 @@ func (c *Client) close() {
 	c.doneOnce.Do(func() {
 		c.closed.Store(true)
 		close(c.done)
-		if c.raw != nil && c.raw.looping.Load() {
+		if c.raw != nil && c.raw.Looping() {
 			// Close waits for the read loop to return (serveLoop),
 			// which may be this goroutine.
 			go c.conn.Close()

@@ -280,9 +280,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	c.dirty = 0
 	c.propArgs = nil
 	if !locked {
-		if cmd.flags&flagBlocking != 0 || s.arrival.used.Load() != 0 || cmd.flags&flagPubSub != 0 && isSubscription(cmd.name) {
-			c.arrivalEnter(cmd, args) // arrival.go
-		}
+		c.sequence(cmd) // sequence.go: arrival order across connections
 		c.lockFor(cmd, args)
 		if (s.keyGuards.n.Load() != 0 || c.slotRoute != nil) && cmd.name != "exec" {
 			msg := c.settleLocked(cmd, args, func() chan struct{} { return c.guardOf(cmd, args) }, func() { c.lockFor(cmd, args) })
@@ -290,7 +288,6 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 				// The key left, or the slot did, between the slot check and
 				// the locks (migrate_guard.go).
 				c.unlockHeld()
-				c.arrivalDone(watchBlocking)
 				c.addError(msg)
 				cmd.stats.rejected.Add(1)
 				return
@@ -325,13 +322,11 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 			}
 		} else if s.hasPropagators() {
 			s.propagate(c.db, prop)
-			c.propagated = true
 		}
 	}
 	c.propOne[0] = nil
 	if !locked {
 		c.unlockHeld()
-		c.arrivalDone(watchBlocking) // a blocking command queued or served, an EXEC run
 		if len(c.readyKeys) > 0 || s.readyPending() {
 			s.handleReadyKeys(c)
 		}

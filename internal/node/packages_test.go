@@ -33,4 +33,9 @@ func TestSubpackagesDoNotImportNode(t *testing.T) {
 			t.Errorf("%s/%s is not in go list's output (found %v)", root, want, subs)
 		}
 	}
+	for _, want := range []string{"keyspace", "value", "netio"} {
+		if !strings.Contains(string(out), root+"/"+want+": ") {
+			t.Errorf("no package %s/%s", root, want)
+		}
+	}
 }

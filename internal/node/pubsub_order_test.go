@@ -52,7 +52,7 @@ const (
 // without waiting for its reply, another connection publishes right
 // after, and the publish must reach nobody (Redis runs the UNSUBSCRIBE
 // first: it arrived first). A goroutine per connection may run the
-// PUBLISH first; the arrival barrier (arrival.go) must prevent it.
+// PUBLISH first; the sequencer (sequence.go) must prevent it.
 func TestPubSubUnsubscribeThenPublish(t *testing.T) {
 	for _, tc := range []struct{ sub, unsub, kind string }{
 		{"SUBSCRIBE", "UNSUBSCRIBE", "unsubscribe"},
@@ -105,7 +105,7 @@ func TestPubSubSubscribeThenPublish(t *testing.T) {
 		t.Run(tc.sub, func(t *testing.T) {
 			ts := startServer(t)
 			pub := ts.raw(t)
-			// The barrier is on from the first subscription on the
+			// The sequencer is on from the first subscription on the
 			// server (a server that never had one pays nothing).
 			warm := ts.raw(t)
 			warm.send(respCmd("SUBSCRIBE", "warm"))
@@ -143,8 +143,9 @@ func TestPubSubSubscribeThenPublish(t *testing.T) {
 }
 
 // TestPubSubStuckSubscriber: a subscriber that stops reading its replies
-// (so the server stops reading its commands) holds a PUBLISH back for
-// arrivalMaxWait at most, once, not every PUBLISH after it.
+// (so the server's write to it waits for room and its commands are not
+// read) does not hold PUBLISH back: the sequencer does not wait for a
+// connection whose writes are stalled.
 func TestPubSubStuckSubscriber(t *testing.T) {
 	ts := startServer(t)
 	pub := ts.raw(t)
@@ -166,14 +167,10 @@ func TestPubSubStuckSubscriber(t *testing.T) {
 	start := time.Now()
 	for range n {
 		pub.send(respCmd("PUBLISH", "chan1", "hello"))
-		if got := pub.readLine(); !strings.HasPrefix(got, ":") {
+		// A PUBLISH waiting for the stuck subscriber would wait forever.
+		if got := pub.readLineWithin(5 * time.Second); !strings.HasPrefix(got, ":") {
 			t.Fatalf("PUBLISH replied %q", got)
 		}
 	}
-	// Waiting arrivalMaxWait each would take n*10 ms.
-	if d := time.Since(start); d > n*arrivalMaxWait/2 {
-		t.Fatalf("%d PUBLISH took %v with a stuck subscriber", n, d)
-	} else {
-		t.Logf("%d PUBLISH took %v with a stuck subscriber", n, d)
-	}
+	t.Logf("%d PUBLISH took %v with a stuck subscriber", n, time.Since(start))
 }

@@ -62,10 +62,6 @@ type replication struct {
 	streamTo    atomic.Pointer[[]*Client]
 	streamDirty atomic.Bool
 	streamLast  atomic.Int64
-	// ack orders replies after the stream (replication_ackorder.go);
-	// holdMu guards its holders.
-	ack    ackState
-	holdMu sync.Mutex
 	// scratch is Propagate's encoding buffer, reused (feedLocked copies
 	// what it keeps): no allocation per propagated write.
 	scratch      []byte
@@ -178,7 +174,7 @@ func (r *replication) feedLocked(b []byte) {
 	for _, ri := range r.replicas {
 		switch {
 		case ri.state == replStateOnline && !ri.waitAck:
-			ri.c.pushStream(b, r.offset)
+			ri.c.pushBytes(b)
 			if same && (k >= len(*cur) || (*cur)[k] != ri.c) {
 				same = false
 			}
@@ -197,7 +193,6 @@ func (r *replication) feedLocked(b []byte) {
 		r.streamTo.Store(&list)
 	}
 	if k > 0 {
-		r.ack.fed.Store(r.offset)
 		r.streamDirty.Store(true)
 	}
 }
@@ -237,7 +232,6 @@ func (r *replication) writeStreamsNow() {
 			c.writeStreamNow()
 		}
 	}
-	r.streamWritten()
 }
 
 // Propagate implements Propagator: encodes the commands (with a SELECT when
@@ -320,7 +314,6 @@ func (r *replication) removeReplica(c *Client) {
 		}
 		r.streamTo.Store(&list)
 	}
-	go r.streamWritten() // replies held for its stream are due
 }
 
 func (r *replication) replicaOf(c *Client) *replicaInfo {
@@ -374,7 +367,6 @@ func (r *replication) cron(now time.Time, tick int64) {
 	}
 	link := r.link
 	r.mu.Unlock()
-	r.streamWritten() // a safety net: held replies wait at most a cron tick
 	if link != nil {
 		link.sendAck()
 		r.expireLocalKeys(now)

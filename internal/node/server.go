@@ -25,6 +25,7 @@ import (
 
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/persist"
+	"github.com/shardis/shardis/internal/node/netio"
 )
 
 // Version is the Redis version shardnode reports (redis_version), chosen
@@ -102,7 +103,7 @@ type Server struct {
 
 	// blocking holds clients blocked by BLPOP & co (blocking.go).
 	blocking blockRegistry
-	arrival  arrivalOrder // arrival.go
+	seq      netio.Sequencer // sequence.go
 
 	// activeExpire can be switched off by DEBUG SET-ACTIVE-EXPIRE 0.
 	activeExpire atomic.Bool
@@ -470,18 +471,18 @@ func (s *Server) admit(c *Client) string {
 		return protectedModeError
 	}
 	s.clients[c.id] = c
-	s.clientAdmitted(c) // arrival.go
+	s.clientAdmitted(c) // sequence.go
 	return ""
 }
 
 func (s *Server) unregister(c *Client) {
 	s.clientsMu.Lock()
 	if r := c.raw; r != nil && s.clients[c.id] == c {
-		s.stats.readsGone.Add(r.reads.Load())
-		s.stats.writesGone.Add(r.writes.Load())
+		s.stats.readsGone.Add(r.Reads())
+		s.stats.writesGone.Add(r.Writes())
 	}
 	delete(s.clients, c.id)
-	s.clientGone(c) // arrival.go
+	s.clientGone(c) // sequence.go
 	s.clientsMu.Unlock()
 }
 
@@ -493,8 +494,8 @@ func (s *Server) ioCalls() (reads, writes int64) {
 	reads, writes = s.stats.readsGone.Load(), s.stats.writesGone.Load()
 	for _, c := range s.clients {
 		if r := c.raw; r != nil {
-			reads += r.reads.Load()
-			writes += r.writes.Load()
+			reads += r.Reads()
+			writes += r.Writes()
 		}
 	}
 	return reads, writes

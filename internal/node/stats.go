@@ -20,7 +20,7 @@ type serverStats struct {
 	errorReplies        atomic.Int64
 	expireCycleCPU      atomic.Int64
 	// readsGone and writesGone are the read and write system calls of
-	// closed clients (the connected ones keep their own counts, rawIO).
+	// closed clients (the connected ones keep their own counts, netio.Conn).
 	readsGone  atomic.Int64
 	writesGone atomic.Int64
 

@@ -1,9 +1,12 @@
 package node
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 // TestBlockingArrivalOrder is Redis's "BRPOPLPUSH with multiple blocked
@@ -12,13 +15,13 @@ import (
 // destination has the wrong type), and a third pushes right after. Redis
 // serves the first (WRONGTYPE), then the second (the element). With a
 // goroutine per connection the scheduler may run the three in any order;
-// the arrival order (arrival.go) must still decide. Without it the second
-// client takes the element and the first blocks forever (about half the
-// rounds on a 2-core machine).
+// the sequencer (sequence.go) must still run them in arrival order.
+// Without it the second client takes the element and the first blocks
+// forever (about half the rounds on a 2-core machine).
 func TestBlockingArrivalOrder(t *testing.T) {
 	ts := startServer(t)
 	r := ts.raw(t)
-	// Blocking commands in use (the barrier is on from the first one).
+	// The sequencer is on from the first blocking command.
 	r.expect("*3\r\n$5\r\nBLPOP\r\n$4\r\nwarm\r\n$4\r\n0.01\r\n", "*-1")
 	const rounds = 150
 	deadline := time.Now().Add(60 * time.Second)
@@ -68,35 +71,17 @@ func (r *rawConn) readLineWithin(d time.Duration) string {
 	return strings.TrimSuffix(line, "\r\n")
 }
 
-func TestFirstCommandName(t *testing.T) {
-	for _, tc := range []struct{ in, want string }{
-		{"*4\r\n$10\r\nBRPOPLPUSH\r\n$5\r\nblist\r\n", "BRPOPLPUSH"},
-		{"*3\r\n$5\r\nblpop\r\n", "blpop"},
-		{"*3\r\n$5\r\nblp", ""},    // name cut by the peek
-		{"*3\r\n", ""},             // header only
-		{"*1\r\n:5\r\n", ""},       // not a bulk string
-		{"BLPOP q 0\r\n", "BLPOP"}, // inline
-		{"PING", ""},               // inline, no end yet
-		{"*1\r\n$999999999999\r\n", ""},
-		{"", ""},
-	} {
-		if got := string(firstCommandName([]byte(tc.in))); got != tc.want {
-			t.Errorf("firstCommandName(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
-// TestArrivalExecBeforeLaterPush: an EXEC sent just before another
+// TestSequencedExecBeforeLaterPush: an EXEC sent just before another
 // client's LPUSH runs first, as in Redis's single event loop, so a push
 // that serves a blocked BRPOPLPUSH into a WATCHed key does not fail the
 // transaction (Redis's "BRPOPLPUSH does not affect WATCH while still
 // blocked", unit/type/list).
-func TestArrivalExecBeforeLaterPush(t *testing.T) {
+func TestSequencedExecBeforeLaterPush(t *testing.T) {
 	ts := startServer(t)
 	r := ts.raw(t)
+	r.expect("BLPOP warm 0.01\r\n", "*-1") // the sequencer is on
 	const rounds = 200
 	deadline := time.Now().Add(30 * time.Second)
-	fails := 0
 	for i := 0; i < rounds && time.Now().Before(deadline); i++ {
 		r.send("DEL srclist dstlist somekey\r\n")
 		r.readLine()
@@ -109,19 +94,70 @@ func TestArrivalExecBeforeLaterPush(t *testing.T) {
 		w.send("EXEC\r\n")
 		r.expect("LPUSH srclist element\r\n", ":1")
 		if got := w.readLine(); got != "*1" {
-			fails++
+			t.Fatalf("round %d: EXEC replied %q: it ran after the later LPUSH", i, got)
 		} else if v := w.readLine() + w.readLine(); v != "$9somevalue" {
 			t.Fatalf("EXEC reply: %q", v)
 		}
 		b.nc.Close()
 		w.nc.Close()
 	}
-	// Before the EXEC case of the barrier it lost in 148 of 200 rounds;
-	// with it, about one round in 3,000 still does (not found yet).
-	if fails > rounds/50 {
-		t.Fatalf("EXEC ran after the later LPUSH in %d of %d rounds", fails, rounds)
+}
+
+// TestSequencedNotHeldByWait: a client waiting in WAIT (for replicas that
+// never acknowledge) holds no sequenced command of another client, nor
+// does a client blocked in BLPOP or a client paused by CLIENT PAUSE: their
+// input runs when they move again.
+func TestSequencedNotHeldByWait(t *testing.T) {
+	ts := startServer(t)
+	rc := ts.client(t)
+	r := ts.raw(t)
+	r.expect("BLPOP warm 0.01\r\n", "*-1") // the sequencer is on
+	w := ts.raw(t)
+	w.send("WAIT 1 0\r\n") // never answered: no replica
+	b := ts.raw(t)
+	b.send("BLPOP never 0\r\n")
+	deadline := time.Now().Add(5 * time.Second)
+	for infoInt(t, rc, "blocked_clients") != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("WAIT and BLPOP never blocked")
+		}
+		time.Sleep(time.Millisecond)
 	}
-	if fails > 0 {
-		t.Logf("EXEC ran after the later LPUSH in %d of %d rounds", fails, rounds)
+	for i := range 20 {
+		r.send("LPUSH q x\r\n")
+		if got := r.readLineWithin(5 * time.Second); got != ":"+strconv.Itoa(i+1) {
+			t.Fatalf("LPUSH replied %q", got)
+		}
+		r.send("PUBLISH ch x\r\n")
+		if got := r.readLineWithin(5 * time.Second); got != ":0" {
+			t.Fatalf("PUBLISH replied %q", got)
+		}
+	}
+}
+
+// TestSequencedOnReplica: on a replica, the link to the master (whose
+// goroutine applies the stream in its own loop) holds no sequenced
+// command: with the sequencer switched on by a subscription on the
+// replica after the link is up, the replica's PUBLISH still runs while
+// the master writes.
+func TestSequencedOnReplica(t *testing.T) {
+	_, replica, mc, rc := linkedPair(t)
+	if err := mc.Set(ctx(t), "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 5*time.Second, "the write on the replica", func() bool { return rc.Get(ctx(t), "k").Val() == "v" })
+	sub := replica.raw(t)
+	sub.send(respCmd("SUBSCRIBE", "ch")) // the sequencer is on
+	sub.readPush()
+	for i := range 20 {
+		if err := mc.Set(ctx(t), "k", i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		p := replica.raw(t)
+		p.send(respCmd("PUBLISH", "ch", "x"))
+		if got := p.readLineWithin(5 * time.Second); got != ":1" {
+			t.Fatalf("PUBLISH on the replica replied %q", got)
+		}
+		p.nc.Close()
 	}
 }

@@ -1,4 +1,4 @@
-package node
+package netio
 
 import (
 	"net"
@@ -29,7 +29,7 @@ func BenchmarkRawRead(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer sc.Close()
-			rio := newRawIOStamps(sc, stamps && rxStampsSupported)
+			rio := NewStamps(sc, stamps && rxStampsSupported)
 			msg := make([]byte, 64)
 			buf := make([]byte, 16384)
 			b.ResetTimer()

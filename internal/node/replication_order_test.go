@@ -97,15 +97,12 @@ func readNow(t *testing.T, nc net.Conn, b []byte) []byte {
 	}
 }
 
-// TestReplyAfterStream: the acknowledgement of a write reaches the client
-// only once the write's replication stream was written to the replica
-// (its bytes are already in the replica's socket when the reply is
-// read), as Redis sends both in one pass of its event loop. Writes come
-// back to back, faster than the eager stream write's gap, so without
-// holding the replies the stream's writer goroutine loses the race often
-// (a build without the hold: 325 and 474 of 2,000 late in two runs).
-// Writes in MULTI/EXEC and pipelines of writes are held the same way, and
-// a client's held replies keep their order with its later replies.
+// TestReplyAfterStream: a write's stream entry is in the replication
+// stream (the backlog and every online replica's output) before its reply
+// leaves: right after each acknowledgement, INFO's master_repl_offset
+// already counts the entry. Writes in MULTI/EXEC and pipelines of writes
+// are checked the same way, and the replica receives every entry in
+// order.
 func TestReplyAfterStream(t *testing.T) {
 	ts := startServer(t)
 	repl, stream := fakeReplicaConn(t, ts.addr)
@@ -121,38 +118,81 @@ func TestReplyAfterStream(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		stream = readNow(t, repl, stream)
 	}
-	const n = 2000
-	late := 0
-	seen := len(stream)
+	offset := func() int64 {
+		t.Helper()
+		c.send("INFO replication\r\n")
+		h := c.readLine()
+		n, err := strconv.Atoi(strings.TrimPrefix(h, "$"))
+		if err != nil {
+			t.Fatalf("INFO: %q", h)
+		}
+		body := make([]byte, n+2)
+		if _, err := io.ReadFull(c.br, body); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(string(body), "\r\n") {
+			if v, ok := strings.CutPrefix(l, "master_repl_offset:"); ok {
+				o, _ := strconv.ParseInt(v, 10, 64)
+				return o
+			}
+		}
+		t.Fatalf("INFO without master_repl_offset:\n%s", body)
+		return 0
+	}
+	entry := func(args ...string) int64 { return int64(len(respCmd(args...))) }
+	const n = 400
+	var want []string
+	last := offset()
 	for i := 0; i < n; i++ {
+		v := fmt.Sprintf("v%d", i)
+		var grow int64
 		switch i % 4 {
 		case 0, 1:
-			c.expect(fmt.Sprintf("SET k v%d\r\n", i), "+OK")
+			c.expect(fmt.Sprintf("SET k %s\r\n", v), "+OK")
+			grow = entry("SET", "k", v)
 		case 2: // a transaction
-			c.send(fmt.Sprintf("MULTI\r\nSET k v%d\r\nEXEC\r\n", i))
+			c.send(fmt.Sprintf("MULTI\r\nSET k %s\r\nEXEC\r\n", v))
 			for _, want := range []string{"+OK", "+QUEUED", "*1", "+OK"} {
 				if got := c.readLine(); got != want {
 					t.Fatalf("MULTI/EXEC %d: got %q, want %q", i, got, want)
 				}
 			}
+			grow = entry("MULTI") + entry("SET", "k", v) + entry("EXEC")
 		case 3: // a pipeline: a write, a read, a write
-			c.send(fmt.Sprintf("SET j x%d\r\nGET j\r\nSET k v%d\r\n", i, i))
-			for _, want := range []string{"+OK", "$" + strconv.Itoa(len(fmt.Sprint("x", i))), fmt.Sprint("x", i), "+OK"} {
+			x := fmt.Sprint("x", i)
+			c.send(fmt.Sprintf("SET j %s\r\nGET j\r\nSET k %s\r\n", x, v))
+			for _, want := range []string{"+OK", "$" + strconv.Itoa(len(x)), x, "+OK"} {
 				if got := c.readLine(); got != want {
 					t.Fatalf("pipeline %d: got %q, want %q", i, got, want)
 				}
 			}
+			grow = entry("SET", "j", x) + entry("SET", "k", v)
 		}
+		now := offset()
+		if now < last+grow {
+			t.Fatalf("write %d acknowledged with master_repl_offset %d, want at least %d: its entry was not in the stream yet", i, now, last+grow)
+		}
+		last = now
+		want = append(want, "\r\n"+v+"\r\n")
+	}
+	// Every entry reaches the replica, in order.
+	seen := 0
+	deadline = time.Now().Add(10 * time.Second)
+	for len(want) > 0 && time.Now().Before(deadline) {
 		stream = readNow(t, repl, stream)
-		want := []byte(fmt.Sprintf("\r\nv%d\r\n", i))
-		if k := bytes.Index(stream[seen:], want); k < 0 {
-			late++
-		} else {
-			seen += k
+		for len(want) > 0 {
+			k := bytes.Index(stream[seen:], []byte(want[0]))
+			if k < 0 {
+				break
+			}
+			seen += k + len(want[0])
+			want = want[1:]
+		}
+		if len(want) > 0 {
+			time.Sleep(time.Millisecond)
 		}
 	}
-	t.Logf("%d of %d acknowledgements before their stream", late, n)
-	if late > 0 {
-		t.Fatalf("%d of %d acknowledgements reached the client before the write's stream reached the replica", late, n)
+	if len(want) > 0 {
+		t.Fatalf("%d entries never reached the replica (next %q)", len(want), want[0])
 	}
 }

@@ -1,4 +1,4 @@
-package node
+package netio
 
 import (
 	"sync"
@@ -9,11 +9,9 @@ import (
 
 // Receive timestamps (Linux): every read of a client socket is a recvmsg
 // that also returns the kernel's receive time of the data (SO_TIMESTAMPNS;
-// for TCP the time of the last segment the call consumed). Blocking
-// commands queue their waiters in that order (blocking.go), so two clients
-// that block one after the other are served in the order their commands
-// reached the machine, as in Redis's single event loop, even when the
-// scheduler runs their goroutines the other way round.
+// for TCP the time of the last segment the call consumed). The Sequencer
+// orders commands across connections by it, and blocking commands queue
+// their waiters by it.
 
 // rxStampsSupported reports whether this platform has receive timestamps.
 const rxStampsSupported = true
@@ -42,7 +40,7 @@ func keepStampsOn() {
 }
 
 // rxStampState is the per-connection state of timestamped reads, kept in
-// rawIO so a read allocates nothing.
+// Conn so a read allocates nothing.
 type rxStampState struct {
 	msg syscall.Msghdr
 	iov syscall.Iovec
@@ -114,38 +112,42 @@ func (st *rxStampState) peek(fd int, p []byte) (int, int64) {
 	return int(n), st.ns
 }
 
-// readyPoller is a level-triggered epoll set of client sockets, asked
-// without waiting which of them have unread data (arrival.go).
-type readyPoller struct {
+// poller is a level-triggered epoll set of the Sequencer's sockets,
+// asked without waiting which of them have unread data.
+type poller struct {
 	fd  int
-	evs [128]syscall.EpollEvent
+	evs []syscall.EpollEvent
 }
 
-func newReadyPoller() (*readyPoller, error) {
+func newPoller() (*poller, error) {
 	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, err
 	}
-	return &readyPoller{fd: fd}, nil
+	return &poller{fd: fd}, nil
 }
 
-func (p *readyPoller) add(fd int) {
+func (p *poller) add(fd int) {
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(fd)}
 	_ = syscall.EpollCtl(p.fd, syscall.EPOLL_CTL_ADD, fd, &ev)
 }
 
 // close releases the epoll set.
-func (p *readyPoller) close() {
+func (p *poller) close() {
 	_ = syscall.Close(p.fd)
 }
 
-func (p *readyPoller) remove(fd int) {
+func (p *poller) remove(fd int) {
 	_ = syscall.EpollCtl(p.fd, syscall.EPOLL_CTL_DEL, fd, nil)
 }
 
-// readable returns the sockets that have unread data now.
-func (p *readyPoller) readable(dst []int) []int {
-	n, err := syscall.EpollWait(p.fd, p.evs[:], 0)
+// readable returns the sockets that have unread data now. The set holds
+// at most n sockets, and the event buffer has room for all of them.
+func (p *poller) readable(dst []int, n int) []int {
+	if want := max(n, 1); len(p.evs) < want {
+		p.evs = make([]syscall.EpollEvent, want+want/2)
+	}
+	n, err := syscall.EpollWait(p.fd, p.evs, 0)
 	if err != nil {
 		return dst
 	}
