@@ -18,7 +18,7 @@ OUT=${1:-compare-redis}
 MASTERS=${MASTERS:-3}
 DURATION=${DURATION:-20s}
 DOWN_AFTER_MS=2000
-BASE=${BASE:-23000}
+BASE=${BASE:-41000}
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() {
@@ -43,6 +43,9 @@ wait_ping() {
 	for _ in $(seq 100); do redis-cli -p "$1" ping >/dev/null 2>&1 && return 0; sleep 0.1; done
 	echo "redis on $1 does not answer" >&2; exit 1
 }
+for p in $(seq "$BASE" $((BASE + 30))) $(seq $((BASE + 100)) $((BASE + 130))); do
+	if (echo >"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "port $p is in use: choose BASE=..." >&2; exit 1; fi
+done
 go build -o "$WORK/shardnode" ./cmd/shardnode
 
 # Pre-sharding: masters on BASE.., replicas on BASE+10.., Sentinels BASE+20..

@@ -32,12 +32,11 @@ func writePlot(r *Results, path string) error {
 		}
 		p.X.Label.Text = "percentile"
 		p.Y.Label.Text = "ms (log)"
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		p.X.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 0, Label: "0"}, {Value: 1, Label: "90"},
 			{Value: 2, Label: "99"}, {Value: 3, Label: "99.9"}, {Value: 4, Label: "99.99"}})
 		p.X.Min, p.X.Max = 0, 4.5
 		p.Legend.Top, p.Legend.Left = true, true
+		lines := 0
 		for _, name := range []string{PreSharding, Cluster} {
 			t := r.Topologies[name]
 			if t == nil {
@@ -63,7 +62,16 @@ func writePlot(r *Results, path string) error {
 				l.Width = vg.Points(1.5)
 				p.Add(l)
 				p.Legend.Add(name, l)
+				lines++
 			}
+		}
+		if lines > 0 {
+			// A log scale needs data: a workload that did not run keeps
+			// an empty linear panel.
+			p.Y.Scale = plot.LogScale{}
+			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		} else {
+			p.Title.Text += " (not run)"
 		}
 		p.Add(plotter.NewGrid())
 		panels = append(panels, p)

@@ -100,7 +100,7 @@ func WriteTable(w io.Writer, r *Results) {
 			names = append(names, n)
 		}
 	}
-	const lw, cw = 34, 28
+	const lw, cw = 34, 30
 	row := func(label string, cell func(t *TopologyResult) string) {
 		fmt.Fprintf(w, "%-*s", lw, label)
 		for _, n := range names {
@@ -169,7 +169,7 @@ func WriteTable(w io.Writer, r *Results) {
 			return "-"
 		}
 		if !t.Grow.Completed {
-			return fmt.Sprintf("~%.0fs (%d/%d slots in %.0fs)", t.Grow.ProjectedSeconds, t.Grow.SlotsMoved, t.Grow.SlotsTotal, t.Grow.Seconds)
+			return fmt.Sprintf("~%.0fs (%d/%d slots, %.0fs)", t.Grow.ProjectedSeconds, t.Grow.SlotsMoved, t.Grow.SlotsTotal, t.Grow.Seconds)
 		}
 		return fmt.Sprintf("%.2fs", t.Grow.Seconds)
 	})

@@ -24,8 +24,8 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/keyspace"
-	"github.com/shardis/shardis/internal/node/persist"
 	"github.com/shardis/shardis/internal/node/netio"
+	"github.com/shardis/shardis/internal/node/persist"
 )
 
 // Version is the Redis version shardnode reports (redis_version), chosen
