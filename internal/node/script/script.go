@@ -187,6 +187,10 @@ func (e *Engine) Load(body []byte) (*Script, *Error) {
 	if err != nil {
 		return nil, errf("ERR Error compiling script (new function): %s", compileErrText(err))
 	}
+	// The chunk is a vararg function; Lua 5.1's compatibility "arg" table
+	// would be built at every call of a script that mentions arg. Scripts
+	// get no arguments that way (KEYS and ARGV are globals), so none.
+	proto.IsVarArg &^= lua.VarArgNeedsArg
 	s = &Script{SHA: sha, Body: bytes.Clone(body), Flags: flags, proto: proto}
 	e.mu.Lock()
 	if old := e.scripts[sha]; old != nil {
