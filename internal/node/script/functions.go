@@ -232,7 +232,7 @@ func (st *state) registerFunction(L *lua.LState) int {
 			return raise(L, "calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).")
 		}
 		var errMsg string
-		t.ForEach(func(k, v lua.LValue) {
+		forEach(t, func(k, v lua.LValue) {
 			if errMsg != "" {
 				return
 			}

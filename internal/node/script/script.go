@@ -112,7 +112,7 @@ type Engine struct {
 	// fnMu serialises the use of the functions' Lua state (FUNCTION LOAD,
 	// RESTORE, FLUSH, FCALL, RDB loading).
 	fnMu sync.Mutex
-	rand    lrand48
+	rand lrand48
 	// Log receives redis.log lines (level is one of the Log* constants).
 	Log func(level int, msg string)
 }
