@@ -12,7 +12,9 @@
 #                and is deleted by the first call, later calls compare and
 #                return 0, as a release of a lock someone else took)
 # The servers alternate ROUNDS times (default 3); each row is the median
-# requests/s. Prints markdown rows for docs/BENCHMARKS.md.
+# requests/s and the median server CPU time per request (user + system,
+# from /proc: unlike throughput, it does not depend on what else the
+# machine runs). Prints markdown rows for docs/BENCHMARKS.md.
 set -eu
 requests=200000
 clients=50
@@ -48,17 +50,22 @@ start() { # start SERVER and wait for PING
 }
 stop() { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null || true; pid=""; }
 
-bench() { # SERVER SCRIPT PIPELINE -> requests/s
-  local sha
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+
+bench() { # SERVER SCRIPT PIPELINE -> "requests/s server-CPU-us-per-request"
+  local sha t0 t1 rps
   redis-cli -p "$port" set lock:key token >/dev/null
   sha=$(redis-cli -p "$port" script load "$2")
-  redis-benchmark -p "$port" -c "$clients" -n "$requests" -P "$3" --csv \
-    evalsha "$sha" 1 lock:key token 2>/dev/null | tail -1 | awk -F'"' '{print $4}'
+  t0=$(cpu_ticks)
+  rps=$(redis-benchmark -p "$port" -c "$clients" -n "$requests" -P "$3" --csv \
+    evalsha "$sha" 1 lock:key token 2>/dev/null | tail -1 | awk -F'"' '{print $4}')
+  t1=$(cpu_ticks)
+  echo "$rps $(awk -v d=$((t1 - t0)) -v n="$requests" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.2f", d * 1e6 / hz / n}')"
 }
 
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
-declare -A res
+declare -A res cpu
 for r in $(seq "$rounds"); do
   for server in redis shardnode; do
     start "$server"
@@ -66,14 +73,16 @@ for r in $(seq "$rounds"); do
       for p in 1 16; do
         script=$one
         [ "$s" = rel ] && script=$rel
-        res[$server.$s.$p]+="$(bench "$server" "$script" "$p") "
+        read -r rps us <<<"$(bench "$server" "$script" "$p")"
+        res[$server.$s.$p]+="$rps "
+        cpu[$server.$s.$p]+="$us "
       done
     done
     stop
   done
 done
-echo "| script | pipeline | redis-server req/s | shardnode req/s | ratio |"
-echo "| --- | --- | --- | --- | --- |"
+echo "| script | pipeline | redis-server req/s | shardnode req/s | ratio | redis-server CPU µs/req | shardnode CPU µs/req |"
+echo "| --- | --- | --- | --- | --- | --- | --- |"
 for s in one rel; do
   for p in 1 16; do
     rv=$(echo "${res[redis.$s.$p]}" | tr ' ' '\n' | grep . | median)
@@ -81,6 +90,8 @@ for s in one rel; do
     name="one-command (GET)"
     [ "$s" = rel ] && name="lock release (GET + compare + DEL)"
     ratio=$(awk -v a="$sv" -v b="$rv" 'BEGIN {printf "%.2f", a / b}')
-    echo "| $name | $p | $rv | $sv | $ratio |"
+    rc=$(echo "${cpu[redis.$s.$p]}" | tr ' ' '\n' | grep . | median)
+    sc=$(echo "${cpu[shardnode.$s.$p]}" | tr ' ' '\n' | grep . | median)
+    echo "| $name | $p | $rv | $sv | $ratio | $rc | $sc |"
   done
 done
