@@ -57,7 +57,12 @@ func parseReply(L *lua.LState, b []byte, depth int) (lua.LValue, []byte) {
 			msg = string(rest[:n])
 			rest = rest[n+2:]
 		}
-		return errorTable(L, "-"+msg), rest
+		// The command's error is counted in the error statistics when it
+		// is replied: the script's own error reply, if it ends with it,
+		// is not counted again (Redis's redisProtocolToLuaType_Error).
+		t := errorTable(L, "-"+msg)
+		t.RawSetString("ignore_error_stats_update", lua.LTrue)
+		return t, rest
 	case '*', '~', '>':
 		n, _ := strconv.Atoi(string(line))
 		if n < 0 {
