@@ -28,8 +28,8 @@
 # one.
 #
 # The tests of tests/cluster that need Lua scripting (CLUSTER_SKIP below)
-# are skipped for shardnode (the copy's `test` proc prints "name: SKIPPED"
-# for them) and run for redis-server; SKIP_SCRIPTING=0/1 overrides.
+# run for both servers; SKIP_SCRIPTING=1 skips them (the copy's `test`
+# proc prints "name: SKIPPED" for them).
 #
 # Counts: runtest-cluster prints "HH:MM:SS> name: OK" per passed test and
 # "FAILED" for a failed one (the file then jumps to its end); runtest prints
@@ -66,7 +66,6 @@ sed -i "s/^set ::redis_base_port .*/set ::redis_base_port $baseport/" "$work/tes
 CLUSTER_SKIP='Function no-cluster flag
 Script no-cluster flag'
 skip_default=0
-[ "${SERVER:-shardnode}" = shardnode ] && skip_default=1
 if [ "${SKIP_SCRIPTING:-$skip_default}" = 1 ]; then
   printf '%s\n' "$CLUSTER_SKIP" >"$work/tests/cluster/skip.txt"
   sed -i '/^proc test {descr code} {$/a\

@@ -46,7 +46,40 @@ type scripting struct {
 	// running is the script in progress, nil when none (BUSY, KILL,
 	// FUNCTION STATS).
 	running atomic.Pointer[runningScript]
+	// kill is the context scripts run under until a kill fires it (then
+	// the next script gets a new one); used under gate.
+	kill *killSwitch
 }
+
+// killSwitch is a context whose Done channel is fixed: the Lua VM checks
+// it at every instruction, and a plain channel is the cheapest check.
+type killSwitch struct {
+	ch   chan struct{}
+	once sync.Once
+}
+
+func newKillSwitch() *killSwitch { return &killSwitch{ch: make(chan struct{})} }
+
+func (k *killSwitch) fire() { k.once.Do(func() { close(k.ch) }) }
+
+// Deadline is context.Context's: none.
+func (k *killSwitch) Deadline() (time.Time, bool) { return time.Time{}, false }
+
+// Done is closed by fire.
+func (k *killSwitch) Done() <-chan struct{} { return k.ch }
+
+// Err is context.Canceled once fired.
+func (k *killSwitch) Err() error {
+	select {
+	case <-k.ch:
+		return context.Canceled
+	default:
+		return nil
+	}
+}
+
+// Value is context.Context's: no values.
+func (k *killSwitch) Value(any) any { return nil }
 
 // runningScript is the script a client is running.
 type runningScript struct {
@@ -61,7 +94,7 @@ type runningScript struct {
 	wrote atomic.Bool
 	// fromMaster: run from the master's stream (never killed).
 	fromMaster bool
-	cancel     context.CancelFunc
+	kill       *killSwitch
 }
 
 func (s *Server) scriptEngine() *script.Engine {
@@ -243,8 +276,11 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 	} else {
 		h.allLocked = true
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rs.c, rs.start, rs.cancel, rs.args = c, time.Now(), cancel, args
+	sc := &s.scripting
+	if sc.kill == nil || sc.kill.Err() != nil {
+		sc.kill = newKillSwitch()
+	}
+	rs.c, rs.start, rs.kill, rs.args = c, time.Now(), sc.kill, args
 	rs.fromMaster = c.hasFlag(clientMaster)
 	h.rs = rs
 	if !rs.fromMaster {
@@ -253,7 +289,7 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 	}
 	run := &script.Run{Host: h, Keys: args[3 : 3+numkeys], Args: args[3+numkeys:], Proto: c.proto}
 	if !rs.fromMaster {
-		run.Ctx = ctx
+		run.Ctx = rs.kill
 	}
 	if !rs.eval {
 		run.Name = rs.name
@@ -269,7 +305,6 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 	c.inExec, c.inScript = outerExec, false
 	c.db, c.cmd = savedDB, savedCmd
 	s.scripting.running.Store(nil)
-	cancel()
 	if len(out) > 0 && out[0] == '-' {
 		msg := strings.TrimRight(string(out[1:]), "\r\n")
 		if run.NoErrorStats {
@@ -548,7 +583,7 @@ func (c *Client) killScript(eval bool) {
 	case !eval && r.eval:
 		c.addError(errBusyEval)
 	default:
-		r.cancel()
+		r.kill.fire()
 		c.addOK()
 	}
 }

@@ -117,9 +117,9 @@ func mpEncode(b []byte, v lua.LValue, level int) []byte {
 			return b
 		}
 		n := 0
-		x.ForEach(func(lua.LValue, lua.LValue) { n++ })
+		forEach(x, func(lua.LValue, lua.LValue) { n++ })
 		b = mpLen(b, n, 0x80, 0xde, 0xdf, 16)
-		x.ForEach(func(k, val lua.LValue) {
+		forEach(x, func(k, val lua.LValue) {
 			b = mpEncode(b, k, level+1)
 			b = mpEncode(b, val, level+1)
 		})
@@ -133,7 +133,7 @@ func mpEncode(b []byte, v lua.LValue, level int) []byte {
 func mpArrayLen(t *lua.LTable) (int, bool) {
 	count, maxIdx := 0, 0
 	ok := true
-	t.ForEach(func(k, _ lua.LValue) {
+	forEach(t, func(k, _ lua.LValue) {
 		n, isNum := k.(lua.LNumber)
 		if !isNum || float64(n) < 1 || float64(n) != math.Trunc(float64(n)) {
 			ok = false

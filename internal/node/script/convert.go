@@ -57,7 +57,12 @@ func parseReply(L *lua.LState, b []byte, depth int) (lua.LValue, []byte) {
 			msg = string(rest[:n])
 			rest = rest[n+2:]
 		}
-		return errorTable(L, "-"+msg), rest
+		// The command's error is counted in the error statistics when it
+		// is replied: the script's own error reply, if it ends with it,
+		// is not counted again (Redis's redisProtocolToLuaType_Error).
+		t := errorTable(L, "-"+msg)
+		t.RawSetString("ignore_error_stats_update", lua.LTrue)
+		return t, rest
 	case '*', '~', '>':
 		n, _ := strconv.Atoi(string(line))
 		if n < 0 {
@@ -177,7 +182,7 @@ func (st *state) toRESP(out []byte, v lua.LValue, proto, depth int) []byte {
 		if m, ok := x.RawGetString("map").(*lua.LTable); ok {
 			var body []byte
 			n := 0
-			m.ForEach(func(k, val lua.LValue) {
+			forEach(m, func(k, val lua.LValue) {
 				body = st.toRESP(body, k, proto, depth+1)
 				body = st.toRESP(body, val, proto, depth+1)
 				n++
@@ -188,7 +193,7 @@ func (st *state) toRESP(out []byte, v lua.LValue, proto, depth int) []byte {
 		if s, ok := x.RawGetString("set").(*lua.LTable); ok {
 			var body []byte
 			n := 0
-			s.ForEach(func(k, _ lua.LValue) {
+			forEach(s, func(k, _ lua.LValue) {
 				body = st.toRESP(body, k, proto, depth+1)
 				n++
 			})
@@ -217,4 +222,14 @@ func luaToInt(f float64) int64 {
 		return math.MinInt64
 	}
 	return int64(f)
+}
+
+// forEach calls cb for every pair of t in next()'s order (pairs' order),
+// which is stable; gopher-lua's ForEach walks Go maps in random order.
+func forEach(t *lua.LTable, cb func(k, v lua.LValue)) {
+	k, v := t.Next(lua.LNil)
+	for k != lua.LNil {
+		cb(k, v)
+		k, v = t.Next(k)
+	}
 }

@@ -22,7 +22,7 @@ type Library struct {
 	Code []byte
 	// Functions are the library's functions in registration order.
 	Functions []*Function
-	st        *state
+	fe        *fnEngine
 }
 
 // Function is one function of a library.
@@ -38,12 +38,14 @@ type Function struct {
 	fn  *lua.LFunction
 }
 
-// fnEngine holds the libraries. Each library has its own Lua state, so
-// loading, replacing or flushing libraries never touches a state a running
-// function uses.
+// fnEngine holds the libraries and the Lua state they are loaded into
+// (one for all, as Redis's; Engine.fnMu serialises its use).
 type fnEngine struct {
 	libs  map[string]*Library
 	funcs map[string]*Function // by lower-case name: FCALL ignores case
+	st    *state
+	// loadAPI is the global table a library's code sees while it loads.
+	loadAPI *lua.LTable
 }
 
 // loadCtx is a FUNCTION LOAD in progress.
@@ -53,12 +55,13 @@ type loadCtx struct {
 
 func (e *Engine) functions() *fnEngine {
 	if e.fn == nil {
-		e.fn = &fnEngine{libs: make(map[string]*Library), funcs: make(map[string]*Function)}
+		st, api := e.newLibraryState()
+		e.fn = &fnEngine{libs: make(map[string]*Library), funcs: make(map[string]*Function), st: st, loadAPI: api}
 	}
 	return e.fn
 }
 
-// newLibraryState returns a state for one library and the global table
+// newLibraryState returns the functions' state and the global table
 // its code sees while it loads: only redis.register_function, redis.log
 // and the version, as Redis's load-time API.
 func (e *Engine) newLibraryState() (*state, *lua.LTable) {
@@ -143,13 +146,18 @@ func (e *Engine) compileLibrary(code []byte, timeout time.Duration) (*Library, *
 	if !strings.EqualFold(engine, "lua") {
 		return nil, errf("ERR Engine '%s' not found", engine)
 	}
-	st, loadAPI := e.newLibraryState()
+	e.fnMu.Lock()
+	defer e.fnMu.Unlock()
+	e.mu.Lock()
+	fe := e.functions()
+	e.mu.Unlock()
+	st, loadAPI := fe.st, fe.loadAPI
 	L := st.L
 	proto, err := compile(body, "user_function")
 	if err != nil {
 		return nil, errf("ERR Error compiling function: %s", compileErrText(err))
 	}
-	lib := &Library{Name: name, Code: bytes.Clone(code), st: st}
+	lib := &Library{Name: name, Code: bytes.Clone(code), fe: fe}
 	fn := L.NewFunctionFromProto(proto)
 	fn.Env = st.env
 	st.envMeta.RawSetString("__index", loadAPI)
@@ -224,7 +232,7 @@ func (st *state) registerFunction(L *lua.LState) int {
 			return raise(L, "calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).")
 		}
 		var errMsg string
-		t.ForEach(func(k, v lua.LValue) {
+		forEach(t, func(k, v lua.LValue) {
 			if errMsg != "" {
 				return
 			}
@@ -357,8 +365,10 @@ func (e *Engine) FunctionDelete(name string) *Error {
 
 // FunctionFlush removes every library (FUNCTION FLUSH).
 func (e *Engine) FunctionFlush() {
+	e.fnMu.Lock()
+	defer e.fnMu.Unlock()
 	e.mu.Lock()
-	e.fn = nil
+	e.fn = nil // a new Lua state for the next library
 	e.mu.Unlock()
 }
 
@@ -448,7 +458,9 @@ func (e *Engine) FunctionRestore(codes [][]byte, policy RestorePolicy) *Error {
 
 // CallFunction runs f (FCALL) and appends its reply to out.
 func (e *Engine) CallFunction(f *Function, run *Run, out []byte) []byte {
-	st := f.Lib.st
+	e.fnMu.Lock()
+	defer e.fnMu.Unlock()
+	st := f.Lib.fe.st
 	if run.Name == "" {
 		run.Name = f.Name
 	}

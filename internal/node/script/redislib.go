@@ -1,6 +1,7 @@
 package script
 
 import (
+	"math"
 	"strconv"
 	"strings"
 
@@ -196,7 +197,15 @@ func luaToString(v lua.LValue) string {
 
 // formatLuaNumber formats like Lua 5.1's LUAI_NUMFFORMAT "%.14g".
 func formatLuaNumber(f float64) string {
-	return lua.LNumber(f).String()
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	case f != f:
+		return "nan"
+	}
+	return strconv.FormatFloat(f, 'g', 14, 64)
 }
 
 // redisCall is redis.call (raise true) and redis.pcall.

@@ -109,7 +109,10 @@ type Engine struct {
 	mem     int64
 	eval    *state
 	fn      *fnEngine
-	rand    lrand48
+	// fnMu serialises the use of the functions' Lua state (FUNCTION LOAD,
+	// RESTORE, FLUSH, FCALL, RDB loading).
+	fnMu sync.Mutex
+	rand lrand48
 	// Log receives redis.log lines (level is one of the Log* constants).
 	Log func(level int, msg string)
 }
@@ -187,6 +190,10 @@ func (e *Engine) Load(body []byte) (*Script, *Error) {
 	if err != nil {
 		return nil, errf("ERR Error compiling script (new function): %s", compileErrText(err))
 	}
+	// The chunk is a vararg function; Lua 5.1's compatibility "arg" table
+	// would be built at every call of a script that mentions arg. Scripts
+	// get no arguments that way (KEYS and ARGV are globals), so none.
+	proto.IsVarArg &^= lua.VarArgNeedsArg
 	s = &Script{SHA: sha, Body: bytes.Clone(body), Flags: flags, proto: proto}
 	e.mu.Lock()
 	if old := e.scripts[sha]; old != nil {

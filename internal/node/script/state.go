@@ -72,6 +72,20 @@ func newState(e *Engine, functions bool) *state {
 	real.RawSetString("getmetatable", L.NewFunction(luaGetMetatable))
 	real.RawSetString("rawset", L.NewFunction(st.luaRawset))
 	real.RawSetString("loadstring", L.NewFunction(st.luaLoadString))
+	// tostring of a number is Lua 5.1's %.14g (gopher-lua prints the
+	// shortest round-trip form).
+	baseToString := real.RawGetString("tostring")
+	real.RawSetString("tostring", L.NewFunction(func(L *lua.LState) int {
+		if n, ok := L.Get(1).(lua.LNumber); ok {
+			L.Push(lua.LString(formatLuaNumber(float64(n))))
+			return 1
+		}
+		v := L.CheckAny(1)
+		L.Push(baseToString)
+		L.Push(v)
+		L.Call(1, 1)
+		return 1
+	}))
 	real.RawSetString("load", lua.LNil)
 
 	math := real.RawGetString("math").(*lua.LTable)
