@@ -5,7 +5,7 @@
 # writers incrementing them, 3000 slots imported by the third master from
 # the first. RUNS runs without kills, then KILLRUNS runs killing the source
 # and KILLRUNS killing the target at a random moment (restarted from its
-# AOF). Every run checks one owner per slot on every node, no acknowledged
+# AOF), then HANDOFFRUNS of each killed during the write pause. Every run checks one owner per slot on every node, no acknowledged
 # increment lost, no ASK or TRYAGAIN; it prints the moved keys/s, the write
 # pause the source measured and the longest INCR a client waited during
 # the migration (scripts/slotmigload).
@@ -15,6 +15,7 @@
 set -euo pipefail
 RUNS=${RUNS:-3}
 KILLRUNS=${KILLRUNS:-5}
+HANDOFFRUNS=${HANDOFFRUNS:-2}
 KEYS=${KEYS:-100000}
 SLOTS=${SLOTS:-3000}
 WRITERS=${WRITERS:-16}
@@ -29,4 +30,7 @@ echo "# $(date -u +%FT%TZ) $(nproc) cores, keys=$KEYS slots=$SLOTS writers=$WRIT
 run none -kill none -runs "$RUNS"
 run source -kill source -runs "$KILLRUNS"
 run target -kill target -runs "$KILLRUNS"
+# The same kills at the write pause (the victim's task in state handoff).
+run source-h -kill source -kill-in handoff -runs "$HANDOFFRUNS"
+run target-h -kill target -kill-in handoff -runs "$HANDOFFRUNS"
 exit $status

@@ -51,6 +51,7 @@ var (
 	kill     = flag.String("kill", "none", "none, source or target")
 	runs     = flag.Int("runs", 1, "runs")
 	workDir  = flag.String("dir", "", "work directory (default: a new temporary one)")
+	killIn   = flag.String("kill-in", "", "kill when the victim's task reaches this state (handoff: the write pause) instead of at a random moment")
 	seed     = flag.Uint64("seed", uint64(time.Now().UnixNano()), "random seed (kill moments)")
 )
 
@@ -141,6 +142,17 @@ func clusterOK(nodes []*node) bool {
 		}
 	}
 	return true
+}
+
+func waitFor1ms(d time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return errors.New("timeout")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
 }
 
 func waitFor(d time.Duration, what string, cond func() bool) error {
@@ -317,12 +329,17 @@ func run(r int, dir string, rng *rand.Rand) error {
 	if *kill != "none" {
 		// A random moment within the usual migration time (about a
 		// second for 3000 slots of 100k keys here), or the handoff.
-		time.Sleep(time.Duration(rng.Int64N(int64(1200 * time.Millisecond))))
 		victim := src
 		if *kill == "target" {
 			victim = dst
 		}
-		st := status(victim, id)
+		var st map[string]string
+		if *killIn != "" {
+			_ = waitFor1ms(60*time.Second, func() bool { st = status(victim, id); return st["state"] == *killIn || finished(st) })
+		} else {
+			time.Sleep(time.Duration(rng.Int64N(int64(1200 * time.Millisecond))))
+			st = status(victim, id)
+		}
 		killed = st["state"]
 		victim.killNow()
 		time.Sleep(300 * time.Millisecond)
