@@ -84,6 +84,9 @@ type shard struct {
 
 	keys, total, bytes, cmds, partial, full atomic.Int64
 	copyNs                                  atomic.Int64
+	// aliveAt is when the link last delivered stream data (unix ns): a
+	// lost link is retried for ReconnectTimeout from then.
+	aliveAt atomic.Int64
 
 	cur atomic.Pointer[link]
 }
@@ -128,7 +131,7 @@ var errRefused = errors.New("tocluster: cannot migrate")
 // good. Lost links are retried against the master the Sentinels name,
 // for at most ReconnectTimeout in a row.
 func (s *shard) run(ctx context.Context) error {
-	var lastOK time.Time = s.m.now()
+	lastOK := s.m.now()
 	backoff := 50 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		err := s.session(ctx)
@@ -138,8 +141,8 @@ func (s *shard) run(ctx context.Context) error {
 		if errors.Is(err, errRefused) {
 			return err
 		}
-		if s.streaming.Load() && err == nil {
-			lastOK = s.m.now()
+		if at := s.aliveAt.Load(); at > lastOK.UnixNano() {
+			lastOK = time.Unix(0, at)
 		}
 		s.log.Warn("tocluster: source link lost", "shard", s.name, "master", s.masterAddr(), "err", err)
 		if s.m.now().Sub(lastOK) > s.m.opt.ReconnectTimeout {
@@ -159,9 +162,6 @@ func (s *shard) run(ctx context.Context) error {
 			if addr, err := s.m.resolve(ctx, s.name); err == nil {
 				s.setMaster(addr)
 			}
-		}
-		if err == nil {
-			lastOK = s.m.now()
 		}
 	}
 }
@@ -319,6 +319,7 @@ func (s *shard) stream(ctx context.Context, l *link) error {
 			if err := rd.Fill(); err != nil {
 				return fmt.Errorf("tocluster: source %s: %w", l.addr, err)
 			}
+			s.aliveAt.Store(time.Now().UnixNano())
 			continue
 		}
 		if err != nil {

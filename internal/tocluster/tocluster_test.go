@@ -480,3 +480,85 @@ func TestMigrateFollowsFailover(t *testing.T) {
 		t.Errorf("cluster holds %d keys, the new master %d (+1 commit key)", n, len(want))
 	}
 }
+
+// TestCutoverOnlyRecovers puts a source in the states a tool killed
+// during its cut-over leaves, and checks --cutover-only's repair: fenced
+// without a commit (killed between the fence and the commit point): the
+// fence is lifted from the notice's saved settings, the source takes
+// writes again, and a rerun of the migration completes over the earlier
+// attempt's keys; committed but not fenced (killed right after the
+// commit): the fence is put on every node.
+func TestCutoverOnlyRecovers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	f := startFixture(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	m := client(t, f.masters[0].Addr)
+	r := client(t, f.replicas[0].Addr)
+	preload(t, m, "a", 300)
+	opt := Options{Sentinels: []string{f.sentinel.Addr}, Masters: f.names, To: f.cluster[0], Logger: testLogger(t)}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: f.cluster})
+	defer cc.Close()
+
+	// An earlier attempt's keys on the cluster, the sources fenced, no commit.
+	if err := cc.Set(ctx, AttemptKey, "old", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cc.Set(ctx, "stale", "from the earlier attempt", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	notice := Notice{ID: "old", Seeds: f.cluster, Fence: map[string][2]string{f.masters[0].Addr: {"0", "10"}, f.replicas[0].Addr: {"0", "10"}}}
+	if err := m.Set(ctx, NoticeKey, encodeNotice(notice), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*redis.Client{m, r} {
+		if err := fence(ctx, c, [2]string{"0", "10"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Set(ctx, "x", "1", 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOREPLICAS") {
+		t.Fatalf("fenced source took a write: %v", err)
+	}
+	_, err := FinishCutover(ctx, opt, 500*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "lifted the fence of 2 source nodes") {
+		t.Fatalf("FinishCutover on a fenced, uncommitted source: %v", err)
+	}
+	if err := m.Set(ctx, "x", "1", 0).Err(); err != nil {
+		t.Fatalf("source after the rollback: %v", err)
+	}
+	if v := r.ConfigGet(ctx, "min-replicas-to-write").Val()["min-replicas-to-write"]; v != "0" {
+		t.Errorf("replica min-replicas-to-write after the rollback = %q", v)
+	}
+	// The rerun: the earlier attempt's keys go, the sources' come.
+	res, err := Run(ctx, opt)
+	if err != nil {
+		t.Fatalf("rerun: %v", err)
+	}
+	if cc.Exists(ctx, "stale").Val() != 0 || cc.Get(ctx, "x").Val() != "1" {
+		t.Errorf("after the rerun: stale key kept or x missing")
+	}
+	t.Logf("rerun: %d keys", res.Keys)
+
+	// Committed, fence lost (as if the tool died right after the commit
+	// and the nodes restarted without their config).
+	for _, c := range []*redis.Client{m, r} {
+		if err := unfence(ctx, c, [2]string{"0", "10"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msg, err := FinishCutover(ctx, opt, time.Second)
+	if err != nil || !strings.HasPrefix(msg, "committed ") {
+		t.Fatalf("FinishCutover after a commit: %q, %v", msg, err)
+	}
+	for i, c := range []*redis.Client{m, r} {
+		if v := c.ConfigGet(ctx, "min-replicas-to-write").Val()["min-replicas-to-write"]; v != FenceReplicas {
+			t.Errorf("node %d not fenced again: %q", i, v)
+		}
+	}
+	// A second run refuses: the cluster holds a committed migration.
+	if _, err := Run(ctx, opt); err == nil || !strings.Contains(err.Error(), "already holds the committed migration") {
+		t.Errorf("run over a committed migration: %v", err)
+	}
+}
