@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -207,12 +208,28 @@ func (m *Migration) cutover(ctx context.Context) (time.Duration, error) {
 		return abort(err)
 	}
 	fenced = true
+	// Every node at once: CONFIG REWRITE syncs a file on each.
+	var fwg sync.WaitGroup
+	total := 0
+	for _, x := range srcs {
+		total += len(x.nodes)
+	}
+	ferrs := make(chan error, total)
 	for _, x := range srcs {
 		for n, c := range x.nodes {
-			if err := fence(cctx, c, x.old[n]); err != nil {
-				return abort(fmt.Errorf("fence %s: %w", n, err))
-			}
+			fwg.Add(1)
+			go func() {
+				defer fwg.Done()
+				if err := fence(cctx, c, x.old[n]); err != nil {
+					ferrs <- fmt.Errorf("fence %s: %w", n, err)
+				}
+			}()
 		}
+	}
+	fwg.Wait()
+	close(ferrs)
+	if err := <-ferrs; err != nil {
+		return abort(err)
 	}
 	// A write that ran after the pause expired and before the fence is in
 	// the offsets read now: level again.

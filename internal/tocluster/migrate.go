@@ -490,7 +490,9 @@ func (m *Migration) preflightCluster(ctx context.Context) (committed string, err
 	} else if err != nil && err != redis.Nil {
 		return "", fmt.Errorf("tocluster: cluster node %s: %w", home, err)
 	}
-	attempt, _ := c.Get(qctx, AttemptKey).Result()
+	ac := m.client(m.slots.owner[slotOf(AttemptKey)])
+	attempt, _ := ac.Get(qctx, AttemptKey).Result()
+	ac.Close()
 	var total int64
 	for _, a := range m.slots.masters {
 		mc := m.client(a)
