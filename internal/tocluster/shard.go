@@ -39,9 +39,9 @@ type ShardProgress struct {
 	// Lag is the source's master_repl_offset minus Offset, in bytes (-1
 	// before the stream starts).
 	Lag int64 `json:"lag"`
-	// Resyncs counts reconnections to a source master (after a failover or
-	// a lost link): partial when the master continued the stream, full
-	// when the shard was copied again.
+	// PartialResyncs and FullResyncs count reconnections to a source
+	// master (after a failover or a lost link): partial when the master
+	// continued the stream, full when the shard was copied again.
 	PartialResyncs int64 `json:"partial_resyncs"`
 	FullResyncs    int64 `json:"full_resyncs"`
 	// ApplyErrors counts error replies from the cluster; FirstError is the
