@@ -37,7 +37,7 @@ type ShardProgress struct {
 	// Offset is the replication offset applied (sent to the cluster).
 	Offset int64 `json:"offset"`
 	// Lag is the source's master_repl_offset minus Offset, in bytes (-1
-	// before the stream starts).
+	// before the stream starts and while the link is down).
 	Lag int64 `json:"lag"`
 	// PartialResyncs and FullResyncs count reconnections to a source
 	// master (after a failover or a lost link): partial when the master
@@ -113,7 +113,7 @@ func (s *shard) progress() ShardProgress {
 	p.Keys, p.TotalKeys, p.Bytes, p.Commands = s.keys.Load(), s.total.Load(), s.bytes.Load(), s.cmds.Load()
 	p.Offset = s.offset.Load()
 	p.Lag = -1
-	if s.streaming.Load() {
+	if s.streaming.Load() && s.cur.Load() != nil { // no lag while the link is down
 		p.Lag = max(s.srcOffset.Load()-p.Offset, 0)
 	}
 	p.PartialResyncs, p.FullResyncs = s.partial.Load(), s.full.Load()
@@ -180,7 +180,8 @@ func (s *shard) session(ctx context.Context) error {
 	s.setPhase("connecting")
 	addr := s.masterAddr()
 	next := s.offset.Load() + 1
-	l, err := dialSource(ctx, addr, s.m.auth(), s.ann.port(), s.replid, next, s.m.opt.DialTimeout)
+	s.log.Info("tocluster: connecting to the source", "shard", s.name, "master", addr, "replid", s.replid, "next", next)
+	l, err := dialSource(ctx, addr, s.m.auth(), s.ann.port(), s.replid, next, s.m.opt.DialTimeout, s.m.opt.LinkTimeout)
 	if err != nil {
 		return err
 	}

@@ -311,15 +311,27 @@ func TestMigrateRedisServer(t *testing.T) {
 			t.Errorf("SENTINEL REPLICAS %s = %v, %v; want only the real replica", n, r, err)
 		}
 	}
-	// The tool does count for min-replicas-to-write (Redis has no opt-out);
-	// it never counts for WAIT.
+	// The tool does count for min-replicas-to-write (Redis has no opt-out:
+	// an online replica that ACKed within min-replicas-max-lag is good);
+	// it never counts for WAIT (it ACKs offset 0).
+	must(src[0].ConfigSet(ctx, "min-replicas-to-write", "1").Err())
+	testutil.WaitFor(t, 5*time.Second, "good replicas counted", func() bool {
+		info := src[0].Info(ctx, "replication").Val()
+		return strings.Contains(info, "min_slaves_good_slaves:2")
+	})
+	must(src[0].ConfigSet(ctx, "min-replicas-to-write", "0").Err())
 	if n, err := src[0].Do(ctx, "WAIT", 2, 200).Int(); err != nil || n != 1 {
 		t.Errorf("WAIT 2 = %d, %v; want 1 (the real replica only)", n, err)
 	}
 
 	msg, err := FinishCutover(ctx, Options{Sentinels: []string{f.sentinel.Addr}, Masters: f.names, To: f.cluster[0]}, 30*time.Second)
 	if err != nil {
-		t.Fatalf("FinishCutover: %v", err)
+		select {
+		case r := <-done:
+			t.Fatalf("FinishCutover: %v; Run: %v", err, r.err)
+		default:
+			t.Fatalf("FinishCutover: %v; Run still running", err)
+		}
 	}
 	t.Logf("cutover-only: %s", msg)
 	r := <-done
@@ -451,7 +463,12 @@ func TestMigrateFollowsFailover(t *testing.T) {
 		}
 	}
 	if _, err := FinishCutover(ctx, Options{Sentinels: []string{f.sentinel.Addr}, Masters: f.names, To: f.cluster[0]}, 60*time.Second); err != nil {
-		t.Fatalf("FinishCutover: %v", err)
+		select {
+		case <-done:
+			t.Fatalf("FinishCutover: %v; Run: %v", err, runErr)
+		default:
+			t.Fatalf("FinishCutover: %v; Run still running", err)
+		}
 	}
 	<-done
 	if runErr != nil {
