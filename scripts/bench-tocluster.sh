@@ -17,9 +17,11 @@ cd "$(dirname "$0")/.."
 KEYS=${KEYS:-100000}
 WRITERS=${WRITERS:-16}
 echo "== shardnode sources and cluster: $KEYS keys, $WRITERS writers, vs redis-cli --cluster import"
+status=0
 TOCLUSTER_KEYS=$KEYS TOCLUSTER_WRITERS=$WRITERS TOCLUSTER_COMPARE_IMPORT=1 \
-	nice -n 10 go test -run '^TestMigrateToCluster$' -count=1 -v -timeout 30m ./cmd/shardnode |
-	grep -E '^(=== RUN|--- |PASS|FAIL|ok)|tocluster_test.go' | grep -v '^        '
+	nice -n 10 go test -run '^TestMigrateToCluster$' -count=1 -v -timeout 30m ./cmd/shardnode >/tmp/bench-tocluster.1 2>&1 || status=1
+grep -E '^(=== RUN|--- |PASS|FAIL|ok)|tocluster_test.go' /tmp/bench-tocluster.1 | grep -v '^        ' || true
 echo "== redis-server sources (redis-sentinel) into a redis-server cluster; source failover"
-TOCLUSTER_KEYS=$KEYS nice -n 10 go test -run '^(TestMigrateRedisServer|TestMigrateFollowsFailover)$' -count=1 -v -timeout 30m ./internal/tocluster |
-	grep -E '^(=== RUN|--- |PASS|FAIL|ok)|tocluster_test.go:[0-9]+: [^t]' || true
+TOCLUSTER_KEYS=$KEYS nice -n 10 go test -run '^(TestMigrateRedisServer|TestMigrateFollowsFailover)$' -count=1 -v -timeout 30m ./internal/tocluster >/tmp/bench-tocluster.2 2>&1 || status=1
+grep -E '^(=== RUN|--- |PASS|FAIL|ok)|tocluster_test.go:[0-9]+: [^t]' /tmp/bench-tocluster.2 || true
+exit $status

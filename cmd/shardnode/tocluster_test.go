@@ -229,7 +229,9 @@ func TestMigrateToCluster(t *testing.T) {
 			t.Errorf("writer %d saw %d errors", i, w.errs)
 		}
 		t.Logf("BENCH longest-write-pause writer=%d %v", i, w.longest)
-		if limit := 3 * time.Second; w.longest > limit {
+		// The bound: the cut-over timeout (3s) plus the pool's check; the
+		// target (1s) is measured, not asserted, on a shared machine.
+		if limit := 5 * time.Second; w.longest > limit {
 			t.Errorf("writer %d: longest write %v, want <= %v", i, w.longest, limit)
 		}
 	}

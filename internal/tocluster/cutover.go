@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -207,12 +208,28 @@ func (m *Migration) cutover(ctx context.Context) (time.Duration, error) {
 		return abort(err)
 	}
 	fenced = true
+	// Every node at once: CONFIG REWRITE syncs a file on each.
+	var fwg sync.WaitGroup
+	total := 0
+	for _, x := range srcs {
+		total += len(x.nodes)
+	}
+	ferrs := make(chan error, total)
 	for _, x := range srcs {
 		for n, c := range x.nodes {
-			if err := fence(cctx, c, x.old[n]); err != nil {
-				return abort(fmt.Errorf("fence %s: %w", n, err))
-			}
+			fwg.Add(1)
+			go func() {
+				defer fwg.Done()
+				if err := fence(cctx, c, x.old[n]); err != nil {
+					ferrs <- fmt.Errorf("fence %s: %w", n, err)
+				}
+			}()
 		}
+	}
+	fwg.Wait()
+	close(ferrs)
+	if err := <-ferrs; err != nil {
+		return abort(err)
 	}
 	// A write that ran after the pause expired and before the fence is in
 	// the offsets read now: level again.
@@ -228,7 +245,21 @@ func (m *Migration) cutover(ctx context.Context) (time.Duration, error) {
 	cc := m.client(m.slots.owner[slotOf(CommitKey)])
 	defer cc.Close()
 	if err := cc.Set(cctx, CommitKey, opt.ID, 0).Err(); err != nil {
-		return abort(fmt.Errorf("commit on the cluster: %w", err))
+		// The SET may have run with its reply lost: read it back before
+		// lifting the fence, and keep the fence when that is unknown (no
+		// side takes writes rather than two; --cutover-only decides).
+		rctx, rc := context.WithTimeout(bg, 2*time.Second)
+		v, rerr := cc.Get(rctx, CommitKey).Result()
+		rc()
+		switch {
+		case rerr == nil && v == opt.ID:
+			m.log.Warn("tocluster: the commit's reply was lost, the commit key is there", "err", err)
+		case rerr != nil && !errors.Is(rerr, redis.Nil):
+			unpause()
+			return 0, fmt.Errorf("tocluster: commit on the cluster: %w; its outcome is unknown (%v): the sources stay fenced, run --cutover-only", err, rerr)
+		default:
+			return abort(fmt.Errorf("commit on the cluster: %w", err))
+		}
 	}
 	m.setPhase("committed")
 	m.log.Info("tocluster: committed", "id", opt.ID)
@@ -267,16 +298,31 @@ func FinishCutover(ctx context.Context, o Options, wait time.Duration) (string, 
 		return "", err
 	}
 	m.slots = slots
-	get := func(key string) string {
+	getErr := func(key string) (string, error) {
 		c := m.client(slots.owner[slotOf(key)])
 		defer c.Close()
-		v, _ := c.Get(ctx, key).Result()
+		v, err := c.Get(ctx, key).Result()
+		if errors.Is(err, redis.Nil) {
+			return "", nil
+		}
+		return v, err
+	}
+	get := func(key string) string {
+		v, _ := getErr(key)
 		return v
 	}
-	if id := get(CommitKey); id != "" {
+	id, err := getErr(CommitKey)
+	if err != nil {
+		return "", fmt.Errorf("tocluster: read the commit key: %w", err)
+	}
+	if id != "" {
 		return "committed " + id + "; sources fenced", m.ensureFenced(ctx)
 	}
-	if get(AttemptKey) != "" {
+	attempt, err := getErr(AttemptKey)
+	if err != nil {
+		return "", fmt.Errorf("tocluster: read the attempt key: %w", err)
+	}
+	if attempt != "" {
 		c := m.client(slots.owner[slotOf(RequestKey)])
 		err := c.Set(ctx, RequestKey, "cutover", 0).Err()
 		c.Close()
@@ -293,6 +339,25 @@ func FinishCutover(ctx context.Context, o Options, wait time.Duration) (string, 
 				return "", ctx.Err()
 			case <-time.After(100 * time.Millisecond):
 			}
+		}
+	}
+	// A fence without a commit is lifted only once its tool cannot commit
+	// any more: a live tool commits or lifts its fence within its
+	// CutoverTimeout.
+	if fenced, err := m.anyFenced(ctx); err != nil {
+		return "", err
+	} else if fenced {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(opt.CutoverTimeout + 2*time.Second):
+		}
+		id, err := getErr(CommitKey)
+		if err != nil {
+			return "", fmt.Errorf("tocluster: read the commit key: %w", err)
+		}
+		if id != "" {
+			return "committed " + id + "; sources fenced", m.ensureFenced(ctx)
 		}
 	}
 	rolled, err := m.rollbackFences(ctx)
@@ -345,6 +410,19 @@ func (m *Migration) ensureFenced(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// anyFenced reports whether a source node carries the fence.
+func (m *Migration) anyFenced(ctx context.Context) (bool, error) {
+	found := false
+	err := m.forEachSourceNode(ctx, func(_, _ string, c *redis.Client) error {
+		cur, err := fenceOf(ctx, c)
+		if err == nil && cur[0] == FenceReplicas {
+			found = true
+		}
+		return err
+	})
+	return found, err
 }
 
 func (m *Migration) rollbackFences(ctx context.Context) (int, error) {

@@ -345,6 +345,9 @@ func (m *Migration) run(ctx context.Context) (*Result, error) {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	copied := false
+	reqc := m.client(m.slots.owner[slotOf(RequestKey)])
+	defer reqc.Close()
+	lastAsk := time.Time{}
 	for {
 		select {
 		case <-ctx.Done():
@@ -369,8 +372,14 @@ func (m *Migration) run(ctx context.Context) (*Result, error) {
 		if !ready {
 			continue
 		}
-		if opt.NoCutover && !m.cutoverRequested(ctx) {
-			continue
+		if opt.NoCutover {
+			if time.Since(lastAsk) < 200*time.Millisecond {
+				continue
+			}
+			lastAsk = time.Now()
+			if !m.cutoverRequested(ctx, reqc) {
+				continue
+			}
 		}
 		break
 	}
@@ -490,7 +499,9 @@ func (m *Migration) preflightCluster(ctx context.Context) (committed string, err
 	} else if err != nil && err != redis.Nil {
 		return "", fmt.Errorf("tocluster: cluster node %s: %w", home, err)
 	}
-	attempt, _ := c.Get(qctx, AttemptKey).Result()
+	ac := m.client(m.slots.owner[slotOf(AttemptKey)])
+	attempt, _ := ac.Get(qctx, AttemptKey).Result()
+	ac.Close()
 	var total int64
 	for _, a := range m.slots.masters {
 		mc := m.client(a)
@@ -527,11 +538,10 @@ func (m *Migration) markAttempt(ctx context.Context) error {
 	return nil
 }
 
-// cutoverRequested reports whether RequestKey is set on the cluster.
-func (m *Migration) cutoverRequested(ctx context.Context) bool {
-	c := m.client(m.slots.owner[slotOf(RequestKey)])
-	defer c.Close()
-	qctx, cancel := context.WithTimeout(ctx, time.Second)
+// cutoverRequested reports whether RequestKey is set on the cluster (c:
+// a client of its slot's master).
+func (m *Migration) cutoverRequested(ctx context.Context, c *redis.Client) bool {
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	v, err := c.Get(qctx, RequestKey).Result()
 	return err == nil && v != ""

@@ -38,11 +38,12 @@ const (
 	// Broadcast: FUNCTION LOAD/DELETE/FLUSH/RESTORE and SCRIPT FLUSH/LOAD,
 	// keyless state every master needs.
 	Broadcast
-	// Multi and Exec delimit a transaction (script effects are replicated
-	// as one): its commands are grouped per slot and each group runs in
-	// its own MULTI/EXEC on its slot's master. Atomicity across slots
-	// cannot survive in a cluster.
+	// Multi opens a transaction (script effects are replicated as one):
+	// its commands are grouped per slot and each group runs in its own
+	// MULTI/EXEC on its slot's master. Atomicity across slots cannot
+	// survive in a cluster.
 	Multi
+	// Exec closes a transaction: its per-slot groups are sent.
 	Exec
 	// Refuse: the stream cannot be applied to a cluster (SELECT of a
 	// database other than 0, SWAPDB, MOVE, an unknown command): the shard's

@@ -37,11 +37,11 @@ type ShardProgress struct {
 	// Offset is the replication offset applied (sent to the cluster).
 	Offset int64 `json:"offset"`
 	// Lag is the source's master_repl_offset minus Offset, in bytes (-1
-	// before the stream starts).
+	// before the stream starts and while the link is down).
 	Lag int64 `json:"lag"`
-	// Resyncs counts reconnections to a source master (after a failover or
-	// a lost link): partial when the master continued the stream, full
-	// when the shard was copied again.
+	// PartialResyncs and FullResyncs count reconnections to a source
+	// master (after a failover or a lost link): partial when the master
+	// continued the stream, full when the shard was copied again.
 	PartialResyncs int64 `json:"partial_resyncs"`
 	FullResyncs    int64 `json:"full_resyncs"`
 	// ApplyErrors counts error replies from the cluster; FirstError is the
@@ -84,6 +84,9 @@ type shard struct {
 
 	keys, total, bytes, cmds, partial, full atomic.Int64
 	copyNs                                  atomic.Int64
+	// aliveAt is when the link last delivered stream data (unix ns): a
+	// lost link is retried for ReconnectTimeout from then.
+	aliveAt atomic.Int64
 
 	cur atomic.Pointer[link]
 }
@@ -110,7 +113,7 @@ func (s *shard) progress() ShardProgress {
 	p.Keys, p.TotalKeys, p.Bytes, p.Commands = s.keys.Load(), s.total.Load(), s.bytes.Load(), s.cmds.Load()
 	p.Offset = s.offset.Load()
 	p.Lag = -1
-	if s.streaming.Load() {
+	if s.streaming.Load() && s.cur.Load() != nil { // no lag while the link is down
 		p.Lag = max(s.srcOffset.Load()-p.Offset, 0)
 	}
 	p.PartialResyncs, p.FullResyncs = s.partial.Load(), s.full.Load()
@@ -128,7 +131,7 @@ var errRefused = errors.New("tocluster: cannot migrate")
 // good. Lost links are retried against the master the Sentinels name,
 // for at most ReconnectTimeout in a row.
 func (s *shard) run(ctx context.Context) error {
-	var lastOK time.Time = s.m.now()
+	lastOK := s.m.now()
 	backoff := 50 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		err := s.session(ctx)
@@ -138,8 +141,8 @@ func (s *shard) run(ctx context.Context) error {
 		if errors.Is(err, errRefused) {
 			return err
 		}
-		if s.streaming.Load() && err == nil {
-			lastOK = s.m.now()
+		if at := s.aliveAt.Load(); at > lastOK.UnixNano() {
+			lastOK = time.Unix(0, at)
 		}
 		s.log.Warn("tocluster: source link lost", "shard", s.name, "master", s.masterAddr(), "err", err)
 		if s.m.now().Sub(lastOK) > s.m.opt.ReconnectTimeout {
@@ -160,9 +163,6 @@ func (s *shard) run(ctx context.Context) error {
 				s.setMaster(addr)
 			}
 		}
-		if err == nil {
-			lastOK = s.m.now()
-		}
 	}
 }
 
@@ -180,7 +180,8 @@ func (s *shard) session(ctx context.Context) error {
 	s.setPhase("connecting")
 	addr := s.masterAddr()
 	next := s.offset.Load() + 1
-	l, err := dialSource(ctx, addr, s.m.auth(), s.ann.port(), s.replid, next, s.m.opt.DialTimeout)
+	s.log.Info("tocluster: connecting to the source", "shard", s.name, "master", addr, "replid", s.replid, "next", next)
+	l, err := dialSource(ctx, addr, s.m.auth(), s.ann.port(), s.replid, next, s.m.opt.DialTimeout, s.m.opt.LinkTimeout)
 	if err != nil {
 		return err
 	}
@@ -319,6 +320,7 @@ func (s *shard) stream(ctx context.Context, l *link) error {
 			if err := rd.Fill(); err != nil {
 				return fmt.Errorf("tocluster: source %s: %w", l.addr, err)
 			}
+			s.aliveAt.Store(time.Now().UnixNano())
 			continue
 		}
 		if err != nil {

@@ -47,7 +47,7 @@ var errNoPSync2 = errors.New("tocluster: the source does not support PSYNC")
 // listenPort, asking to continue replid at offset next (the offset of the
 // first byte the tool has not applied) or, with replid "", for a full
 // resynchronisation.
-func dialSource(ctx context.Context, addr string, auth []string, listenPort int, replid string, next int64, timeout time.Duration) (*link, error) {
+func dialSource(ctx context.Context, addr string, auth []string, listenPort int, replid string, next int64, timeout, linkTimeout time.Duration) (*link, error) {
 	d := net.Dialer{Timeout: timeout}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
@@ -96,9 +96,9 @@ func dialSource(ctx context.Context, addr string, auth []string, listenPort int,
 	if replid != "" {
 		id, off = replid, strconv.FormatInt(next, 10)
 	}
-	// The snapshot may take a while to start: the deadline covers the
-	// handshake, then the caller's context bounds the rest.
-	_ = nc.SetDeadline(time.Time{})
+	// The snapshot may take a while to start (a master sends a newline
+	// every second meanwhile): the PSYNC answer gets linkTimeout.
+	_ = nc.SetDeadline(time.Now().Add(linkTimeout))
 	stop := context.AfterFunc(ctx, func() { nc.Close() })
 	defer stop()
 	reply, err := ask("PSYNC", id, off)
@@ -121,6 +121,7 @@ func dialSource(ctx context.Context, addr string, auth []string, listenPort int,
 	default:
 		return fail(fmt.Errorf("%w (%s answered %q)", errNoPSync2, addr, reply))
 	}
+	_ = nc.SetDeadline(time.Time{}) // the stream sets its own read deadlines
 	return l, nil
 }
 

@@ -295,7 +295,7 @@ func TestMigrateRedisServer(t *testing.T) {
 		return nil
 	})
 	must(err)
-	if err := src[0].Eval(ctx, "redis.call('set', KEYS[1], 'lua'); redis.call('del', KEYS[2])", []string{"{s}x", "{s}y"}).Err(); err != nil && !strings.Contains(err.Error(), "unknown command") {
+	if err := src[0].Eval(ctx, "redis.call('set', KEYS[1], 'lua'); redis.call('del', KEYS[2])", []string{"{s}x", "{s}y"}).Err(); err != nil && !errors.Is(err, redis.Nil) && !strings.Contains(err.Error(), "unknown command") {
 		t.Fatal(err) // shardnode has no scripting
 	}
 	// FLUSHALL on shard 2 deletes only shard 2's keys on the cluster.
@@ -311,15 +311,27 @@ func TestMigrateRedisServer(t *testing.T) {
 			t.Errorf("SENTINEL REPLICAS %s = %v, %v; want only the real replica", n, r, err)
 		}
 	}
-	// The tool does count for min-replicas-to-write (Redis has no opt-out);
-	// it never counts for WAIT.
+	// The tool does count for min-replicas-to-write (Redis has no opt-out:
+	// an online replica that ACKed within min-replicas-max-lag is good);
+	// it never counts for WAIT (it ACKs offset 0).
+	must(src[0].ConfigSet(ctx, "min-replicas-to-write", "1").Err())
+	testutil.WaitFor(t, 5*time.Second, "good replicas counted", func() bool {
+		info := src[0].Info(ctx, "replication").Val()
+		return strings.Contains(info, "min_slaves_good_slaves:2")
+	})
+	must(src[0].ConfigSet(ctx, "min-replicas-to-write", "0").Err())
 	if n, err := src[0].Do(ctx, "WAIT", 2, 200).Int(); err != nil || n != 1 {
 		t.Errorf("WAIT 2 = %d, %v; want 1 (the real replica only)", n, err)
 	}
 
 	msg, err := FinishCutover(ctx, Options{Sentinels: []string{f.sentinel.Addr}, Masters: f.names, To: f.cluster[0]}, 30*time.Second)
 	if err != nil {
-		t.Fatalf("FinishCutover: %v", err)
+		select {
+		case r := <-done:
+			t.Fatalf("FinishCutover: %v; Run: %v", err, r.err)
+		default:
+			t.Fatalf("FinishCutover: %v; Run still running", err)
+		}
 	}
 	t.Logf("cutover-only: %s", msg)
 	r := <-done
@@ -451,7 +463,12 @@ func TestMigrateFollowsFailover(t *testing.T) {
 		}
 	}
 	if _, err := FinishCutover(ctx, Options{Sentinels: []string{f.sentinel.Addr}, Masters: f.names, To: f.cluster[0]}, 60*time.Second); err != nil {
-		t.Fatalf("FinishCutover: %v", err)
+		select {
+		case <-done:
+			t.Fatalf("FinishCutover: %v; Run: %v", err, runErr)
+		default:
+			t.Fatalf("FinishCutover: %v; Run still running", err)
+		}
 	}
 	<-done
 	if runErr != nil {
@@ -478,5 +495,87 @@ func TestMigrateFollowsFailover(t *testing.T) {
 	}
 	if n != int64(len(want))+1 {
 		t.Errorf("cluster holds %d keys, the new master %d (+1 commit key)", n, len(want))
+	}
+}
+
+// TestCutoverOnlyRecovers puts a source in the states a tool killed
+// during its cut-over leaves, and checks --cutover-only's repair: fenced
+// without a commit (killed between the fence and the commit point): the
+// fence is lifted from the notice's saved settings, the source takes
+// writes again, and a rerun of the migration completes over the earlier
+// attempt's keys; committed but not fenced (killed right after the
+// commit): the fence is put on every node.
+func TestCutoverOnlyRecovers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	f := startFixture(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	m := client(t, f.masters[0].Addr)
+	r := client(t, f.replicas[0].Addr)
+	preload(t, m, "a", 300)
+	opt := Options{Sentinels: []string{f.sentinel.Addr}, Masters: f.names, To: f.cluster[0], Logger: testLogger(t)}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: f.cluster})
+	defer cc.Close()
+
+	// An earlier attempt's keys on the cluster, the sources fenced, no commit.
+	if err := cc.Set(ctx, AttemptKey, "old", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cc.Set(ctx, "stale", "from the earlier attempt", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	notice := Notice{ID: "old", Seeds: f.cluster, Fence: map[string][2]string{f.masters[0].Addr: {"0", "10"}, f.replicas[0].Addr: {"0", "10"}}}
+	if err := m.Set(ctx, NoticeKey, encodeNotice(notice), 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*redis.Client{m, r} {
+		if err := fence(ctx, c, [2]string{"0", "10"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := m.Set(ctx, "x", "1", 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOREPLICAS") {
+		t.Fatalf("fenced source took a write: %v", err)
+	}
+	_, err := FinishCutover(ctx, opt, 500*time.Millisecond)
+	if err == nil || !strings.Contains(err.Error(), "lifted the fence of 2 source nodes") {
+		t.Fatalf("FinishCutover on a fenced, uncommitted source: %v", err)
+	}
+	if err := m.Set(ctx, "x", "1", 0).Err(); err != nil {
+		t.Fatalf("source after the rollback: %v", err)
+	}
+	if v := r.ConfigGet(ctx, "min-replicas-to-write").Val()["min-replicas-to-write"]; v != "0" {
+		t.Errorf("replica min-replicas-to-write after the rollback = %q", v)
+	}
+	// The rerun: the earlier attempt's keys go, the sources' come.
+	res, err := Run(ctx, opt)
+	if err != nil {
+		t.Fatalf("rerun: %v", err)
+	}
+	if cc.Exists(ctx, "stale").Val() != 0 || cc.Get(ctx, "x").Val() != "1" {
+		t.Errorf("after the rerun: stale key kept or x missing")
+	}
+	t.Logf("rerun: %d keys", res.Keys)
+
+	// Committed, fence lost (as if the tool died right after the commit
+	// and the nodes restarted without their config).
+	for _, c := range []*redis.Client{m, r} {
+		if err := unfence(ctx, c, [2]string{"0", "10"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	msg, err := FinishCutover(ctx, opt, time.Second)
+	if err != nil || !strings.HasPrefix(msg, "committed ") {
+		t.Fatalf("FinishCutover after a commit: %q, %v", msg, err)
+	}
+	for i, c := range []*redis.Client{m, r} {
+		if v := c.ConfigGet(ctx, "min-replicas-to-write").Val()["min-replicas-to-write"]; v != FenceReplicas {
+			t.Errorf("node %d not fenced again: %q", i, v)
+		}
+	}
+	// A second run refuses: the cluster holds a committed migration.
+	if _, err := Run(ctx, opt); err == nil || !strings.Contains(err.Error(), "already holds the committed migration") {
+		t.Errorf("run over a committed migration: %v", err)
 	}
 }
