@@ -162,50 +162,34 @@ func cmdGeoDist(c *Client, args [][]byte) {
 
 // GEOHASH key [member ...]
 func cmdGeoHash(c *Client, args [][]byte) {
-	z, _, ok := c.lookupZSet(string(args[1]))
-	if !ok {
-		return
-	}
-	c.addArrayLen(len(args) - 2)
-	for _, m := range args[2:] {
-		var s string
-		found := false
-		if z != nil {
-			if score, ok := z.Score(string(m)); ok {
-				s, found = geo.String11(score)
-			}
+	eachMemberScore(c, args, func(score float64, found bool) {
+		var h string
+		if found {
+			h, found = geo.String11(score)
 		}
 		if found {
-			c.addBulkString(s)
+			c.addBulkString(h)
 		} else {
 			c.addNull()
 		}
-	}
+	})
 }
 
 // GEOPOS key [member ...]
 func cmdGeoPos(c *Client, args [][]byte) {
-	z, _, ok := c.lookupZSet(string(args[1]))
-	if !ok {
-		return
-	}
-	c.addArrayLen(len(args) - 2)
-	for _, m := range args[2:] {
+	eachMemberScore(c, args, func(score float64, found bool) {
 		var x, y float64
-		found := false
-		if z != nil {
-			if score, ok := z.Score(string(m)); ok {
-				x, y, found = geo.FromScore(score)
-			}
+		if found {
+			x, y, found = geo.FromScore(score)
 		}
 		if !found {
 			c.addNullArray()
-			continue
+			return
 		}
 		c.addArrayLen(2)
 		c.addHumanDouble(x)
 		c.addHumanDouble(y)
-	}
+	})
 }
 
 // addHumanDouble is Redis's addReplyHumanLongDouble for a double: 17

@@ -194,7 +194,16 @@ func TestScriptBusyAndKill(t *testing.T) {
 	}
 	// A script that wrote cannot be killed.
 	go func() {
-		done <- rc.Eval(c, "redis.call('set', KEYS[1], 'x') for i = 1, tonumber(ARGV[1]) do end return 1", []string{"w"}, 2000000).Err()
+		// Runs for ARGV[1] microseconds by the server's clock, well past
+		// the threshold however fast the machine is.
+		done <- rc.Eval(c, `redis.call('set', KEYS[1], 'x')
+local t = redis.call('TIME')
+local start = tonumber(t[1]) * 1000000 + tonumber(t[2])
+while true do
+  t = redis.call('TIME')
+  if tonumber(t[1]) * 1000000 + tonumber(t[2]) - start > tonumber(ARGV[1]) then break end
+end
+return 1`, []string{"w"}, 1000000).Err()
 	}()
 	waitBusy()
 	if err := other.ScriptKill(c).Err(); err == nil || err.Error() != errUnkillable {

@@ -877,19 +877,31 @@ func cmdZScore(c *Client, args [][]byte) {
 
 // ZMSCORE key member [member ...]
 func cmdZMScore(c *Client, args [][]byte) {
+	eachMemberScore(c, args, func(score float64, found bool) {
+		if found {
+			c.addDouble(score)
+		} else {
+			c.addNull()
+		}
+	})
+}
+
+// eachMemberScore answers an array of one reply per member of args[2:]
+// (ZMSCORE, GEOPOS, GEOHASH): reply gets the member's score in key's sorted
+// set, or found=false for a missing member or key.
+func eachMemberScore(c *Client, args [][]byte, reply func(score float64, found bool)) {
 	z, _, ok := c.lookupZSet(string(args[1]))
 	if !ok {
 		return
 	}
 	c.addArrayLen(len(args) - 2)
 	for _, m := range args[2:] {
+		var s float64
+		found := false
 		if z != nil {
-			if s, ok := z.Score(bstr(m)); ok {
-				c.addDouble(s)
-				continue
-			}
+			s, found = z.Score(bstr(m))
 		}
-		c.addNull()
+		reply(s, found)
 	}
 }
 
