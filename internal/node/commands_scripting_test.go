@@ -2,6 +2,8 @@ package node
 
 import (
 	"errors"
+	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -422,3 +424,24 @@ func TestFunctionsFromRedisRDB(t *testing.T) {
 
 var _ = errors.New
 var _ = strconv.Itoa
+
+// TestScriptSortByConstantIsOrdered: SORT BY a constant of a set inside a
+// script sorts the members (ALPHA), as Redis forces it there so that a
+// script's result does not depend on a set's internal order.
+func TestScriptSortByConstantIsOrdered(t *testing.T) {
+	ts := startServer(t)
+	rc := ts.client(t)
+	c := ctx(t)
+	members := []interface{}{"z", "c", "a", "b", "y", "x"}
+	for i := 0; i < 200; i++ {
+		members = append(members, fmt.Sprint("m", i))
+	}
+	rc.SAdd(c, "s", members...)
+	got, err := rc.Eval(c, "return redis.call('sort', KEYS[1], 'by', 'nosort')", []string{"s"}).StringSlice()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !sort.StringsAreSorted(got) || len(got) != len(members) {
+		t.Fatalf("SORT BY nosort in a script: %d members, sorted %v", len(got), sort.StringsAreSorted(got))
+	}
+}

@@ -129,9 +129,10 @@ func sortGeneric(c *Client, args [][]byte, readonly bool) {
 			return
 		}
 	}
-	// A set has no natural order: when storing, sort it so the result
-	// is the same on replicas.
-	if dontsort && kind == "set" && store != "" {
+	// A set has no natural order: when storing, or inside a script (whose
+	// effects must not depend on it), sort it so the result is the same
+	// everywhere, as Redis forces ALPHA for both.
+	if dontsort && kind == "set" && (store != "" || c.inScript) {
 		dontsort, alpha, hasBy = false, true, false
 	}
 	vlen := int64(len(elems))
