@@ -5,7 +5,11 @@
 # cluster_state:ok with the dead master flagged fail. shardnode and
 # redis-server clusters built the same way (redis-cli --cluster create),
 # ROUNDS rounds each (default 5), alternating; prints every round and the
-# medians.
+# medians. Each round also runs scripts/cfwriter: an outside go-redis
+# ClusterClient (default options) writing to the victim's slots every 5 ms,
+# which reports the seconds from the kill to its first successful write
+# started after the killed process was gone ("client" column);
+# CLIENT_FLAGS=-shardis uses client/cluster instead.
 #
 #   scripts/bench-cluster-failover.sh
 #   ROUNDS=7 TIMEOUT=2000 scripts/bench-cluster-failover.sh
@@ -17,7 +21,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 pids=()
 trap 'kill -9 "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null; rm -rf "$work"' EXIT
-(cd "$here" && go build -o "$work/shardnode.bin" ./cmd/shardnode)
+(cd "$here" && go build -o "$work/shardnode.bin" ./cmd/shardnode && go build -o "$work/cfwriter" ./scripts/cfwriter)
 
 now() { date +%s.%N; }
 
@@ -54,11 +58,21 @@ round() { # kind round
     sleep 0.1
   done
   for k in $(seq 1 200); do redis-cli -c -p "$BASE" set "key:$k" "$k" >/dev/null; done
+  # The victim (BASE+1) holds slots 5461-10922 after redis-cli --cluster create.
+  local fifo="$work/$kind-$r.fifo"
+  mkfifo "$fifo"
+  "$work/cfwriter" -seed "127.0.0.1:$BASE" -from 5461 -to 10922 ${CLIENT_FLAGS:-} <"$fifo" >"$work/$kind-$r.client" 2>>"$work/cfwriter.log" &
+  local wpid=$!
+  exec 9>"$fifo"
   sleep 1
-  local t0 t1 vpid
+  local t0 t1 vpid tk td
   vpid=${pids[1]}
   t0=$(now)
+  tk=$(date +%s%N)
   kill -9 "$vpid"
+  wait "$vpid" 2>/dev/null || true
+  td=$(date +%s%N)
+  echo "$tk $td" >&9
   for _ in $(seq 600); do
     if redis-cli -p "$heir" role 2>/dev/null | head -1 | grep -q master; then
       local ok=1
@@ -72,8 +86,13 @@ round() { # kind round
     sleep 0.02
   done
   t1=$(now)
+  wait "$wpid" 2>/dev/null || true
+  exec 9>&-
+  local cl
+  cl=$(cat "$work/$kind-$r.client")
   echo "$kind $(echo "$t1 - $t0" | bc)" >>"$work/res"
-  printf '%-10s round %d: %.2f s\n' "$kind" "$r" "$(echo "$t1 - $t0" | bc)"
+  echo "$kind $cl" >>"$work/client"
+  printf '%-10s round %d: %.2f s (client writes again after %s s)\n' "$kind" "$r" "$(echo "$t1 - $t0" | bc)" "$cl"
   kill -9 "${pids[@]}" 2>/dev/null || true
   wait 2>/dev/null || true
   pids=()
@@ -84,6 +103,8 @@ for r in $(seq "$ROUNDS"); do
   round redis "$r"
   round shardnode "$r"
 done
-med() { grep "^$1 " "$work/res" | awk '{print $2}' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-rm_=$(med redis); sm=$(med shardnode)
+med() { grep "^$1 " "$2" | awk '{print $2}' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+rm_=$(med redis "$work/res"); sm=$(med shardnode "$work/res")
 printf 'redis      median %.2f s\nshardnode  median %.2f s\nratio shardnode/redis: %.2f\n' "$rm_" "$sm" "$(echo "$sm / $rm_" | bc -l)"
+rc_=$(med redis "$work/client"); sc=$(med shardnode "$work/client")
+printf 'client writes again: redis median %s s, shardnode median %s s\n' "$rc_" "$sc"
