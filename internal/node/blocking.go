@@ -13,8 +13,9 @@ import (
 	"github.com/shardis/shardis/internal/node/value"
 )
 
-// Blocking commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, and the
-// sorted-set BZPOPMIN, BZPOPMAX, BZMPOP) follow Redis's model:
+// Blocking commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, the
+// sorted-set BZPOPMIN, BZPOPMAX, BZMPOP, and the stream XREAD and
+// XREADGROUP) follow Redis's model:
 //
 //   - A handler that finds nothing to serve calls c.blockForKeys with a
 //     blockSpec while its shard locks are still held. The client is put at
@@ -74,6 +75,11 @@ type blockSpec struct {
 	// means a null array (RESP2 *-1, RESP3 _), as Redis replies for lists,
 	// sorted sets and streams.
 	timeoutReply func(c *Client)
+	// each: every waiter of the key is offered it, not only up to the
+	// first that cannot be served (streams: XREAD waits for entries after
+	// its own ID, so one waiter's refusal says nothing about the next;
+	// Redis's serveClientsBlockedOnStreamKey).
+	each bool
 }
 
 // unblockMode is how a waiter is unblocked from outside.
@@ -194,6 +200,13 @@ func (r *blockRegistry) first(wk watchKey) *waiter {
 	return nil
 }
 
+// waitersOf returns a copy of key's waiters, oldest first.
+func (r *blockRegistry) waitersOf(wk watchKey) []*waiter {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.byKey[wk])
+}
+
 // hasWaiters reports whether clients wait on key.
 func (r *blockRegistry) hasWaiters(db int, key string) bool {
 	if r.waiting.Load() == 0 {
@@ -263,7 +276,7 @@ func (s *Server) keyAdded(db int, key string, obj any) {
 		return
 	}
 	if tv, ok := obj.(value.Value); ok {
-		if n := tv.TypeName(); n == "list" || n == "zset" {
+		if n := tv.TypeName(); n == "list" || n == "zset" || n == "stream" {
 			s.blocking.markReady(db, key)
 		}
 	}
@@ -323,6 +336,18 @@ func (s *Server) serveReady(queue []watchKey) {
 		for {
 			w := s.blocking.first(rk)
 			if w == nil {
+				break
+			}
+			if w.spec.each {
+				for _, w := range s.blocking.waitersOf(rk) {
+					_, more := s.serveWaiter(w, rk.key)
+					for _, m := range more {
+						if _, dup := queued[m]; !dup {
+							queued[m] = struct{}{}
+							queue = append(queue, m)
+						}
+					}
+				}
 				break
 			}
 			served, more := s.serveWaiter(w, rk.key)

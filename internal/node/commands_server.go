@@ -65,8 +65,9 @@ func cmdFlushAll(c *Client, args [][]byte) {
 		return
 	}
 	c.srv.touchWatchedDBs(-1, -1)
-	for _, db := range c.srv.dbs {
+	for i, db := range c.srv.dbs {
 		db.Flush()
+		c.srv.blocking.markDBReady(i) // blocked XREADGROUPs: key gone
 	}
 	c.markDirty(1)
 	c.propagateAs([][]byte{[]byte("FLUSHALL")})
@@ -80,6 +81,7 @@ func cmdFlushDB(c *Client, args [][]byte) {
 	}
 	c.srv.touchWatchedDBs(c.db, -1)
 	c.curDB().Flush()
+	c.srv.blocking.markDBReady(c.db) // blocked XREADGROUPs: key gone
 	c.markDirty(1)
 	c.propagateAs([][]byte{[]byte("FLUSHDB")})
 	c.addOK()

@@ -21,6 +21,7 @@ var commandFamilies = []func(t *commandTable){
 	registerHashCommands,
 	registerSetCommands,
 	registerListCommands,
+	registerStreamCommands,
 	registerReplicationCommands,
 	registerPersistenceCommands,
 	registerDumpCommands,

@@ -95,6 +95,9 @@ func (s *Server) touchWatchedKey(db int, key string) { s.watches.touch(db, key) 
 // invalidates WATCHes and wakes clients blocked on the key.
 func (c *Client) signalModifiedKey(key string) {
 	c.srv.watches.touch(c.db, key)
+	// A deleted or overwritten stream unblocks its XREADGROUP clients
+	// (Redis signals the key from dbGenericDelete and dbOverwrite).
+	c.signalKeyAsReady(key)
 }
 
 // watchedExpired reports whether a watched key has expired since WATCH (an

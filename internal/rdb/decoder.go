@@ -398,7 +398,9 @@ func (d *Decoder) ReadValue(t byte) (*Value, error) {
 			return nil, err
 		}
 		return decodeBlob(t, blob)
-	case TypeModule, TypeModule2, TypeStreamListpacks, TypeStreamListpack2:
+	case TypeStreamListpacks, TypeStreamListpack2:
+		return d.readStream(t)
+	case TypeModule, TypeModule2:
 		return nil, &UnsupportedTypeError{Type: t}
 	}
 	return nil, corrupt("unknown value type %d at offset %d", t, d.off)

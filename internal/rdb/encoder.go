@@ -236,6 +236,8 @@ func valueType(v *Value, lim Limits) byte {
 			return TypeHashListpack
 		}
 		return TypeHash
+	case KindStream:
+		return TypeStreamListpack2
 	}
 	return TypeString
 }
@@ -353,6 +355,8 @@ func appendValueBody(b []byte, v *Value, compress bool, lim Limits, flush func([
 			elems = append(elems, f.Field, f.Value)
 		}
 		return appendString(b, buildListpack(elems), compress)
+	case TypeStreamListpack2:
+		return appendStream(b, v.Stream, compress, flush)
 	case TypeHash:
 		b = appendLen(b, uint64(len(v.Hash)))
 		for _, f := range v.Hash {

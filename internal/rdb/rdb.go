@@ -13,8 +13,9 @@
 //     listpack nodes for lists, listpack for small hashes and sorted sets,
 //     intset for small integer sets, plain encodings otherwise.
 //   - Reading accepts every encoding Redis 7.0 reads: also the old zipmap,
-//     ziplist, quicklist 1 and plain list encodings. Modules and streams are
-//     refused with an error naming the type.
+//     ziplist, quicklist 1 and plain list encodings, and streams of types 15
+//     and 19 (stream.go; type 19 is written). Modules are refused with an
+//     error naming the type.
 package rdb
 
 import (
@@ -75,6 +76,7 @@ const (
 	KindSet
 	KindZSet
 	KindHash
+	KindStream
 )
 
 // ZMember is one sorted set member.
@@ -88,14 +90,17 @@ type HashField struct {
 	Field, Value []byte
 }
 
-// Value is a decoded (or to be encoded) value. Exactly the slice of its
-// kind is used: Str for strings, Elems for lists and sets, ZSet, Hash.
+// Value is a decoded (or to be encoded) value. Exactly the field of its
+// kind is used: Str for strings, Elems for lists and sets, ZSet, Hash,
+// Stream.
 type Value struct {
 	Kind  Kind
 	Str   []byte
 	Elems [][]byte
 	ZSet  []ZMember
 	Hash  []HashField
+	// Stream is a stream's content (KindStream).
+	Stream *Stream
 }
 
 // Limits are the size thresholds deciding when small encodings are used
@@ -114,7 +119,7 @@ var DefaultLimits = Limits{HashEntries: 128, HashValue: 64, ZSetEntries: 128, ZS
 var ErrCorrupt = errors.New("rdb: corrupt data")
 
 // UnsupportedTypeError is returned for values shardnode cannot hold
-// (module types, streams).
+// (module types).
 type UnsupportedTypeError struct{ Type byte }
 
 func (e *UnsupportedTypeError) Error() string {

@@ -285,9 +285,9 @@ func TestDumpPayload(t *testing.T) {
 
 func TestUnsupportedType(t *testing.T) {
 	d := NewDecoder(bytes.NewReader(nil))
-	_, err := d.ReadValue(TypeStreamListpack2)
+	_, err := d.ReadValue(TypeModule2)
 	var ut *UnsupportedTypeError
-	if !errors.As(err, &ut) || ut.Error() != "rdb: unsupported value type 19 (stream)" {
+	if !errors.As(err, &ut) || ut.Error() != "rdb: unsupported value type 7 (module)" {
 		t.Fatalf("%v", err)
 	}
 }

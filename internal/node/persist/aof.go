@@ -32,6 +32,7 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/stream"
 	"github.com/shardis/shardis/internal/rdb"
 )
 
@@ -534,9 +535,14 @@ func (sn *Snapshot) writeCommands(w io.Writer) error {
 						bw.Write(b)
 						selected = true
 					}
-					ToRDBValue(se, &val)
 					key := sbytes(se.Key)
 					b = b[:0]
+					if st, ok := se.Obj.(*stream.Stream); ok {
+						val.Kind = rdb.KindStream
+						b = appendStreamCommands(b, key, st)
+					} else {
+						ToRDBValue(se, &val)
+					}
 					switch val.Kind {
 					case rdb.KindString:
 						b = AppendCommand(b, []byte("SET"), key, val.Str)

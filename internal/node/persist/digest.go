@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/stream"
 	"github.com/shardis/shardis/internal/node/value"
 )
 
@@ -71,6 +72,15 @@ func valueDigest(d *Digest, e *keyspace.Entry) {
 			ed.mix([]byte(m))
 			ed.mix(digestScore(sc))
 			d.xor(ed[:])
+			return true
+		})
+	case *stream.Stream:
+		d.mix(beUint32(6))
+		o.Range(stream.ID{}, stream.MaxID, false, func(id stream.ID, fv [][]byte) bool {
+			d.mix([]byte(strconv.FormatUint(id.Ms, 10) + "." + strconv.FormatUint(id.Seq, 10)))
+			for _, b := range fv {
+				d.mix(b)
+			}
 			return true
 		})
 	case *value.Hash:

@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/stream"
 	"github.com/shardis/shardis/internal/node/value"
 	"github.com/shardis/shardis/internal/rdb"
 )
@@ -96,8 +97,10 @@ func (sn *Snapshot) encodeBuf(enc *rdb.Encoder, buf *keyspace.SnapBuf, val *rdb.
 
 // ToRDBValue converts a snapshot entry, reusing v's slices.
 func ToRDBValue(se *keyspace.SnapEntry, v *rdb.Value) {
-	v.Str, v.Elems, v.ZSet, v.Hash = nil, v.Elems[:0], v.ZSet[:0], v.Hash[:0]
+	v.Str, v.Elems, v.ZSet, v.Hash, v.Stream = nil, v.Elems[:0], v.ZSet[:0], v.Hash[:0], nil
 	switch o := se.Obj.(type) {
+	case *stream.Stream:
+		v.Kind, v.Stream = rdb.KindStream, streamToRDB(o)
 	case nil:
 		v.Kind, v.Str = rdb.KindString, se.Str
 	case *value.List:
@@ -284,6 +287,13 @@ func FillEntry(e *keyspace.Entry, v *rdb.Value, lim Limits) error {
 			h.SetB(f.Field, f.Value, lim.Hash)
 		}
 		e.Obj = h
+	case rdb.KindStream:
+		st, err := streamFromRDB(v.Stream)
+		if err != nil {
+			return err
+		}
+		e.Obj = st
+		return nil // an empty stream is a stream
 	default:
 		return fmt.Errorf("persist: unknown value kind %d", v.Kind)
 	}

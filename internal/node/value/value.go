@@ -19,7 +19,7 @@ package value
 //	*Set:   NewSet(), Len, Add, Has, Remove, ForEach(func(member string) bool)
 //	*ZSet:  NewZSet(), Len, Add(member, score), Score, ForEach(func(member string, score float64) bool) in order
 //
-// Only this package implements Value.
+// The stream type (internal/node/stream) implements it too.
 type Value interface {
 	// TypeName is what TYPE answers: "hash", "list", "set", "zset".
 	TypeName() string

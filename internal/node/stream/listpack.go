@@ -1,0 +1,95 @@
+package stream
+
+import (
+	"math"
+	"strconv"
+)
+
+// Listpack sizes, as Redis's listpack.c encodes elements: a node's byte
+// count decides when XADD starts a new node, so it must be exact.
+
+const (
+	lpHeaderSize = 6 // total bytes (4) + element count (2)
+	lpEndSize    = 1 // 0xff terminator
+)
+
+// backlenSize is the size of an element's back-length field.
+func backlenSize(l int) int {
+	switch {
+	case l <= 127:
+		return 1
+	case l < 16383:
+		return 2
+	case l < 2097151:
+		return 3
+	case l < 268435455:
+		return 4
+	}
+	return 5
+}
+
+// intEncSize is the encoded size (without back-length) of an integer.
+func intEncSize(v int64) int {
+	switch {
+	case v >= 0 && v <= 127:
+		return 1
+	case v >= -4096 && v <= 4095:
+		return 2
+	case v >= math.MinInt16 && v <= math.MaxInt16:
+		return 3
+	case v >= -(1<<23) && v < 1<<23:
+		return 4
+	case v >= math.MinInt32 && v <= math.MaxInt32:
+		return 5
+	}
+	return 9
+}
+
+// lpIntSize is the listpack size of an integer element.
+func lpIntSize(v int64) int {
+	n := intEncSize(v)
+	return n + backlenSize(n)
+}
+
+// lpStrSize is the listpack size of a string element (integer-encoded when
+// it is the canonical form of an int64, as lpAppend does).
+func lpStrSize(s []byte) int {
+	if v, ok := canonicalInt(s); ok {
+		return lpIntSize(v)
+	}
+	l := len(s)
+	var n int
+	switch {
+	case l < 64:
+		n = 1 + l
+	case l < 4096:
+		n = 2 + l
+	default:
+		n = 5 + l
+	}
+	return n + backlenSize(n)
+}
+
+// canonicalInt parses b as listpack's lpStringToInt64: only the canonical
+// decimal form of an int64 (at most 20 characters) is an integer.
+func canonicalInt(b []byte) (int64, bool) {
+	if len(b) == 0 || len(b) > 20 {
+		return 0, false
+	}
+	if b[0] == '0' && len(b) > 1 {
+		return 0, false
+	}
+	if b[0] == '-' && (len(b) == 1 || b[1] == '0') {
+		return 0, false
+	}
+	for i, c := range b {
+		if (c < '0' || c > '9') && !(i == 0 && c == '-') {
+			return 0, false
+		}
+	}
+	v, err := strconv.ParseInt(string(b), 10, 64)
+	return v, err == nil
+}
+
+// itoa formats an integer element.
+func itoa(v int64) []byte { return strconv.AppendInt(nil, v, 10) }
