@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/cluster"
+	"github.com/shardis/shardis/internal/node/script"
 )
 
 // Cluster redirection errors, Redis 7.0's texts (clusterRedirectClient).
@@ -55,7 +56,7 @@ func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 		defer func() { c.slotRoute, c.slotRecheck = rt, q.migrating || q.importing }()
 	}
 	isExec := cmd.fullName() == "exec"
-	isWrite := cmd.flags&flagWrite != 0
+	isWrite := cmd.flags&flagWrite != 0 || c.scriptWrites(cmd, args)
 	if isExec {
 		if !c.hasFlag(clientMulti) {
 			return ""
@@ -120,6 +121,29 @@ func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 		return cm.redirect("MOVED", slot, rt, owner)
 	}
 	return ""
+}
+
+// scriptWrites reports whether an EVAL or EVALSHA runs a script that
+// declared flags without no-writes: Redis's evalGetCommandFlags then
+// gives the command the write flag, so a replica redirects it with MOVED
+// even after READONLY.
+func (c *Client) scriptWrites(cmd *command, args [][]byte) bool {
+	if len(args) < 2 || (cmd.name != "eval" && cmd.name != "evalsha") {
+		return false
+	}
+	var flags script.Flags
+	if cmd.name == "eval" {
+		f, _, err := script.ParseShebang(args[1])
+		if err != nil {
+			return false
+		}
+		flags = f
+	} else if sc := c.srv.scriptEngine().Lookup(string(args[1])); sc != nil {
+		flags = sc.Flags
+	} else {
+		return false
+	}
+	return flags&script.FlagEvalCompat == 0 && flags&script.FlagNoWrites == 0
 }
 
 // slotQuery accumulates what getNodeByQuery learns from a command's keys.
