@@ -33,6 +33,16 @@ func FuzzDecode(f *testing.F) {
 		{Kind: KindSet, Elems: [][]byte{[]byte("x"), []byte("y")}},
 		{Kind: KindZSet, ZSet: []ZMember{{[]byte("a"), 1.5}, {[]byte("b"), -2}}},
 		{Kind: KindHash, Hash: []HashField{{[]byte("f"), []byte("v")}, {[]byte("n"), []byte("42")}}},
+		{Kind: KindStream, Stream: &Stream{
+			Nodes: []StreamNode{{Master: StreamID{1, 1}, Elems: [][]byte{
+				[]byte("1"), []byte("0"), []byte("1"), []byte("f"), []byte("0"),
+				[]byte("2"), []byte("0"), []byte("0"), []byte("v"), []byte("4"),
+			}}},
+			Length: 1, LastID: StreamID{1, 1}, FirstID: StreamID{1, 1}, EntriesAdded: 1, V2: true,
+			Groups: []StreamGroup{{Name: []byte("g"), LastID: StreamID{1, 1}, EntriesRead: 1,
+				PEL:       []StreamNACK{{ID: StreamID{1, 1}, DeliveryTime: 5, DeliveryCount: 1}},
+				Consumers: []StreamConsumer{{Name: []byte("c"), SeenTime: 5, PEL: []StreamID{{1, 1}}}}}},
+		}},
 	}
 	plain := Limits{ListNodeBytes: 8192} // no compact encodings: the plain types
 	for _, v := range small {
@@ -85,6 +95,12 @@ func canonical(v *Value) *Value {
 	}
 	if len(c.Hash) == 0 {
 		c.Hash = nil
+	}
+	if c.Stream != nil {
+		// A type 15 value is written back as type 19.
+		st := *c.Stream
+		st.V2 = true
+		c.Stream = &st
 	}
 	for i := range c.Hash {
 		if len(c.Hash[i].Field) == 0 {

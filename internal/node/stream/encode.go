@@ -82,7 +82,7 @@ func (s *Stream) ImportNode(master ID, elems [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if nmf < 0 || 3+nmf+1 > int64(len(elems)) {
+	if nmf < 0 || nmf > int64(len(elems)) || 3+nmf+1 > int64(len(elems)) {
 		return corrupt("bad master field count")
 	}
 	p := 3
@@ -124,7 +124,7 @@ func (s *Stream) ImportNode(master ID, elems [][]byte) error {
 				return err
 			}
 			p++
-			if nf < 0 || int64(len(elems)-p) < 2*nf+1 {
+			if nf < 0 || nf > int64(len(elems)) || int64(len(elems)-p) < 2*nf+1 {
 				return corrupt("truncated entry fields")
 			}
 			e.fv = elems[p : p+int(2*nf) : p+int(2*nf)]
