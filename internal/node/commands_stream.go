@@ -33,10 +33,9 @@ func xreadKeys(args [][]byte) []int {
 	for i := 1; i < len(args); i++ {
 		switch {
 		case eqFold(args[i], "streams"):
+			// As Redis's key spec (keyword STREAMS, limit 2): half the
+			// rest, rounded down.
 			n := len(args) - i - 1
-			if n%2 != 0 {
-				return nil
-			}
 			pos := make([]int, 0, n/2)
 			for j := i + 1; j <= i+n/2; j++ {
 				pos = append(pos, j)
