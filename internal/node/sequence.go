@@ -33,7 +33,7 @@ func setSequenced(t *commandTable) {
 		g := cmd.cmdGroup()
 		switch {
 		case cmd.flags&(flagBlocking|flagPubSub) != 0:
-		case cmd.flags&flagWrite != 0 && (g == "list" || g == "sorted-set" || g == "generic" || g == "keyspace" || cmd.flags&flagLockAll != 0):
+		case cmd.flags&flagWrite != 0 && (g == "list" || g == "sorted-set" || g == "stream" || g == "generic" || g == "keyspace" || cmd.flags&flagLockAll != 0):
 		default:
 			return
 		}
