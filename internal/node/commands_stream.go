@@ -297,15 +297,16 @@ func cmdXAdd(c *Client, args [][]byte) {
 	c.notify(notifyStream, "xadd", key)
 	c.markDirty(1)
 	var prop [][]byte
+	propagating := c.propagating()
 	if o.trim.Strategy != stream.TrimNone {
 		if s.Trim(o.trim) > 0 {
 			c.notify(notifyStream, "xtrim", key)
 		}
-		if o.trim.Approx {
+		if o.trim.Approx && propagating {
 			prop = rewriteTrim(args, s, &o)
 		}
 	}
-	if !o.idGiven || !o.seqGiven {
+	if propagating && (!o.idGiven || !o.seqGiven) {
 		if prop == nil {
 			prop = append([][]byte(nil), args...)
 		}

@@ -53,8 +53,16 @@ func (c *Client) absorbDirty() {
 	}
 }
 
+// propagating reports whether the effects of the running command go
+// anywhere (replicas, the AOF, an EXEC or script being collected): the
+// XCLAIMs and XGROUPs standing for a group read are built only then.
+func (c *Client) propagating() bool { return c.inExec || c.srv.hasPropagators() }
+
 // propXClaim queues the XCLAIM that recreates na on replicas and the AOF.
 func (c *Client) propXClaim(key, group []byte, g *stream.Group, id stream.ID, na *stream.NACK) {
+	if !c.propagating() {
+		return
+	}
 	c.propagateAs([][]byte{
 		[]byte("XCLAIM"), key, group, []byte(na.Consumer.Name), []byte("0"), []byte(id.String()),
 		[]byte("TIME"), strconv.AppendInt(nil, na.DeliveryTime, 10),
@@ -65,6 +73,9 @@ func (c *Client) propXClaim(key, group []byte, g *stream.Group, id stream.ID, na
 
 // propGroupID queues XGROUP SETID key group last-id ENTRIESREAD n.
 func (c *Client) propGroupID(key, group []byte, g *stream.Group) {
+	if !c.propagating() {
+		return
+	}
 	c.propagateAs([][]byte{
 		[]byte("XGROUP"), []byte("SETID"), key, group, []byte(g.LastID.String()),
 		[]byte("ENTRIESREAD"), strconv.AppendInt(nil, g.EntriesRead, 10),
@@ -73,6 +84,9 @@ func (c *Client) propGroupID(key, group []byte, g *stream.Group) {
 
 // propCreateConsumer queues XGROUP CREATECONSUMER key group consumer.
 func (c *Client) propCreateConsumer(key, group []byte, name string) {
+	if !c.propagating() {
+		return
+	}
 	c.propagateAs([][]byte{[]byte("XGROUP"), []byte("CREATECONSUMER"), key, group, []byte(name)})
 }
 

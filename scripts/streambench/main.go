@@ -54,7 +54,7 @@ func main() {
 				defer wg.Done()
 				name := fmt.Sprint("c", i)
 				for iter := 0; iter < 10_000_000; iter++ {
-					res, err := rc.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: name, Streams: []string{*key, ">"}, Count: int64(*count)}).Result()
+					res, err := rc.XReadGroup(ctx, &redis.XReadGroupArgs{Group: "g", Consumer: name, Streams: []string{*key, ">"}, Count: int64(*count), Block: -1}).Result()
 					if err == redis.Nil || (err == nil && len(res[0].Messages) == 0) {
 						return
 					}

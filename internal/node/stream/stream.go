@@ -244,7 +244,7 @@ func (s *Stream) Append(fv [][]byte, id ID, idGiven, seqGiven bool, now int64, l
 	}
 	e := entry{id: nid}
 	if nd == nil {
-		nd = &node{master: nid, live: 0}
+		nd = &node{master: nid, entries: make([]entry, 0, min(max(lim.NodeMaxEntries, 1), 128))}
 		for i := 0; i < len(copied); i += 2 {
 			nd.mfields = append(nd.mfields, copied[i])
 		}
