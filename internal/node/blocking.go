@@ -137,6 +137,11 @@ type blockRegistry struct {
 	count atomic.Int64
 	// waiting counts keys with waiters, to make signals free when none.
 	waiting atomic.Int64
+	// streamReads is set once an XREAD or XREADGROUP has blocked: from
+	// then on any write may wake a blocked reader (a write that deletes or
+	// overwrites a stream ends a blocked XREADGROUP), so every write is
+	// sequenced (sequence.go), as WATCH makes them.
+	streamReads atomic.Bool
 }
 
 func (r *blockRegistry) init() {

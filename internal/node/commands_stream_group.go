@@ -394,6 +394,7 @@ func xreadBlock(c *Client, keys [][]byte, ids []stream.ID, timeout, count int64,
 	if rg != nil {
 		rg = &readGroup{name: append([]byte(nil), rg.name...), consumer: append([]byte(nil), rg.consumer...), noack: rg.noack}
 	}
+	c.srv.blocking.streamReads.Store(true)
 	c.blockForKeys(blockSpec{
 		keys:    names,
 		timeout: timeout,

@@ -64,7 +64,7 @@ func (c *Client) sequence(cmd *command) {
 		}
 		s.enableSequencer()
 	}
-	if cmd.flags&flagSequenced == 0 && (cmd.flags&flagWrite == 0 || s.watches.n.Load() == 0) {
+	if cmd.flags&flagSequenced == 0 && (cmd.flags&flagWrite == 0 || (s.watches.n.Load() == 0 && !s.blocking.streamReads.Load())) {
 		return
 	}
 	s.seq.Wait(c.raw, c.arrivalNs(), c.done)
