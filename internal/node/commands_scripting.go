@@ -49,6 +49,11 @@ type scripting struct {
 	// kill is the context scripts run under until a kill fires it (then
 	// the next script gets a new one); used under gate.
 	kill *killSwitch
+	// host, run and out serve every script run that takes gate itself
+	// (all but those inside EXEC), reused from run to run under gate.
+	host scriptHost
+	run  script.Run
+	out  []byte
 }
 
 // killSwitch is a context whose Done channel is fixed: the Lua VM checks
@@ -186,7 +191,7 @@ func (c *Client) evalGeneric(args [][]byte, bySHA, ro bool) {
 	eng := c.srv.scriptEngine()
 	var sc *script.Script
 	if bySHA {
-		if sc = eng.Lookup(string(args[1])); sc == nil {
+		if sc = eng.LookupBytes(args[1]); sc == nil {
 			c.addError(errNoScript)
 			return
 		}
@@ -202,7 +207,7 @@ func (c *Client) evalGeneric(args [][]byte, bySHA, ro bool) {
 			return
 		}
 	}
-	c.runScript(&runningScript{eval: true, name: "f_" + sc.SHA}, sc.Flags, ro, args, numkeys, func(run *script.Run, out []byte) []byte {
+	c.runScript(&runningScript{eval: true, name: sc.Name}, sc.Flags, ro, args, numkeys, func(run *script.Run, out []byte) []byte {
 		return eng.Exec(sc, run, out)
 	})
 }
@@ -260,23 +265,34 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 		c.addError(msg)
 		return
 	}
-	h := &scriptHost{c: c, flags: flags, repl: script.ReplAll, slot: -1}
+	slot := -1
+	if s.cluster != nil && numkeys > 0 {
+		slot = keySlot(bstr(args[3]))
+	}
+	oomAtStart := s.hot().maxmemory > 0 && !c.hasFlag(clientMaster) && !s.freeMemoryIfNeeded()
+	sc := &s.scripting
+	outerExec := c.inExec
+	var h *scriptHost
+	var run *script.Run
+	if !outerExec {
+		sc.gate.Lock()
+		h, run = &sc.host, &sc.run
+		locked := h.locked
+		clear(locked)
+		*h = scriptHost{locked: locked}
+		*run = script.Run{}
+	} else {
+		// Inside EXEC, which holds every lock (and gate) already.
+		h, run = &scriptHost{allLocked: true}, &script.Run{}
+	}
+	h.c, h.flags, h.repl, h.slot, h.oomAtStart = c, flags, script.ReplAll, slot, oomAtStart
 	h.ro = ro || flags&script.FlagEvalCompat == 0 && flags&script.FlagNoWrites != 0
 	h.allowOOM = flags&script.FlagEvalCompat == 0 && flags&script.FlagAllowOOM != 0
 	h.crossSlot = flags&script.FlagEvalCompat != 0 || flags&script.FlagAllowCrossSlot != 0
-	h.oomAtStart = s.hot().maxmemory > 0 && !c.hasFlag(clientMaster) && !s.freeMemoryIfNeeded()
-	if s.cluster != nil && numkeys > 0 {
-		h.slot = keySlot(bstr(args[3]))
-	}
-	outerExec := c.inExec
 	if !outerExec {
-		s.scripting.gate.Lock()
 		h.gated = true
 		h.lockDB(c.db)
-	} else {
-		h.allLocked = true
 	}
-	sc := &s.scripting
 	if sc.kill == nil || sc.kill.Err() != nil {
 		sc.kill = newKillSwitch()
 	}
@@ -287,7 +303,7 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 		// The master's stream cannot be killed: no context.
 		s.scripting.running.Store(rs)
 	}
-	run := &script.Run{Host: h, Keys: args[3 : 3+numkeys], Args: args[3+numkeys:], Proto: c.proto}
+	run.Host, run.Keys, run.Args, run.Proto = h, args[3:3+numkeys], args[3+numkeys:], c.proto
 	if !rs.fromMaster {
 		run.Ctx = rs.kill
 	}
@@ -301,7 +317,11 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 	}
 	h.propDB = c.db
 	c.inExec, c.inScript = true, true
-	out := exec(run, nil)
+	var out []byte
+	if !outerExec {
+		out = sc.out[:0]
+	}
+	out = exec(run, out)
 	c.inExec, c.inScript = outerExec, false
 	c.db, c.cmd = savedDB, savedCmd
 	s.scripting.running.Store(nil)
@@ -335,6 +355,11 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 		}
 		c.unlockHeld()
 		h.gated = false
+		h.c, h.rs = nil, nil
+		*run = script.Run{}
+		if cap(out) <= 64<<10 {
+			sc.out = out[:0]
+		}
 		s.scripting.gate.Unlock()
 	}
 }
