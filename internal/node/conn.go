@@ -96,6 +96,7 @@ type Client struct {
 	// lastCmd (dispatch.go).
 	held       []*sync.Mutex
 	gated      bool // lockEverything passed the scripting gate
+	gatedRead  bool // holds the scripting gate shared (several shard locks)
 	inScript   bool // running a script's commands (MONITOR shows "lua")
 	lockBuf    []keyspace.ShardRef
 	lastCmdRef *command

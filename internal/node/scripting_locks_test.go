@@ -1,0 +1,104 @@
+package node
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
+)
+
+// keysInShards returns two keys whose shards are different, the first in
+// the higher shard.
+func keysInShards(t *testing.T) (high, low string) {
+	t.Helper()
+	high = "lk:0"
+	for i := 1; i < 1000; i++ {
+		k := fmt.Sprintf("lk:%d", i)
+		if keyspace.ShardOf(k) < keyspace.ShardOf(high) {
+			return high, k
+		}
+		if keyspace.ShardOf(k) > keyspace.ShardOf(high) {
+			return k, high
+		}
+	}
+	t.Fatal("no two keys in different shards")
+	return "", ""
+}
+
+// TestScriptLocksUndeclaredKeysInAnyOrder: a script takes the shard locks
+// of undeclared keys as its commands meet them, here a higher shard and
+// then a lower one, while another client's MSET of both keys (which locks
+// the lower shard first) arrives in between. The MSET waits for the
+// script at the scripting gate, holding no shard lock: the script ends,
+// sees the lower key unchanged, and the MSET runs after it.
+func TestScriptLocksUndeclaredKeysInAnyOrder(t *testing.T) {
+	ts := startServer(t)
+	rc := ts.client(t)
+	c := ctx(t)
+	high, low := keysInShards(t)
+	lib := `#!lua name=locktest
+redis.register_function('spin', function(keys, args)
+  redis.call('set', args[1], 'script')
+  for i = 1, tonumber(args[3]) do end
+  return redis.call('get', args[2])
+end)`
+	if err := rc.FunctionLoad(c, lib).Err(); err != nil {
+		t.Fatal(err)
+	}
+	rc.Set(c, low, "before", 0)
+	type result struct {
+		v   string
+		err error
+	}
+	script := make(chan result, 1)
+	go func() {
+		v, err := ts.client(t).FCall(c, "spin", nil, high, low, 5000000).Text()
+		script <- result{v, err}
+	}()
+	// Wait until the script runs (FUNCTION STATS names it).
+	admin := ts.client(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st, err := admin.Do(c, "FUNCTION", "STATS").Slice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(st) > 1 && st[1] != nil {
+			break
+		}
+		select {
+		case r := <-script:
+			t.Fatalf("the script ended before it was seen running: %v %v", r.v, r.err)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the script was never seen running")
+		}
+	}
+	mset := make(chan error, 1)
+	go func() { mset <- ts.client(t).MSet(c, low, "mset", high, "mset").Err() }()
+	tm := time.NewTimer(30 * time.Second)
+	defer tm.Stop()
+	select {
+	case r := <-script:
+		if r.err != nil || r.v != "before" {
+			t.Fatalf("script returned %q, %v; want the lower key as it was before", r.v, r.err)
+		}
+	case <-tm.C:
+		t.Fatal("the script and the MSET deadlocked")
+	}
+	select {
+	case err := <-mset:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-tm.C:
+		t.Fatal("the MSET never ran")
+	}
+	for _, k := range []string{high, low} {
+		if v := rc.Get(c, k).Val(); v != "mset" {
+			t.Fatalf("%s = %q after both, want the MSET's value", k, v)
+		}
+	}
+}
