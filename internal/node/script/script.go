@@ -349,6 +349,10 @@ const maxReusedArgs = 256
 type argTable struct {
 	name string
 	t    *lua.LTable
+	// last holds the values of the previous run's items: an item with the
+	// same bytes at the same place (a script called again on its key)
+	// reuses its value instead of allocating a new string.
+	last []lua.LValue
 }
 
 // fill sets the global to a table of items.
@@ -359,7 +363,19 @@ func (a *argTable) fill(st *state, items [][]byte) {
 		return
 	}
 	for i, it := range items {
-		a.t.RawSetInt(i+1, lua.LString(it))
+		if i < len(a.last) {
+			if s, ok := a.last[i].(lua.LString); ok && string(s) == string(it) {
+				a.t.RawSetInt(i+1, a.last[i])
+				continue
+			}
+		}
+		v := lua.LValue(lua.LString(it))
+		if i < len(a.last) {
+			a.last[i] = v
+		} else {
+			a.last = append(a.last, v)
+		}
+		a.t.RawSetInt(i+1, v)
 	}
 }
 

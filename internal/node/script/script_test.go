@@ -306,3 +306,21 @@ func (h *appendHost) Call(args [][]byte, proto int, out []byte) ([]byte, string)
 }
 
 func (h *appendHost) SetRepl(int) {}
+
+// TestKeysReusedValues checks the reuse of a previous run's item values:
+// the same bytes give the same string, other bytes a new one.
+func TestKeysReusedValues(t *testing.T) {
+	e := NewEngine()
+	for _, keys := range [][]string{{"a", ""}, {"a", ""}, {"b", "a"}, {"", "a"}, {"b"}} {
+		want := ""
+		for _, k := range keys {
+			want += k + ","
+		}
+		got := eval(t, e, "local s = '' for i = 1, #KEYS do s = s .. KEYS[i] .. ',' end return s", keys, nil, 2)
+		if got != resp2Bulk(want) {
+			t.Fatalf("keys %q: got %q", keys, got)
+		}
+	}
+}
+
+func resp2Bulk(s string) string { return string(resp.AppendBulkString(nil, s)) }
