@@ -212,7 +212,7 @@ func (c *Client) evalGeneric(args [][]byte, bySHA, ro bool) {
 			return
 		}
 	}
-	c.runScript(&runningScript{eval: true, name: sc.Name}, sc.Flags, ro, args, numkeys, func(run *script.Run, out []byte) []byte {
+	c.runScript(&runningScript{eval: true, name: sc.SHA}, sc.Flags, ro, args, numkeys, func(run *script.Run, out []byte) []byte {
 		return eng.Exec(sc, run, out)
 	})
 }

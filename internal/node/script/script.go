@@ -89,9 +89,6 @@ type Script struct {
 	Body []byte
 	// Flags are the shebang's flags, or FlagEvalCompat without a shebang.
 	Flags Flags
-	// Name is the script's name in errors and FUNCTION STATS-like
-	// reports: "f_" followed by SHA.
-	Name  string
 	proto *lua.FunctionProto
 	// fn is proto's closure in the EVAL state fnState, made at the
 	// script's first run in that state (a new state after SCRIPT FLUSH
@@ -202,7 +199,7 @@ func (e *Engine) Load(body []byte) (*Script, *Error) {
 	// would be built at every call of a script that mentions arg. Scripts
 	// get no arguments that way (KEYS and ARGV are globals), so none.
 	proto.IsVarArg &^= lua.VarArgNeedsArg
-	s = &Script{SHA: sha, Body: bytes.Clone(body), Flags: flags, Name: "f_" + sha, proto: proto}
+	s = &Script{SHA: sha, Body: bytes.Clone(body), Flags: flags, proto: proto}
 	e.mu.Lock()
 	if old := e.scripts[sha]; old != nil {
 		s = old
@@ -302,7 +299,9 @@ type Run struct {
 	Ctx context.Context
 	// Proto is the caller's protocol, for the reply.
 	Proto int
-	// Name is the script's name in errors: "f_<sha>" or the function's.
+	// Name is the script's name in errors: its SHA1 for EVAL (as Redis
+	// 7.0 names it there, without the "f_" of its Lua function), or the
+	// function's name.
 	Name string
 	// Killed reports a kill to the caller; it is set when the run ended
 	// because Ctx was cancelled.
@@ -329,7 +328,7 @@ func (e *Engine) Exec(s *Script, run *Run, out []byte) []byte {
 	st.keys.fill(st, run.Keys)
 	st.argv.fill(st, run.Args)
 	if run.Name == "" {
-		run.Name = s.Name
+		run.Name = s.SHA
 	}
 	out = st.call(s.fn, run, nil, out)
 	st.keys.reset(st, len(run.Keys))
