@@ -97,9 +97,9 @@ instructions() { # SERVER SCRIPT PIPELINE -> instructions per request
   redis-cli -p "$port" set lock:key token >/dev/null
   sha=$(redis-cli -p "$port" script load "$2")
   redis-benchmark -p "$port" -c "$clients" -n 2000 -P "$3" evalsha "$sha" 1 lock:key token >/dev/null 2>&1
-  callgrind_control -i on "$pid" >/dev/null
+  callgrind_control -i on "$pid" >/dev/null 2>&1
   redis-benchmark -p "$port" -c "$clients" -n "$requests" -P "$3" evalsha "$sha" 1 lock:key token >/dev/null 2>&1
-  callgrind_control -i off "$pid" >/dev/null
+  callgrind_control -i off "$pid" >/dev/null 2>&1
   stop
   total=$(cat "$work"/callgrind.out* | awk '$1 == "totals:" {s += $2} END {print s + 0}')
   awk -v t="$total" -v n="$requests" 'BEGIN {printf "%.0f", t / n}'
