@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
@@ -28,10 +30,14 @@ func keysInShards(t *testing.T) (high, low string) {
 
 // TestScriptLocksUndeclaredKeysInAnyOrder: a script takes the shard locks
 // of undeclared keys as its commands meet them, here a higher shard and
-// then a lower one, while another client's MSET of both keys (which locks
-// the lower shard first) arrives in between. The MSET waits for the
-// script at the scripting gate, holding no shard lock: the script ends,
-// sees the lower key unchanged, and the MSET runs after it.
+// then a lower one, while another client's command that holds the lower
+// shard and then needs the higher one arrives in between: an MSET of both
+// keys (shards locked in order), KEYS (every shard of the database), and
+// EXEC of a block writing the lower key then SCANning (the block's one
+// shard, then each shard in turn). Each waits for the script at the
+// scripting gate, holding no shard lock: the script ends, sees the lower
+// key unchanged, and the other command runs after it. Without the gate
+// each pair deadlocks.
 func TestScriptLocksUndeclaredKeysInAnyOrder(t *testing.T) {
 	ts := startServer(t)
 	rc := ts.client(t)
@@ -46,59 +52,82 @@ end)`
 	if err := rc.FunctionLoad(c, lib).Err(); err != nil {
 		t.Fatal(err)
 	}
-	rc.Set(c, low, "before", 0)
-	type result struct {
-		v   string
-		err error
+	cases := []struct {
+		name  string
+		other func(cl *redis.Client) error
+		after map[string]string
+	}{
+		{"MSET", func(cl *redis.Client) error { return cl.MSet(c, low, "other", high, "other").Err() },
+			map[string]string{low: "other", high: "other"}},
+		{"KEYS", func(cl *redis.Client) error { return cl.Keys(c, "lk:*").Err() },
+			map[string]string{low: "before", high: "script"}},
+		{"EXEC with SCAN", func(cl *redis.Client) error {
+			_, err := cl.TxPipelined(c, func(p redis.Pipeliner) error {
+				p.Set(c, low, "other", 0)
+				p.Scan(c, 0, "lk:*", 1000)
+				return nil
+			})
+			return err
+		}, map[string]string{low: "other", high: "script"}},
 	}
-	script := make(chan result, 1)
-	go func() {
-		v, err := ts.client(t).FCall(c, "spin", nil, high, low, 5000000).Text()
-		script <- result{v, err}
-	}()
-	// Wait until the script runs (FUNCTION STATS names it).
-	admin := ts.client(t)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		st, err := admin.Do(c, "FUNCTION", "STATS").Slice()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(st) > 1 && st[1] != nil {
-			break
-		}
-		select {
-		case r := <-script:
-			t.Fatalf("the script ended before it was seen running: %v %v", r.v, r.err)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the script was never seen running")
-		}
-	}
-	mset := make(chan error, 1)
-	go func() { mset <- ts.client(t).MSet(c, low, "mset", high, "mset").Err() }()
-	tm := time.NewTimer(30 * time.Second)
-	defer tm.Stop()
-	select {
-	case r := <-script:
-		if r.err != nil || r.v != "before" {
-			t.Fatalf("script returned %q, %v; want the lower key as it was before", r.v, r.err)
-		}
-	case <-tm.C:
-		t.Fatal("the script and the MSET deadlocked")
-	}
-	select {
-	case err := <-mset:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-tm.C:
-		t.Fatal("the MSET never ran")
-	}
-	for _, k := range []string{high, low} {
-		if v := rc.Get(c, k).Val(); v != "mset" {
-			t.Fatalf("%s = %q after both, want the MSET's value", k, v)
-		}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rc.Set(c, low, "before", 0)
+			rc.Del(c, high)
+			type result struct {
+				v   string
+				err error
+			}
+			script := make(chan result, 1)
+			go func() {
+				v, err := ts.client(t).FCall(c, "spin", nil, high, low, 5000000).Text()
+				script <- result{v, err}
+			}()
+			// Wait until the script runs (FUNCTION STATS names it).
+			admin := ts.client(t)
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				st, err := admin.Do(c, "FUNCTION", "STATS").Slice()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(st) > 1 && st[1] != nil {
+					break
+				}
+				select {
+				case r := <-script:
+					t.Fatalf("the script ended before it was seen running: %v %v", r.v, r.err)
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the script was never seen running")
+				}
+			}
+			other := make(chan error, 1)
+			go func() { other <- tc.other(ts.client(t)) }()
+			tm := time.NewTimer(30 * time.Second)
+			defer tm.Stop()
+			select {
+			case r := <-script:
+				if r.err != nil || r.v != "before" {
+					t.Fatalf("script returned %q, %v; want the lower key as it was before", r.v, r.err)
+				}
+			case <-tm.C:
+				t.Fatal("the script and the other command deadlocked")
+			}
+			select {
+			case err := <-other:
+				if err != nil {
+					t.Fatal(err)
+				}
+			case <-tm.C:
+				t.Fatal("the other command never ran")
+			}
+			for k, want := range tc.after {
+				if v := rc.Get(c, k).Val(); v != want {
+					t.Fatalf("%s = %q after both, want %q", k, v, want)
+				}
+			}
+		})
 	}
 }
