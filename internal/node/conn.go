@@ -264,6 +264,7 @@ func (c *Client) pump() int {
 	loop := c.raw != nil && c.raw.InLoop()
 	for {
 		if c.needFill {
+			had := c.rd.Buffered() // an incomplete request's bytes, counted at their read
 			if err := c.rd.Fill(); err != nil {
 				if err == netio.ErrWouldBlock {
 					return pumpWait
@@ -274,7 +275,7 @@ func (c *Client) pump() int {
 				return pumpStop
 			}
 			c.needFill = false
-			c.srv.stats.netInput.Add(int64(c.rd.Buffered()))
+			c.srv.stats.netInput.Add(int64(c.rd.Buffered() - had))
 			c.markRead() // lastIO, as Redis's lastinteraction: at each read
 		}
 		args, err := c.rd.Next()
