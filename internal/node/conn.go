@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -239,12 +240,21 @@ const (
 // return.
 func (c *Client) serveLoop() {
 	r := c.raw
+	woken := false
 	for {
 		res := pumpStop
 		err := r.ReadLoop(func() bool {
 			res = c.pump()
 			return res == pumpWait
 		})
+		if err != nil && !woken && r.HungUp() && errors.Is(err, os.ErrDeadlineExceeded) {
+			// The hang-up watch woke the wait: read what is left and
+			// the EOF (netio, hangup_linux.go).
+			woken = true
+			r.ClearWake()
+			c.needFill, c.deadline = true, false
+			continue
+		}
 		if err != nil || res == pumpStop {
 			return
 		}
@@ -301,7 +311,9 @@ func (c *Client) pump() int {
 				// with the data read (the poller is edge-triggered): with a
 				// request left incomplete, read again rather than wait for
 				// a wake-up that may never come.
-				if c.raw.Drained() && c.rd.Buffered() == 0 {
+				// A hang-up seen by the watch (netio.Conn.HungUp, checked
+				// after the deadline above is set) means read to the EOF.
+				if c.raw.Drained() && c.rd.Buffered() == 0 && !c.raw.HungUp() {
 					return pumpWait
 				}
 				continue
@@ -587,6 +599,9 @@ func (c *Client) close() {
 	c.doneOnce.Do(func() {
 		c.closed.Store(true)
 		close(c.done)
+		if c.raw != nil {
+			c.raw.Release() // out of the hang-up watch before the socket closes
+		}
 		if c.raw != nil && c.raw.Looping() {
 			// Close waits for the read loop to return (serveLoop),
 			// which may be this goroutine.
