@@ -176,6 +176,18 @@ func (cl *Cluster) moveSlot(ctx context.Context, slot int, src, dst *Node) error
 	return nil
 }
 
+// moveOpenSlot finishes the move of a slot already open (MIGRATING on
+// src, IMPORTING on dst) key by key, whatever the Mover: a whole-slot
+// migration cannot take over a slot opened with SETSLOT.
+func (cl *Cluster) moveOpenSlot(ctx context.Context, slot int, src, dst *Node) error {
+	if err := (KeyMover{}).MoveSlot(ctx, cl, slot, src, dst, false); err != nil {
+		return err
+	}
+	src.Slots = removeSlot(src.Slots, slot)
+	dst.Slots = insertSlot(dst.Slots, slot)
+	return nil
+}
+
 func removeSlot(s []int, slot int) []int {
 	out := s[:0:0]
 	for _, x := range s {
