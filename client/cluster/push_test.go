@@ -3,8 +3,12 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/shardis/shardis/client/cluster/clustertest"
 	"github.com/shardis/shardis/internal/testutil"
@@ -87,4 +91,55 @@ func TestPushRoutesMovedSlots(t *testing.T) {
 	}
 	t.Logf("push staleness: %d slots moved one by one, worst %v from the last SETSLOT to the client's map, 0 MOVED, %d pushes, %d refreshes",
 		len(keys), worst.Round(time.Microsecond), st.Pushes-before.Pushes, st.Refreshes-before.Refreshes)
+}
+
+// TestSMigratedReloadsPlainGoRedis: a plain go-redis ClusterClient with
+// maintenance notifications on learns a reshard of a shardnode cluster
+// from the source node's SMIGRATED push: its routing names the new owner
+// although no command met a MOVED.
+func TestSMigratedReloadsPlainGoRedis(t *testing.T) {
+	nodes := startClusterOf(t, "shardnode", 3, 0)
+	ctx := context.Background()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nodes[0].Addr},
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeEnabled}})
+	defer cc.Close()
+	var moved atomic.Int64
+	cc.OnNewNode(func(rdb *redis.Client) { rdb.AddHook(movedCounter{&moved}) })
+	keys := keysInRange("smig:", 2, 0, 5460)
+	from, to := masterOf(t, nodes, Slot(keys[0])), masterOf(t, nodes, 16383)
+	for _, k := range keys {
+		if err := cc.Set(ctx, k, "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clustertest.MoveSlot(t, Slot(keys[0]), from, to, nodes)
+	// A command on the source's connection (keys[1] stays there) reads
+	// the push that waits on it.
+	testutil.WaitFor(t, 10*time.Second, "go-redis's routing to name the new owner", func() bool {
+		if err := cc.Get(ctx, keys[1]).Err(); err != nil {
+			t.Fatal(err)
+		}
+		m, err := cc.MasterForKey(ctx, keys[0])
+		return err == nil && nodeKey(m.Options().Addr) == nodeKey(to.Addr)
+	})
+	if n := moved.Load(); n != 0 {
+		t.Fatalf("%d MOVED replies", n)
+	}
+}
+
+// movedCounter counts MOVED replies on a node's connection.
+type movedCounter struct{ n *atomic.Int64 }
+
+func (h movedCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h movedCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if isRedirect(err) {
+			h.n.Add(1)
+		}
+		return err
+	}
+}
+func (h movedCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
