@@ -50,7 +50,8 @@ round() { # kind round
   for i in 0 1 2 3 4 5; do
     for _ in $(seq 100); do redis-cli -p $((BASE + i)) ping >/dev/null 2>&1 && break; sleep 0.05; done
   done
-  redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$work/$kind-$r.create" 2>&1
+  redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$work/$kind-$r.create" 2>&1 ||
+    { echo "$kind round $r: redis-cli --cluster create failed:"; tail -5 "$work/$kind-$r.create"; exit 1; }
   # Wait for ok and for the replica of BASE+1 to be in sync.
   local victim=$((BASE + 1)) heir=""
   for _ in $(seq 300); do
