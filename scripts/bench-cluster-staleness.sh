@@ -2,7 +2,9 @@
 # Slot map staleness of client/cluster (issue 24, must-show 3), from the
 # end-to-end tests' own measurements, COUNT runs each (default 5):
 #   - push: 20 slots moved one by one between shardnode masters; worst time
-#     from the move's last SETSLOT to the client's map naming the new owner
+#     from the owner change (the target's SETSLOT NODE; the source's and
+#     the third master's follow) to the client's map naming the new
+#     owner, polled every 1 ms
 #     (target 100 ms), and MOVED replies seen (must be 0);
 #   - MOVED: 8 slots moved behind a client with refreshes and push off, on a
 #     redis-server and a shardnode cluster (at most one MOVED per slot);
