@@ -124,7 +124,9 @@ func (p *topologyPusher) run() {
 		case <-p.cm.stop:
 			return
 		}
-		p.announce()
+		if !p.announce() {
+			continue // nothing clients see changed (an open slot): no pause
+		}
 		t := time.NewTimer(topologyCoalesce)
 		select {
 		case <-t.C:
@@ -135,8 +137,9 @@ func (p *topologyPusher) run() {
 	}
 }
 
-// announce sends what changed since the last announcement.
-func (p *topologyPusher) announce() {
+// announce sends what changed since the last announcement and reports
+// whether there was anything to send.
+func (p *topologyPusher) announce() bool {
 	cur := p.cm.route.Load()
 	prev := p.sent
 	p.sent = cur
@@ -147,13 +150,14 @@ func (p *topologyPusher) announce() {
 	epoch := p.epoch.Load()
 	lines := topologyLines(prev, cur, epoch, evs)
 	if len(lines) == 0 {
-		return
+		return false
 	}
 	p.cm.srv.pubsub.publish(TopologyChannel, []byte(strings.Join(lines, "\n")))
 	if moves := slotMoves(prev, cur); len(moves) > 0 {
 		p.seq++
 		p.pushSMigrated(p.seq, moves)
 	}
+	return true
 }
 
 // routeAddr is a node's "ip:port" as CLUSTER SLOTS gives it.
