@@ -153,12 +153,35 @@ func cmdReplConf(c *Client, args [][]byte) {
 				}
 				ri.ackTime = time.Now()
 				r.ackCond.Broadcast()
+				if ri.state == replStateOnline {
+					r.ackRecvLocked(c, n)
+				}
 			}
 			r.mu.Unlock()
 			return // no reply to ACK
 		case "getack":
 			// Only a master sends GETACK; handled by the replica link.
 			return
+		case "replica-priority":
+			// A shardnode replica announces whether it can be promoted
+			// (replication_ack.go); sent again on a live link, it gets no
+			// reply (the link carries the stream).
+			n, ok := parseInt(val)
+			if !ok {
+				c.addError(errNotInt)
+				return
+			}
+			c.replPrio, c.replPrioKnown = int(n), true
+			r.mu.Lock()
+			live := r.replicaOf(c) != nil
+			if live {
+				r.ack.SetEligible(c.id, ackEligible(c))
+				r.releaseAcksLocked()
+			}
+			r.mu.Unlock()
+			if live {
+				return
+			}
 		case "rdb-only", "rdb-filter-only":
 		default:
 			c.addError("ERR Unrecognized REPLCONF option: " + string(args[i]))
@@ -232,6 +255,7 @@ func psync(c *Client, replid string, off int64, isPsync bool) {
 		if data, ok := r.backlogFromLocked(off); ok {
 			ri := &replicaInfo{c: c, state: replStateOnline, listeningPort: c.replPort, announceIP: c.replIP, capaEOF: c.replCapaEOF, capaPSync2: c.replCapaPSync2, ackTime: time.Now(), ackOffset: off - 1}
 			r.replicas = append(r.replicas, ri)
+			r.ackJoinLocked(ri)
 			r.syncPartialOK++
 			c.setFlag(clientReplica, true)
 			reply := "+CONTINUE\r\n"
@@ -323,6 +347,7 @@ func psync(c *Client, replid string, off int64, isPsync bool) {
 	r.mu.Lock()
 	ri.state = replStateOnline
 	ri.ackTime = time.Now()
+	r.ackJoinLocked(ri)
 	if diskless {
 		ri.waitAck = true
 	} else {
