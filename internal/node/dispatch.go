@@ -299,7 +299,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	}
 	errsBefore, nestedBefore := c.errReplies, c.nestedErrs
 	outStart, ackBefore := len(c.out), c.ack.off // replication_ack.go
-	c.statsBefore(cmd) // perf_hot.go
+	c.statsBefore(cmd)                           // perf_hot.go
 	masterView := s.replicaMode.Load() && c.hasFlag(clientMaster)
 	if masterView {
 		c.setMasterAccess(cmd, args, true) // replication_expire.go

@@ -46,7 +46,7 @@ type Settings struct {
 	// Priority is sent as REPLCONF replica-priority: "0" when this
 	// replica cannot be promoted; "" sends nothing.
 	Priority string
-	Dir          string        // dir: where a received RDB is stored first
+	Dir      string // dir: where a received RDB is stored first
 }
 
 // ReplicaHost is what the link needs from its server. The link calls it
