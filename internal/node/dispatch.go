@@ -298,8 +298,10 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 		c.snapGuardKeys(cmd, args) // an open snapshot copies what it changes first
 	}
 	errsBefore, nestedBefore := c.errReplies, c.nestedErrs
-	outStart, ackBefore := len(c.out), c.ack.off // replication_ack.go
-	c.statsBefore(cmd)                           // perf_hot.go
+	// The write's reply and stream offset for min-replicas-ack
+	// (replication_ack.go).
+	outStart, ackBefore := len(c.out), c.ack.off
+	c.statsBefore(cmd) // perf_hot.go
 	masterView := s.replicaMode.Load() && c.hasFlag(clientMaster)
 	if masterView {
 		c.setMasterAccess(cmd, args, true) // replication_expire.go
