@@ -82,7 +82,8 @@ func init() {
 			d.apply = announcePriority
 		}
 	}
-	configDefs["min-replicas-ack"].apply = func(s *Server, _ string) {
+	configDefs["min-replicas-ack"].apply = func(s *Server, v string) {
+		applyClusterConfig(s, v) // the election rule (cluster/failover.go)
 		if s.repl != nil {
 			s.repl.mu.Lock()
 			s.repl.syncAckNeedLocked()
