@@ -31,6 +31,7 @@ func cmdReplicaOf(c *Client, args [][]byte) {
 		return
 	}
 	if eqFold(args[1], "NO") && eqFold(args[2], "ONE") {
+		s.repl.liftRestartGuard()
 		if s.repl.becomeMaster() {
 			s.log.Info("MASTER MODE enabled (user request from '" + replicaOfRequester(c) + "')")
 		}
@@ -67,6 +68,7 @@ func (r *replication) becomeReplicaFailover(host string, port int, done chan err
 		return false
 	}
 	r.link = nil
+	r.restartGuard, r.guardRefused = false, false
 	r.mu.Unlock()
 	wasMaster := old == nil
 	if old != nil {
@@ -99,6 +101,7 @@ func (r *replication) becomeMaster() bool {
 	}
 	old.stop()
 	r.mu.Lock()
+	r.restartGuard, r.guardRefused = false, false
 	r.shiftReplIDLocked()
 	r.createBacklogLocked()
 	r.lastDB = -1
@@ -275,6 +278,12 @@ func psync(c *Client, replid string, off int64, isPsync bool) {
 		} else {
 			s.log.Info(fmt.Sprintf("Partial resynchronization not accepted: Requested offset for second ID was %d, but I can reply up to %d", off, r.secondOffset))
 		}
+	}
+	if isPsync && replid != "?" && r.guardRefuseLocked(replid, off) {
+		r.syncPartialErr++
+		r.mu.Unlock()
+		c.addError("NOMASTERLINK restarted master with min-replicas-ack: the replica's history is ahead of mine or unknown to me, not resynchronizing it (REPLICAOF NO ONE here lifts this)")
+		return
 	}
 	if isPsync && replid != "?" {
 		r.syncPartialErr++

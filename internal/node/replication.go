@@ -101,6 +101,11 @@ type replication struct {
 	ackWaiters  map[int64]chan struct{}
 	ackRel      []int64
 	ackTimeouts atomic.Int64
+	// restartGuard is set from start-up as a master until this node
+	// becomes a replica or is promoted (REPLICAOF, REPLICAOF NO ONE,
+	// FAILOVER, a cluster election); guardRefused once the guard refused
+	// a replica whose history is ahead of ours (replication_ack.go).
+	restartGuard, guardRefused bool
 }
 
 func newReplID() string {
@@ -114,6 +119,7 @@ func newReplication(s *Server) *replication {
 	r.ackCond = sync.NewCond(&r.mu)
 	r.ack = repl.NewAckGate(int(s.cfg.Int(DirMinReplicasAck)))
 	r.ackWaiters = map[int64]chan struct{}{}
+	r.restartGuard = len(strings.Fields(s.cfg.Get(DirReplicaof))) != 2
 	registerReplicationDebug(s)
 	s.failoverStateFn = s.failover.getState
 	s.replInfo = r.info
@@ -128,7 +134,7 @@ func newReplication(s *Server) *replication {
 		if r.link != nil {
 			return false
 		}
-		if ack > 0 && r.ackRefuseLocked(ack) {
+		if ack > 0 && (r.guardRefused || r.ackRefuseLocked(ack)) {
 			return true
 		}
 		return need > 0 && int64(r.goodReplicasLocked(time.Duration(s.cfg.Int(DirMinReplicasMaxLag))*time.Second)) < need
@@ -438,8 +444,8 @@ func (r *replication) info(b *strings.Builder) {
 		// election rule (internal/sentinel, docs/ARCHITECTURE.md
 		// "Acknowledged writes").
 		r.syncAckNeedLocked()
-		fmt.Fprintf(b, "min_replicas_ack:%d\r\nmin_replicas_ack_timeout:%d\r\nmin_replicas_ack_eligible:%d\r\nmin_replicas_acked_offset:%d\r\nmin_replicas_ack_timeouts:%d\r\n",
-			n, r.srv.cfg.Int(DirMinReplicasAckTimeout), r.ack.Eligible(), r.ack.Acked(), r.ackTimeouts.Load())
+		fmt.Fprintf(b, "min_replicas_ack:%d\r\nmin_replicas_ack_timeout:%d\r\nmin_replicas_ack_eligible:%d\r\nmin_replicas_acked_offset:%d\r\nmin_replicas_ack_timeouts:%d\r\nmin_replicas_ack_restart_refused:%d\r\n",
+			n, r.srv.cfg.Int(DirMinReplicasAckTimeout), r.ack.Eligible(), r.ack.Acked(), r.ackTimeouts.Load(), boolInt(r.guardRefused))
 	}
 	for i, ri := range r.replicas {
 		lag := int64(0)

@@ -350,3 +350,54 @@ func (r *replication) ackRefuseLocked(need int64) bool {
 	r.syncAckNeedLocked()
 	return r.link == nil && int64(r.ack.Eligible()) < need
 }
+
+// A restarted master must not make its replicas drop acknowledged writes.
+//
+// A master that restarts may have lost the tail of its history (the
+// acknowledged writes its AOF had not fsynced, or everything since its last
+// RDB), while its replicas hold it. Their PSYNC then asks for an offset
+// beyond ours (or for a history we no longer know), and a full resync
+// would replace their data with ours: the acknowledged writes would be
+// gone everywhere. So from start-up as a master until it is promoted
+// (REPLICAOF NO ONE, FAILOVER, a cluster election) or becomes a replica,
+// a master with min-replicas-ack > 0 refuses to resynchronize a replica
+// whose history is ahead of its own or unknown to it, keeps that replica's
+// data intact, and refuses writes (NOREPLICAS) from then on, until a
+// failover promotes a replica that holds the acknowledged writes (Sentinel
+// sees the reboot with master-reboot-down-after-period, or the restart
+// took longer than down-after-milliseconds) or an operator lifts the guard
+// with REPLICAOF NO ONE on it. A replica with no history (PSYNC ? -1), and
+// one the backlog continues, are served as always, so a first start, and a
+// restart that lost nothing, are unaffected.
+
+// guardRefuseLocked reports whether the restart guard refuses a replica's
+// PSYNC replid offset that we cannot continue partially, and records it.
+func (r *replication) guardRefuseLocked(replid string, off int64) bool {
+	if !r.restartGuard || r.link != nil || r.srv.hot().minReplicasAck <= 0 {
+		return false
+	}
+	ahead := true
+	switch replid {
+	case r.replid:
+		ahead = off > r.offset+1
+	case r.replid2:
+		ahead = off > r.secondOffset
+	}
+	if !ahead {
+		return false
+	}
+	if !r.guardRefused {
+		r.srv.log.Warn("Restarted master refuses to resynchronize a replica whose history is ahead of its own: writes are refused until a failover or REPLICAOF NO ONE (min-replicas-ack)",
+			"replid", replid, "offset", off, "my_offset", r.offset)
+	}
+	r.guardRefused = true
+	return true
+}
+
+// liftRestartGuard ends the restart guard (REPLICAOF NO ONE on a master:
+// an operator or a failover declares this node's data the reference).
+func (r *replication) liftRestartGuard() {
+	r.mu.Lock()
+	r.restartGuard, r.guardRefused = false, false
+	r.mu.Unlock()
+}

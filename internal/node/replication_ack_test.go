@@ -2,7 +2,11 @@ package node
 
 import (
 	"context"
+	"io"
+	"log/slog"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -219,4 +223,97 @@ func setCalls(t *testing.T, rc *redis.Client) int {
 		}
 	}
 	return 0
+}
+
+// startStoppable is startServer with a stop function (waits for the
+// server to end).
+func startStoppable(t *testing.T, directives ...string) (*testServer, func()) {
+	t.Helper()
+	cfg := NewConfig()
+	base := []string{"port", "0", "bind", "127.0.0.1", "save", "", "repl-diskless-sync-delay", "0", "dir", t.TempDir()}
+	all := append(base, directives...)
+	for i := 0; i+1 < len(all); i += 2 {
+		if err := cfg.Set(all[i], all[i+1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	c, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Run(c)
+	}()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				t.Error("server did not stop")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return &testServer{srv: srv, addr: srv.Addr().String()}, stop
+}
+
+// TestMinReplicasAckRestartedMaster: a master restarts from an RDB older
+// than what its replica acknowledged. It must not resynchronize the
+// replica (which would drop the acknowledged writes) nor take writes;
+// REPLICAOF NO ONE on it lifts the guard.
+func TestMinReplicasAckRestartedMaster(t *testing.T) {
+	dir := t.TempDir()
+	port := strconv.Itoa(testutil.FreePort(t))
+	dirs := []string{"port", port, "dir", dir, "min-replicas-ack", "1", "min-replicas-ack-timeout", "2000"}
+	master, stop := startStoppable(t, dirs...)
+	replica := startServer(t)
+	mc, rc := master.client(t), replica.client(t)
+	c := ctx(t)
+	rc.Do(c, "REPLICAOF", "127.0.0.1", port)
+	waitLinkUp(t, rc)
+	testutil.WaitFor(t, 10*time.Second, "replica counted", func() bool {
+		return replInfoField(t, mc, "min_replicas_ack_eligible") == "1"
+	})
+	if err := mc.Set(c, "saved", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.Save(c).Err(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 10; i++ { // acknowledged, never saved by the master
+		if err := mc.Set(c, "acked"+strconv.Itoa(i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mc.Close()
+	stop()
+	master2, _ := startStoppable(t, dirs...)
+	mc2 := master2.client(t)
+	testutil.WaitFor(t, 15*time.Second, "the replica refused", func() bool {
+		return replInfoField(t, mc2, "min_replicas_ack_restart_refused") == "1"
+	})
+	if n := rc.Exists(c, "acked9").Val(); n != 1 {
+		t.Fatal("the replica dropped an acknowledged write")
+	}
+	if err := mc2.Set(c, "new", "1", 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOREPLICAS") {
+		t.Fatalf("write on the guarded master: %v, want NOREPLICAS", err)
+	}
+	// The operator declares the restarted master the reference.
+	if err := mc2.Do(c, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	testutil.WaitFor(t, 15*time.Second, "replica resynced", func() bool {
+		return replInfoField(t, rc, "master_link_status") == "up" && rc.Exists(c, "acked9").Val() == 0
+	})
+	if err := mc2.Set(c, "new", "1", 0).Err(); err != nil {
+		t.Fatalf("write after the guard was lifted: %v", err)
+	}
 }
