@@ -317,3 +317,28 @@ func TestMinReplicasAckRestartedMaster(t *testing.T) {
 		t.Fatalf("write after the guard was lifted: %v", err)
 	}
 }
+
+// TestMinReplicasAckBlockedClient: a blocked BLPOP served by another
+// client's push replies only once its pop is acknowledged; with the
+// replica frozen it gets UNACKED.
+func TestMinReplicasAckBlockedClient(t *testing.T) {
+	_, _, mc, rc := ackPair(t)
+	c := ctx(t)
+	waiter := redis.NewClient(&redis.Options{Addr: mc.Options().Addr, MaxRetries: -1})
+	defer waiter.Close()
+	res := make(chan error, 1)
+	go func() { res <- waiter.BLPop(c, 5*time.Second, "q").Err() }()
+	testutil.WaitFor(t, 5*time.Second, "BLPOP blocked", func() bool {
+		return strings.Contains(mc.Info(c, "clients").Val(), "blocked_clients:1")
+	})
+	slept := make(chan error, 1)
+	go func() { slept <- rc.Do(c, "DEBUG", "SLEEP", "1").Err() }()
+	testutil.WaitFor(t, 5*time.Second, "replica frozen", func() bool { return replica0Frozen(rc) })
+	// The push itself times out too (the replica sleeps).
+	_ = mc.RPush(c, "q", "x").Err()
+	err := <-res
+	if err == nil || !strings.HasPrefix(err.Error(), "UNACKED ") {
+		t.Fatalf("BLPOP served while the replica sleeps: %v, want UNACKED", err)
+	}
+	<-slept
+}
