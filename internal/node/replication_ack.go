@@ -143,9 +143,13 @@ func (c *Client) awaitAcks() {
 		c.ack.ch = make(chan struct{}, 1)
 	}
 	r.ackWaiters[c.id] = c.ack.ch
-	r.maybeGetAckLocked()
+	asked := r.maybeGetAckLocked()
 	r.mu.Unlock()
-	r.pushStreamsNow()
+	if asked {
+		r.pushStreamsNow() // the round trip starts now
+	} else {
+		r.writeStreamsNow() // at most once per streamEagerGap
+	}
 
 	timeout := time.Duration(h.minReplicasAckTimeout) * time.Millisecond
 	deadline := time.Now().Add(timeout)
@@ -175,9 +179,9 @@ wait:
 			// A round left unanswered (a replica died, or answered
 			// only part of it) expires: ask again.
 			r.mu.Lock()
-			asked := r.maybeGetAckLocked()
+			again := r.maybeGetAckLocked()
 			r.mu.Unlock()
-			if asked {
+			if again {
 				r.pushStreamsNow()
 			}
 			c.ack.timer.Reset(min(left, round))
