@@ -373,7 +373,7 @@ func (s *Server) serveWaiter(w *waiter, key string) (served bool, more []watchKe
 		if c.dirty > 0 && c.propArgs != nil {
 			s.dirty.Add(int64(c.dirty))
 			if s.hasPropagators() {
-				s.propagate(w.db, c.propArgs)
+				c.propagateWrite(w.db, c.propArgs) // the waiter's reply waits for min-replicas-ack
 			}
 		}
 		w.state = waitServed

@@ -115,6 +115,7 @@ func (s *Server) clusterMachineConfig() cluster.Config {
 	cfg.AllowReplicaMigration = s.cfg.Bool(DirClusterAllowReplicaMigration)
 	cfg.ReplicaValidityFactor = int(s.cfg.Int(DirClusterReplicaValidityFactor))
 	cfg.ReplicaNoFailover = s.cfg.Bool(DirClusterReplicaNoFailover)
+	cfg.MinReplicasAck = int(s.cfg.Int(DirMinReplicasAck))
 	cfg.ReplPingReplicaPeriod = time.Duration(s.cfg.Int(DirReplPingReplicaPeriod)) * time.Second
 	cfg.Local = clusterLocal{s}
 	return cfg

@@ -167,6 +167,8 @@ func init() {
 	defConfig("repl-disable-tcp-nodelay", "no", checkBool, false)
 	defConfig("min-replicas-to-write", "0", checkIntRange(0, 1<<31-1), false).alias = "min-slaves-to-write"
 	defConfig("min-replicas-max-lag", "10", checkIntRange(0, 1<<31-1), false).alias = "min-slaves-max-lag"
+	defConfig("min-replicas-ack", "0", checkIntRange(0, 1<<31-1), false)            // replication_ack.go
+	defConfig("min-replicas-ack-timeout", "1000", checkIntRange(1, 1<<31-1), false) // ms
 	defConfig("hash-max-listpack-entries", "128", checkIntRange(0, 1<<31-1), false).alias = "hash-max-ziplist-entries"
 	defConfig("hash-max-listpack-value", "64", checkIntRange(0, 1<<31-1), false).alias = "hash-max-ziplist-value"
 	defConfig("list-max-listpack-size", "-2", checkIntRange(-5, 1<<31-1), false).alias = "list-max-ziplist-size"

@@ -143,6 +143,15 @@ type Client struct {
 	replIP         string
 	replCapaEOF    bool
 	replCapaPSync2 bool
+	// replPrio is the replica-priority a shardnode replica announced
+	// (REPLCONF replica-priority), valid when replPrioKnown (a
+	// redis-server replica announces none): it decides whether the
+	// replica counts toward min-replicas-ack (replication_ack.go).
+	replPrio      int
+	replPrioKnown bool
+	// ack holds the min-replicas-ack bookkeeping of the client's writes
+	// (replication_ack.go).
+	ack clientAck
 
 	newMaxBulk int64 // pending reader limits from CONFIG SET
 	newQbuf    int
@@ -413,6 +422,9 @@ func (c *Client) runBatch(args [][]byte, cmd *command) bool {
 // gone.
 func (c *Client) flush() bool {
 	c.flushStats()
+	if len(c.ack.segs) > 0 {
+		c.awaitAcks() // replication_ack.go: min-replicas-ack
+	}
 	if c.srv.repl != nil && c.srv.repl.streamDirty.Load() {
 		c.srv.repl.writeStreamsNow()
 	}
