@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -40,8 +41,16 @@ func keysInShards(t *testing.T) (high, low string) {
 // each pair deadlocks.
 func TestScriptLocksUndeclaredKeysInAnyOrder(t *testing.T) {
 	ts := startServer(t)
-	rc := ts.client(t)
-	c := ctx(t)
+	// Long timeouts: on a loaded machine the script's spin alone can take
+	// seconds, and a deadlock is told by the 30 s wait below.
+	c, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	client := func() *redis.Client {
+		cl := redis.NewClient(&redis.Options{Addr: ts.addr, Protocol: 2, DisableIdentity: true, MaxRetries: -1, ReadTimeout: time.Minute})
+		t.Cleanup(func() { cl.Close() })
+		return cl
+	}
+	rc := client()
 	high, low := keysInShards(t)
 	lib := `#!lua name=locktest
 redis.register_function('spin', function(keys, args)
@@ -80,11 +89,11 @@ end)`
 			}
 			script := make(chan result, 1)
 			go func() {
-				v, err := ts.client(t).FCall(c, "spin", nil, high, low, 5000000).Text()
+				v, err := client().FCall(c, "spin", nil, high, low, 3000000).Text()
 				script <- result{v, err}
 			}()
 			// Wait until the script runs (FUNCTION STATS names it).
-			admin := ts.client(t)
+			admin := client()
 			deadline := time.Now().Add(10 * time.Second)
 			for {
 				st, err := admin.Do(c, "FUNCTION", "STATS").Slice()
@@ -104,7 +113,7 @@ end)`
 				}
 			}
 			other := make(chan error, 1)
-			go func() { other <- tc.other(ts.client(t)) }()
+			go func() { other <- tc.other(client()) }()
 			tm := time.NewTimer(30 * time.Second)
 			defer tm.Stop()
 			select {
