@@ -14,8 +14,11 @@
 //
 // The client owns the slot map and hands it to go-redis through
 // ClusterOptions.ClusterSlots; go-redis's own "reload" then only copies
-// it (no network request). The map changes in three ways:
+// it (no network request). The map changes in four ways:
 //
+//   - a pushed notice from a shardnode node (see Pushed topology below)
+//     moves the slot ranges it names in the map at once, before any
+//     command meets a MOVED;
 //   - a MOVED reply is seen by a hook on the node's connection before
 //     go-redis acts on it, and moves that one slot in the map at once,
 //     without a reload. Until go-redis's routing state has been rebuilt
@@ -24,13 +27,13 @@
 //     at most one MOVED per moved slot;
 //   - a refresh reads CLUSTER SLOTS from one node (masters first, then
 //     replicas, then the seeds). One refresh runs at a time. MOVED
-//     replies, pushed events and the periodic timer (RefreshInterval,
-//     default 10s) ask for one at most every MinRefreshInterval (1s), so
-//     a MOVED storm costs one refresh per second. A refused or reset
-//     connection to a master asks for one at once and then every
-//     ErrorRefreshInterval (100ms) while it lasts: the client learns of a
-//     failover as soon as the cluster does, instead of redialling the
-//     dead address until a timeout;
+//     replies and the periodic timer (RefreshInterval, default 10s) ask
+//     for one at most every MinRefreshInterval (1s), so a MOVED storm
+//     costs one refresh per second. A refused or reset connection to a
+//     master, and a pushed notice, ask for one at once and then at most
+//     every ErrorRefreshInterval (100ms): the client learns of a failover
+//     as soon as the cluster does, instead of redialling the dead address
+//     until a timeout;
 //   - [Client.RefreshNow] reads the map on demand.
 //
 // # Multi-key commands
