@@ -588,6 +588,9 @@ func (c *Client) watchHangup() (hup <-chan struct{}, stop func()) {
 			gone = err != nil || n == 0
 			return true
 		})
+		// The hang-up watch (netio) may end this wait with its wake-up
+		// deadline before the peek sees the EOF.
+		gone = gone || (c.raw != nil && c.raw.HungUp())
 		if gone || (err != nil && !errors.Is(err, os.ErrDeadlineExceeded)) {
 			close(h)
 		}

@@ -42,6 +42,10 @@ type clusterMode struct {
 	mig     *slotMigrations
 	stop    chan struct{}
 	stopped chan struct{}
+
+	// push announces slot map changes to this node's clients (cluster_push.go).
+	push     *topologyPusher
+	pushOnce sync.Once
 }
 
 // clusterLocal answers the machine's questions about the node's data.
@@ -198,6 +202,7 @@ func (cm *clusterMode) onReady(m *cluster.Machine, rd *cluster.Ready) {
 	// held (a manual failover's pause) and any later ones with MOVED to
 	// the new owner, never READONLY under a slot map that still names it.
 	lost := cm.publishRouting(m)
+	cm.pushTopology(m, rd)
 	if rc := rd.RoleChange; rc != nil {
 		rc := *rc
 		cm.enqueue(func() {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -248,12 +249,21 @@ const (
 // return.
 func (c *Client) serveLoop() {
 	r := c.raw
+	woken := false
 	for {
 		res := pumpStop
 		err := r.ReadLoop(func() bool {
 			res = c.pump()
 			return res == pumpWait
 		})
+		if err != nil && !woken && r.HungUp() && errors.Is(err, os.ErrDeadlineExceeded) {
+			// The hang-up watch woke the wait: read what is left and
+			// the EOF (netio, hangup_linux.go).
+			woken = true
+			r.ClearWake()
+			c.needFill, c.deadline = true, false
+			continue
+		}
 		if err != nil || res == pumpStop {
 			return
 		}
@@ -273,6 +283,7 @@ func (c *Client) pump() int {
 	loop := c.raw != nil && c.raw.InLoop()
 	for {
 		if c.needFill {
+			had := c.rd.Buffered() // an incomplete request's bytes, counted at their read
 			if err := c.rd.Fill(); err != nil {
 				if err == netio.ErrWouldBlock {
 					return pumpWait
@@ -283,7 +294,7 @@ func (c *Client) pump() int {
 				return pumpStop
 			}
 			c.needFill = false
-			c.srv.stats.netInput.Add(int64(c.rd.Buffered()))
+			c.srv.stats.netInput.Add(int64(c.rd.Buffered() - had))
 			c.markRead() // lastIO, as Redis's lastinteraction: at each read
 		}
 		args, err := c.rd.Next()
@@ -309,7 +320,9 @@ func (c *Client) pump() int {
 				// with the data read (the poller is edge-triggered): with a
 				// request left incomplete, read again rather than wait for
 				// a wake-up that may never come.
-				if c.raw.Drained() && c.rd.Buffered() == 0 {
+				// A hang-up seen by the watch (netio.Conn.HungUp, checked
+				// after the deadline above is set) means read to the EOF.
+				if c.raw.Drained() && c.rd.Buffered() == 0 && !c.raw.HungUp() {
 					return pumpWait
 				}
 				continue
@@ -598,6 +611,9 @@ func (c *Client) close() {
 	c.doneOnce.Do(func() {
 		c.closed.Store(true)
 		close(c.done)
+		if c.raw != nil {
+			c.raw.Release() // out of the hang-up watch before the socket closes
+		}
 		if c.raw != nil && c.raw.Looping() {
 			// Close waits for the read loop to return (serveLoop),
 			// which may be this goroutine.
