@@ -211,7 +211,6 @@ func longestGap(ts []int64, from, to int64) int64 {
 	return gap
 }
 
-
 // infinity is the return time of an operation whose outcome is unknown: it
 // may take effect at any point after its call.
 const infinity = math.MaxInt64

@@ -45,7 +45,7 @@ func ns(host string) string { return Prefix + host }
 
 // port returns the name of host's link end in the bridge namespace; the
 // end inside the host is named the same with the "b" replaced by "h".
-func port(i int) string { return "shfb" + strconv.Itoa(i) }
+func port(i int) string     { return "shfb" + strconv.Itoa(i) }
 func hostLink(i int) string { return "shfh" + strconv.Itoa(i) }
 
 // ip runs the ip(8) command with args and returns its error with output.
