@@ -54,7 +54,10 @@ type Op struct {
 // server sends before running a command (READONLY, NOREPLICAS,
 // CLUSTERDOWN, MASTERDOWN, TRYAGAIN, LOADING, MOVED, ASK, CROSSSLOT) and
 // failures to connect or to get a pooled connection are Fail; anything
-// else (timeouts, resets, UNACKED) is Unknown.
+// else (timeouts, resets, UNACKED) is Unknown. It is right only for a
+// client that sends each command once: after a retry, the last error
+// (say a refused dial) hides an earlier attempt that may have been
+// applied, so the workers' clients never retry nor follow redirects.
 func Classify(err error) Outcome {
 	if err == nil {
 		return OK
@@ -125,8 +128,11 @@ type SetResult struct {
 	// which would be a bug.
 	Failed     int `json:"failed"`
 	Unexpected int `json:"unexpected"`
-	// UnavailableNs is the longest time, within [From, To], during which
-	// no SADD was acknowledged (the unavailability window), nanoseconds.
+	// UnavailableNs is the unavailability window: the longest time,
+	// within [from, to], during which one worker got no SADD on one key
+	// acknowledged (the largest over workers and keys, so that a cluster
+	// master's outage shows although the other masters keep serving),
+	// nanoseconds.
 	UnavailableNs int64 `json:"unavailable_ns"`
 	// LostSample lists up to 10 lost elements, for the log.
 	LostSample []string `json:"lost_sample,omitempty"`
@@ -147,7 +153,7 @@ func CheckSet(ops []Op, final map[string][]int64, from, to int64) SetResult {
 	}
 	var r SetResult
 	written := map[string]map[int64]bool{}
-	var acks []int64
+	acks := map[string][]int64{} // worker and key -> acknowledgement times
 	for _, op := range ops {
 		if op.F != "sadd" {
 			continue
@@ -161,7 +167,8 @@ func CheckSet(ops []Op, final map[string][]int64, from, to int64) SetResult {
 		switch op.Outcome {
 		case OK:
 			r.Acked++
-			acks = append(acks, op.Return)
+			w, _, _ := strings.Cut(op.Proc, "/")
+			acks[w+" "+op.Key] = append(acks[w+" "+op.Key], op.Return)
 			if !in {
 				r.Lost++
 				if len(r.LostSample) < 10 {
@@ -187,7 +194,9 @@ func CheckSet(ops []Op, final map[string][]int64, from, to int64) SetResult {
 			}
 		}
 	}
-	r.UnavailableNs = longestGap(acks, from, to)
+	for _, ts := range acks {
+		r.UnavailableNs = max(r.UnavailableNs, longestGap(ts, from, to))
+	}
 	return r
 }
 

@@ -109,13 +109,18 @@ func RegisterOps(ops []Op) []porcupine.Operation {
 
 // Linearizable checks the register operations of a history with porcupine
 // and returns "ok", "illegal", "unknown" (the search timed out) or "none"
-// (no register operations).
-func Linearizable(ops []Op, timeout time.Duration) string {
+// (no register operations). When the history is illegal and vizPath is
+// not empty, porcupine's visualization of it is written there.
+func Linearizable(ops []Op, timeout time.Duration, vizPath string) string {
 	h := RegisterOps(ops)
 	if len(h) == 0 {
 		return "none"
 	}
-	switch porcupine.CheckOperationsTimeout(RegisterModel, h, timeout) {
+	res, info := porcupine.CheckOperationsVerbose(RegisterModel, h, timeout)
+	if res == porcupine.Illegal && vizPath != "" {
+		_ = porcupine.VisualizePath(RegisterModel, info, vizPath)
+	}
+	switch res {
 	case porcupine.Ok:
 		return "ok"
 	case porcupine.Illegal:

@@ -2,6 +2,7 @@ package faults
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -144,24 +145,35 @@ func run1(ctx context.Context, env Env, sc Scenario, dir string, res *Result, lo
 	if err != nil {
 		return err
 	}
+	if b, err := json.Marshal(final); err == nil {
+		_ = os.WriteFile(filepath.Join(dir, "final.json"), b, 0o644)
+	}
+	ops, err := LoadHistories(hists)
+	if err != nil {
+		return err
+	}
+	res.Set = CheckSet(ops, final, faultStart.UnixNano(), end)
+	res.RegisterOps = len(RegisterOps(ops))
+	res.Linearizable = Linearizable(ops, 20*time.Second, filepath.Join(dir, "register.html"))
+	return nil
+}
+
+// LoadHistories reads and merges history files.
+func LoadHistories(paths []string) ([]Op, error) {
 	var all [][]Op
-	for _, h := range hists {
+	for _, h := range paths {
 		f, err := os.Open(h)
 		if err != nil {
-			return fmt.Errorf("faults: %w", err)
+			return nil, fmt.Errorf("faults: %w", err)
 		}
 		ops, err := ReadHistory(f)
 		f.Close()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		all = append(all, ops)
 	}
-	ops := Merge(all...)
-	res.Set = CheckSet(ops, final, faultStart.UnixNano(), end)
-	res.RegisterOps = len(RegisterOps(ops))
-	res.Linearizable = Linearizable(ops, 20*time.Second)
-	return nil
+	return Merge(all...), nil
 }
 
 func sleepUntil(t time.Time) {

@@ -67,7 +67,7 @@ func Dial(ctx context.Context, cc ClientConfig) (client, error) {
 		})
 	}
 	return cluster.New(ctx, &cluster.Options{
-		Addrs: cc.Seeds, MaxRedirects: 1, DialTimeout: t, ReadTimeout: t, WriteTimeout: t,
+		Addrs: cc.Seeds, MaxRedirects: -1, DialTimeout: t, ReadTimeout: t, WriteTimeout: t,
 		RefreshInterval: time.Second,
 	})
 }

@@ -4,6 +4,7 @@
 //	faults run -topology sentinel,cluster -fault kill9,... -setting redis,shardnode -runs 1 -out results.jsonl
 //	faults table results.jsonl ...     print the Markdown table of results
 //	faults cleanup                     remove namespaces a crashed run left
+//	faults check RUNDIR                re-check a run's register history (writes RUNDIR/register.html if illegal)
 //	faults worker ...                  one client worker (started by run inside a client namespace)
 //
 // run must be started as root (it creates network namespaces); it runs one
@@ -43,6 +44,8 @@ func main() {
 		}
 	case "worker":
 		err = workerCmd(os.Args[2:])
+	case "check":
+		err = checkCmd(os.Args[2:])
 	default:
 		err = fmt.Errorf("unknown subcommand %q", os.Args[1])
 	}
@@ -165,4 +168,20 @@ func workerCmd(args []string) error {
 	}
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	return faults.RunWorker(context.Background(), wc, *seed, f)
+}
+
+func checkCmd(args []string) error {
+	if len(args) != 1 {
+		return fmt.Errorf("usage: faults check RUNDIR")
+	}
+	hists, err := filepath.Glob(filepath.Join(args[0], "history-*.jsonl"))
+	if err != nil {
+		return err
+	}
+	ops, err := faults.LoadHistories(hists)
+	if err != nil {
+		return err
+	}
+	fmt.Println(faults.Linearizable(ops, time.Minute, filepath.Join(args[0], "register.html")))
+	return nil
 }
