@@ -33,10 +33,15 @@ type Setting struct {
 	Directives []string
 }
 
-// Settings are the settings the harness knows, by name.
+// Settings are the settings the harness knows, by name: redis-server
+// (asynchronous replication), shardnode (asynchronous), and shardnode
+// with acknowledgement by one replica or by every replica of a master
+// (min-replicas-ack, default timeout 1000 ms).
 var Settings = map[string]Setting{
-	"redis":     {Name: "redis"},
-	"shardnode": {Name: "shardnode", Shardis: true},
+	"redis":          {Name: "redis"},
+	"shardnode":      {Name: "shardnode", Shardis: true},
+	"shardnode-ack1": {Name: "shardnode-ack1", Shardis: true, Directives: []string{"--min-replicas-ack", "1"}},
+	"shardnode-ack2": {Name: "shardnode-ack2", Shardis: true, Directives: []string{"--min-replicas-ack", "2"}},
 }
 
 // Env locates the programs a run needs.
@@ -183,7 +188,7 @@ func (d *Deployment) Stop() {
 // admin returns a short-lived go-redis client to addr.
 func admin(addr string) *redis.Client {
 	return redis.NewClient(&redis.Options{Addr: addr, DialTimeout: 500 * time.Millisecond,
-		ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1, PoolSize: 1})
+		ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: -1, PoolSize: 1, DialerRetries: 1})
 }
 
 // info returns the fields of INFO section of addr.
