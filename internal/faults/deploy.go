@@ -384,11 +384,16 @@ func (d *Deployment) startCluster(hosts []string, replicas int) error {
 			return err
 		}
 	}
-	return d.findTarget(ctx, addrs[0])
+	// The replicas' flags reach every view by gossip, a little after the
+	// states turn ok.
+	return waitFor(10*time.Second, "the target master's replicas", func() error {
+		d.Master, d.Replicas = "", nil
+		return d.findTarget(ctx, addrs[0], replicas)
+	})
 }
 
 // findTarget sets Master and Replicas from CLUSTER NODES on addr.
-func (d *Deployment) findTarget(ctx context.Context, addr string) error {
+func (d *Deployment) findTarget(ctx context.Context, addr string, replicas int) error {
 	c := admin(addr)
 	defer c.Close()
 	nodes, err := c.ClusterNodes(ctx).Result()
@@ -432,8 +437,8 @@ func (d *Deployment) findTarget(ctx context.Context, addr string) error {
 			d.Replicas = append(d.Replicas, r.host)
 		}
 	}
-	if len(d.Replicas) == 0 {
-		return fmt.Errorf("faults: master %s has no replica", d.Master)
+	if len(d.Replicas) != replicas {
+		return fmt.Errorf("faults: master %s has replicas %v, want %d", d.Master, d.Replicas, replicas)
 	}
 	return nil
 }
