@@ -125,6 +125,9 @@ func run1(ctx context.Context, env Env, sc Scenario, dir string, res *Result, lo
 		}
 	}()
 	sleepUntil(t0.Add(faultAt))
+	if err := d.checkMaster(ctx); err != nil {
+		return err
+	}
 	faultStart := time.Now()
 	notes, ferr := inject(ctx, d, sc.Fault, faultStart)
 	res.Notes = notes
@@ -236,6 +239,36 @@ func inject(ctx context.Context, d *Deployment, fault string, start time.Time) (
 		return nil, fmt.Errorf("faults: unknown fault %q", fault)
 	}
 	return notes, nil
+}
+
+// errSpurious marks a run whose target master was replaced before the
+// fault (a failure detector fooled by a loaded machine): its fault would hit
+// the wrong node, so the run is reported as failed.
+const errSpurious = "spurious failover before the fault"
+
+// checkMaster verifies, just before the fault, that the target is still
+// the master: its own role, and in the Sentinel deployment every
+// Sentinel's answer.
+func (d *Deployment) checkMaster(ctx context.Context) error {
+	f, err := info(ctx, d.addr(d.Master), "replication")
+	if err != nil {
+		return fmt.Errorf("faults: %s before the fault: %w", errSpurious, err)
+	}
+	if f["role"] != "master" {
+		return fmt.Errorf("faults: %s: %s is a %s", errSpurious, d.Master, f["role"])
+	}
+	for _, a := range d.sentinelAddrs() {
+		c := admin(a)
+		m, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", MasterName).StringSlice()
+		c.Close()
+		if err != nil {
+			return fmt.Errorf("faults: %s: sentinel %s: %w", errSpurious, a, err)
+		}
+		if len(m) != 2 || m[0] != d.Net.IPs[d.Master] {
+			return fmt.Errorf("faults: %s: sentinel %s says the master is %v", errSpurious, a, m)
+		}
+	}
+	return nil
 }
 
 // failoverVictim waits for the failover of the killed master to be under
