@@ -31,6 +31,11 @@ type Setting struct {
 	Shardis bool
 	// Directives are extra server flags (--name value ...).
 	Directives []string
+	// ClusterReplicas is the number of replicas per cluster master
+	// (default 1). With min-replicas-ack n a master needs n live replicas
+	// to accept writes, so a shard that must survive losing one node
+	// needs n+1 replicas.
+	ClusterReplicas int
 }
 
 // Settings are the settings the harness knows, by name: redis-server
@@ -40,8 +45,8 @@ type Setting struct {
 var Settings = map[string]Setting{
 	"redis":          {Name: "redis"},
 	"shardnode":      {Name: "shardnode", Shardis: true},
-	"shardnode-ack1": {Name: "shardnode-ack1", Shardis: true, Directives: []string{"--min-replicas-ack", "1"}},
-	"shardnode-ack2": {Name: "shardnode-ack2", Shardis: true, Directives: []string{"--min-replicas-ack", "2"}},
+	"shardnode-ack1": {Name: "shardnode-ack1", Shardis: true, Directives: []string{"--min-replicas-ack", "1"}, ClusterReplicas: 2},
+	"shardnode-ack2": {Name: "shardnode-ack2", Shardis: true, Directives: []string{"--min-replicas-ack", "2"}, ClusterReplicas: 3},
 }
 
 // Env locates the programs a run needs.

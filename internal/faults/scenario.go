@@ -83,9 +83,9 @@ func run1(ctx context.Context, env Env, sc Scenario, dir string, res *Result, lo
 		res.Replicas = 2
 		d, err = NewSentinel(env, sc.Setting, dir)
 	case "cluster":
-		res.Replicas = 1
+		res.Replicas = max(1, sc.Setting.ClusterReplicas)
 		if sc.Fault == "crash-in-failover" {
-			res.Replicas = 2 // the second replica takes over from the crashed first
+			res.Replicas++ // a second replica takes over from the crashed first
 		}
 		d, err = NewCluster(env, sc.Setting, dir, res.Replicas)
 	default:
