@@ -18,7 +18,7 @@ func Table(results []Result) string {
 	cells := map[string]*cell{}
 	var keys []string
 	for _, r := range results {
-		k := r.Topology + "|" + r.Fault + "|" + r.Setting
+		k := r.Topology + "|" + r.Fault + "|" + r.Setting + "|" + fmt.Sprint(r.Replicas)
 		if cells[k] == nil {
 			cells[k] = &cell{}
 			keys = append(keys, k)
@@ -37,7 +37,10 @@ func Table(results []Result) string {
 		if a[1] != b[1] {
 			return order[a[1]] < order[b[1]]
 		}
-		return a[2] < b[2]
+		if a[2] != b[2] {
+			return a[2] < b[2]
+		}
+		return a[3] < b[3]
 	})
 	var sb strings.Builder
 	sb.WriteString("| topology | fault | setting | runs | lost / acknowledged | lost per run | unknown | unavailable (min–max) | linearizable |\n")
