@@ -51,24 +51,40 @@
 // [Options].ReadFrom picks go-redis's routing for read-only commands:
 // the master (default), replicas, the nearest node or a random one.
 //
-// # Pushed topology (draft)
+// # Pushed topology
 //
-// shardnode will tell its own clients about cluster configuration changes
-// on a node-local channel, [ReservedChannel] ("__shardis__:cluster"), not
-// with a cluster-wide PUBLISH (which the bus would deliver once per
-// node). Options.Watcher listens on a few masters ([ChannelWatcher]
-// subscribes to that channel) and refreshes the slot map as soon as an
-// event arrives. The payload is not fixed yet; the draft is one line per
-// change:
+// A shardnode cluster node tells its own clients when its view of the
+// slot map changes, on a node-local channel, [ReservedChannel]
+// ("__shardis__:cluster"), never with a cluster-wide PUBLISH (which the
+// bus would deliver once per node). A notice is one line per change,
+// "\n"-separated:
 //
-//	<config-epoch> <kind> <node-id> <host:port> [<slot-range> ...]
+//	epoch <current-epoch> <event> <node-id> <ip:port> [<slots>]
 //
-// with kind one of "slots" (the node now serves these ranges), "failover"
-// (the node replaced its master), "join" and "forget"; where a RESP3 push
-// that go-redis already understands fits, that form will be used instead,
-// so plain go-redis clients benefit too. Today any message only triggers
-// a refresh. Against redis-server nothing is published there and the
-// client relies on MOVED replies and the periodic refresh.
+// with event one of "slots" (the node now serves <slots>, comma-separated
+// slots and start-end ranges: a reshard, a failover's promoted replica, a
+// whole-slot migration's claim), "unassigned" (id and address "-"),
+// "fail", "recover", "join", "leave", "address" and "failover" (the
+// announcing node won an election); see [ParseTopology] and the
+// Change* constants. A node sends the first change after a quiet period
+// at once and coalesces the next 10 ms of changes into one notice.
+//
+// Options.Watcher ([ChannelWatcher] by default) subscribes on
+// Options.WatchNodes masters (3); each "slots" line moves those slots in
+// the local map at once, so commands route to the new owner without a
+// MOVED, and a refresh follows (rate-limited by ErrorRefreshInterval).
+// Against redis-server nothing is published there and the client relies
+// on MOVED replies and the periodic refresh.
+//
+// The same nodes also send go-redis's own RESP3 form, the SMIGRATED push
+// of its maintenance notifications, to every RESP3 connection that sent
+// CLIENT MAINT_NOTIFICATIONS ON (go-redis v9 does by default). A plain
+// go-redis ClusterClient reloads its slot map on it only when
+// ClusterOptions.MaintNotificationsConfig is set (for example
+// &maintnotifications.Config{Mode: maintnotifications.ModeAuto}), and
+// only from a connection to the node the slots left, so it helps after a
+// reshard but not after a failover (the source is dead); go-redis has no
+// push that says "a new master for these slots".
 //
 // Package admin (client/cluster/admin) creates and reshapes clusters.
 package cluster

@@ -373,7 +373,7 @@ func (s *Server) serveWaiter(w *waiter, key string) (served bool, more []watchKe
 		if c.dirty > 0 && c.propArgs != nil {
 			s.dirty.Add(int64(c.dirty))
 			if s.hasPropagators() {
-				s.propagate(w.db, c.propArgs)
+				c.propagateWrite(w.db, c.propArgs) // the waiter's reply waits for min-replicas-ack
 			}
 		}
 		w.state = waitServed
@@ -588,6 +588,9 @@ func (c *Client) watchHangup() (hup <-chan struct{}, stop func()) {
 			gone = err != nil || n == 0
 			return true
 		})
+		// The hang-up watch (netio) may end this wait with its wake-up
+		// deadline before the peek sees the EOF.
+		gone = gone || (c.raw != nil && c.raw.HungUp())
 		if gone || (err != nil && !errors.Is(err, os.ErrDeadlineExceeded)) {
 			close(h)
 		}

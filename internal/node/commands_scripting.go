@@ -331,7 +331,7 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 				block = append(block, [][]byte{[]byte("EXEC")})
 				prop = block
 			}
-			s.propagate(savedDB, prop)
+			c.propagateWrite(savedDB, prop)
 		}
 		c.unlockHeld()
 		h.gated = false

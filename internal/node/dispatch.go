@@ -298,6 +298,9 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 		c.snapGuardKeys(cmd, args) // an open snapshot copies what it changes first
 	}
 	errsBefore, nestedBefore := c.errReplies, c.nestedErrs
+	// The write's reply and stream offset for min-replicas-ack
+	// (replication_ack.go).
+	outStart, ackBefore := len(c.out), c.ack.off
 	c.statsBefore(cmd) // perf_hot.go
 	masterView := s.replicaMode.Load() && c.hasFlag(clientMaster)
 	if masterView {
@@ -321,10 +324,13 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 				c.execProp = append(c.execProp, cloneArgs(p))
 			}
 		} else if s.hasPropagators() {
-			s.propagate(c.db, prop)
+			c.propagateWrite(c.db, prop)
 		}
 	}
 	c.propOne[0] = nil
+	if !locked {
+		c.noteAckSeg(outStart, ackBefore) // replication_ack.go
+	}
 	if !locked {
 		c.unlockHeld()
 		if len(c.readyKeys) > 0 || s.readyPending() {
