@@ -45,8 +45,8 @@ type ClientConfig struct {
 	Timeout time.Duration
 }
 
-// client is what the workloads need of either client library.
-type client interface {
+// Client is what the workloads need of either client library.
+type Client interface {
 	redis.Cmdable
 	Close() error
 }
@@ -54,7 +54,7 @@ type client interface {
 // Dial builds the project's client for the deployment: client/shardedpool
 // with one shard behind the Sentinels, or client/cluster. Neither retries
 // on its own (an INCR retried after a timeout could run twice).
-func Dial(ctx context.Context, cc ClientConfig) (client, error) {
+func Dial(ctx context.Context, cc ClientConfig) (Client, error) {
 	t := cc.Timeout
 	if t == 0 {
 		t = time.Second
@@ -91,7 +91,7 @@ type WorkerConfig struct {
 // seed).
 func RunWorker(ctx context.Context, wc WorkerConfig, seed int64, w io.Writer) error {
 	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	var c client
+	var c Client
 	var err error
 	for c == nil && dctx.Err() == nil {
 		if c, err = Dial(dctx, wc.ClientConfig); err != nil {
