@@ -325,7 +325,7 @@ func (s *Server) infoPersistence(b *strings.Builder) {
 		return
 	}
 	infoField(b, "loading", b01(s.loading.Load()))
-	infoField(b, "async_loading", 0)
+	infoField(b, "async_loading", b01(s.asyncLoading.Load()))
 	infoField(b, "current_cow_peak", 0)
 	infoField(b, "current_cow_size", 0)
 	infoField(b, "current_cow_size_age", 0)

@@ -38,6 +38,7 @@ func (h *persistHost) LockAll()            { h.s.LockAll() }
 func (h *persistHost) UnlockAll()          { h.s.UnlockAll() }
 func (h *persistHost) SetLoading(on bool)  { h.s.loading.Store(on) }
 func (h *persistHost) Loading() bool       { return h.s.loading.Load() }
+func (h *persistHost) AsyncLoading() bool  { return h.s.asyncLoading.Load() }
 func (h *persistHost) ExpireOnLoad() bool  { return h.s.expireDeletes() }
 func (h *persistHost) Dirty() int64        { return h.s.dirty.Load() }
 func (h *persistHost) LastSave() int64     { return h.s.lastSave.Load() }

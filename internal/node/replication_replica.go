@@ -205,6 +205,9 @@ func (l *masterLink) loadStreaming(payload io.Reader, eofForm, loading bool) err
 	if loading {
 		s.loading.Store(true)
 		defer s.loading.Store(false)
+	} else {
+		s.asyncLoading.Store(true)
+		defer s.asyncLoading.Store(false)
 	}
 	staging := make([]*keyspace.DB, len(s.dbs))
 	for i := range staging {

@@ -82,6 +82,9 @@ type Server struct {
 	// when replica-read-only is on.
 	replicaMode atomic.Bool
 	loading     atomic.Bool
+	// asyncLoading: a replica loads its master's payload into staging
+	// databases while serving its dataset (INFO async_loading).
+	asyncLoading atomic.Bool
 	// loadHeld is set while a load runs under every shard lock (DEBUG
 	// RELOAD): clients wait for the locks instead of getting LOADING, as
 	// Redis's clients wait for its one thread.

@@ -108,6 +108,9 @@ type Dataset interface {
 	SetLoading(on bool)
 	// Loading reports the flag.
 	Loading() bool
+	// AsyncLoading reports a replica loading its master's payload while it
+	// keeps serving its current dataset (repl-diskless-load swapdb).
+	AsyncLoading() bool
 	// ExpireOnLoad reports whether a load drops keys already expired (a
 	// master does; a replica keeps them for its master to expire).
 	ExpireOnLoad() bool
@@ -388,7 +391,7 @@ func (p *Persistence) Info(b *strings.Builder) {
 		lastBgTime = -1
 	}
 	fmt.Fprintf(b, "loading:%d\r\n", boolInt(p.h.Loading()))
-	fmt.Fprintf(b, "async_loading:0\r\n")
+	fmt.Fprintf(b, "async_loading:%d\r\n", boolInt(p.h.AsyncLoading()))
 	fmt.Fprintf(b, "current_cow_peak:0\r\ncurrent_cow_size:0\r\ncurrent_cow_size_age:0\r\ncurrent_fork_perc:0.00\r\ncurrent_save_keys_processed:0\r\ncurrent_save_keys_total:0\r\n")
 	fmt.Fprintf(b, "rdb_changes_since_last_save:%d\r\n", p.h.Dirty())
 	fmt.Fprintf(b, "rdb_bgsave_in_progress:%d\r\n", boolInt(bg))
