@@ -113,6 +113,9 @@ type Client struct {
 	// cmdCache is the command looked up last (lookupCmd).
 	cmdCache *command
 
+	// req is the request passing the dispatch checks (dispatch.go).
+	req request
+
 	// cmd is the command running; propArgs overrides what is propagated.
 	cmd      *command
 	propArgs [][][]byte
