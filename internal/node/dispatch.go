@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/acl"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/value"
 )
@@ -199,15 +200,27 @@ func checkProtected(c *Client, r *request) bool {
 
 // checkAuth refuses an unauthenticated client all but the no-auth commands.
 func checkAuth(c *Client, r *request) bool {
-	if !c.authed.Load() && r.cmd.flags&flagNoAuth == 0 {
+	if !c.authed.Load() && r.cmd.flags&flagNoAuth == 0 && c.srv.acl.authRequired.Load() {
 		c.reject(r.cmd, errNoAuth)
 		return false
 	}
 	return true
 }
 
-// checkACL is the place of the ACL permission check (NOPERM).
-func checkACL(c *Client, r *request) bool { return true }
+// checkACL refuses a command the client's ACL user may not run, or whose
+// keys or channels it may not touch (NOPERM), and logs it in the ACL LOG.
+func checkACL(c *Client, r *request) bool {
+	if c.aclFree && c.aclGen == c.srv.acl.gen.Load() {
+		return true
+	}
+	res, pos := c.aclCheck(r.cmd, r.args)
+	if res == acl.OK {
+		return true
+	}
+	c.aclLogDenied(res, c.aclLogContext(), pos, r.cmd, r.args)
+	c.reject(r.cmd, acl.NoPermError(res, r.cmd.fullName()))
+	return false
+}
 
 // checkBusyScript refuses commands while a script runs past
 // busy-reply-threshold.
@@ -216,11 +229,7 @@ func checkBusyScript(c *Client, r *request) bool {
 	if msg == "" {
 		return true
 	}
-	if r.cmd.name == "exec" && c.hasFlag(clientMulti) {
-		c.discardTransaction()
-		msg = "EXECABORT Transaction discarded because of: " + msg
-	}
-	c.reject(r.cmd, msg)
+	c.reject(r.cmd, msg) // EXECABORT for EXEC
 	return false
 }
 
@@ -396,9 +405,15 @@ func pubsubAllowed(cmd *command) bool {
 }
 
 // reject refuses cmd before it runs, as Redis's rejectCommand: the error
-// reply, a failed MULTI block, and the command's rejected_calls.
+// reply, a failed MULTI block, and the command's rejected_calls. A refused
+// EXEC discards the transaction and answers EXECABORT with the reason
+// (execCommandAbort), whether or not a MULTI was open.
 func (c *Client) reject(cmd *command, msg string) {
 	c.flagTransaction()
+	if cmd.name == "exec" && cmd.parent == nil && !strings.HasPrefix(msg, "EXECABORT") {
+		c.discardTransaction()
+		msg = "EXECABORT Transaction discarded because of: " + strings.TrimPrefix(msg, "ERR ")
+	}
 	c.addError(msg)
 	cmd.stats.rejected.Add(1)
 }

@@ -24,4 +24,5 @@ var commandFamilies = []func(t *commandTable){
 	registerReplicationCommands,
 	registerPersistenceCommands,
 	registerDumpCommands,
+	registerACLCommands,
 }
