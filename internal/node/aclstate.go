@@ -3,6 +3,7 @@ package node
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -161,13 +162,16 @@ func appendACLKeys(out []acl.KeyRef, cmd *command, args [][]byte) []acl.KeyRef {
 		if p >= len(args) {
 			continue
 		}
-		out = append(out, acl.KeyRef{Pos: p, Perm: cmd.keyPerm(args, p)})
+		if perm := cmd.keyPerm(args, p); perm >= 0 {
+			out = append(out, acl.KeyRef{Pos: p, Perm: perm})
+		}
 	}
 	return out
 }
 
 // keyPerm is the ACL permission the key at p needs, from its key spec's
-// flags; cached on the command when one spec covers every call.
+// flags, or -1 for an argument that is not a key (a shard channel);
+// cached on the command when one spec covers every call.
 func (cmd *command) keyPerm(args [][]byte, p int) int {
 	if v := cmd.aclPerm.Load(); v != 0 {
 		return int(v)
@@ -184,6 +188,8 @@ func permOfKeyFlags(flags string) int {
 	perm := 0
 	for _, f := range strings.Fields(flags) {
 		switch f {
+		case "not_key":
+			return -1
 		case "access":
 			perm |= acl.PermRead
 		case "insert", "delete", "update":
@@ -323,7 +329,7 @@ func mapKeys(m map[string]struct{}) []string {
 // disconnected. Called without a.mu.
 func (s *Server) aclLoadFile() error {
 	file := s.cfg.Get(DirAclfile)
-	data, err := os.ReadFile(file)
+	data, err := os.ReadFile(s.aclFilePath())
 	if err != nil {
 		return fmt.Errorf("Error loading ACLs, opening file '%s': %s", file, strings.TrimPrefix(errnoText(err), "open "+file+": "))
 	}
@@ -350,21 +356,30 @@ func errnoText(err error) string {
 	return err.Error()
 }
 
+// aclFilePath is where the aclfile is: a relative name is in dir, where
+// Redis, having changed into dir, finds it.
+func (s *Server) aclFilePath() string {
+	file := s.cfg.Get(DirAclfile)
+	if file == "" || filepath.IsAbs(file) {
+		return file
+	}
+	return filepath.Join(s.cfg.Get(DirDir), file)
+}
+
 // aclSaveFile is ACL SAVE: every user in the aclfile, written to a
 // temporary file and renamed over it.
 func (s *Server) aclSaveFile() error {
-	file := s.cfg.Get(DirAclfile)
 	s.acl.mu.Lock()
 	lines := s.acl.reg.ConfigLines()
 	s.acl.mu.Unlock()
-	tmp := fmt.Sprintf("%s.tmp-%d-%d", file, os.Getpid(), time.Now().UnixMilli())
+	tmp := fmt.Sprintf("%s.tmp-%d-%d", s.aclFilePath(), os.Getpid(), time.Now().UnixMilli())
 	data := strings.Join(lines, "\n") + "\n"
 	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
 		s.log.Warn("Opening temp ACL file for ACL SAVE", "err", err)
 		os.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, file); err != nil {
+	if err := os.Rename(tmp, s.aclFilePath()); err != nil {
 		s.log.Warn("Renaming ACL file for ACL SAVE", "err", err)
 		os.Remove(tmp)
 		return err
@@ -381,4 +396,57 @@ func (s *Server) aclUserLines() []string {
 	s.acl.mu.Lock()
 	defer s.acl.mu.Unlock()
 	return s.acl.reg.ConfigLines()
+}
+
+// aclRefusal is a script's ACL check of each redis.call (Redis's
+// scriptVerifyACL): the caller's user decides, and a refusal is logged
+// with the "lua" context.
+func (h *scriptHost) aclRefusal(cmd *command, args [][]byte) string {
+	c := h.c
+	if c.aclFree && c.aclGen == c.srv.acl.gen.Load() {
+		return ""
+	}
+	res, pos := c.aclCheck(cmd, args)
+	if res == acl.OK {
+		return ""
+	}
+	c.aclLogDenied(res, acl.CtxLua, pos, cmd, args)
+	return "The user executing the script " + acl.DeniedMessage(res)
+}
+
+// ACLCheck answers redis.acl_check_cmd: whether the script's user may run
+// args (known false for an unknown command or subcommand).
+func (h *scriptHost) ACLCheck(args [][]byte) (allowed, known bool) {
+	cmd := h.c.srv.table.lookup(args[0])
+	if cmd != nil && cmd.subs != nil && len(args) >= 2 {
+		cmd = cmd.subs[strings.ToLower(string(args[1]))]
+	}
+	if cmd == nil {
+		return false, false
+	}
+	res, _ := h.c.aclCheck(cmd, args)
+	return res == acl.OK, true
+}
+
+// aclExecRefusal re-checks a queued command when EXEC runs it, since the
+// rules may have changed after it was queued (Redis's execCommand).
+func (c *Client) aclExecRefusal(cmd *command, args [][]byte) string {
+	if c.aclFree && c.aclGen == c.srv.acl.gen.Load() {
+		return ""
+	}
+	res, pos := c.aclCheck(cmd, args)
+	if res == acl.OK {
+		return ""
+	}
+	c.aclLogDenied(res, acl.CtxMulti, pos, cmd, args)
+	reason := "no permission"
+	switch res {
+	case acl.DeniedCmd:
+		reason = "no permission to execute the command or subcommand"
+	case acl.DeniedKey:
+		reason = "no permission to touch the specified keys"
+	case acl.DeniedChannel:
+		reason = "no permission to access one of the channels used as arguments"
+	}
+	return "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + reason
 }
