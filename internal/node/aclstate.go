@@ -450,3 +450,17 @@ func (c *Client) aclExecRefusal(cmd *command, args [][]byte) string {
 	}
 	return "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + reason
 }
+
+// aclFullKeyRead is Redis's ACLUserCheckCmdWithUnrestrictedKeyAccess for
+// read access: whether one selector allows the running command and
+// reading every key (SORT's BY and GET patterns read keys no spec names).
+func (c *Client) aclFullKeyRead(args [][]byte) bool {
+	if c.aclUser == nil || c.aclFree || c.cmd == nil || c.cmd.acl == nil || c.hasFlag(clientMaster) {
+		return true
+	}
+	call := acl.Call{Cmd: c.cmd.acl, Args: args, Keys: appendACLKeys(nil, c.cmd, args)}
+	if c.cmd.flags&flagPubSub != 0 {
+		call.Channels = appendACLChannels(nil, c.cmd, args)
+	}
+	return c.srv.acl.reg.CheckUnrestrictedKeys(c.aclUser, &call, acl.PermRead)
+}

@@ -246,3 +246,23 @@ func NoPermError(res Result, fullName string) string {
 	}
 	return "ERR no permission"
 }
+
+// CheckUnrestrictedKeys is ACLUserCheckCmdWithUnrestrictedKeyAccess: some
+// selector allows the call and grants perm on every key (allkeys, or a
+// "*" pattern with perm).
+func (r *Registry) CheckUnrestrictedKeys(u *User, call *Call, perm int) bool {
+	for _, s := range u.selectors {
+		if res, _ := r.checkSelector(s, call); res != OK {
+			continue
+		}
+		if s.allKeys {
+			return true
+		}
+		for _, p := range s.patterns {
+			if p.perm&perm == perm && p.pattern == "*" {
+				return true
+			}
+		}
+	}
+	return false
+}
