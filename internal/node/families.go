@@ -25,4 +25,5 @@ var commandFamilies = []func(t *commandTable){
 	registerPersistenceCommands,
 	registerDumpCommands,
 	registerACLCommands,
+	registerLolwutCommands,
 }
