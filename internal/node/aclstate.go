@@ -155,16 +155,31 @@ func (c *Client) aclCheck(cmd *command, args [][]byte) (acl.Result, int) {
 // appendACLKeys appends the keys of a call with the permissions their key
 // specs need (access: read; insert, delete, update: write).
 func appendACLKeys(out []acl.KeyRef, cmd *command, args [][]byte) []acl.KeyRef {
-	if cmd.keys == nil && cmd.first == 0 {
+	add := func(p int) {
+		if p < len(args) {
+			if perm := cmd.keyPerm(args, p); perm >= 0 {
+				out = append(out, acl.KeyRef{Pos: p, Perm: perm})
+			}
+		}
+	}
+	if cmd.keys != nil {
+		for _, p := range cmd.keys(args) {
+			add(p)
+		}
 		return out
 	}
-	for _, p := range cmd.keyPositions(args) {
-		if p >= len(args) {
-			continue
-		}
-		if perm := cmd.keyPerm(args, p); perm >= 0 {
-			out = append(out, acl.KeyRef{Pos: p, Perm: perm})
-		}
+	if cmd.first == 0 {
+		return out
+	}
+	// first/last/step without keyPositions' slice: no allocation on the
+	// command path.
+	last := cmd.last
+	if last < 0 {
+		last = len(args) + last
+	}
+	last = min(last, len(args)-1)
+	for p := cmd.first; p <= last; p += max(cmd.step, 1) {
+		add(p)
 	}
 	return out
 }

@@ -345,3 +345,26 @@ func TestACLCatVsRedis(t *testing.T) {
 		}
 	}
 }
+
+// The ACL check of a restricted user allocates nothing on the command
+// path (a command bit, the key positions into a reused buffer, a glob).
+func TestACLCheckNoAlloc(t *testing.T) {
+	ts := startServer(t)
+	c := newClient(ts.srv, nopConn{})
+	c.execute(toArgs([]string{"ACL", "SETUSER", "bench", "on", ">pw", "~key:*", "+get", "+set"}))
+	c.execute(toArgs([]string{"AUTH", "bench", "pw"}))
+	if !strings.HasSuffix(string(c.out), "+OK\r\n+OK\r\n") || c.aclFree {
+		t.Fatalf("setup: %q (unrestricted %v)", c.out, c.aclFree)
+	}
+	get := ts.srv.table.lookup([]byte("get"))
+	args := toArgs([]string{"GET", "key:000000012345"})
+	if res, _ := c.aclCheck(get, args); res != acl.OK {
+		t.Fatalf("GET key:...: %v", res)
+	}
+	if n := testing.AllocsPerRun(100, func() { c.aclCheck(get, args) }); n != 0 {
+		t.Fatalf("aclCheck allocates %v times per call", n)
+	}
+	if res, _ := c.aclCheck(get, toArgs([]string{"GET", "other"})); res != acl.DeniedKey {
+		t.Fatalf("GET other: %v", res)
+	}
+}

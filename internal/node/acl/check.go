@@ -1,6 +1,13 @@
 package acl
 
-import "strings"
+import (
+	"strings"
+	"unsafe"
+)
+
+// view is b as a string without a copy, for matching only: the matchers
+// never keep the string, and the caller does not change b meanwhile.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // Result is the outcome of a permission check. The values order the
 // errors as Redis picks the one to report among several selectors.
@@ -91,7 +98,7 @@ func (r *Registry) checkSelector(s *selector, call *Call) (Result, int) {
 		}
 		ok := false
 		for _, a := range fa {
-			if strings.EqualFold(string(call.Args[idx]), a) {
+			if strings.EqualFold(view(call.Args[idx]), a) {
 				ok = true
 				break
 			}
@@ -102,14 +109,14 @@ func (r *Registry) checkSelector(s *selector, call *Call) (Result, int) {
 	}
 	if !s.allKeys {
 		for _, k := range call.Keys {
-			if !r.keyAllowed(s, string(call.Args[k.Pos]), k.Perm) {
+			if !r.keyAllowed(s, view(call.Args[k.Pos]), k.Perm) {
 				return DeniedKey, k.Pos
 			}
 		}
 	}
 	if !s.allChannels {
 		for _, ch := range call.Channels {
-			if !r.channelAllowed(s.channels, string(call.Args[ch.Pos]), ch.Pattern) {
+			if !r.channelAllowed(s.channels, view(call.Args[ch.Pos]), ch.Pattern) {
 				return DeniedChannel, ch.Pos
 			}
 		}
