@@ -201,7 +201,9 @@ func (cmd *command) keyPerm(args [][]byte, p int) int {
 
 func permOfKeyFlags(flags string) int {
 	perm := 0
-	for _, f := range strings.Fields(flags) {
+	for flags != "" {
+		var f string
+		f, flags, _ = strings.Cut(flags, " ")
 		switch f {
 		case "not_key":
 			return -1
@@ -263,8 +265,9 @@ func (s *Server) aclLogAdd(c *Client, e acl.LogEntry) {
 }
 
 // authenticate is ACLAuthenticateUser: on success the client's user
-// becomes name; a failure is logged as an "auth" entry.
-func (c *Client) authenticate(name, pass string) bool {
+// becomes name; a failure is logged as an "auth" entry whose object is the
+// command as the client spelt it (AUTH or HELLO).
+func (c *Client) authenticate(cmdName, name, pass string) bool {
 	a := &c.srv.acl
 	a.mu.Lock()
 	u := a.reg.Authenticate(name, pass)
@@ -275,7 +278,7 @@ func (c *Client) authenticate(name, pass string) bool {
 		if c.hasFlag(clientMulti) {
 			ctx = acl.CtxMulti
 		}
-		c.srv.aclLogAdd(c, acl.LogEntry{Reason: "auth", Context: ctx, Object: "AUTH", Username: name})
+		c.srv.aclLogAdd(c, acl.LogEntry{Reason: "auth", Context: ctx, Object: cmdName, Username: name})
 		return false
 	}
 	c.aclDeleted = false

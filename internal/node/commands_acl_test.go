@@ -362,9 +362,59 @@ func TestACLCheckNoAlloc(t *testing.T) {
 		t.Fatalf("GET key:...: %v", res)
 	}
 	if n := testing.AllocsPerRun(100, func() { c.aclCheck(get, args) }); n != 0 {
-		t.Fatalf("aclCheck allocates %v times per call", n)
+		t.Fatalf("aclCheck(GET) allocates %v times per call", n)
+	}
+	set := ts.srv.table.lookup([]byte("set"))
+	sargs := toArgs([]string{"SET", "key:000000012345", "v"})
+	if n := testing.AllocsPerRun(100, func() { c.aclCheck(set, sargs) }); n != 0 {
+		t.Fatalf("aclCheck(SET) allocates %v times per call", n)
 	}
 	if res, _ := c.aclCheck(get, toArgs([]string{"GET", "other"})); res != acl.DeniedKey {
 		t.Fatalf("GET other: %v", res)
+	}
+}
+
+// SLOWLOG shows ACL SETUSER's username and rules redacted, as Redis.
+func TestACLSetUserRedactedInSlowlog(t *testing.T) {
+	ts := startServer(t, "slowlog-log-slower-than", "0")
+	rc := ts.client(t)
+	mustDo(t, rc, "ACL", "SETUSER", "secretive", "on", ">hunter2")
+	entries := mustDo(t, rc, "SLOWLOG", "GET").([]any)
+	for _, e := range entries {
+		args := e.([]any)[3].([]any)
+		if strings.EqualFold(args[0].(string), "acl") && strings.EqualFold(args[1].(string), "setuser") {
+			for _, a := range args[2:] {
+				if a != "(redacted)" {
+					t.Fatalf("SLOWLOG shows %v", args)
+				}
+			}
+			return
+		}
+	}
+	t.Fatalf("no ACL SETUSER in SLOWLOG: %v", entries)
+}
+
+// BenchmarkExecACL is GET and SET as the default user and as a user whose
+// check runs (a command bitmap and a key pattern): the ACL check's cost
+// on the command path, in process (no network).
+func BenchmarkExecACL(b *testing.B) {
+	for _, user := range []string{"default", "restricted"} {
+		for _, cmd := range []string{"GET", "SET"} {
+			b.Run(user+"/"+cmd, func(b *testing.B) {
+				var setup [][]string
+				if user == "restricted" {
+					setup = append(setup, []string{"ACL", "SETUSER", "bench", "on", ">pw", "~key:*", "+get", "+set"}, []string{"AUTH", "bench", "pw"})
+				}
+				for i := 0; i < 4096; i++ {
+					setup = append(setup, []string{"SET", randKey("key:", i), "xxx"})
+				}
+				benchExecute(b, setup, func(i int) []string {
+					if cmd == "GET" {
+						return []string{"GET", randKey("key:", i)}
+					}
+					return []string{"SET", randKey("key:", i), "xxx"}
+				})
+			})
+		}
 	}
 }

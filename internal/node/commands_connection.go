@@ -134,7 +134,7 @@ func cmdAuth(c *Client, args [][]byte) {
 			return
 		}
 	}
-	if !c.authenticate(user, pass) {
+	if !c.authenticate(string(args[0]), user, pass) {
 		c.addError("WRONGPASS invalid username-password pair or user is disabled.")
 		return
 	}
@@ -161,7 +161,7 @@ func cmdHello(c *Client, args [][]byte) {
 		more := len(args) - i - 1
 		switch {
 		case eqFold(args[i], "AUTH") && more >= 2:
-			if !c.authenticate(string(args[i+1]), string(args[i+2])) {
+			if !c.authenticate(string(args[0]), string(args[i+1]), string(args[i+2])) {
 				c.addError("WRONGPASS invalid username-password pair or user is disabled.")
 				return
 			}
