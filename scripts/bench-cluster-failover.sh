@@ -5,17 +5,25 @@
 # cluster_state:ok with the dead master flagged fail. shardnode and
 # redis-server clusters built the same way (redis-cli --cluster create),
 # ROUNDS rounds each (default 5), alternating; prints every round and the
-# medians. Each round also runs scripts/cfwriter: an outside go-redis
-# ClusterClient (default options) writing to the victim's slots every 5 ms,
-# which reports the seconds from the kill to its first successful write
-# started after the killed process was gone ("client" column);
-# CLIENT_FLAGS=-shardis uses client/cluster instead.
+# medians. Each round also runs scripts/cfwriter with two outside clients
+# in the same process, 16 goroutines each writing to the victim's slots
+# and to the other masters' slots: client/cluster ("shardis") and a plain
+# go-redis ClusterClient with default options ("plain"), started in an
+# order that alternates between rounds. Each reports the seconds from the
+# kill to its first successful write started after the killed process was
+# gone, and its failed writes on the other masters' slots.
+# CLIENTS=plain (or shardis) measures one client only.
+#
+# The nodes run with cluster-require-full-coverage FULL_COVERAGE (default
+# no: the other masters keep serving while the victim's slots are down;
+# yes makes every node answer CLUSTERDOWN from the FAIL to the promotion).
 #
 #   scripts/bench-cluster-failover.sh
 #   ROUNDS=7 TIMEOUT=2000 scripts/bench-cluster-failover.sh
 set -euo pipefail
 ROUNDS=${ROUNDS:-5}
 TIMEOUT=${TIMEOUT:-1000}
+FULL_COVERAGE=${FULL_COVERAGE:-no}
 BASE=${BASE:-34000}
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
@@ -33,6 +41,7 @@ round() { # kind round
     local p=$((BASE + i)) d="$work/$kind-$r/$((BASE + i))"
     mkdir -p "$d"
     "$bin" --port "$p" --bind 127.0.0.1 --cluster-enabled yes --cluster-node-timeout "$TIMEOUT" \
+      --cluster-require-full-coverage "$FULL_COVERAGE" \
       --cluster-config-file "$d/nodes.conf" --dir "$d" --save "" --appendonly no \
       --repl-diskless-sync-delay 0 --loglevel warning >"$d/log" 2>&1 &
     pids+=($!)
@@ -41,7 +50,8 @@ round() { # kind round
   for i in 0 1 2 3 4 5; do
     for _ in $(seq 100); do redis-cli -p $((BASE + i)) ping >/dev/null 2>&1 && break; sleep 0.05; done
   done
-  redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$work/$kind-$r.create" 2>&1
+  redis-cli --cluster create "${addrs[@]}" --cluster-replicas 1 --cluster-yes >"$work/$kind-$r.create" 2>&1 ||
+    { echo "$kind round $r: redis-cli --cluster create failed:"; tail -5 "$work/$kind-$r.create"; exit 1; }
   # Wait for ok and for the replica of BASE+1 to be in sync.
   local victim=$((BASE + 1)) heir=""
   for _ in $(seq 300); do
@@ -61,7 +71,12 @@ round() { # kind round
   # The victim (BASE+1) holds slots 5461-10922 after redis-cli --cluster create.
   local fifo="$work/$kind-$r.fifo"
   mkfifo "$fifo"
-  "$work/cfwriter" -seed "127.0.0.1:$BASE" -from 5461 -to 10922 ${CLIENT_FLAGS:-} <"$fifo" >"$work/$kind-$r.client" 2>>"$work/cfwriter.log" &
+  local order=${CLIENTS:-}
+  if [ -z "$order" ]; then
+    if [ $((r % 2)) = 1 ]; then order=shardis,plain; else order=plain,shardis; fi
+  fi
+  "$work/cfwriter" -seed "127.0.0.1:$BASE" -from 5461 -to 10922 -clients "$order" -goroutines 16 -others \
+    <"$fifo" >"$work/$kind-$r.client" 2>>"$work/cfwriter.log" &
   local wpid=$!
   exec 9>"$fifo"
   sleep 1
@@ -89,16 +104,16 @@ round() { # kind round
   wait "$wpid" 2>/dev/null || true
   exec 9>&-
   local cl
-  cl=$(cat "$work/$kind-$r.client")
+  cl=$(tr '\n' ' ' <"$work/$kind-$r.client")
   echo "$kind $(echo "$t1 - $t0" | bc)" >>"$work/res"
-  echo "$kind $cl" >>"$work/client"
-  printf '%-10s round %d: %.2f s (client writes again after %s s)\n' "$kind" "$r" "$(echo "$t1 - $t0" | bc)" "$cl"
+  while read -r name secs errs; do echo "$kind-$name $secs $errs" >>"$work/client"; done <"$work/$kind-$r.client"
+  printf '%-10s round %d: cluster %.2f s; clients (%s first) write again after: %s\n' "$kind" "$r" "$(echo "$t1 - $t0" | bc)" "${order%%,*}" "$cl"
   kill -9 "${pids[@]}" 2>/dev/null || true
   wait 2>/dev/null || true
   pids=()
 }
 
-echo "machine: $(nproc) cores; cluster-node-timeout=$TIMEOUT rounds=$ROUNDS load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "machine: $(nproc) cores; cluster-node-timeout=$TIMEOUT cluster-require-full-coverage=$FULL_COVERAGE rounds=$ROUNDS load: $(cut -d' ' -f1-3 /proc/loadavg)"
 for r in $(seq "$ROUNDS"); do
   round redis "$r"
   round shardnode "$r"
@@ -106,5 +121,10 @@ done
 med() { grep "^$1 " "$2" | awk '{print $2}' | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 rm_=$(med redis "$work/res"); sm=$(med shardnode "$work/res")
 printf 'redis      median %.2f s\nshardnode  median %.2f s\nratio shardnode/redis: %.2f\n' "$rm_" "$sm" "$(echo "$sm / $rm_" | bc -l)"
-rc_=$(med redis "$work/client"); sc=$(med shardnode "$work/client")
-printf 'client writes again: redis median %s s, shardnode median %s s\n' "$rc_" "$sc"
+for k in redis shardnode; do
+  for c in shardis plain; do
+    grep -q "^$k-$c " "$work/client" || continue
+    printf '%-10s %-8s writes again: median %s s; failed writes on other slots, all rounds: %s\n' "$k" "$c" \
+      "$(med "$k-$c" "$work/client")" "$(grep "^$k-$c " "$work/client" | awk '{s+=$3} END {print s+0}')"
+  done
+done

@@ -45,6 +45,9 @@ type Stats struct {
 	// Rebuilds is the number of times go-redis rebuilt its routing state
 	// from the client's slot map (a local copy, no network request).
 	Rebuilds int64
+	// Pushes is the number of topology notices received from watched
+	// nodes (see ReservedChannel).
+	Pushes int64
 }
 
 // Client is a Redis Cluster client: a go-redis ClusterClient (embedded,
@@ -81,7 +84,7 @@ type Client struct {
 	avoid     atomic.Value
 
 	stats struct {
-		refreshes, refreshErrors, moved, patched, direct, connErrors, rebuilds atomic.Int64
+		refreshes, refreshErrors, moved, patched, direct, connErrors, rebuilds, pushes atomic.Int64
 	}
 
 	closed atomic.Bool
@@ -120,7 +123,7 @@ func New(ctx context.Context, opt *Options) (*Client, error) {
 	c.stop = cancel
 	c.done.Add(1)
 	go c.refreshLoop(rctx)
-	if c.opt.Watcher != nil {
+	if c.opt.WatchNodes > 0 {
 		c.startWatchers(rctx)
 	}
 	return c, nil
@@ -165,6 +168,7 @@ func (c *Client) Stats() Stats {
 		Direct:        c.stats.direct.Load(),
 		ConnErrors:    c.stats.connErrors.Load(),
 		Rebuilds:      c.stats.rebuilds.Load(),
+		Pushes:        c.stats.pushes.Load(),
 	}
 }
 
@@ -248,7 +252,9 @@ func (c *Client) querySlots(ctx context.Context, addr string, rdb *redis.Client)
 // by MinRefreshInterval; requests made while one is pending coalesce.
 func (c *Client) requestRefresh(urgent bool, reason, avoid string) {
 	if urgent {
-		c.avoid.Store(avoid)
+		if avoid != "" {
+			c.avoid.Store(avoid)
+		}
 		c.wantError.Store(true)
 	} else {
 		c.wantSlow.Store(true)
@@ -311,7 +317,7 @@ func (c *Client) refreshLoop(ctx context.Context) {
 		c.wantSlow.Store(false)
 		last = time.Now()
 		reason, _ := c.reason.Load().(string)
-		avoid, _ := c.avoid.Load().(string)
+		avoid, _ := c.avoid.Swap("").(string)
 		_ = c.refresh(ctx, reason, avoid)
 	}
 }

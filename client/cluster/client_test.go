@@ -23,11 +23,17 @@ var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 // extra are redis.conf arguments for every node.
 func startCluster(t *testing.T, masters, replicas int, extra ...string) []*clustertest.Node {
 	t.Helper()
+	return startClusterOf(t, "redis", masters, replicas, extra...)
+}
+
+// startClusterOf is startCluster with nodes of kind "redis" or "shardnode".
+func startClusterOf(t *testing.T, kind string, masters, replicas int, extra ...string) []*clustertest.Node {
+	t.Helper()
 	if testing.Short() {
-		t.Skip("end-to-end test with real redis-server processes")
+		t.Skip("end-to-end test with real cluster nodes")
 	}
 	testutil.Binary(t, "redis-cli")
-	nodes := clustertest.StartNodes(t, masters*(1+replicas), extra...)
+	nodes := clustertest.StartKind(t, kind, masters*(1+replicas), extra...)
 	clustertest.CreateWithRedisCli(t, nodes, replicas)
 	return nodes
 }
@@ -236,9 +242,15 @@ func TestCrossSlotRefused(t *testing.T) {
 // TestFollowMovedSlots moves slots between masters behind the client's
 // back and checks that it needs at most one MOVED per slot to follow.
 func TestFollowMovedSlots(t *testing.T) {
-	nodes := startCluster(t, 3, 0)
-	// No refresh: only MOVED replies can teach the client.
-	c := newClient(t, nodes, Options{RefreshInterval: -1, MinRefreshInterval: time.Hour})
+	for _, kind := range clustertest.Kinds {
+		t.Run(kind, func(t *testing.T) { testFollowMovedSlots(t, kind) })
+	}
+}
+
+func testFollowMovedSlots(t *testing.T, kind string) {
+	nodes := startClusterOf(t, kind, 3, 0)
+	// No refresh, no push: only MOVED replies can teach the client.
+	c := newClient(t, nodes, Options{RefreshInterval: -1, MinRefreshInterval: time.Hour, WatchNodes: -1})
 	ctx := context.Background()
 	// Slots of the first master's range (redis-cli create gives it
 	// 0-5460), all moved to one other master, as a reshard does.
@@ -282,8 +294,14 @@ func TestFollowMovedSlots(t *testing.T) {
 // TestMovedStorm: 100 goroutines hit moved slots at once; the refreshes
 // they cause are bounded by MinRefreshInterval.
 func TestMovedStorm(t *testing.T) {
-	nodes := startCluster(t, 3, 0)
-	c := newClient(t, nodes, Options{RefreshInterval: -1, MinRefreshInterval: time.Second})
+	for _, kind := range clustertest.Kinds {
+		t.Run(kind, func(t *testing.T) { testMovedStorm(t, kind) })
+	}
+}
+
+func testMovedStorm(t *testing.T, kind string) {
+	nodes := startClusterOf(t, kind, 3, 0)
+	c := newClient(t, nodes, Options{RefreshInterval: -1, MinRefreshInterval: time.Second, WatchNodes: -1})
 	ctx := context.Background()
 	keys := keysInRange("storm:", 20, 0, 5460)
 	from, to := masterOf(t, nodes, 0), masterOf(t, nodes, 16383)

@@ -14,8 +14,11 @@
 //
 // The client owns the slot map and hands it to go-redis through
 // ClusterOptions.ClusterSlots; go-redis's own "reload" then only copies
-// it (no network request). The map changes in three ways:
+// it (no network request). The map changes in four ways:
 //
+//   - a pushed notice from a shardnode node (see Pushed topology below)
+//     moves the slot ranges it names in the map at once, before any
+//     command meets a MOVED;
 //   - a MOVED reply is seen by a hook on the node's connection before
 //     go-redis acts on it, and moves that one slot in the map at once,
 //     without a reload. Until go-redis's routing state has been rebuilt
@@ -24,13 +27,13 @@
 //     at most one MOVED per moved slot;
 //   - a refresh reads CLUSTER SLOTS from one node (masters first, then
 //     replicas, then the seeds). One refresh runs at a time. MOVED
-//     replies, pushed events and the periodic timer (RefreshInterval,
-//     default 10s) ask for one at most every MinRefreshInterval (1s), so
-//     a MOVED storm costs one refresh per second. A refused or reset
-//     connection to a master asks for one at once and then every
-//     ErrorRefreshInterval (100ms) while it lasts: the client learns of a
-//     failover as soon as the cluster does, instead of redialling the
-//     dead address until a timeout;
+//     replies and the periodic timer (RefreshInterval, default 10s) ask
+//     for one at most every MinRefreshInterval (1s), so a MOVED storm
+//     costs one refresh per second. A refused or reset connection to a
+//     master, and a pushed notice, ask for one at once and then at most
+//     every ErrorRefreshInterval (100ms): the client learns of a failover
+//     as soon as the cluster does, instead of redialling the dead address
+//     until a timeout;
 //   - [Client.RefreshNow] reads the map on demand.
 //
 // # Multi-key commands
@@ -51,24 +54,40 @@
 // [Options].ReadFrom picks go-redis's routing for read-only commands:
 // the master (default), replicas, the nearest node or a random one.
 //
-// # Pushed topology (draft)
+// # Pushed topology
 //
-// shardnode will tell its own clients about cluster configuration changes
-// on a node-local channel, [ReservedChannel] ("__shardis__:cluster"), not
-// with a cluster-wide PUBLISH (which the bus would deliver once per
-// node). Options.Watcher listens on a few masters ([ChannelWatcher]
-// subscribes to that channel) and refreshes the slot map as soon as an
-// event arrives. The payload is not fixed yet; the draft is one line per
-// change:
+// A shardnode cluster node tells its own clients when its view of the
+// slot map changes, on a node-local channel, [ReservedChannel]
+// ("__shardis__:cluster"), never with a cluster-wide PUBLISH (which the
+// bus would deliver once per node). A notice is one line per change,
+// "\n"-separated:
 //
-//	<config-epoch> <kind> <node-id> <host:port> [<slot-range> ...]
+//	epoch <current-epoch> <event> <node-id> <ip:port> [<slots>]
 //
-// with kind one of "slots" (the node now serves these ranges), "failover"
-// (the node replaced its master), "join" and "forget"; where a RESP3 push
-// that go-redis already understands fits, that form will be used instead,
-// so plain go-redis clients benefit too. Today any message only triggers
-// a refresh. Against redis-server nothing is published there and the
-// client relies on MOVED replies and the periodic refresh.
+// with event one of "slots" (the node now serves <slots>, comma-separated
+// slots and start-end ranges: a reshard, a failover's promoted replica, a
+// whole-slot migration's claim), "unassigned" (id and address "-"),
+// "fail", "recover", "join", "leave", "address" and "failover" (the
+// announcing node won an election); see [ParseTopology] and the
+// Change* constants. A node sends the first change after a quiet period
+// at once and coalesces the next 10 ms of changes into one notice.
+//
+// Options.Watcher ([ChannelWatcher] by default) subscribes on
+// Options.WatchNodes masters (3); each "slots" line moves those slots in
+// the local map at once, so commands route to the new owner without a
+// MOVED, and a refresh follows (rate-limited by ErrorRefreshInterval).
+// Against redis-server nothing is published there and the client relies
+// on MOVED replies and the periodic refresh.
+//
+// The same nodes also send go-redis's own RESP3 form, the SMIGRATED push
+// of its maintenance notifications, to every RESP3 connection that sent
+// CLIENT MAINT_NOTIFICATIONS ON (go-redis v9 does by default). A plain
+// go-redis ClusterClient reloads its slot map on it only when
+// ClusterOptions.MaintNotificationsConfig is set (for example
+// &maintnotifications.Config{Mode: maintnotifications.ModeAuto}), and
+// only from a connection to the node the slots left, so it helps after a
+// reshard but not after a failover (the source is dead); go-redis has no
+// push that says "a new master for these slots".
 //
 // Package admin (client/cluster/admin) creates and reshapes clusters.
 package cluster

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardis/shardis/client/cluster/clustertest"
 )
 
 // TestMasterKilled kills a master (kill -9) of a 3 x (master + replica)
@@ -18,8 +20,17 @@ import (
 // reports the promoted replica in CLUSTER SLOTS. The client must follow
 // within a second of the cluster (its refused connections ask for
 // refreshes every ErrorRefreshInterval).
+//
+// A shardnode master is stopped in process (its sockets close at once, as
+// a killed process's do).
 func TestMasterKilled(t *testing.T) {
-	nodes := startCluster(t, 3, 1)
+	for _, kind := range clustertest.Kinds {
+		t.Run(kind, func(t *testing.T) { testMasterKilled(t, kind) })
+	}
+}
+
+func testMasterKilled(t *testing.T, kind string) {
+	nodes := startClusterOf(t, kind, 3, 1)
 	var killedAt atomic.Int64
 	c := newClient(t, nodes, Options{OnRefresh: func(ev RefreshEvent) {
 		if k := killedAt.Load(); k != 0 && (ev.Changed > 0 || ev.Err != nil) {

@@ -95,12 +95,15 @@ type Options struct {
 	// refresh. Default 1s.
 	RefreshTimeout time.Duration
 
-	// Watcher, when set, listens for pushed topology events on up to
-	// WatchNodes nodes and refreshes the slot map as soon as one arrives.
-	// Default nil: MOVED replies and the periodic refresh only (what
-	// redis-server clusters support). See [TopologyWatcher].
+	// Watcher listens for pushed topology events on up to WatchNodes
+	// masters; the client patches its slot map from each event at once
+	// and refreshes it (rate-limited by ErrorRefreshInterval). Default
+	// ChannelWatcher{}: shardnode's reserved channel (redis-server
+	// publishes nothing there, and the client relies on MOVED replies and
+	// the periodic refresh). See [TopologyWatcher].
 	Watcher TopologyWatcher
-	// WatchNodes is how many masters the Watcher listens on. Default 3.
+	// WatchNodes is how many masters the Watcher listens on, each on its
+	// own connection. Default 3; -1 disables watching.
 	WatchNodes int
 
 	// OnRefresh, if set, is called after every refresh from the refresh
@@ -139,6 +142,9 @@ func (o *Options) defaulted() Options {
 	if opt.WatchNodes == 0 {
 		opt.WatchNodes = 3
 	}
+	if opt.Watcher == nil {
+		opt.Watcher = ChannelWatcher{}
+	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()
 	}
@@ -165,8 +171,8 @@ func (o *Options) validate() error {
 			return fmt.Errorf("cluster: %s must not be negative", name)
 		}
 	}
-	if o.WatchNodes < 0 {
-		return errors.New("cluster: WatchNodes must not be negative")
+	if o.WatchNodes < -1 {
+		return errors.New("cluster: WatchNodes must be -1 (disabled), 0 (default) or positive")
 	}
 	return nil
 }

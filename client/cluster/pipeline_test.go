@@ -14,8 +14,18 @@ import (
 // TestPipelineAcrossMoves sends pipelines over all three masters while a
 // slot is half migrated (ASK for the keys already moved) and after it has
 // moved behind the client's back (MOVED); every reply must be right.
+//
+// Meanwhile a second goroutine sends the same pipeline (GETs and an MGET
+// over the three masters) without pause, so slots change state while its
+// pipelines are in flight; every one of its replies must be right too.
 func TestPipelineAcrossMoves(t *testing.T) {
-	nodes := startCluster(t, 3, 0)
+	for _, kind := range clustertest.Kinds {
+		t.Run(kind, func(t *testing.T) { testPipelineAcrossMoves(t, kind) })
+	}
+}
+
+func testPipelineAcrossMoves(t *testing.T, kind string) {
+	nodes := startClusterOf(t, kind, 3, 0)
 	c := newClient(t, nodes, Options{RefreshInterval: -1, MinRefreshInterval: time.Hour})
 	ctx := context.Background()
 	// Ten keys in one slot of the first master, plus keys everywhere.
@@ -71,6 +81,49 @@ func TestPipelineAcrossMoves(t *testing.T) {
 		}
 	}
 	run("before")
+	// The concurrent pipelines, until the test's moves are done.
+	stop := make(chan struct{})
+	bg := make(chan error, 1)
+	var rounds int
+	go func() {
+		defer close(bg)
+		for rounds = 0; rounds < 100000; rounds++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			pipe := c.Pipeline()
+			gets := make([]*redis.StringCmd, len(all))
+			for i, k := range all {
+				gets[i] = pipe.Get(ctx, k)
+			}
+			mget := pipe.MGet(ctx, all...)
+			if _, err := pipe.Exec(ctx); err != nil {
+				bg <- fmt.Errorf("concurrent pipeline %d: %w", rounds, err)
+				return
+			}
+			for i, k := range all {
+				if gets[i].Val() != "v"+k {
+					bg <- fmt.Errorf("concurrent pipeline %d: GET %s = %q %v", rounds, k, gets[i].Val(), gets[i].Err())
+					return
+				}
+			}
+			for i, v := range mget.Val() {
+				if v != "v"+all[i] {
+					bg <- fmt.Errorf("concurrent pipeline %d: MGET[%d] = %v", rounds, i, v)
+					return
+				}
+			}
+		}
+	}()
+	defer func() {
+		close(stop)
+		if err := <-bg; err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d concurrent pipelines of %d commands, all replies right", rounds, len(all)+1)
+	}()
 	// Half migrated: five keys on the target, five on the source.
 	do(dst, "cluster", "setslot", s, "importing", fromID)
 	do(src, "cluster", "setslot", s, "migrating", toID)

@@ -2,21 +2,112 @@ package cluster
 
 import (
 	"context"
-	"math/rand/v2"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
+// ReservedChannel is the node-local channel on which shardnode announces
+// cluster configuration changes to its own clients. It is not a
+// cluster-wide PUBLISH: each node tells only the clients connected to it
+// what it learned. The payload is one line per change, "\n"-separated,
+// parsed by [ParseTopology]:
+//
+//	epoch <current-epoch> <event> <node-id> <ip:port> [<slots>]
+const ReservedChannel = "__shardis__:cluster"
+
+// Kinds of [TopologyChange].
+const (
+	// ChangeSlots: the node now serves Slots (a reshard, a failover's
+	// promoted replica, a whole-slot migration's claim).
+	ChangeSlots = "slots"
+	// ChangeUnassigned: no node serves Slots any more (NodeID and Addr "-").
+	ChangeUnassigned = "unassigned"
+	// ChangeFail: the node was flagged FAIL.
+	ChangeFail = "fail"
+	// ChangeRecover: the node's FAIL flag was cleared.
+	ChangeRecover = "recover"
+	// ChangeJoin and ChangeLeave: the node entered or left the
+	// announcing node's table.
+	ChangeJoin  = "join"
+	ChangeLeave = "leave"
+	// ChangeAddress: the node's address changed to Addr.
+	ChangeAddress = "address"
+	// ChangeFailover: the announcing node won a failover election.
+	ChangeFailover = "failover"
+)
+
+// TopologyChange is one line of a pushed notice.
+type TopologyChange struct {
+	// Epoch is the announcing node's current epoch.
+	Epoch uint64
+	// Kind is one of the Change* constants (others may be added; a client
+	// refreshes on a kind it does not know).
+	Kind string
+	// NodeID and Addr ("ip:port") name the node the change is about.
+	NodeID, Addr string
+	// Slots are inclusive [start, end] ranges (ChangeSlots and
+	// ChangeUnassigned only).
+	Slots [][2]int
+}
+
+// ParseTopology parses a notice of the reserved channel.
+func ParseTopology(payload string) ([]TopologyChange, error) {
+	var out []TopologyChange
+	for _, line := range strings.Split(payload, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 || f[0] != "epoch" {
+			return nil, fmt.Errorf("cluster: topology notice %q: want epoch <e> <event> <id> <addr> [<slots>]", line)
+		}
+		epoch, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: topology notice %q: %w", line, err)
+		}
+		ch := TopologyChange{Epoch: epoch, Kind: f[2], NodeID: f[3], Addr: f[4]}
+		if len(f) > 5 {
+			if ch.Slots, err = parseSlotList(f[5]); err != nil {
+				return nil, fmt.Errorf("cluster: topology notice %q: %w", line, err)
+			}
+		}
+		out = append(out, ch)
+	}
+	return out, nil
+}
+
+// parseSlotList parses "a-b,c,...".
+func parseSlotList(text string) ([][2]int, error) {
+	var out [][2]int
+	for _, part := range strings.Split(text, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, fmt.Errorf("slots %q: %w", text, err)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return nil, fmt.Errorf("slots %q: %w", text, err)
+			}
+		}
+		if a < 0 || b >= SlotCount || a > b {
+			return nil, fmt.Errorf("slots %q: range %d-%d out of bounds", text, a, b)
+		}
+		out = append(out, [2]int{a, b})
+	}
+	return out, nil
+}
+
 // TopologyEvent is one pushed notice that the cluster configuration
-// changed. Only its arrival matters today: the client reacts by
-// refreshing its slot map at once (subject to MinRefreshInterval). The
-// fields are a draft of what shardnode will send; see the package doc.
+// changed.
 type TopologyEvent struct {
 	// Node is the address of the node that announced the change.
 	Node string
-	// Epoch is the configuration epoch of the change, -1 when unknown.
-	Epoch int64
+	// Changes are the notice's parsed lines; nil when the payload could not
+	// be parsed (the client then only refreshes).
+	Changes []TopologyChange
 	// Payload is the raw notice, for logs.
 	Payload string
 }
@@ -32,16 +123,10 @@ type TopologyWatcher interface {
 	Watch(ctx context.Context, addr string, node *redis.Client, notify func(TopologyEvent)) error
 }
 
-// ReservedChannel is the draft name of the node-local channel on which
-// shardnode will announce cluster configuration changes to its own
-// clients. It is not a cluster-wide PUBLISH: each node tells only the
-// clients connected to it.
-const ReservedChannel = "__shardis__:cluster"
-
-// ChannelWatcher is a TopologyWatcher that SUBSCRIBEs to Channel on a node
-// and treats every message as a change (its payload is not parsed yet).
-// Against redis-server nothing is published there, and the client relies
-// on MOVED replies and the periodic refresh.
+// ChannelWatcher is the default TopologyWatcher: it SUBSCRIBEs to Channel
+// on a node and parses every message with [ParseTopology]. Against
+// redis-server nothing is published there, and the client relies on
+// MOVED replies and the periodic refresh.
 type ChannelWatcher struct {
 	// Channel is the channel to subscribe to. Default ReservedChannel.
 	Channel string
@@ -67,37 +152,38 @@ func (w ChannelWatcher) Watch(ctx context.Context, addr string, node *redis.Clie
 		if err != nil {
 			return err
 		}
-		notify(TopologyEvent{Node: addr, Epoch: -1, Payload: msg.Payload})
+		changes, _ := ParseTopology(msg.Payload)
+		notify(TopologyEvent{Node: addr, Changes: changes, Payload: msg.Payload})
 	}
 }
 
-// startWatchers runs the Watcher on up to WatchNodes masters.
+// startWatchers runs the Watcher on up to WatchNodes masters, each on a
+// different one while there are enough.
 func (c *Client) startWatchers(ctx context.Context) {
 	for i := range c.opt.WatchNodes {
 		c.done.Add(1)
 		go func() {
 			defer c.done.Done()
-			for ctx.Err() == nil {
+			for round := 0; ctx.Err() == nil; round++ {
 				masters, _ := c.table.Load().addrs()
 				if len(masters) == 0 {
 					return
 				}
-				addr := masters[(i+rand.IntN(len(masters)))%len(masters)]
+				addr := masters[(i+round*c.opt.WatchNodes)%len(masters)]
 				rdb := redis.NewClient(&redis.Options{
 					Addr: addr, Username: c.opt.Username, Password: c.opt.Password,
 					TLSConfig: c.opt.TLSConfig, DialTimeout: c.opt.DialTimeout, DialerRetries: 1,
+					DisableIdentity: true,
 				})
-				err := c.opt.Watcher.Watch(ctx, addr, rdb, func(ev TopologyEvent) {
-					c.requestRefresh(false, "push", "")
-				})
+				err := c.opt.Watcher.Watch(ctx, addr, rdb, c.pushed)
 				rdb.Close()
 				if ctx.Err() != nil {
 					return
 				}
-				c.opt.Logger.Warn("cluster: topology watch ended", "node", addr, "err", err)
+				c.opt.Logger.Debug("cluster: topology watch ended", "node", addr, "err", err)
 				// Events may have been missed while the watch was down.
 				c.requestRefresh(false, "push", "")
-				t := time.NewTimer(c.opt.MinRefreshInterval)
+				t := time.NewTimer(c.opt.ErrorRefreshInterval)
 				select {
 				case <-ctx.Done():
 					t.Stop()
@@ -107,4 +193,49 @@ func (c *Client) startWatchers(ctx context.Context) {
 			}
 		}()
 	}
+}
+
+// pushed handles one notice: slot ranges with a new master are patched
+// into the local map at once (commands route there before any refresh,
+// without a MOVED), and a refresh is asked for, rate-limited like a
+// connection error's, to learn what the notice does not say (replicas).
+func (c *Client) pushed(ev TopologyEvent) {
+	c.stats.pushes.Add(1)
+	patched := 0
+	for _, ch := range ev.Changes {
+		if ch.Kind != ChangeSlots || ch.Addr == "" || ch.Addr == "-" {
+			continue
+		}
+		patched += c.patchRanges(ch.Slots, ch.Addr)
+	}
+	if patched > 0 {
+		c.stats.patched.Add(int64(patched))
+		c.ClusterClient.ReloadState(context.Background())
+	}
+	c.requestRefresh(true, "push", "")
+}
+
+// patchRanges gives the slots of ranges to master addr in the local map
+// and returns how many changed.
+func (c *Client) patchRanges(ranges [][2]int, addr string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.table.Load()
+	var slots []int
+	for _, r := range ranges {
+		for s := r[0]; s <= r[1]; s++ {
+			if t.master(s) != addr {
+				slots = append(slots, s)
+			}
+		}
+	}
+	if len(slots) == 0 {
+		return 0
+	}
+	c.table.Store(t.withOwners(slots, addr))
+	for _, s := range slots {
+		c.pending[s] = addr
+	}
+	c.npending.Store(int32(len(c.pending)))
+	return len(slots)
 }

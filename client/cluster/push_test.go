@@ -2,41 +2,175 @@ package cluster
 
 import (
 	"context"
-	"sync"
+	"fmt"
+	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
+
+	"github.com/shardis/shardis/client/cluster/clustertest"
 	"github.com/shardis/shardis/internal/testutil"
 )
 
-// TestPushTriggersRefresh: with a ChannelWatcher, a message on the
-// reserved channel makes the client refresh at once.
-func TestPushTriggersRefresh(t *testing.T) {
-	nodes := startCluster(t, 3, 0)
-	var mu sync.Mutex
-	var reasons []string
-	c := newClient(t, nodes, Options{Watcher: ChannelWatcher{}, WatchNodes: 1, RefreshInterval: -1,
-		MinRefreshInterval: 50 * time.Millisecond, OnRefresh: func(ev RefreshEvent) {
-			mu.Lock()
-			reasons = append(reasons, ev.Reason)
-			mu.Unlock()
-		}})
-	ctx := context.Background()
-	testutil.WaitFor(t, 10*time.Second, "the watcher's subscription", func() bool {
-		for _, n := range nodes {
-			if m, _ := n.Client().PubSubNumSub(ctx, ReservedChannel).Result(); m[ReservedChannel] > 0 {
-				return true
-			}
-		}
-		return false
-	})
-	before := c.Stats().Refreshes
-	if err := nodes[0].Client().Publish(ctx, ReservedChannel, "1 slots draft").Err(); err != nil {
+func TestParseTopology(t *testing.T) {
+	got, err := ParseTopology("epoch 7 slots abc 10.0.0.1:7000 0-3,9\nepoch 7 fail def 10.0.0.2:7001")
+	if err != nil {
 		t.Fatal(err)
 	}
-	testutil.WaitFor(t, 5*time.Second, "a pushed refresh", func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return c.Stats().Refreshes > before && reasons[len(reasons)-1] == "push"
+	want := []TopologyChange{
+		{Epoch: 7, Kind: ChangeSlots, NodeID: "abc", Addr: "10.0.0.1:7000", Slots: [][2]int{{0, 3}, {9, 9}}},
+		{Epoch: 7, Kind: ChangeFail, NodeID: "def", Addr: "10.0.0.2:7001"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ParseTopology = %+v, want %+v", got, want)
+	}
+	for _, bad := range []string{"", "1 slots draft", "epoch x slots a b 1", "epoch 1 slots a b 5-2", "epoch 1 slots a b 16384", "epoch 1 slots a b 1-x"} {
+		if _, err := ParseTopology(bad); err == nil {
+			t.Errorf("ParseTopology(%q) succeeded", bad)
+		}
+	}
+}
+
+// waitWatched waits until every master has one of the client's watch
+// subscriptions (one watcher per master when WatchNodes >= masters).
+func waitWatched(t *testing.T, nodes []*clustertest.Node, masters int) {
+	t.Helper()
+	ctx := context.Background()
+	testutil.WaitFor(t, 10*time.Second, "the watchers' subscriptions", func() bool {
+		n := 0
+		for _, nd := range nodes {
+			if m, _ := nd.Client().PubSubNumSub(ctx, ReservedChannel).Result(); m[ReservedChannel] > 0 {
+				n++
+			}
+		}
+		return n >= masters
 	})
+}
+
+// TestPushRoutesMovedSlots: after slots move between shardnode masters,
+// the client routes their keys to the new owner without a single MOVED
+// and without waiting for a refresh (refreshes are off), because the
+// nodes pushed the change; the time from the end of the move to the
+// client's map naming the new owner is logged (scripts/bench-cluster-
+// staleness.sh collects it). Against redis-server nothing is pushed and
+// the client needs at most one MOVED per slot (TestFollowMovedSlots).
+func TestPushRoutesMovedSlots(t *testing.T) {
+	nodes := startClusterOf(t, "shardnode", 3, 0)
+	c := newClient(t, nodes, Options{RefreshInterval: -1, MinRefreshInterval: time.Hour, ErrorRefreshInterval: time.Hour})
+	waitWatched(t, nodes, 3)
+	ctx := context.Background()
+	keys := keysInRange("push:", 20, 0, 5460)
+	from, to := masterOf(t, nodes, 0), masterOf(t, nodes, 16383)
+	for _, k := range keys {
+		if err := c.Set(ctx, k, "v"+k, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Persistent connections, so the timing is the push's, not dials'.
+	src, dst := from.Client(), to.Client()
+	var rest []*redis.Client
+	for _, n := range nodes {
+		if n != from && n != to {
+			rest = append(rest, n.Client())
+		}
+	}
+	fromID, toID := from.NodeID(t), to.NodeID(t)
+	do := func(cl *redis.Client, args ...interface{}) {
+		t.Helper()
+		if err := cl.Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	before := c.Stats()
+	var worst time.Duration
+	var took []time.Duration
+	for _, k := range keys {
+		s := Slot(k)
+		do(dst, "cluster", "setslot", s, "importing", fromID)
+		do(src, "cluster", "setslot", s, "migrating", toID)
+		do(src, "migrate", "127.0.0.1", to.Port, k, 0, 5000)
+		// The owner changes with the target's SETSLOT NODE; the move is
+		// timed from just before it.
+		start := time.Now()
+		do(dst, "cluster", "setslot", s, "node", toID)
+		do(src, "cluster", "setslot", s, "node", toID)
+		for _, r := range rest {
+			do(r, "cluster", "setslot", s, "node", toID)
+		}
+		for c.SlotMaster(s) != to.Addr {
+			if time.Since(start) > 5*time.Second {
+				t.Fatalf("slot %d: the client's map still has %s 5 s after the move", s, c.SlotMaster(s))
+			}
+			time.Sleep(time.Millisecond)
+		}
+		worst = max(worst, time.Since(start))
+		took = append(took, time.Since(start))
+		if v, err := c.Get(ctx, k).Result(); err != nil || v != "v"+k {
+			t.Fatalf("GET %s after the move: %q %v", k, v, err)
+		}
+	}
+	st := c.Stats()
+	if st.Moved != before.Moved {
+		t.Fatalf("%d MOVED replies after pushed moves", st.Moved-before.Moved)
+	}
+	if st.Pushes == before.Pushes {
+		t.Fatal("no push received")
+	}
+	slices.Sort(took)
+	t.Logf("push staleness: %d slots moved one by one, median %v, worst %v from the target's SETSLOT NODE to the client's map, 0 MOVED, %d pushes, %d refreshes",
+		len(keys), took[len(took)/2].Round(time.Microsecond), worst.Round(time.Microsecond), st.Pushes-before.Pushes, st.Refreshes-before.Refreshes)
+}
+
+// TestSMigratedReloadsPlainGoRedis: a plain go-redis ClusterClient with
+// maintenance notifications on learns a reshard of a shardnode cluster
+// from the source node's SMIGRATED push: its routing names the new owner
+// although no command met a MOVED.
+func TestSMigratedReloadsPlainGoRedis(t *testing.T) {
+	nodes := startClusterOf(t, "shardnode", 3, 0)
+	ctx := context.Background()
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nodes[0].Addr},
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeEnabled}})
+	defer cc.Close()
+	var moved atomic.Int64
+	cc.OnNewNode(func(rdb *redis.Client) { rdb.AddHook(movedCounter{&moved}) })
+	keys := keysInRange("smig:", 2, 0, 5460)
+	from, to := masterOf(t, nodes, Slot(keys[0])), masterOf(t, nodes, 16383)
+	for _, k := range keys {
+		if err := cc.Set(ctx, k, "v", 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clustertest.MoveSlot(t, Slot(keys[0]), from, to, nodes)
+	// A command on the source's connection (keys[1] stays there) reads
+	// the push that waits on it.
+	testutil.WaitFor(t, 10*time.Second, "go-redis's routing to name the new owner", func() bool {
+		if err := cc.Get(ctx, keys[1]).Err(); err != nil {
+			t.Fatal(err)
+		}
+		m, err := cc.MasterForKey(ctx, keys[0])
+		return err == nil && nodeKey(m.Options().Addr) == nodeKey(to.Addr)
+	})
+	if n := moved.Load(); n != 0 {
+		t.Fatalf("%d MOVED replies", n)
+	}
+}
+
+// movedCounter counts MOVED replies on a node's connection.
+type movedCounter struct{ n *atomic.Int64 }
+
+func (h movedCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h movedCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if isRedirect(err) {
+			h.n.Add(1)
+		}
+		return err
+	}
+}
+func (h movedCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -81,6 +81,11 @@ func (t *slotTable) isMaster(addr string) bool {
 
 // withOwner returns a copy of t with slot s served by master addr.
 func (t *slotTable) withOwner(s int, addr string) *slotTable {
+	return t.withOwners([]int{s}, addr)
+}
+
+// withOwners returns a copy of t with slots served by master addr.
+func (t *slotTable) withOwners(slots []int, addr string) *slotTable {
 	n := &slotTable{owner: t.owner, shards: slices.Clone(t.shards)}
 	i := int32(-1)
 	for j, sh := range n.shards {
@@ -93,7 +98,9 @@ func (t *slotTable) withOwner(s int, addr string) *slotTable {
 		i = int32(len(n.shards))
 		n.shards = append(n.shards, Shard{Master: addr})
 	}
-	n.owner[s] = i
+	for _, s := range slots {
+		n.owner[s] = i
+	}
 	return n
 }
 

@@ -305,7 +305,18 @@ func (p *Pool) ShardFor(key string) string { return p.shardOf(key).name }
 
 // Client returns the current client of key's shard. After a failover it
 // stays usable for the grace period, then is closed: do not keep it.
-func (p *Pool) Client(key string) *redis.Client { return p.shardOf(key).conn().client }
+// After a move to a cluster (ClusterClient is not nil) it is the client
+// of the cluster master that owns key's slot, as go-redis's MasterForKey
+// finds it; when the cluster's slot map cannot be read it is still the
+// source shard's client, whose writes a fenced source refuses.
+func (p *Pool) Client(key string) *redis.Client {
+	if cc := p.clusterClient(); cc != nil {
+		if c, err := cc.MasterForKey(p.ctx, key); err == nil {
+			return c
+		}
+	}
+	return p.shardOf(key).conn().client
+}
 
 // ShardClient returns the current client of the named shard, or nil.
 func (p *Pool) ShardClient(name string) *redis.Client {

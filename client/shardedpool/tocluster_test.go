@@ -101,6 +101,14 @@ func TestClusterFollowPoll(t *testing.T) {
 	if v := p.ClusterClient().Get(ctx, "a").Val(); v != "1" {
 		t.Errorf("cluster GET a = %q", v)
 	}
+	// Client(key) now names the cluster master of the key's slot: a
+	// plain command on it is served, not redirected.
+	for _, key := range []string{"a", "b", "c"} {
+		c := p.Client(key)
+		if v, err := c.Get(ctx, key).Result(); err != nil || v == "" {
+			t.Errorf("Client(%q) = %s: GET = %q, %v; want the value from the slot's master", key, c.Options().Addr, v, err)
+		}
+	}
 }
 
 // TestClusterFollowFenced: with polling off in effect (an hour), a write

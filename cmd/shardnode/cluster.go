@@ -71,6 +71,7 @@ func init() {
 	moveFlags := []cli.Flag{
 		&cli.IntFlag{Name: "pipeline", Value: 10, Usage: "keys per MIGRATE"},
 		&cli.BoolFlag{Name: "replace", Usage: "replace keys that exist on the target (MIGRATE REPLACE)"},
+		&cli.BoolFlag{Name: "key-by-key", Usage: "move keys with MIGRATE even where both masters have whole-slot migration (CLUSTER MIGRATION)"},
 	}
 	extraCommands = append(extraCommands, &cli.Command{
 		Name:  "cluster",
@@ -157,6 +158,9 @@ func newClusterRun(c *cli.Context, nargs int) (*clusterRun, context.CancelFunc, 
 		r.opt.Pipeline = c.Int("pipeline")
 	}
 	r.opt.Replace = c.Bool("replace")
+	if c.Bool("key-by-key") {
+		r.opt.Mover = admin.KeyMover{}
+	}
 	if !c.Bool("no-progress") && !c.Bool("json") {
 		r.opt.Progress = func(p admin.Progress) {
 			if r.bar == nil {

@@ -139,3 +139,31 @@ func TestComparePreShardingGrow(t *testing.T) {
 		t.Errorf("no client traffic during the growth: %v", g)
 	}
 }
+
+// TestCompareClusterGrow runs the cluster's growth: a new master added
+// with add-node and filled by rebalance, with client traffic running.
+func TestCompareClusterGrow(t *testing.T) {
+	res, _ := runCompareCmd(t, "--only", "cluster", "--phases", "grow")
+	top := topology(t, res, "cluster")
+	g, _ := top["grow"].(map[string]any)
+	if g == nil || num(t, top, "grow_seconds") <= 0 {
+		t.Fatalf("grow = %v", g)
+	}
+	if g["completed"] != true {
+		t.Fatalf("rebalance did not complete: %v", g)
+	}
+	// Four masters after the growth: the new one holds about a quarter of
+	// the slots and of the keys.
+	if moved, total := num(t, g, "slots_moved"), num(t, g, "slots_total"); moved < 3000 || moved != total {
+		t.Errorf("slots moved %v of %v, want about 16384/4, all of them", moved, total)
+	}
+	if keys := num(t, g, "keys_moved"); keys < 200 || keys > 1000 {
+		t.Errorf("keys_moved = %v, want about 2000/4", keys)
+	}
+	if num(t, g, "client_requests") <= 0 {
+		t.Errorf("no client traffic during the growth: %v", g)
+	}
+	if e := num(t, g, "client_errors"); e != 0 {
+		t.Errorf("client errors during the growth: %v", e)
+	}
+}

@@ -356,7 +356,7 @@ func (c *Client) behindWaiters(key []byte) bool {
 // made ready (BLMOVE's destination).
 func (s *Server) serveWaiter(w *waiter, key string) (served bool, more []watchKey) {
 	ms := lockShards(s, w.locks)
-	defer keyspace.UnlockShards(ms)
+	defer unlockShards(s, ms)
 	w.mu.Lock()
 	if w.state != waitWaiting {
 		w.mu.Unlock()
@@ -373,7 +373,7 @@ func (s *Server) serveWaiter(w *waiter, key string) (served bool, more []watchKe
 		if c.dirty > 0 && c.propArgs != nil {
 			s.dirty.Add(int64(c.dirty))
 			if s.hasPropagators() {
-				s.propagate(w.db, c.propArgs)
+				c.propagateWrite(w.db, c.propArgs) // the waiter's reply waits for min-replicas-ack
 			}
 		}
 		w.state = waitServed
@@ -390,10 +390,24 @@ func (s *Server) serveWaiter(w *waiter, key string) (served bool, more []watchKe
 	return ok, more
 }
 
+// lockShards locks keys' shards (sorted and unique), holding the scripting
+// gate shared first when they are several (see Client.lockKeys); release
+// with unlockShards.
 func lockShards(s *Server, keys []keyspace.ShardRef) []*sync.Mutex {
+	if len(keys) > 1 {
+		s.scripting.gate.RLock()
+	}
 	ms := keyspace.LockShards(s.dbs, keys, make([]*sync.Mutex, 0, len(keys)))
 	s.snapGuard(ms) // open snapshots copy these shards before they change
 	return ms
+}
+
+// unlockShards releases lockShards.
+func unlockShards(s *Server, ms []*sync.Mutex) {
+	keyspace.UnlockShards(ms)
+	if len(ms) > 1 {
+		s.scripting.gate.RUnlock()
+	}
 }
 
 // canBlock reports whether the running command may block: not inside
@@ -588,6 +602,9 @@ func (c *Client) watchHangup() (hup <-chan struct{}, stop func()) {
 			gone = err != nil || n == 0
 			return true
 		})
+		// The hang-up watch (netio) may end this wait with its wake-up
+		// deadline before the peek sees the EOF.
+		gone = gone || (c.raw != nil && c.raw.HungUp())
 		if gone || (err != nil && !errors.Is(err, os.ErrDeadlineExceeded)) {
 			close(h)
 		}

@@ -42,6 +42,10 @@ type clusterMode struct {
 	mig     *slotMigrations
 	stop    chan struct{}
 	stopped chan struct{}
+
+	// push announces slot map changes to this node's clients (cluster_push.go).
+	push     *topologyPusher
+	pushOnce sync.Once
 }
 
 // clusterLocal answers the machine's questions about the node's data.
@@ -111,6 +115,7 @@ func (s *Server) clusterMachineConfig() cluster.Config {
 	cfg.AllowReplicaMigration = s.cfg.Bool(DirClusterAllowReplicaMigration)
 	cfg.ReplicaValidityFactor = int(s.cfg.Int(DirClusterReplicaValidityFactor))
 	cfg.ReplicaNoFailover = s.cfg.Bool(DirClusterReplicaNoFailover)
+	cfg.MinReplicasAck = int(s.cfg.Int(DirMinReplicasAck))
 	cfg.ReplPingReplicaPeriod = time.Duration(s.cfg.Int(DirReplPingReplicaPeriod)) * time.Second
 	cfg.Local = clusterLocal{s}
 	return cfg
@@ -197,6 +202,7 @@ func (cm *clusterMode) onReady(m *cluster.Machine, rd *cluster.Ready) {
 	// held (a manual failover's pause) and any later ones with MOVED to
 	// the new owner, never READONLY under a slot map that still names it.
 	lost := cm.publishRouting(m)
+	cm.pushTopology(m, rd)
 	if rc := rd.RoleChange; rc != nil {
 		rc := *rc
 		cm.enqueue(func() {

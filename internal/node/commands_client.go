@@ -29,6 +29,7 @@ func registerClientCommands(t *commandTable) {
 	t.addSub("client", &command{name: "getredir", arity: 2, flags: conn, fn: cmdClientGetRedir, since: "6.0.0"})
 	t.addSub("client", &command{name: "trackinginfo", arity: 2, flags: conn, fn: cmdClientTrackingInfo, since: "6.2.0"})
 	t.addSub("client", &command{name: "setinfo", arity: 4, flags: conn, fn: cmdClientSetInfo, since: "7.2.0"})
+	t.addSub("client", &command{name: "maint_notifications", arity: -3, flags: conn, fn: cmdClientMaintNotifications, since: "8.2.0"})
 	t.addSub("client", &command{name: "help", arity: 2, flags: flagLoading | flagStale, fn: cmdClientHelp, since: "5.0.0"})
 }
 

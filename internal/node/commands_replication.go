@@ -31,6 +31,7 @@ func cmdReplicaOf(c *Client, args [][]byte) {
 		return
 	}
 	if eqFold(args[1], "NO") && eqFold(args[2], "ONE") {
+		s.repl.liftRestartGuard()
 		if s.repl.becomeMaster() {
 			s.log.Info("MASTER MODE enabled (user request from '" + replicaOfRequester(c) + "')")
 		}
@@ -67,6 +68,7 @@ func (r *replication) becomeReplicaFailover(host string, port int, done chan err
 		return false
 	}
 	r.link = nil
+	r.restartGuard, r.guardRefused = false, false
 	r.mu.Unlock()
 	wasMaster := old == nil
 	if old != nil {
@@ -99,6 +101,7 @@ func (r *replication) becomeMaster() bool {
 	}
 	old.stop()
 	r.mu.Lock()
+	r.restartGuard, r.guardRefused = false, false
 	r.shiftReplIDLocked()
 	r.createBacklogLocked()
 	r.lastDB = -1
@@ -153,12 +156,35 @@ func cmdReplConf(c *Client, args [][]byte) {
 				}
 				ri.ackTime = time.Now()
 				r.ackCond.Broadcast()
+				if ri.state == replStateOnline {
+					r.ackRecvLocked(c, n)
+				}
 			}
 			r.mu.Unlock()
 			return // no reply to ACK
 		case "getack":
 			// Only a master sends GETACK; handled by the replica link.
 			return
+		case "replica-priority":
+			// A shardnode replica announces whether it can be promoted
+			// (replication_ack.go); sent again on a live link, it gets no
+			// reply (the link carries the stream).
+			n, ok := parseInt(val)
+			if !ok {
+				c.addError(errNotInt)
+				return
+			}
+			c.replPrio, c.replPrioKnown = int(n), true
+			r.mu.Lock()
+			live := r.replicaOf(c) != nil
+			if live {
+				r.ack.SetEligible(c.id, ackEligible(c))
+				r.releaseAcksLocked()
+			}
+			r.mu.Unlock()
+			if live {
+				return
+			}
 		case "rdb-only", "rdb-filter-only":
 		default:
 			c.addError("ERR Unrecognized REPLCONF option: " + string(args[i]))
@@ -232,6 +258,7 @@ func psync(c *Client, replid string, off int64, isPsync bool) {
 		if data, ok := r.backlogFromLocked(off); ok {
 			ri := &replicaInfo{c: c, state: replStateOnline, listeningPort: c.replPort, announceIP: c.replIP, capaEOF: c.replCapaEOF, capaPSync2: c.replCapaPSync2, ackTime: time.Now(), ackOffset: off - 1}
 			r.replicas = append(r.replicas, ri)
+			r.ackJoinLocked(ri)
 			r.syncPartialOK++
 			c.setFlag(clientReplica, true)
 			reply := "+CONTINUE\r\n"
@@ -251,6 +278,12 @@ func psync(c *Client, replid string, off int64, isPsync bool) {
 		} else {
 			s.log.Info(fmt.Sprintf("Partial resynchronization not accepted: Requested offset for second ID was %d, but I can reply up to %d", off, r.secondOffset))
 		}
+	}
+	if isPsync && replid != "?" && r.guardRefuseLocked(replid, off) {
+		r.syncPartialErr++
+		r.mu.Unlock()
+		c.addError("NOMASTERLINK restarted master with min-replicas-ack: the replica's history is ahead of mine or unknown to me, not resynchronizing it (REPLICAOF NO ONE here lifts this)")
+		return
 	}
 	if isPsync && replid != "?" {
 		r.syncPartialErr++
@@ -323,6 +356,7 @@ func psync(c *Client, replid string, off int64, isPsync bool) {
 	r.mu.Lock()
 	ri.state = replStateOnline
 	ri.ackTime = time.Now()
+	r.ackJoinLocked(ri)
 	if diskless {
 		ri.waitAck = true
 	} else {

@@ -27,28 +27,38 @@ const (
 
 // scripting is a server's scripting state.
 //
-// Atomicity: a script runs holding gate and every shard lock of each
-// database it touches (its client's database from the start, another one
-// when a command of the script selects it, all of them for a command that
-// locks everything). Every other taker of shard locks of more than one
-// database (Server.LockAll, lockEverything: FLUSHALL, MOVE, SWAPDB, EXEC
-// of a block that needs them, snapshots, full syncs) takes gate first, so
-// the shard locks a running script takes late can only be held by
-// single-database commands, which never wait for the script's locks: no
-// deadlock, and no other client sees the keyspace between two commands of
-// a script, declared keys or not.
+// Atomicity: a script runs holding gate exclusively and takes, before each
+// of its commands runs, the shard locks that command needs (its keys'
+// shards, declared or not; every shard of its database for a command
+// that sees the whole database or has no key metadata; every shard of
+// every database for one that locks everything), keeping all of them
+// until it ends. Every other taker of more than one shard lock at a time
+// (a multi-key command, EXEC, a command locking a database, serving a
+// blocked client on several keys) holds gate shared before its first
+// shard lock, and takers of locks across databases (Server.LockAll,
+// lockEverything) hold it exclusively. So while a script runs, every
+// other holder of a shard lock holds exactly one and waits for no other:
+// the script's lock waits always end (no deadlock, whatever the order it
+// meets its keys in), and, as no lock is released before the end (two-
+// phase locking), no other client sees a state between two commands of a
+// script, declared keys or not.
 type scripting struct {
 	once sync.Once
 	eng  *script.Engine
-	// gate serialises scripts with each other and with every taker of
-	// shard locks across databases.
-	gate sync.Mutex
+	// gate is held exclusively by a running script and by the takers of
+	// every shard lock, shared by the other takers of several shard locks.
+	gate sync.RWMutex
 	// running is the script in progress, nil when none (BUSY, KILL,
 	// FUNCTION STATS).
 	running atomic.Pointer[runningScript]
 	// kill is the context scripts run under until a kill fires it (then
 	// the next script gets a new one); used under gate.
 	kill *killSwitch
+	// host, run and out serve every script run that takes gate itself
+	// (all but those inside EXEC), reused from run to run under gate.
+	host scriptHost
+	run  script.Run
+	out  []byte
 }
 
 // killSwitch is a context whose Done channel is fixed: the Lua VM checks
@@ -186,7 +196,7 @@ func (c *Client) evalGeneric(args [][]byte, bySHA, ro bool) {
 	eng := c.srv.scriptEngine()
 	var sc *script.Script
 	if bySHA {
-		if sc = eng.Lookup(string(args[1])); sc == nil {
+		if sc = eng.LookupBytes(args[1]); sc == nil {
 			c.addError(errNoScript)
 			return
 		}
@@ -202,7 +212,7 @@ func (c *Client) evalGeneric(args [][]byte, bySHA, ro bool) {
 			return
 		}
 	}
-	c.runScript(&runningScript{eval: true, name: "f_" + sc.SHA}, sc.Flags, ro, args, numkeys, func(run *script.Run, out []byte) []byte {
+	c.runScript(&runningScript{eval: true, name: sc.SHA}, sc.Flags, ro, args, numkeys, func(run *script.Run, out []byte) []byte {
 		return eng.Exec(sc, run, out)
 	})
 }
@@ -260,23 +270,31 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 		c.addError(msg)
 		return
 	}
-	h := &scriptHost{c: c, flags: flags, repl: script.ReplAll, slot: -1}
+	slot := -1
+	if s.cluster != nil && numkeys > 0 {
+		slot = keySlot(bstr(args[3]))
+	}
+	oomAtStart := s.hot().maxmemory > 0 && !c.hasFlag(clientMaster) && !s.freeMemoryIfNeeded()
+	sc := &s.scripting
+	outerExec := c.inExec
+	var h *scriptHost
+	var run *script.Run
+	if !outerExec {
+		sc.gate.Lock()
+		h, run = &sc.host, &sc.run
+		locked := h.locked
+		clear(locked)
+		*h = scriptHost{locked: locked}
+		*run = script.Run{}
+	} else {
+		// Inside EXEC, which holds every lock (and gate) already.
+		h, run = &scriptHost{allLocked: true}, &script.Run{}
+	}
+	h.c, h.flags, h.repl, h.slot, h.oomAtStart = c, flags, script.ReplAll, slot, oomAtStart
 	h.ro = ro || flags&script.FlagEvalCompat == 0 && flags&script.FlagNoWrites != 0
 	h.allowOOM = flags&script.FlagEvalCompat == 0 && flags&script.FlagAllowOOM != 0
 	h.crossSlot = flags&script.FlagEvalCompat != 0 || flags&script.FlagAllowCrossSlot != 0
-	h.oomAtStart = s.hot().maxmemory > 0 && !c.hasFlag(clientMaster) && !s.freeMemoryIfNeeded()
-	if s.cluster != nil && numkeys > 0 {
-		h.slot = keySlot(bstr(args[3]))
-	}
-	outerExec := c.inExec
-	if !outerExec {
-		s.scripting.gate.Lock()
-		h.gated = true
-		h.lockDB(c.db)
-	} else {
-		h.allLocked = true
-	}
-	sc := &s.scripting
+	h.gated = !outerExec
 	if sc.kill == nil || sc.kill.Err() != nil {
 		sc.kill = newKillSwitch()
 	}
@@ -287,7 +305,7 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 		// The master's stream cannot be killed: no context.
 		s.scripting.running.Store(rs)
 	}
-	run := &script.Run{Host: h, Keys: args[3 : 3+numkeys], Args: args[3+numkeys:], Proto: c.proto}
+	run.Host, run.Keys, run.Args, run.Proto = h, args[3:3+numkeys], args[3+numkeys:], c.proto
 	if !rs.fromMaster {
 		run.Ctx = rs.kill
 	}
@@ -301,7 +319,11 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 	}
 	h.propDB = c.db
 	c.inExec, c.inScript = true, true
-	out := exec(run, nil)
+	var out []byte
+	if !outerExec {
+		out = sc.out[:0]
+	}
+	out = exec(run, out)
 	c.inExec, c.inScript = outerExec, false
 	c.db, c.cmd = savedDB, savedCmd
 	s.scripting.running.Store(nil)
@@ -331,10 +353,15 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 				block = append(block, [][]byte{[]byte("EXEC")})
 				prop = block
 			}
-			s.propagate(savedDB, prop)
+			c.propagateWrite(savedDB, prop)
 		}
 		c.unlockHeld()
 		h.gated = false
+		h.c, h.rs = nil, nil
+		*run = script.Run{}
+		if cap(out) <= 64<<10 {
+			sc.out = out[:0]
+		}
 		s.scripting.gate.Unlock()
 	}
 }
@@ -353,10 +380,10 @@ type scriptHost struct {
 	// slot is the hash slot the script's keys are in (cluster mode), -1
 	// before the first key.
 	slot int
-	// locked marks the databases whose shards the script holds;
-	// allLocked: every database (inside EXEC, or after a command that
-	// locks everything).
-	locked    []bool
+	// locked has, per database, a bit per shard the script holds;
+	// allLocked: every shard of every database (inside EXEC, or after a
+	// command that locks everything).
+	locked    []uint64
 	allLocked bool
 	gated     bool
 	// repl is redis.set_repl's setting; propDB the database the
@@ -365,21 +392,45 @@ type scriptHost struct {
 	propDB int
 }
 
+// lockShard takes shard i of database db if the script does not hold it.
+func (h *scriptHost) lockShard(db, i int) {
+	if len(h.locked) != len(h.c.srv.dbs) {
+		h.locked = make([]uint64, len(h.c.srv.dbs))
+	}
+	bit := uint64(1) << i
+	if h.locked[db]&bit != 0 {
+		return
+	}
+	h.locked[db] |= bit
+	m := &h.c.srv.dbs[db].Shards[i].Mu
+	m.Lock()
+	h.c.held = append(h.c.held, m)
+}
+
+// lockDB takes every shard of database db the script does not hold, and
+// lets open snapshots copy them all (a whole-database command may change
+// any of them).
 func (h *scriptHost) lockDB(db int) {
 	if h.allLocked {
 		return
 	}
-	if h.locked == nil {
-		h.locked = make([]bool, len(h.c.srv.dbs))
+	if len(h.locked) != len(h.c.srv.dbs) {
+		h.locked = make([]uint64, len(h.c.srv.dbs))
 	}
-	if h.locked[db] {
+	if h.locked[db] == ^uint64(0) {
 		return
 	}
-	h.locked[db] = true
-	c := h.c
-	n := len(c.held)
-	c.held = c.srv.dbs[db].LockAllInto(c.held)
-	c.srv.snapGuard(c.held[n:])
+	shards := h.c.srv.dbs[db].Shards[:]
+	for i := range shards {
+		h.lockShard(db, i)
+	}
+	if h.c.srv.snapOpen() {
+		ms := make([]*sync.Mutex, len(shards))
+		for i := range shards {
+			ms[i] = &shards[i].Mu
+		}
+		h.c.srv.snapGuard(ms)
+	}
 }
 
 func (h *scriptHost) lockAll() {
@@ -390,6 +441,57 @@ func (h *scriptHost) lockAll() {
 		h.lockDB(i)
 	}
 	h.allLocked = true
+}
+
+// lockFor takes the locks cmd needs in the script's current database,
+// as Client.lockFor does for a command of its own.
+func (h *scriptHost) lockFor(cmd *command, args [][]byte) {
+	if h.allLocked {
+		return
+	}
+	db := h.c.db
+	switch {
+	case cmd.flags&flagLockAll != 0 || cmd.name == "debug" || cmd.name == "swapdb":
+		h.lockAll()
+		return
+	case cmd.flags&flagLockDB != 0:
+		h.lockDB(db)
+		return
+	}
+	n := 0
+	if cmd.keys != nil {
+		for _, p := range cmd.keys(args) {
+			if p < len(args) {
+				h.lockShard(db, keyspace.ShardOf(bstr(args[p])))
+				n++
+			}
+		}
+	} else if cmd.first > 0 {
+		last := cmd.last
+		if last < 0 {
+			last = len(args) + last
+		}
+		last = min(last, len(args)-1)
+		for i := cmd.first; i <= last; i += max(cmd.step, 1) {
+			h.lockShard(db, keyspace.ShardOf(bstr(args[i])))
+			n++
+		}
+	}
+	if n == 0 && !keyspaceFree(cmd) {
+		// No key metadata: it may look at any key (SCAN, RANDOMKEY,
+		// DBSIZE ...).
+		h.lockDB(db)
+	}
+}
+
+// keyspaceFree reports the key-less commands that never look at the
+// keyspace, which a script runs without taking shard locks.
+func keyspaceFree(cmd *command) bool {
+	switch cmd.name {
+	case "ping", "echo", "time", "publish", "spublish", "select":
+		return true
+	}
+	return false
 }
 
 // SetRepl is redis.set_repl. The node has one propagation path for
@@ -463,12 +565,7 @@ func (h *scriptHost) call(args [][]byte, proto int, out []byte) ([]byte, string,
 			return nil, msg, cmd
 		}
 	}
-	// Locks: the database the command runs in, or all of them.
-	if cmd.flags&flagLockAll != 0 || cmd.name == "debug" || cmd.name == "swapdb" {
-		h.lockAll()
-	} else {
-		h.lockDB(c.db)
-	}
+	h.lockFor(cmd, args)
 	db := c.db
 	before := len(c.execProp)
 	savedOut, savedMode, savedProto := c.out, c.replyMode, c.proto

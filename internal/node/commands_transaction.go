@@ -113,7 +113,7 @@ func cmdExec(c *Client, args [][]byte) {
 		block = append(block, [][]byte{[]byte("MULTI")})
 		block = append(block, c.execProp...)
 		block = append(block, [][]byte{[]byte("EXEC")})
-		c.srv.propagate(startDB, block)
+		c.propagateWrite(startDB, block)
 	}
 	c.execProp = nil
 }

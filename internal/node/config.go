@@ -172,6 +172,8 @@ func init() {
 	defConfig("repl-disable-tcp-nodelay", "no", checkBool, false)
 	defConfig("min-replicas-to-write", "0", checkIntRange(0, 1<<31-1), false).alias = "min-slaves-to-write"
 	defConfig("min-replicas-max-lag", "10", checkIntRange(0, 1<<31-1), false).alias = "min-slaves-max-lag"
+	defConfig("min-replicas-ack", "0", checkIntRange(0, 1<<31-1), false)            // replication_ack.go
+	defConfig("min-replicas-ack-timeout", "1000", checkIntRange(1, 1<<31-1), false) // ms
 	defConfig("hash-max-listpack-entries", "128", checkIntRange(0, 1<<31-1), false).alias = "hash-max-ziplist-entries"
 	defConfig("hash-max-listpack-value", "64", checkIntRange(0, 1<<31-1), false).alias = "hash-max-ziplist-value"
 	defConfig("list-max-listpack-size", "-2", checkIntRange(-5, 1<<31-1), false).alias = "list-max-ziplist-size"
@@ -191,9 +193,9 @@ func init() {
 	defConfig("enable-protected-configs", "no", checkEnum("yes", "no", "local"), true)
 	// io-threads is the number of threads running clients' commands
 	// (GOMAXPROCS, set by cmd/shardnode at start). Redis's default is 1
-	// (one thread runs every command); shardnode's is one per CPU, as its
-	// keyspace is sharded (docs/ARCHITECTURE.md).
-	defConfig("io-threads", strconv.Itoa(min(runtime.GOMAXPROCS(0), 128)), checkIntRange(1, 128), true)
+	// (one thread runs every command); shardnode's is one per CPU but one,
+	// as its keyspace is sharded (docs/ARCHITECTURE.md "Threads").
+	defConfig("io-threads", strconv.Itoa(defaultIOThreads(runtime.GOMAXPROCS(0))), checkIntRange(1, 128), true)
 	defConfig("supervised", "no", nil, true)
 	defConfig("always-show-logo", "no", checkBool, true)
 	defConfig("set-proc-title", "yes", checkBool, true)
@@ -745,4 +747,13 @@ func (c *Config) Rewrite() error {
 		return fmt.Errorf("node: config rewrite: %w", err)
 	}
 	return f.Close()
+}
+
+// defaultIOThreads is io-threads' default on a machine with cpus usable
+// CPUs: every CPU but one, at least 1 and at most 128. The core left over
+// runs the kernel's network stack and the clients that share the machine;
+// on 2 cores, where redis-benchmark shares the machine, one thread serves
+// pipelined SET and GET better than two (docs/BENCHMARKS.md).
+func defaultIOThreads(cpus int) int {
+	return max(1, min(cpus-1, 128))
 }

@@ -5,6 +5,7 @@ import (
 	"github.com/shardis/shardis/internal/node/acl"
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"strconv"
 	"sync"
@@ -97,6 +98,7 @@ type Client struct {
 	// lastCmd (dispatch.go).
 	held       []*sync.Mutex
 	gated      bool // lockEverything passed the scripting gate
+	gatedRead  bool // holds the scripting gate shared (several shard locks)
 	inScript   bool // running a script's commands (MONITOR shows "lua")
 	lockBuf    []keyspace.ShardRef
 	lastCmdRef *command
@@ -158,6 +160,15 @@ type Client struct {
 	replIP         string
 	replCapaEOF    bool
 	replCapaPSync2 bool
+	// replPrio is the replica-priority a shardnode replica announced
+	// (REPLCONF replica-priority), valid when replPrioKnown (a
+	// redis-server replica announces none): it decides whether the
+	// replica counts toward min-replicas-ack (replication_ack.go).
+	replPrio      int
+	replPrioKnown bool
+	// ack holds the min-replicas-ack bookkeeping of the client's writes
+	// (replication_ack.go).
+	ack clientAck
 
 	newMaxBulk int64 // pending reader limits from CONFIG SET
 	newQbuf    int
@@ -261,12 +272,21 @@ const (
 // return.
 func (c *Client) serveLoop() {
 	r := c.raw
+	woken := false
 	for {
 		res := pumpStop
 		err := r.ReadLoop(func() bool {
 			res = c.pump()
 			return res == pumpWait
 		})
+		if err != nil && !woken && r.HungUp() && errors.Is(err, os.ErrDeadlineExceeded) {
+			// The hang-up watch woke the wait: read what is left and
+			// the EOF (netio, hangup_linux.go).
+			woken = true
+			r.ClearWake()
+			c.needFill, c.deadline = true, false
+			continue
+		}
 		if err != nil || res == pumpStop {
 			return
 		}
@@ -286,6 +306,7 @@ func (c *Client) pump() int {
 	loop := c.raw != nil && c.raw.InLoop()
 	for {
 		if c.needFill {
+			had := c.rd.Buffered() // an incomplete request's bytes, counted at their read
 			if err := c.rd.Fill(); err != nil {
 				if err == netio.ErrWouldBlock {
 					return pumpWait
@@ -296,7 +317,7 @@ func (c *Client) pump() int {
 				return pumpStop
 			}
 			c.needFill = false
-			c.srv.stats.netInput.Add(int64(c.rd.Buffered()))
+			c.srv.stats.netInput.Add(int64(c.rd.Buffered() - had))
 			c.markRead() // lastIO, as Redis's lastinteraction: at each read
 		}
 		args, err := c.rd.Next()
@@ -322,7 +343,9 @@ func (c *Client) pump() int {
 				// with the data read (the poller is edge-triggered): with a
 				// request left incomplete, read again rather than wait for
 				// a wake-up that may never come.
-				if c.raw.Drained() && c.rd.Buffered() == 0 {
+				// A hang-up seen by the watch (netio.Conn.HungUp, checked
+				// after the deadline above is set) means read to the EOF.
+				if c.raw.Drained() && c.rd.Buffered() == 0 && !c.raw.HungUp() {
 					return pumpWait
 				}
 				continue
@@ -422,6 +445,9 @@ func (c *Client) runBatch(args [][]byte, cmd *command) bool {
 // gone.
 func (c *Client) flush() bool {
 	c.flushStats()
+	if len(c.ack.segs) > 0 {
+		c.awaitAcks() // replication_ack.go: min-replicas-ack
+	}
 	if c.srv.repl != nil && c.srv.repl.streamDirty.Load() {
 		c.srv.repl.writeStreamsNow()
 	}
@@ -608,6 +634,9 @@ func (c *Client) close() {
 	c.doneOnce.Do(func() {
 		c.closed.Store(true)
 		close(c.done)
+		if c.raw != nil {
+			c.raw.Release() // out of the hang-up watch before the socket closes
+		}
 		if c.raw != nil && c.raw.Looping() {
 			// Close waits for the read loop to return (serveLoop),
 			// which may be this goroutine.

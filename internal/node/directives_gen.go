@@ -154,6 +154,10 @@ const (
 	DirMinReplicasToWrite
 	// DirMinReplicasMaxLag is the "min-replicas-max-lag" directive.
 	DirMinReplicasMaxLag
+	// DirMinReplicasAck is the "min-replicas-ack" directive.
+	DirMinReplicasAck
+	// DirMinReplicasAckTimeout is the "min-replicas-ack-timeout" directive.
+	DirMinReplicasAckTimeout
 	// DirHashMaxListpackEntries is the "hash-max-listpack-entries" directive.
 	DirHashMaxListpackEntries
 	// DirHashMaxListpackValue is the "hash-max-listpack-value" directive.
@@ -348,6 +352,8 @@ var directiveNames = [numDirectives]string{
 	DirReplDisableTCPNodelay:                  "repl-disable-tcp-nodelay",
 	DirMinReplicasToWrite:                     "min-replicas-to-write",
 	DirMinReplicasMaxLag:                      "min-replicas-max-lag",
+	DirMinReplicasAck:                         "min-replicas-ack",
+	DirMinReplicasAckTimeout:                  "min-replicas-ack-timeout",
 	DirHashMaxListpackEntries:                 "hash-max-listpack-entries",
 	DirHashMaxListpackValue:                   "hash-max-listpack-value",
 	DirListMaxListpackSize:                    "list-max-listpack-size",

@@ -454,6 +454,9 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 		c.snapGuardKeys(cmd, args) // an open snapshot copies what it changes first
 	}
 	errsBefore, nestedBefore := c.errReplies, c.nestedErrs
+	// The write's reply and stream offset for min-replicas-ack
+	// (replication_ack.go).
+	outStart, ackBefore := len(c.out), c.ack.off
 	c.statsBefore(cmd) // perf_hot.go
 	masterView := s.replicaMode.Load() && c.hasFlag(clientMaster)
 	if masterView {
@@ -477,10 +480,13 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 				c.execProp = append(c.execProp, cloneArgs(p))
 			}
 		} else if s.hasPropagators() {
-			s.propagate(c.db, prop)
+			c.propagateWrite(c.db, prop)
 		}
 	}
 	c.propOne[0] = nil
+	if !locked {
+		c.noteAckSeg(outStart, ackBefore) // replication_ack.go
+	}
 	if !locked {
 		c.unlockHeld()
 		if len(c.readyKeys) > 0 || s.readyPending() {
@@ -531,6 +537,7 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 		return
 	}
 	if cmd.flags&flagLockDB != 0 {
+		c.gateShared()
 		db := c.srv.dbs[c.db]
 		for i := range db.Shards {
 			c.held = append(c.held, &db.Shards[i].Mu)
@@ -578,8 +585,25 @@ func (c *Client) lockFor(cmd *command, args [][]byte) {
 }
 
 // lockKeys locks the given shards in (db, shard) order, without duplicates.
+// A taker of several shard locks, and EXEC (whose commands may lock more
+// shards as they run), holds the scripting gate shared first.
 func (c *Client) lockKeys(keys []keyspace.ShardRef) {
-	c.held = keyspace.LockShards(c.srv.dbs, keyspace.SortShardRefs(keys), c.held)
+	refs := keyspace.SortShardRefs(keys)
+	if len(refs) > 1 || c.cmd != nil && c.cmd.name == "exec" {
+		c.gateShared()
+	}
+	c.held = keyspace.LockShards(c.srv.dbs, refs, c.held)
+}
+
+// gateShared takes the scripting gate shared, before any shard lock: a
+// script, which holds it exclusively, then never waits for a shard lock
+// held by someone waiting for one of its own (commands_scripting.go).
+func (c *Client) gateShared() {
+	// A script's client holds the gate exclusively already (runScript).
+	if !c.gated && !c.gatedRead && !c.inScript {
+		c.srv.scripting.gate.RLock()
+		c.gatedRead = true
+	}
 }
 
 func (c *Client) lockEverything() {
@@ -600,10 +624,17 @@ func (c *Client) unlockHeld() {
 		c.gated = false
 		c.srv.scripting.gate.Unlock()
 	}
+	if c.gatedRead {
+		c.gatedRead = false
+		c.srv.scripting.gate.RUnlock()
+	}
 }
 
 // relockHeld re-takes locks released by a blocking command while it waited.
 func (c *Client) relockHeld(ms []*sync.Mutex) {
+	if len(ms) > 1 {
+		c.gateShared()
+	}
 	for _, m := range ms {
 		m.Lock()
 	}

@@ -54,6 +54,9 @@ type hotConfig struct {
 	// Write refusals (writeRefused, persistRefused).
 	replicaReadOnly, stopWritesOnBgsaveErr, saveRules bool
 	minReplicasToWrite                                int64
+	// minReplicasAck and minReplicasAckTimeout (ms) are
+	// min-replicas-ack and its timeout (replication_ack.go).
+	minReplicasAck, minReplicasAckTimeout int64
 	// Encoding thresholds of the collection types.
 	hashLim     value.HashLimits
 	zsetLim     value.ZSetLimits
@@ -81,6 +84,8 @@ func (s *Server) hot() *hotConfig {
 	h.stopWritesOnBgsaveErr = s.cfg.Bool(DirStopWritesOnBgsaveError)
 	h.saveRules = s.cfg.Get(DirSave) != ""
 	h.minReplicasToWrite = s.cfg.Int(DirMinReplicasToWrite)
+	h.minReplicasAck = s.cfg.Int(DirMinReplicasAck)
+	h.minReplicasAckTimeout = s.cfg.Int(DirMinReplicasAckTimeout)
 	h.hashLim = value.HashLimits{Entries: int(s.cfg.Int(DirHashMaxListpackEntries)), Value: int(s.cfg.Int(DirHashMaxListpackValue))}
 	h.zsetLim = value.ZSetLimits{Entries: int(s.cfg.Int(DirZsetMaxListpackEntries)), Value: int(s.cfg.Int(DirZsetMaxListpackValue))}
 	h.intsetLimit = int(s.cfg.Int(DirSetMaxIntsetEntries))

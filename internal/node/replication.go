@@ -92,6 +92,20 @@ type replication struct {
 	// loadExpiredKeys counts the expired keys the last load dropped
 	// (INFO rdb_last_load_keys_expired).
 	loadExpiredKeys atomic.Int64
+
+	// ack is min-replicas-ack's gate (replication_ack.go); ackWaiters
+	// are the waiting writers' wake-up channels by client id, ackRel
+	// Release's scratch. ackTimeouts counts the batches whose
+	// acknowledgement timed out (INFO min_replicas_ack_timeouts).
+	ack         *repl.AckGate
+	ackWaiters  map[int64]chan struct{}
+	ackRel      []int64
+	ackTimeouts atomic.Int64
+	// restartGuard is set from start-up as a master until this node
+	// becomes a replica or is promoted (REPLICAOF, REPLICAOF NO ONE,
+	// FAILOVER, a cluster election); guardRefused once the guard refused
+	// a replica whose history is ahead of ours (replication_ack.go).
+	restartGuard, guardRefused bool
 }
 
 func newReplID() string {
@@ -103,12 +117,16 @@ func newReplID() string {
 func newReplication(s *Server) *replication {
 	r := &replication{srv: s, replid: newReplID(), replid2: strings.Repeat("0", 40), secondOffset: -1, lastDB: -1}
 	r.ackCond = sync.NewCond(&r.mu)
+	r.ack = repl.NewAckGate(int(s.cfg.Int(DirMinReplicasAck)))
+	r.ackWaiters = map[int64]chan struct{}{}
+	r.restartGuard = len(strings.Fields(s.cfg.Get(DirReplicaof))) != 2
 	registerReplicationDebug(s)
 	s.failoverStateFn = s.failover.getState
 	s.replInfo = r.info
 	s.minReplicasRefuse = func() bool {
-		need := s.hot().minReplicasToWrite
-		if need <= 0 {
+		h := s.hot()
+		need, ack := h.minReplicasToWrite, h.minReplicasAck
+		if need <= 0 && ack <= 0 {
 			return false
 		}
 		r.mu.Lock()
@@ -116,7 +134,10 @@ func newReplication(s *Server) *replication {
 		if r.link != nil {
 			return false
 		}
-		return int64(r.goodReplicasLocked(time.Duration(s.cfg.Int(DirMinReplicasMaxLag))*time.Second)) < need
+		if ack > 0 && (r.guardRefused || r.ackRefuseLocked(ack)) {
+			return true
+		}
+		return need > 0 && int64(r.goodReplicasLocked(time.Duration(s.cfg.Int(DirMinReplicasMaxLag))*time.Second)) < need
 	}
 	s.masterLinkUp = func() bool {
 		r.mu.Lock()
@@ -297,6 +318,7 @@ func (r *replication) removeReplica(c *Client) {
 	for i, ri := range r.replicas {
 		if ri.c == c {
 			r.replicas = append(r.replicas[:i], r.replicas[i+1:]...)
+			r.ackLeaveLocked(c)
 			r.srv.log.Info("Connection with replica " + replicaName(c) + " lost.")
 			break
 		}
@@ -416,6 +438,14 @@ func (r *replication) info(b *strings.Builder) {
 	fmt.Fprintf(b, "connected_slaves:%d\r\n", len(r.replicas))
 	if n := r.srv.cfg.Int(DirMinReplicasToWrite); n > 0 && link == nil {
 		fmt.Fprintf(b, "min_slaves_good_slaves:%d\r\n", r.goodReplicasLocked(time.Duration(r.srv.cfg.Int(DirMinReplicasMaxLag))*time.Second))
+	}
+	if n := r.srv.cfg.Int(DirMinReplicasAck); n > 0 && link == nil {
+		// Fields redis-server lacks: our Sentinel reads them for its
+		// election rule (internal/sentinel, docs/ARCHITECTURE.md
+		// "Acknowledged writes").
+		r.syncAckNeedLocked()
+		fmt.Fprintf(b, "min_replicas_ack:%d\r\nmin_replicas_ack_timeout:%d\r\nmin_replicas_ack_eligible:%d\r\nmin_replicas_acked_offset:%d\r\nmin_replicas_ack_timeouts:%d\r\nmin_replicas_ack_restart_refused:%d\r\n",
+			n, r.srv.cfg.Int(DirMinReplicasAckTimeout), r.ack.Eligible(), r.ack.Acked(), r.ackTimeouts.Load(), boolInt(r.guardRefused))
 	}
 	for i, ri := range r.replicas {
 		lag := int64(0)

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,7 +47,19 @@ type masterLink struct {
 	// the queued commands, and the partial resync asks for the
 	// transaction again from its MULTI.
 	txn []byte
+	// askedAt is when the master last sent REPLCONF GETACK and ackedOff
+	// the offset of the last ACK the stream sent: for a second after a
+	// GETACK the replica acknowledges every batch it applied, so a master
+	// with min-replicas-ack waits one round trip, not one GETACK round,
+	// for most writes (replication_ack.go). Owned by the stream's
+	// goroutine.
+	askedAt  time.Time
+	ackedOff int64
 }
+
+// ackStreamWindow is how long after a GETACK the replica acknowledges every
+// applied batch.
+const ackStreamWindow = time.Second
 
 type linkStatus struct {
 	state               string
@@ -108,6 +121,7 @@ func (h replicaHost) Settings() repl.Settings {
 		AnnounceIP:   s.cfg.Get(DirReplicaAnnounceIP),
 		DisklessLoad: s.cfg.Get(DirReplDisklessLoad),
 		Dir:          s.cfg.Get(DirDir),
+		Priority:     strconv.FormatInt(announcedPriority(s), 10),
 	}
 }
 
@@ -286,7 +300,11 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 		}
 		args, err := c.rd.Next()
 		if err == resp.ErrIncomplete {
-			_ = nc.SetReadDeadline(time.Now().Add(timeout))
+			now := time.Now()
+			if now.Sub(l.askedAt) < ackStreamWindow {
+				l.ackApplied()
+			}
+			_ = nc.SetReadDeadline(now.Add(timeout))
 			if err := c.rd.Fill(); err != nil {
 				return fmt.Errorf("node: replication: stream: %w", err)
 			}
@@ -435,7 +453,20 @@ func (l *masterLink) ackRequested(raw []byte) {
 	} else {
 		l.r.feedFromMaster(raw)
 	}
+	l.askedAt = time.Now()
 	l.sendAck()
+}
+
+// ackApplied acknowledges what the stream applied since the last ACK it
+// sent (the master asked recently: see askedAt).
+func (l *masterLink) ackApplied() {
+	l.r.mu.Lock()
+	off := l.r.offset
+	l.r.mu.Unlock()
+	if off != l.ackedOff && len(l.txn) == 0 {
+		l.ackedOff = off
+		l.SendAck(off)
+	}
 }
 
 // disconnectReplicasLocked closes every replica's link so they resync.
@@ -447,6 +478,9 @@ func (l *masterLink) ackRequested(raw []byte) {
 func (r *replication) disconnectReplicasLocked() {
 	for _, ri := range r.replicas {
 		go ri.c.close()
+	}
+	for _, ri := range r.replicas {
+		r.ackLeaveLocked(ri.c)
 	}
 	if len(r.replicas) > 0 {
 		r.replicas = nil

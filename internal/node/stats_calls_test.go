@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/resp"
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 // cmdstat returns the calls/rejected_calls/failed_calls part of a
@@ -172,5 +173,25 @@ func TestMonitorAfterExecution(t *testing.T) {
 	want := []string{`"set" "k" "v"`, `"multi"`, `"incr" "n"`, `"get" "k"`, `"exec"`, `"echo" "last"`}
 	if strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("MONITOR lines:\n got %q\nwant %q", got, want)
+	}
+}
+
+// TestNetInputBytesPartialRequest: a request that arrives in two reads is
+// counted once: total_net_input_bytes is the bytes the client sent, not
+// the bytes left in the buffer counted again at the next read.
+func TestNetInputBytesPartialRequest(t *testing.T) {
+	ts := startServer(t)
+	r := ts.raw(t)
+	first, rest := "*1\r\n$4\r\nPI", "NG\r\n"
+	r.send(first)
+	testutil.WaitFor(t, 5*time.Second, "the first part read", func() bool {
+		return ts.srv.stats.netInput.Load() >= int64(len(first))
+	})
+	r.send(rest)
+	if got := r.readLine(); got != "+PONG" {
+		t.Fatalf("PING split in two reads: %q", got)
+	}
+	if got, want := ts.srv.stats.netInput.Load(), int64(len(first)+len(rest)); got != want {
+		t.Errorf("total_net_input_bytes = %d, want %d (the bytes sent)", got, want)
 	}
 }

@@ -92,7 +92,12 @@ func (m *Machine) failoverWaitStart(now time.Time, master *instance) {
 
 // failoverSelectReplica picks the replica to promote.
 func (m *Machine) failoverSelectReplica(now time.Time, master *instance) {
-	r := m.selectReplica(now, master)
+	r, wait := m.selectReplicaAck(now, master)
+	if r == nil && wait && now.Sub(master.failoverStateChange) <= master.failoverTimeout {
+		// min-replicas-ack: not enough replicas read since the master
+		// stopped to know which one holds every acknowledged write.
+		return
+	}
 	if r == nil {
 		m.instEvent(LevelWarning, EventAbortNoGoodReplica, master, "")
 		m.abortFailover(now, master)

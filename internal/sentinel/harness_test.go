@@ -21,6 +21,7 @@ type fakeRedis struct {
 	offset    int64
 	promoteOK bool // honours REPLICAOF NO ONE (default true)
 	loading   bool // answers PING with LOADING
+	ackNeed   int  // a shardnode master's min-replicas-ack (INFO min_replicas_ack)
 }
 
 type simSentinel struct {
@@ -107,12 +108,18 @@ func (w *world) info(r *fakeRedis) string {
 	fmt.Fprintf(&b, "# Server\r\nrun_id:%s\r\n# Replication\r\n", r.runID)
 	if r.master.IsZero() {
 		b.WriteString("role:master\r\n")
-		i := 0
+		i, eligible := 0, 0
 		for _, o := range w.sortedRedis() {
 			if o.up && o.master == r.addr {
 				fmt.Fprintf(&b, "slave%d:ip=%s,port=%d,state=online,offset=%d,lag=0\r\n", i, o.addr.IP, o.addr.Port, o.offset)
 				i++
+				if o.priority > 0 {
+					eligible++
+				}
 			}
+		}
+		if r.ackNeed > 0 {
+			fmt.Fprintf(&b, "min_replicas_ack:%d\r\nmin_replicas_ack_eligible:%d\r\n", r.ackNeed, eligible)
 		}
 		return b.String()
 	}

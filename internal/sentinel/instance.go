@@ -93,6 +93,9 @@ type instance struct {
 	info               string // last INFO reply text
 
 	// Masters only.
+	// ackNeed and ackEligible are min-replicas-ack and the eligible
+	// replicas the master counted, from its last INFO (ackrule.go).
+	ackNeed, ackEligible int
 	quorum               int
 	parallelSyncs        int
 	failoverTimeout      time.Duration

@@ -80,6 +80,14 @@ func electionWon(votes, voters, quorum int) bool {
 
 // selectReplica is sentinelSelectSlave: the best replica to promote, or nil.
 func (m *Machine) selectReplica(now time.Time, master *instance) *instance {
+	r, _ := m.selectReplicaAck(now, master)
+	return r
+}
+
+// selectReplicaAck is selectReplica with the rule for acknowledged writes
+// (ackrule.go): wait reports that no replica may be promoted yet because
+// too few eligible replicas' offsets were read since the master stopped.
+func (m *Machine) selectReplicaAck(now time.Time, master *instance) (*instance, bool) {
 	maxDown := master.downAfter * 10
 	if master.has(flagSDown) {
 		maxDown += now.Sub(master.sDownSince)
@@ -90,11 +98,12 @@ func (m *Machine) selectReplica(now time.Time, master *instance) *instance {
 			cands = append(cands, r)
 		}
 	}
+	cands, wait := m.ackCandidates(now, master, cands)
 	sort.SliceStable(cands, func(i, j int) bool { return betterReplica(cands[i], cands[j]) })
 	if len(cands) == 0 {
-		return nil
+		return nil, wait
 	}
-	return cands[0]
+	return cands[0], false
 }
 
 // replicaEligible applies Redis's exclusions: down, disconnected, not

@@ -120,6 +120,9 @@ func (m *Machine) refreshInstanceInfo(now time.Time, ri *instance, info Info) {
 		}
 		ri.runID = info.RunID
 	}
+	if ri.kind == RoleMaster && info.Role == RoleMaster {
+		ri.ackNeed, ri.ackEligible = info.AckNeed, info.AckEligible
+	}
 	if ri.kind == RoleMaster {
 		for _, a := range info.Replicas {
 			if ri.lookupReplica(a) == nil && !addrEqual(a, ri.addr) {

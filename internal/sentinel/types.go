@@ -78,6 +78,10 @@ type Info struct {
 	ReplOffset          int64         // slave_repl_offset
 	HasAnnounced        bool          // whether replica_announced was present
 	Announced           bool          // replica_announced
+	// AckNeed and AckEligible are a shardnode master's min_replicas_ack
+	// and min_replicas_ack_eligible (0 when absent: redis-server, or
+	// acknowledgement off): the election rule of ackrule.go.
+	AckNeed, AckEligible int
 }
 
 // ParseInfo extracts the fields the Sentinel uses from an INFO reply.
@@ -117,6 +121,10 @@ func ParseInfo(text string) Info {
 			in.HasPriority = true
 		case k == "slave_repl_offset":
 			in.ReplOffset, _ = strconv.ParseInt(v, 10, 64)
+		case k == "min_replicas_ack":
+			in.AckNeed, _ = strconv.Atoi(v)
+		case k == "min_replicas_ack_eligible":
+			in.AckEligible, _ = strconv.Atoi(v)
 		case k == "replica_announced":
 			in.HasAnnounced = true
 			in.Announced = v != "0"

@@ -26,6 +26,15 @@
 // connection. Two shards never write the same key (the ring places a key
 // on one shard).
 //
+// The target's slot map is read once, at the start: the cluster must keep
+// it for the whole migration (no reshard, no failover of a target master).
+// A change shows as a MOVED or ASK reply or a lost target connection, and
+// stops the migration before its commit point, as any failure before (6)
+// below does: the sources serve as before and the run can be repeated on
+// the settled cluster. Following a changing slot map would mean replaying
+// the refused commands of a slot, in order, before any later one of that
+// slot; that is not built.
+//
 // # Not a promotable replica
 //
 // Sentinels (redis-sentinel and shardnode's) learn a replica from its

@@ -92,6 +92,9 @@ func dialSource(ctx context.Context, addr string, auth []string, listenPort int,
 	if _, err := ask("REPLCONF", "capa", "eof", "capa", "psync2"); err != nil {
 		return fail(fmt.Errorf("tocluster: source %s: %w", addr, err))
 	}
+	// Never promotable: a shardnode master's min-replicas-ack must not
+	// count this link (redis-server answers with an error, ignored).
+	_, _ = ask("REPLCONF", "replica-priority", "0")
 	id, off := "?", "-1"
 	if replid != "" {
 		id, off = replid, strconv.FormatInt(next, 10)

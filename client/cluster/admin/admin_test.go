@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -130,11 +131,32 @@ func skipShort(t *testing.T) {
 // TestLifecycle: create 3 masters + 3 replicas, add a master and a
 // replica, reshard, rebalance, empty and delete the new master, fail
 // over; redis-cli --cluster check agrees after each step.
+//
+// Against shardnode the reshard and rebalance use whole-slot migration
+// (CLUSTER MIGRATION), against redis-server 7.0 key-by-key moves.
 func TestLifecycle(t *testing.T) {
+	for _, kind := range clustertest.Kinds {
+		t.Run(kind, func(t *testing.T) { testLifecycle(t, kind) })
+	}
+}
+
+func testLifecycle(t *testing.T, kind string) {
 	skipShort(t)
 	ctx := context.Background()
 	opt := testOptions(t)
-	nodes := clustertest.StartNodes(t, 8)
+	var whole, single atomic.Int64
+	progress := opt.Progress
+	opt.Progress = func(p Progress) {
+		if p.Op == "reshard" || p.Op == "rebalance" {
+			if strings.Contains(p.Detail, "whole-slot migration") {
+				whole.Add(1)
+			} else {
+				single.Add(1)
+			}
+		}
+		progress(p)
+	}
+	nodes := clustertest.StartKind(t, kind, 8)
 	createCluster(t, nodes[:6], 1)
 	info := mustInfo(t, nodes[0].Addr)
 	if len(info.Masters) != 3 {
@@ -171,6 +193,13 @@ func TestLifecycle(t *testing.T) {
 	if m := masterByAddr(mustInfo(t, nodes[0].Addr), newMaster.Addr); m.Slots != 300 || m.Keys == 0 {
 		t.Fatalf("after reshard: %+v", m)
 	}
+	switch {
+	case kind == "shardnode" && (whole.Load() == 0 || single.Load() != 0):
+		t.Fatalf("shardnode reshard: %d whole-slot migrations, %d key-by-key slots; want only the former", whole.Load(), single.Load())
+	case kind == "redis" && whole.Load() != 0:
+		t.Fatalf("redis-server reshard used whole-slot migration %d times", whole.Load())
+	}
+	t.Logf("reshard of 300 slots: %d whole-slot migration tasks, %d key-by-key slot moves", whole.Load(), single.Load())
 	data.verify()
 
 	// rebalance: 4 masters with equal weights get 4096 slots each (±1).
@@ -230,10 +259,16 @@ func TestLifecycle(t *testing.T) {
 // TestFix leaves slots half-migrated, open on one side, and uncovered,
 // and checks that Fix repairs each so that redis-cli agrees.
 func TestFix(t *testing.T) {
+	for _, kind := range clustertest.Kinds {
+		t.Run(kind, func(t *testing.T) { testFix(t, kind) })
+	}
+}
+
+func testFix(t *testing.T, kind string) {
 	skipShort(t)
 	ctx := context.Background()
 	opt := testOptions(t)
-	nodes := clustertest.StartNodes(t, 3)
+	nodes := clustertest.StartKind(t, kind, 3)
 	createCluster(t, nodes, 0)
 	data := newDataset(t, nodes[0].Addr, 300)
 	a, b := nodes[0], nodes[1]

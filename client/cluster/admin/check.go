@@ -285,7 +285,7 @@ func (cl *Cluster) fixOpenSlot(ctx context.Context, slot int, r *Report) error {
 	case len(migrating) == 1 && len(importing) == 1:
 		src, dst := migrating[0], importing[0]
 		done("Case 1: Moving slot %d from %s to %s", slot, src.Addr, dst.Addr)
-		return cl.moveSlot(ctx, slot, src, dst)
+		return cl.moveOpenSlot(ctx, slot, src, dst)
 	case len(migrating) == 0 && len(importing) > 0:
 		done("Case 2: Moving all the %d slot keys to its owner %s", slot, owner.Addr)
 		for _, n := range importing {
@@ -326,7 +326,7 @@ func (cl *Cluster) fixOpenSlot(ctx context.Context, slot int, r *Report) error {
 		}
 		if dst != nil {
 			done("Case 3: Moving slot %d from %s to %s and closing it on all the other importing nodes", slot, src.Addr, dst.Addr)
-			if err := cl.moveSlot(ctx, slot, src, dst); err != nil {
+			if err := cl.moveOpenSlot(ctx, slot, src, dst); err != nil {
 				return err
 			}
 			for _, n := range importing {

@@ -15,9 +15,14 @@
 // by the same case analysis as redis-cli's fix.
 //
 // The operations work on redis-server clusters and on any server that
-// implements those cluster commands. Whole-slot migration (moving a slot
-// in one step where every node involved supports it) is not implemented
-// yet; [SlotMover] is where it will plug in, chosen by feature detection.
+// implements those cluster commands. Where both masters of a move have
+// whole-slot migration (CLUSTER MIGRATION, Redis 8.4's atomic slot
+// migration, which shardnode implements; detected with COMMAND INFO
+// cluster|migration), reshard and rebalance use it instead
+// ([MigrationMover], the default [SlotMover]): one task per run of
+// consecutive slots from one source, no ASK redirects for clients, and
+// the target claims the slots with a new config epoch that the others
+// learn by gossip. Fix always finishes an open slot key by key.
 //
 // Every request is bounded by Options.Timeout; every wait for the cluster
 // to converge polls with a deadline (Options.WaitTimeout) and honours ctx.

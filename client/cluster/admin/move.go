@@ -9,12 +9,12 @@ import (
 )
 
 // SlotMover moves the keys of one slot from one master to another and
-// hands the slot over. The default, KeyMover, does it key by key as
-// redis-cli does. A whole-slot mover (one request per slot, for servers
-// that support it) will implement the same interface; Supports lets the
-// operations pick it only when every node involved does (feature
-// detection, for example through COMMAND INFO), and fall back to
-// KeyMover otherwise.
+// hands the slot over. KeyMover does it key by key as redis-cli does;
+// MigrationMover (the default) with whole-slot migration. Supports lets
+// the operations pick a mover only when both masters support it, and
+// fall back to KeyMover otherwise. A mover that also implements
+// RangeMover gets the consecutive slots a reshard or rebalance takes from
+// one source in one call.
 type SlotMover interface {
 	// Supports reports whether the mover can move slots between src and
 	// dst.
@@ -23,6 +23,15 @@ type SlotMover interface {
 	// (SETSLOT IMPORTING/MIGRATING) and handing it over (SETSLOT NODE), as
 	// the fix of an uncovered slot with keys on several nodes needs.
 	MoveSlot(ctx context.Context, cl *Cluster, slot int, src, dst *Node, cold bool) error
+}
+
+// RangeMover is a SlotMover that moves several slots of one source in one
+// operation.
+type RangeMover interface {
+	SlotMover
+	// MoveSlots moves slots (ascending) from src to dst, opened and handed
+	// over (never cold).
+	MoveSlots(ctx context.Context, cl *Cluster, slots []int, src, dst *Node) error
 }
 
 // KeyMover is the key-by-key SlotMover of redis-cli's
@@ -160,6 +169,18 @@ func (cl *Cluster) mover(ctx context.Context, src, dst *Node) SlotMover {
 // moveSlot moves one slot and updates the in-memory view.
 func (cl *Cluster) moveSlot(ctx context.Context, slot int, src, dst *Node) error {
 	if err := cl.mover(ctx, src, dst).MoveSlot(ctx, cl, slot, src, dst, false); err != nil {
+		return err
+	}
+	src.Slots = removeSlot(src.Slots, slot)
+	dst.Slots = insertSlot(dst.Slots, slot)
+	return nil
+}
+
+// moveOpenSlot finishes the move of a slot already open (MIGRATING on
+// src, IMPORTING on dst) key by key, whatever the Mover: a whole-slot
+// migration cannot take over a slot opened with SETSLOT.
+func (cl *Cluster) moveOpenSlot(ctx context.Context, slot int, src, dst *Node) error {
+	if err := (KeyMover{}).MoveSlot(ctx, cl, slot, src, dst, false); err != nil {
 		return err
 	}
 	src.Slots = removeSlot(src.Slots, slot)

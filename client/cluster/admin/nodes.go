@@ -41,8 +41,9 @@ type Options struct {
 	// Logger receives one Info line per step, in redis-cli's words.
 	// Default: discard.
 	Logger *slog.Logger
-	// Mover moves one slot between two masters. Default: the key-by-key
-	// mover (KeyMover).
+	// Mover moves slots between two masters. Default MigrationMover{}:
+	// whole-slot migration where both masters support it, key by key
+	// (KeyMover) otherwise.
 	Mover SlotMover
 }
 
@@ -75,7 +76,7 @@ func (o *Options) defaulted() *Options {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
 	if opt.Mover == nil {
-		opt.Mover = KeyMover{}
+		opt.Mover = MigrationMover{}
 	}
 	return &opt
 }

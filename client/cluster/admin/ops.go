@@ -272,20 +272,50 @@ func Reshard(ctx context.Context, addr string, ro ReshardOptions, opt *Options) 
 	return cl.runMoves(ctx, "reshard", table, dst, 0, len(table))
 }
 
-// runMoves moves the table's slots to dst, reporting progress.
+// runMoves moves the table's slots to dst, reporting progress. With a
+// RangeMover the consecutive entries of one source (up to rangeBatch
+// slots) move in one call.
 func (cl *Cluster) runMoves(ctx context.Context, op string, table []move, dst *Node, done, total int) error {
-	for i, m := range table {
+	for i := 0; i < len(table); {
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		m := table[i]
+		if rm, ok := cl.mover(ctx, m.src, dst).(RangeMover); ok {
+			j := i + 1
+			for j < len(table) && j-i < rangeBatch && table[j].src == m.src {
+				j++
+			}
+			slots := make([]int, 0, j-i)
+			for _, e := range table[i:j] {
+				slots = append(slots, e.slot)
+			}
+			slices.Sort(slots)
+			cl.opt.logf("Moving %d slots (%d-%d) from %s to %s with whole-slot migration", len(slots), slots[0], slots[len(slots)-1], m.src.Addr, dst.Addr)
+			if err := rm.MoveSlots(ctx, cl, slots, m.src, dst); err != nil {
+				return err
+			}
+			for _, s := range slots {
+				m.src.Slots = removeSlot(m.src.Slots, s)
+				dst.Slots = insertSlot(dst.Slots, s)
+			}
+			cl.opt.progress(op, done+j, total, fmt.Sprintf("slots %d-%d %s -> %s (whole-slot migration)", slots[0], slots[len(slots)-1], m.src.Addr, dst.Addr))
+			i = j
+			continue
 		}
 		cl.opt.logf("Moving slot %d from %s to %s", m.slot, m.src.Addr, dst.Addr)
 		if err := cl.moveSlot(ctx, m.slot, m.src, dst); err != nil {
 			return err
 		}
-		cl.opt.progress(op, done+i+1, total, fmt.Sprintf("slot %d %s -> %s", m.slot, m.src.Addr, dst.Addr))
+		i++
+		cl.opt.progress(op, done+i, total, fmt.Sprintf("slot %d %s -> %s", m.slot, m.src.Addr, dst.Addr))
 	}
 	return nil
 }
+
+// rangeBatch bounds the slots of one whole-slot migration task, so that
+// progress advances and a failure rolls back a bounded part.
+const rangeBatch = 1024
 
 // RebalanceOptions tune Rebalance.
 type RebalanceOptions struct {

@@ -1,5 +1,6 @@
 // Package clustertest is a test helper, like net/http/httptest: it starts
-// real redis-server processes in cluster mode for the end-to-end tests of
+// real redis-server processes in cluster mode, or in-process shardnodes
+// (StartShardNode, StartKind), for the end-to-end tests of
 // client/cluster, its admin operations and "shardnode cluster", and runs
 // "redis-cli --cluster" against them.
 //
@@ -12,6 +13,7 @@ package clustertest
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -25,14 +27,18 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardis/shardis/internal/consistent"
+	"github.com/shardis/shardis/internal/node"
 	"github.com/shardis/shardis/internal/testutil"
 )
 
 // NodeTimeout is the cluster-node-timeout the nodes run with, in ms.
 const NodeTimeout = 1000
 
-// Node is one cluster-enabled redis-server.
+// Node is one cluster node: a redis-server process, or an in-process
+// shardnode (StartShardNode).
 type Node struct {
+	// Kind is "redis" or "shardnode".
+	Kind string
 	// Addr is "127.0.0.1:port".
 	Addr string
 	// Port is the client port; the bus listens on Port+10000.
@@ -47,6 +53,8 @@ type Node struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
+	// stop ends an in-process shardnode (nil once stopped).
+	stop func()
 }
 
 // portPair returns a port P such that P and P+10000 were both free.
@@ -76,6 +84,7 @@ func StartNode(t testing.TB, extra ...string) *Node {
 	port := portPair(t)
 	dir := t.TempDir()
 	n := &Node{
+		Kind: "redis",
 		Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, Dir: dir, t: t, bin: bin,
 		args: append([]string{
 			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
@@ -118,9 +127,13 @@ func (n *Node) start() {
 // Kill sends SIGKILL and waits for the exit; a no-op when not running.
 func (n *Node) Kill() {
 	n.mu.Lock()
-	cmd, done := n.cmd, n.done
-	n.cmd = nil
+	cmd, done, stop := n.cmd, n.done, n.stop
+	n.cmd, n.stop = nil, nil
 	n.mu.Unlock()
+	if stop != nil {
+		stop()
+		return
+	}
 	if cmd == nil {
 		return
 	}
@@ -144,6 +157,80 @@ func (n *Node) Client() *redis.Client {
 	n.t.Cleanup(func() { c.Close() })
 	return c
 }
+
+// StartShardNode starts one empty in-process shardnode in cluster mode
+// (its logs discarded), with the same settings as StartNode's
+// redis-server, and waits until it answers PING. Kill stops it: its
+// sockets close at once, as a killed process's would.
+func StartShardNode(t testing.TB, extra ...string) *Node {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		port := portPair(t)
+		dir := t.TempDir()
+		cfg := node.NewConfig()
+		conf := append([]string{
+			"port", strconv.Itoa(port), "bind", "127.0.0.1", "dir", dir, "save", "", "appendonly", "no",
+			"protected-mode", "no", "cluster-enabled", "yes", "cluster-config-file", "nodes.conf",
+			"cluster-node-timeout", strconv.Itoa(NodeTimeout), "repl-diskless-sync-delay", "0",
+			"enable-debug-command", "yes",
+		}, extra...)
+		for i := 0; i+1 < len(conf); i += 2 {
+			if err := cfg.Set(strings.TrimPrefix(conf[i], "--"), conf[i+1]); err != nil {
+				t.Fatalf("clustertest: shardnode config %s %s: %v", conf[i], conf[i+1], err)
+			}
+		}
+		srv, err := node.New(cfg, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatalf("clustertest: shardnode: %v", err)
+		}
+		if err := srv.Listen(); err != nil {
+			if attempt < 5 {
+				continue // the port pair was taken meanwhile
+			}
+			t.Fatalf("clustertest: shardnode listen: %v", err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			_ = srv.Run(ctx)
+		}()
+		n := &Node{Kind: "shardnode", Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, Dir: dir, t: t}
+		n.stop = func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Errorf("clustertest: shardnode %s did not stop", n.Addr)
+			}
+		}
+		t.Cleanup(n.Kill)
+		deadline := time.Now().Add(testutil.StartTimeout)
+		for testutil.Ping(n.Addr) != nil {
+			if time.Now().After(deadline) {
+				t.Fatalf("clustertest: shardnode %s did not answer PING", n.Addr)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return n
+	}
+}
+
+// StartKind starts count empty nodes of kind "redis" or "shardnode".
+func StartKind(t testing.TB, kind string, count int, extra ...string) []*Node {
+	t.Helper()
+	if kind == "redis" {
+		return StartNodes(t, count, extra...)
+	}
+	nodes := make([]*Node, count)
+	for i := range nodes {
+		nodes[i] = StartShardNode(t, extra...)
+	}
+	return nodes
+}
+
+// Kinds are the node kinds the end-to-end tests run against.
+var Kinds = []string{"redis", "shardnode"}
 
 // StartNodes starts count empty nodes, each with the extra redis.conf
 // arguments given (for example "--cluster-require-full-coverage", "no").

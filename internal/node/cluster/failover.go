@@ -55,6 +55,7 @@ const (
 	cantFailoverWaitingDelay
 	cantFailoverExpired
 	cantFailoverWaitingVotes
+	cantFailoverAckOffsets
 )
 
 var cantFailoverText = [...]string{
@@ -63,6 +64,8 @@ var cantFailoverText = [...]string{
 	cantFailoverWaitingDelay: "Waiting the delay before I can start a new failover.",
 	cantFailoverExpired:      "Failover attempt expired.",
 	cantFailoverWaitingVotes: "Waiting for votes, but majority still not reached.",
+	cantFailoverAckOffsets: "Waiting for the offsets of enough replicas to know I hold every acknowledged write " +
+		"(min-replicas-ack).",
 }
 
 // election is a replica's failover state (server.cluster->failover_auth_*
@@ -120,6 +123,47 @@ func (m *Machine) replicaRank() int {
 		}
 	}
 	return rank
+}
+
+// ackReadsNeeded is R−n+1: with n of R eligible replicas acknowledging
+// every write, any R−n+1 of them include one holding every acknowledged
+// write. n ≤ 0 (the rule off) needs none.
+func ackReadsNeeded(eligible, need int) int {
+	if need <= 0 {
+		return 0
+	}
+	return max(eligible-need+1, 1)
+}
+
+// ackRuleMet is the election rule for acknowledged writes
+// (docs/ARCHITECTURE.md, "Acknowledged writes"): with min-replicas-ack n
+// and R replicas of my master that may fail over (myself included), I may
+// ask for votes only when I know the offsets of at least R−n+1 of them
+// read after my master was flagged FAIL (mine, and those of the siblings
+// whose bus header reached me since) and none of those is greater than
+// mine. Offsets travel in every bus header; a replica scheduling its
+// election tells its siblings its offset (failoverScheduleElection).
+func (m *Machine) ackRuleMet() bool {
+	n := m.cfg.MinReplicasAck
+	master := m.myself.slaveOf
+	if n <= 0 || master == nil {
+		return true
+	}
+	my := uint64(m.local.ReplOffset())
+	eligible, read := 1, 1 // myself
+	for _, s := range master.slaves {
+		if s == m.myself || s.flags&FlagNoFailover != 0 {
+			continue
+		}
+		eligible++
+		if s.replOffsetTime.After(master.failTime) {
+			if s.replOffset > my {
+				return false // a sibling holds more: it is the one to elect
+			}
+			read++
+		}
+	}
+	return read >= ackReadsNeeded(eligible, n)
 }
 
 // dataAge is how long the replica has been without news from its master.
@@ -185,6 +229,10 @@ func (m *Machine) handleReplicaFailover() {
 	}
 	if authAge > authTimeout(timeout) {
 		m.logCantFailover(cantFailoverExpired)
+		return
+	}
+	if !m.fo.sent && !manual && !m.ackRuleMet() {
+		m.logCantFailover(cantFailoverAckOffsets)
 		return
 	}
 	if !m.fo.sent {

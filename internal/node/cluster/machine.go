@@ -63,6 +63,12 @@ type Config struct {
 	// ReplicaNoFailover is cluster-replica-no-failover; default no. It is
 	// announced as the nofailover flag.
 	ReplicaNoFailover bool
+	// MinReplicasAck is min-replicas-ack: n > 0 means a master replies to
+	// a write once n of its eligible replicas acknowledged it, and the
+	// election rule of failover.go (ackRuleMet) holds. The rule reads the
+	// replica's own setting: the nodes of a shard must agree on it.
+	// Default 0 (Redis's elections).
+	MinReplicasAck int
 	// ReplPingReplicaPeriod is repl-ping-replica-period, part of the
 	// replica validity limit; default 10 s (0: the default).
 	ReplPingReplicaPeriod time.Duration

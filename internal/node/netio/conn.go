@@ -13,6 +13,7 @@ import (
 	"os"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -79,6 +80,14 @@ type Conn struct {
 	drained bool
 	looping atomic.Bool
 
+	// Hang-up watch (hangup_linux.go): nc is the connection (for the
+	// wake-up deadline), hupID and hupFd its entry in the watcher's set,
+	// hungUp set once the peer shut down its side or the connection broke.
+	nc     net.Conn
+	hupID  uint64
+	hupFd  int
+	hungUp atomic.Bool
+
 	// reads and writes count the system calls, for INFO's
 	// total_reads_processed and total_writes_processed (Redis counts its
 	// read and write handler calls, one system call each).
@@ -114,8 +123,11 @@ func NewStamps(nc net.Conn, stamps bool) io.ReadWriter {
 	if err != nil {
 		return nc
 	}
-	c := &Conn{rc: rc}
+	c := &Conn{rc: rc, nc: nc}
 	c.readFn, c.writeFn = c.read, c.write
+	if w := hangupWatch(); w != nil {
+		_ = rc.Control(func(fd uintptr) { w.watch(c, int(fd)) })
+	}
 	if stamps {
 		var serr error
 		if err := rc.Control(func(fd uintptr) { c.fd, serr = int(fd), enableRxStamps(fd) }); err == nil && serr == nil {
@@ -150,6 +162,26 @@ func (c *Conn) Looping() bool { return c.looping.Load() }
 // Drained reports whether the last read returned less than it asked for:
 // the socket held nothing more.
 func (c *Conn) Drained() bool { return c.drained }
+
+// HungUp reports whether the peer has shut down its sending side (or the
+// connection broke), as the hang-up watch saw it (hangup_linux.go). Once
+// it is true the owner must read to the EOF rather than wait, and a read
+// deadline in the past may have been set to wake it: an error that ends a
+// wait then calls for ClearWake and another read.
+func (c *Conn) HungUp() bool { return c.hungUp.Load() }
+
+// ClearWake removes the read deadline the hang-up watch set to wake the
+// owner, so that it can read what is left, then the EOF. The owner's own
+// deadlines (idle timeout) are set again before its next wait.
+func (c *Conn) ClearWake() { _ = c.nc.SetReadDeadline(time.Time{}) }
+
+// Release takes the connection out of the hang-up watch; call it before
+// closing the connection.
+func (c *Conn) Release() {
+	if w := hangupWatch(); w != nil {
+		w.unwatch(c)
+	}
+}
 
 // ReadLoop calls step from inside one RawConn.Read call, as an event loop
 // serves a readable socket: Reads in step read the socket directly and

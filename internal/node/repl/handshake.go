@@ -28,6 +28,8 @@ type psyncReply struct {
 	full   bool
 	replid string
 	offset int64
+	// prioOK: the master accepted REPLCONF replica-priority.
+	prioOK bool
 }
 
 // handshake performs Redis's replica handshake on nc: PING, AUTH when
@@ -66,6 +68,14 @@ func handshake(nc net.Conn, br *bufio.Reader, st Settings, log *slog.Logger, req
 		_, _ = call("REPLCONF", "ip-address", st.AnnounceIP)
 	}
 	_, _ = call("REPLCONF", "capa", "eof", "capa", "psync2")
+	// Whether we can be promoted, for the master's min-replicas-ack: a
+	// redis-server master answers with an error, ignored (it does not
+	// count priorities; a shardnode master then never gets it again).
+	prioOK := false
+	if st.Priority != "" {
+		v, err := call("REPLCONF", "replica-priority", st.Priority)
+		prioOK = err == nil && !v.IsError()
+	}
 
 	psyncID, psyncOff := req.replid, strconv.FormatInt(req.offset+1, 10)
 	if !req.continuable {
@@ -107,7 +117,9 @@ func handshake(nc net.Conn, br *bufio.Reader, st Settings, log *slog.Logger, req
 		}
 		return psyncReply{}, fmt.Errorf("repl: PSYNC refused: %s", v.Str)
 	}
-	return parsePsyncReply(v.Str)
+	reply, err := parsePsyncReply(v.Str)
+	reply.prioOK = prioOK
+	return reply, err
 }
 
 // parsePsyncReply reads +FULLRESYNC <replid> <offset> or +CONTINUE

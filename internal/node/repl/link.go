@@ -43,7 +43,10 @@ type Settings struct {
 	ListenPort   string        // replica-announce-port, else port
 	AnnounceIP   string        // replica-announce-ip
 	DisklessLoad string        // repl-diskless-load: disabled, on-empty-db or swapdb
-	Dir          string        // dir: where a received RDB is stored first
+	// Priority is sent as REPLCONF replica-priority: "0" when this
+	// replica cannot be promoted; "" sends nothing.
+	Priority string
+	Dir      string // dir: where a received RDB is stored first
 }
 
 // ReplicaHost is what the link needs from its server. The link calls it
@@ -108,6 +111,10 @@ type Link struct {
 	// (FAILOVER): the first PSYNC carries FAILOVER, which makes the
 	// target promote itself, and its outcome is sent here once.
 	failoverDone chan error
+	// prioOK is set when the master accepted REPLCONF replica-priority
+	// in the handshake (a shardnode master): SendPriority may then
+	// repeat it on the live link.
+	prioOK atomic.Bool
 }
 
 // NewLink returns a link to host:port in StateConnect, not yet running.
@@ -214,6 +221,21 @@ func (l *Link) SendAck(offset int64) {
 	_ = nc.SetWriteDeadline(time.Time{})
 }
 
+// SendPriority sends REPLCONF replica-priority <prio> on the live link, if
+// the master accepted it in the handshake (a shardnode master, which does
+// not reply to it on the stream's connection).
+func (l *Link) SendPriority(prio string) {
+	l.mu.Lock()
+	nc, st := l.conn, l.state
+	l.mu.Unlock()
+	if nc == nil || st != StateConnected || !l.prioOK.Load() {
+		return
+	}
+	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = nc.Write(appendCommand(nil, "REPLCONF", "replica-priority", prio))
+	_ = nc.SetWriteDeadline(time.Time{})
+}
+
 // CloseConn closes the current connection (tests cut the link with it;
 // the link reconnects).
 func (l *Link) CloseConn() {
@@ -295,6 +317,7 @@ func (l *Link) session(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	l.prioOK.Store(reply.prioOK)
 	if failover {
 		l.failoverResult(nil)
 	}

@@ -151,7 +151,7 @@ func (st *state) redisACLCheck(L *lua.LState) int {
 	if st.run == nil {
 		return raise(L, "redis.acl_check_cmd can only be called inside a script invocation")
 	}
-	args, errMsg := luaArgs(L)
+	args, errMsg := st.luaArgs(L)
 	if errMsg != "" {
 		return raise(L, errMsg)
 	}
@@ -167,22 +167,38 @@ func (st *state) redisACLCheck(L *lua.LState) int {
 }
 
 // luaArgs converts redis.call's arguments: strings as they are, numbers
-// with %.17g, anything else is an error.
-func luaArgs(L *lua.LState) ([][]byte, string) {
+// with %.17g, anything else is an error. The vector and its bytes are the
+// state's, valid until the next call.
+func (st *state) luaArgs(L *lua.LState) ([][]byte, string) {
 	n := L.GetTop()
 	if n == 0 {
 		return nil, "Please specify at least one argument for this redis lib call"
 	}
-	args := make([][]byte, n)
+	buf, ends := st.argBuf[:0], st.argEnd[:0]
 	for i := 1; i <= n; i++ {
 		switch v := L.Get(i).(type) {
 		case lua.LString:
-			args[i-1] = []byte(v)
+			buf = append(buf, v...)
 		case lua.LNumber:
-			args[i-1] = strconv.AppendFloat(nil, float64(v), 'g', 17, 64)
+			buf = strconv.AppendFloat(buf, float64(v), 'g', 17, 64)
 		default:
 			return nil, "Lua redis lib command arguments must be strings or integers"
 		}
+		ends = append(ends, len(buf))
+	}
+	args := st.cmdArgs[:0]
+	start := 0
+	for _, end := range ends {
+		// A full slice expression: a command appending to one argument
+		// cannot write over the next.
+		args = append(args, buf[start:end:end])
+		start = end
+	}
+	if cap(buf) <= 64<<10 {
+		st.argBuf = buf
+	}
+	if n <= 1024 {
+		st.cmdArgs, st.argEnd = args, ends
 	}
 	return args, ""
 }
@@ -213,7 +229,7 @@ func (st *state) redisCall(L *lua.LState, raiseErr bool) int {
 	if st.run == nil {
 		return raise(L, "redis.call/pcall can only be called inside a script invocation")
 	}
-	args, errMsg := luaArgs(L)
+	args, errMsg := st.luaArgs(L)
 	if errMsg != "" {
 		if raiseErr {
 			return raise(L, errMsg)

@@ -90,6 +90,11 @@ type Script struct {
 	// Flags are the shebang's flags, or FlagEvalCompat without a shebang.
 	Flags Flags
 	proto *lua.FunctionProto
+	// fn is proto's closure in the EVAL state fnState, made at the
+	// script's first run in that state (a new state after SCRIPT FLUSH
+	// makes a new one). Used only by Exec, one run at a time.
+	fn      *lua.LFunction
+	fnState *state
 }
 
 // Error is an error reply to send as is: Msg carries the error code
@@ -221,6 +226,21 @@ func (e *Engine) Lookup(sha string) *Script {
 	return e.scripts[strings.ToLower(sha)]
 }
 
+// LookupBytes is Lookup for a SHA1 still in a request's buffer: the
+// common lower-case name is found without a copy.
+func (e *Engine) LookupBytes(sha []byte) *Script {
+	if len(sha) != 40 {
+		return nil
+	}
+	e.mu.Lock()
+	s := e.scripts[string(sha)]
+	e.mu.Unlock()
+	if s == nil {
+		return e.Lookup(string(sha))
+	}
+	return s
+}
+
 // Flush empties the script cache and resets the EVAL Lua state (SCRIPT
 // FLUSH).
 func (e *Engine) Flush() {
@@ -241,7 +261,9 @@ func (e *Engine) Stats() (n int, mem int64) {
 // Host runs the Redis commands a script calls, for one run.
 type Host interface {
 	// Call runs args as a command of the script's client, replying in
-	// RESP version proto (2 or 3) and appending the reply to out. A
+	// RESP version proto (2 or 3) and appending the reply to out. args
+	// and their bytes are only valid during the call (the engine reuses
+	// them for the next one), as a request's arguments are. A
 	// command refused before it runs (unknown, noscript, a write from a
 	// read-only script ...) returns refusal, Redis's error text (with or
 	// without an "-CODE " prefix), and no reply.
@@ -277,7 +299,9 @@ type Run struct {
 	Ctx context.Context
 	// Proto is the caller's protocol, for the reply.
 	Proto int
-	// Name is the script's name in errors: "f_<sha>" or the function's.
+	// Name is the script's name in errors: its SHA1 for EVAL (as Redis
+	// 7.0 names it there, without the "f_" of its Lua function), or the
+	// function's name.
 	Name string
 	// Killed reports a kill to the caller; it is set when the run ended
 	// because Ctx was cancelled.
@@ -296,17 +320,80 @@ func (e *Engine) Exec(s *Script, run *Run, out []byte) []byte {
 		e.eval = newState(e, false)
 	}
 	st := e.eval
-	fn := st.L.NewFunctionFromProto(s.proto)
-	fn.Env = st.env
-	st.real.RawSetString("KEYS", strArray(st.L, run.Keys))
-	st.real.RawSetString("ARGV", strArray(st.L, run.Args))
-	if run.Name == "" {
-		run.Name = "f_" + s.SHA
+	if s.fnState != st {
+		s.fn = st.L.NewFunctionFromProto(s.proto)
+		s.fn.Env = st.env
+		s.fnState = st
 	}
-	out = st.call(fn, run, nil, out)
-	st.real.RawSetString("KEYS", lua.LNil)
-	st.real.RawSetString("ARGV", lua.LNil)
+	st.keys.fill(st, run.Keys)
+	st.argv.fill(st, run.Args)
+	if run.Name == "" {
+		run.Name = s.SHA
+	}
+	out = st.call(s.fn, run, nil, out)
+	st.keys.reset(st, len(run.Keys))
+	st.argv.reset(st, len(run.Args))
 	return out
+}
+
+// maxReusedArgs bounds the KEYS and ARGV tables kept across runs.
+const maxReusedArgs = 256
+
+// argTable is the KEYS or ARGV global of the EVAL state. Its table is
+// reused from run to run when the script left it as it was filled (no
+// metatable, nothing past the run's items): then nothing of one run can
+// be seen by the next, which only sees its own items. A script cannot keep
+// a reference to it past its run (globals and library tables are
+// read-only), so a table it changed is simply dropped for a new one.
+type argTable struct {
+	name string
+	t    *lua.LTable
+	// last holds the values of the previous run's items: an item with the
+	// same bytes at the same place (a script called again on its key)
+	// reuses its value instead of allocating a new string.
+	last []lua.LValue
+}
+
+// fill sets the global to a table of items.
+func (a *argTable) fill(st *state, items [][]byte) {
+	if a.t == nil || len(items) > maxReusedArgs {
+		a.t = strArray(st.L, items)
+		st.real.RawSetString(a.name, a.t)
+		return
+	}
+	for i, it := range items {
+		if i < len(a.last) {
+			if s, ok := a.last[i].(lua.LString); ok && string(s) == string(it) {
+				a.t.RawSetInt(i+1, a.last[i])
+				continue
+			}
+		}
+		v := lua.LValue(lua.LString(it))
+		if i < len(a.last) {
+			a.last[i] = v
+		} else {
+			a.last = append(a.last, v)
+		}
+		a.t.RawSetInt(i+1, v)
+	}
+}
+
+// reset empties the table of a run of n items for the next run, or drops
+// it if the script changed more than its items.
+func (a *argTable) reset(st *state, n int) {
+	t := a.t
+	var after lua.LValue = lua.LNil
+	if n > 0 {
+		after = lua.LNumber(n)
+	}
+	if k, _ := t.Next(after); n > maxReusedArgs || k != lua.LNil || t.Metatable != lua.LNil && t.Metatable != nil {
+		a.t = nil
+		st.real.RawSetString(a.name, lua.LNil)
+		return
+	}
+	for i := 1; i <= n; i++ {
+		t.RawSetInt(i, lua.LNil)
+	}
 }
 
 func strArray(L *lua.LState, items [][]byte) *lua.LTable {

@@ -242,3 +242,85 @@ func TestFunctions(t *testing.T) {
 		}
 	}
 }
+
+// TestKeysArgvFreshEachRun checks that the KEYS and ARGV tables the
+// engine reuses show each run only its own items, whatever the previous
+// run did to them.
+func TestKeysArgvFreshEachRun(t *testing.T) {
+	e := NewEngine()
+	show := "return {#KEYS, #ARGV, tostring(KEYS[1]), tostring(KEYS[5]), tostring(ARGV[4]), tostring(rawget(KEYS, 'x')), tostring(getmetatable(ARGV))}"
+	cases := []struct {
+		name, dirty string
+	}{
+		{"untouched", "return 1"},
+		{"extra item", "KEYS[5] = 'stale'; ARGV[4] = 'stale'; return 1"},
+		{"string field", "KEYS.x = 'stale'; return 1"},
+		{"metatable", "setmetatable(ARGV, {}); return 1"},
+		{"items cleared", "KEYS[1] = nil; ARGV[1] = nil; return 1"},
+		{"removed", "table.remove(KEYS, 1); return 1"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := eval(t, e, tc.dirty, []string{"a", "b", "c", "d"}, []string{"x", "y", "z"}, 2); got != ":1\r\n" {
+				t.Fatalf("dirtying run: %q", got)
+			}
+			want := "*7\r\n:1\r\n:0\r\n$1\r\nk\r\n$3\r\nnil\r\n$3\r\nnil\r\n$3\r\nnil\r\n$3\r\nnil\r\n"
+			if got := eval(t, e, show, []string{"k"}, nil, 2); got != want {
+				t.Fatalf("next run sees %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+// TestRedisCallArgsNotShared checks that redis.call's reused argument
+// buffer gives each call its own bytes and caps each argument, so a host
+// appending to one cannot change the next.
+func TestRedisCallArgsNotShared(t *testing.T) {
+	e := NewEngine()
+	h := &appendHost{}
+	s, _ := e.Load([]byte("redis.call('x', 'aa', 12.5, 'bb'); return redis.call('x', 'c')"))
+	out := e.Exec(s, &Run{Host: h, Proto: 2}, nil)
+	if string(out) != "+OK\r\n" {
+		t.Fatalf("reply %q", out)
+	}
+	want := "[x! aa! 12.5! bb!] [x! c!]"
+	if got := strings.Join(h.seen, " "); got != want {
+		t.Fatalf("host saw %s, want %s", got, want)
+	}
+}
+
+// appendHost appends to every argument it gets, as a command writing into
+// its arguments might, and records what it saw.
+type appendHost struct{ seen []string }
+
+func (h *appendHost) Call(args [][]byte, proto int, out []byte) ([]byte, string) {
+	for i := range args {
+		args[i] = append(args[i], '!')
+	}
+	var parts []string
+	for _, a := range args {
+		parts = append(parts, string(a))
+	}
+	h.seen = append(h.seen, "["+strings.Join(parts, " ")+"]")
+	return resp.AppendSimple(out, "OK"), ""
+}
+
+func (h *appendHost) SetRepl(int) {}
+
+// TestKeysReusedValues checks the reuse of a previous run's item values:
+// the same bytes give the same string, other bytes a new one.
+func TestKeysReusedValues(t *testing.T) {
+	e := NewEngine()
+	for _, keys := range [][]string{{"a", ""}, {"a", ""}, {"b", "a"}, {"", "a"}, {"b"}} {
+		want := ""
+		for _, k := range keys {
+			want += k + ","
+		}
+		got := eval(t, e, "local s = '' for i = 1, #KEYS do s = s .. KEYS[i] .. ',' end return s", keys, nil, 2)
+		if got != resp2Bulk(want) {
+			t.Fatalf("keys %q: got %q", keys, got)
+		}
+	}
+}
+
+func resp2Bulk(s string) string { return string(resp.AppendBulkString(nil, s)) }

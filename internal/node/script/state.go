@@ -45,11 +45,19 @@ type state struct {
 	errFn *lua.LFunction
 	// load is set while FUNCTION LOAD runs a library's code.
 	load *loadCtx
+	// keys and argv are the EVAL state's KEYS and ARGV (Exec).
+	keys, argv argTable
+	// cmdArgs, argBuf and argEnd are redis.call's argument vector, the
+	// bytes it points into and their ends, reused by every call.
+	cmdArgs [][]byte
+	argBuf  []byte
+	argEnd  []int
 }
 
 func newState(e *Engine, functions bool) *state {
 	L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 1024, RegistryMaxSize: 1024 * 1024, MinimizeStackMemory: functions})
 	st := &state{e: e, L: L, ro: make(map[*lua.LTable]bool), proto: 2}
+	st.keys.name, st.argv.name = "KEYS", "ARGV"
 	for _, lib := range []struct {
 		name string
 		fn   lua.LGFunction
