@@ -13,8 +13,10 @@ import (
 
 // commandExtensions are the commands shardnode answers that redis-server
 // 7.0.15 does not, each documented: CLIENT SETINFO (Redis 7.2's, sent by
-// current clients on connect) and the whole-slot migration commands.
-var commandExtensions = []string{"client|setinfo", "cluster|migration", "cluster|syncslots"}
+// current clients on connect), CLIENT MAINT_NOTIFICATIONS (Redis 8.2's,
+// for the cluster client's topology notices) and the whole-slot migration
+// commands.
+var commandExtensions = []string{"client|maint_notifications", "client|setinfo", "cluster|migration", "cluster|syncslots"}
 
 // commandsInProgress are Redis 7.0 commands another branch is adding (the
 // stream family); the test reports them until they land.
