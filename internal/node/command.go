@@ -3,6 +3,9 @@ package node
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
+
+	"github.com/shardis/shardis/internal/node/acl"
 )
 
 // cmdFlag is a command's metadata flag, as Redis's COMMAND INFO reports.
@@ -87,6 +90,11 @@ type command struct {
 	// members locates hash fields and set/sorted-set members in the
 	// arguments, for pipeline prefetching (perf_prefetch.go).
 	members memberSpec
+	// acl is the command in the ACL table; aclPerm caches the key
+	// permission its calls need when one key spec covers them all
+	// (aclstate.go).
+	acl     *acl.Command
+	aclPerm atomic.Int32
 
 	stats cmdStats
 }

@@ -1,7 +1,6 @@
 package node
 
 import (
-	"crypto/subtle"
 	"math"
 	"strconv"
 	"strings"
@@ -103,23 +102,18 @@ func cmdReset(c *Client, args [][]byte) {
 	c.name = ""
 	c.infoMu.Unlock()
 	c.publishInfo()
-	if c.srv.cfg.Get(DirRequirepass) != "" {
-		c.authed.Store(false)
-		c.rd.SetUnauthenticated(true)
-	}
+	// Back to the default user, authenticated only if it needs no
+	// password (Redis's clientSetDefaultAuth).
+	a := &c.srv.acl
+	a.mu.Lock()
+	def, gen := a.reg.Default(), a.gen.Load()
+	a.mu.Unlock()
+	c.aclDeleted = false
+	c.setClientUser(def, gen)
+	authed := def.NoPass() && def.Enabled()
+	c.authed.Store(authed)
+	c.rd.SetUnauthenticated(!authed)
 	c.addSimple("RESET")
-}
-
-// checkPassword compares in constant time.
-func (s *Server) checkPassword(user, pass string) bool {
-	want := s.cfg.Get(DirRequirepass)
-	if user != "" && user != "default" {
-		return false
-	}
-	if want == "" {
-		return user == "" || user == "default"
-	}
-	return subtle.ConstantTimeCompare([]byte(want), []byte(pass)) == 1
 }
 
 // AUTH [username] password
@@ -128,20 +122,22 @@ func cmdAuth(c *Client, args [][]byte) {
 		c.addError(errSyntax)
 		return
 	}
-	user, pass := "", string(args[1])
+	user, pass := "default", string(args[1])
 	if len(args) == 3 {
 		user, pass = string(args[1]), string(args[2])
+	} else {
+		c.srv.acl.mu.Lock()
+		nopass := c.srv.acl.reg.Default().NoPass()
+		c.srv.acl.mu.Unlock()
+		if nopass {
+			c.addError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
+			return
+		}
 	}
-	if len(args) == 2 && c.srv.cfg.Get(DirRequirepass) == "" {
-		c.addError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
-		return
-	}
-	if !c.srv.checkPassword(user, pass) {
+	if !c.authenticate(string(args[0]), user, pass) {
 		c.addError("WRONGPASS invalid username-password pair or user is disabled.")
 		return
 	}
-	c.authed.Store(true)
-	c.rd.SetUnauthenticated(false)
 	c.addOK()
 }
 
@@ -165,12 +161,10 @@ func cmdHello(c *Client, args [][]byte) {
 		more := len(args) - i - 1
 		switch {
 		case eqFold(args[i], "AUTH") && more >= 2:
-			if !c.srv.checkPassword(string(args[i+1]), string(args[i+2])) {
+			if !c.authenticate(string(args[0]), string(args[i+1]), string(args[i+2])) {
 				c.addError("WRONGPASS invalid username-password pair or user is disabled.")
 				return
 			}
-			c.authed.Store(true)
-			c.rd.SetUnauthenticated(false)
 			i += 2
 		case eqFold(args[i], "SETNAME") && more >= 1:
 			n := string(args[i+1])

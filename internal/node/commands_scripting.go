@@ -542,6 +542,9 @@ func (h *scriptHost) call(args [][]byte, proto int, out []byte) ([]byte, string,
 	if s.replicaMode.Load() && !s.cfg.Bool(DirReplicaServeStaleData) && s.masterLinkUp != nil && !s.masterLinkUp() && cmd.flags&flagStale == 0 {
 		return nil, "Can not execute the command on a stale replica", cmd
 	}
+	if msg := h.aclRefusal(cmd, args); msg != "" {
+		return nil, msg, cmd
+	}
 	isWrite := cmd.flags&flagWrite != 0
 	if h.ro && cmd.flags&(flagWrite|flagMayReplicate) != 0 {
 		return nil, "Write commands are not allowed from read-only scripts.", cmd

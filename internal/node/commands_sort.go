@@ -97,10 +97,18 @@ func sortGeneric(c *Client, args [][]byte, readonly bool) {
 				c.addError("ERR BY option of SORT denied in Cluster mode.")
 				return
 			}
+			if !dontsort && !c.aclFullKeyRead(args) {
+				c.addError("ERR BY option of SORT denied due to insufficient ACL permissions.")
+				return
+			}
 			j++
 		case eqFold(a, "get") && left >= 1:
 			if c.srv.cfg.Bool(DirClusterEnabled) {
 				c.addError("ERR GET option of SORT denied in Cluster mode.")
+				return
+			}
+			if !c.aclFullKeyRead(args) {
+				c.addError("ERR GET option of SORT denied due to insufficient ACL permissions.")
 				return
 			}
 			gets = append(gets, args[j+1])

@@ -94,6 +94,10 @@ func cmdExec(c *Client, args [][]byte) {
 	startDB := c.db
 	for _, q := range queued {
 		cmd := c.srv.queuedCommand(q)
+		if msg := c.aclExecRefusal(cmd, q); msg != "" {
+			c.addError(msg)
+			continue
+		}
 		if cmd.flags&flagWrite != 0 && !c.hasFlag(clientMaster) {
 			if msg := c.srv.writeRefused(); msg != "" {
 				c.addError(msg)

@@ -30,6 +30,11 @@ type Config struct {
 	snap atomic.Pointer[configSnapshot]
 	// order lists directives as the file gave them, for CONFIG REWRITE.
 	order []string
+	// users are the "user" directives, each the words after "user"
+	// (config_acl.go); userLines renders the current users for CONFIG
+	// REWRITE (nil: user lines are kept as they are).
+	users     [][]string
+	userLines func() []string
 }
 
 //go:generate go run ../../scripts/gen-directives
@@ -94,7 +99,7 @@ func defConfig(name, def string, check func(string) (string, error), immutable b
 func init() {
 	defConfig("port", "6379", checkIntRange(0, 65535), false).applyErr = applyPort
 	defConfig("bind", "* -::*", nil, false)
-	defConfig("requirepass", "", nil, false)
+	defConfig("requirepass", "", nil, false).apply = applyRequirepass
 	defConfig("masterauth", "", nil, false)
 	defConfig("masteruser", "", nil, false)
 	defConfig("dir", ".", nil, false).protected = true
@@ -379,7 +384,11 @@ func (c *Config) Parse(r io.Reader, source string) error {
 		for i, p := range parts[1:] {
 			args[i] = string(p)
 		}
-		if name == "include" || name == "rename-command" || name == "loadmodule" || name == "user" {
+		if name == "user" {
+			c.addUser(args)
+			continue
+		}
+		if name == "include" || name == "rename-command" || name == "loadmodule" {
 			continue
 		}
 		if name == "save" {
@@ -408,6 +417,10 @@ func (c *Config) Parse(r io.Reader, source string) error {
 // SetArgs sets a directive given as separate words (from a file line or
 // command-line flags).
 func (c *Config) SetArgs(name string, args []string) error {
+	if strings.EqualFold(name, "user") {
+		c.addUser(args)
+		return nil
+	}
 	canon, d := canonicalName(name)
 	if d == nil {
 		return fmt.Errorf("bad directive or wrong number of arguments: %q", name)
@@ -680,6 +693,13 @@ func (c *Config) Rewrite() error {
 			out = append(out, line)
 			continue
 		}
+		if c.userLines != nil && strings.EqualFold(string(parts[0]), "user") {
+			if !written["user"] {
+				written["user"] = true
+				out = append(out, c.userLines()...)
+			}
+			continue
+		}
 		canon, d := canonicalName(string(parts[0]))
 		if d == nil {
 			out = append(out, line)
@@ -697,6 +717,9 @@ func (c *Config) Rewrite() error {
 			continue
 		}
 		extra = append(extra, c.rewriteLines(name)...)
+	}
+	if c.userLines != nil && !written["user"] {
+		extra = append(extra, c.userLines()...)
 	}
 	if len(extra) > 0 {
 		// Drop trailing blank lines before the generated block.

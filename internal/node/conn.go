@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"github.com/shardis/shardis/internal/node/acl"
 	"io"
 	"net"
 	"os"
@@ -115,6 +116,21 @@ type Client struct {
 	// cmdCache is the command looked up last (lookupCmd).
 	cmdCache *command
 
+	// req is the request passing the dispatch checks (dispatch.go).
+	req request
+
+	// aclUser is the client's ACL user (nil: an internal client, which
+	// may run anything), as of users generation aclGen; aclFree caches
+	// aclUser.Unrestricted(); aclDeleted marks a client whose user was
+	// deleted (it is being disconnected). aclKeyBuf and aclChanBuf are
+	// the check's reusable buffers (aclstate.go).
+	aclUser    *acl.User
+	aclGen     uint64
+	aclFree    bool
+	aclDeleted bool
+	aclKeyBuf  []acl.KeyRef
+	aclChanBuf []acl.ChannelRef
+
 	// cmd is the command running; propArgs overrides what is propagated.
 	cmd      *command
 	propArgs [][][]byte
@@ -190,7 +206,13 @@ func newClient(s *Server, nc net.Conn) *Client {
 		MaxBulkLen:       s.cfg.Int(DirProtoMaxBulkLen),
 		QueryBufferLimit: int(s.cfg.Int(DirClientQueryBufferLimit)),
 	})
-	c.authed.Store(s.cfg.Get(DirRequirepass) == "")
+	s.acl.mu.Lock()
+	def, gen := s.acl.reg.Default(), s.acl.gen.Load()
+	s.acl.mu.Unlock()
+	c.setClientUser(def, gen)
+	// authenticated from the start when the default user needs no
+	// password and is on, as Redis's createClient.
+	c.authed.Store(def.NoPass() && def.Enabled())
 	c.rd.SetUnauthenticated(!c.authed.Load())
 	c.lastIO.Store(time.Now().UnixMilli())
 	return c

@@ -230,6 +230,12 @@ const (
 	DirRDBKeySaveDelay
 	// DirWatchdogPeriod is the "watchdog-period" directive.
 	DirWatchdogPeriod
+	// DirAclfile is the "aclfile" directive.
+	DirAclfile
+	// DirAcllogMaxLen is the "acllog-max-len" directive.
+	DirAcllogMaxLen
+	// DirAclPubsubDefault is the "acl-pubsub-default" directive.
+	DirAclPubsubDefault
 	// DirClusterPort is the "cluster-port" directive.
 	DirClusterPort
 	// DirClusterAnnounceIP is the "cluster-announce-ip" directive.
@@ -384,6 +390,9 @@ var directiveNames = [numDirectives]string{
 	DirKeyLoadDelay:                           "key-load-delay",
 	DirRDBKeySaveDelay:                        "rdb-key-save-delay",
 	DirWatchdogPeriod:                         "watchdog-period",
+	DirAclfile:                                "aclfile",
+	DirAcllogMaxLen:                           "acllog-max-len",
+	DirAclPubsubDefault:                       "acl-pubsub-default",
 	DirClusterPort:                            "cluster-port",
 	DirClusterAnnounceIP:                      "cluster-announce-ip",
 	DirClusterAnnouncePort:                    "cluster-announce-port",

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/acl"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/value"
 )
@@ -66,148 +67,297 @@ func (c *Client) execute(args [][]byte) {
 }
 
 // executeCmd is execute with args[0] already looked up in the command
-// table (nil: unknown command).
+// table (nil: unknown command). It runs the checks of dispatchChecks in
+// order; the first that refuses or takes the request (a MULTI queues it)
+// ends it, and a request that passes them all is called.
 func (c *Client) executeCmd(args [][]byte, cmd *command) {
-	s := c.srv
 	if c.replyMode == replySkip {
 		c.replyMode = replySkipNext
 	}
-	defer func() {
-		// ASKING holds for the next command only (outside MULTI), as
-		// Redis's resetClient clears CLIENT_ASKING.
-		if cmd != nil && cmd.name != "asking" && !c.hasFlag(clientMulti) && c.hasFlag(clientAsking) {
-			c.setFlag(clientAsking, false)
+	r := &c.req
+	*r = request{cmd: cmd, args: args}
+	defer c.endRequest(r)
+	for i := range dispatchChecks {
+		if !dispatchChecks[i].run(c, r) {
+			return
 		}
-		if c.replyMode == replySkipNext {
-			c.replyMode = replyOn
-		} else if c.replyMode == replySkip {
-			c.replyMode = replySkipNext
-		}
-	}()
-	if cmd == nil {
+	}
+	c.call(r.cmd, args, false)
+}
+
+// request is one request on its way through the dispatch checks. It lives
+// in the Client (c.req) so that the checks, called through a table, do not
+// move it to the heap.
+type request struct {
+	cmd  *command // nil until the command check found it; then the subcommand
+	args [][]byte
+	// held: CLIENT PAUSE (or DEBUG SLEEP) held the request before it ran.
+	held bool
+	// inflight: the request counts in inflightWrites until it ends.
+	inflight bool
+	// slotmigDone ends a write's stay in a slot migration's gate.
+	slotmigDone func()
+}
+
+// endRequest is what follows every request, refused or run: the releases
+// the checks took, and the per-command client state Redis's resetClient
+// clears.
+func (c *Client) endRequest(r *request) {
+	if r.slotmigDone != nil {
+		r.slotmigDone()
+	}
+	if r.inflight {
+		c.srv.inflightWrites.Add(-1)
+	}
+	// ASKING holds for the next command only (outside MULTI), as
+	// Redis's resetClient clears CLIENT_ASKING.
+	if r.cmd != nil && r.cmd.name != "asking" && !c.hasFlag(clientMulti) && c.hasFlag(clientAsking) {
+		c.setFlag(clientAsking, false)
+	}
+	if c.replyMode == replySkipNext {
+		c.replyMode = replyOn
+	} else if c.replyMode == replySkip {
+		c.replyMode = replySkipNext
+	}
+	*r = request{}
+}
+
+// dispatchCheck is one step of processCommand: run returns false when the
+// request ends there (refused with a reply, queued, or dropped).
+type dispatchCheck struct {
+	name string
+	run  func(c *Client, r *request) bool
+}
+
+// dispatchChecks are the checks every request passes before its handler,
+// in the order they run. It follows Redis's processCommand where it can:
+// lookup and arity, protected commands, authentication, ACL permissions,
+// the cluster redirect, then the refusals that depend on the node's state.
+// Two places differ, on purpose: a script past busy-reply-threshold is
+// answered BUSY before the cluster redirect (a busy node answers nothing
+// else), and CLIENT PAUSE holds a request before the state checks, so that
+// a released request is checked against the state it finds (Redis re-runs
+// processCommand for a postponed client, which has the same effect).
+var dispatchChecks = []dispatchCheck{
+	{"command", checkCommand},                  // unknown command, subcommand lookup
+	{"arity", checkArity},                      // wrong number of arguments
+	{"protected", checkProtected},              // enable-debug-command / enable-module-command
+	{"auth", checkAuth},                        // NOAUTH
+	{"acl", checkACL},                          // NOPERM (users and their rules)
+	{"busy-script", checkBusyScript},           // BUSY
+	{"cluster-redirect", checkClusterRedirect}, // MOVED/ASK/CROSSSLOT/TRYAGAIN/CLUSTERDOWN
+	{"slot-migration", checkSlotMigration},     // writes to slots a migration is moving
+	{"client-pause", checkClientPause},         // CLIENT PAUSE, DEBUG SLEEP; counts in-flight writes
+	{"killed-while-held", checkKilledWhileHeld},
+	{"cluster-redirect-after-pause", checkRedirectAfterPause},
+	{"oom", checkOOM},                      // OOM (maxmemory)
+	{"write-refused", checkWriteRefused},   // READONLY, NOREPLICAS, MISCONF
+	{"pubsub-context", checkPubSubContext}, // RESP2 subscriber context
+	{"loading", checkLoading},              // LOADING
+	{"stale-data", checkStaleData},         // MASTERDOWN
+	{"multi-queue", checkMultiQueue},       // QUEUED
+}
+
+// checkCommand refuses an unknown command and resolves a subcommand.
+func checkCommand(c *Client, r *request) bool {
+	if r.cmd == nil {
 		c.flagTransaction()
-		c.addError(errUnknownCommand(args))
-		return
+		c.addError(errUnknownCommand(r.args))
+		return false
 	}
-	if cmd.subs != nil && len(args) >= 2 {
-		if sub := cmd.subs[strings.ToLower(string(args[1]))]; sub != nil {
-			cmd = sub
+	if r.cmd.subs != nil && len(r.args) >= 2 {
+		if sub := r.cmd.subs[strings.ToLower(string(r.args[1]))]; sub != nil {
+			r.cmd = sub
 		}
 	}
-	if !arityOK(cmd, len(args)) {
-		if cmd.parent != nil {
-			c.reject(cmd, "ERR wrong number of arguments for '"+cmd.parent.name+"|"+cmd.name+"' command")
-		} else {
-			c.reject(cmd, errWrongArgs(cmd.name))
+	return true
+}
+
+// checkArity refuses a wrong number of arguments.
+func checkArity(c *Client, r *request) bool {
+	if arityOK(r.cmd, len(r.args)) {
+		return true
+	}
+	if r.cmd.parent != nil {
+		c.reject(r.cmd, "ERR wrong number of arguments for '"+r.cmd.parent.name+"|"+r.cmd.name+"' command")
+	} else {
+		c.reject(r.cmd, errWrongArgs(r.cmd.name))
+	}
+	return false
+}
+
+// checkProtected refuses protected commands (DEBUG, MODULE LOAD ...)
+// before authentication, as Redis's processCommand does.
+func checkProtected(c *Client, r *request) bool {
+	if r.cmd.flags&flagProtected != 0 {
+		if msg := c.protectedRefusal(r.cmd); msg != "" {
+			c.reject(r.cmd, msg)
+			return false
 		}
-		return
 	}
-	// Protected commands are refused before authentication, as in
-	// Redis's processCommand.
-	if cmd.flags&flagProtected != 0 {
-		if msg := c.protectedRefusal(cmd); msg != "" {
-			c.reject(cmd, msg)
-			return
-		}
+	return true
+}
+
+// checkAuth refuses an unauthenticated client all but the no-auth commands.
+func checkAuth(c *Client, r *request) bool {
+	if !c.authed.Load() && r.cmd.flags&flagNoAuth == 0 && c.srv.acl.authRequired.Load() {
+		c.reject(r.cmd, errNoAuth)
+		return false
 	}
-	if !c.authed.Load() && cmd.flags&flagNoAuth == 0 {
-		c.reject(cmd, errNoAuth)
-		return
+	return true
+}
+
+// checkACL refuses a command the client's ACL user may not run, or whose
+// keys or channels it may not touch (NOPERM), and logs it in the ACL LOG.
+func checkACL(c *Client, r *request) bool {
+	if c.aclFree && c.aclGen == c.srv.acl.gen.Load() {
+		return true
 	}
-	if msg := s.busyReply(c, cmd); msg != "" {
-		// A script runs past busy-reply-threshold.
-		if cmd.name == "exec" && c.hasFlag(clientMulti) {
+	res, pos := c.aclCheck(r.cmd, r.args)
+	if res == acl.OK {
+		return true
+	}
+	c.aclLogDenied(res, c.aclLogContext(), pos, r.cmd, r.args)
+	c.reject(r.cmd, acl.NoPermError(res, r.cmd.fullName()))
+	return false
+}
+
+// checkBusyScript refuses commands while a script runs past
+// busy-reply-threshold.
+func checkBusyScript(c *Client, r *request) bool {
+	msg := c.srv.busyReply(c, r.cmd)
+	if msg == "" {
+		return true
+	}
+	c.reject(r.cmd, msg) // EXECABORT for EXEC
+	return false
+}
+
+// checkClusterRedirect sends a request for keys served elsewhere to
+// their node (cluster mode only).
+func checkClusterRedirect(c *Client, r *request) bool {
+	return c.srv.cluster == nil || !c.redirected(r.cmd, r.args)
+}
+
+// checkSlotMigration holds writes to slots a whole-slot migration is
+// moving away during its pause (slotmig.go).
+func checkSlotMigration(c *Client, r *request) bool {
+	if c.srv.cluster == nil || c.hasFlag(clientMaster) || !hasKeySpecs(r.cmd) {
+		return true
+	}
+	done, msg := c.slotmigEnter(r.cmd, r.args)
+	if msg != "" {
+		if r.cmd.fullName() == "exec" {
 			c.discardTransaction()
-			msg = "EXECABORT Transaction discarded because of: " + msg
+		} else {
+			c.flagTransaction()
 		}
-		c.reject(cmd, msg)
-		return
+		c.addError(msg)
+		r.cmd.stats.rejected.Add(1)
+		return false
 	}
-	if s.cluster != nil && c.redirected(cmd, args) {
-		return
+	r.slotmigDone = done
+	return true
+}
+
+// checkClientPause holds the request while CLIENT PAUSE (or DEBUG SLEEP)
+// lasts, and counts a write in flight until the request ends.
+func checkClientPause(c *Client, r *request) bool {
+	if !c.hasFlag(clientMulti) || isTxControl(r.cmd) {
+		r.inflight, r.held = c.srv.enterWrite(c, r.cmd)
 	}
-	if s.cluster != nil && !c.hasFlag(clientMaster) && hasKeySpecs(cmd) {
-		// Writes to slots a whole-slot migration is moving away wait
-		// here during its pause (slotmig.go).
-		done, msg := c.slotmigEnter(cmd, args)
-		if msg != "" {
-			if cmd.fullName() == "exec" {
-				c.discardTransaction()
-			} else {
-				c.flagTransaction()
-			}
-			c.addError(msg)
-			cmd.stats.rejected.Add(1)
-			return
-		}
-		if done != nil {
-			defer done()
-		}
-	}
-	isWrite := cmd.flags&flagWrite != 0
-	// CLIENT PAUSE holds commands here, before the checks below, so a
-	// command released from a pause is checked against the state it finds
-	// (a FAILOVER may have turned this node into a replica meanwhile).
-	inflight, held := false, false
-	if !c.hasFlag(clientMulti) || isTxControl(cmd) {
-		inflight, held = s.enterWrite(c, cmd)
-	}
-	if inflight {
-		defer s.inflightWrites.Add(-1)
-	}
-	if c.closed.Load() && !c.hasFlag(clientMaster) {
-		// Killed while CLIENT PAUSE held the command. The master's
-		// stream checks before each command instead (masterLink.apply):
-		// a command it skipped here would still count in the offset.
-		return
-	}
-	// A held command is redirected by the slot map it finds, as Redis
-	// runs processCommand again for a client a pause postponed: a manual
-	// failover pauses the master and then makes it a replica, and the
-	// writes it held go to the new master (MOVED), not READONLY.
-	if held && s.cluster != nil && c.redirected(cmd, args) {
-		return
-	}
-	if isWrite {
-		if s.hot().maxmemory > 0 && cmd.flags&flagDenyOOM != 0 && !c.hasFlag(clientMaster) {
-			if !s.freeMemoryIfNeeded() {
-				c.reject(cmd, errOOM)
-				return
-			}
+	return true
+}
+
+// checkKilledWhileHeld drops a request whose client was killed while the
+// pause held it. The master's stream checks before each command instead
+// (masterLink.apply): a command it skipped here would still count in the
+// offset.
+func checkKilledWhileHeld(c *Client, r *request) bool {
+	return !c.closed.Load() || c.hasFlag(clientMaster)
+}
+
+// checkRedirectAfterPause redirects a held request by the slot map it
+// finds, as Redis runs processCommand again for a client a pause
+// postponed: a manual failover pauses the master and then makes it a
+// replica, and the writes it held go to the new master (MOVED), not
+// READONLY.
+func checkRedirectAfterPause(c *Client, r *request) bool {
+	return !r.held || c.srv.cluster == nil || !c.redirected(r.cmd, r.args)
+}
+
+// checkOOM refuses a deny-oom write when memory cannot be freed below
+// maxmemory.
+func checkOOM(c *Client, r *request) bool {
+	s := c.srv
+	if r.cmd.flags&flagWrite != 0 && s.hot().maxmemory > 0 && r.cmd.flags&flagDenyOOM != 0 && !c.hasFlag(clientMaster) {
+		if !s.freeMemoryIfNeeded() {
+			c.reject(r.cmd, errOOM)
+			return false
 		}
 	}
-	if isWrite && !c.hasFlag(clientMaster) {
-		if msg := s.writeRefused(); msg != "" {
-			c.reject(cmd, msg)
-			return
+	return true
+}
+
+// checkWriteRefused refuses writes on a read-only replica, without enough
+// good replicas, or after a failed background save (writeRefused).
+func checkWriteRefused(c *Client, r *request) bool {
+	if r.cmd.flags&flagWrite != 0 && !c.hasFlag(clientMaster) {
+		if msg := c.srv.writeRefused(); msg != "" {
+			c.reject(r.cmd, msg)
+			return false
 		}
 	}
-	if c.proto < 3 && c.hasFlag(clientPubSub) && !pubsubAllowed(cmd) {
-		c.reject(cmd, "ERR Can't execute '"+cmd.fullName()+"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
-		return
+	return true
+}
+
+// checkPubSubContext allows a RESP2 subscriber only the subscription
+// commands, PING, QUIT and RESET.
+func checkPubSubContext(c *Client, r *request) bool {
+	if c.proto < 3 && c.hasFlag(clientPubSub) && !pubsubAllowed(r.cmd) {
+		c.reject(r.cmd, "ERR Can't execute '"+r.cmd.fullName()+"': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context")
+		return false
 	}
-	if s.loading.Load() && !s.loadHeld.Load() && cmd.flags&flagLoading == 0 {
-		c.reject(cmd, errLoading)
-		return
+	return true
+}
+
+// checkLoading refuses commands without the loading flag while the
+// dataset loads.
+func checkLoading(c *Client, r *request) bool {
+	s := c.srv
+	if s.loading.Load() && !s.loadHeld.Load() && r.cmd.flags&flagLoading == 0 {
+		c.reject(r.cmd, errLoading)
+		return false
 	}
-	if msg := s.staleRefused(cmd); msg != "" && !c.hasFlag(clientMaster) {
-		c.reject(cmd, msg)
-		return
+	return true
+}
+
+// checkStaleData refuses commands on a replica whose master link is down
+// when replica-serve-stale-data is off.
+func checkStaleData(c *Client, r *request) bool {
+	if msg := c.srv.staleRefused(r.cmd); msg != "" && !c.hasFlag(clientMaster) {
+		c.reject(r.cmd, msg)
+		return false
 	}
-	if c.hasFlag(clientMulti) && !isTxControl(cmd) {
-		if cmd.flags&flagNoMulti != 0 {
-			c.reject(cmd, "ERR Command not allowed inside a transaction")
-			return
-		}
-		q := make([][]byte, len(args))
-		for i, a := range args {
-			q[i] = bytes.Clone(a)
-		}
-		c.multi = append(c.multi, q)
-		c.addSimple("QUEUED")
-		return
+	return true
+}
+
+// checkMultiQueue queues a command inside MULTI instead of running it.
+func checkMultiQueue(c *Client, r *request) bool {
+	if !c.hasFlag(clientMulti) || isTxControl(r.cmd) {
+		return true
 	}
-	c.call(cmd, args, false)
+	if r.cmd.flags&flagNoMulti != 0 {
+		c.reject(r.cmd, "ERR Command not allowed inside a transaction")
+		return false
+	}
+	q := make([][]byte, len(r.args))
+	for i, a := range r.args {
+		q[i] = bytes.Clone(a)
+	}
+	c.multi = append(c.multi, q)
+	c.addSimple("QUEUED")
+	return false
 }
 
 // redirected refuses cmd with MOVED, ASK, CROSSSLOT or CLUSTERDOWN when
@@ -255,9 +405,15 @@ func pubsubAllowed(cmd *command) bool {
 }
 
 // reject refuses cmd before it runs, as Redis's rejectCommand: the error
-// reply, a failed MULTI block, and the command's rejected_calls.
+// reply, a failed MULTI block, and the command's rejected_calls. A refused
+// EXEC discards the transaction and answers EXECABORT with the reason
+// (execCommandAbort), whether or not a MULTI was open.
 func (c *Client) reject(cmd *command, msg string) {
 	c.flagTransaction()
+	if cmd.name == "exec" && cmd.parent == nil && !strings.HasPrefix(msg, "EXECABORT") {
+		c.discardTransaction()
+		msg = "EXECABORT Transaction discarded because of: " + strings.TrimPrefix(msg, "ERR ")
+	}
 	c.addError(msg)
 	cmd.stats.rejected.Add(1)
 }

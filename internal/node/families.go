@@ -25,4 +25,6 @@ var commandFamilies = []func(t *commandTable){
 	registerReplicationCommands,
 	registerPersistenceCommands,
 	registerDumpCommands,
+	registerACLCommands,
+	registerLolwutCommands,
 }

@@ -84,8 +84,14 @@ func (c *Client) protectedRefusal(cmd *command) string {
 
 // protectedModeRefuses reports whether protected mode refuses a connection
 // nc, as Redis 7.0.15's clientAcceptHandler: protected-mode is on,
-// the default user has no password (requirepass empty), and the peer is
-// not local. The bind address plays no part.
+// the default user is nopass (no requirepass, no password given to it by
+// ACL), and the peer is not local. The bind address plays no part.
 func (s *Server) protectedModeRefuses(nc net.Conn) bool {
-	return s.cfg.Bool(DirProtectedMode) && s.cfg.Get(DirRequirepass) == "" && !isLocalConn(nc)
+	if !s.cfg.Bool(DirProtectedMode) || isLocalConn(nc) {
+		return false
+	}
+	s.acl.mu.Lock()
+	nopass := s.acl.reg.Default().NoPass()
+	s.acl.mu.Unlock()
+	return nopass
 }

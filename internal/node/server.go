@@ -57,6 +57,8 @@ type Server struct {
 	table    *commandTable
 	// scripting is EVAL's and FUNCTION's state (commands_scripting.go).
 	scripting scripting
+	// acl holds the ACL users and the ACL LOG (aclstate.go).
+	acl aclState
 
 	listeners []net.Listener
 	runID     string
@@ -189,6 +191,10 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 	for i := range s.dbs {
 		s.dbs[i] = keyspace.NewDB(s.ks, i)
 	}
+	if err := s.initACL(); err != nil {
+		return nil, err
+	}
+	cfg.setUserLines(s.aclUserLines)
 	s.slowlog.init()
 	s.applyGCPercent()
 	s.repl = newReplication(s)

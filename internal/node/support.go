@@ -138,8 +138,17 @@ func (l *slowlog) maybeAdd(c *Client, args [][]byte, dur time.Duration) {
 	if n > 32 {
 		n = 32
 	}
+	// ACL SETUSER's username and rules (passwords) are shown redacted,
+	// as Redis's redactClientCommandArgument.
+	redactFrom := len(args)
+	if c.cmd != nil && c.cmd.fullName() == "acl|setuser" {
+		redactFrom = 2
+	}
 	for i := 0; i < n; i++ {
 		a := string(args[i])
+		if i >= redactFrom {
+			a = "(redacted)"
+		}
 		if i == 31 && len(args) > 32 {
 			a = "... (" + strconv.Itoa(len(args)-31) + " more arguments)"
 		} else if len(a) > 128 {

@@ -1,0 +1,484 @@
+package node
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/shardis/shardis/internal/node/acl"
+)
+
+// aclState is the server's side of ACLs: the registry of users (package
+// acl), the ACL LOG, and the generation clients compare to notice that
+// users changed.
+//
+// Users are immutable once published: a change installs a new *acl.User
+// and bumps gen, and a client re-reads its user by name before its next
+// check (refreshUser). So a check reads no lock, only gen.
+type aclState struct {
+	mu  sync.Mutex // guards reg and log
+	reg *acl.Registry
+	log acl.Log
+	// gen counts user changes.
+	gen atomic.Uint64
+	// authRequired mirrors reg.AuthRequired(): the default user has a
+	// password or is off.
+	authRequired atomic.Bool
+}
+
+// initACL builds the registry from the command table, applies
+// requirepass, acl-pubsub-default, the user directives and the aclfile,
+// as Redis's ACLLoadUsersAtStartup.
+func (s *Server) initACL() error {
+	var top []*acl.Command
+	for _, cmd := range s.table.cmds {
+		ac := aclCommandOf(cmd)
+		for _, sub := range cmd.subs {
+			sc := aclCommandOf(sub)
+			ac.Subs = append(ac.Subs, sc)
+		}
+		top = append(top, ac)
+	}
+	t := acl.NewTable(top)
+	for _, cmd := range s.table.cmds {
+		cmd.acl = t.Lookup(cmd.name)
+		for _, sub := range cmd.subs {
+			sub.acl = t.Lookup(sub.fullName())
+		}
+	}
+	a := &s.acl
+	a.reg = acl.NewRegistry(t, func(p, str string) bool { return globMatch(p, str, false) })
+	a.reg.PubsubDefaultAll = s.cfg.Get(DirAclPubsubDefault) == "allchannels"
+	if pw := s.cfg.Get(DirRequirepass); pw != "" {
+		a.reg.SetDefaultPassword(pw)
+	}
+	users := s.cfg.Users()
+	file := s.cfg.Get(DirAclfile)
+	if file != "" && len(users) > 0 {
+		return fmt.Errorf("node: acl: Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both")
+	}
+	if err := a.reg.LoadConfigured(users); err != nil {
+		return fmt.Errorf("node: %w", err)
+	}
+	if file != "" {
+		if err := s.aclLoadFile(); err != nil {
+			return fmt.Errorf("node: acl: Aborting Redis startup because of ACL errors: %w", err)
+		}
+	}
+	a.authRequired.Store(a.reg.AuthRequired())
+	return nil
+}
+
+// aclCommandOf is cmd as package acl sees it: name, categories, no-auth.
+func aclCommandOf(cmd *command) *acl.Command {
+	var cats acl.Category
+	for _, c := range cmd.aclCategories() {
+		cats |= acl.CategoryByName(strings.TrimPrefix(c, "@"))
+	}
+	return &acl.Command{FullName: cmd.fullName(), Categories: cats, NoAuth: cmd.flags&flagNoAuth != 0}
+}
+
+// aclChanged publishes a change of the users: clients re-read theirs.
+// Called with a.mu held.
+func (s *Server) aclChanged() {
+	s.acl.authRequired.Store(s.acl.reg.AuthRequired())
+	s.acl.gen.Add(1)
+}
+
+// setClientUser makes u the client's user (AUTH, HELLO AUTH, a new
+// connection).
+func (c *Client) setClientUser(u *acl.User, gen uint64) {
+	c.aclUser, c.aclGen = u, gen
+	c.aclFree = u == nil || u.Unrestricted()
+	name := "default"
+	if u != nil {
+		name = u.Name
+	}
+	c.infoMu.Lock()
+	c.user = name
+	c.infoMu.Unlock()
+}
+
+// refreshUser re-reads the client's user after a change of the users.
+func (c *Client) refreshUser() {
+	a := &c.srv.acl
+	a.mu.Lock()
+	gen := a.gen.Load()
+	var u *acl.User
+	if c.aclUser != nil {
+		u = a.reg.User(c.aclUser.Name)
+	}
+	a.mu.Unlock()
+	if u == nil {
+		// Deleted: the client is being disconnected; until then it runs
+		// nothing.
+		c.aclUser, c.aclGen, c.aclFree = nil, gen, false
+		c.aclDeleted = true
+		return
+	}
+	c.aclUser, c.aclGen = u, gen
+	c.aclFree = u.Unrestricted()
+}
+
+// aclCheck checks cmd with args for the client's user and returns the
+// result and the position of the refused key or channel.
+func (c *Client) aclCheck(cmd *command, args [][]byte) (acl.Result, int) {
+	if c.aclGen != c.srv.acl.gen.Load() && (c.aclUser != nil || c.aclDeleted) {
+		c.refreshUser()
+	}
+	if c.aclDeleted {
+		return acl.DeniedCmd, 0
+	}
+	u := c.aclUser
+	if u == nil || c.aclFree || c.hasFlag(clientMaster) {
+		return acl.OK, 0
+	}
+	call := acl.Call{Cmd: cmd.acl, Args: args}
+	if call.Cmd == nil {
+		return acl.OK, 0 // a command the table did not have when users were built
+	}
+	if u.NeedsKeys() {
+		c.aclKeyBuf = appendACLKeys(c.aclKeyBuf[:0], cmd, args)
+		call.Keys = c.aclKeyBuf
+	}
+	if cmd.flags&flagPubSub != 0 && u.NeedsChannels() {
+		c.aclChanBuf = appendACLChannels(c.aclChanBuf[:0], cmd, args)
+		call.Channels = c.aclChanBuf
+	}
+	return c.srv.acl.reg.Check(u, &call)
+}
+
+// appendACLKeys appends the keys of a call with the permissions their key
+// specs need (access: read; insert, delete, update: write).
+func appendACLKeys(out []acl.KeyRef, cmd *command, args [][]byte) []acl.KeyRef {
+	add := func(p int) {
+		if p < len(args) {
+			if perm := cmd.keyPerm(args, p); perm >= 0 {
+				out = append(out, acl.KeyRef{Pos: p, Perm: perm})
+			}
+		}
+	}
+	if cmd.keys != nil {
+		for _, p := range cmd.keys(args) {
+			add(p)
+		}
+		return out
+	}
+	if cmd.first == 0 {
+		return out
+	}
+	// first/last/step without keyPositions' slice: no allocation on the
+	// command path.
+	last := cmd.last
+	if last < 0 {
+		last = len(args) + last
+	}
+	last = min(last, len(args)-1)
+	for p := cmd.first; p <= last; p += max(cmd.step, 1) {
+		add(p)
+	}
+	return out
+}
+
+// keyPerm is the ACL permission the key at p needs, from its key spec's
+// flags, or -1 for an argument that is not a key (a shard channel);
+// cached on the command when one spec covers every call.
+func (cmd *command) keyPerm(args [][]byte, p int) int {
+	if v := cmd.aclPerm.Load(); v != 0 {
+		return int(v)
+	}
+	perm := permOfKeyFlags(keyArgFlags(cmd, args, p))
+	name := cmd.fullName()
+	if len(keySpecTable[name]) <= 1 && name != "set" && name != "bitfield" {
+		cmd.aclPerm.Store(int32(perm))
+	}
+	return perm
+}
+
+func permOfKeyFlags(flags string) int {
+	perm := 0
+	for flags != "" {
+		var f string
+		f, flags, _ = strings.Cut(flags, " ")
+		switch f {
+		case "not_key":
+			return -1
+		case "access":
+			perm |= acl.PermRead
+		case "insert", "delete", "update":
+			perm |= acl.PermWrite
+		}
+	}
+	return perm
+}
+
+// appendACLChannels appends the channels a publish or subscribe names
+// (Redis's getChannelsFromCommand; unsubscribing is never refused).
+func appendACLChannels(out []acl.ChannelRef, cmd *command, args [][]byte) []acl.ChannelRef {
+	switch cmd.fullName() {
+	case "publish", "spublish":
+		out = append(out, acl.ChannelRef{Pos: 1})
+	case "subscribe", "ssubscribe":
+		for i := 1; i < len(args); i++ {
+			out = append(out, acl.ChannelRef{Pos: i})
+		}
+	case "psubscribe":
+		for i := 1; i < len(args); i++ {
+			out = append(out, acl.ChannelRef{Pos: i, Pattern: true})
+		}
+	}
+	return out
+}
+
+// aclLogContext is the ACL LOG context of a refusal in processCommand.
+func (c *Client) aclLogContext() string {
+	if c.hasFlag(clientMulti) {
+		return acl.CtxMulti
+	}
+	return acl.CtxToplevel
+}
+
+// aclLogDenied records a refused command in the ACL LOG.
+func (c *Client) aclLogDenied(res acl.Result, ctx string, pos int, cmd *command, args [][]byte) {
+	obj := cmd.fullName()
+	if res == acl.DeniedKey || res == acl.DeniedChannel {
+		obj = string(args[pos])
+	}
+	user := "default"
+	if c.aclUser != nil {
+		user = c.aclUser.Name
+	}
+	c.srv.aclLogAdd(c, acl.LogEntry{Reason: acl.ReasonName(res), Context: ctx, Object: obj, Username: user})
+}
+
+// aclLogAdd adds an entry with the client's CLIENT LIST line.
+func (s *Server) aclLogAdd(c *Client, e acl.LogEntry) {
+	e.ClientInfo = c.infoString(c)
+	now := time.Now().UnixMilli()
+	s.acl.mu.Lock()
+	s.acl.log.Add(e, now, int(s.cfg.Int(DirAcllogMaxLen)))
+	s.acl.mu.Unlock()
+}
+
+// authenticate is ACLAuthenticateUser: on success the client's user
+// becomes name; a failure is logged as an "auth" entry whose object is the
+// command as the client spelt it (AUTH or HELLO).
+func (c *Client) authenticate(cmdName, name, pass string) bool {
+	a := &c.srv.acl
+	a.mu.Lock()
+	u := a.reg.Authenticate(name, pass)
+	gen := a.gen.Load()
+	a.mu.Unlock()
+	if u == nil {
+		ctx := acl.CtxToplevel
+		if c.hasFlag(clientMulti) {
+			ctx = acl.CtxMulti
+		}
+		c.srv.aclLogAdd(c, acl.LogEntry{Reason: "auth", Context: ctx, Object: cmdName, Username: name})
+		return false
+	}
+	c.aclDeleted = false
+	c.setClientUser(u, gen)
+	c.authed.Store(true)
+	c.rd.SetUnauthenticated(false)
+	return true
+}
+
+// aclDisconnect closes the clients authenticated as one of users (deleted
+// or replaced by ACL LOAD), as ACLFreeUserAndKillClients: the running
+// client is closed after its reply.
+func (s *Server) aclDisconnect(self *Client, users map[string]bool) {
+	s.forEachClient(func(cl *Client) {
+		cl.infoMu.Lock()
+		name := cl.user
+		cl.infoMu.Unlock()
+		if !users[name] || cl.hasFlag(clientMaster) {
+			return
+		}
+		if cl == self {
+			self.setFlag(clientCloseAfterReply, true)
+			return
+		}
+		cl.close()
+	})
+}
+
+// aclKillSubscribers closes the clients of old that subscribe to a
+// channel nu no longer allows (Redis's ACLKillPubsubClientsIfNeeded).
+func (s *Server) aclKillSubscribers(self *Client, nu, old *acl.User) {
+	if !acl.PubsubKillNeeded(nu, old) {
+		return
+	}
+	s.forEachClient(func(cl *Client) {
+		cl.infoMu.Lock()
+		name := cl.user
+		cl.infoMu.Unlock()
+		if name != old.Name || !cl.hasFlag(clientPubSub) {
+			return
+		}
+		s.pubsub.mu.RLock()
+		chans, pats, shard := mapKeys(cl.channels), mapKeys(cl.patterns), mapKeys(cl.shardChannels)
+		s.pubsub.mu.RUnlock()
+		if s.acl.reg.SubscriberAllowed(nu, chans, pats, shard) {
+			return
+		}
+		if cl == self {
+			self.setFlag(clientCloseAfterReply, true)
+			return
+		}
+		cl.close()
+	})
+}
+
+func mapKeys(m map[string]struct{}) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// aclLoadFile is ACL LOAD: the aclfile replaces every user, or nothing
+// changes. Clients of the replaced users other than default are
+// disconnected. Called without a.mu.
+func (s *Server) aclLoadFile() error {
+	file := s.cfg.Get(DirAclfile)
+	data, err := os.ReadFile(s.aclFilePath())
+	if err != nil {
+		return fmt.Errorf("Error loading ACLs, opening file '%s': %s", file, strings.TrimPrefix(errnoText(err), "open "+file+": "))
+	}
+	a := &s.acl
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	users, err := a.reg.ParseLines(file, strings.Split(string(data), "\n"))
+	if err != nil {
+		return err
+	}
+	a.reg.Replace(users)
+	s.aclChanged()
+	return nil
+}
+
+// errnoText is the strerror part of a file error.
+func errnoText(err error) string {
+	if pe, ok := err.(*os.PathError); ok {
+		s := pe.Err.Error()
+		if s != "" {
+			return strings.ToUpper(s[:1]) + s[1:]
+		}
+	}
+	return err.Error()
+}
+
+// aclFilePath is where the aclfile is: a relative name is in dir, where
+// Redis, having changed into dir, finds it.
+func (s *Server) aclFilePath() string {
+	file := s.cfg.Get(DirAclfile)
+	if file == "" || filepath.IsAbs(file) {
+		return file
+	}
+	return filepath.Join(s.cfg.Get(DirDir), file)
+}
+
+// aclSaveFile is ACL SAVE: every user in the aclfile, written to a
+// temporary file and renamed over it.
+func (s *Server) aclSaveFile() error {
+	s.acl.mu.Lock()
+	lines := s.acl.reg.ConfigLines()
+	s.acl.mu.Unlock()
+	tmp := fmt.Sprintf("%s.tmp-%d-%d", s.aclFilePath(), os.Getpid(), time.Now().UnixMilli())
+	data := strings.Join(lines, "\n") + "\n"
+	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
+		s.log.Warn("Opening temp ACL file for ACL SAVE", "err", err)
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, s.aclFilePath()); err != nil {
+		s.log.Warn("Renaming ACL file for ACL SAVE", "err", err)
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}
+
+// aclUserLines are CONFIG REWRITE's user lines: none with an aclfile
+// (the file holds the users), every user otherwise.
+func (s *Server) aclUserLines() []string {
+	if s.cfg.Get(DirAclfile) != "" {
+		return nil
+	}
+	s.acl.mu.Lock()
+	defer s.acl.mu.Unlock()
+	return s.acl.reg.ConfigLines()
+}
+
+// aclRefusal is a script's ACL check of each redis.call (Redis's
+// scriptVerifyACL): the caller's user decides, and a refusal is logged
+// with the "lua" context.
+func (h *scriptHost) aclRefusal(cmd *command, args [][]byte) string {
+	c := h.c
+	if c.aclFree && c.aclGen == c.srv.acl.gen.Load() {
+		return ""
+	}
+	res, pos := c.aclCheck(cmd, args)
+	if res == acl.OK {
+		return ""
+	}
+	c.aclLogDenied(res, acl.CtxLua, pos, cmd, args)
+	return "The user executing the script " + acl.DeniedMessage(res)
+}
+
+// ACLCheck answers redis.acl_check_cmd: whether the script's user may run
+// args (known false for an unknown command or subcommand).
+func (h *scriptHost) ACLCheck(args [][]byte) (allowed, known bool) {
+	cmd := h.c.srv.table.lookup(args[0])
+	if cmd != nil && cmd.subs != nil && len(args) >= 2 {
+		cmd = cmd.subs[strings.ToLower(string(args[1]))]
+	}
+	if cmd == nil {
+		return false, false
+	}
+	res, _ := h.c.aclCheck(cmd, args)
+	return res == acl.OK, true
+}
+
+// aclExecRefusal re-checks a queued command when EXEC runs it, since the
+// rules may have changed after it was queued (Redis's execCommand).
+func (c *Client) aclExecRefusal(cmd *command, args [][]byte) string {
+	if c.aclFree && c.aclGen == c.srv.acl.gen.Load() {
+		return ""
+	}
+	res, pos := c.aclCheck(cmd, args)
+	if res == acl.OK {
+		return ""
+	}
+	c.aclLogDenied(res, acl.CtxMulti, pos, cmd, args)
+	reason := "no permission"
+	switch res {
+	case acl.DeniedCmd:
+		reason = "no permission to execute the command or subcommand"
+	case acl.DeniedKey:
+		reason = "no permission to touch the specified keys"
+	case acl.DeniedChannel:
+		reason = "no permission to access one of the channels used as arguments"
+	}
+	return "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + reason
+}
+
+// aclFullKeyRead is Redis's ACLUserCheckCmdWithUnrestrictedKeyAccess for
+// read access: whether one selector allows the running command and
+// reading every key (SORT's BY and GET patterns read keys no spec names).
+func (c *Client) aclFullKeyRead(args [][]byte) bool {
+	if c.aclUser == nil || c.aclFree || c.cmd == nil || c.cmd.acl == nil || c.hasFlag(clientMaster) {
+		return true
+	}
+	call := acl.Call{Cmd: c.cmd.acl, Args: args, Keys: appendACLKeys(nil, c.cmd, args)}
+	if c.cmd.flags&flagPubSub != 0 {
+		call.Channels = appendACLChannels(nil, c.cmd, args)
+	}
+	return c.srv.acl.reg.CheckUnrestrictedKeys(c.aclUser, &call, acl.PermRead)
+}

@@ -1,0 +1,376 @@
+package node
+
+import (
+	"crypto/rand"
+
+	"strings"
+	"time"
+
+	"github.com/shardis/shardis/internal/node/acl"
+)
+
+func registerACLCommands(t *commandTable) {
+	t.add(&command{name: "acl", arity: -2, fn: cmdHelpDispatch, group: "server", since: "6.0.0"})
+	af := flagAdmin | flagNoScript | flagLoading | flagStale
+	pf := flagNoScript | flagLoading | flagStale
+	t.addSub("acl", &command{name: "cat", arity: -2, flags: pf, fn: cmdACLCat, since: "6.0.0"})
+	t.addSub("acl", &command{name: "deluser", arity: -3, flags: af, fn: cmdACLDelUser, since: "6.0.0"})
+	t.addSub("acl", &command{name: "dryrun", arity: -4, flags: af, fn: cmdACLDryRun, since: "7.0.0"})
+	t.addSub("acl", &command{name: "genpass", arity: -2, flags: pf, fn: cmdACLGenPass, since: "6.0.0"})
+	t.addSub("acl", &command{name: "getuser", arity: 3, flags: af, fn: cmdACLGetUser, since: "6.0.0"})
+	t.addSub("acl", &command{name: "help", arity: 2, flags: flagLoading | flagStale, fn: cmdACLHelp, since: "6.0.0"})
+	t.addSub("acl", &command{name: "list", arity: 2, flags: af, fn: cmdACLList, since: "6.0.0"})
+	t.addSub("acl", &command{name: "load", arity: 2, flags: af, fn: cmdACLLoad, since: "6.0.0"})
+	t.addSub("acl", &command{name: "log", arity: -2, flags: af, fn: cmdACLLog, since: "6.0.0"})
+	t.addSub("acl", &command{name: "save", arity: 2, flags: af, fn: cmdACLSave, since: "6.0.0"})
+	t.addSub("acl", &command{name: "setuser", arity: -3, flags: af, fn: cmdACLSetUser, since: "6.0.0"})
+	t.addSub("acl", &command{name: "users", arity: 2, flags: af, fn: cmdACLUsers, since: "6.0.0"})
+	t.addSub("acl", &command{name: "whoami", arity: 2, flags: pf, fn: cmdACLWhoAmI, since: "6.0.0"})
+}
+
+// ACL SETUSER username [rule ...]
+func cmdACLSetUser(c *Client, args [][]byte) {
+	s := c.srv
+	rules := make([]string, 0, len(args)-3)
+	for _, a := range args[3:] {
+		rules = append(rules, string(a))
+	}
+	s.acl.mu.Lock()
+	nu, old, err := s.acl.reg.SetUser(string(args[2]), rules)
+	if err == nil {
+		s.aclChanged()
+	}
+	s.acl.mu.Unlock()
+	if err != nil {
+		c.addError("ERR " + err.Error())
+		return
+	}
+	if old != nil {
+		s.aclKillSubscribers(c, nu, old)
+	}
+	c.addOK()
+}
+
+// ACL DELUSER username [username ...]
+func cmdACLDelUser(c *Client, args [][]byte) {
+	for _, a := range args[2:] {
+		if string(a) == "default" {
+			c.addError("ERR The 'default' user cannot be removed")
+			return
+		}
+	}
+	s := c.srv
+	gone := map[string]bool{}
+	s.acl.mu.Lock()
+	for _, a := range args[2:] {
+		if s.acl.reg.DelUser(string(a)) != nil {
+			gone[string(a)] = true
+		}
+	}
+	if len(gone) > 0 {
+		s.aclChanged()
+	}
+	s.acl.mu.Unlock()
+	if len(gone) > 0 {
+		s.aclDisconnect(c, gone)
+	}
+	c.addInt(int64(len(gone)))
+}
+
+// ACL GETUSER username
+func cmdACLGetUser(c *Client, args [][]byte) {
+	s := c.srv
+	s.acl.mu.Lock()
+	u := s.acl.reg.User(string(args[2]))
+	var sels []acl.SelectorInfo
+	if u != nil {
+		sels = s.acl.reg.Selectors(u)
+	}
+	s.acl.mu.Unlock()
+	if u == nil {
+		c.addNull()
+		return
+	}
+	c.addMapLen(6)
+	c.addBulkString("flags")
+	flags := u.Flags()
+	c.addSetLen(len(flags))
+	for _, f := range flags {
+		c.addBulkString(f)
+	}
+	c.addBulkString("passwords")
+	pw := u.Passwords()
+	c.addArrayLen(len(pw))
+	for _, p := range pw {
+		c.addBulkString(p)
+	}
+	addSelector := func(si acl.SelectorInfo) {
+		c.addBulkString("commands")
+		c.addBulkString(si.Commands)
+		c.addBulkString("keys")
+		c.addBulkString(si.Keys)
+		c.addBulkString("channels")
+		c.addBulkString(si.Channels)
+	}
+	addSelector(sels[0])
+	c.addBulkString("selectors")
+	c.addArrayLen(len(sels) - 1)
+	for _, si := range sels[1:] {
+		c.addMapLen(3)
+		addSelector(si)
+	}
+}
+
+// ACL LIST
+func cmdACLList(c *Client, args [][]byte) {
+	c.srv.acl.mu.Lock()
+	lines := c.srv.acl.reg.ConfigLines()
+	c.srv.acl.mu.Unlock()
+	c.addArrayLen(len(lines))
+	for _, l := range lines {
+		c.addBulkString(l)
+	}
+}
+
+// ACL USERS
+func cmdACLUsers(c *Client, args [][]byte) {
+	c.srv.acl.mu.Lock()
+	names := c.srv.acl.reg.Names()
+	c.srv.acl.mu.Unlock()
+	c.addArrayLen(len(names))
+	for _, n := range names {
+		c.addBulkString(n)
+	}
+}
+
+// ACL WHOAMI
+func cmdACLWhoAmI(c *Client, args [][]byte) {
+	c.infoMu.Lock()
+	name := c.user
+	c.infoMu.Unlock()
+	c.addBulkString(name)
+}
+
+const errNoACLFile = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."
+
+// ACL LOAD: the aclfile replaces every user; the clients of the old users
+// other than default are disconnected.
+func cmdACLLoad(c *Client, args [][]byte) {
+	s := c.srv
+	if s.cfg.Get(DirAclfile) == "" {
+		c.addError(errNoACLFile)
+		return
+	}
+	s.acl.mu.Lock()
+	before := s.acl.reg.Names()
+	s.acl.mu.Unlock()
+	if err := s.aclLoadFile(); err != nil {
+		c.addError("ERR " + err.Error())
+		return
+	}
+	gone := map[string]bool{}
+	for _, n := range before {
+		if n != "default" {
+			gone[n] = true
+		}
+	}
+	s.aclDisconnect(c, gone)
+	c.addOK()
+}
+
+// ACL SAVE
+func cmdACLSave(c *Client, args [][]byte) {
+	if c.srv.cfg.Get(DirAclfile) == "" {
+		c.addError(errNoACLFile)
+		return
+	}
+	if err := c.srv.aclSaveFile(); err != nil {
+		c.addError("ERR There was an error trying to save the ACLs. Please check the server logs for more information")
+		return
+	}
+	c.addOK()
+}
+
+// ACL CAT [category]
+func cmdACLCat(c *Client, args [][]byte) {
+	if len(args) == 2 {
+		c.addArrayLen(len(acl.Categories))
+		for _, n := range acl.Categories {
+			c.addBulkString(n)
+		}
+		return
+	}
+	if len(args) > 3 {
+		clusterSubSyntaxError(c, args)
+		return
+	}
+	cat := acl.CategoryByName(string(args[2]))
+	if cat == 0 {
+		name := string(args[2])
+		if len(name) > 128 {
+			name = name[:128]
+		}
+		c.addError("ERR Unknown category '" + name + "'")
+		return
+	}
+	names := c.srv.acl.reg.Table().InCategory(cat)
+	c.addArrayLen(len(names))
+	for _, n := range names {
+		c.addBulkString(n)
+	}
+}
+
+// ACL GENPASS [bits]
+func cmdACLGenPass(c *Client, args [][]byte) {
+	if len(args) > 3 {
+		clusterSubSyntaxError(c, args)
+		return
+	}
+	bits := int64(256)
+	if len(args) == 3 {
+		n, ok := parseInt(args[2])
+		if !ok {
+			c.addError(errNotInt)
+			return
+		}
+		bits = n
+	}
+	if bits <= 0 || bits > 4096 {
+		c.addError("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096")
+		return
+	}
+	buf := make([]byte, (bits+7)/8+1)
+	_, _ = rand.Read(buf)
+	c.addBulkString(acl.GenPass(buf, int(bits)))
+}
+
+// ACL LOG [count | RESET]
+func cmdACLLog(c *Client, args [][]byte) {
+	if len(args) > 3 {
+		clusterSubSyntaxError(c, args)
+		return
+	}
+	s := c.srv
+	count := int64(10)
+	if len(args) == 3 {
+		if eqFold(args[2], "reset") {
+			s.acl.mu.Lock()
+			s.acl.log.Reset()
+			s.acl.mu.Unlock()
+			c.addOK()
+			return
+		}
+		n, ok := parseInt(args[2])
+		if !ok {
+			c.addError(errNotInt)
+			return
+		}
+		count = max(n, 0)
+	}
+	s.acl.mu.Lock()
+	entries := s.acl.log.Entries(int(min(count, 1<<31)))
+	s.acl.mu.Unlock()
+	now := time.Now().UnixMilli()
+	c.addArrayLen(len(entries))
+	for _, e := range entries {
+		c.addMapLen(7)
+		c.addBulkString("count")
+		c.addInt(e.Count)
+		c.addBulkString("reason")
+		c.addBulkString(e.Reason)
+		c.addBulkString("context")
+		c.addBulkString(e.Context)
+		c.addBulkString("object")
+		c.addBulkString(e.Object)
+		c.addBulkString("username")
+		c.addBulkString(e.Username)
+		c.addBulkString("age-seconds")
+		c.addDouble(float64(now-e.CTime) / 1000)
+		c.addBulkString("client-info")
+		c.addBulkString(e.ClientInfo)
+	}
+}
+
+// ACL DRYRUN username command [arg ...]
+func cmdACLDryRun(c *Client, args [][]byte) {
+	s := c.srv
+	s.acl.mu.Lock()
+	u := s.acl.reg.User(string(args[2]))
+	s.acl.mu.Unlock()
+	if u == nil {
+		c.addError("ERR User '" + string(args[2]) + "' not found")
+		return
+	}
+	call := args[3:]
+	cmd := s.table.lookup(call[0])
+	if cmd != nil && cmd.subs != nil && len(call) > 1 {
+		cmd = cmd.subs[strings.ToLower(string(call[1]))]
+	}
+	if cmd == nil {
+		c.addError("ERR Command '" + string(call[0]) + "' not found")
+		return
+	}
+	if !arityOK(cmd, len(call)) {
+		c.addError("ERR wrong number of arguments for '" + cmd.fullName() + "' command")
+		return
+	}
+	res, pos := s.aclCheckUser(u, cmd, call)
+	switch res {
+	case acl.OK:
+		c.addOK()
+	case acl.DeniedCmd:
+		c.addBulkString("This user has no permissions to run the '" + cmd.fullName() + "' command")
+	case acl.DeniedKey:
+		c.addBulkString("This user has no permissions to access the '" + string(call[pos]) + "' key")
+	default:
+		c.addBulkString("This user has no permissions to access the '" + string(call[pos]) + "' channel")
+	}
+}
+
+// aclCheckUser checks a call for any user (ACL DRYRUN,
+// redis.acl_check_cmd).
+func (s *Server) aclCheckUser(u *acl.User, cmd *command, args [][]byte) (acl.Result, int) {
+	if cmd.acl == nil {
+		return acl.OK, 0
+	}
+	call := acl.Call{Cmd: cmd.acl, Args: args}
+	if u.NeedsKeys() {
+		call.Keys = appendACLKeys(nil, cmd, args)
+	}
+	if cmd.flags&flagPubSub != 0 && u.NeedsChannels() {
+		call.Channels = appendACLChannels(nil, cmd, args)
+	}
+	return s.acl.reg.Check(u, &call)
+}
+
+// ACL HELP
+func cmdACLHelp(c *Client, args [][]byte) {
+	c.addHelp("ACL", []string{
+		"CAT [<category>]",
+		"    List all commands that belong to <category>, or all command categories",
+		"    when no category is specified.",
+		"DELUSER <username> [<username> ...]",
+		"    Delete a list of users.",
+		"DRYRUN <username> <command> [<arg> ...]",
+		"    Returns whether the user can execute the given command without executing the command.",
+		"GETUSER <username>",
+		"    Get the user's details.",
+		"GENPASS [<bits>]",
+		"    Generate a secure 256-bit user password. The optional `bits` argument can",
+		"    be used to specify a different size.",
+		"LIST",
+		"    Show users details in config file format.",
+		"LOAD",
+		"    Reload users from the ACL file.",
+		"LOG [<count> | RESET]",
+		"    Show the ACL log entries.",
+		"SAVE",
+		"    Save the current config to the ACL file.",
+		"SETUSER <username> <attribute> [<attribute> ...]",
+		"    Create or modify a user with the specified attributes.",
+		"USERS",
+		"    List all the registered usernames.",
+		"WHOAMI",
+		"    Return the current connection username.",
+	})
+}
