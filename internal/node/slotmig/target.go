@@ -1,4 +1,4 @@
-package node
+package slotmig
 
 import (
 	"bytes"
@@ -11,24 +11,22 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/resp"
 )
 
 // The target task (CLUSTER MIGRATION IMPORT): it reads the source's
 // stream as a replica reads its master's, applying every command through
-// a master-flagged client (no redirect check: the slots are not ours
-// yet), so the writes reach this node's replicas and AOF as any write
-// does.
+// the node's Applier, so the writes reach this node's replicas and AOF as
+// any write does.
 
-// startImport is CLUSTER MIGRATION IMPORT on the target.
-func (sm *slotMigrations) startImport(ranges [][2]int) (*migTask, error) {
-	s := sm.srv
-	rt := s.cluster.route.Load()
+// StartImport is CLUSTER MIGRATION IMPORT on the target. The error is the
+// reply's text.
+func (e *Engine) StartImport(ranges [][2]int) (*Task, error) {
+	rt := e.h.Routing()
 	if rt.MyMaster >= 0 {
 		return nil, errors.New("ERR Only a master can import slots")
 	}
-	source := int32(-1)
+	src := int32(-1)
 	for _, r := range ranges {
 		for slot := r[0]; slot <= r[1]; slot++ {
 			o := rt.Owner[slot]
@@ -37,33 +35,32 @@ func (sm *slotMigrations) startImport(ranges [][2]int) (*migTask, error) {
 				return nil, fmt.Errorf("ERR Slot %d is already served by this node", slot)
 			case o < 0:
 				return nil, fmt.Errorf("ERR Slot %d is not assigned to any node", slot)
-			case source >= 0 && o != source:
+			case src >= 0 && o != src:
 				return nil, errors.New("ERR Slots are served by more than one node")
 			}
-			source = o
+			src = o
 		}
 	}
-	t := newMigTask(migOpImport, ranges, rt.Nodes[source].ID, rt.Nodes[rt.Me].ID)
-	t.id = newMigID()
-	if err := sm.add(t); err != nil {
+	t := newTask(OpImport, ranges, rt.Nodes[src].ID, rt.Nodes[rt.Me].ID)
+	t.id = newID()
+	if err := e.add(t); err != nil {
 		return nil, err
 	}
-	sm.tapOnce.Do(func() { s.AddPropagator(sm) })
-	go sm.runImport(t)
+	e.addTap()
+	go e.runImport(t)
 	return t, nil
 }
 
-// errMigAborted ends an import whose abort was decided elsewhere (CANCEL,
+// errAborted ends an import whose abort was decided elsewhere (CANCEL,
 // or the source's QUERY).
-var errMigAborted = errors.New("slotmig: aborted")
+var errAborted = errors.New("slotmig: aborted")
 
 // runImport is the target task: import, then the claim; on any failure
 // before the claim, the imported keys are dropped.
-func (sm *slotMigrations) runImport(t *migTask) {
-	s := sm.srv
+func (e *Engine) runImport(t *Task) {
 	defer close(t.done)
-	s.log.Info("slotmig: importing slots", "id", t.id, "slots", rangesText(t.ranges), "source", t.source)
-	err := sm.importSlots(t)
+	e.log.Info("slotmig: importing slots", "id", t.id, "slots", rangesText(t.ranges), "source", t.source)
+	err := e.importSlots(t)
 	if err == nil {
 		return
 	}
@@ -76,41 +73,34 @@ func (sm *slotMigrations) runImport(t *migTask) {
 	if claimed {
 		// Only the HANDOFF message failed: the source learns the claim
 		// from the bus, or asks.
-		t.setState(migCompleted)
+		t.setState(StateCompleted)
 		return
 	}
 	select {
 	case <-t.cancel:
 		t.fail(errors.New("canceled"))
-		sm.trimCancels.Add(1)
-		n := s.trimSlots(t.slots)
-		t.setState(migCanceled)
-		s.log.Warn("slotmig: import canceled; imported keys dropped", "id", t.id, "keys", n)
+		e.trimCancels.Add(1)
+		n := e.trim(t.slots)
+		t.setState(StateCanceled)
+		e.log.Warn("slotmig: import canceled; imported keys dropped", "id", t.id, "keys", n)
 	default:
 		t.fail(err)
-		n := s.trimSlots(t.slots)
-		t.setState(migFailed)
-		s.log.Warn("slotmig: import failed; imported keys dropped", "id", t.id, "err", err, "keys", n)
+		n := e.trim(t.slots)
+		t.setState(StateFailed)
+		e.log.Warn("slotmig: import failed; imported keys dropped", "id", t.id, "err", err, "keys", n)
 	}
 }
 
 // importSlots runs the protocol up to the claim.
-func (sm *slotMigrations) importSlots(t *migTask) error {
-	s := sm.srv
+func (e *Engine) importSlots(t *Task) error {
 	// Keys left in the slots by an earlier import that did not complete
 	// (this node restarted meanwhile) are not ours: start clean.
-	s.trimSlots(t.slots)
-	rt := s.cluster.route.Load()
-	addr := ""
-	for _, n := range rt.Nodes {
-		if n.ID == t.source {
-			addr = net.JoinHostPort(n.IP, strconv.Itoa(n.Port))
-		}
-	}
+	e.trim(t.slots)
+	addr := nodeAddr(e.h, t.source)
 	if addr == "" {
 		return fmt.Errorf("slotmig: source %s unknown", t.source)
 	}
-	nc, err := net.DialTimeout("tcp", addr, migDialWait)
+	nc, err := net.DialTimeout("tcp", addr, dialWait)
 	if err != nil {
 		return fmt.Errorf("slotmig: connect to the source: %w", err)
 	}
@@ -128,25 +118,23 @@ func (sm *slotMigrations) importSlots(t *migTask) error {
 	send := func(args ...string) error {
 		wmu.Lock()
 		defer wmu.Unlock()
-		_ = nc.SetWriteDeadline(time.Now().Add(migDialWait))
+		_ = nc.SetWriteDeadline(time.Now().Add(dialWait))
 		_, err := nc.Write(resp.AppendCommandStrings(nil, args...))
 		return err
 	}
-	auth := s.cfg.Get(DirMasterauth) != ""
+	set := e.h.Settings()
+	auth := set.MasterAuth != ""
 	var hello []byte
 	if auth {
-		hello = appendAuth(hello, s.cfg.Get(DirMasteruser), s.cfg.Get(DirMasterauth))
+		hello = appendAuth(hello, set.MasterUser, set.MasterAuth)
 	}
-	hello = appendCommand(hello, append([][]byte{[]byte("CLUSTER"), []byte("SYNCSLOTS"), []byte("START"), []byte(t.id), []byte(t.dest)}, strArgs(rangeArgs(t.ranges))...)...)
+	hello = resp.AppendCommand(hello, append([][]byte{[]byte("CLUSTER"), []byte("SYNCSLOTS"), []byte("START"), []byte(t.id), []byte(t.dest)}, rangeArgs(t.ranges)...)...)
 	if _, err := nc.Write(hello); err != nil {
 		return fmt.Errorf("slotmig: start: %w", err)
 	}
-	c := newClient(s, nc)
-	c.authed.Store(true)
-	c.setFlag(clientMaster, true)
-	c.replyMode = replyOn
+	ap := e.h.NewApplier(nc)
 	rd := resp.NewReader(nc, resp.ReaderOptions{MaxBulkLen: 1 << 40})
-	timeout := time.Duration(s.cfg.Int(DirReplTimeout)) * time.Second
+	timeout := set.ReplTimeout
 	next := func() ([][]byte, error) {
 		for {
 			args, err := rd.Next()
@@ -155,7 +143,7 @@ func (sm *slotMigrations) importSlots(t *migTask) error {
 				if err := rd.Fill(); err != nil {
 					select {
 					case <-t.cancel:
-						return nil, errMigAborted
+						return nil, errAborted
 					default:
 					}
 					return nil, fmt.Errorf("slotmig: reading the source's stream: %w", err)
@@ -177,16 +165,13 @@ func (sm *slotMigrations) importSlots(t *migTask) error {
 	if len(first) == 0 || !bytes.HasPrefix(first[0], []byte("+OK")) {
 		return fmt.Errorf("slotmig: the source refused: %s", strings.TrimPrefix(string(bytes.Join(first, []byte(" "))), "-"))
 	}
-	t.setState(migSyncing)
+	t.setState(StateSyncing)
 	// applied is the length of the stream applied, for ACK.
 	var applied atomic.Int64
 	exec := func(args ...[]byte) {
-		c.executeCmd(args, c.lookupCmd(args[0]))
-		if len(c.out) > 0 && c.out[0] == '-' {
-			msg, _, _ := bytes.Cut(c.out[1:], []byte("\r\n"))
-			s.log.Warn("slotmig: a command of the source's stream failed", "cmd", strings.ToLower(string(args[0])), "err", string(msg))
+		if msg := ap.Apply(args); msg != "" {
+			e.log.Warn("slotmig: a command of the source's stream failed", "cmd", strings.ToLower(string(args[0])), "err", msg)
 		}
-		c.out = c.out[:0]
 	}
 	// Commands already received are applied in MULTI/EXEC batches: one
 	// AOF write (one fsync with appendfsync always) and one replication
@@ -194,7 +179,7 @@ func (sm *slotMigrations) importSlots(t *migTask) error {
 	// source whose clients share fsyncs.
 	const maxBatch = 256
 	batch, batches := 0, 0
-	defer func() { s.log.Info("slotmig: stream applied", "id", t.id, "batches", batches, "bytes", rd.Consumed()) }()
+	defer func() { e.log.Info("slotmig: stream applied", "id", t.id, "batches", batches, "bytes", rd.Consumed()) }()
 	endBatch := func() {
 		if batch > 0 {
 			exec([]byte("EXEC"))
@@ -212,13 +197,13 @@ func (sm *slotMigrations) importSlots(t *migTask) error {
 			endBatch()
 			switch {
 			case eqFold(args[2], "snapshot-eof"):
-				t.setState(migStreaming)
-				s.log.Info("slotmig: snapshot applied", "id", t.id, "keys", t.keys.Load())
+				t.setState(StateStreaming)
+				e.log.Info("slotmig: snapshot applied", "id", t.id, "keys", t.keys.Load())
 				go func() {
 					// The snapshot must be on this node's replicas
 					// before the source pauses writes; then ACK the
 					// applied length until the task ends.
-					if !s.waitReplicasAck(timeout) {
+					if !e.h.WaitReplicasAck(timeout) {
 						nc.Close()
 						return
 					}
@@ -236,21 +221,21 @@ func (sm *slotMigrations) importSlots(t *migTask) error {
 					}
 				}()
 			case eqFold(args[2], "paused"):
-				t.setState(migHandoff)
-				return sm.claim(t, send, time.Now())
+				t.setState(StateHandoff)
+				return e.claim(t, send, time.Now())
 			}
 			continue
 		}
 		if eqFold(args[0], "multi") {
 			endBatch() // the source's own transaction runs as sent
-		} else if batch == 0 && !c.hasFlag(clientMulti) && rd.Buffered() > 0 {
+		} else if batch == 0 && !ap.InTransaction() && rd.Buffered() > 0 {
 			exec([]byte("MULTI"))
 			batch = 1
 		} else if batch > 0 {
 			batch++
 		}
 		exec(args...)
-		if eqFold(args[0], "restore") && t.getState() == migSyncing {
+		if eqFold(args[0], "restore") && t.State() == StateSyncing {
 			t.keys.Add(1)
 		} else {
 			t.cmds.Add(1)
@@ -268,30 +253,23 @@ func (sm *slotMigrations) importSlots(t *migTask) error {
 // fsynced before it is announced) makes this node the owner, unless the
 // task was aborted meanwhile. The check and the claim hold t.mu, which a
 // QUERY's abort takes too.
-func (sm *slotMigrations) claim(t *migTask, send func(...string) error, pausedAt time.Time) error {
-	s := sm.srv
-	pauseTimeout := time.Duration(s.cfg.Int(DirClusterSlotMigrationWritePauseTimeout)) * time.Millisecond
-	if !s.waitReplicasAck(pauseTimeout / 2) {
+func (e *Engine) claim(t *Task, send func(...string) error, pausedAt time.Time) error {
+	set := e.h.Settings()
+	if !e.h.WaitReplicasAck(set.WritePauseTimeout / 2) {
 		return errors.New("slotmig: the replicas did not acknowledge the imported writes")
 	}
 	// The imported keys are on disk before the claim is (appendfsync
 	// always has them there already; everysec would lose up to a second
 	// of them to a crash right after the claim).
-	if a := s.persist.AOF(); a != nil && s.cfg.Bool(DirAppendonly) {
-		if err := a.FsyncNow(); err != nil {
-			return fmt.Errorf("slotmig: fsync: %w", err)
-		}
+	if err := e.h.SyncAOF(); err != nil {
+		return fmt.Errorf("slotmig: fsync: %w", err)
 	}
 	t.mu.Lock()
 	if t.aborted {
 		t.mu.Unlock()
-		return errMigAborted
+		return errAborted
 	}
-	var epoch uint64
-	var err error
-	if !s.cluster.do(func(m *cluster.Machine, now time.Time) { epoch, err = m.ClaimSlots(now, t.slots) }) {
-		err = errors.New("slotmig: the cluster bus is closed")
-	}
+	epoch, err := e.h.ClaimSlots(t.slots)
 	if err != nil {
 		t.mu.Unlock()
 		return fmt.Errorf("slotmig: claim: %w", err)
@@ -300,31 +278,30 @@ func (sm *slotMigrations) claim(t *migTask, send func(...string) error, pausedAt
 	t.pauseMs = time.Since(pausedAt).Milliseconds() // PAUSED to claim: the target's part of the pause
 	t.mu.Unlock()
 	_ = send("CLUSTER", "SYNCSLOTS", "HANDOFF", t.id, strconv.FormatUint(epoch, 10))
-	t.setState(migCompleted)
-	s.log.Info("slotmig: slots imported", "id", t.id, "slots", rangesText(t.ranges), "keys", t.keys.Load(), "writes", t.cmds.Load(), "epoch", epoch)
+	t.setState(StateCompleted)
+	e.log.Info("slotmig: slots imported", "id", t.id, "slots", rangesText(t.ranges), "keys", t.keys.Load(), "writes", t.cmds.Load(), "epoch", epoch)
 	return nil
 }
 
-// answerQuery is CLUSTER SYNCSLOTS QUERY on the target: CLAIMED <epoch>
+// AnswerQuery is CLUSTER SYNCSLOTS QUERY on the target: CLAIMED <epoch>
 // when the slots are this node's, else ABORTED, after which this node
 // never claims them for that task (it aborts the task if it still runs,
 // and drops keys it holds in the slots).
-func (sm *slotMigrations) answerQuery(id string, slots []int) string {
-	s := sm.srv
-	if t := sm.find(id); t != nil && t.op == migOpImport {
+func (e *Engine) AnswerQuery(id string, slots []int) string {
+	if t := e.Find(id); t != nil && t.op == OpImport {
 		t.mu.Lock()
 		if t.claimed {
-			e := t.epoch
+			ep := t.epoch
 			t.mu.Unlock()
-			return "CLAIMED " + strconv.FormatUint(e, 10)
+			return "CLAIMED " + strconv.FormatUint(ep, 10)
 		}
 		t.aborted = true
 		t.mu.Unlock()
 		t.fail(errors.New("slotmig: the source gave up waiting"))
-		t.requestCancel() // the task drops the imported keys
+		t.Cancel() // the task drops the imported keys
 		return "ABORTED"
 	}
-	rt := s.cluster.route.Load()
+	rt := e.h.Routing()
 	mine := true
 	var notMine []int
 	for _, slot := range slots {
@@ -334,10 +311,8 @@ func (sm *slotMigrations) answerQuery(id string, slots []int) string {
 		}
 	}
 	if mine {
-		var e uint64
-		s.cluster.do(func(m *cluster.Machine, _ time.Time) { e = m.Myself().ConfigEpoch })
-		return "CLAIMED " + strconv.FormatUint(e, 10)
+		return "CLAIMED " + strconv.FormatUint(e.h.ConfigEpoch(), 10)
 	}
-	s.trimSlots(notMine)
+	e.trim(notMine)
 	return "ABORTED"
 }
