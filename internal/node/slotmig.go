@@ -59,7 +59,10 @@ func (h migHost) Settings() slotmig.Settings {
 }
 
 // SnapshotSlot dumps slot's keys under the slot's shard lock, which every
-// write to the slot holds while it applies and propagates itself.
+// write to the slot holds while it applies and propagates itself: a
+// string as SET key value [PXAT ms], any other type as RESTORE ... REPLACE
+// ABSTTL. SET replaces a key of any type, as RESTORE REPLACE does, and a
+// PXAT in the past leaves no key, as a past ABSTTL does.
 func (h migHost) SnapshotSlot(slot int, b []byte, locked func(b []byte, keys int)) []byte {
 	s := h.s
 	db := s.dbs[0]
@@ -69,10 +72,24 @@ func (h migHost) SnapshotSlot(slot int, b []byte, locked func(b []byte, keys int
 	sh := &db.Shards[keyspace.SlotShard(slot)]
 	sh.Mu.Lock()
 	defer sh.Mu.Unlock()
+	set, pxat := []byte("SET"), []byte("PXAT")
+	var ttl []byte
 	n := 0
 	db.ForEachInSlot(slot, func(e *keyspace.Entry) bool {
-		payload := rdb.Dump(entryValue(e), comp, lim)
-		b = appendCommand(b, restore, []byte(e.Key), []byte(strconv.FormatInt(max(e.Expire, 0), 10)), payload, replace, absttl)
+		key := sbytes(e.Key) // appended, not kept
+		if e.Obj == nil {
+			// A string goes as SET, as an AOF rewrite writes it: no DUMP
+			// to encode here and no payload to check and decode there.
+			if e.Expire > 0 {
+				ttl = strconv.AppendInt(ttl[:0], e.Expire, 10)
+				b = appendCommand(b, set, key, e.Str, pxat, ttl)
+			} else {
+				b = appendCommand(b, set, key, e.Str)
+			}
+		} else {
+			ttl = strconv.AppendInt(ttl[:0], max(e.Expire, 0), 10)
+			b = appendCommand(b, restore, key, ttl, rdb.Dump(entryValue(e), comp, lim), replace, absttl)
+		}
 		n++
 		return true
 	})
@@ -303,4 +320,15 @@ func (s *Server) waitReplicasAck(d time.Duration) bool {
 		r.ackCond.Wait()
 	}
 	return true
+}
+
+// Propagates reports whether writes go to an AOF or to replicas.
+func (h migHost) Propagates() bool {
+	if h.s.cfg.Bool(DirAppendonly) {
+		return true
+	}
+	r := h.s.repl
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.replicas) > 0
 }

@@ -34,10 +34,12 @@ type Cluster interface {
 
 // Dataset is database 0's keys, as a migration reads and drops them.
 type Dataset interface {
-	// SnapshotSlot appends to b one RESTORE key ttl payload REPLACE
-	// ABSTTL command per key of slot and calls locked with the result and
-	// the number of keys while it still holds the lock every write to
-	// slot takes to apply and propagate itself. It returns b.
+	// SnapshotSlot appends to b the commands that recreate each key of
+	// slot on the target, replacing whatever the target holds under that
+	// name (SET for a string, RESTORE ... REPLACE ABSTTL otherwise), and
+	// calls locked with the result and the number of keys while it still
+	// holds the lock every write to slot takes to apply and propagate
+	// itself. It returns b.
 	SnapshotSlot(slot int, b []byte, locked func(b []byte, keys int)) []byte
 	// TrimSlots deletes every key of slots, with DELs in the replication
 	// stream and the AOF, and returns the number deleted.
@@ -73,9 +75,14 @@ type Applying interface {
 	// CommandSlot returns the hash slot of a command's first key, -1 for
 	// a command without keys or an unknown one.
 	CommandSlot(args [][]byte) int
+	// Propagates reports whether the node's writes go to an AOF or to
+	// replicas: then the stream is applied in MULTI/EXEC batches, one
+	// AOF write and one replication unit per batch.
+	Propagates() bool
 }
 
-// Applier runs commands of one stream, in order.
+// Applier runs commands of one stream, in order. The target runs
+// several appliers at once, each on the commands of its own slots.
 type Applier interface {
 	// Apply runs args; it returns the error reply's text, "" if none.
 	Apply(args [][]byte) string

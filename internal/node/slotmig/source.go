@@ -16,7 +16,8 @@ import (
 
 // The source task: it runs on the connection the target opened with
 // CLUSTER SYNCSLOTS START. The connection carries, source to target,
-// "+OK", the snapshot (RESTORE ... REPLACE ABSTTL per key, slot by slot),
+// "+OK", the snapshot (per key a SET, or a RESTORE ... REPLACE ABSTTL for
+// a type other than string; slot by slot),
 // CLUSTER SYNCSLOTS SNAPSHOT-EOF, the live writes, and CLUSTER SYNCSLOTS
 // PAUSED once writes to the slots are held; target to source, CLUSTER
 // SYNCSLOTS ACK <applied-bytes> (every 20 ms once the snapshot is
@@ -111,8 +112,8 @@ func (ms *source) writer() {
 		_, err := ms.c.Write(b)
 		o.mu.Lock()
 		o.sent += int64(len(b))
-		if cap(b) <= 4<<20 {
-			o.spare = b[:0]
+		if cap(b) <= 2*queueSoft {
+			o.spare = b[:0] // two buffers in turn, not one per write
 		}
 		o.cond.Broadcast()
 		o.mu.Unlock()
@@ -271,28 +272,54 @@ func (ms *source) run() {
 
 // snapshot sends every key of the slots, one slot at a time under the
 // slot's lock, and turns the slot's live stream on in the same lock
-// hold: each write to the slot is in the copy or in the stream.
+// hold: each write to the slot is in the copy or in the stream. Slots
+// are independent of each other, so several workers (one per lane of
+// the target, numLanes) dump them at once, each slot whole.
 func (ms *source) snapshot() error {
-	var b []byte
-	for _, slot := range ms.t.slots {
-		select {
-		case <-ms.failed:
-			return nil
-		case <-ms.c.Done():
-			return errors.New("slotmig: the target closed the connection")
-		case <-ms.t.cancel:
-			return errors.New("slotmig: canceled")
-		default:
-		}
-		b = ms.e.h.SnapshotSlot(slot, b[:0], func(b []byte, n int) {
-			ms.g.live[slot].Store(true)
-			ms.out.push(b)
-			ms.t.keys.Add(int64(n))
-		})
-		ms.out.waitBelow(queueSoft)
-		if cap(b) > 4<<20 {
-			b = nil
-		}
+	var next atomic.Int64
+	var errOnce sync.Once
+	var firstErr error
+	var wg sync.WaitGroup
+	for range numLanes() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var b []byte
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(ms.t.slots) {
+					return
+				}
+				var err error
+				select {
+				case <-ms.failed:
+					return
+				case <-ms.c.Done():
+					err = errors.New("slotmig: the target closed the connection")
+				case <-ms.t.cancel:
+					err = errors.New("slotmig: canceled")
+				default:
+				}
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+				slot := ms.t.slots[i]
+				b = ms.e.h.SnapshotSlot(slot, b[:0], func(b []byte, n int) {
+					ms.g.live[slot].Store(true)
+					ms.out.push(b)
+					ms.t.keys.Add(int64(n))
+				})
+				ms.out.waitBelow(queueSoft)
+				if cap(b) > 4<<20 {
+					b = nil
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
 	}
 	ms.out.push(resp.AppendCommand(nil, []byte("CLUSTER"), []byte("SYNCSLOTS"), []byte("SNAPSHOT-EOF"), []byte(strconv.FormatInt(ms.t.keys.Load(), 10))))
 	return nil

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/shardis/shardis/internal/resp"
@@ -46,7 +45,6 @@ func (e *Engine) StartImport(ranges [][2]int) (*Task, error) {
 	if err := e.add(t); err != nil {
 		return nil, err
 	}
-	e.addTap()
 	go e.runImport(t)
 	return t, nil
 }
@@ -132,7 +130,6 @@ func (e *Engine) importSlots(t *Task) error {
 	if _, err := nc.Write(hello); err != nil {
 		return fmt.Errorf("slotmig: start: %w", err)
 	}
-	ap := e.h.NewApplier(nc)
 	rd := resp.NewReader(nc, resp.ReaderOptions{MaxBulkLen: 1 << 40})
 	timeout := set.ReplTimeout
 	next := func() ([][]byte, error) {
@@ -166,37 +163,35 @@ func (e *Engine) importSlots(t *Task) error {
 		return fmt.Errorf("slotmig: the source refused: %s", strings.TrimPrefix(string(bytes.Join(first, []byte(" "))), "-"))
 	}
 	t.setState(StateSyncing)
-	// applied is the length of the stream applied, for ACK.
-	var applied atomic.Int64
-	exec := func(args ...[]byte) {
-		if msg := ap.Apply(args); msg != "" {
-			e.log.Warn("slotmig: a command of the source's stream failed", "cmd", strings.ToLower(string(args[0])), "err", msg)
-		}
-	}
-	// Commands already received are applied in MULTI/EXEC batches: one
-	// AOF write (one fsync with appendfsync always) and one replication
-	// unit per batch, not per command, so the target keeps up with a
-	// source whose clients share fsyncs.
-	const maxBatch = 256
-	batch, batches := 0, 0
-	defer func() { e.log.Info("slotmig: stream applied", "id", t.id, "batches", batches, "bytes", rd.Consumed()) }()
-	endBatch := func() {
-		if batch > 0 {
-			exec([]byte("EXEC"))
-			batch = 0
-			batches++
-		}
-		applied.Store(rd.Consumed())
-	}
+	ln := newLanes(e, t, func() Applier { return e.h.NewApplier(nc) }, numLanes())
+	// The lanes end before the task does: a rollback's trim runs after
+	// the last imported write, never before it.
+	claimed := false
+	defer func() { ln.close(!claimed) }()
+	defer func() { e.log.Info("slotmig: stream applied", "id", t.id, "bytes", rd.Consumed()) }()
+	var txn [][][]byte // a transaction of the source being read, MULTI first
+	txnSlot := -1
+	syncing := true // RESTOREs are the snapshot's keys until SNAPSHOT-EOF
 	for {
+		before := rd.Consumed()
 		args, err := next()
 		if err != nil {
 			return err
 		}
-		if len(args) >= 3 && eqFold(args[0], "cluster") && eqFold(args[1], "syncslots") {
-			endBatch()
+		if txn == nil && len(args) >= 3 && eqFold(args[0], "cluster") && eqFold(args[1], "syncslots") {
+			// Every command before a control message is applied first.
+			ln.sync(rd.Consumed())
 			switch {
 			case eqFold(args[2], "snapshot-eof"):
+				syncing = false
+				if len(args) >= 4 {
+					if n, err := strconv.ParseInt(string(args[3]), 10, 64); err == nil {
+						if extra := t.keys.Load() - n; extra > 0 {
+							t.keys.Add(-extra)
+							t.cmds.Add(extra)
+						}
+					}
+				}
 				t.setState(StateStreaming)
 				e.log.Info("slotmig: snapshot applied", "id", t.id, "keys", t.keys.Load())
 				go func() {
@@ -210,7 +205,7 @@ func (e *Engine) importSlots(t *Task) error {
 					tk := time.NewTicker(20 * time.Millisecond)
 					defer tk.Stop()
 					for {
-						if send("CLUSTER", "SYNCSLOTS", "ACK", t.id, strconv.FormatInt(applied.Load(), 10)) != nil {
+						if send("CLUSTER", "SYNCSLOTS", "ACK", t.id, strconv.FormatInt(ln.tr.appliedLen(), 10)) != nil {
 							return
 						}
 						select {
@@ -222,30 +217,59 @@ func (e *Engine) importSlots(t *Task) error {
 				}()
 			case eqFold(args[2], "paused"):
 				t.setState(StateHandoff)
-				return e.claim(t, send, time.Now())
+				err := e.claim(t, send, time.Now())
+				claimed = err == nil
+				return err
 			}
 			continue
 		}
-		if eqFold(args[0], "multi") {
-			endBatch() // the source's own transaction runs as sent
-		} else if batch == 0 && !ap.InTransaction() && rd.Buffered() > 0 {
-			exec([]byte("MULTI"))
-			batch = 1
-		} else if batch > 0 {
-			batch++
+		var full bool
+		switch {
+		case txn == nil && eqFold(args[0], "multi"):
+			// The source's own transaction: read whole, then applied
+			// as sent on the lane of its slot.
+			txn = [][][]byte{cloneArgs(args)}
+			txnSlot = -1
+			continue
+		case txn != nil:
+			if txnSlot < 0 {
+				txnSlot = e.h.CommandSlot(args)
+			}
+			txn = append(txn, cloneArgs(args))
+			if !eqFold(args[0], "exec") {
+				continue
+			}
+			full = ln.put(txnSlot, txn, 0, 1)
+			txn = nil
+		default:
+			slot := e.h.CommandSlot(args)
+			keys, writes := int64(0), int64(1)
+			if syncing && (eqFold(args[0], "set") || eqFold(args[0], "restore")) {
+				// A snapshot's key, or a live SET: SNAPSHOT-EOF's count
+				// sets it right.
+				keys, writes = 1, 0
+			}
+			if slot < 0 {
+				// No slot, no lane: applied alone, in order with all.
+				ln.sync(before)
+				ln.put(0, [][][]byte{args}, keys, writes)
+				ln.sync(rd.Consumed())
+				continue
+			}
+			full = ln.put(slot, [][][]byte{args}, keys, writes)
 		}
-		exec(args...)
-		if eqFold(args[0], "restore") && t.State() == StateSyncing {
-			t.keys.Add(1)
-		} else {
-			t.cmds.Add(1)
-		}
-		if batch >= maxBatch || rd.Buffered() == 0 {
-			endBatch()
-		} else if batch == 0 {
-			applied.Store(rd.Consumed())
+		if full || rd.Buffered() == 0 {
+			ln.flush(rd.Consumed())
 		}
 	}
+}
+
+func cloneArgs(args [][]byte) [][]byte {
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		out[i] = append([]byte(nil), a...)
+	}
+	return out
 }
 
 // claim takes the slots once every write to them is applied: this

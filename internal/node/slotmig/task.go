@@ -27,7 +27,7 @@ const (
 const (
 	keepTasks  = 32              // finished tasks kept for STATUS ALL
 	queueLimit = 512 << 20       // source: unsent stream bytes that fail the task
-	queueSoft  = 8 << 20         // source: the snapshot waits while more is unsent
+	queueSoft  = 2 << 20         // source: the snapshot waits while more is unsent
 	dialWait   = 2 * time.Second // connect and handshake timeout
 )
 
