@@ -1,6 +1,7 @@
 package slotmig
 
 import (
+	"log/slog"
 	"runtime"
 	"sync"
 )
@@ -127,8 +128,11 @@ func (t *tracker) appliedLen() int64 {
 
 // lanes are the target's appliers, one goroutine each.
 type lanes struct {
-	e    *Engine
-	t    *Task
+	log *slog.Logger
+	// batching reports whether to apply in MULTI/EXEC batches
+	// (Applying.Propagates).
+	batching func() bool
+	t        *Task
 	tr   *tracker
 	in   []chan *chunk
 	cur  []*chunk // the reader's chunk being filled, per lane
@@ -143,8 +147,8 @@ type lanes struct {
 // numLanes is one lane per processor the runtime uses, within bounds.
 func numLanes() int { return min(max(runtime.GOMAXPROCS(0), 1), maxLanes) }
 
-func newLanes(e *Engine, t *Task, newApplier func() Applier, n int) *lanes {
-	l := &lanes{e: e, t: t, tr: newTracker(), in: make([]chan *chunk, n), cur: make([]*chunk, n), stop: make(chan struct{}),
+func newLanes(log *slog.Logger, batching func() bool, t *Task, newApplier func() Applier, n int) *lanes {
+	l := &lanes{log: log, batching: batching, t: t, tr: newTracker(), in: make([]chan *chunk, n), cur: make([]*chunk, n), stop: make(chan struct{}),
 		free: make(chan *chunk, n*(laneQueue+2))}
 	for i := range l.in {
 		l.in[i] = make(chan *chunk, laneQueue)
@@ -220,10 +224,9 @@ func (l *lanes) close(abort bool) {
 // source runs as sent.
 func (l *lanes) run(in chan *chunk, ap Applier) {
 	defer l.wg.Done()
-	e := l.e
 	exec := func(args [][]byte) {
 		if msg := ap.Apply(args); msg != "" {
-			e.log.Warn("slotmig: a command of the source's stream failed", "cmd", string(args[0]), "err", msg)
+			l.log.Warn("slotmig: a command of the source's stream failed", "cmd", string(args[0]), "err", msg)
 		}
 	}
 	multi, execCmd := [][]byte{[]byte("MULTI")}, [][]byte{[]byte("EXEC")}
@@ -235,7 +238,7 @@ func (l *lanes) run(in chan *chunk, ap Applier) {
 			continue
 		default:
 		}
-		batching := len(c.cmds) > 1 && e.h.Propagates()
+		batching := len(c.cmds) > 1 && l.batching()
 		batch := 0
 		for j, args := range c.cmds {
 			switch {

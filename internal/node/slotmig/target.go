@@ -163,7 +163,7 @@ func (e *Engine) importSlots(t *Task) error {
 		return fmt.Errorf("slotmig: the source refused: %s", strings.TrimPrefix(string(bytes.Join(first, []byte(" "))), "-"))
 	}
 	t.setState(StateSyncing)
-	ln := newLanes(e, t, func() Applier { return e.h.NewApplier(nc) }, numLanes())
+	ln := newLanes(e.log, e.h.Propagates, t, func() Applier { return e.h.NewApplier(nc) }, numLanes())
 	// The lanes end before the task does: a rollback's trim runs after
 	// the last imported write, never before it.
 	claimed := false
