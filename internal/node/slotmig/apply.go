@@ -133,11 +133,11 @@ type lanes struct {
 	// (Applying.Propagates).
 	batching func() bool
 	t        *Task
-	tr   *tracker
-	in   []chan *chunk
-	cur  []*chunk // the reader's chunk being filled, per lane
-	wg   sync.WaitGroup
-	stop chan struct{} // closed when the task failed: queued chunks are dropped
+	tr       *tracker
+	in       []chan *chunk
+	cur      []*chunk // the reader's chunk being filled, per lane
+	wg       sync.WaitGroup
+	stop     chan struct{} // closed when the task failed: queued chunks are dropped
 	// free holds applied chunks for the reader to fill again: their
 	// buffers are reused rather than left to the collector, whose every
 	// cycle marks the whole dataset (the appliers copy what they keep).
