@@ -18,6 +18,15 @@
 # big:   20 keys of 50 MB in the moved slots (plus the probe keys); the
 #        same figures.
 #
+# wholeslot: the small part's data, moved key by key on redis-server and by
+#        whole-slot migration (CLUSTER MIGRATION IMPORT of the same 3000
+#        slots on the second master) on shardnode: issue 23's
+#        "whole-slot at least 10x redis-server's key-by-key rate". Also
+#        prints the CPU seconds the servers (server_cpu_s) and redis-cli
+#        or the polling (client_cpu_s) spent on the move, which the
+#        machine's load does not change; WHOLESLOT_PROBE=1000 adds the
+#        probe (whose GETs then count in server_cpu_s).
+#
 # PIPELINE is redis-cli's --cluster-pipeline (keys per MIGRATE, default 10
 # as redis-cli's). The driver is scripts/reshardload.
 set -euo pipefail
@@ -88,10 +97,45 @@ reshard_cmd() { # base
   echo "redis-cli --cluster reshard 127.0.0.1:$base --cluster-from $from --cluster-to $to --cluster-slots $SLOTS --cluster-yes --cluster-pipeline $PIPELINE >$work/reshard.log 2>&1"
 }
 
+# import_cmd runs CLUSTER MIGRATION IMPORT of the reshard's slots on the
+# second master and waits until the task ends (it fails unless completed).
+import_cmd() { # base
+  local base=$1
+  cat >"$work/import.sh" <<EOS
+id=\$(redis-cli -p $((base + 1)) cluster migration import 0 $((SLOTS - 1)))
+for _ in \$(seq 30000); do
+  case \$(redis-cli -p $((base + 1)) cluster migration status id "\$id") in
+    *completed*) exit 0 ;;
+    *failed*|*canceled*) echo "import failed" >&2; exit 1 ;;
+  esac
+  sleep 0.02
+done
+exit 1
+EOS
+  echo "sh $work/import.sh"
+}
+
+# measured wraps a move: it runs it and writes to $work/cpu the CPU
+# seconds the three servers and the move's own processes (redis-cli) used
+# meanwhile, a figure the machine's load does not change as it changes
+# the time.
+measured() { # command
+  cat >"$work/measure.sh" <<'EOS'
+ticks() { local t=0 f; for p in $SERVER_PIDS; do read -r -a f </proc/$p/stat; t=$((t + f[13] + f[14])); done; echo $t; }
+a=$(ticks)
+TIMEFORMAT='%3U %3S'
+{ time bash -c "$1" 2>&3; } 3>&2 2>"$CPU_OUT.client" || exit 1
+b=$(ticks)
+read -r u s <"$CPU_OUT.client"
+awk -v d=$((b - a)) -v hz="$(getconf CLK_TCK)" -v u="$u" -v s="$s" 'BEGIN { printf "server_cpu_s=%.2f client_cpu_s=%.2f\n", d / hz, u + s }' >"$CPU_OUT"
+EOS
+  printf 'SERVER_PIDS="%s" CPU_OUT=%s bash %s %q' "${pids[*]}" "$work/cpu" "$work/measure.sh" "$1"
+}
+
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB; redis-server $(redis-server --version | awk '{print $3}'); pipeline=$PIPELINE slots=$SLOTS; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 base=21000
 for part in $PARTS; do
-  for kind in redis shardnode; do
+  for kind in ${KINDS:-redis shardnode}; do
     start "$kind" $base
     case $part in
       load)
@@ -99,6 +143,12 @@ for part in $PARTS; do
           -run "redis-cli --cluster rebalance 127.0.0.1:$base --cluster-pipeline $PIPELINE >$work/rebalance.log 2>&1")
         ;;
       small) args=(-values 1000000 -value-size 100 -probe 1000 -run "$(reshard_cmd $base)") ;;
+      wholeslot)
+        move=$(reshard_cmd $base)
+        [ "$kind" = shardnode ] && move=$(import_cmd $base)
+        # No probe by default: the servers' CPU is then the move's alone.
+        args=(-values 1000000 -value-size 100 -probe "${WHOLESLOT_PROBE:-0}" -run "$(measured "$move")")
+        ;;
       big) args=(-big 20 -big-size $((50 << 20)) -big-slots 0-$((SLOTS - 1)) -probe 1000 -run "$(reshard_cmd $base)") ;;
       *) echo "unknown part $part" >&2; exit 2 ;;
     esac
@@ -107,7 +157,9 @@ for part in $PARTS; do
     }
     c=$(check $base || true)
     rate=$(echo "$line" | awk '{for (i = 1; i <= NF; i++) { split($i, a, "="); v[a[1]] = a[2] } if (v["run1_s"] > 0) printf "keys_per_s=%.2f", v["moved_keys"] / v["run1_s"]}')
-    echo "$part $kind: $line $rate $c"
+    cpu=""
+    if [ -f "$work/cpu" ]; then cpu=$(cat "$work/cpu"); rm -f "$work/cpu"; fi
+    echo "$part $kind: $line $rate $cpu $c"
     stop
     base=$((base + 100))
   done

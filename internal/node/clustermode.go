@@ -16,6 +16,7 @@ import (
 
 	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/node/cluster/runner"
+	"github.com/shardis/shardis/internal/node/slotmig"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -39,7 +40,7 @@ type clusterMode struct {
 	// as Redis loads from disk before its crons run.
 	loaded chan struct{}
 	// mig is whole-slot migration's task table and write gate (slotmig.go).
-	mig     *slotMigrations
+	mig     *slotmig.Engine
 	stop    chan struct{}
 	stopped chan struct{}
 
@@ -213,8 +214,8 @@ func (cm *clusterMode) onReady(m *cluster.Machine, rd *cluster.Ready) {
 			}
 		})
 	}
-	if sc := rd.SlotsChanged; sc != nil && len(cm.mig.skipDeleteKeys(sc.DeleteKeys)) > 0 {
-		slots := cm.mig.skipDeleteKeys(sc.DeleteKeys)
+	if sc := rd.SlotsChanged; sc != nil && len(cm.mig.SkipDeleteKeys(sc.DeleteKeys)) > 0 {
+		slots := cm.mig.SkipDeleteKeys(sc.DeleteKeys)
 		cm.enqueue(func() {
 			for _, slot := range slots {
 				s.deleteKeysInSlot(slot)
@@ -263,7 +264,7 @@ func (cm *clusterMode) publishRouting(m *cluster.Machine) []int {
 	next := cm.scratch
 	next.Nodes = append([]cluster.RouteNode(nil), cm.scratch.Nodes...)
 	cm.route.Store(&next)
-	cm.mig.routeChanged()
+	cm.mig.RouteChanged()
 	if s := cm.srv; s.blocking.count.Load() > 0 {
 		cm.enqueue(func() { s.redirectBlockedClients(&next) })
 	}

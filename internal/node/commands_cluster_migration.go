@@ -6,11 +6,13 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/cluster"
+	"github.com/shardis/shardis/internal/node/slotmig"
 )
 
 // CLUSTER MIGRATION (Redis 8.4's atomic slot migration, an extension of
 // the 7.0 command set) and CLUSTER SYNCSLOTS, the internal command of its
-// protocol between target and source (slotmig*.go).
+// protocol between target and source: argument parsing and replies; the
+// engine is package slotmig (slotmig.go is the node's side of it).
 
 // parseSlotRanges parses start end [start end ...].
 func parseSlotRanges(args [][]byte) ([][2]int, string) {
@@ -41,7 +43,7 @@ func parseSlotRanges(args [][]byte) ([][2]int, string) {
 
 // CLUSTER MIGRATION IMPORT <start> <end> [...] | CANCEL ID <id> | CANCEL ALL | STATUS [ID <id> | ALL]
 func cmdClusterMigration(c *Client, args [][]byte) {
-	sm := c.srv.cluster.mig
+	mig := c.srv.cluster.mig
 	switch {
 	case eqFold(args[2], "import"):
 		ranges, msg := parseSlotRanges(args[3:])
@@ -49,20 +51,20 @@ func cmdClusterMigration(c *Client, args [][]byte) {
 			c.addError(msg)
 			return
 		}
-		t, err := sm.startImport(ranges)
+		t, err := mig.StartImport(ranges)
 		if err != nil {
 			c.addError(err.Error())
 			return
 		}
-		c.addBulkString(t.id)
+		c.addBulkString(t.ID())
 	case eqFold(args[2], "cancel"):
-		var tasks []*migTask
+		var tasks []*slotmig.Task
 		switch {
 		case len(args) == 4 && eqFold(args[3], "all"):
-			tasks = sm.list()
+			tasks = mig.List()
 		case len(args) == 5 && eqFold(args[3], "id"):
-			if t := sm.find(string(args[4])); t != nil {
-				tasks = []*migTask{t}
+			if t := mig.Find(string(args[4])); t != nil {
+				tasks = []*slotmig.Task{t}
 			}
 		default:
 			c.addError(errSyntax)
@@ -70,30 +72,30 @@ func cmdClusterMigration(c *Client, args [][]byte) {
 		}
 		n := 0
 		for _, t := range tasks {
-			if t.finished() {
+			if t.Finished() {
 				continue
 			}
-			t.requestCancel()
+			t.Cancel()
 			n++
 			// Answer once the rollback is done, so STATUS shows it.
 			select {
-			case <-t.done:
+			case <-t.Done():
 			case <-time.After(5 * time.Second):
 			}
 		}
 		c.addInt(int64(n))
 	case eqFold(args[2], "status"):
-		var tasks []*migTask
+		var tasks []*slotmig.Task
 		switch {
 		case len(args) == 3:
-			if t := sm.active(); t != nil {
-				tasks = []*migTask{t}
+			if t := mig.Active(); t != nil {
+				tasks = []*slotmig.Task{t}
 			}
 		case len(args) == 4 && eqFold(args[3], "all"):
-			tasks = sm.list()
+			tasks = mig.List()
 		case len(args) == 5 && eqFold(args[3], "id"):
-			if t := sm.find(string(args[4])); t != nil {
-				tasks = []*migTask{t}
+			if t := mig.Find(string(args[4])); t != nil {
+				tasks = []*slotmig.Task{t}
 			}
 		default:
 			c.addError(errSyntax)
@@ -101,54 +103,25 @@ func cmdClusterMigration(c *Client, args [][]byte) {
 		}
 		c.addArrayLen(len(tasks))
 		for _, t := range tasks {
-			c.addMigTask(t)
+			fields := t.Fields()
+			if c.proto >= 3 {
+				c.addMapLen(len(fields) / 2)
+			} else {
+				c.addArrayLen(len(fields))
+			}
+			for _, f := range fields {
+				c.addBulkString(f)
+			}
 		}
 	default:
 		clusterSubSyntaxError(c, args)
 	}
 }
 
-// addMigTask writes one task of STATUS as field-value pairs, Redis 8.4's
-// fields in its order.
-func (c *Client) addMigTask(t *migTask) {
-	t.mu.Lock()
-	ms := func(tm time.Time) string {
-		if tm.IsZero() {
-			return "0"
-		}
-		return strconv.FormatInt(tm.UnixMilli(), 10)
-	}
-	fields := []string{
-		"id", t.id,
-		"slots", rangesText(t.ranges),
-		"source", t.source,
-		"dest", t.dest,
-		"operation", t.op,
-		"state", t.state,
-		"last_error", t.lastErr,
-		"retries", strconv.Itoa(t.retries),
-		"create_time", ms(t.created),
-		"start_time", ms(t.started),
-		"end_time", ms(t.ended),
-		"write_pause_ms", strconv.FormatInt(t.pauseMs, 10),
-	}
-	t.mu.Unlock()
-	// Progress, after Redis's fields: keys of the snapshot, live writes.
-	fields = append(fields, "keys", strconv.FormatInt(t.keys.Load(), 10), "writes", strconv.FormatInt(t.cmds.Load(), 10))
-	if c.proto >= 3 {
-		c.addMapLen(len(fields) / 2)
-	} else {
-		c.addArrayLen(len(fields))
-	}
-	for _, f := range fields {
-		c.addBulkString(f)
-	}
-}
-
 // CLUSTER SYNCSLOTS START <id> <target-id> <start> <end> [...] | ACK <id> <applied> |
 // HANDOFF <id> <epoch> | QUERY <id> <start> <end> [...]
 func cmdClusterSyncSlots(c *Client, args [][]byte) {
-	sm := c.srv.cluster.mig
+	mig := c.srv.cluster.mig
 	sub := strings.ToLower(string(args[2]))
 	switch {
 	case sub == "start" && len(args) >= 7:
@@ -157,25 +130,18 @@ func cmdClusterSyncSlots(c *Client, args [][]byte) {
 			c.addError(msg)
 			return
 		}
-		if err := sm.startSource(c, string(args[3]), string(args[4]), ranges); err != nil {
+		if err := mig.StartSource(migConn{c}, string(args[3]), string(args[4]), ranges); err != nil {
 			c.addError(err.Error())
+			return
 		}
+		c.replyMode = replyOff // the task writes on this connection from now on
 	case sub == "ack" && len(args) == 5:
-		off, ok := parseInt(args[4])
-		if t := sm.find(string(args[3])); ok && t != nil && t.src != nil && t.src.c == c {
-			t.src.acked.Store(off)
-			select {
-			case t.src.ackCh <- struct{}{}:
-			default:
-			}
+		if off, ok := parseInt(args[4]); ok {
+			mig.Ack(string(args[3]), migConn{c}, off)
 		}
 	case sub == "handoff" && len(args) == 5:
-		epoch, err := strconv.ParseUint(string(args[4]), 10, 64)
-		if t := sm.find(string(args[3])); err == nil && t != nil && t.src != nil {
-			select {
-			case t.src.handoff <- epoch:
-			default:
-			}
+		if epoch, err := strconv.ParseUint(string(args[4]), 10, 64); err == nil {
+			mig.Handoff(string(args[3]), epoch)
 		}
 	case sub == "query" && len(args) >= 6:
 		ranges, msg := parseSlotRanges(args[4:])
@@ -189,7 +155,7 @@ func cmdClusterSyncSlots(c *Client, args [][]byte) {
 				slots = append(slots, s)
 			}
 		}
-		c.addSimple(sm.answerQuery(string(args[3]), slots))
+		c.addSimple(mig.AnswerQuery(string(args[3]), slots))
 	default:
 		clusterSubSyntaxError(c, args)
 	}

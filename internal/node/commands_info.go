@@ -70,7 +70,7 @@ func (s *Server) infoString(args [][]byte) string {
 		{[]string{"cluster"}, "Cluster", func(b *strings.Builder) {
 			infoField(b, "cluster_enabled", b01(s.cfg.Bool(DirClusterEnabled)))
 			if s.cluster != nil {
-				s.cluster.mig.infoFields(b) // whole-slot migration (slotmig.go)
+				s.cluster.mig.InfoFields(b) // whole-slot migration (package slotmig)
 			}
 		}},
 		{[]string{"keyspace"}, "Keyspace", s.infoKeyspace},

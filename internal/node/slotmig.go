@@ -1,323 +1,155 @@
 package node
 
-// Whole-slot (atomic) migration, Redis 8.4's CLUSTER MIGRATION: the node
-// that runs IMPORT (the target) connects to the slots' owner (the source),
-// which sends a point-in-time copy of the slots' keys followed by the
-// stream of writes to those slots; the target applies both as a replica
-// would, makes sure its own replicas have them, asks the source to pause
-// writes to the slots, applies the last ones and claims the slots with
-// one config epoch bump. docs/ARCHITECTURE.md, "Whole-slot migration",
-// states the guarantee and what a kill of either side does at each step.
-//
-// This file holds what both sides share: the task table (STATUS), the
-// source's write gate and its stream tap, and the trim that deletes a
-// slot's keys with a propagated DEL per key. slotmig_source.go and
-// slotmig_target.go are the two tasks.
+// Whole-slot migration's side in the node: the engine is package slotmig
+// (internal/node/slotmig); this file implements its Host (the keyspace
+// snapshot and trim, the replication stream, the applier, the cluster
+// machine's claim and yield) and the dispatcher's check against the
+// source's write gate.
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"fmt"
+	"bytes"
+	"errors"
+	"net"
 	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/slotmig"
+	"github.com/shardis/shardis/internal/rdb"
 )
 
-// Task operations and states, as STATUS shows them.
-const (
-	migOpImport  = "import"
-	migOpMigrate = "migrate"
+// migHost implements slotmig.Host for s.
+type migHost struct{ s *Server }
 
-	migConnecting = "connecting"    // target: dialling the source
-	migSyncing    = "syncing"       // the snapshot of the slots' keys is being sent
-	migStreaming  = "streaming"     // snapshot done; the live writes follow
-	migHandoff    = "handoff"       // source writes paused; the flip is under way
-	migCompleted  = "completed"     // the target owns the slots
-	migFailed     = "failed"        // rolled back: the source owns and serves the slots
-	migCanceled   = "canceled"      // CANCEL, rolled back as failed
-	migKeepTasks  = 32              // finished tasks kept for STATUS ALL
-	migQueueLimit = 512 << 20       // source: unsent stream bytes that fail the task
-	migQueueSoft  = 8 << 20         // source: the snapshot waits while more is unsent
-	migDialWait   = 2 * time.Second // connect and handshake timeout
-)
+func newSlotMigrations(s *Server) *slotmig.Engine { return slotmig.New(migHost{s}, s.log) }
 
-// migTask is one migration, on either side.
-type migTask struct {
-	id     string
-	op     string // migOpImport on the target, migOpMigrate on the source
-	ranges [][2]int
-	slots  []int
-	source string // node ids
-	dest   string
+func (h migHost) Routing() *cluster.Routing { return h.s.cluster.route.Load() }
 
-	mu      sync.Mutex
-	state   string
-	lastErr string
-	retries int
-	created time.Time
-	started time.Time
-	ended   time.Time
-	pauseMs int64 // the write pause, measured on the source (or reported to the target)
-	// keys counts the keys of the snapshot sent (source) or restored
-	// (target); cmds the live writes streamed.
-	keys, cmds atomic.Int64
-	// claimed (target) is set once the slots are claimed; aborted once
-	// the task gave up. Both under mu: the claim checks aborted and sets
-	// claimed in one hold, so an abort and a claim never both happen.
-	claimed, aborted bool
-	epoch            uint64 // the claim's config epoch
-	// done is closed when the task's goroutine has finished, rollback
-	// included.
-	done chan struct{}
-	// cancel is closed by CANCEL (or a QUERY that aborts the task).
-	cancel     chan struct{}
-	cancelOnce sync.Once
-	// src is the source side's running state (nil on the target).
-	src *migSource
-}
-
-func newMigTask(op string, ranges [][2]int, source, dest string) *migTask {
-	t := &migTask{op: op, ranges: ranges, source: source, dest: dest, state: migConnecting,
-		created: time.Now(), done: make(chan struct{}), cancel: make(chan struct{})}
-	for _, r := range ranges {
-		for s := r[0]; s <= r[1]; s++ {
-			t.slots = append(t.slots, s)
-		}
+func (h migHost) ClaimSlots(slots []int) (uint64, error) {
+	var epoch uint64
+	var err error
+	if !h.s.cluster.do(func(m *cluster.Machine, now time.Time) { epoch, err = m.ClaimSlots(now, slots) }) {
+		return 0, errors.New("slotmig: the cluster bus is closed")
 	}
-	return t
+	return epoch, err
 }
 
-func (t *migTask) setState(st string) {
-	t.mu.Lock()
-	t.state = st
-	if st == migSyncing && t.started.IsZero() {
-		t.started = time.Now()
-	}
-	if st == migCompleted || st == migFailed || st == migCanceled {
-		t.ended = time.Now()
-	}
-	t.mu.Unlock()
+func (h migHost) YieldSlots(dest string, epoch uint64, slots []int) error {
+	var err error
+	h.s.cluster.do(func(m *cluster.Machine, now time.Time) { err = m.YieldSlots(now, dest, epoch, slots) })
+	return err
 }
 
-func (t *migTask) getState() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.state
+func (h migHost) ConfigEpoch() uint64 {
+	var e uint64
+	h.s.cluster.do(func(m *cluster.Machine, _ time.Time) { e = m.Myself().ConfigEpoch })
+	return e
 }
 
-func (t *migTask) fail(err error) {
-	t.mu.Lock()
-	if t.lastErr == "" && err != nil {
-		t.lastErr = err.Error()
-	}
-	t.mu.Unlock()
-}
-
-func (t *migTask) requestCancel() { t.cancelOnce.Do(func() { close(t.cancel) }) }
-
-func (t *migTask) finished() bool {
-	switch t.getState() {
-	case migCompleted, migFailed, migCanceled:
-		return true
-	}
-	return false
-}
-
-// rangesText renders the ranges as "0-1000 2000-3000".
-func rangesText(ranges [][2]int) string {
-	parts := make([]string, len(ranges))
-	for i, r := range ranges {
-		parts[i] = strconv.Itoa(r[0]) + "-" + strconv.Itoa(r[1])
-	}
-	return strings.Join(parts, " ")
-}
-
-func rangeArgs(ranges [][2]int) []string {
-	out := make([]string, 0, 2*len(ranges))
-	for _, r := range ranges {
-		out = append(out, strconv.Itoa(r[0]), strconv.Itoa(r[1]))
-	}
-	return out
-}
-
-func newMigID() string {
-	var b [20]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
-
-// slotMigrations is the node's task table, and the source side's gate.
-type slotMigrations struct {
-	srv *Server
-
-	mu    sync.Mutex
-	tasks []*migTask // oldest first; at most one unfinished
-
-	// gate is the running source task's write gate (nil: none); the
-	// dispatcher and the tap read it without a lock.
-	gate      atomic.Pointer[migGate]
-	tapOnce   sync.Once
-	routeWake chan struct{} // a routing change, for a paused source
-
-	trimRunning                             atomic.Int64
-	trimStarted, trimCompleted, trimCancels atomic.Int64
-}
-
-func newSlotMigrations(s *Server) *slotMigrations {
-	return &slotMigrations{srv: s, routeWake: make(chan struct{}, 1)}
-}
-
-// routeChanged is called by the cluster loop when the routing changed.
-func (sm *slotMigrations) routeChanged() {
-	select {
-	case sm.routeWake <- struct{}{}:
-	default:
+func (h migHost) Settings() slotmig.Settings {
+	cfg := h.s.cfg
+	return slotmig.Settings{
+		WritePauseTimeout: time.Duration(cfg.Int(DirClusterSlotMigrationWritePauseTimeout)) * time.Millisecond,
+		HandoffMaxLag:     int64(cfg.Int(DirClusterSlotMigrationHandoffMaxLagBytes)),
+		ReplTimeout:       time.Duration(cfg.Int(DirReplTimeout)) * time.Second,
+		MasterUser:        cfg.Get(DirMasteruser),
+		MasterAuth:        cfg.Get(DirMasterauth),
 	}
 }
 
-// active returns the unfinished task, if any.
-func (sm *slotMigrations) active() *migTask {
-	sm.mu.Lock()
-	defer sm.mu.Unlock()
-	for _, t := range sm.tasks {
-		if !t.finished() {
-			return t
-		}
-	}
-	return nil
-}
-
-// add registers t unless another task is unfinished.
-func (sm *slotMigrations) add(t *migTask) error {
-	sm.mu.Lock()
-	defer sm.mu.Unlock()
-	for _, o := range sm.tasks {
-		if !o.finished() {
-			return fmt.Errorf("ERR There is already an active slot migration task %s", o.id)
-		}
-	}
-	sm.tasks = append(sm.tasks, t)
-	if len(sm.tasks) > migKeepTasks {
-		sm.tasks = append([]*migTask(nil), sm.tasks[len(sm.tasks)-migKeepTasks:]...)
-	}
-	return nil
-}
-
-func (sm *slotMigrations) find(id string) *migTask {
-	sm.mu.Lock()
-	defer sm.mu.Unlock()
-	for i := len(sm.tasks) - 1; i >= 0; i-- {
-		if sm.tasks[i].id == id {
-			return sm.tasks[i]
-		}
-	}
-	return nil
-}
-
-func (sm *slotMigrations) list() []*migTask {
-	sm.mu.Lock()
-	defer sm.mu.Unlock()
-	return append([]*migTask(nil), sm.tasks...)
-}
-
-// skipDeleteKeys drops from slots (a Ready's DeleteKeys) those a source
-// task trims itself, with DELs in the replication stream, so the source's
-// replicas and AOF lose the keys too.
-func (sm *slotMigrations) skipDeleteKeys(slots []int) []int {
-	g := sm.gate.Load()
-	if g == nil || g.done.Load() {
-		return slots
-	}
-	out := slots[:0:0]
-	for _, s := range slots {
-		if !g.in[s] {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// infoFields renders the INFO cluster section's migration fields, with
-// the names Redis 8.4 gives them in CLUSTER INFO.
-func (sm *slotMigrations) infoFields(b *strings.Builder) {
+// SnapshotSlot dumps slot's keys under the slot's shard lock, which every
+// write to the slot holds while it applies and propagates itself: a
+// string as SET key value [PXAT ms], any other type as RESTORE ... REPLACE
+// ABSTTL. SET replaces a key of any type, as RESTORE REPLACE does, and a
+// PXAT in the past leaves no key, as a past ABSTTL does.
+func (h migHost) SnapshotSlot(slot int, b []byte, locked func(b []byte, keys int)) []byte {
+	s := h.s
+	db := s.dbs[0]
+	comp := s.cfg.Bool(DirRdbcompression)
+	lim := s.rdbLimits()
+	restore, replace, absttl := []byte("RESTORE"), []byte("REPLACE"), []byte("ABSTTL")
+	sh := &db.Shards[keyspace.SlotShard(slot)]
+	sh.Mu.Lock()
+	defer sh.Mu.Unlock()
+	set, pxat := []byte("SET"), []byte("PXAT")
+	var ttl []byte
 	n := 0
-	if sm.active() != nil {
-		n = 1
-	}
-	fmt.Fprintf(b, "cluster_slot_migration_active_tasks:%d\r\n", n)
-	fmt.Fprintf(b, "cluster_slot_migration_active_trim_running:%d\r\n", sm.trimRunning.Load())
-	fmt.Fprintf(b, "cluster_slot_migration_stats_active_trim_started:%d\r\n", sm.trimStarted.Load())
-	fmt.Fprintf(b, "cluster_slot_migration_stats_active_trim_completed:%d\r\n", sm.trimCompleted.Load())
-	fmt.Fprintf(b, "cluster_slot_migration_stats_active_trim_cancelled:%d\r\n", sm.trimCancels.Load())
-}
-
-// ---- the source's write gate ---------------------------------------------
-
-// migGate holds writes to the slots a source task is moving. Outside the
-// pause a write passes after counting itself in inflight; during it a
-// write waits on wake. pause sets paused and then waits for inflight to
-// drain: a write either counted itself before paused was set (and the
-// pause waits for it) or sees paused and waits (sequentially consistent
-// atomics), so once the pause is in force no write to the slots runs.
-type migGate struct {
-	task   *migTask
-	in     [cluster.NumSlots]bool        // the task's slots; fixed
-	live   [cluster.NumSlots]atomic.Bool // slots whose snapshot was taken: the tap forwards their writes
-	paused atomic.Bool
-	// done is set once the slots belong to the target: the gate stays
-	// installed, every write meeting it re-checks the routing.
-	done     atomic.Bool
-	inflight atomic.Int64
-	mu       sync.Mutex
-	wake     chan struct{} // closed when the pause is lifted
-}
-
-func newMigGate(t *migTask) *migGate {
-	g := &migGate{task: t, wake: make(chan struct{})}
-	for _, s := range t.slots {
-		g.in[s] = true
-	}
-	return g
-}
-
-func (g *migGate) pause() {
-	g.mu.Lock()
-	g.wake = make(chan struct{})
-	g.paused.Store(true)
-	g.mu.Unlock()
-}
-
-func (g *migGate) unpause() {
-	g.mu.Lock()
-	if g.paused.Load() {
-		g.paused.Store(false)
-		close(g.wake)
-	}
-	g.mu.Unlock()
-}
-
-func (g *migGate) waitCh() chan struct{} {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.wake
-}
-
-// drain waits until no write to the slots is running, for at most d.
-func (g *migGate) drain(d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for g.inflight.Load() > 0 {
-		if time.Now().After(deadline) {
-			return false
+	db.ForEachInSlot(slot, func(e *keyspace.Entry) bool {
+		key := sbytes(e.Key) // appended, not kept
+		if e.Obj == nil {
+			// A string goes as SET, as an AOF rewrite writes it: no DUMP
+			// to encode here and no payload to check and decode there.
+			if e.Expire > 0 {
+				ttl = strconv.AppendInt(ttl[:0], e.Expire, 10)
+				b = appendCommand(b, set, key, e.Str, pxat, ttl)
+			} else {
+				b = appendCommand(b, set, key, e.Str)
+			}
+		} else {
+			ttl = strconv.AppendInt(ttl[:0], max(e.Expire, 0), 10)
+			b = appendCommand(b, restore, key, ttl, rdb.Dump(entryValue(e), comp, lim), replace, absttl)
 		}
-		time.Sleep(20 * time.Microsecond)
-	}
-	return true
+		n++
+		return true
+	})
+	locked(b, n)
+	return b
 }
+
+func (h migHost) TrimSlots(slots []int) int { return h.s.trimSlots(slots) }
+
+func (h migHost) AddTap(t slotmig.Tap) { h.s.AddPropagator(t) }
+
+func (h migHost) WaitReplicasAck(d time.Duration) bool { return h.s.waitReplicasAck(d) }
+
+func (h migHost) SyncAOF() error {
+	if a := h.s.persist.AOF(); a != nil && h.s.cfg.Bool(DirAppendonly) {
+		return a.FsyncNow()
+	}
+	return nil
+}
+
+func (h migHost) NewApplier(nc net.Conn) slotmig.Applier {
+	c := newClient(h.s, nc)
+	c.authed.Store(true)
+	c.setFlag(clientMaster, true)
+	c.replyMode = replyOn
+	return migApplier{c}
+}
+
+func (h migHost) CommandSlot(args [][]byte) int {
+	c := h.s.table.lookup(args[0])
+	if c == nil {
+		return -1
+	}
+	return cmdSlot(c, args)
+}
+
+// migApplier runs the source's stream through a master-flagged client.
+type migApplier struct{ c *Client }
+
+func (a migApplier) Apply(args [][]byte) string {
+	c := a.c
+	c.executeCmd(args, c.lookupCmd(args[0]))
+	msg := ""
+	if len(c.out) > 0 && c.out[0] == '-' {
+		m, _, _ := bytes.Cut(c.out[1:], []byte("\r\n"))
+		msg = string(m)
+	}
+	c.out = c.out[:0]
+	return msg
+}
+
+func (a migApplier) InTransaction() bool { return a.c.hasFlag(clientMulti) }
+
+// migConn is the connection a source task writes the stream on.
+type migConn struct{ c *Client }
+
+func (m migConn) Write(b []byte) (int, error)        { return m.c.conn.Write(b) }
+func (m migConn) SetWriteDeadline(t time.Time) error { return m.c.conn.SetWriteDeadline(t) }
+func (m migConn) Done() <-chan struct{}              { return m.c.done }
+func (m migConn) Close()                             { m.c.close() }
 
 // slotmigEnter is the dispatcher's check for writes to slots a source
 // task is moving (after the cluster redirect check): it returns the
@@ -325,8 +157,8 @@ func (g *migGate) drain(d time.Duration) bool {
 // for a pause and the slots changed owner meanwhile, the redirect to
 // reply instead. Commands queued in MULTI are checked at their EXEC.
 func (c *Client) slotmigEnter(cmd *command, args [][]byte) (done func(), msg string) {
-	sm := c.srv.cluster.mig
-	g := sm.gate.Load()
+	mig := c.srv.cluster.mig
+	g := mig.Gate()
 	if g == nil {
 		return nil, ""
 	}
@@ -335,27 +167,25 @@ func (c *Client) slotmigEnter(cmd *command, args [][]byte) (done func(), msg str
 		return nil, ""
 	}
 	slot := c.writeSlot(cmd, args, isExec)
-	if slot < 0 || !g.in[slot] {
+	if !g.Covers(slot) {
 		return nil, ""
 	}
 	for {
-		if g.done.Load() {
+		if g.Released() {
 			return nil, c.clusterRedirect(cmd, args)
 		}
-		g.inflight.Add(1)
-		if !g.paused.Load() {
-			return func() { g.inflight.Add(-1) }, ""
+		if g.Enter() {
+			return g.Exit, ""
 		}
-		g.inflight.Add(-1)
 		select {
-		case <-g.waitCh():
+		case <-g.Wait():
 		case <-c.done:
 			return nil, ""
 		}
 		if msg := c.clusterRedirect(cmd, args); msg != "" {
 			return nil, msg
 		}
-		if g = sm.gate.Load(); g == nil || !g.in[slot] {
+		if g = mig.Gate(); g == nil || !g.Covers(slot) {
 			return nil, ""
 		}
 	}
@@ -411,65 +241,10 @@ func cmdSlot(cmd *command, args [][]byte) int {
 	return keySlot(string(args[cmd.first]))
 }
 
-// ---- the tap: the source's filtered write stream -------------------------
-
-// Propagate implements Propagator for the source task: the writes to the
-// slots whose snapshot was taken go to the target, in the order the
-// keyspace applied them (it is called with the written keys' locks held,
-// and a slot's snapshot is taken under the same lock, so each write is in
-// the snapshot or in the stream, never both, never neither).
-func (sm *slotMigrations) Propagate(db int, cmds [][][]byte) {
-	g := sm.gate.Load()
-	if g == nil || db != 0 || g.done.Load() {
-		return
-	}
-	s := sm.srv
-	slot := -1
-	for _, cmd := range cmds {
-		name := strings.ToLower(string(cmd[0]))
-		if name == "flushall" || name == "flushdb" {
-			g.task.src.fail(fmt.Errorf("slotmig: %s on the source", name))
-			return
-		}
-		c := s.table.lookup(cmd[0])
-		if c == nil {
-			continue
-		}
-		if sl := cmdSlot(c, cmd); sl >= 0 {
-			slot = sl
-			break
-		}
-	}
-	if slot < 0 || !g.in[slot] || !g.live[slot].Load() {
-		return
-	}
-	var b []byte
-	if len(cmds) > 1 {
-		b = appendCommand(b, []byte("MULTI"))
-	}
-	for _, cmd := range cmds {
-		if len(cmds) > 1 && (eqFold(cmd[0], "multi") || eqFold(cmd[0], "exec")) {
-			continue
-		}
-		b = appendCommand(b, cmd...)
-	}
-	if len(cmds) > 1 {
-		b = appendCommand(b, []byte("EXEC"))
-	}
-	g.task.cmds.Add(1)
-	g.task.src.out.push(b)
-}
-
-// ---- trim ----------------------------------------------------------------
-
 // trimSlots deletes every key of database 0 in slots, each with a DEL in
 // the replication stream and the AOF, so replicas and a restart drop them
 // too. It returns the number of keys deleted.
 func (s *Server) trimSlots(slots []int) int {
-	sm := s.cluster.mig
-	sm.trimRunning.Add(1)
-	sm.trimStarted.Add(1)
-	defer sm.trimRunning.Add(-1)
 	db := s.dbs[0]
 	n := 0
 	for _, slot := range slots {
@@ -499,7 +274,6 @@ func (s *Server) trimSlots(slots []int) int {
 			s.touchWatchedKey(0, k)
 		}
 	}
-	sm.trimCompleted.Add(1)
 	return n
 }
 
@@ -546,4 +320,15 @@ func (s *Server) waitReplicasAck(d time.Duration) bool {
 		r.ackCond.Wait()
 	}
 	return true
+}
+
+// Propagates reports whether writes go to an AOF or to replicas.
+func (h migHost) Propagates() bool {
+	if h.s.cfg.Bool(DirAppendonly) {
+		return true
+	}
+	r := h.s.repl
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.replicas) > 0
 }

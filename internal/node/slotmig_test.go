@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardis/shardis/internal/node/slotmig"
 	"github.com/shardis/shardis/internal/testutil"
 )
 
@@ -205,15 +206,15 @@ func TestSlotMigrationImport(t *testing.T) {
 	if len(id) != 40 {
 		t.Fatalf("IMPORT replied %q", id)
 	}
-	st := waitMigState(t, b, id, migCompleted, migFailed, migCanceled)
-	if st["state"] != migCompleted {
+	st := waitMigState(t, b, id, slotmig.StateCompleted, slotmig.StateFailed, slotmig.StateCanceled)
+	if st["state"] != slotmig.StateCompleted {
 		t.Fatalf("import ended %v", st)
 	}
-	if st["source"] != a.id(t) || st["dest"] != b.id(t) || st["operation"] != migOpImport || st["slots"] != "0-99" {
+	if st["source"] != a.id(t) || st["dest"] != b.id(t) || st["operation"] != slotmig.OpImport || st["slots"] != "0-99" {
 		t.Fatalf("status %v", st)
 	}
-	srcSt := waitMigState(t, a, id, migCompleted)
-	if srcSt["operation"] != migOpMigrate {
+	srcSt := waitMigState(t, a, id, slotmig.StateCompleted)
+	if srcSt["operation"] != slotmig.OpMigrate {
 		t.Fatalf("source status %v", srcSt)
 	}
 	t.Logf("write pause %s ms (source), keys %s", srcSt["write_pause_ms"], srcSt["keys"])
@@ -291,15 +292,15 @@ func TestSlotMigrationCancel(t *testing.T) {
 	go rb.rc.Do(context.Background(), "debug", "sleep", "3")
 	time.Sleep(50 * time.Millisecond)
 	id := b.str(t, "cluster", "migration", "import", 9010, 9012)
-	waitMigState(t, b, id, migStreaming)
+	waitMigState(t, b, id, slotmig.StateStreaming)
 	if n := b.do(t, "cluster", "migration", "cancel", "id", id).(int64); n != 1 {
 		t.Fatalf("CANCEL = %d", n)
 	}
 	st := migStatus(t, b, id)
-	if st["state"] != migCanceled {
+	if st["state"] != slotmig.StateCanceled {
 		t.Fatalf("after CANCEL: %v", st)
 	}
-	waitMigState(t, a, id, migFailed)
+	waitMigState(t, a, id, slotmig.StateFailed)
 	if n := countKeys(t, b, slots); n != 0 {
 		t.Fatalf("target kept %d imported keys", n)
 	}

@@ -53,6 +53,7 @@ var (
 	workDir  = flag.String("dir", "", "work directory (default: a new temporary one)")
 	killIn   = flag.String("kill-in", "", "kill when the victim's task reaches this state (handoff: the write pause) instead of at a random moment")
 	seed     = flag.Uint64("seed", uint64(time.Now().UnixNano()), "random seed (kill moments)")
+	window   = flag.Duration("kill-window", 400*time.Millisecond, "a random kill falls within this time after IMPORT (about the migration's time)")
 )
 
 func main() {
@@ -327,8 +328,8 @@ func run(r int, dir string, rng *rand.Rand) error {
 	id := fmt.Sprint(v)
 	killed := ""
 	if *kill != "none" {
-		// A random moment within the usual migration time (about a
-		// second for 3000 slots of 100k keys here), or the handoff.
+		// A random moment within the usual migration time (-kill-window:
+		// about 300 ms for 3000 slots of 100k keys here), or the handoff.
 		victim := src
 		if *kill == "target" {
 			victim = dst
@@ -337,7 +338,7 @@ func run(r int, dir string, rng *rand.Rand) error {
 		if *killIn != "" {
 			_ = waitFor1ms(60*time.Second, func() bool { st = status(victim, id); return st["state"] == *killIn || finished(st) })
 		} else {
-			time.Sleep(time.Duration(rng.Int64N(int64(1200 * time.Millisecond))))
+			time.Sleep(time.Duration(rng.Int64N(int64(*window))))
 			st = status(victim, id)
 		}
 		killed = st["state"]

@@ -1,4 +1,4 @@
-package node
+package slotmig
 
 import (
 	"bufio"
@@ -6,34 +6,33 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/shardis/shardis/internal/node/cluster"
-	"github.com/shardis/shardis/internal/node/keyspace"
-	"github.com/shardis/shardis/internal/rdb"
 	"github.com/shardis/shardis/internal/resp"
 )
 
 // The source task: it runs on the connection the target opened with
 // CLUSTER SYNCSLOTS START. The connection carries, source to target,
-// "+OK", the snapshot (RESTORE ... REPLACE ABSTTL per key, slot by slot),
+// "+OK", the snapshot (per key a SET, or a RESTORE ... REPLACE ABSTTL for
+// a type other than string; slot by slot),
 // CLUSTER SYNCSLOTS SNAPSHOT-EOF, the live writes, and CLUSTER SYNCSLOTS
 // PAUSED once writes to the slots are held; target to source, CLUSTER
 // SYNCSLOTS ACK <applied-bytes> (every 20 ms once the snapshot is
 // applied and on the target's replicas) and CLUSTER SYNCSLOTS HANDOFF
-// <epoch>, which the
-// source's client loop dispatches as commands with their replies off.
+// <epoch>, which the source's client loop dispatches as commands with
+// their replies off.
 
-// migSource is a source task's running state.
-type migSource struct {
-	sm *slotMigrations
-	t  *migTask
-	c  *Client // the target's connection
-	g  *migGate
+// source is a source task's running state.
+type source struct {
+	e *Engine
+	t *Task
+	c SourceConn // the target's connection
+	g *Gate
 
-	out migOut
+	out outStream
 	// acked is the stream length the target reported applied (ACK);
 	// ackCh is signalled at every ACK.
 	acked   atomic.Int64
@@ -44,10 +43,10 @@ type migSource struct {
 	failed   chan struct{} // closed on a failure seen outside run (tap, queue limit)
 }
 
-// migOut is the stream to the target: appended to under the written
+// outStream is the stream to the target: appended to under the written
 // keys' locks (the tap), so an append only copies bytes; one writer
 // goroutine sends it.
-type migOut struct {
+type outStream struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	buf    []byte
@@ -57,7 +56,7 @@ type migOut struct {
 	pushed int64 // bytes ever pushed: the stream's length
 }
 
-func (o *migOut) push(b []byte) {
+func (o *outStream) push(b []byte) {
 	o.mu.Lock()
 	if !o.closed {
 		o.buf = append(o.buf, b...)
@@ -67,19 +66,13 @@ func (o *migOut) push(b []byte) {
 	o.mu.Unlock()
 }
 
-func (o *migOut) pending() int {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return len(o.buf)
-}
-
-func (o *migOut) length() int64 {
+func (o *outStream) length() int64 {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.pushed
 }
 
-func (o *migOut) close() {
+func (o *outStream) close() {
 	o.mu.Lock()
 	o.closed = true
 	o.cond.Broadcast()
@@ -87,7 +80,7 @@ func (o *migOut) close() {
 }
 
 // waitBelow waits until at most n bytes are unsent, or the stream closed.
-func (o *migOut) waitBelow(n int) {
+func (o *outStream) waitBelow(n int) {
 	o.mu.Lock()
 	for len(o.buf) > n && !o.closed {
 		o.cond.Wait()
@@ -96,7 +89,7 @@ func (o *migOut) waitBelow(n int) {
 }
 
 // writer sends the stream until it is closed or the connection fails.
-func (ms *migSource) writer() {
+func (ms *source) writer() {
 	o := &ms.out
 	for {
 		o.mu.Lock()
@@ -107,7 +100,7 @@ func (ms *migSource) writer() {
 			o.mu.Unlock()
 			return
 		}
-		if len(o.buf) > migQueueLimit {
+		if len(o.buf) > queueLimit {
 			o.mu.Unlock()
 			ms.fail(errors.New("slotmig: the target reads the stream too slowly"))
 			return
@@ -115,12 +108,12 @@ func (ms *migSource) writer() {
 		b := o.buf
 		o.buf = o.spare[:0]
 		o.mu.Unlock()
-		_ = ms.c.conn.SetWriteDeadline(time.Now().Add(time.Duration(ms.sm.srv.cfg.Int(DirReplTimeout)) * time.Second))
-		_, err := ms.c.conn.Write(b)
+		_ = ms.c.SetWriteDeadline(time.Now().Add(ms.e.h.Settings().ReplTimeout))
+		_, err := ms.c.Write(b)
 		o.mu.Lock()
 		o.sent += int64(len(b))
-		if cap(b) <= 4<<20 {
-			o.spare = b[:0]
+		if cap(b) <= 2*queueSoft {
+			o.spare = b[:0] // two buffers in turn, not one per write
 		}
 		o.cond.Broadcast()
 		o.mu.Unlock()
@@ -131,7 +124,7 @@ func (ms *migSource) writer() {
 	}
 }
 
-func (ms *migSource) fail(err error) {
+func (ms *source) fail(err error) {
 	ms.failOnce.Do(func() {
 		ms.t.fail(err)
 		close(ms.failed)
@@ -139,11 +132,11 @@ func (ms *migSource) fail(err error) {
 	})
 }
 
-// startSource is CLUSTER SYNCSLOTS START <id> <target-id> <start> <end>
-// [...] on the source: checks, then the task takes the connection over.
-func (sm *slotMigrations) startSource(c *Client, id, target string, ranges [][2]int) error {
-	s := sm.srv
-	rt := s.cluster.route.Load()
+// StartSource is CLUSTER SYNCSLOTS START <id> <target-id> <start> <end>
+// [...] on the source: checks, then the task takes the connection c over
+// (the caller turned its replies off). The error is the reply's text.
+func (e *Engine) StartSource(c SourceConn, id, target string, ranges [][2]int) error {
+	rt := e.h.Routing()
 	if rt.MyMaster >= 0 {
 		return errors.New("ERR Only a master can migrate slots")
 	}
@@ -160,49 +153,69 @@ func (sm *slotMigrations) startSource(c *Client, id, target string, ranges [][2]
 	if !known {
 		return fmt.Errorf("ERR Unknown node %s", target)
 	}
-	t := newMigTask(migOpMigrate, ranges, me, target)
+	t := newTask(OpMigrate, ranges, me, target)
 	t.id = id
 	for _, slot := range t.slots {
 		if rt.Owner[slot] != rt.Me {
 			return fmt.Errorf("ERR I'm not the owner of hash slot %d", slot)
 		}
 	}
-	ms := &migSource{sm: sm, t: t, c: c, ackCh: make(chan struct{}, 1), handoff: make(chan uint64, 1), failed: make(chan struct{})}
+	ms := &source{e: e, t: t, c: c, ackCh: make(chan struct{}, 1), handoff: make(chan uint64, 1), failed: make(chan struct{})}
 	ms.out.cond = sync.NewCond(&ms.out.mu)
-	ms.g = newMigGate(t)
+	ms.g = newGate(t)
 	t.src = ms
-	if err := sm.add(t); err != nil {
+	if err := e.add(t); err != nil {
 		return err
 	}
-	sm.tapOnce.Do(func() { s.AddPropagator(sm) })
-	sm.gate.Store(ms.g)
-	c.replyMode = replyOff // the task writes on this connection from now on
-	t.setState(migSyncing)
+	e.addTap()
+	e.gate.Store(ms.g)
+	t.setState(StateSyncing)
 	go ms.run()
 	return nil
 }
 
+// Ack is CLUSTER SYNCSLOTS ACK <id> <applied> from the connection c.
+func (e *Engine) Ack(id string, c SourceConn, applied int64) {
+	if t := e.Find(id); t != nil && t.src != nil && t.src.c == c {
+		t.src.acked.Store(applied)
+		select {
+		case t.src.ackCh <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Handoff is CLUSTER SYNCSLOTS HANDOFF <id> <epoch>: the target claimed
+// the slots with epoch.
+func (e *Engine) Handoff(id string, epoch uint64) {
+	if t := e.Find(id); t != nil && t.src != nil {
+		select {
+		case t.src.handoff <- epoch:
+		default:
+		}
+	}
+}
+
 // run is the source task.
-func (ms *migSource) run() {
-	t, s := ms.t, ms.sm.srv
+func (ms *source) run() {
+	t, e := ms.t, ms.e
 	defer close(t.done)
 	go ms.writer()
 	ms.out.push([]byte("+OK\r\n"))
-	s.log.Info("slotmig: migrating slots", "id", t.id, "slots", rangesText(t.ranges), "target", t.dest)
+	e.log.Info("slotmig: migrating slots", "id", t.id, "slots", rangesText(t.ranges), "target", t.dest)
 	if err := ms.snapshot(); err != nil {
 		ms.rollback(err)
 		return
 	}
-	t.setState(migStreaming)
-	s.log.Info("slotmig: snapshot sent", "id", t.id, "keys", t.keys.Load())
+	t.setState(StateStreaming)
+	e.log.Info("slotmig: snapshot sent", "id", t.id, "keys", t.keys.Load())
 	// Pause once the target reports (ACK) that what it has not applied
 	// yet is short, so the pause lasts about the time to apply that
 	// much. Its first ACK also says the snapshot is on its replicas.
-	maxLag := s.cfg.Int(DirClusterSlotMigrationHandoffMaxLagBytes)
-	pauseTimeout := time.Duration(s.cfg.Int(DirClusterSlotMigrationWritePauseTimeout)) * time.Millisecond
-	lagDeadline := time.NewTimer(time.Duration(s.cfg.Int(DirReplTimeout)) * time.Second)
+	set := e.h.Settings()
+	lagDeadline := time.NewTimer(set.ReplTimeout)
 	defer lagDeadline.Stop()
-	for acks := 0; acks == 0 || ms.out.length()-ms.acked.Load() > maxLag; acks++ {
+	for acks := 0; acks == 0 || ms.out.length()-ms.acked.Load() > set.HandoffMaxLag; acks++ {
 		select {
 		case <-ms.ackCh:
 		case <-lagDeadline.C:
@@ -211,7 +224,7 @@ func (ms *migSource) run() {
 		case <-ms.failed:
 			ms.rollback(nil)
 			return
-		case <-ms.c.done:
+		case <-ms.c.Done():
 			ms.rollback(errors.New("slotmig: the target closed the connection"))
 			return
 		case <-t.cancel:
@@ -219,23 +232,23 @@ func (ms *migSource) run() {
 			return
 		}
 	}
-	t.setState(migHandoff)
+	t.setState(StateHandoff)
 	start := time.Now()
 	ms.g.pause()
-	if !ms.g.drain(pauseTimeout) {
+	if !ms.g.drain(set.WritePauseTimeout) {
 		// PAUSED was not sent: the target cannot claim.
 		ms.rollback(errors.New("slotmig: writes in flight did not finish within the pause timeout"))
 		return
 	}
-	ms.out.push(appendCommand(nil, []byte("CLUSTER"), []byte("SYNCSLOTS"), []byte("PAUSED")))
-	timer := time.NewTimer(pauseTimeout - time.Since(start))
+	ms.out.push(resp.AppendCommand(nil, []byte("CLUSTER"), []byte("SYNCSLOTS"), []byte("PAUSED")))
+	timer := time.NewTimer(set.WritePauseTimeout - time.Since(start))
 	defer timer.Stop()
 	for {
 		select {
 		case epoch := <-ms.handoff:
 			ms.finish(epoch, start)
 			return
-		case <-ms.sm.routeWake:
+		case <-e.routeWake:
 			if ms.targetOwns() {
 				ms.finish(0, start)
 				return
@@ -243,7 +256,7 @@ func (ms *migSource) run() {
 			continue
 		case <-timer.C:
 			t.fail(errors.New("slotmig: write pause timeout"))
-		case <-ms.c.done:
+		case <-ms.c.Done():
 		case <-ms.failed:
 		case <-t.cancel:
 		}
@@ -253,57 +266,69 @@ func (ms *migSource) run() {
 	// stay held until it answers, so no write is accepted here that the
 	// target's copy lacks.
 	ms.out.close()
-	ms.c.close()
+	ms.c.Close()
 	ms.resolve(start)
 }
 
 // snapshot sends every key of the slots, one slot at a time under the
-// slot's shard lock, and turns the slot's live stream on in the same
-// lock hold: each write to the slot is in the copy or in the stream.
-func (ms *migSource) snapshot() error {
-	s := ms.sm.srv
-	db := s.dbs[0]
-	comp := s.cfg.Bool(DirRdbcompression)
-	lim := s.rdbLimits()
-	restore, replace, absttl := []byte("RESTORE"), []byte("REPLACE"), []byte("ABSTTL")
-	var b []byte
-	for _, slot := range ms.t.slots {
-		select {
-		case <-ms.failed:
-			return nil
-		case <-ms.c.done:
-			return errors.New("slotmig: the target closed the connection")
-		case <-ms.t.cancel:
-			return errors.New("slotmig: canceled")
-		default:
-		}
-		sh := &db.Shards[keyspace.SlotShard(slot)]
-		sh.Mu.Lock()
-		b = b[:0]
-		n := 0
-		db.ForEachInSlot(slot, func(e *keyspace.Entry) bool {
-			payload := rdb.Dump(entryValue(e), comp, lim)
-			b = appendCommand(b, restore, []byte(e.Key), []byte(strconv.FormatInt(max(e.Expire, 0), 10)), payload, replace, absttl)
-			n++
-			return true
-		})
-		ms.g.live[slot].Store(true)
-		ms.out.push(b)
-		sh.Mu.Unlock()
-		ms.t.keys.Add(int64(n))
-		ms.out.waitBelow(migQueueSoft)
-		if cap(b) > 4<<20 {
-			b = nil
-		}
+// slot's lock, and turns the slot's live stream on in the same lock
+// hold: each write to the slot is in the copy or in the stream. Slots
+// are independent of each other, so several workers (one per lane of
+// the target, numLanes) dump them at once, each slot whole.
+func (ms *source) snapshot() error {
+	var next atomic.Int64
+	var errOnce sync.Once
+	var firstErr error
+	var wg sync.WaitGroup
+	for range numLanes() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var b []byte
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(ms.t.slots) {
+					return
+				}
+				var err error
+				select {
+				case <-ms.failed:
+					return
+				case <-ms.c.Done():
+					err = errors.New("slotmig: the target closed the connection")
+				case <-ms.t.cancel:
+					err = errors.New("slotmig: canceled")
+				default:
+				}
+				if err != nil {
+					errOnce.Do(func() { firstErr = err })
+					return
+				}
+				slot := ms.t.slots[i]
+				b = ms.e.h.SnapshotSlot(slot, b[:0], func(b []byte, n int) {
+					ms.g.live[slot].Store(true)
+					ms.out.push(b)
+					ms.t.keys.Add(int64(n))
+				})
+				ms.out.waitBelow(queueSoft)
+				if cap(b) > 4<<20 {
+					b = nil
+				}
+			}
+		}()
 	}
-	ms.out.push(appendCommand(nil, []byte("CLUSTER"), []byte("SYNCSLOTS"), []byte("SNAPSHOT-EOF"), []byte(strconv.FormatInt(ms.t.keys.Load(), 10))))
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	ms.out.push(resp.AppendCommand(nil, []byte("CLUSTER"), []byte("SYNCSLOTS"), []byte("SNAPSHOT-EOF"), []byte(strconv.FormatInt(ms.t.keys.Load(), 10))))
 	return nil
 }
 
 // targetOwns reports whether the routing binds every slot of the task to
 // the target.
-func (ms *migSource) targetOwns() bool {
-	rt := ms.sm.srv.cluster.route.Load()
+func (ms *source) targetOwns() bool {
+	rt := ms.e.h.Routing()
 	for _, slot := range ms.t.slots {
 		o := rt.Owner[slot]
 		if o < 0 || rt.Nodes[o].ID != ms.t.dest {
@@ -316,13 +341,11 @@ func (ms *migSource) targetOwns() bool {
 // finish completes the flip on the source: the target's claim applied
 // (epoch 0: the bus applied it already), writes released (they re-check
 // the routing and get MOVED), the slots' keys trimmed.
-func (ms *migSource) finish(epoch uint64, pauseStart time.Time) {
-	s, t := ms.sm.srv, ms.t
+func (ms *source) finish(epoch uint64, pauseStart time.Time) {
+	e, t := ms.e, ms.t
 	if epoch > 0 {
-		var err error
-		s.cluster.do(func(m *cluster.Machine, now time.Time) { err = m.YieldSlots(now, t.dest, epoch, t.slots) })
-		if err != nil {
-			s.log.Warn("slotmig: yield", "err", err)
+		if err := e.h.YieldSlots(t.dest, epoch, t.slots); err != nil {
+			e.log.Warn("slotmig: yield", "err", err)
 		}
 	}
 	// The gate stays installed, released for good: a write that passed
@@ -335,36 +358,36 @@ func (ms *migSource) finish(epoch uint64, pauseStart time.Time) {
 	t.epoch = epoch
 	t.mu.Unlock()
 	ms.out.close()
-	n := s.trimSlots(t.slots)
-	t.setState(migCompleted)
-	s.log.Info("slotmig: slots migrated", "id", t.id, "slots", rangesText(t.ranges), "target", t.dest, "keys", t.keys.Load(), "trimmed", n, "write_pause", pause)
+	n := e.trim(t.slots)
+	t.setState(StateCompleted)
+	e.log.Info("slotmig: slots migrated", "id", t.id, "slots", rangesText(t.ranges), "target", t.dest, "keys", t.keys.Load(), "trimmed", n, "write_pause", pause)
 }
 
 // rollback ends the task before any pause: the source keeps the slots.
-func (ms *migSource) rollback(err error) {
+func (ms *source) rollback(err error) {
 	t := ms.t
 	if err != nil {
 		t.fail(err)
 	}
-	ms.sm.gate.CompareAndSwap(ms.g, nil)
+	ms.e.gate.CompareAndSwap(ms.g, nil)
 	ms.g.unpause()
 	ms.out.close()
-	ms.c.close()
+	ms.c.Close()
 	select {
 	case <-t.cancel:
-		t.setState(migCanceled)
+		t.setState(StateCanceled)
 	default:
-		t.setState(migFailed)
+		t.setState(StateFailed)
 	}
-	ms.sm.srv.log.Warn("slotmig: migration rolled back; this node keeps the slots", "id", t.id, "err", t.lastErr)
+	ms.e.log.Warn("slotmig: migration rolled back; this node keeps the slots", "id", t.id, "err", t.lastErr)
 }
 
 // resolve asks the target, after a pause timeout or a lost connection,
 // whether it claimed the slots (CLUSTER SYNCSLOTS QUERY): the target
 // answers CLAIMED, or aborts the task for good and answers ABORTED. Until
 // it answers, writes to the slots stay held; one question per 100 ms.
-func (ms *migSource) resolve(pauseStart time.Time) {
-	s, t := ms.sm.srv, ms.t
+func (ms *source) resolve(pauseStart time.Time) {
+	e, t := ms.e, ms.t
 	for attempt := 1; ; attempt++ {
 		if ms.targetOwns() {
 			ms.finish(0, pauseStart)
@@ -383,7 +406,7 @@ func (ms *migSource) resolve(pauseStart time.Time) {
 			return
 		}
 		if attempt == 1 || attempt%50 == 0 {
-			s.log.Warn("slotmig: writes to the slots stay paused until the target answers", "id", t.id, "err", err)
+			e.log.Warn("slotmig: writes to the slots stay paused until the target answers", "id", t.id, "err", err)
 		}
 		t.mu.Lock()
 		t.retries++
@@ -392,43 +415,38 @@ func (ms *migSource) resolve(pauseStart time.Time) {
 		case epoch := <-ms.handoff:
 			ms.finish(epoch, pauseStart)
 			return
-		case <-ms.sm.routeWake:
+		case <-e.routeWake:
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
 
 // query asks the target about the task over a new connection.
-func (ms *migSource) query() (claimed bool, epoch uint64, err error) {
-	s, t := ms.sm.srv, ms.t
-	rt := s.cluster.route.Load()
-	addr := ""
-	for _, n := range rt.Nodes {
-		if n.ID == t.dest {
-			addr = net.JoinHostPort(n.IP, strconv.Itoa(n.Port))
-		}
-	}
+func (ms *source) query() (claimed bool, epoch uint64, err error) {
+	e, t := ms.e, ms.t
+	addr := nodeAddr(e.h, t.dest)
 	if addr == "" {
 		return false, 0, fmt.Errorf("slotmig: target %s unknown", t.dest)
 	}
-	nc, err := net.DialTimeout("tcp", addr, migDialWait)
+	nc, err := net.DialTimeout("tcp", addr, dialWait)
 	if err != nil {
 		return false, 0, fmt.Errorf("slotmig: query: %w", err)
 	}
 	defer nc.Close()
-	_ = nc.SetDeadline(time.Now().Add(migDialWait))
+	_ = nc.SetDeadline(time.Now().Add(dialWait))
 	br := bufio.NewReader(nc)
+	set := e.h.Settings()
 	var out []byte
-	if pw := s.cfg.Get(DirMasterauth); pw != "" {
-		out = appendAuth(out, s.cfg.Get(DirMasteruser), pw)
+	if set.MasterAuth != "" {
+		out = appendAuth(out, set.MasterUser, set.MasterAuth)
 	}
-	out = appendCommand(out, append([][]byte{[]byte("CLUSTER"), []byte("SYNCSLOTS"), []byte("QUERY"), []byte(t.id)}, strArgs(rangeArgs(t.ranges))...)...)
+	out = resp.AppendCommand(out, append([][]byte{[]byte("CLUSTER"), []byte("SYNCSLOTS"), []byte("QUERY"), []byte(t.id)}, rangeArgs(t.ranges)...)...)
 	if _, err := nc.Write(out); err != nil {
 		return false, 0, fmt.Errorf("slotmig: query: %w", err)
 	}
-	if s.cfg.Get(DirMasterauth) != "" {
+	if set.MasterAuth != "" {
 		if v, err := resp.ReadValue(br); err != nil || v.IsError() {
-			return false, 0, fmt.Errorf("slotmig: query: auth failed")
+			return false, 0, errors.New("slotmig: query: auth failed")
 		}
 	}
 	v, err := resp.ReadValue(br)
@@ -438,37 +456,22 @@ func (ms *migSource) query() (claimed bool, epoch uint64, err error) {
 	if v.IsError() {
 		return false, 0, fmt.Errorf("slotmig: query: %s", v.Str)
 	}
-	switch word, rest, _ := cutSpace(v.Str); word {
+	switch word, rest, _ := strings.Cut(v.Str, " "); word {
 	case "CLAIMED":
-		e, _ := strconv.ParseUint(rest, 10, 64)
-		return true, e, nil
+		ep, _ := strconv.ParseUint(rest, 10, 64)
+		return true, ep, nil
 	case "ABORTED":
 		return false, 0, nil
 	}
 	return false, 0, fmt.Errorf("slotmig: query: unexpected answer %q", v.Str)
 }
 
-func cutSpace(s string) (string, string, bool) {
-	for i := 0; i < len(s); i++ {
-		if s[i] == ' ' {
-			return s[:i], s[i+1:], true
+// nodeAddr returns the client address of the node id, "" if unknown.
+func nodeAddr(h Host, id string) string {
+	for _, n := range h.Routing().Nodes {
+		if n.ID == id {
+			return net.JoinHostPort(n.IP, strconv.Itoa(n.Port))
 		}
 	}
-	return s, "", false
-}
-
-func strArgs(ss []string) [][]byte {
-	out := make([][]byte, len(ss))
-	for i, s := range ss {
-		out[i] = []byte(s)
-	}
-	return out
-}
-
-// appendAuth appends AUTH [user] password.
-func appendAuth(b []byte, user, pw string) []byte {
-	if user != "" {
-		return appendCommand(b, []byte("AUTH"), []byte(user), []byte(pw))
-	}
-	return appendCommand(b, []byte("AUTH"), []byte(pw))
+	return ""
 }
