@@ -303,6 +303,10 @@ type Machine struct {
 	migrating        [NumSlots]*node // open slots: migrating to (SETSLOT MIGRATING)
 	importing        [NumSlots]*node // open slots: importing from (SETSLOT IMPORTING)
 	ownerNotClaiming SlotBitmap      // slots still bound to an owner that stopped claiming them
+	// slotGen counts writes to slots, migrating and importing (addSlot,
+	// delSlot, setMigrating, setImporting and the whole-table resets), so
+	// FillRouting rebuilds its slot tables only after one; never reset.
+	slotGen uint64
 
 	blacklist map[Name]time.Time // FORGET: id -> when it may be re-added
 
@@ -375,6 +379,7 @@ func (m *Machine) resetTables() {
 	m.slots = [NumSlots]*node{}
 	m.migrating = [NumSlots]*node{}
 	m.importing = [NumSlots]*node{}
+	m.slotGen++
 	m.ownerNotClaiming = SlotBitmap{}
 }
 

@@ -313,6 +313,7 @@ func (m *Machine) LoadNodesConf(now time.Time, text string) error {
 	m.nodes, m.order, m.myself = t.nodes, t.order, t.myself
 	m.currentEpoch, m.lastVoteEpoch = t.currentEpoch, t.lastVoteEpoch
 	m.slots, m.migrating, m.importing = t.slots, t.migrating, t.importing
+	m.slotGen++
 	m.ownerNotClaiming = SlotBitmap{}
 	m.blacklist = map[Name]time.Time{}
 	for _, l := range m.links {

@@ -12,6 +12,7 @@ func (m *Machine) addSlot(n *node, s int) bool {
 	// Only a first slot needs the (table-wide) replica check.
 	n.setSlotBit(s, n.numSlots == 0 && m.mastersHaveSlaves())
 	m.slots[s] = n
+	m.slotGen++
 	return true
 }
 
@@ -23,6 +24,7 @@ func (m *Machine) delSlot(s int) bool {
 	}
 	n.clearSlotBit(s)
 	m.slots[s] = nil
+	m.slotGen++
 	return true
 }
 
@@ -41,6 +43,20 @@ func (m *Machine) delNodeSlots(n *node) int {
 func (m *Machine) closeAllSlots() {
 	m.migrating = [NumSlots]*node{}
 	m.importing = [NumSlots]*node{}
+	m.slotGen++
+}
+
+// setMigrating and setImporting are the only writers of one entry of the
+// open-slot tables (with addSlot and delSlot for the owner table): each
+// bumps slotGen, which FillRouting relies on to skip unchanged tables.
+func (m *Machine) setMigrating(s int, n *node) {
+	m.migrating[s] = n
+	m.slotGen++
+}
+
+func (m *Machine) setImporting(s int, n *node) {
+	m.importing[s] = n
+	m.slotGen++
 }
 
 // slotUnclaimed: no owner, or the owner stopped claiming it.
