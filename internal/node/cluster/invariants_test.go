@@ -68,6 +68,11 @@ func (m *Machine) checkInvariants() error {
 	if err := m.checkSlotGen(); err != nil {
 		return err
 	}
+	for s := 0; s < NumSlots; s++ {
+		if open := m.migrating[s] != nil || m.importing[s] != nil; m.openSlots.Has(s) != open {
+			return fmt.Errorf("slot %d: openSlots says %v, the tables %v", s, !open, open)
+		}
+	}
 	if len(m.nodes) != len(m.order) {
 		return fmt.Errorf("%d nodes in the map, %d in order", len(m.nodes), len(m.order))
 	}

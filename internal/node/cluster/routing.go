@@ -37,11 +37,12 @@ type RouteNode struct {
 // FillRouting brings dst up to date with the machine's current routing
 // and reports whether it changed. dst is meant to be reused from one call
 // to the next (start from a zero Routing, and change it only through this
-// method): its Nodes slice is kept while the nodes are the same, and its
-// slot tables are rewritten only when the machine's have been written
-// since dst was filled (or the nodes moved, which renumbers them), so a
-// bus loop that calls this after every Ready costs a walk of the node
-// list, not of 16384 slots, while nothing changes.
+// method): its Nodes slice is kept while the nodes are the same, and of
+// its slot tables only the slots the machine wrote since dst was filled
+// are looked at (all of them after a reset, many writes, or when the
+// nodes moved, which renumbers them), so a bus loop that calls this after
+// every Ready costs a walk of the node list, not of 16384 slots, while
+// nothing changes, and a few slots' worth after a CLUSTER SETSLOT.
 func (m *Machine) FillRouting(dst *Routing) bool {
 	changed := dst.filledBy != m
 	if changed {
@@ -84,16 +85,24 @@ func (m *Machine) FillRouting(dst *Routing) bool {
 		dst.Me, dst.MyMaster = me, myMaster
 		changed = true
 	}
-	if !nodesMoved && dst.slotGen == m.slotGen && dst.slotGen != 0 {
-		return changed
-	}
+	full := nodesMoved || dst.slotGen == 0 || m.slotGen-dst.slotGen > slotLogLen
+	from := dst.slotGen
 	dst.slotGen = m.slotGen
-	for s := 0; s < NumSlots; s++ {
+	slot := func(s int) {
 		o, g, i := idx(m.slots[s]), idx(m.migrating[s]), idx(m.importing[s])
 		if dst.Owner[s] != o || dst.Migrating[s] != g || dst.Importing[s] != i {
 			dst.Owner[s], dst.Migrating[s], dst.Importing[s] = o, g, i
 			changed = true
 		}
+	}
+	if !full {
+		for g := from + 1; g <= m.slotGen; g++ {
+			slot(int(m.slotLog[g%slotLogLen]))
+		}
+		return changed
+	}
+	for s := 0; s < NumSlots; s++ {
+		slot(s)
 	}
 	return changed
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -73,4 +74,37 @@ func TestFillRoutingIncremental(t *testing.T) {
 		t.Fatalf("%d nodes after FORGET, want 3", len(r.Nodes))
 	}
 	step("nothing after FORGET", false)
+}
+
+func TestSlotBitmapRangesAndAll(t *testing.T) {
+	for _, set := range [][]int{
+		nil, {0}, {NumSlots - 1}, {0, 1, 2, 7, 8, 9, 15, 16}, {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17},
+	} {
+		var b SlotBitmap
+		for _, s := range set {
+			b.Set(s)
+		}
+		var all []int
+		for s := range b.All() {
+			all = append(all, s)
+		}
+		var want [][2]int
+		for i, s := range set {
+			if i > 0 && set[i-1] == s-1 {
+				want[len(want)-1][1] = s
+			} else {
+				want = append(want, [2]int{s, s})
+			}
+		}
+		if got := b.Ranges(nil); fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(all) != fmt.Sprint(set) && len(set) > 0 {
+			t.Fatalf("set %v: Ranges %v (want %v), All %v", set, got, want, all)
+		}
+	}
+	var full SlotBitmap
+	for s := 0; s < NumSlots; s++ {
+		full.Set(s)
+	}
+	if got := full.Ranges(nil); len(got) != 1 || got[0] != [2]int{0, NumSlots - 1} {
+		t.Fatalf("full bitmap: %v", got)
+	}
 }
