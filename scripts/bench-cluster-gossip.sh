@@ -16,7 +16,7 @@ set -euo pipefail
 NODES=${NODES:-30}
 SECS=${SECONDS_:-30}
 TIMEOUT=${TIMEOUT:-15000}
-BASE=${BASE:-32000}
+BASE=${BASE:-22000} # bus ports BASE+10000..: below the ephemeral range (32768-)
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 pids=()

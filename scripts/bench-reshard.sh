@@ -28,10 +28,14 @@
 #        probe (whose GETs then count in server_cpu_s).
 #
 # PIPELINE is redis-cli's --cluster-pipeline (keys per MIGRATE, default 10
-# as redis-cli's). The driver is scripts/reshardload.
+# as redis-cli's); VALUES scales the small part down (default 1,000,000).
+# Each line also gives cpu_s, the CPU seconds (utime+stime) the three
+# servers spent during the driver's run: a figure that, unlike the times,
+# does not grow with the machine's load. The driver is scripts/reshardload.
 set -euo pipefail
 PARTS=${PARTS:-"load small big"}
 PIPELINE=${PIPELINE:-10}
+VALUES=${VALUES:-1000000}
 SLOTS=${SLOTS:-3000}
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
@@ -90,6 +94,12 @@ check() {
   return 1
 }
 
+cpu_ticks() { # utime+stime of the servers, in clock ticks
+  local t=0
+  for p in "${pids[@]}"; do t=$((t + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done
+  echo "$t"
+}
+
 reshard_cmd() { # base
   local base=$1 from to
   from=$(redis-cli -p "$base" cluster myid)
@@ -142,7 +152,7 @@ for part in $PARTS; do
         args=(-counters 100000 -writers 16 -probe 1000 -run "$(reshard_cmd $base)"
           -run "redis-cli --cluster rebalance 127.0.0.1:$base --cluster-pipeline $PIPELINE >$work/rebalance.log 2>&1")
         ;;
-      small) args=(-values 1000000 -value-size 100 -probe 1000 -run "$(reshard_cmd $base)") ;;
+      small) args=(-values "$VALUES" -value-size 100 -probe 1000 -run "$(reshard_cmd $base)") ;;
       wholeslot)
         move=$(reshard_cmd $base)
         [ "$kind" = shardnode ] && move=$(import_cmd $base)
@@ -152,13 +162,14 @@ for part in $PARTS; do
       big) args=(-big 20 -big-size $((50 << 20)) -big-slots 0-$((SLOTS - 1)) -probe 1000 -run "$(reshard_cmd $base)") ;;
       *) echo "unknown part $part" >&2; exit 2 ;;
     esac
+    cpu0=$(cpu_ticks)
     line=$("$work/reshardload" -addr "127.0.0.1:$base" "${args[@]}" 2>"$work/driver.err") || {
       echo "$part $kind: driver failed:"; tail -5 "$work/driver.err"; tail -5 "$work/reshard.log" 2>/dev/null
     }
+    cpu=$(awk -v a="$cpu0" -v b="$(cpu_ticks)" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "cpu_s=%.2f", (b - a) / hz }')
     c=$(check $base || true)
     rate=$(echo "$line" | awk '{for (i = 1; i <= NF; i++) { split($i, a, "="); v[a[1]] = a[2] } if (v["run1_s"] > 0) printf "keys_per_s=%.2f", v["moved_keys"] / v["run1_s"]}')
-    cpu=""
-    if [ -f "$work/cpu" ]; then cpu=$(cat "$work/cpu"); rm -f "$work/cpu"; fi
+    if [ -f "$work/cpu" ]; then cpu="$cpu $(cat "$work/cpu")"; rm -f "$work/cpu"; fi
     echo "$part $kind: $line $rate $cpu $c"
     stop
     base=$((base + 100))

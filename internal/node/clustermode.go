@@ -256,11 +256,12 @@ func (cm *clusterMode) refreshRouting(m *cluster.Machine) {
 // publishRouting publishes the machine's routing when it changed and
 // returns the slots this node's shard stopped serving.
 func (cm *clusterMode) publishRouting(m *cluster.Machine) []int {
-	m.FillRouting(&cm.scratch)
-	cur := cm.route.Load()
-	if cur != nil && cur.Equal(&cm.scratch) {
+	// scratch always holds what was last published: FillRouting's
+	// "unchanged" spares the idle loop a compare of the slot tables.
+	if !m.FillRouting(&cm.scratch) {
 		return nil
 	}
+	cur := cm.route.Load()
 	next := cm.scratch
 	next.Nodes = append([]cluster.RouteNode(nil), cm.scratch.Nodes...)
 	cm.route.Store(&next)

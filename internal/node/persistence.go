@@ -131,13 +131,13 @@ func initPersistence(s *Server) {
 }
 
 // StartPersistence loads the dataset (the AOF when appendonly is on, else
-// the RDB file) and starts the save-rule cron. Run calls it before
-// accepting clients; a load failure stops start-up.
+// the RDB file); its save-rule cron runs on the server cron's 100 ms beat.
+// Run calls it before accepting clients; a load failure stops start-up.
 func (s *Server) StartPersistence() error {
 	if s.persist == nil {
 		return nil
 	}
-	return s.persist.Start()
+	return s.persist.StartDriven()
 }
 
 // WriteRDB writes a consistent snapshot of every database, with the aux

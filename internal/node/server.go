@@ -547,35 +547,60 @@ func (s *Server) UnlockAll() {
 }
 
 // cron runs the periodic work Redis does in serverCron: active expiry,
-// client timeouts, statistics.
+// client timeouts, statistics, and on a fixed 100 ms beat the cluster
+// bus's tick (clusterCron) and the persistence cron. One timer drives
+// them all at the default hz 10, so an idle node wakes the runtime ten
+// times a second, not once per timer: each wake-up of an idle Go process
+// costs more than the work it does.
 func (s *Server) cron() {
 	hz := s.cfg.Int(DirHz)
 	if hz <= 0 {
 		hz = 10
 	}
-	t := time.NewTicker(time.Second / time.Duration(hz))
-	defer t.Stop()
+	beat := time.NewTicker(cronBeat)
+	defer beat.Stop()
+	var hzC <-chan time.Time // nil: the beat runs serverCron too
+	if period := time.Second / time.Duration(hz); period != cronBeat {
+		t := time.NewTicker(period)
+		defer t.Stop()
+		hzC = t.C
+	}
 	var lastSec, tick int64
 	for {
+		var now time.Time
 		select {
 		case <-s.shutdownC:
 			return
-		case now := <-t.C:
-			if sec := now.Unix(); sec != lastSec {
-				lastSec = sec
-				tick++
-				s.repl.cron(now, tick)
+		case now = <-beat.C:
+			if cm := s.cluster; cm != nil && cm.r != nil {
+				cm.r.Tick()
 			}
-			if s.activeExpire.Load() && s.expireDeletes() {
-				s.activeExpireCycle(now.UnixMilli(), time.Second/time.Duration(hz)/4)
+			if s.persist != nil {
+				s.persist.Cron(now)
 			}
-			s.clientsCron(now)
-			s.pause.expire(now)
-			s.syncClock()
-			s.tuneGC()
+			if hzC != nil {
+				continue
+			}
+		case now = <-hzC:
 		}
+		if sec := now.Unix(); sec != lastSec {
+			lastSec = sec
+			tick++
+			s.repl.cron(now, tick)
+		}
+		if s.activeExpire.Load() && s.expireDeletes() {
+			s.activeExpireCycle(now.UnixMilli(), time.Second/time.Duration(hz)/4)
+		}
+		s.clientsCron(now)
+		s.pause.expire(now)
+		s.syncClock()
+		s.tuneGC()
 	}
 }
+
+// cronBeat is the period of clusterCron and the persistence cron, and of
+// serverCron at the default hz.
+const cronBeat = 100 * time.Millisecond
 
 // configChanged applies settings that running parts read once (limits of
 // connected clients' readers, GC target).

@@ -86,7 +86,7 @@ func (m *Machine) applySlots(marked []bool, del bool) {
 		if !on {
 			continue
 		}
-		m.importing[s] = nil
+		m.setImporting(s, nil)
 		if del {
 			m.delSlot(s)
 		} else {
@@ -225,7 +225,7 @@ func (m *Machine) SetSlot(now time.Time, slotArg, action string, rest ...string)
 		if n.isSlave() {
 			return errTargetNotMaster
 		}
-		m.migrating[slot] = n
+		m.setMigrating(slot, n)
 	case equalFoldASCII(action, "importing") && hasID:
 		if m.slots[slot] == me {
 			return errf("ERR I'm already the owner of hash slot %d", slot)
@@ -237,10 +237,10 @@ func (m *Machine) SetSlot(now time.Time, slotArg, action string, rest ...string)
 		if n.isSlave() {
 			return errTargetNotMaster
 		}
-		m.importing[slot] = n
+		m.setImporting(slot, n)
 	case equalFoldASCII(action, "stable") && !hasID:
-		m.importing[slot] = nil
-		m.migrating[slot] = nil
+		m.setImporting(slot, nil)
+		m.setMigrating(slot, nil)
 	case equalFoldASCII(action, "node") && hasID:
 		n := m.lookup(id)
 		if n == nil {
@@ -254,7 +254,7 @@ func (m *Machine) SetSlot(now time.Time, slotArg, action string, rest ...string)
 			return errf("ERR Can't assign hashslot %d to a different node while I still hold keys for this hash slot.", slot)
 		}
 		if keys == 0 && m.migrating[slot] != nil {
-			m.migrating[slot] = nil
+			m.setMigrating(slot, nil)
 		}
 		wasMine := m.slots[slot] == me
 		m.delSlot(slot)
@@ -268,7 +268,7 @@ func (m *Machine) SetSlot(now time.Time, slotArg, action string, rest ...string)
 		// so the new owner wins, and tell everyone at once.
 		if n == me && m.importing[slot] != nil {
 			m.bumpEpochWithoutConsensus()
-			m.importing[slot] = nil
+			m.setImporting(slot, nil)
 			m.broadcastPong(false)
 		}
 	default:
@@ -435,7 +435,7 @@ func (m *Machine) VerifyWithData(now time.Time) {
 		if m.slots[s] == nil {
 			m.addSlot(m.myself, s)
 		} else {
-			m.importing[s] = m.slots[s]
+			m.setImporting(s, m.slots[s])
 		}
 	}
 	if changed {

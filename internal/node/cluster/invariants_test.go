@@ -2,13 +2,77 @@ package cluster
 
 import (
 	"fmt"
+	"sync"
 )
+
+// slotShadows holds, per machine under test, a copy of its slot tables
+// and the slotGen they were copied at (checkSlotGen).
+var slotShadows sync.Map // *Machine -> *slotShadow
+
+type slotShadow struct {
+	gen                         uint64
+	slots, migrating, importing [NumSlots]*node
+}
+
+// checkSlotGen verifies the promise FillRouting's shortcut relies on:
+// while slotGen stays the same, the slot tables do too. A write to a slot
+// table that does not bump slotGen fails here at the next check.
+func (m *Machine) checkSlotGen() error {
+	v, ok := slotShadows.Load(m)
+	if !ok {
+		v, _ = slotShadows.LoadOrStore(m, &slotShadow{})
+	}
+	sh := v.(*slotShadow)
+	if sh.gen == m.slotGen {
+		if sh.slots != m.slots || sh.migrating != m.migrating || sh.importing != m.importing {
+			return fmt.Errorf("slot tables changed without a slotGen bump (still %d)", sh.gen)
+		}
+		return nil
+	}
+	sh.gen, sh.slots, sh.migrating, sh.importing = m.slotGen, m.slots, m.migrating, m.importing
+	return nil
+}
+
+// checkRouting verifies that FillRouting's incremental update gives what
+// a fill from zero gives.
+func (m *Machine) checkRouting() error {
+	v, ok := routingShadows.Load(m)
+	if !ok {
+		v, _ = routingShadows.LoadOrStore(m, &Routing{})
+	}
+	shadow := v.(*Routing)
+	m.FillRouting(shadow)
+	fresh := &Routing{}
+	if !m.FillRouting(fresh) {
+		return fmt.Errorf("a fill from zero reported no change")
+	}
+	if !shadow.Equal(fresh) {
+		return fmt.Errorf("incremental routing differs from a full fill")
+	}
+	if m.FillRouting(fresh) {
+		return fmt.Errorf("a second fill with nothing changed reported a change")
+	}
+	return nil
+}
+
+// routingShadows holds, per machine under test, the Routing checkRouting
+// keeps up to date through FillRouting's incremental path.
+var routingShadows sync.Map // *Machine -> *Routing
 
 // checkInvariants verifies the machine's internal consistency: the node
 // map and the order slice hold the same nodes, myself is among them, the
 // slot table agrees with every node's bitmap and count, replica lists
-// agree with slaveOf, and links point back to their nodes.
+// agree with slaveOf, links point back to their nodes, and the slot
+// tables changed only with a slotGen bump.
 func (m *Machine) checkInvariants() error {
+	if err := m.checkSlotGen(); err != nil {
+		return err
+	}
+	for s := 0; s < NumSlots; s++ {
+		if open := m.migrating[s] != nil || m.importing[s] != nil; m.openSlots.Has(s) != open {
+			return fmt.Errorf("slot %d: openSlots says %v, the tables %v", s, !open, open)
+		}
+	}
 	if len(m.nodes) != len(m.order) {
 		return fmt.Errorf("%d nodes in the map, %d in order", len(m.nodes), len(m.order))
 	}

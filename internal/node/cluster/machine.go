@@ -309,6 +309,16 @@ type Machine struct {
 	migrating        [NumSlots]*node // open slots: migrating to (SETSLOT MIGRATING)
 	importing        [NumSlots]*node // open slots: importing from (SETSLOT IMPORTING)
 	ownerNotClaiming SlotBitmap      // slots still bound to an owner that stopped claiming them
+	// slotGen counts writes to slots, migrating and importing (addSlot,
+	// delSlot, setMigrating, setImporting; a whole-table reset counts as
+	// more than slotLogLen), and slotLog holds the slot of each of the
+	// last slotLogLen writes, at slotGen % slotLogLen: FillRouting updates
+	// only the slots written since its last fill. Never reset.
+	slotGen uint64
+	slotLog [slotLogLen]int16
+	// openSlots has the slots with a migrating or importing entry, kept
+	// with them, so CLUSTER NODES and nodes.conf find them without a scan.
+	openSlots SlotBitmap
 
 	blacklist map[Name]time.Time // FORGET: id -> when it may be re-added
 
@@ -381,6 +391,7 @@ func (m *Machine) resetTables() {
 	m.slots = [NumSlots]*node{}
 	m.migrating = [NumSlots]*node{}
 	m.importing = [NumSlots]*node{}
+	m.slotTablesReset()
 	m.ownerNotClaiming = SlotBitmap{}
 }
 

@@ -53,8 +53,8 @@ func (m *Machine) ClaimSlots(now time.Time, slots []int) (uint64, error) {
 	for _, s := range slots {
 		m.delSlot(s)
 		m.addSlot(me, s)
-		m.importing[s] = nil
-		m.migrating[s] = nil
+		m.setImporting(s, nil)
+		m.setMigrating(s, nil)
 		m.ownerNotClaiming.Clear(s)
 	}
 	m.event(EventConfigEpoch, me.name, strconv.FormatUint(me.configEpoch, 10))

@@ -5,6 +5,8 @@
 // runner owns the bus sockets, the nodes.conf file and time.
 package cluster
 
+import "math/bits"
+
 // NameLen is the length of a node name: 40 hex characters (CLUSTER_NAMELEN).
 const NameLen = 40
 
@@ -102,6 +104,44 @@ func (b *SlotBitmap) Set(s int) { b[s>>3] |= 1 << (s & 7) }
 
 // Clear clears slot s.
 func (b *SlotBitmap) Clear(s int) { b[s>>3] &^= 1 << (s & 7) }
+
+// All yields the slots set, in increasing order, skipping empty bytes.
+func (b *SlotBitmap) All() func(yield func(int) bool) {
+	return func(yield func(int) bool) {
+		for i, c := range b {
+			for ; c != 0; c &= c - 1 {
+				if !yield(i<<3 + bits.TrailingZeros8(c)) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// Ranges appends the runs of consecutive slots set, as [first, last]
+// pairs in increasing order, to dst.
+func (b *SlotBitmap) Ranges(dst [][2]int) [][2]int {
+	start := -1
+	for i, c := range b {
+		switch {
+		case c == 0 && start < 0, c == 0xff && start >= 0:
+			continue // no run here / the run goes on
+		}
+		for j := 0; j < 8; j++ {
+			s, on := i<<3+j, c&(1<<j) != 0
+			if on && start < 0 {
+				start = s
+			} else if !on && start >= 0 {
+				dst = append(dst, [2]int{start, s - 1})
+				start = -1
+			}
+		}
+	}
+	if start >= 0 {
+		dst = append(dst, [2]int{start, NumSlots - 1})
+	}
+	return dst
+}
 
 // Count returns the number of slots set.
 func (b *SlotBitmap) Count() int {

@@ -154,6 +154,9 @@ func (w *simNet) pump() {
 				continue
 			}
 			rd := sn.m.Ready()
+			if err := sn.m.checkSlotGen(); err != nil {
+				w.t.Fatalf("node %d: %v", sn.idx, err)
+			}
 			if w.apply(sn, rd) {
 				busy = true
 			}
@@ -163,6 +166,9 @@ func (w *simNet) pump() {
 			if !w.noConf {
 				for _, sn := range w.nodes {
 					if err := sn.m.checkInvariants(); err != nil {
+						w.t.Fatalf("node %d: %v", sn.idx, err)
+					}
+					if err := sn.m.checkRouting(); err != nil {
 						w.t.Fatalf("node %d: %v", sn.idx, err)
 					}
 				}

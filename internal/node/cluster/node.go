@@ -230,10 +230,10 @@ func (m *Machine) addNode(n *node) {
 func (m *Machine) delNode(n *node) {
 	for s := 0; s < NumSlots; s++ {
 		if m.importing[s] == n {
-			m.importing[s] = nil
+			m.setImporting(s, nil)
 		}
 		if m.migrating[s] == n {
-			m.migrating[s] = nil
+			m.setMigrating(s, nil)
 		}
 		if m.slots[s] == n {
 			m.delSlot(s)

@@ -43,19 +43,10 @@ func FlagsString(flags uint16) string {
 // slotRanges returns, per node, its slot ranges from the slot table in
 // ascending order (clusterGenNodesSlotsInfo).
 func (m *Machine) slotRanges() map[*node][][2]int {
-	out := map[*node][][2]int{}
-	var cur *node
-	start := 0
-	for s := 0; s <= NumSlots; s++ {
-		var n *node
-		if s < NumSlots {
-			n = m.slots[s]
-		}
-		if n != cur || s == NumSlots {
-			if cur != nil {
-				out[cur] = append(out[cur], [2]int{start, s - 1})
-			}
-			cur, start = n, s
+	out := make(map[*node][][2]int, len(m.order))
+	for _, n := range m.order {
+		if n.numSlots > 0 {
+			out[n] = n.slots.Ranges(nil)
 		}
 	}
 	return out
@@ -99,7 +90,7 @@ func (m *Machine) nodeLine(n *node, ranges [][2]int, usePPort bool) string {
 		}
 	}
 	if n.flags&FlagMyself != 0 {
-		for s := 0; s < NumSlots; s++ {
+		for s := range m.openSlots.All() {
 			if t := m.migrating[s]; t != nil {
 				fmt.Fprintf(&b, " [%d->-%s]", s, t.name)
 			} else if f := m.importing[s]; f != nil {
@@ -313,6 +304,7 @@ func (m *Machine) LoadNodesConf(now time.Time, text string) error {
 	m.nodes, m.order, m.myself = t.nodes, t.order, t.myself
 	m.currentEpoch, m.lastVoteEpoch = t.currentEpoch, t.lastVoteEpoch
 	m.slots, m.migrating, m.importing = t.slots, t.migrating, t.importing
+	m.slotTablesReset()
 	m.ownerNotClaiming = SlotBitmap{}
 	m.blacklist = map[Name]time.Time{}
 	for _, l := range m.links {

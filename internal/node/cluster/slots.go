@@ -12,6 +12,7 @@ func (m *Machine) addSlot(n *node, s int) bool {
 	// Only a first slot needs the (table-wide) replica check.
 	n.setSlotBit(s, n.numSlots == 0 && m.mastersHaveSlaves())
 	m.slots[s] = n
+	m.slotWritten(s)
 	return true
 }
 
@@ -23,6 +24,7 @@ func (m *Machine) delSlot(s int) bool {
 	}
 	n.clearSlotBit(s)
 	m.slots[s] = nil
+	m.slotWritten(s)
 	return true
 }
 
@@ -41,6 +43,56 @@ func (m *Machine) delNodeSlots(n *node) int {
 func (m *Machine) closeAllSlots() {
 	m.migrating = [NumSlots]*node{}
 	m.importing = [NumSlots]*node{}
+	m.slotTablesReset()
+}
+
+// setMigrating and setImporting are the only writers of one entry of the
+// open-slot tables (with addSlot and delSlot for the owner table): each
+// records the write (slotWritten), which FillRouting relies on to update
+// only the slots written since its last fill.
+func (m *Machine) setMigrating(s int, n *node) {
+	if m.migrating[s] != n {
+		m.migrating[s] = n
+		m.openSlotWritten(s)
+	}
+}
+
+func (m *Machine) setImporting(s int, n *node) {
+	if m.importing[s] != n {
+		m.importing[s] = n
+		m.openSlotWritten(s)
+	}
+}
+
+func (m *Machine) openSlotWritten(s int) {
+	if m.migrating[s] != nil || m.importing[s] != nil {
+		m.openSlots.Set(s)
+	} else {
+		m.openSlots.Clear(s)
+	}
+	m.slotWritten(s)
+}
+
+// slotLogLen is how many recent slot writes the machine remembers: a
+// Routing more writes behind is refilled in full.
+const slotLogLen = 512
+
+// slotWritten records a write to slot s of a slot table.
+func (m *Machine) slotWritten(s int) {
+	m.slotGen++
+	m.slotLog[m.slotGen%slotLogLen] = int16(s)
+}
+
+// slotTablesReset records a write of whole slot tables: every Routing
+// is refilled in full, and openSlots is recomputed.
+func (m *Machine) slotTablesReset() {
+	m.slotGen += slotLogLen + 1
+	m.openSlots = SlotBitmap{}
+	for s := 0; s < NumSlots; s++ {
+		if m.migrating[s] != nil || m.importing[s] != nil {
+			m.openSlots.Set(s)
+		}
+	}
 }
 
 // slotUnclaimed: no owner, or the owner stopped claiming it.

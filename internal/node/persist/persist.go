@@ -236,6 +236,20 @@ func (p *Persistence) AOF() *AOF { return p.aof }
 // file) and starts the save-rule cron. The server calls it before
 // accepting clients; a load failure stops start-up.
 func (p *Persistence) Start() error {
+	if err := p.load(); err != nil {
+		return err
+	}
+	go p.cron()
+	return nil
+}
+
+// StartDriven is Start without the cron goroutine: the caller runs Cron
+// every 100 ms from its own timer (shardnode's server cron does, so an
+// idle server wakes once per period, not once per timer).
+func (p *Persistence) StartDriven() error { return p.load() }
+
+// load loads the dataset and opens the AOF.
+func (p *Persistence) load() error {
 	if p.h.Settings().AppendOnly {
 		if err := p.aof.loadAtStartup(); err != nil {
 			return err
@@ -243,11 +257,7 @@ func (p *Persistence) Start() error {
 	} else if err := p.loadRDBFile(); err != nil {
 		return err
 	}
-	if err := p.aof.start(); err != nil {
-		return err
-	}
-	go p.cron()
-	return nil
+	return p.aof.start()
 }
 
 // RDBPath is dir/dbfilename.
@@ -310,10 +320,17 @@ func (p *Persistence) cron() {
 		case <-p.h.Done():
 			return
 		case now := <-t.C:
-			p.saveCron(now)
-			p.aof.cron(now)
+			p.Cron(now)
 		}
 	}
+}
+
+// Cron runs one pass of the periodic work: the save rules, a scheduled
+// BGSAVE, the AOF's everysec fsync and rewrite checks. Start's goroutine
+// calls it every 100 ms; after StartDriven the caller does.
+func (p *Persistence) Cron(now time.Time) {
+	p.saveCron(now)
+	p.aof.cron(now)
 }
 
 func (p *Persistence) saveCron(now time.Time) {

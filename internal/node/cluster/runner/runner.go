@@ -53,8 +53,9 @@ type Options struct {
 	// DialTimeout bounds one connection attempt to a peer's bus port.
 	// Default 1 s; the machine reconnects on a later tick.
 	DialTimeout time.Duration
-	// TickInterval is how often Tick runs. Default 100 ms (clusterCron
-	// runs 10 times a second).
+	// TickInterval is how often the runner's own timer runs Tick, until
+	// the owner calls Runner.Tick. Default 100 ms (clusterCron runs 10
+	// times a second).
 	TickInterval time.Duration
 	// MaxPacket bounds the length a peer may announce for one packet;
 	// a larger one closes the link. Default 512 MB + 64 kB (a PUBLISH of
@@ -118,6 +119,9 @@ type Runner struct {
 	// loop at every send (Options.SendBufLimit at start).
 	sendBufLimit atomic.Int64
 
+	// tickPending is set while a Tick's op waits in ops.
+	tickPending atomic.Bool
+
 	closeOnce sync.Once
 	encBuf    []byte
 }
@@ -150,6 +154,7 @@ type event struct {
 type op struct {
 	fn   func(m *cluster.Machine, now time.Time)
 	done chan struct{}
+	tick bool // Runner.Tick's: run the machine's Tick
 }
 
 // Start locks and loads nodes.conf into m (when it exists and is not
@@ -288,6 +293,24 @@ func (r *Runner) Post(fn func(m *cluster.Machine, now time.Time)) bool {
 	}
 }
 
+// Tick makes the loop run the machine's Tick, and hands the clock to the
+// caller: the runner's own timer stops at the first Tick, and from then on
+// the machine ticks when the owner calls Tick, as Redis's serverCron calls
+// clusterCron (shardnode's cron does, so an idle node wakes once per
+// period for all its periodic work, not once per timer). The tick is
+// queued with Do's and Post's functions, in order; it never blocks: a
+// tick still queued absorbs this one.
+func (r *Runner) Tick() {
+	if !r.tickPending.CompareAndSwap(false, true) {
+		return
+	}
+	select {
+	case r.ops <- op{tick: true}:
+	default: // the queue is full: the next beat ticks
+		r.tickPending.Store(false)
+	}
+}
+
 // Close stops the loop, closes every link and listener, saves nodes.conf
 // one last time and releases its lock.
 func (r *Runner) Close() {
@@ -340,8 +363,9 @@ func (r *Runner) LinkBuffers() map[cluster.LinkID]LinkBuffer {
 // loop owns the machine.
 func (r *Runner) loop() {
 	defer close(r.done)
-	t := time.NewTicker(r.opt.TickInterval)
-	defer t.Stop()
+	own := time.NewTicker(r.opt.TickInterval)
+	defer own.Stop()
+	ownC := own.C // nil once Tick took over
 	// The machine may have work from New or LoadNodesConf (save the
 	// config of a new node).
 	r.carryOut()
@@ -363,10 +387,20 @@ func (r *Runner) loop() {
 				break
 			}
 			r.carryOut()
-		case <-t.C:
+		case <-ownC:
 			r.m.Tick(r.opt.Clock())
 			r.carryOut()
 		case o := <-r.ops:
+			if o.tick {
+				r.tickPending.Store(false)
+				if ownC != nil {
+					own.Stop()
+					ownC = nil
+				}
+				r.m.Tick(r.opt.Clock())
+				r.carryOut()
+				continue
+			}
 			o.fn(r.m, r.opt.Clock())
 			r.carryOut()
 			if o.done != nil {

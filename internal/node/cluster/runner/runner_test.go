@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -277,5 +278,49 @@ func TestSetSendBufLimitAtRuntime(t *testing.T) {
 	waitFor(t, 20*time.Second, "links back", func() bool { return settled(a.nodes(t), 2) && settled(b.nodes(t), 2) })
 	if n := a.r.Stats().BufferLimitExceeded; n != seen {
 		t.Fatalf("limit exceeded again (%d -> %d) with no limit", seen, n)
+	}
+}
+
+// TestTickTakesOverTheClock: the runner ticks by its own timer until the
+// owner's first Tick, and from then on only at the owner's Ticks. The
+// clock is read once per tick and once per Do, and nothing else reads it
+// on a node without peers, so its reads count the ticks exactly.
+func TestTickTakesOverTheClock(t *testing.T) {
+	cfg := cluster.DefaultConfig()
+	cfg.Port, cfg.CPort, cfg.IP = 7000, 17000, "127.0.0.1"
+	m, err := cluster.New(cfg, rand.New(rand.NewPCG(1, 2)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reads atomic.Int64
+	r, err := Start(m, Options{ListenAddrs: []string{"127.0.0.1:0"}, TickInterval: time.Millisecond,
+		Clock: func() time.Time { reads.Add(1); return time.Now() }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	deadline := time.Now().Add(10 * time.Second)
+	for reads.Load() < 5 {
+		if time.Now().After(deadline) {
+			t.Fatal("the runner's own timer never ticked")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	r.Tick()
+	noop := func(*cluster.Machine, time.Time) {}
+	if err := r.Do(noop); err != nil { // queued after the Tick: it is done
+		t.Fatal(err)
+	}
+	// For 50 periods of the old timer: every read is one of ours.
+	start, base, rounds := time.Now(), reads.Load(), int64(0)
+	for time.Since(start) < 50*time.Millisecond {
+		r.Tick()
+		if err := r.Do(noop); err != nil {
+			t.Fatal(err)
+		}
+		rounds++
+	}
+	if got := reads.Load() - base; got != 2*rounds {
+		t.Fatalf("%d clock reads for %d Tick+Do rounds, want %d: the own timer still ticks", got, rounds, 2*rounds)
 	}
 }

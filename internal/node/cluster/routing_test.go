@@ -1,0 +1,110 @@
+package cluster
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestFillRoutingIncremental follows one reused Routing through the
+// changes that touch it: it reports a change exactly when one happened,
+// and always holds what a fill from zero gives.
+func TestFillRoutingIncremental(t *testing.T) {
+	w := newCluster(t, 4, 3, nil)
+	src, dst, spare := w.nodes[0], w.nodes[1], w.nodes[3]
+	did := dst.m.MyID()
+	r := &Routing{}
+	step := func(what string, wantChange bool) {
+		t.Helper()
+		if got := src.m.FillRouting(r); got != wantChange {
+			t.Fatalf("%s: FillRouting reported change=%v, want %v", what, got, wantChange)
+		}
+		fresh := &Routing{}
+		src.m.FillRouting(fresh)
+		if !r.Equal(fresh) {
+			t.Fatalf("%s: reused routing differs from a full fill", what)
+		}
+	}
+	step("first fill", true)
+	step("nothing happened", false)
+	w.run(2 * time.Second)
+	step("idle gossip", false)
+
+	idx := func(id string) int32 {
+		for i, n := range r.Nodes {
+			if n.ID == id {
+				return int32(i)
+			}
+		}
+		t.Fatalf("node %s not in the routing", id)
+		return -1
+	}
+	if err := src.m.SetSlot(w.now, "100", "MIGRATING", did); err != nil {
+		t.Fatal(err)
+	}
+	step("SETSLOT MIGRATING", true)
+	if r.Migrating[100] != idx(did) {
+		t.Fatalf("slot 100 migrating to %d, want %d", r.Migrating[100], idx(did))
+	}
+	if err := src.m.SetSlot(w.now, "100", "STABLE"); err != nil {
+		t.Fatal(err)
+	}
+	step("SETSLOT STABLE", true)
+	if r.Migrating[100] != -1 {
+		t.Fatal("slot 100 still migrating")
+	}
+	if err := src.m.SetSlot(w.now, "101", "IMPORTING", did); err == nil {
+		t.Fatal("importing a slot I own succeeded")
+	}
+	step("a refused SETSLOT", false)
+	owner := r.Owner[0]
+	if err := src.m.DelSlots(w.now, "0"); err != nil {
+		t.Fatal(err)
+	}
+	step("DELSLOTS", true)
+	if owner != r.Me || r.Owner[0] != -1 {
+		t.Fatalf("slot 0 owner %d then %d, want me (%d) then -1", owner, r.Owner[0], r.Me)
+	}
+	// A node leaving renumbers the others: every table is rebuilt.
+	if err := src.m.Forget(w.now, spare.m.MyID()); err != nil {
+		t.Fatal(err)
+	}
+	step("FORGET", true)
+	if len(r.Nodes) != 3 {
+		t.Fatalf("%d nodes after FORGET, want 3", len(r.Nodes))
+	}
+	step("nothing after FORGET", false)
+}
+
+func TestSlotBitmapRangesAndAll(t *testing.T) {
+	for _, set := range [][]int{
+		nil, {0}, {NumSlots - 1}, {0, 1, 2, 7, 8, 9, 15, 16}, {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17},
+	} {
+		var b SlotBitmap
+		for _, s := range set {
+			b.Set(s)
+		}
+		var all []int
+		for s := range b.All() {
+			all = append(all, s)
+		}
+		var want [][2]int
+		for i, s := range set {
+			if i > 0 && set[i-1] == s-1 {
+				want[len(want)-1][1] = s
+			} else {
+				want = append(want, [2]int{s, s})
+			}
+		}
+		if got := b.Ranges(nil); fmt.Sprint(got) != fmt.Sprint(want) || fmt.Sprint(all) != fmt.Sprint(set) && len(set) > 0 {
+			t.Fatalf("set %v: Ranges %v (want %v), All %v", set, got, want, all)
+		}
+	}
+	var full SlotBitmap
+	for s := 0; s < NumSlots; s++ {
+		full.Set(s)
+	}
+	if got := full.Ranges(nil); len(got) != 1 || got[0] != [2]int{0, NumSlots - 1} {
+		t.Fatalf("full bitmap: %v", got)
+	}
+}
