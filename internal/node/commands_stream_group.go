@@ -662,16 +662,8 @@ func cmdXPending(c *Client, args [][]byte) {
 			consumer = args[si+3]
 		}
 	}
-	s, ok := c.lookupStream(args[1], true)
+	_, g, ok := c.lookupGroup(args[1], args[2])
 	if !ok {
-		return
-	}
-	var g *stream.Group
-	if s != nil {
-		g = s.Group(string(args[2]))
-	}
-	if g == nil {
-		c.addError("NOGROUP No such key '" + string(args[1]) + "' or consumer group '" + string(args[2]) + "'")
 		return
 	}
 	if justInfo {
@@ -734,16 +726,8 @@ func cmdXPending(c *Client, args [][]byte) {
 // XCLAIM key group consumer min-idle-time id [id ...] [IDLE ms] [TIME unix-time-milliseconds] [RETRYCOUNT count] [FORCE] [JUSTID] [LASTID lastid]
 func cmdXClaim(c *Client, args [][]byte) {
 	defer c.absorbDirty()
-	s, ok := c.lookupStream(args[1], true)
+	s, g, ok := c.lookupGroup(args[1], args[2])
 	if !ok {
-		return
-	}
-	var g *stream.Group
-	if s != nil {
-		g = s.Group(string(args[2]))
-	}
-	if g == nil {
-		c.addError("NOGROUP No such key '" + string(args[1]) + "' or consumer group '" + string(args[2]) + "'")
 		return
 	}
 	minIdle, ok := parseInt(args[4])
@@ -917,16 +901,8 @@ func cmdXAutoClaim(c *Client, args [][]byte) {
 			return
 		}
 	}
-	s, ok := c.lookupStream(args[1], true)
+	s, g, ok := c.lookupGroup(args[1], args[2])
 	if !ok {
-		return
-	}
-	var g *stream.Group
-	if s != nil {
-		g = s.Group(string(args[2]))
-	}
-	if g == nil {
-		c.addError("NOGROUP No such key '" + string(args[1]) + "' or consumer group '" + string(args[2]) + "'")
 		return
 	}
 	now := c.now
@@ -989,4 +965,22 @@ func cmdXAutoClaim(c *Client, args [][]byte) {
 	for _, id := range deleted {
 		c.addStreamID(id)
 	}
+}
+
+// lookupGroup finds the consumer group of the stream at key, replying
+// with WRONGTYPE or Redis's NOGROUP error (ok false) when there is none.
+func (c *Client) lookupGroup(key, group []byte) (*stream.Stream, *stream.Group, bool) {
+	s, ok := c.lookupStream(key, true)
+	if !ok {
+		return nil, nil, false
+	}
+	var g *stream.Group
+	if s != nil {
+		g = s.Group(string(group))
+	}
+	if g == nil {
+		c.addError("NOGROUP No such key '" + string(key) + "' or consumer group '" + string(group) + "'")
+		return nil, nil, false
+	}
+	return s, g, true
 }
