@@ -207,11 +207,7 @@ func xinfoStream(c *Client, args [][]byte, s *stream.Stream) {
 		c.addBulkString("pel-count")
 		c.addInt(int64(g.PendingCount()))
 		c.addBulkString("pending")
-		var pend []*stream.NACK
-		g.Pending(stream.ID{}, func(na *stream.NACK) bool {
-			pend = append(pend, na)
-			return count == 0 || int64(len(pend)) < count
-		})
+		pend := firstPending(g.Pending, count)
 		c.addArrayLen(len(pend))
 		for _, na := range pend {
 			c.addArrayLen(4)
@@ -233,11 +229,7 @@ func xinfoStream(c *Client, args [][]byte, s *stream.Stream) {
 			c.addBulkString("pel-count")
 			c.addInt(int64(cons.PendingCount()))
 			c.addBulkString("pending")
-			var cp []*stream.NACK
-			cons.Pending(stream.ID{}, func(na *stream.NACK) bool {
-				cp = append(cp, na)
-				return count == 0 || int64(len(cp)) < count
-			})
+			cp := firstPending(cons.Pending, count)
 			c.addArrayLen(len(cp))
 			for _, na := range cp {
 				c.addArrayLen(3)
@@ -247,4 +239,15 @@ func xinfoStream(c *Client, args [][]byte, s *stream.Stream) {
 			}
 		}
 	}
+}
+
+// firstPending collects the first count entries (all with count 0) of a
+// group's or a consumer's PEL, for XINFO STREAM FULL.
+func firstPending(pending func(stream.ID, func(*stream.NACK) bool), count int64) []*stream.NACK {
+	var out []*stream.NACK
+	pending(stream.ID{}, func(na *stream.NACK) bool {
+		out = append(out, na)
+		return count == 0 || int64(len(out)) < count
+	})
+	return out
 }

@@ -3,6 +3,8 @@ package stream
 import (
 	"math"
 	"strconv"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // Listpack sizes, as Redis's listpack.c encodes elements: a node's byte
@@ -54,7 +56,7 @@ func lpIntSize(v int64) int {
 // lpStrSize is the listpack size of a string element (integer-encoded when
 // it is the canonical form of an int64, as lpAppend does).
 func lpStrSize(s []byte) int {
-	if v, ok := canonicalInt(s); ok {
+	if v, ok := value.ParseInt(s); ok { // lpStringToInt64: the canonical decimal form only
 		return lpIntSize(v)
 	}
 	l := len(s)
@@ -68,27 +70,6 @@ func lpStrSize(s []byte) int {
 		n = 5 + l
 	}
 	return n + backlenSize(n)
-}
-
-// canonicalInt parses b as listpack's lpStringToInt64: only the canonical
-// decimal form of an int64 (at most 20 characters) is an integer.
-func canonicalInt(b []byte) (int64, bool) {
-	if len(b) == 0 || len(b) > 20 {
-		return 0, false
-	}
-	if b[0] == '0' && len(b) > 1 {
-		return 0, false
-	}
-	if b[0] == '-' && (len(b) == 1 || b[1] == '0') {
-		return 0, false
-	}
-	for i, c := range b {
-		if (c < '0' || c > '9') && !(i == 0 && c == '-') {
-			return 0, false
-		}
-	}
-	v, err := strconv.ParseInt(string(b), 10, 64)
-	return v, err == nil
 }
 
 // itoa formats an integer element.
