@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/shardis/shardis/internal/node/keyopts"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/value"
 )
@@ -120,15 +121,6 @@ func cmdKeys(c *Client, args [][]byte) {
 	c.addStrings(keys)
 }
 
-// scanOptions are SCAN's MATCH, COUNT and TYPE.
-type scanOptions struct {
-	count    int64
-	pattern  string
-	match    bool
-	typeName string
-	hasType  bool
-}
-
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
 //
 // The cursor is the bucket cursor of one shard shifted left by keyspace.ShardBits,
@@ -139,41 +131,20 @@ type scanOptions struct {
 func cmdScan(c *Client, args [][]byte) {
 	cursor, ok := parseScanCursor(args[1])
 	if !ok {
-		c.addError("ERR invalid cursor")
+		c.addError(keyopts.ErrCursor.Error())
 		return
 	}
-	o := scanOptions{count: 10}
-	for i := 2; i < len(args); i += 2 {
-		more := i+1 < len(args)
-		switch a := args[i]; {
-		case eqFold(a, "COUNT") && more:
-			n, ok := parseInt(args[i+1])
-			if !ok {
-				c.addError(errNotInt)
-				return
-			}
-			if n < 1 {
-				c.addError(errSyntax)
-				return
-			}
-			o.count = n
-		case eqFold(a, "MATCH") && more:
-			o.pattern = string(args[i+1])
-			o.match = o.pattern != "*"
-		case eqFold(a, "TYPE") && more:
-			o.typeName = string(args[i+1])
-			o.hasType = true
-		default:
-			c.addError(errSyntax)
-			return
-		}
+	o, err := keyopts.ParseScan(args[2:])
+	if err != nil {
+		c.addError(err.Error())
+		return
 	}
 	db := c.curDB()
 	shardIdx := int(cursor & (keyspace.NumShards - 1))
 	bucket := cursor >> keyspace.ShardBits
 	var keys [][]byte
 	var found []*keyspace.Entry
-	maxIter := o.count * 10
+	maxIter := o.Count * 10
 	for shardIdx < keyspace.NumShards {
 		sh := &db.Shards[shardIdx]
 		locked := c.lockShardIfFree(sh)
@@ -181,10 +152,7 @@ func cmdScan(c *Client, args [][]byte) {
 			found = found[:0]
 			bucket = sh.Scan(bucket, func(e *keyspace.Entry) { found = append(found, e) })
 			for _, e := range found {
-				if o.match && !globMatch(o.pattern, e.Key, false) {
-					continue
-				}
-				if o.hasType && !eqFold([]byte(o.typeName), typeOf(e)) {
+				if (o.Match && !globMatch(o.Pattern, e.Key, false)) || !o.TypeMatches(typeOf(e)) {
 					continue
 				}
 				if e.Expired(c.now) {
@@ -196,7 +164,7 @@ func cmdScan(c *Client, args [][]byte) {
 				keys = append(keys, []byte(e.Key))
 			}
 			maxIter--
-			if bucket == 0 || maxIter <= 0 || int64(len(keys)) >= o.count {
+			if bucket == 0 || maxIter <= 0 || int64(len(keys)) >= o.Count {
 				break
 			}
 		}
@@ -206,7 +174,7 @@ func cmdScan(c *Client, args [][]byte) {
 		if bucket == 0 {
 			shardIdx++
 		}
-		if maxIter <= 0 || int64(len(keys)) >= o.count {
+		if maxIter <= 0 || int64(len(keys)) >= o.Count {
 			break
 		}
 	}
@@ -372,23 +340,15 @@ func cmdMove(c *Client, args [][]byte) {
 // COPY source destination [DB destination-db] [REPLACE]
 func cmdCopy(c *Client, args [][]byte) {
 	src, dst := c.curDB(), c.curDB()
-	replace := false
-	for j := 3; j < len(args); j++ {
-		switch a := args[j]; {
-		case eqFold(a, "REPLACE"):
-			replace = true
-		case eqFold(a, "DB") && j+1 < len(args):
-			id, ok := c.parseDBIndex(args[j+1])
-			if !ok {
-				return
-			}
-			dst = c.srv.dbs[id]
-			j++
-		default:
-			c.addError(errSyntax)
-			return
-		}
+	o, err := keyopts.ParseCopy(args[3:], len(c.srv.dbs))
+	if err != nil {
+		c.addError(err.Error())
+		return
 	}
+	if o.DB >= 0 {
+		dst = c.srv.dbs[o.DB]
+	}
+	replace := o.Replace
 	if c.srv.cfg.Bool(DirClusterEnabled) && (src.ID != 0 || dst.ID != 0) {
 		c.addError("ERR Copying to another database is not allowed in cluster mode")
 		return
@@ -466,64 +426,36 @@ func (c *Client) isLFU() bool {
 
 // OBJECT FREQ key
 func cmdObjectFreq(c *Client, args [][]byte) {
-	e := objectLookup(c, args[2])
-	if e == nil {
-		return
+	switch e := objectLookup(c, args[2]); {
+	case e == nil:
+	case !c.isLFU():
+		c.addError(keyopts.ErrNotLFU.Error())
+	default:
+		c.addInt(int64(e.LRU & 0xff))
 	}
-	if !c.isLFU() {
-		c.addError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
-		return
-	}
-	c.addInt(int64(e.LRU & 0xff))
 }
 
 // OBJECT IDLETIME key
 func cmdObjectIdletime(c *Client, args [][]byte) {
-	e := objectLookup(c, args[2])
-	if e == nil {
-		return
+	switch e := objectLookup(c, args[2]); {
+	case e == nil:
+	case c.isLFU():
+		c.addError(keyopts.ErrLFU.Error())
+	default:
+		c.addInt(keyopts.IdleTime(e.LRU, c.lruNow()))
 	}
-	if c.isLFU() {
-		c.addError("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
-		return
-	}
-	idle := int64(0)
-	if e.LRU != 0 && c.lruNow() > e.LRU {
-		idle = int64(c.lruNow() - e.LRU)
-	}
-	c.addInt(idle)
 }
 
 // OBJECT REFCOUNT key
 func cmdObjectRefcount(c *Client, args [][]byte) {
-	e := objectLookup(c, args[2])
-	if e == nil {
-		return
+	switch e := objectLookup(c, args[2]); {
+	case e == nil:
+	case e.Obj == nil:
+		c.addInt(keyopts.Refcount(e.Str))
+	default:
+		c.addInt(1)
 	}
-	// Redis shares the objects of the integers 0..9999.
-	if e.Obj == nil && len(e.Str) <= 4 {
-		if n, ok := parseInt(e.Str); ok && n >= 0 && n < 10000 {
-			c.addInt(1<<31 - 1)
-			return
-		}
-	}
-	c.addInt(1)
 }
 
 // OBJECT HELP
-func cmdObjectHelp(c *Client, args [][]byte) {
-	c.addHelp("OBJECT", []string{
-		"ENCODING <key>",
-		"    Return the kind of internal representation used in order to store the value",
-		"    associated with a <key>.",
-		"FREQ <key>",
-		"    Return the access frequency index of the <key>. The returned integer is",
-		"    proportional to the logarithm of the recent access frequency of the key.",
-		"IDLETIME <key>",
-		"    Return the idle time of the <key>, that is the approximated number of",
-		"    seconds elapsed since the last access to the key.",
-		"REFCOUNT <key>",
-		"    Return the number of references of the value associated with the specified",
-		"    <key>.",
-	})
-}
+func cmdObjectHelp(c *Client, args [][]byte) { c.addHelp("OBJECT", keyopts.ObjectHelp) }

@@ -3,6 +3,8 @@ package strops
 import (
 	"bytes"
 	"math/big"
+
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 // ParseIncrement parses INCRBY's increment or, when decr is true, DECRBY's
@@ -23,19 +25,20 @@ func ParseIncrement(arg []byte, decr bool) (int64, error) {
 
 // Incr is the INCR family's arithmetic: the integer in cur (nil for a
 // missing key, which counts as 0) plus by, or ErrNotInt / ErrOverflow.
+// It is small enough to inline into INCR's handler.
 func Incr(cur []byte, by int64) (int64, error) {
-	var n int64
+	n, ok := int64(0), true
 	if cur != nil {
-		v, ok := parseInt(cur)
-		if !ok {
-			return 0, ErrNotInt
-		}
-		n = v
+		n, ok = value.ParseInt(cur)
 	}
-	if (by < 0 && n < 0 && by < -1<<63-n) || (by > 0 && n > 0 && by > 1<<63-1-n) {
+	sum := n + by
+	switch {
+	case !ok:
+		return 0, ErrNotInt
+	case (sum < n) != (by < 0): // wrapped around
 		return 0, ErrOverflow
 	}
-	return n + by, nil
+	return sum, nil
 }
 
 // LongDoublePrec is the significand precision of the x87 80-bit long
