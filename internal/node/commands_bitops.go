@@ -65,9 +65,7 @@ func cmdSetBit(c *Client, args [][]byte) {
 	}
 	old := bitops.SetBit(e.Str, off, on)
 	if dirty || old != on {
-		c.signalModifiedKey(e.Key)
-		c.notify(notifyString, "setbit", e.Key)
-		c.markDirty(1)
+		c.keyChanged(notifyString, "setbit", e.Key)
 	}
 	c.addInt(int64(old))
 }
@@ -136,17 +134,13 @@ func cmdBitOp(c *Client, args [][]byte) {
 		if e := db.GetEntry(bstr(dest)); e != nil {
 			key := e.Key
 			db.Remove(key)
-			c.signalModifiedKey(key)
-			c.notify(notifyGeneric, "del", key)
-			c.markDirty(1)
+			c.keyChanged(notifyGeneric, "del", key)
 		}
 		c.addInt(0)
 		return
 	}
 	e := c.storeString(db.Lookup(bstr(dest), c.now), dest, res, 0, false)
-	c.signalModifiedKey(e.Key)
-	c.notify(notifyString, "set", e.Key)
-	c.markDirty(1)
+	c.keyChanged(notifyString, "set", e.Key)
 	c.addInt(int64(len(res)))
 }
 

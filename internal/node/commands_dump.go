@@ -51,10 +51,9 @@ func cmdRestore(c *Client, args [][]byte) {
 		c.addError(err.Error())
 		return
 	}
-	replace, absTTL, idle, freq := o.Replace, o.AbsTTL, o.Idle, o.Freq
 	key := string(args[1])
 	db := c.curDB()
-	if !replace && db.Lookup(key, c.now) != nil {
+	if !o.Replace && db.Lookup(key, c.now) != nil {
 		c.addError("BUSYKEY Target key name already exists.")
 		return
 	}
@@ -73,47 +72,30 @@ func cmdRestore(c *Client, args [][]byte) {
 		return
 	}
 	deleted := false
-	if replace {
+	if o.Replace {
 		deleted = db.Remove(key) != nil
 	}
-	if ttl > 0 && !absTTL {
-		ttl += c.now
-	}
-	if ttl > 0 && ttl <= c.now {
+	ttl, expired := o.ExpireAt(ttl, c.now)
+	if expired {
 		// Already expired: nothing to add; a replaced key is deleted.
 		if deleted {
 			c.propagateAs([][]byte{[]byte("DEL"), []byte(key)})
-			c.signalModifiedKey(key)
-			c.notify(notifyGeneric, "del", key)
-			c.markDirty(1)
+			c.keyChanged(notifyGeneric, "del", key)
 		}
 		c.addOK()
 		return
 	}
 	e.Expire = ttl
-	switch pol := c.srv.cfg.Get(DirMaxmemoryPolicy); {
-	case strings.HasSuffix(pol, "-lfu"):
-		e.LRU = 5 // LFU_INIT_VAL
-		if freq >= 0 {
-			e.LRU = uint32(freq)
-		}
-	default:
-		e.LRU = lruClock()
-		if idle >= 0 {
-			e.LRU -= uint32(idle)
-		}
-	}
+	e.LRU = o.LRU(strings.HasSuffix(c.srv.cfg.Get(DirMaxmemoryPolicy), "-lfu"), lruClock())
 	db.Add(key, e)
-	if ttl > 0 && !absTTL {
+	if ttl > 0 && !o.AbsTTL {
 		// Propagated with an absolute TTL, as Redis 7 does.
 		prop := cloneArgs(args)
 		prop[2] = []byte(strconv.FormatInt(ttl, 10))
 		prop = append(prop, []byte("ABSTTL"))
 		c.propagateAs(prop)
 	}
-	c.signalModifiedKey(key)
-	c.notify(notifyGeneric, "restore", key)
-	c.markDirty(1)
+	c.keyChanged(notifyGeneric, "restore", key)
 	c.addOK()
 }
 

@@ -60,10 +60,7 @@ func expireGeneric(c *Client, args [][]byte, basetime int64, seconds bool) {
 	key := e.Key
 	if c.alreadyExpired(when) {
 		db.Remove(key)
-		c.markDirty(1)
-		c.propagateAs([][]byte{c.delVerb(DirLazyfreeLazyExpire), args[1]})
-		c.signalModifiedKey(key)
-		c.notify(notifyGeneric, "del", key)
+		c.keyChangedAs(notifyGeneric, "del", key, [][]byte{c.delVerb(DirLazyfreeLazyExpire), args[1]})
 		c.addInt(1)
 		return
 	}
@@ -75,10 +72,7 @@ func expireGeneric(c *Client, args [][]byte, basetime int64, seconds bool) {
 	db.SetExpire(e, when)
 	c.addInt(1)
 	prop := [][]byte{[]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, when, 10)}
-	c.markDirty(1)
-	c.propagateAs(prop)
-	c.signalModifiedKey(key)
-	c.notify(notifyGeneric, "expire", key)
+	c.keyChangedAs(notifyGeneric, "expire", key, prop)
 }
 
 // delVerb is how a deletion is propagated: UNLINK when the lazyfree
@@ -120,8 +114,6 @@ func cmdPersist(c *Client, args [][]byte) {
 		return
 	}
 	db.SetExpire(e, 0)
-	c.signalModifiedKey(e.Key)
-	c.notify(notifyGeneric, "persist", e.Key)
-	c.markDirty(1)
+	c.keyChanged(notifyGeneric, "persist", e.Key)
 	c.addInt(1)
 }

@@ -16,7 +16,10 @@ import (
 
 func registerKeyCommands(t *commandTable) {
 	add := func(c *command) {
-		c.group, c.since = "generic", orDefault(c.since, "1.0.0")
+		c.group = "generic"
+		if c.since == "" {
+			c.since = "1.0.0"
+		}
 		t.add(c)
 	}
 	add(&command{name: "del", arity: -2, flags: flagWrite, first: 1, last: -1, fn: cmdDel})
@@ -39,13 +42,6 @@ func registerKeyCommands(t *commandTable) {
 	t.addSub("object", &command{name: "idletime", arity: 3, flags: flagReadOnly, first: 2, last: 2, fn: cmdObjectIdletime})
 	t.addSub("object", &command{name: "refcount", arity: 3, flags: flagReadOnly, first: 2, last: 2, fn: cmdObjectRefcount})
 	t.addSub("object", &command{name: "help", arity: 2, flags: flagLoading | flagStale, fn: cmdObjectHelp})
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // DEL key [key ...] (also UNLINK)
@@ -123,11 +119,8 @@ func cmdKeys(c *Client, args [][]byte) {
 
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
 //
-// The cursor is the bucket cursor of one shard shifted left by keyspace.ShardBits,
-// with the shard index in the low bits. Shards are walked in order, each
-// with Redis's reverse-binary bucket cursor (shard.scan), so a key present
-// for the whole scan is returned at least once even if shards grow or
-// shrink between calls. Only one shard is locked at a time.
+// keyopts.ScanWalk walks the shards, one locked at a time; this handler
+// steps a shard's bucket cursor and filters the keys.
 func cmdScan(c *Client, args [][]byte) {
 	cursor, ok := parseScanCursor(args[1])
 	if !ok {
@@ -140,48 +133,25 @@ func cmdScan(c *Client, args [][]byte) {
 		return
 	}
 	db := c.curDB()
-	shardIdx := int(cursor & (keyspace.NumShards - 1))
-	bucket := cursor >> keyspace.ShardBits
 	var keys [][]byte
 	var found []*keyspace.Entry
-	maxIter := o.Count * 10
-	for shardIdx < keyspace.NumShards {
-		sh := &db.Shards[shardIdx]
-		locked := c.lockShardIfFree(sh)
-		for {
-			found = found[:0]
-			bucket = sh.Scan(bucket, func(e *keyspace.Entry) { found = append(found, e) })
-			for _, e := range found {
-				if (o.Match && !globMatch(o.Pattern, e.Key, false)) || !o.TypeMatches(typeOf(e)) {
-					continue
+	begin := func(i int) func() { return c.lockShardIfFree(&db.Shards[i]) }
+	next := keyopts.ScanWalk(cursor, o.Count, begin, func(i int, bucket uint64) (uint64, int) {
+		found = found[:0]
+		bucket = db.Shards[i].Scan(bucket, func(e *keyspace.Entry) { found = append(found, e) })
+		for _, e := range found {
+			switch {
+			case (o.Match && !globMatch(o.Pattern, e.Key, false)) || !o.TypeMatches(typeOf(e)):
+			case e.Expired(c.now):
+				if c.srv.expireDeletes() {
+					db.ExpireEntry(e.Key)
 				}
-				if e.Expired(c.now) {
-					if c.srv.expireDeletes() {
-						db.ExpireEntry(e.Key)
-					}
-					continue
-				}
+			default:
 				keys = append(keys, []byte(e.Key))
 			}
-			maxIter--
-			if bucket == 0 || maxIter <= 0 || int64(len(keys)) >= o.Count {
-				break
-			}
 		}
-		if locked {
-			sh.Mu.Unlock()
-		}
-		if bucket == 0 {
-			shardIdx++
-		}
-		if maxIter <= 0 || int64(len(keys)) >= o.Count {
-			break
-		}
-	}
-	next := uint64(0)
-	if shardIdx < keyspace.NumShards {
-		next = bucket<<keyspace.ShardBits | uint64(shardIdx)
-	}
+		return bucket, len(keys)
+	})
 	c.addArrayLen(2)
 	c.addBulkString(strconv.FormatUint(next, 10))
 	c.addBulks(keys)
@@ -200,12 +170,9 @@ func cmdRandomKey(c *Client, args [][]byte) {
 		var counts [keyspace.NumShards]int
 		total := 0
 		for i := range db.Shards {
-			sh := &db.Shards[i]
-			locked := c.lockShardIfFree(sh)
-			counts[i] = sh.Len()
-			if locked {
-				sh.Mu.Unlock()
-			}
+			unlock := c.lockShardIfFree(&db.Shards[i])
+			counts[i] = db.Shards[i].Len()
+			unlock()
 			total += counts[i]
 		}
 		if total == 0 {
@@ -216,9 +183,8 @@ func cmdRandomKey(c *Client, args [][]byte) {
 		for ; idx < keyspace.NumShards-1 && r >= counts[idx]; idx++ {
 			r -= counts[idx]
 		}
-		sh := &db.Shards[idx]
-		locked := c.lockShardIfFree(sh)
-		e := sh.RandomEntry()
+		unlock := c.lockShardIfFree(&db.Shards[idx])
+		e := db.Shards[idx].RandomEntry()
 		var key string
 		expired := false
 		if e != nil {
@@ -228,9 +194,7 @@ func cmdRandomKey(c *Client, args [][]byte) {
 				expired = true
 			}
 		}
-		if locked {
-			sh.Mu.Unlock()
-		}
+		unlock()
 		if e == nil || expired {
 			continue
 		}
@@ -242,15 +206,15 @@ func cmdRandomKey(c *Client, args [][]byte) {
 
 // lockShardIfFree locks sh for a command that locks shards itself (SCAN,
 // RANDOMKEY) unless the client already holds it (inside EXEC, whose locks
-// are taken up front). It reports whether it locked.
-func (c *Client) lockShardIfFree(sh *keyspace.Shard) bool {
+// are taken up front). It returns what releases it.
+func (c *Client) lockShardIfFree(sh *keyspace.Shard) (unlock func()) {
 	for _, m := range c.held {
 		if m == &sh.Mu {
-			return false
+			return func() {}
 		}
 	}
 	sh.Mu.Lock()
-	return true
+	return sh.Mu.Unlock
 }
 
 // RENAME key newkey
@@ -459,3 +423,20 @@ func cmdObjectRefcount(c *Client, args [][]byte) {
 
 // OBJECT HELP
 func cmdObjectHelp(c *Client, args [][]byte) { c.addHelp("OBJECT", keyopts.ObjectHelp) }
+
+// keyChanged is what follows a write to key: WATCH is touched, the
+// keyspace event of class goes out, and the change counts in dirty.
+func (c *Client) keyChanged(class int, event, key string) {
+	c.signalModifiedKey(key)
+	c.notify(class, event, key)
+	c.markDirty(1)
+}
+
+// keyChangedAs is keyChanged for a command propagated as prop (counted in
+// dirty before it, as propagateAs would count it otherwise).
+func (c *Client) keyChangedAs(class int, event, key string, prop [][]byte) {
+	c.markDirty(1)
+	c.propagateAs(prop)
+	c.signalModifiedKey(key)
+	c.notify(class, event, key)
+}

@@ -102,9 +102,7 @@ func (c *Client) sortStore(s *sortspec.Spec, items []sortspec.Item, outputLen in
 		c.markDirty(int(outputLen))
 	} else if db.Lookup(store, c.now) != nil {
 		db.Remove(store)
-		c.signalModifiedKey(store)
-		c.notify(notifyGeneric, "del", store)
-		c.markDirty(1)
+		c.keyChanged(notifyGeneric, "del", store)
 	}
 	c.addInt(outputLen)
 }

@@ -159,17 +159,9 @@ func setGeneric(c *Client, flags int, key, val, expireArg []byte, opts [][]byte,
 	c.notify(notifyString, "set", k)
 	if expireArg != nil {
 		c.notify(notifyGeneric, "expire", k)
-		// Replicas and the AOF get an absolute time, as Redis 7 does.
-		c.propagateAs([][]byte{[]byte("SET"), key, val, []byte("PXAT"), strconv.AppendInt(nil, when, 10)})
-	} else if flags&strops.SetGet != 0 {
-		// Propagate without GET.
-		prop := [][]byte{[]byte("SET"), key, val}
-		for _, a := range opts {
-			if !eqFold(a, "GET") {
-				prop = append(prop, a)
-			}
-		}
-		c.propagateAs(prop)
+	}
+	if expireArg != nil || flags&strops.SetGet != 0 {
+		c.propagateAs(strops.SetPropagation(key, val, opts, when, expireArg != nil))
 	}
 	if flags&strops.SetGet == 0 {
 		if intReplies {
@@ -220,9 +212,7 @@ func cmdGetSet(c *Client, args [][]byte) {
 		c.addBulk(e.Str)
 	}
 	e = c.storeStringCopy(e, args[1], args[2], 0, false)
-	c.markDirty(1)
-	c.signalModifiedKey(e.Key)
-	c.notify(notifyString, "set", e.Key)
+	c.keyChanged(notifyString, "set", e.Key)
 	c.propagateAs([][]byte{[]byte("SET"), args[1], args[2]})
 }
 
@@ -239,10 +229,7 @@ func cmdGetDel(c *Client, args [][]byte) {
 	c.addBulk(e.Str)
 	key := e.Key
 	c.curDB().Remove(key)
-	c.markDirty(1)
-	c.propagateAs([][]byte{c.delVerb(DirLazyfreeLazyUserDel), args[1]})
-	c.signalModifiedKey(key)
-	c.notify(notifyGeneric, "del", key)
+	c.keyChangedAs(notifyGeneric, "del", key, [][]byte{c.delVerb(DirLazyfreeLazyUserDel), args[1]})
 }
 
 // GETEX key [EX s|PX ms|EXAT ts|PXAT ts|PERSIST]
@@ -274,22 +261,13 @@ func cmdGetEx(c *Client, args [][]byte) {
 	switch {
 	case flags&(strops.SetEXAT|strops.SetPXAT) != 0 && c.alreadyExpired(when):
 		db.Remove(key)
-		c.markDirty(1)
-		c.propagateAs([][]byte{c.delVerb(DirLazyfreeLazyExpire), args[1]})
-		c.signalModifiedKey(key)
-		c.notify(notifyGeneric, "del", key)
+		c.keyChangedAs(notifyGeneric, "del", key, [][]byte{c.delVerb(DirLazyfreeLazyExpire), args[1]})
 	case expire != nil:
 		db.SetExpire(e, when)
-		c.markDirty(1)
-		c.propagateAs([][]byte{[]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, when, 10)})
-		c.signalModifiedKey(key)
-		c.notify(notifyGeneric, "expire", key)
+		c.keyChangedAs(notifyGeneric, "expire", key, [][]byte{[]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, when, 10)})
 	case flags&strops.SetPersist != 0 && e.Expire != 0:
 		db.SetExpire(e, 0)
-		c.markDirty(1)
-		c.propagateAs([][]byte{[]byte("PERSIST"), args[1]})
-		c.signalModifiedKey(key)
-		c.notify(notifyGeneric, "persist", key)
+		c.keyChangedAs(notifyGeneric, "persist", key, [][]byte{[]byte("PERSIST"), args[1]})
 	}
 }
 
@@ -410,9 +388,7 @@ func cmdIncrByFloat(c *Client, args [][]byte) {
 		return
 	}
 	e = c.storeString(e, args[1], val, 0, true)
-	c.markDirty(1)
-	c.signalModifiedKey(e.Key)
-	c.notify(notifyString, "incrbyfloat", e.Key)
+	c.keyChanged(notifyString, "incrbyfloat", e.Key)
 	c.addBulk(val)
 	c.propagateAs([][]byte{[]byte("SET"), args[1], bytes.Clone(val), []byte("KEEPTTL")})
 }
@@ -441,23 +417,15 @@ func cmdAppend(c *Client, args [][]byte) {
 		}
 		e.Str = append(e.Str, args[2]...)
 	}
-	c.markDirty(1)
-	c.signalModifiedKey(e.Key)
-	c.notify(notifyString, "append", e.Key)
+	c.keyChanged(notifyString, "append", e.Key)
 	c.addInt(int64(len(e.Str)))
 }
 
 // STRLEN key
 func cmdStrlen(c *Client, args [][]byte) {
-	e, ok := c.lookupString(args[1])
-	if !ok {
-		return
+	if e, ok := c.lookupString(args[1]); ok {
+		c.addInt(int64(len(strValue(e))))
 	}
-	if e == nil {
-		c.addInt(0)
-		return
-	}
-	c.addInt(int64(len(e.Str)))
 }
 
 // GETRANGE key start end (also SUBSTR)
@@ -466,15 +434,9 @@ func cmdGetRange(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	e, ok := c.lookupString(args[1])
-	if !ok {
-		return
+	if e, ok := c.lookupString(args[1]); ok {
+		c.addBulk(strops.GetRange(strValue(e), start, end))
 	}
-	if e == nil {
-		c.addBulk([]byte{})
-		return
-	}
-	c.addBulk(strops.GetRange(e.Str, start, end))
 }
 
 // SETRANGE key offset value
@@ -506,9 +468,7 @@ func cmdSetRange(c *Client, args [][]byte) {
 	} else {
 		e.Str = strops.SetRange(e.Str, offset, val)
 	}
-	c.markDirty(1)
-	c.signalModifiedKey(e.Key)
-	c.notify(notifyString, "setrange", e.Key)
+	c.keyChanged(notifyString, "setrange", e.Key)
 	c.addInt(int64(len(e.Str)))
 }
 
@@ -521,19 +481,12 @@ func cmdLCS(c *Client, args [][]byte) {
 		c.addError("ERR The specified keys must contain string values")
 		return
 	}
-	var a, b []byte
-	if ea != nil {
-		a = ea.Str
-	}
-	if eb != nil {
-		b = eb.Str
-	}
 	o, err := strops.ParseLCSOptions(args[3:])
 	if err != nil {
 		c.addError(err.Error())
 		return
 	}
-	r, err := strops.LCS(a, b, o, c.srv.cfg.Int(DirProtoMaxBulkLen))
+	r, err := strops.LCS(strValue(ea), strValue(eb), o, c.srv.cfg.Int(DirProtoMaxBulkLen))
 	switch {
 	case err != nil:
 		c.addError(err.Error())
@@ -541,32 +494,7 @@ func cmdLCS(c *Client, args [][]byte) {
 		c.addInt(int64(r.Len))
 	case !o.Idx:
 		c.addBulk(r.Seq)
-	default:
-		c.addLCSMatches(r, o.WithMatchLen)
+	case c.replying():
+		c.out = r.AppendIdx(c.out, c.proto, o.WithMatchLen)
 	}
-}
-
-// addLCSMatches writes LCS IDX's reply.
-func (c *Client) addLCSMatches(r strops.LCSResult, withLen bool) {
-	c.addMapLen(2)
-	c.addBulkString("matches")
-	c.addArrayLen(len(r.Matches))
-	for _, m := range r.Matches {
-		if withLen {
-			c.addArrayLen(3)
-		} else {
-			c.addArrayLen(2)
-		}
-		c.addArrayLen(2)
-		c.addInt(int64(m.AStart))
-		c.addInt(int64(m.AEnd))
-		c.addArrayLen(2)
-		c.addInt(int64(m.BStart))
-		c.addInt(int64(m.BEnd))
-		if withLen {
-			c.addInt(int64(m.AEnd - m.AStart + 1))
-		}
-	}
-	c.addBulkString("len")
-	c.addInt(int64(r.Len))
 }

@@ -10,6 +10,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/strops"
 	"github.com/shardis/shardis/internal/node/value"
 )
@@ -311,4 +312,71 @@ var ObjectHelp = []string{
 	"REFCOUNT <key>",
 	"    Return the number of references of the value associated with the specified",
 	"    <key>.",
+}
+
+// lfuInitVal is the access counter of a new key under an LFU policy
+// (Redis's LFU_INIT_VAL).
+const lfuInitVal = 5
+
+// LRU is the LRU field of a restored key: under an LFU policy the access
+// counter (FREQ, or LFU_INIT_VAL), else the LRU clock minus IDLETIME.
+func (o *RestoreOptions) LRU(lfu bool, clock uint32) uint32 {
+	switch {
+	case lfu && o.Freq >= 0:
+		return uint32(o.Freq)
+	case lfu:
+		return lfuInitVal
+	case o.Idle >= 0:
+		return clock - uint32(o.Idle)
+	}
+	return clock
+}
+
+// ExpireAt is the absolute expire time (0: none) of a key restored with
+// ttl at now (ttl is absolute already with ABSTTL); expired reports a
+// time already past, which restores nothing.
+func (o *RestoreOptions) ExpireAt(ttl, now int64) (at int64, expired bool) {
+	if ttl > 0 && !o.AbsTTL {
+		ttl += now
+	}
+	return ttl, ttl > 0 && ttl <= now
+}
+
+// ScanWalk runs the walk of one SCAN call from cursor over the keyspace's
+// keyspace.NumShards shards. The cursor holds a shard's bucket cursor
+// shifted left by keyspace.ShardBits and the shard index in the low bits;
+// shards are walked in order, each with its own reverse-binary bucket
+// cursor, so a key present for the whole scan is returned at least once
+// even if shards grow or shrink between calls. begin(shard) starts the
+// steps on a shard (it locks it) and returns what ends them; step runs one
+// bucket step and returns the next bucket (0 at the shard's end) and the
+// number of keys kept so far. The walk stops once count keys are kept or
+// after 10*count steps, as Redis bounds a SCAN's work; it returns the next
+// cursor (0 when the walk is complete).
+func ScanWalk(cursor uint64, count int64, begin func(shard int) (end func()), step func(shard int, bucket uint64) (next uint64, kept int)) uint64 {
+	shard := int(cursor & (keyspace.NumShards - 1))
+	bucket := cursor >> keyspace.ShardBits
+	maxIter := count * 10
+	kept := 0
+	for shard < keyspace.NumShards {
+		end := begin(shard)
+		for {
+			bucket, kept = step(shard, bucket)
+			maxIter--
+			if bucket == 0 || maxIter <= 0 || int64(kept) >= count {
+				break
+			}
+		}
+		end()
+		if bucket == 0 {
+			shard++
+		}
+		if maxIter <= 0 || int64(kept) >= count {
+			break
+		}
+	}
+	if shard < keyspace.NumShards {
+		return bucket<<keyspace.ShardBits | uint64(shard)
+	}
+	return 0
 }

@@ -135,3 +135,26 @@ func TestObject(t *testing.T) {
 		t.Error("IdleTime")
 	}
 }
+
+func TestRestoreLRUAndExpire(t *testing.T) {
+	for _, tc := range []struct {
+		idle, freq int64
+		lfu        bool
+		want       uint32
+	}{{-1, -1, false, 1000}, {10, -1, false, 990}, {-1, -1, true, 5}, {-1, 200, true, 200}} {
+		o := RestoreOptions{Idle: tc.idle, Freq: tc.freq}
+		if got := o.LRU(tc.lfu, 1000); got != tc.want {
+			t.Errorf("%+v lfu=%v: %d, want %d", o, tc.lfu, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		abs          bool
+		ttl, now, at int64
+		expired      bool
+	}{{false, 0, 100, 0, false}, {false, 50, 100, 150, false}, {true, 50, 100, 50, true}, {true, 150, 100, 150, false}} {
+		o := RestoreOptions{AbsTTL: tc.abs}
+		if at, expired := o.ExpireAt(tc.ttl, tc.now); at != tc.at || expired != tc.expired {
+			t.Errorf("%+v ttl %d now %d: %d %v", o, tc.ttl, tc.now, at, expired)
+		}
+	}
+}

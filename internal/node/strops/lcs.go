@@ -1,6 +1,10 @@
 package strops
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/shardis/shardis/internal/resp"
+)
 
 // Errors of LCS, in Redis's words.
 var (
@@ -126,4 +130,33 @@ func LCS(a, b []byte, o LCSOptions, limit int64) (LCSResult, error) {
 		}
 	}
 	return res, nil
+}
+
+// AppendIdx appends LCS IDX's reply in protocol proto: a map of the
+// matches (each [a range, b range] and, withLen, its length) and the
+// length.
+func (r *LCSResult) AppendIdx(b []byte, proto int, withLen bool) []byte {
+	b = resp.AppendMapLen(b, proto, 2)
+	b = resp.AppendBulkString(b, "matches")
+	b = resp.AppendArrayLen(b, len(r.Matches))
+	for _, m := range r.Matches {
+		if withLen {
+			b = resp.AppendArrayLen(b, 3)
+		} else {
+			b = resp.AppendArrayLen(b, 2)
+		}
+		b = appendPair(b, m.AStart, m.AEnd)
+		b = appendPair(b, m.BStart, m.BEnd)
+		if withLen {
+			b = resp.AppendInt(b, int64(m.AEnd-m.AStart+1))
+		}
+	}
+	b = resp.AppendBulkString(b, "len")
+	return resp.AppendInt(b, int64(r.Len))
+}
+
+func appendPair(b []byte, x, y int) []byte {
+	b = resp.AppendArrayLen(b, 2)
+	b = resp.AppendInt(b, int64(x))
+	return resp.AppendInt(b, int64(y))
 }

@@ -1,5 +1,7 @@
 package strops
 
+import "strconv"
+
 // Flags of SET and GETEX, as Redis's parseExtendedStringArgumentsOrReply
 // parses them.
 const (
@@ -104,4 +106,20 @@ func ExpireAt(arg []byte, flags int, now int64, name string) (int64, error) {
 		return 0, InvalidExpire(name)
 	}
 	return ms, nil
+}
+
+// SetPropagation is the command a SET with an expire or with GET is
+// propagated as: with the absolute time when in ms (PXAT) when hasExpire,
+// as Redis 7 does, else with its options opts but without GET.
+func SetPropagation(key, val []byte, opts [][]byte, when int64, hasExpire bool) [][]byte {
+	if hasExpire {
+		return [][]byte{[]byte("SET"), key, val, []byte("PXAT"), strconv.AppendInt(nil, when, 10)}
+	}
+	prop := [][]byte{[]byte("SET"), key, val}
+	for _, a := range opts {
+		if !eqFold(a, "GET") {
+			prop = append(prop, a)
+		}
+	}
+	return prop
 }

@@ -225,3 +225,24 @@ func FuzzLCS(f *testing.F) {
 		}
 	})
 }
+
+func TestSetPropagation(t *testing.T) {
+	join := func(p [][]byte) string { return string(bytes.Join(p, []byte(" "))) }
+	if got := join(SetPropagation([]byte("k"), []byte("v"), args("EX 10"), 12345, true)); got != "SET k v PXAT 12345" {
+		t.Errorf("expire: %q", got)
+	}
+	if got := join(SetPropagation([]byte("k"), []byte("v"), args("NX get KEEPTTL"), 0, false)); got != "SET k v NX KEEPTTL" {
+		t.Errorf("GET: %q", got)
+	}
+}
+
+func TestLCSAppendIdx(t *testing.T) {
+	r, _ := LCS([]byte("ohmytext"), []byte("mynewtext"), LCSOptions{Idx: true, MinMatchLen: 4}, 1<<20)
+	want := "*4\r\n$7\r\nmatches\r\n*1\r\n*3\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n:4\r\n$3\r\nlen\r\n:6\r\n"
+	if got := string(r.AppendIdx(nil, 2, true)); got != want {
+		t.Errorf("RESP2: %q", got)
+	}
+	if got := string(r.AppendIdx(nil, 3, false)); got[:4] != "%2\r\n" {
+		t.Errorf("RESP3: %q", got)
+	}
+}
