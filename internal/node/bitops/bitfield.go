@@ -231,6 +231,18 @@ func setBits(p []byte, off int64, n int, v uint64) {
 	}
 }
 
+// overflowed is the result of an overflow under policy: the wrapped
+// value, the saturated one (sat), or 0 for FAIL (which discards it).
+func overflowed[T int64 | uint64](policy Overflow, wrap func() T, sat T) (bool, T) {
+	switch policy {
+	case Wrap:
+		return true, wrap()
+	case Sat:
+		return true, sat
+	}
+	return true, 0
+}
+
 // unsignedOverflow is Redis's checkUnsignedBitfieldOverflow: whether
 // value+incr leaves the n-bit range, and the wrapped or saturated result.
 func unsignedOverflow(value uint64, incr int64, n int, policy Overflow) (bool, uint64) {
@@ -238,20 +250,11 @@ func unsignedOverflow(value uint64, incr int64, n int, policy Overflow) (bool, u
 	maxIncr := int64(maxv - value)
 	minIncr := -int64(value)
 	wrap := func() uint64 { return (value + uint64(incr)) & maxv }
-	if value > maxv || (incr > 0 && incr > maxIncr) {
-		switch policy {
-		case Wrap:
-			return true, wrap()
-		case Sat:
-			return true, maxv
-		}
-		return true, 0
-	}
-	if incr < 0 && incr < minIncr {
-		if policy == Wrap {
-			return true, wrap()
-		}
-		return true, 0
+	switch {
+	case value > maxv || (incr > 0 && incr > maxIncr):
+		return overflowed(policy, wrap, maxv)
+	case incr < 0 && incr < minIncr:
+		return overflowed(policy, wrap, 0)
 	}
 	return false, 0
 }
@@ -277,23 +280,11 @@ func signedOverflow(value, incr int64, n int, policy Overflow) (bool, int64) {
 		}
 		return int64(r)
 	}
-	if value > maxv || (n != 64 && incr > maxIncr) || (value >= 0 && incr > 0 && incr > maxIncr) {
-		switch policy {
-		case Wrap:
-			return true, wrap()
-		case Sat:
-			return true, maxv
-		}
-		return true, 0
-	}
-	if value < minv || (n != 64 && incr < minIncr) || (value < 0 && incr < 0 && incr < minIncr) {
-		switch policy {
-		case Wrap:
-			return true, wrap()
-		case Sat:
-			return true, minv
-		}
-		return true, 0
+	switch {
+	case value > maxv || (n != 64 && incr > maxIncr) || (value >= 0 && incr > 0 && incr > maxIncr):
+		return overflowed(policy, wrap, maxv)
+	case value < minv || (n != 64 && incr < minIncr) || (value < 0 && incr < 0 && incr < minIncr):
+		return overflowed(policy, wrap, minv)
 	}
 	return false, 0
 }

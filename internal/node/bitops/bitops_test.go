@@ -1,22 +1,16 @@
 package bitops
 
 import (
+	"bytes"
 	"errors"
 	"math/bits"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/shardis/shardis/internal/node/strops"
 )
 
-func args(s string) [][]byte {
-	var out [][]byte
-	for _, f := range strings.Fields(s) {
-		out = append(out, []byte(f))
-	}
-	return out
-}
+func args(s string) [][]byte { return bytes.Fields([]byte(s)) }
 
 func TestOffsetAndBits(t *testing.T) {
 	for _, tc := range []struct {

@@ -1,17 +1,11 @@
 package keyopts
 
 import (
-	"strings"
+	"bytes"
 	"testing"
 )
 
-func args(s string) [][]byte {
-	var out [][]byte
-	for _, f := range strings.Fields(s) {
-		out = append(out, []byte(f))
-	}
-	return out
-}
+func args(s string) [][]byte { return bytes.Fields([]byte(s)) }
 
 func errText(err error) string {
 	if err == nil {

@@ -1,17 +1,12 @@
 package sortspec
 
 import (
+	"bytes"
 	"strings"
 	"testing"
 )
 
-func args(s string) [][]byte {
-	var out [][]byte
-	for _, f := range strings.Fields(s) {
-		out = append(out, []byte(f))
-	}
-	return out
-}
+func args(s string) [][]byte { return bytes.Fields([]byte(s)) }
 
 func TestParse(t *testing.T) {
 	full := func() bool { return true }

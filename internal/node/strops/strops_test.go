@@ -3,17 +3,10 @@ package strops
 import (
 	"bytes"
 	"errors"
-	"strings"
 	"testing"
 )
 
-func args(s string) [][]byte {
-	var out [][]byte
-	for _, f := range strings.Fields(s) {
-		out = append(out, []byte(f))
-	}
-	return out
-}
+func args(s string) [][]byte { return bytes.Fields([]byte(s)) }
 
 func TestParseSetOptions(t *testing.T) {
 	for _, tc := range []struct {
