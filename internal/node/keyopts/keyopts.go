@@ -27,15 +27,17 @@ var (
 	ErrGTAndLT = errors.New("ERR GT and LT options at the same time are not compatible")
 	// ErrCursor refuses a SCAN cursor that is not an unsigned integer.
 	ErrCursor = errors.New("ERR invalid cursor")
-	// ErrIdleTime, ErrFreq and ErrTTL refuse RESTORE's values out of range.
+	// ErrIdleTime refuses RESTORE's negative IDLETIME.
 	ErrIdleTime = errors.New("ERR Invalid IDLETIME value, must be >= 0")
-	ErrFreq     = errors.New("ERR Invalid FREQ value, must be >= 0 and <= 255")
-	ErrTTL      = errors.New("ERR Invalid TTL value, must be >= 0")
+	// ErrFreq refuses RESTORE's FREQ out of 0..255.
+	ErrFreq = errors.New("ERR Invalid FREQ value, must be >= 0 and <= 255")
+	// ErrTTL refuses RESTORE's negative ttl.
+	ErrTTL = errors.New("ERR Invalid TTL value, must be >= 0")
 )
 
 func eqFold(a []byte, s string) bool { return strings.EqualFold(string(a), s) }
 
-// Flags of the EXPIRE family.
+// Flags of the EXPIRE family: NX, XX, GT and LT.
 const (
 	ExpireNX = 1 << iota
 	ExpireXX
@@ -273,8 +275,10 @@ func ParseRestoreTTL(arg []byte) (int64, error) {
 
 // Errors of OBJECT FREQ and OBJECT IDLETIME under the other policy kind.
 var (
+	// ErrNotLFU refuses OBJECT FREQ without an LFU policy.
 	ErrNotLFU = errors.New("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
-	ErrLFU    = errors.New("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
+	// ErrLFU refuses OBJECT IDLETIME under an LFU policy.
+	ErrLFU = errors.New("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
 )
 
 // IdleTime is OBJECT IDLETIME's seconds for a key last used at LRU clock
