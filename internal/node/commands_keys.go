@@ -7,7 +7,6 @@ import (
 
 	"github.com/shardis/shardis/internal/node/keyopts"
 	"github.com/shardis/shardis/internal/node/keyspace"
-	"github.com/shardis/shardis/internal/node/value"
 )
 
 // Generic key commands (Redis's db.c and object.c): DEL, EXISTS, TYPE,
@@ -231,11 +230,7 @@ func renameGeneric(c *Client, args [][]byte, nx bool) {
 		return
 	}
 	if bytes.Equal(args[1], args[2]) {
-		if nx {
-			c.addInt(0)
-		} else {
-			c.addOK()
-		}
+		c.addOKOr(nx, 0)
 		return
 	}
 	if db.Lookup(bstr(args[2]), c.now) != nil {
@@ -251,8 +246,14 @@ func renameGeneric(c *Client, args [][]byte, nx bool) {
 	c.notify(notifyGeneric, "rename_from", src)
 	c.notify(notifyGeneric, "rename_to", dst)
 	c.markDirty(1)
+	c.addOKOr(nx, 1)
+}
+
+// addOKOr replies :n for the NX variant of a command (RENAMENX, MSETNX)
+// and +OK for the other.
+func (c *Client) addOKOr(nx bool, n int64) {
 	if nx {
-		c.addInt(1)
+		c.addInt(n)
 	} else {
 		c.addOK()
 	}
@@ -312,7 +313,6 @@ func cmdCopy(c *Client, args [][]byte) {
 	if o.DB >= 0 {
 		dst = c.srv.dbs[o.DB]
 	}
-	replace := o.Replace
 	if c.srv.cfg.Bool(DirClusterEnabled) && (src.ID != 0 || dst.ID != 0) {
 		c.addError("ERR Copying to another database is not allowed in cluster mode")
 		return
@@ -328,24 +328,13 @@ func cmdCopy(c *Client, args [][]byte) {
 	}
 	newKey := string(args[2])
 	if dst.Lookup(newKey, c.now) != nil {
-		if !replace {
+		if !o.Replace {
 			c.addInt(0)
 			return
 		}
 		dst.Remove(newKey)
 	}
-	ne := &keyspace.Entry{Expire: e.Expire}
-	if e.Obj == nil {
-		ne.Str = bytes.Clone(e.Str)
-		if ne.Str == nil {
-			ne.Str = []byte{}
-		}
-	} else if tv, ok := e.Obj.(value.Value); ok {
-		ne.Obj = tv.Clone()
-	} else {
-		ne.Obj = e.Obj
-	}
-	dst.Add(newKey, ne)
+	dst.Add(newKey, keyopts.CopyEntry(e))
 	c.srv.touchWatchedKey(dst.ID, newKey)
 	c.srv.notifyKeyspaceEvent(notifyGeneric, "copy_to", newKey, dst.ID)
 	c.markDirty(1)

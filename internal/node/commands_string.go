@@ -319,11 +319,7 @@ func msetGeneric(c *Client, args [][]byte, nx bool) {
 		c.notify(notifyString, "set", e.Key)
 	}
 	c.markDirty((len(args) - 1) / 2)
-	if nx {
-		c.addInt(1)
-	} else {
-		c.addOK()
-	}
+	c.addOKOr(nx, 1)
 }
 
 // INCR key

@@ -384,3 +384,18 @@ func ScanWalk(cursor uint64, count int64, begin func(shard int) (end func()), st
 	}
 	return 0
 }
+
+// CopyEntry is COPY's copy of e: its value cloned (a string as a new
+// non-nil slice) and its expire time; the LRU clock starts afresh.
+func CopyEntry(e *keyspace.Entry) *keyspace.Entry {
+	ne := &keyspace.Entry{Expire: e.Expire}
+	switch v := e.Obj.(type) {
+	case nil:
+		ne.Str = append([]byte{}, e.Str...)
+	case value.Value:
+		ne.Obj = v.Clone()
+	default:
+		ne.Obj = e.Obj
+	}
+	return ne
+}

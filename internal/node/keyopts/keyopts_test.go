@@ -3,6 +3,9 @@ package keyopts
 import (
 	"bytes"
 	"testing"
+
+	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/value"
 )
 
 func args(s string) [][]byte { return bytes.Fields([]byte(s)) }
@@ -150,5 +153,24 @@ func TestRestoreLRUAndExpire(t *testing.T) {
 		if at, expired := o.ExpireAt(tc.ttl, tc.now); at != tc.at || expired != tc.expired {
 			t.Errorf("%+v ttl %d now %d: %d %v", o, tc.ttl, tc.now, at, expired)
 		}
+	}
+}
+
+func TestCopyEntry(t *testing.T) {
+	e := &keyspace.Entry{Str: []byte("v"), Expire: 9, LRU: 7}
+	ne := CopyEntry(e)
+	ne.Str[0] = 'w'
+	if string(e.Str) != "v" || ne.Expire != 9 || ne.LRU != 0 {
+		t.Errorf("string copy: %+v", ne)
+	}
+	if ne := CopyEntry(&keyspace.Entry{}); ne.Str == nil || ne.Obj != nil {
+		t.Errorf("empty string copy: %+v", ne)
+	}
+	s := value.NewSet()
+	s.Add("a")
+	ns := CopyEntry(&keyspace.Entry{Obj: s}).Obj.(*value.Set)
+	ns.Add("b")
+	if s.Len() != 1 || ns.Len() != 2 {
+		t.Errorf("set clone shares: %d %d", s.Len(), ns.Len())
 	}
 }
