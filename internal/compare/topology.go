@@ -47,7 +47,13 @@ type target struct {
 
 // openTarget starts (or connects to) the topology name.
 func openTarget(ctx context.Context, opt *Options, name string) (_ *target, err error) {
-	t := &target{name: name, opt: opt, sup: deploy.NewSupervisor(), dir: filepath.Join(opt.Out, name+"-data")}
+	// The data directory is absolute: the nodes run with their own
+	// directory as the working directory and read their config from here.
+	dir, err := filepath.Abs(filepath.Join(opt.Out, name+"-data"))
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	t := &target{name: name, opt: opt, sup: deploy.NewSupervisor(), dir: dir}
 	defer func() {
 		if err != nil {
 			t.close()
