@@ -146,6 +146,78 @@ func TestPushRoutesMovedSlots(t *testing.T) {
 		us(admin), us(pause()), st.Pushes-before.Pushes, st.Refreshes-before.Refreshes)
 }
 
+// TestPushFromBystander: the client watches one master only, and slots
+// move between the two others with SETSLOT NODE sent to the target and
+// the source alone. The watched master still announces each move (the
+// target's new config epoch reaches it in the PONG the target broadcasts
+// on closing the import), so the client routes to the new owner without
+// a MOVED although neither node that changed is watched; the time from
+// the target's SETSLOT NODE is logged.
+func TestPushFromBystander(t *testing.T) {
+	nodes := startClusterOf(t, "shardnode", 3, 0)
+	c := newClient(t, nodes, Options{RefreshInterval: -1, MinRefreshInterval: time.Hour, ErrorRefreshInterval: time.Hour, WatchNodes: 1})
+	waitWatched(t, nodes, 1)
+	ctx := context.Background()
+	var watched *clustertest.Node
+	var others []*clustertest.Node
+	for _, n := range nodes {
+		if m, _ := n.Client().PubSubNumSub(ctx, ReservedChannel).Result(); m[ReservedChannel] > 0 {
+			watched = n
+		} else if n.Client().ClusterCountKeysInSlot(ctx, 0).Err() == nil {
+			others = append(others, n)
+		}
+	}
+	if watched == nil || len(others) != 2 {
+		t.Fatalf("watched %v, others %d", watched, len(others))
+	}
+	from, to := others[0], others[1]
+	fromID, toID := from.NodeID(t), to.NodeID(t)
+	var lo, hi int
+	slots, err := from.Client().ClusterSlots(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range slots {
+		if r.Nodes[0].Addr == from.Addr {
+			lo, hi = r.Start, r.End
+		}
+	}
+	keys := keysInRange("bystander:", 5, lo, hi)
+	src, dst := from.Client(), to.Client()
+	do := func(cl *redis.Client, args ...interface{}) {
+		t.Helper()
+		if err := cl.Do(ctx, args...).Err(); err != nil {
+			t.Fatalf("%v: %v", args, err)
+		}
+	}
+	before := c.Stats()
+	var took []time.Duration
+	for _, k := range keys {
+		s := Slot(k)
+		do(dst, "cluster", "setslot", s, "importing", fromID)
+		do(src, "cluster", "setslot", s, "migrating", toID)
+		start := time.Now()
+		do(dst, "cluster", "setslot", s, "node", toID)
+		do(src, "cluster", "setslot", s, "node", toID)
+		for c.SlotMaster(s) != to.Addr {
+			if time.Since(start) > 5*time.Second {
+				t.Fatalf("slot %d: the client's map still has %s 5 s after the move", s, c.SlotMaster(s))
+			}
+			time.Sleep(time.Millisecond)
+		}
+		took = append(took, time.Since(start))
+		if err := c.Set(ctx, k, "v", 0).Err(); err != nil {
+			t.Fatalf("SET %s after the move: %v", k, err)
+		}
+	}
+	if st := c.Stats(); st.Moved != before.Moved {
+		t.Fatalf("%d MOVED replies", st.Moved-before.Moved)
+	}
+	slices.Sort(took)
+	t.Logf("push from a bystander: %d slots, client's map names the new owner after median %v, worst %v from the target's SETSLOT NODE",
+		len(took), took[len(took)/2].Round(time.Microsecond), took[len(took)-1].Round(time.Microsecond))
+}
+
 // startPauseMeter runs a 1 ms ticker until the test ends; the returned
 // function reports its largest gap beyond the tick so far: how long the
 // test process (nodes and client alike) went without running.
