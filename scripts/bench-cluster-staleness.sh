@@ -40,7 +40,12 @@ fi
 echo "machine: $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg); count=$COUNT; extra load: $LOAD busy loops + fsync writer ($([ "$LOAD" -gt 0 ] && echo on || echo off))"
 (cd "$here" && go test -count="$COUNT" -v \
   -run 'TestPushRoutesMovedSlots|TestPushFromBystander|TestFollowMovedSlots|TestMovedStorm|TestPipelineAcrossMoves' \
-  ./client/cluster) >"$log" 2>&1 || { tail -50 "$log"; exit 1; }
+  ./client/cluster) >"$log" 2>&1 || {
+  cp "$log" "${TMPDIR:-/tmp}/bench-cluster-staleness.log"
+  grep -B2 -A12 -- '--- FAIL' "$log" | grep -v '^    --- PASS' | head -80
+  echo "full log: ${TMPDIR:-/tmp}/bench-cluster-staleness.log"
+  exit 1
+}
 # us VALUE: a Go duration in microseconds.
 us() { awk -v v="$1" 'BEGIN { if (v ~ /ms$/) {sub("ms","",v); v*=1000} else if (v ~ /µs$/) {sub("µs","",v)} else if (v ~ /m[0-9]/) {v=9e9} else {sub("s","",v); v*=1e6}; printf "%d", v }'; }
 echo "push staleness (shardnode): per run, the client's map names the new owner"
