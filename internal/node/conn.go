@@ -142,6 +142,10 @@ type Client struct {
 	dirty    int
 	inExec   bool
 	execProp [][][]byte
+	// execDB is the database execProp's commands apply to so far: a write
+	// in another database (after a SELECT inside EXEC or a script) is
+	// preceded by a SELECT in execProp.
+	execDB int
 	// readyKeys are keys that got elements during the command, for
 	// serving blocked clients once its locks are released.
 	readyKeys []watchKey

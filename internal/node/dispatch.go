@@ -425,6 +425,22 @@ func (c *Client) flagTransaction() {
 	}
 }
 
+// selectArgs is SELECT db, for a propagated block that changes database.
+func selectArgs(db int) [][]byte {
+	return [][]byte{[]byte("SELECT"), []byte(strconv.Itoa(db))}
+}
+
+// endExecProp closes a propagated block that started in database db:
+// if its commands moved to another database, a final SELECT brings the
+// stream back to db, which is where the propagator believes it is after
+// the block.
+func (c *Client) endExecProp(db int) {
+	if len(c.execProp) > 0 && c.execDB != db {
+		c.execProp = append(c.execProp, selectArgs(db))
+	}
+	c.execDB = db
+}
+
 // call runs a command with its keyspace locks and does the bookkeeping
 // that follows every command: propagation, statistics, slowlog, MONITOR.
 // locked is true inside EXEC, whose locks are already held.
@@ -483,6 +499,10 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 			prop = c.propOne[:]
 		}
 		if c.inExec {
+			if c.db != c.execDB {
+				c.execProp = append(c.execProp, selectArgs(c.db))
+				c.execDB = c.db
+			}
 			for _, p := range prop {
 				c.execProp = append(c.execProp, cloneArgs(p))
 			}
