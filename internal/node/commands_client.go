@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/pubsub"
 )
 
 func registerClientCommands(t *commandTable) {
@@ -156,9 +158,7 @@ func (c *Client) infoString(self *Client) string {
 	c.pmu.Lock()
 	omem := len(c.pending)
 	c.pmu.Unlock()
-	c.srv.pubsub.mu.RLock()
-	sub, psub := len(c.channels), len(c.patterns)
-	c.srv.pubsub.mu.RUnlock()
+	sub, psub := c.srv.pubsub.Count(subscriber{c}, pubsub.Channel), c.srv.pubsub.Count(subscriber{c}, pubsub.Pattern)
 	db, proto := c.db, c.proto
 	if c != self {
 		db, proto = int(c.info.db.Load()), int(c.info.proto.Load())

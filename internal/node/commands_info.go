@@ -11,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/pubsub"
 )
 
 func registerInfoCommands(t *commandTable) {
@@ -382,9 +384,7 @@ func (s *Server) instantaneousOps() int64 {
 
 func (s *Server) infoStats(b *strings.Builder) {
 	st := &s.stats
-	s.pubsub.mu.RLock()
-	channels, patterns := len(s.pubsub.channels), len(s.pubsub.patterns)
-	s.pubsub.mu.RUnlock()
+	channels, patterns := s.pubsub.Len(pubsub.Channel), s.pubsub.Len(pubsub.Pattern)
 	infoField(b, "total_connections_received", st.connectionsReceived.Load())
 	infoField(b, "total_commands_processed", st.commands.Load())
 	infoField(b, "instantaneous_ops_per_sec", s.instantaneousOps())
