@@ -231,9 +231,7 @@ func cmdConfigResetStat(c *Client, args [][]byte) {
 	for _, cmd := range s.allCommands() {
 		cmd.stats.reset()
 	}
-	s.info.mu.Lock()
-	s.info.peak = 0
-	s.info.mu.Unlock()
+	s.info.ResetPeak()
 	s.repl.resetSyncCounters()
 	c.addOK()
 }
@@ -538,10 +536,7 @@ func cmdMemoryDoctor(c *Client, args [][]byte) {
 func cmdMemoryStats(c *Client, args [][]byte) {
 	s := c.srv
 	used := s.usedMemory()
-	s.info.mu.Lock()
-	s.info.peak = max(s.info.peak, used)
-	peak := s.info.peak
-	s.info.mu.Unlock()
+	peak := s.info.Peak(used)
 	var keys int64
 	type dbStat struct {
 		id         int
