@@ -3,6 +3,7 @@ package node
 import (
 	"time"
 
+	"github.com/shardis/shardis/internal/node/admin"
 	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/node/pubsub"
 )
@@ -93,17 +94,8 @@ func replyNumsub(c *Client, args [][]byte, k pubsub.Kind) {
 // PUBSUB NUMPAT
 func cmdPubsubNumpat(c *Client, args [][]byte) { c.addInt(int64(c.srv.pubsub.Len(pubsub.Pattern))) }
 
-func cmdPubsubHelp(c *Client, args [][]byte) {
-	c.addHelp("PUBSUB", []string{
-		"CHANNELS [<pattern>]",
-		"    Return the currently active channels matching a <pattern> (default: '*').",
-		"NUMPAT",
-		"    Return number of subscriptions to patterns.",
-		"NUMSUB [<channel> ...]",
-		"    Return the number of subscribers for the specified channels, excluding",
-		"    pattern subscriptions(default: no channels).",
-	})
-}
+// PUBSUB HELP
+func cmdPubsubHelp(c *Client, args [][]byte) { c.addHelp("PUBSUB", pubsub.Help) }
 
 func argStrings(args [][]byte) []string {
 	out := make([]string, len(args))
@@ -115,13 +107,7 @@ func argStrings(args [][]byte) []string {
 
 // addHelp replies to a HELP subcommand as Redis's addReplyHelp does.
 func (c *Client) addHelp(name string, lines []string) {
-	c.addArrayLen(len(lines) + 3)
-	c.addSimple(name + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
-	for _, l := range lines {
-		c.addSimple(l)
-	}
-	c.addSimple("HELP")
-	c.addSimple("    Prints this help.")
+	c.addAppended(func(b []byte, _ int) []byte { return admin.AppendHelp(b, name, lines) })
 }
 
 // cmdHelpDispatch answers a container command called with an unknown

@@ -338,3 +338,14 @@ func (h *Hub[S]) Of(s S, k Kind) []string {
 	}
 	return out
 }
+
+// Help is PUBSUB HELP's text.
+var Help = []string{
+	"CHANNELS [<pattern>]",
+	"    Return the currently active channels matching a <pattern> (default: '*').",
+	"NUMPAT",
+	"    Return number of subscriptions to patterns.",
+	"NUMSUB [<channel> ...]",
+	"    Return the number of subscribers for the specified channels, excluding",
+	"    pattern subscriptions(default: no channels).",
+}
