@@ -3,19 +3,12 @@ package admin
 import (
 	"bufio"
 	"bytes"
-	"strings"
 	"testing"
 
 	"github.com/shardis/shardis/internal/resp"
 )
 
-func bs(s string) [][]byte {
-	var out [][]byte
-	for _, f := range strings.Fields(s) {
-		out = append(out, []byte(f))
-	}
-	return out
-}
+func bs(s string) [][]byte { return bytes.Fields([]byte(s)) }
 
 func errText(err error) string {
 	if err == nil {

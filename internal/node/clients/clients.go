@@ -310,25 +310,27 @@ func ParseTimeoutMS(arg []byte) (time.Duration, error) {
 // ParsePauseMode parses CLIENT PAUSE's optional WRITE|ALL (nil: ALL);
 // all is false for WRITE.
 func ParsePauseMode(arg []byte) (all bool, err error) {
-	switch {
-	case arg == nil || strings.EqualFold(string(arg), "all"):
-		return true, nil
-	case strings.EqualFold(string(arg), "write"):
-		return false, nil
-	}
-	return false, ErrPauseMode
+	write, err := optionalChoice(arg, "all", "write", ErrPauseMode)
+	return !write && err == nil, err
 }
 
 // ParseUnblockReason parses CLIENT UNBLOCK's optional TIMEOUT|ERROR (nil:
 // TIMEOUT); withError is true for ERROR.
 func ParseUnblockReason(arg []byte) (withError bool, err error) {
+	return optionalChoice(arg, "timeout", "error", ErrUnblockReason)
+}
+
+// optionalChoice parses an optional argument that is either dflt (or
+// absent) or other, reporting whether it is other; anything else is
+// refused with err.
+func optionalChoice(arg []byte, dflt, other string, refused error) (bool, error) {
 	switch {
-	case arg == nil || strings.EqualFold(string(arg), "timeout"):
+	case arg == nil || strings.EqualFold(string(arg), dflt):
 		return false, nil
-	case strings.EqualFold(string(arg), "error"):
+	case strings.EqualFold(string(arg), other):
 		return true, nil
 	}
-	return false, ErrUnblockReason
+	return false, refused
 }
 
 // Help is CLIENT HELP's text, without the header and HELP lines every

@@ -1,19 +1,13 @@
 package clients
 
 import (
+	"bytes"
 	"errors"
-	"strings"
 	"testing"
 	"time"
 )
 
-func bs(s string) [][]byte {
-	var out [][]byte
-	for _, f := range strings.Fields(s) {
-		out = append(out, []byte(f))
-	}
-	return out
-}
+func bs(s string) [][]byte { return bytes.Fields([]byte(s)) }
 
 func TestFlags(t *testing.T) {
 	for _, tt := range []struct {

@@ -10,13 +10,7 @@ import (
 	"github.com/shardis/shardis/internal/resp"
 )
 
-func bs(s string) [][]byte {
-	var out [][]byte
-	for _, f := range strings.Fields(s) {
-		out = append(out, []byte(f))
-	}
-	return out
-}
+func bs(s string) [][]byte { return bytes.Fields([]byte(s)) }
 
 func TestFlagsAndCategories(t *testing.T) {
 	tr := Traits{Write: true, DenyOOM: true, Fast: true, Movable: true, AllowBusy: true, NoMulti: true}
