@@ -150,12 +150,6 @@ type Client struct {
 	// serving blocked clients once its locks are released.
 	readyKeys []watchKey
 
-	// Pub/sub subscriptions, guarded by the hub's lock.
-	channels map[string]struct{}
-	patterns map[string]struct{}
-	// shardChannels are the SSUBSCRIBE channels (commands_pubsub_shard.go).
-	shardChannels map[string]struct{}
-
 	// pending is output pushed by other goroutines, flushed by flushLoop.
 	pmu          sync.Mutex
 	pending      []byte
