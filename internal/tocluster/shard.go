@@ -213,7 +213,7 @@ func (s *shard) session(ctx context.Context) error {
 // RESTORE key abs-ttl payload REPLACE ABSTTL, pipelined. On a second copy
 // (a full resync after a failover), keys the tool had that the new
 // snapshot lacks are deleted.
-func (s *shard) copySnapshot(ctx context.Context, l *link) error {
+func (s *shard) copySnapshot(ctx context.Context, l *link) (err error) {
 	s.setPhase("copying")
 	s.streaming.Store(false)
 	s.log.Info("tocluster: snapshot starts", "shard", s.name, "master", l.addr)
@@ -226,6 +226,16 @@ func (s *shard) copySnapshot(ctx context.Context, l *link) error {
 	defer stop()
 	old := s.tracked
 	s.tracked = make(map[string]struct{}, len(old))
+	defer func() {
+		// A copy cut short (the source failed over) keeps tracking the
+		// keys of the earlier copy too: the next copy deletes those its
+		// snapshot lacks.
+		if err != nil {
+			for k := range old {
+				s.tracked[k] = struct{}{}
+			}
+		}
+	}()
 	s.keys.Store(0)
 	d := rdb.NewDecoder(r)
 	restore := []byte("RESTORE")
@@ -249,8 +259,14 @@ func (s *shard) copySnapshot(ctx context.Context, l *link) error {
 			if err := s.t.forKey(e.Key).send(&op{what: "RESTORE"}, [][]byte{restore, e.Key, ttl, payload, replace, abs}); err != nil {
 				return err
 			}
-			s.keys.Add(1)
+			n := s.keys.Add(1)
 			s.bytes.Store(d.Offset())
+			if s.m.opt.PauseAt == PauseCopy && !s.m.held.Load() && n >= max(s.total.Load()/2, 1) {
+				if err := s.t.flush(); err != nil {
+					return err
+				}
+				return s.m.hold(ctx, PauseCopy, "shard", s.name, "master", l.addr, "keys", n)
+			}
 			return nil
 		},
 		Function: func(code []byte) error {
