@@ -3,10 +3,12 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -195,7 +197,7 @@ func readStates(ctx context.Context, c pipeliner, keys []string) (map[string]key
 func TestMigrateToClusterFaults(t *testing.T) {
 	phase := os.Getenv("TOCLUSTER_FAULT")
 	if phase == "" {
-		t.Skip("set TOCLUSTER_FAULT (copy, paused, fenced, committed, failover): scripts/tocluster-faults.sh")
+		t.Skip("set TOCLUSTER_FAULT (copy, paused, fenced, committed, failover, failover-full): scripts/tocluster-faults.sh")
 	}
 	redis.SetLogger(quietRedisLog{})
 	run := os.Getenv("TOCLUSTER_FAULT_RUN")
@@ -226,6 +228,25 @@ func TestMigrateToClusterFaults(t *testing.T) {
 	// loader never follows: it reads the sources.
 	loader := newPool(-1)
 	preloadPool(t, ctx, loader, preloadKeys)
+	failover := phase == "failover" || phase == "failover-full"
+	if phase == "failover-full" {
+		// Snapshots larger than what the tool and the sockets buffer, so
+		// that the source's death cuts the copy itself short.
+		rng := rand.New(rand.NewPCG(1, 2))
+		raw := make([]byte, 4<<10)
+		for lo := 0; lo < 3000; lo += 100 {
+			pipe := loader.Pipeline()
+			for i := lo; i < lo+100; i++ {
+				for j := range raw {
+					raw[j] = byte(rng.Uint32())
+				}
+				pipe.Set(ctx, "big:"+strconv.Itoa(i), hex.EncodeToString(raw), 0) // 8 KiB the RDB cannot compress
+			}
+			if _, err := pipe.Exec(ctx); err != nil {
+				t.Fatalf("preload: %v", err)
+			}
+		}
+	}
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr(cbase), addr(cbase + 1), addr(cbase + 2)}})
 	defer cc.Close()
 
@@ -250,7 +271,15 @@ func TestMigrateToClusterFaults(t *testing.T) {
 		return n
 	}
 
+	// The tool's and the rerun's output stay in TOCLUSTER_FAULT_LOGDIR
+	// when it is set.
 	dir := t.TempDir()
+	if d := os.Getenv("TOCLUSTER_FAULT_LOGDIR"); d != "" {
+		dir = filepath.Join(d, phase+"-"+run)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
 	migrate := func(id, logName string, extra ...string) (*exec.Cmd, logFile, chan struct{}) {
 		lf := logFile{filepath.Join(dir, logName+".stderr")}
 		stderr, err := os.Create(lf.path)
@@ -294,7 +323,7 @@ func TestMigrateToClusterFaults(t *testing.T) {
 		id = "fault-" + phase
 	}
 	point := phase
-	if phase == "failover" {
+	if failover {
 		point = tocluster.PauseCopy
 	}
 	// Let the writers write before the migration starts.
@@ -304,7 +333,7 @@ func TestMigrateToClusterFaults(t *testing.T) {
 	t.Logf("tool: %s", line)
 
 	result := map[string]string{"phase": phase, "run": run}
-	if phase == "failover" {
+	if failover {
 		m := regexp.MustCompile(`shard=(\S+)`).FindStringSubmatch(line)
 		if m == nil {
 			t.Fatalf("no shard in %q", line)
@@ -483,7 +512,7 @@ func TestMigrateToClusterFaults(t *testing.T) {
 	lostByFailover := 0
 	for _, k := range ackedAll {
 		if !strings.HasPrefix(got[k].val, "string ") {
-			if phase == "failover" && !post[k] && !srcKeys[k] {
+			if failover && !post[k] && !srcKeys[k] {
 				lostByFailover++ // acknowledged by the killed master, never replicated
 				continue
 			}
@@ -492,7 +521,7 @@ func TestMigrateToClusterFaults(t *testing.T) {
 	}
 	result["acked"] = strconv.Itoa(len(ackedAll))
 	result["lost_final"] = strconv.Itoa(lostFinal)
-	if phase == "failover" {
+	if failover {
 		result["lost_by_failover"] = strconv.Itoa(lostByFailover)
 	}
 	if lostFinal > 0 {

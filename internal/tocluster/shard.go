@@ -78,8 +78,9 @@ type shard struct {
 
 	replid string // only the shard goroutine
 	offset atomic.Int64
-	// streaming is set once the first snapshot is loaded.
-	streaming atomic.Bool
+	// streaming is set once the first snapshot is loaded; copying once the
+	// first snapshot starts.
+	streaming, copying atomic.Bool
 	srcOffset atomic.Int64 // the source's master_repl_offset, polled
 
 	keys, total, bytes, cmds, partial, full atomic.Int64
@@ -189,8 +190,8 @@ func (s *shard) session(ctx context.Context) error {
 	s.cur.Store(l)
 	defer s.cur.Store(nil)
 	if l.full {
-		if s.streaming.Load() {
-			s.full.Add(1)
+		if s.copying.Swap(true) {
+			s.full.Add(1) // a copy again, after a lost link or a failover
 		}
 		if err := s.copySnapshot(ctx, l); err != nil {
 			return err
