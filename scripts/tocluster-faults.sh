@@ -11,7 +11,10 @@
 #   fenced     SIGKILL it in the cut-over: every source node fenced, the
 #              cluster level, just before the commit point
 #   committed  SIGKILL it just after the commit point (sources still paused)
-# and checks: exactly one side takes writes (the sources, or the cluster
+#   cutover-any  no pause point: SIGKILL it 0-100 ms (random) after its
+#              "every shard streams" line, wherever its cut-over is then
+# and checks (once the state settles: a guardian may still be at work):
+# exactly one side takes writes (the sources, or the cluster
 # holding the commit), every acknowledged write is on it, a rerun of the
 # same command completes, and at the end every acknowledged write is on
 # the cluster and the cluster equals the (fenced) sources.
@@ -29,7 +32,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS=${RUNS:-5}
-PHASES=${PHASES:-"copy paused fenced committed failover failover-full"}
+PHASES=${PHASES:-"copy paused fenced committed cutover-any failover failover-full"}
 KEYS=${KEYS:-5000}
 WRITERS=${WRITERS:-4}
 OUT=${OUT:-/tmp/tocluster-faults}

@@ -328,15 +328,29 @@ func TestMigrateToClusterFaults(t *testing.T) {
 	}
 	// Let the writers write before the migration starts.
 	waitUntil(t, 10*time.Second, "first writes", func() bool { return totalAcked() >= 50 })
-	tool, toolLog, toolDone := migrate(id, "tool", "--pause-at", point)
-	line := toolLog.waitLine(t, regexp.MustCompile(`tocluster: paused at `+point), 90*time.Second, toolDone)
-	t.Logf("tool: %s", line)
+	var tool *exec.Cmd
+	var toolLog logFile
+	pausedLine := ""
+	var toolDone chan struct{}
+	if phase == "cutover-any" {
+		// A kill at a random moment of the cut-over: up to 100 ms after
+		// every shard streams (the cut-over takes tens of milliseconds).
+		tool, toolLog, toolDone = migrate(id, "tool")
+		line := toolLog.waitLine(t, regexp.MustCompile(`tocluster: every shard streams`), 90*time.Second, toolDone)
+		t.Logf("tool: %s", line)
+		time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
+	} else {
+		tool, toolLog, toolDone = migrate(id, "tool", "--pause-at", point)
+		line := toolLog.waitLine(t, regexp.MustCompile(`tocluster: paused at `+point), 90*time.Second, toolDone)
+		t.Logf("tool: %s", line)
+		pausedLine = line
+	}
 
 	result := map[string]string{"phase": phase, "run": run}
 	if failover {
-		m := regexp.MustCompile(`shard=(\S+)`).FindStringSubmatch(line)
+		m := regexp.MustCompile(`shard=(\S+)`).FindStringSubmatch(pausedLine)
 		if m == nil {
-			t.Fatalf("no shard in %q", line)
+			t.Fatalf("no shard in %q", pausedLine)
 		}
 		shard := m[1]
 		old := loader.ShardClient(shard)
@@ -384,50 +398,81 @@ func TestMigrateToClusterFaults(t *testing.T) {
 			}
 		}
 	} else {
-		if err := tool.Process.Kill(); err != nil { // SIGKILL
-			t.Fatal(err)
-		}
 		killed := time.Now()
+		if err := tool.Process.Kill(); err != nil { // SIGKILL
+			select {
+			case <-toolDone: // cutover-any: the tool was done before the kill
+				result["kill"] = "after-exit"
+			default:
+				t.Fatal(err)
+			}
+		}
 		<-toolDone
-		if phase != tocluster.PauseCopy {
+		if ms := regexp.MustCompile(`msg="(tocluster: [^"]*)"`).FindAllStringSubmatch(toolLog.text(), -1); len(ms) > 0 {
+			last := ms[len(ms)-1][1]
+			if strings.Contains(last, "guardian") && len(ms) > 1 {
+				last = ms[len(ms)-2][1]
+			}
+			result["last_log"] = strings.ReplaceAll(strings.TrimPrefix(last, "tocluster: "), " ", "_")
+		}
+		if phase != tocluster.PauseCopy && phase != "cutover-any" {
 			// The guardian settles what the tool left.
 			g := toolLog.waitLine(t, regexp.MustCompile(`tocluster: guardian (finished|: cannot)`), 60*time.Second, nil)
 			t.Logf("guardian: %s", g)
 		}
+		// Which side takes writes: the sources (every master takes a
+		// write at once) or the cluster (the commit key holds the id and
+		// every master refuses writes at once). Until one holds (a
+		// guardian may still be at work), poll.
+		sideNow := func() (string, bool) {
+			commit, err := cc.Get(ctx, tocluster.CommitKey).Result()
+			if err != nil && err != redis.Nil {
+				t.Fatal(err)
+			}
+			committed := commit == id
+			writable, refused, notices := 0, 0, 0
+			for _, name := range names {
+				k := "probe:" + name
+				for loader.ShardFor(k) != name {
+					k += "x"
+				}
+				c := loader.ShardClient(name)
+				if c.Exists(ctx, tocluster.NoticeKey).Val() == 1 {
+					notices++
+				}
+				pctx, pcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+				err := c.Set(pctx, k, "1", 0).Err()
+				pcancel()
+				switch {
+				case err == nil:
+					writable++
+				case strings.HasPrefix(err.Error(), "NOREPLICAS"):
+					refused++
+				}
+			}
+			switch {
+			case committed && refused == len(names):
+				return "cluster", true
+			case !committed && writable == len(names):
+				return "sources", notices == 0
+			case !committed && writable == 0:
+				return "none", false
+			}
+			return fmt.Sprintf("both(commit=%v,writable=%d,refused=%d)", committed, writable, refused), false
+		}
+		side, settled := sideNow()
+		for deadline := time.Now().Add(20 * time.Second); !settled && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+			side, settled = sideNow()
+		}
 		result["settled_in"] = time.Since(killed).Round(time.Millisecond).String()
-		// Which side takes writes: the sources (every master) or the
-		// cluster (the commit key holds the id).
-		commit, err := cc.Get(ctx, tocluster.CommitKey).Result()
-		if err != nil && err != redis.Nil {
-			t.Fatal(err)
-		}
-		committed := commit == id
-		writable := 0
-		for _, name := range names {
-			k := "probe:" + name
-			for loader.ShardFor(k) != name {
-				k += "x"
-			}
-			err := loader.ShardClient(name).Set(ctx, k, "1", 0).Err()
-			if err == nil {
-				writable++
-			} else if !strings.HasPrefix(err.Error(), "NOREPLICAS") {
-				t.Errorf("probe write on %s: %v", name, err)
-			}
-		}
-		side := "none"
-		switch {
-		case committed && writable == 0:
-			side = "cluster"
-		case !committed && writable == len(names):
-			side = "sources"
-		case committed || writable > 0:
-			side = fmt.Sprintf("both(commit=%v,writable=%d)", committed, writable)
-		}
 		result["one_side"] = side
+		if !settled {
+			t.Errorf("after a kill at %s: not settled after 20s: %s", phase, side)
+		}
 		want := map[string]string{tocluster.PauseCopy: "sources", tocluster.PausePaused: "sources",
 			tocluster.PauseFenced: "sources", tocluster.PauseCommitted: "cluster"}[phase]
-		if side != want {
+		if want != "" && side != want || side != "sources" && side != "cluster" {
 			t.Errorf("after a kill at %s: %s serve writes, want %s", phase, side, want)
 		}
 		// Every write acknowledged so far is on that side.
@@ -566,7 +611,7 @@ func TestMigrateToClusterFaults(t *testing.T) {
 	result["longest_write"] = longest.Round(time.Millisecond).String()
 	var b strings.Builder
 	b.WriteString("FAULT")
-	for _, k := range []string{"phase", "run", "one_side", "settled_in", "lost_after_kill", "rerun", "new_master", "followed_in",
+	for _, k := range []string{"phase", "run", "kill", "last_log", "one_side", "settled_in", "lost_after_kill", "rerun", "new_master", "followed_in",
 		"resyncs", "acked", "lost_final", "lost_by_failover", "differ", "extra", "writer_errors", "longest_write"} {
 		if v, ok := result[k]; ok {
 			fmt.Fprintf(&b, " %s=%s", k, v)
