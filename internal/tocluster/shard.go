@@ -78,10 +78,12 @@ type shard struct {
 
 	replid string // only the shard goroutine
 	offset atomic.Int64
-	// streaming is set once the first snapshot is loaded; copying once the
-	// first snapshot starts.
-	streaming, copying atomic.Bool
-	srcOffset atomic.Int64 // the source's master_repl_offset, polled
+	// streaming is set once the first snapshot is loaded.
+	streaming atomic.Bool
+	// copying is set once the first snapshot starts.
+	copying atomic.Bool
+	// srcOffset is the source's master_repl_offset, polled.
+	srcOffset atomic.Int64
 
 	keys, total, bytes, cmds, partial, full atomic.Int64
 	copyNs                                  atomic.Int64
