@@ -164,12 +164,17 @@ func (m *Migration) cutover(ctx context.Context) (time.Duration, error) {
 	defer cancel()
 	bg := context.WithoutCancel(ctx)
 	fenced := false
-	unpause := func() {
+	unpause := func() bool {
+		ok := true
 		for _, x := range srcs {
 			uctx, c := context.WithTimeout(bg, 2*time.Second)
-			_ = x.master.Do(uctx, "CLIENT", "UNPAUSE").Err()
+			if err := x.master.Do(uctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+				m.log.Error("tocluster: cannot unpause", "node", x.s.masterAddr(), "err", err)
+				ok = false
+			}
 			c()
 		}
+		return ok
 	}
 	abort := func(err error) (time.Duration, error) {
 		clean := true
@@ -185,7 +190,9 @@ func (m *Migration) cutover(ctx context.Context) (time.Duration, error) {
 				}
 			}
 		}
-		unpause()
+		if !unpause() {
+			clean = false
+		}
 		for _, x := range srcs {
 			uctx, c := context.WithTimeout(bg, 2*time.Second)
 			if x.master.Del(uctx, NoticeKey).Err() != nil {
@@ -282,10 +289,10 @@ func (m *Migration) cutover(ctx context.Context) (time.Duration, error) {
 		release(true)
 		return 0, err
 	}
-	unpause()
+	unpaused := unpause()
 	pause := time.Since(pausedAt)
 	m.cleanMarkers(bg)
-	release(false)
+	release(!unpaused)
 	return pause, nil
 }
 

@@ -175,10 +175,11 @@ func TestWatchSettlesKilledCutover(t *testing.T) {
 }
 
 // TestCommitLosesToAbort stops a real cut-over at its last point before
-// the commit (PauseAt fenced), marks it aborted on the cluster there, as
-// a guardian or --cutover-only does for a tool it takes for dead, and
-// resumes: the commit (SET NX) is refused, the tool rolls back, and the
-// source serves as before.
+// the commit (PauseAt fenced) and runs Recover there, as a guardian or
+// --cutover-only does for a tool it takes for dead: the cut-over is
+// marked aborted and its fences lifted. Resumed, the tool's commit (SET
+// NX) is refused, it rolls back, and the source serves as before; a
+// rerun completes.
 func TestCommitLosesToAbort(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end test skipped in -short mode")
@@ -207,11 +208,18 @@ func TestCommitLosesToAbort(t *testing.T) {
 	if v := minReplicas(t, m); v != FenceReplicas {
 		t.Fatalf("not fenced at %s: %q", PauseFenced, v)
 	}
-	if err := cc.Set(ctx, CommitKey, AbortPrefix+"lose", 0).Err(); err != nil {
-		t.Fatal(err)
+	// Recover, as --cutover-only or a rerun runs it: the tool's own link
+	// is among the master's replicas (its announcer answers CONFIG GET
+	// with nothing), the cut-over is marked aborted and rolled back.
+	rec, err := Recover(ctx, Options{Sentinels: []string{f.sentinel.Addr}, Masters: f.names, To: f.cluster[0], Logger: testLogger(t)})
+	if err != nil || rec.Aborted != "lose" || rec.Unfenced != 2 {
+		t.Fatalf("Recover = %+v, %v", rec, err)
+	}
+	if v := cc.Get(ctx, CommitKey).Val(); v != AbortPrefix+"lose" {
+		t.Fatalf("commit key %q after Recover", v)
 	}
 	close(resume)
-	err := <-done
+	err = <-done
 	if err == nil || !strings.Contains(err.Error(), "commit refused") {
 		t.Fatalf("Run after the abort marker: %v", err)
 	}
