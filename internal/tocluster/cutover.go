@@ -417,7 +417,7 @@ func FinishCutover(ctx context.Context, o Options, wait time.Duration) (string, 
 			}
 		}
 	}
-	rec, err := m.recover(ctx)
+	rec, err := m.recover(ctx, "")
 	if err != nil {
 		return "", err
 	}

@@ -327,7 +327,17 @@ func (m *Migration) run(ctx context.Context) (*Result, error) {
 	// A rerun first settles what an earlier, interrupted cut-over left:
 	// after its commit point it is finished (the fences), before it rolled
 	// back (see recover.go).
-	rec, err := m.recover(ctx)
+	// An earlier run of a migration (the attempt key names it) must be
+	// gone, its requests landed, before anything of it is settled or
+	// deleted: its connections are named after it.
+	if prev, err := m.attempt(ctx); err != nil {
+		return nil, err
+	} else if prev != "" && prev != opt.ID {
+		if err := m.waitGone(ctx, ClientName(prev), opt.CutoverTimeout+5*time.Second); err != nil {
+			return nil, fmt.Errorf("tocluster: the earlier migration %s still has connections open (is it running? stop it first): %w", prev, err)
+		}
+	}
+	rec, err := m.recover(ctx, "")
 	if err != nil {
 		return nil, err
 	}
@@ -610,6 +620,22 @@ func (m *Migration) preflightCluster(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// attempt returns the attempt key's value on the cluster ("" if none).
+func (m *Migration) attempt(ctx context.Context) (string, error) {
+	c := m.client(m.slots.owner[slotOf(AttemptKey)])
+	defer c.Close()
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	v, err := c.Get(qctx, AttemptKey).Result()
+	if err == redis.Nil {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("tocluster: read the attempt key: %w", err)
+	}
+	return v, nil
 }
 
 func (m *Migration) markAttempt(ctx context.Context) error {

@@ -96,7 +96,7 @@ func Recover(ctx context.Context, o Options) (Recovered, error) {
 		return Recovered{}, err
 	}
 	m.slots = slots
-	return m.recover(ctx)
+	return m.recover(ctx, "")
 }
 
 func (m *Migration) commitValue(ctx context.Context) (string, *redis.Client, error) {
@@ -114,7 +114,9 @@ func (m *Migration) commitValue(ctx context.Context) (string, *redis.Client, err
 	return v, c, nil
 }
 
-func (m *Migration) recover(ctx context.Context) (Recovered, error) {
+// recover is Recover. With only set, it settles only the cut-over of
+// that migration id (a guardian never touches a later run's cut-over).
+func (m *Migration) recover(ctx context.Context, only string) (Recovered, error) {
 	v, cc, err := m.commitValue(ctx)
 	if err != nil {
 		return Recovered{}, err
@@ -150,7 +152,7 @@ func (m *Migration) recover(ctx context.Context) (Recovered, error) {
 	if err != nil {
 		return Recovered{}, err
 	}
-	if id == "" && !fenced {
+	if id == "" && !fenced || only != "" && id != only {
 		return Recovered{Skipped: skipped}, nil
 	}
 	if id == "" {
@@ -301,7 +303,8 @@ func (m *Migration) connected(ctx context.Context, addrs []string, name string) 
 }
 
 // waitGone waits (up to limit) until no connection named name is left on
-// the source nodes and the cluster masters.
+// the source nodes and the cluster masters: a tool that died has no
+// request left in flight once its connections are gone.
 func (m *Migration) waitGone(ctx context.Context, name string, limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for {
@@ -367,6 +370,6 @@ func Watch(ctx context.Context, o Options, in io.Reader) (string, error) {
 			m.log.Warn("tocluster: guardian: settling anyway", "err", err)
 		}
 	}
-	rec, err := m.recover(ctx)
+	rec, err := m.recover(ctx, opt.ID)
 	return rec.String(), err
 }
