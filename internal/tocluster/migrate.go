@@ -333,6 +333,7 @@ func (m *Migration) run(ctx context.Context) (*Result, error) {
 	if prev, err := m.attempt(ctx); err != nil {
 		return nil, err
 	} else if prev != "" && prev != opt.ID {
+		m.log.Info("tocluster: waiting until the earlier migration's connections are gone", "earlier", prev)
 		if err := m.waitGone(ctx, ClientName(prev), opt.CutoverTimeout+5*time.Second); err != nil {
 			return nil, fmt.Errorf("tocluster: the earlier migration %s still has connections open (is it running? stop it first): %w", prev, err)
 		}

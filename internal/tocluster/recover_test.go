@@ -239,3 +239,59 @@ func TestCommitLosesToAbort(t *testing.T) {
 		t.Errorf("after on the cluster = %q", v)
 	}
 }
+
+// TestRerunWaitsForEarlierTool: a rerun finds the attempt key of an
+// earlier migration whose connection is still open (a tool not dead yet,
+// or its requests still on the way): it deletes and settles nothing
+// until that connection is gone, then completes.
+func TestRerunWaitsForEarlierTool(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	f := startFixture(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	m := client(t, f.masters[0].Addr)
+	preload(t, m, "a", 100)
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: f.cluster})
+	defer cc.Close()
+	if err := cc.Set(ctx, AttemptKey, "earlier", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := cc.Set(ctx, "stale", "1", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	home, err := cc.MasterForKey(ctx, "stale")
+	if err != nil {
+		t.Fatal(err)
+	}
+	earlier := redis.NewClient(&redis.Options{Addr: home.Options().Addr, ClientName: ClientName("earlier"), MaxRetries: -1})
+	defer earlier.Close()
+	if err := earlier.Ping(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	h := &signalHandler{Handler: testLogger(t).Handler(), want: "waiting until the earlier migration", seen: make(chan struct{})}
+	opt := Options{Sentinels: []string{f.sentinel.Addr}, Masters: f.names, To: f.cluster[0], ID: "rerun",
+		CutoverTimeout: 20 * time.Second, Logger: slog.New(h)}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Run(ctx, opt)
+		done <- err
+	}()
+	select {
+	case <-h.seen:
+	case err := <-done:
+		t.Fatalf("Run ended before waiting: %v", err)
+	}
+	// The earlier attempt's keys are still there: nothing was deleted.
+	if v := cc.Get(ctx, "stale").Val(); v != "1" {
+		t.Fatalf("the earlier attempt's key was deleted while its tool was connected: %q", v)
+	}
+	earlier.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("rerun: %v", err)
+	}
+	if cc.Exists(ctx, "stale").Val() != 0 || cc.Get(ctx, CommitKey).Val() != "rerun" {
+		t.Errorf("after the rerun: stale key kept or no commit")
+	}
+}
