@@ -11,8 +11,9 @@
 #   fenced     SIGKILL it in the cut-over: every source node fenced, the
 #              cluster level, just before the commit point
 #   committed  SIGKILL it just after the commit point (sources still paused)
-#   cutover-any  no pause point: SIGKILL it 0-100 ms (random) after its
-#              "every shard streams" line, wherever its cut-over is then
+#   cutover-any  no pause point: SIGKILL it 0-60 ms (random) after its
+#              "cut-over starts" line, wherever its cut-over is then (the
+#              last line it logged says where)
 # and checks (once the state settles: a guardian may still be at work):
 # exactly one side takes writes (the sources, or the cluster
 # holding the commit), every acknowledged write is on it, a rerun of the

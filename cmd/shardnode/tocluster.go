@@ -243,7 +243,8 @@ func runGuardian(opt tocluster.Options) error {
 		return cli.Exit("shardnode migrate-to-cluster --guardian: "+err.Error(), 1)
 	}
 	opt.Username, opt.Password, opt.SentinelPassword = a.User, a.Password, a.SentinelPassword
-	opt.Logger.Info("tocluster: guardian: watching the cut-over", "id", opt.ID, "pid", os.Getpid())
+	opt.Logger = opt.Logger.With("guardian", os.Getpid())
+	opt.Logger.Info("tocluster: guardian: watching the cut-over", "id", opt.ID)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*opt.CutoverTimeout+time.Minute)
 	defer cancel()
 	msg, err := tocluster.Watch(ctx, opt, br)

@@ -333,12 +333,13 @@ func TestMigrateToClusterFaults(t *testing.T) {
 	pausedLine := ""
 	var toolDone chan struct{}
 	if phase == "cutover-any" {
-		// A kill at a random moment of the cut-over: up to 100 ms after
-		// every shard streams (the cut-over takes tens of milliseconds).
+		// A kill at a random moment of the cut-over: up to 60 ms after
+		// its start (it takes tens of milliseconds; the log's last line
+		// says where the kill landed).
 		tool, toolLog, toolDone = migrate(id, "tool")
-		line := toolLog.waitLine(t, regexp.MustCompile(`tocluster: every shard streams`), 90*time.Second, toolDone)
+		line := toolLog.waitLine(t, regexp.MustCompile(`tocluster: cut-over starts`), 90*time.Second, toolDone)
 		t.Logf("tool: %s", line)
-		time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
+		time.Sleep(time.Duration(rand.IntN(60)) * time.Millisecond)
 	} else {
 		tool, toolLog, toolDone = migrate(id, "tool", "--pause-at", point)
 		line := toolLog.waitLine(t, regexp.MustCompile(`tocluster: paused at `+point), 90*time.Second, toolDone)
@@ -408,16 +409,19 @@ func TestMigrateToClusterFaults(t *testing.T) {
 			}
 		}
 		<-toolDone
-		if ms := regexp.MustCompile(`msg="(tocluster: [^"]*)"`).FindAllStringSubmatch(toolLog.text(), -1); len(ms) > 0 {
-			last := ms[len(ms)-1][1]
-			if strings.Contains(last, "guardian") && len(ms) > 1 {
-				last = ms[len(ms)-2][1]
+		msgRe := regexp.MustCompile(`msg="(tocluster: [^"]*)"`)
+		last := ""
+		for _, l := range strings.Split(toolLog.text(), "\n") {
+			if m := msgRe.FindStringSubmatch(l); m != nil && !strings.Contains(l, "guardian") {
+				last = m[1] // the tool's, not its guardian's
 			}
+		}
+		if last != "" {
 			result["last_log"] = strings.ReplaceAll(strings.TrimPrefix(last, "tocluster: "), " ", "_")
 		}
 		if phase != tocluster.PauseCopy && phase != "cutover-any" {
 			// The guardian settles what the tool left.
-			g := toolLog.waitLine(t, regexp.MustCompile(`tocluster: guardian (finished|: cannot)`), 60*time.Second, nil)
+			g := toolLog.waitLine(t, regexp.MustCompile(`tocluster: guardian( finished|: cannot)`), 60*time.Second, nil)
 			t.Logf("guardian: %s", g)
 		}
 		// Which side takes writes: the sources (every master takes a

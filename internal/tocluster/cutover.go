@@ -211,6 +211,7 @@ func (m *Migration) cutover(ctx context.Context) (time.Duration, error) {
 			return abort(fmt.Errorf("CLIENT PAUSE on %s: %w", x.s.masterAddr(), err))
 		}
 	}
+	m.log.Info("tocluster: sources paused", "id", opt.ID)
 	if err := m.hold(ctx, PausePaused); err != nil {
 		return abort(err)
 	}
@@ -267,6 +268,7 @@ func (m *Migration) cutover(ctx context.Context) (time.Duration, error) {
 			return abort(fmt.Errorf("shard %s: the cluster refused %d commands (first: %s)", s.name, n, first))
 		}
 	}
+	m.log.Info("tocluster: sources fenced, the cluster level", "id", opt.ID)
 	if err := m.hold(ctx, PauseFenced); err != nil {
 		return abort(err)
 	}
@@ -291,6 +293,7 @@ func (m *Migration) cutover(ctx context.Context) (time.Duration, error) {
 	}
 	unpaused := unpause()
 	pause := time.Since(pausedAt)
+	m.log.Info("tocluster: sources unpaused", "id", opt.ID, "paused", pause)
 	m.cleanMarkers(bg)
 	release(!unpaused)
 	return pause, nil

@@ -478,6 +478,7 @@ func (m *Migration) run(ctx context.Context) (*Result, error) {
 		res.Keys += s.keys.Load()
 	}
 	m.setPhase("cutover")
+	m.log.Info("tocluster: cut-over starts", "id", opt.ID)
 	pause, err := m.cutover(ctx)
 	res.PauseTime = pause
 	if err != nil {
