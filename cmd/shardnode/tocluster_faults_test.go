@@ -205,6 +205,13 @@ func TestMigrateToClusterFaults(t *testing.T) {
 	bin := shardnodeBinary(t)
 	base, sbase := freeRanges(t, 6, 3, 0)
 	cbase := freeClusterBase(t, 3)
+	// The sources' ports apart from the cluster's and its bus ports.
+	for range 100 {
+		if (cbase+3 <= base || cbase >= base+9) && (cbase+10003 <= base || cbase+10000 >= base+9) {
+			break
+		}
+		cbase = freeClusterBase(t, 3)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	src := startUp(t, bin, "--dir", filepath.Join(t.TempDir(), "src"), "--shards", "3", "--replicas", "1", "--sentinels", "3",
