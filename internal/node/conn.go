@@ -88,6 +88,11 @@ type Client struct {
 	// now is the time of the command being run (ms), cached as Redis does
 	// so a command and a MULTI/EXEC see one clock.
 	now int64
+	// callDepth counts the calls in progress on this client: the commands
+	// of an EXEC or a script run at depth > 0 and keep the outer
+	// command's now, so keys do not expire in the middle of either (Redis
+	// 7.0's fixed_time_expire and script time snapshot).
+	callDepth int
 
 	// multi holds queued commands inside MULTI.
 	multi   [][][]byte

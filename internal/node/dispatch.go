@@ -431,7 +431,12 @@ func (c *Client) flagTransaction() {
 func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	s := c.srv
 	var start time.Duration
-	c.now, start = c.commandStart() // perf_hot.go: at most one clock read
+	if c.callDepth == 0 {
+		c.now, start = c.commandStart() // perf_hot.go: at most one clock read
+	} else {
+		start = time.Since(procStart) // inside EXEC or a script: the outer command's now holds
+	}
+	c.callDepth++
 	c.cmd = cmd
 	c.dirty = 0
 	c.propArgs = nil
@@ -446,6 +451,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 				c.unlockHeld()
 				c.addError(msg)
 				cmd.stats.rejected.Add(1)
+				c.callDepth--
 				return
 			}
 		}
@@ -463,6 +469,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 		c.setMasterAccess(cmd, args, true) // replication_expire.go
 	}
 	cmd.fn(c, args)
+	c.callDepth--
 	if masterView {
 		c.setMasterAccess(cmd, args, false)
 	} else if c.dirty > 0 && cmd.flags&flagWrite != 0 && s.replicaMode.Load() {
