@@ -244,7 +244,7 @@ func runGuardian(opt tocluster.Options) error {
 	}
 	opt.Username, opt.Password, opt.SentinelPassword = a.User, a.Password, a.SentinelPassword
 	opt.Logger = opt.Logger.With("guardian", os.Getpid())
-	opt.Logger.Info("tocluster: guardian: watching the cut-over", "id", opt.ID)
+	opt.Logger.Debug("tocluster: guardian: watching the cut-over", "id", opt.ID) // quiet: the tool's progress bar shares stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 2*opt.CutoverTimeout+time.Minute)
 	defer cancel()
 	msg, err := tocluster.Watch(ctx, opt, br)
