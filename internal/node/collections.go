@@ -139,3 +139,7 @@ func parseRandCount(c *Client, args [][]byte, with string) (count int64, withVal
 	}
 	return l, false, true
 }
+
+// addErr replies with a parse error of internal/node/grammar (whose text
+// is Redis's reply).
+func (c *Client) addErr(err error) { c.addError(err.Error()) }

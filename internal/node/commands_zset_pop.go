@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/shardis/shardis/internal/node/grammar"
 	"github.com/shardis/shardis/internal/node/value"
 	"github.com/shardis/shardis/internal/resp"
 )
@@ -23,13 +24,12 @@ func zpopMinMax(c *Client, args [][]byte, max bool) {
 	}
 	count := int64(-1)
 	if len(args) == 3 {
-		n, ok := parseInt(args[2])
-		if !ok {
-			c.addError(errNotInt)
-			return
+		n, err := grammar.Int(args[2])
+		if err == nil && n < 0 {
+			err = grammar.ErrPositive
 		}
-		if n < 0 {
-			c.addError(errZPositive)
+		if err != nil {
+			c.addErr(err)
 			return
 		}
 		count = n
@@ -117,47 +117,15 @@ func zpopGeneric(c *Client, keys [][]byte, max, emitKey bool, count int64, neste
 	return key, n
 }
 
-// parseZMPopArgs parses "numkeys key... MIN|MAX [COUNT count]" starting at
-// numIdx; on error it replies and returns ok=false.
-func parseZMPopArgs(c *Client, args [][]byte, numIdx int) (keys [][]byte, max bool, count int64, ok bool) {
-	numkeys, isInt := parseInt(args[numIdx])
-	if !isInt || numkeys < 1 {
-		c.addError("ERR numkeys should be greater than 0")
-		return nil, false, 0, false
+// parseZMPop parses ZMPOP/BZMPOP's "numkeys key... MIN|MAX [COUNT
+// count]" starting at numIdx; on error it replies and returns ok=false.
+func parseZMPop(c *Client, args [][]byte, numIdx int) (grammar.MPop, bool) {
+	o, err := grammar.ParseMPop(args, numIdx, "min", "max")
+	if err != nil {
+		c.addErr(err)
+		return o, false
 	}
-	whereIdx := int64(numIdx) + numkeys + 1
-	if whereIdx >= int64(len(args)) {
-		c.addError(errSyntax)
-		return nil, false, 0, false
-	}
-	switch {
-	case eqFold(args[whereIdx], "min"):
-	case eqFold(args[whereIdx], "max"):
-		max = true
-	default:
-		c.addError(errSyntax)
-		return nil, false, 0, false
-	}
-	count = -1
-	for j := int(whereIdx) + 1; j < len(args); j++ {
-		more := len(args) - 1 - j
-		if count == -1 && eqFold(args[j], "count") && more > 0 {
-			j++
-			n, isInt := parseInt(args[j])
-			if !isInt || n < 1 {
-				c.addError("ERR count should be greater than 0")
-				return nil, false, 0, false
-			}
-			count = n
-		} else {
-			c.addError(errSyntax)
-			return nil, false, 0, false
-		}
-	}
-	if count == -1 {
-		count = 1
-	}
-	return args[numIdx+1 : whereIdx], max, count, true
+	return o, true
 }
 
 // zpopPropagation is what a ZMPOP/BZPOP* is replicated as.
@@ -174,13 +142,13 @@ func zpopPropagation(max bool, key string, n int, withCount bool) [][]byte {
 
 // ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
 func cmdZMPop(c *Client, args [][]byte) {
-	keys, max, count, ok := parseZMPopArgs(c, args, 1)
+	o, ok := parseZMPop(c, args, 1)
 	if !ok {
 		return
 	}
-	key, n := zpopGeneric(c, keys, max, true, count, true, true)
+	key, n := zpopGeneric(c, o.Keys, o.Second, true, o.Count, true, true)
 	if n > 0 {
-		c.propagateAs(zpopPropagation(max, key, n, true))
+		c.propagateAs(zpopPropagation(o.Second, key, n, true))
 	}
 }
 
@@ -189,8 +157,9 @@ func cmdZMPop(c *Client, args [][]byte) {
 // ZRANDMEMBER key [count [WITHSCORES]]
 func cmdZRandMember(c *Client, args [][]byte) {
 	if len(args) >= 3 {
-		l, withScores, ok := parseRandCount(c, args, "withscores")
-		if !ok {
+		l, withScores, err := grammar.RandCount(args, "withscores")
+		if err != nil {
+			c.addErr(err)
 			return
 		}
 		zrandMemberWithCount(c, args[1], l, withScores)
@@ -208,22 +177,14 @@ func cmdZRandMember(c *Client, args [][]byte) {
 	c.addBulkString(m)
 }
 
+// zrandMemberWithCount answers ZRANDMEMBER with a count l: distinct
+// members for l > 0, l draws with repetitions for l < 0.
 func zrandMemberWithCount(c *Client, keyb []byte, l int64, withScores bool) {
 	z, _, ok := c.lookupZSet(string(keyb))
 	if !ok {
 		return
 	}
-	if z == nil {
-		c.addArrayLen(0)
-		return
-	}
-	size := z.Len()
-	uniq := l >= 0
-	count := l
-	if !uniq {
-		count = -l
-	}
-	if count == 0 {
+	if z == nil || l == 0 {
 		c.addArrayLen(0)
 		return
 	}
@@ -236,45 +197,24 @@ func zrandMemberWithCount(c *Client, keyb []byte, l int64, withScores bool) {
 			c.addDouble(s)
 		}
 	}
-	if !uniq || count == 1 {
-		if withScores && c.proto < 3 {
-			c.addArrayLen(int(count * 2))
-		} else {
-			c.addArrayLen(int(count))
-		}
-		for i := int64(0); i < count; i++ {
-			m, s := z.At(rand.IntN(size))
-			emit(m, s)
-		}
-		return
-	}
-	n := size
-	if count < int64(size) {
-		n = int(count)
+	n := int64(z.Len())
+	if l < 0 || l == 1 {
+		n = max(l, -l)
+	} else {
+		n = min(n, l)
 	}
 	if withScores && c.proto < 3 {
-		c.addArrayLen(n * 2)
+		c.addArrayLen(int(n * 2))
 	} else {
-		c.addArrayLen(n)
+		c.addArrayLen(int(n))
 	}
-	if n == size {
+	switch {
+	case l < 0 || l == 1:
+		z.RandomRepeats(n, func(m string, s float64) bool { emit(m, s); return true })
+	case n == int64(z.Len()):
 		z.ForEach(func(m string, s float64) bool { emit(m, s); return true })
-		return
-	}
-	// Partial Fisher-Yates over ranks: n distinct random ranks.
-	swapped := make(map[int]int, n)
-	get := func(i int) int {
-		if v, ok := swapped[i]; ok {
-			return v
-		}
-		return i
-	}
-	for i := 0; i < n; i++ {
-		j := i + rand.IntN(size-i)
-		vi, vj := get(i), get(j)
-		swapped[i], swapped[j] = vj, vi
-		m, s := z.At(vj)
-		emit(m, s)
+	default:
+		z.RandomDistinct(int(n), emit)
 	}
 }
 
