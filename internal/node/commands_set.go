@@ -454,7 +454,7 @@ func cmdSScan(c *Client, args [][]byte) {
 	var items [][]byte
 	if s.Dict == nil {
 		s.Each(func(m []byte) bool {
-			if o.keep(m) {
+			if scanKeep(&o, m) {
 				items = append(items, slices.Clone(m))
 			}
 			return true
@@ -462,8 +462,8 @@ func cmdSScan(c *Client, args [][]byte) {
 		c.addScanReply(0, items)
 		return
 	}
-	cursor := s.Dict.ScanCount(o.cursor, o.count, func(n *value.DictNode[struct{}]) {
-		if o.keep(sbytes(n.Key)) {
+	cursor := s.Dict.ScanCount(o.Cursor, o.Count, func(n *value.DictNode[struct{}]) {
+		if scanKeep(&o, sbytes(n.Key)) {
 			items = append(items, sbytes(n.Key))
 		}
 	})

@@ -226,9 +226,10 @@ func zrandMemberWithCount(c *Client, keyb []byte, l int64, withScores bool) {
 // large one is walked through its hash table with a reverse-binary cursor,
 // so a member present for the whole scan is returned at least once.
 func cmdZScan(c *Client, args [][]byte) {
-	cursor, ok := zscanCursor(args[2])
-	if !ok {
-		c.addError("ERR invalid cursor")
+	// Unlike HSCAN and SSCAN, an empty cursor is refused.
+	cursor, ok := grammar.Cursor(args[2])
+	if !ok || len(args[2]) == 0 {
+		c.addErr(grammar.ErrInvalidCursor)
 		return
 	}
 	z, _, ok := c.lookupZSet(string(args[1]))
@@ -241,57 +242,32 @@ func cmdZScan(c *Client, args [][]byte) {
 		c.addArrayLen(0)
 		return
 	}
-	count := int64(10)
-	pattern := ""
-	hasPattern := false
-	for j := 3; j < len(args); j += 2 {
-		if j+1 >= len(args) {
-			c.addError(errSyntax)
-			return
-		}
-		switch {
-		case eqFold(args[j], "count"):
-			n, ok := parseInt(args[j+1])
-			if !ok {
-				c.addError(errNotInt)
-				return
-			}
-			if n < 1 {
-				c.addError(errSyntax)
-				return
-			}
-			count = n
-		case eqFold(args[j], "match"):
-			pattern = string(args[j+1])
-			hasPattern = pattern != "*"
-		default:
-			c.addError(errSyntax)
-			return
-		}
+	o, err := grammar.ScanOptions(args[3:])
+	if err != nil {
+		c.addErr(err)
+		return
 	}
 	var items []value.ZItem
-	next := uint64(0)
-	{
-		collect := func(m string, s float64) bool {
-			if !hasPattern || globMatch(pattern, m, false) {
-				items = append(items, value.ZItem{Member: m, Score: s})
-			}
-			return true
+	collect := func(m string, s float64) bool {
+		if scanKeep(&o, sbytes(m)) {
+			items = append(items, value.ZItem{Member: m, Score: s})
 		}
-		if z.IsSmall() {
-			z.ForEach(collect)
-		} else {
-			// Visit buckets until count elements are collected, at most
-			// count*10 buckets per call, as Redis's scanGenericCommand.
-			next = cursor
-			seen := int64(0)
-			visit := func(n *value.DictNode[*value.SkipNode]) { seen++; collect(n.Key, n.Val.Score) }
-			for iter := count * 10; ; {
-				next = z.Dict.Scan(next, visit)
-				iter--
-				if next == 0 || iter <= 0 || seen >= count {
-					break
-				}
+		return true
+	}
+	next := uint64(0)
+	if z.IsSmall() {
+		z.ForEach(collect)
+	} else {
+		// Visit buckets until count elements are collected, at most
+		// count*10 buckets per call, as Redis's scanGenericCommand.
+		next = cursor
+		seen := 0
+		visit := func(n *value.DictNode[*value.SkipNode]) { seen++; collect(n.Key, n.Val.Score) }
+		for iter := o.Count * 10; ; {
+			next = z.Dict.Scan(next, visit)
+			iter--
+			if next == 0 || iter <= 0 || seen >= o.Count {
+				break
 			}
 		}
 	}
@@ -303,27 +279,4 @@ func cmdZScan(c *Client, args [][]byte) {
 		c.addBulkString(it.Member)
 		c.addBulk(resp.FormatDouble(buf[:0], it.Score))
 	}
-}
-
-// zscanCursor parses a SCAN cursor as Redis's strtoul does: an unsigned
-// 64-bit integer, a leading '-' negating it modulo 2^64.
-func zscanCursor(b []byte) (uint64, bool) {
-	if len(b) == 0 || b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r' || b[0] == '\v' || b[0] == '\f' {
-		return 0, false
-	}
-	neg := false
-	switch b[0] {
-	case '-':
-		neg, b = true, b[1:]
-	case '+':
-		b = b[1:]
-	}
-	n, err := strconv.ParseUint(string(b), 10, 64)
-	if err != nil {
-		return 0, false
-	}
-	if neg {
-		n = -n
-	}
-	return n, true
 }
