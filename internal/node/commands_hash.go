@@ -419,24 +419,14 @@ func cmdHScan(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	var items [][]byte
 	if h == nil {
 		c.addScanReply(0, nil)
 		return
 	}
-	if h.Dict == nil {
-		h.Each(func(f, v []byte) bool {
-			if scanKeep(&o, f) {
-				items = append(items, f, v)
-			}
-			return true
-		})
-		c.addScanReply(0, items)
-		return
-	}
-	cursor := h.Dict.ScanCount(o.Cursor, o.Count, func(n *value.DictNode[[]byte]) {
-		if scanKeep(&o, sbytes(n.Key)) {
-			items = append(items, sbytes(n.Key), n.Val)
+	var items [][]byte
+	cursor := h.Scan(o.Cursor, o.Count, func(f, v []byte) {
+		if scanKeep(&o, f) {
+			items = append(items, f, v)
 		}
 	})
 	c.addScanReply(cursor, items)

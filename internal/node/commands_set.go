@@ -452,19 +452,9 @@ func cmdSScan(c *Client, args [][]byte) {
 		return
 	}
 	var items [][]byte
-	if s.Dict == nil {
-		s.Each(func(m []byte) bool {
-			if scanKeep(&o, m) {
-				items = append(items, slices.Clone(m))
-			}
-			return true
-		})
-		c.addScanReply(0, items)
-		return
-	}
-	cursor := s.Dict.ScanCount(o.Cursor, o.Count, func(n *value.DictNode[struct{}]) {
-		if scanKeep(&o, sbytes(n.Key)) {
-			items = append(items, sbytes(n.Key))
+	cursor := s.Scan(o.Cursor, o.Count, func(m []byte) {
+		if scanKeep(&o, m) {
+			items = append(items, m)
 		}
 	})
 	c.addScanReply(cursor, items)

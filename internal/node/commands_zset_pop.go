@@ -220,11 +220,7 @@ func zrandMemberWithCount(c *Client, keyb []byte, l int64, withScores bool) {
 
 // ---- ZSCAN ------------------------------------------------------------------
 
-// ZSCAN key cursor [MATCH pattern] [COUNT count]
-//
-// A small (listpack) set is returned whole with cursor 0, as Redis does; a
-// large one is walked through its hash table with a reverse-binary cursor,
-// so a member present for the whole scan is returned at least once.
+// ZSCAN key cursor [MATCH pattern] [COUNT count] (see value.ZSet.Scan)
 func cmdZScan(c *Client, args [][]byte) {
 	// Unlike HSCAN and SSCAN, an empty cursor is refused.
 	cursor, ok := grammar.Cursor(args[2])
@@ -237,9 +233,7 @@ func cmdZScan(c *Client, args [][]byte) {
 		return
 	}
 	if z == nil {
-		c.addArrayLen(2)
-		c.addBulkString("0")
-		c.addArrayLen(0)
+		c.addScanReply(0, nil)
 		return
 	}
 	o, err := grammar.ScanOptions(args[3:])
@@ -247,36 +241,11 @@ func cmdZScan(c *Client, args [][]byte) {
 		c.addErr(err)
 		return
 	}
-	var items []value.ZItem
-	collect := func(m string, s float64) bool {
+	var items [][]byte
+	next := z.Scan(cursor, o.Count, func(m string, s float64) {
 		if scanKeep(&o, sbytes(m)) {
-			items = append(items, value.ZItem{Member: m, Score: s})
+			items = append(items, sbytes(m), resp.FormatDouble(nil, s))
 		}
-		return true
-	}
-	next := uint64(0)
-	if z.IsSmall() {
-		z.ForEach(collect)
-	} else {
-		// Visit buckets until count elements are collected, at most
-		// count*10 buckets per call, as Redis's scanGenericCommand.
-		next = cursor
-		seen := 0
-		visit := func(n *value.DictNode[*value.SkipNode]) { seen++; collect(n.Key, n.Val.Score) }
-		for iter := o.Count * 10; ; {
-			next = z.Dict.Scan(next, visit)
-			iter--
-			if next == 0 || iter <= 0 || seen >= o.Count {
-				break
-			}
-		}
-	}
-	c.addArrayLen(2)
-	c.addBulkString(strconv.FormatUint(next, 10))
-	c.addArrayLen(len(items) * 2)
-	var buf [32]byte
-	for _, it := range items {
-		c.addBulkString(it.Member)
-		c.addBulk(resp.FormatDouble(buf[:0], it.Score))
-	}
+	})
+	c.addScanReply(next, items)
 }
