@@ -32,25 +32,9 @@ func registerSetCommands(t *commandTable) {
 	t.add(&command{name: "sintercard", arity: -3, flags: ro, keys: numKeysAt(1), fn: cmdSInterCard, group: "set", since: "7.0.0"})
 }
 
-// numKeysAt returns a keysFunc for "numkeys key [key ...]" commands whose
-// numkeys argument is at position pos (SINTERCARD, ZINTERCARD, LMPOP ...).
-// A malformed numkeys yields no keys; the handler rejects it.
-func numKeysAt(pos int) keysFunc {
-	return func(args [][]byte) []int {
-		if pos >= len(args) {
-			return nil
-		}
-		n, ok := parseInt(args[pos])
-		if !ok || n <= 0 || n > int64(len(args)-pos-1) {
-			return nil
-		}
-		keys := make([]int, n)
-		for i := range keys {
-			keys[i] = pos + 1 + i
-		}
-		return keys
-	}
-}
+// numKeysAt returns the keys func of a "numkeys key [key ...]" command
+// whose numkeys is at pos (grammar.NumKeysAt).
+func numKeysAt(pos int) keysFunc { return grammar.NumKeysAt(pos) }
 
 // lookupSet returns the set at key (see lookupValue).
 func (c *Client) lookupSet(key []byte, read bool) (*value.Set, bool) {

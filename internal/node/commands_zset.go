@@ -64,26 +64,9 @@ func registerZSetCommands(t *commandTable) {
 	registerSortCommands(t)
 }
 
-// zNumkeysKeys returns a keys func for commands with a numkeys argument at
-// position numIdx followed by that many keys, plus fixed key positions.
-// An invalid numkeys yields only the fixed keys (the handler then fails
-// before touching any key).
-func zNumkeysKeys(numIdx int, fixed ...int) keysFunc {
-	return func(args [][]byte) []int {
-		pos := append([]int(nil), fixed...)
-		if numIdx >= len(args) {
-			return pos
-		}
-		n, ok := parseInt(args[numIdx])
-		if !ok || n < 1 {
-			return pos
-		}
-		for i := 0; i < int(n) && numIdx+1+i < len(args); i++ {
-			pos = append(pos, numIdx+1+i)
-		}
-		return pos
-	}
-}
+// zNumkeysKeys returns the keys func of a sorted-set command with
+// numkeys at numIdx (grammar.NumKeysUpTo).
+func zNumkeysKeys(numIdx int, fixed ...int) keysFunc { return grammar.NumKeysUpTo(numIdx, fixed...) }
 
 // zsetLimits reads the small-encoding thresholds from the configuration.
 func (c *Client) zsetLimits() value.ZSetLimits {

@@ -70,10 +70,7 @@ func zpopGeneric(c *Client, keys [][]byte, max, emitKey bool, count int64, neste
 	if count == -1 {
 		count = 1
 	}
-	n := z.Len()
-	if count < int64(n) {
-		n = int(count)
-	}
+	n := int(min(count, int64(z.Len())))
 	switch {
 	case !nested && !emitKey:
 		c.addArrayLen(n * 2)
@@ -87,28 +84,19 @@ func zpopGeneric(c *Client, keys [][]byte, max, emitKey bool, count int64, neste
 		c.addBulkString(key)
 		c.addArrayLen(n)
 	}
-	emit := func(m string, s float64) bool {
+	z.PopN(n, max, func(m string, s float64) {
 		if nested {
 			c.addArrayLen(2)
 		}
 		c.addBulkString(m)
 		c.addDouble(s)
-		return true
-	}
-	total := z.Len()
-	if max {
-		z.RangeByRank(total-n, total-1, true, emit)
-		z.RemoveRankRange(total-n, total-1)
-	} else {
-		z.RangeByRank(0, n-1, false, emit)
-		z.RemoveRankRange(0, n-1)
-	}
+	})
 	c.markDirty(n)
+	event := "zpopmin"
 	if max {
-		c.notify(notifyZSet, "zpopmax", key)
-	} else {
-		c.notify(notifyZSet, "zpopmin", key)
+		event = "zpopmax"
 	}
+	c.notify(notifyZSet, event, key)
 	c.signalModifiedKey(key)
 	if z.Len() == 0 {
 		c.curDB().Remove(key)

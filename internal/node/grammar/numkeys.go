@@ -1,5 +1,7 @@
 package grammar
 
+import "github.com/shardis/shardis/internal/node/value"
+
 // MPop is LMPOP/BLMPOP/ZMPOP/BZMPOP's "numkeys key [key ...] END
 // [COUNT count]".
 type MPop struct {
@@ -98,4 +100,47 @@ func NumKeys(b []byte, name string, avail int) (int, error) {
 		return 0, ErrSyntax
 	}
 	return int(n), nil
+}
+
+// NumKeysAt returns the key positions of a "numkeys key [key ...]"
+// command whose numkeys is args[pos] (SINTERCARD, LMPOP, EVAL ...): none
+// when numkeys is malformed or larger than the arguments (the handler
+// then rejects it).
+func NumKeysAt(pos int) func(args [][]byte) []int {
+	return func(args [][]byte) []int {
+		if pos >= len(args) {
+			return nil
+		}
+		n, ok := value.ParseInt(args[pos])
+		if !ok || n <= 0 || n > int64(len(args)-pos-1) {
+			return nil
+		}
+		keys := make([]int, n)
+		for i := range keys {
+			keys[i] = pos + 1 + i
+		}
+		return keys
+	}
+}
+
+// NumKeysUpTo returns the key positions of a sorted-set command with
+// numkeys at args[pos] followed by that many keys (as many as there are),
+// after the fixed positions (ZUNIONSTORE's destination): only the fixed
+// ones when numkeys is malformed (the handler then fails before touching
+// any key).
+func NumKeysUpTo(pos int, fixed ...int) func(args [][]byte) []int {
+	return func(args [][]byte) []int {
+		keys := append([]int(nil), fixed...)
+		if pos >= len(args) {
+			return keys
+		}
+		n, ok := value.ParseInt(args[pos])
+		if !ok || n < 1 {
+			return keys
+		}
+		for i := 0; i < int(n) && pos+1+i < len(args); i++ {
+			keys = append(keys, pos+1+i)
+		}
+		return keys
+	}
 }

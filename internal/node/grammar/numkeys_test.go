@@ -1,6 +1,7 @@
 package grammar
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -116,5 +117,28 @@ func TestSmallParsers(t *testing.T) {
 	}
 	if _, _, err := IntPair([]byte("1"), []byte("a")); err != ErrNotInt {
 		t.Errorf("IntPair(1, a) = %v", err)
+	}
+}
+
+func TestNumKeysPositions(t *testing.T) {
+	cases := []struct {
+		f    func([][]byte) []int
+		in   string
+		want []int
+	}{
+		{NumKeysAt(1), "sintercard 2 a b limit 1", []int{2, 3}},
+		{NumKeysAt(1), "sintercard 3 a b", nil},
+		{NumKeysAt(1), "sintercard x a", nil},
+		{NumKeysAt(2), "eval s 0", nil},
+		{NumKeysAt(2), "blmpop 0 1 a left", []int{3}},
+		{NumKeysUpTo(2, 1), "zunionstore d 2 a b weights 1 2", []int{1, 3, 4}},
+		{NumKeysUpTo(2, 1), "zunionstore d 5 a", []int{1, 3}},
+		{NumKeysUpTo(2, 1), "zunionstore d 0 a", []int{1}},
+		{NumKeysUpTo(1), "zunion", nil},
+	}
+	for _, tc := range cases {
+		if got := tc.f(argv(tc.in)); !slices.Equal(got, tc.want) {
+			t.Errorf("%q: keys %v, want %v", tc.in, got, tc.want)
+		}
 	}
 }

@@ -170,3 +170,15 @@ type Span interface {
 	// Bounds returns the ascending ranks [lo, hi) of the members inside.
 	Bounds(z *ZSet) (lo, hi int)
 }
+
+// PopN calls fn with the n (0 < n <= Len) lowest members, or with max the
+// n highest from the top down, and removes them (ZPOPMIN, ZPOPMAX, ZMPOP).
+func (z *ZSet) PopN(n int, max bool, fn func(member string, score float64)) {
+	emit := func(m string, s float64) bool { fn(m, s); return true }
+	lo, hi := 0, n-1
+	if max {
+		lo, hi = z.Len()-n, z.Len()-1
+	}
+	z.RangeByRank(lo, hi, max, emit)
+	z.RemoveRankRange(lo, hi)
+}
