@@ -258,17 +258,6 @@ func cmdLPop(c *Client, args [][]byte) { popGeneric(c, args, true) }
 // RPOP key [count]
 func cmdRPop(c *Client, args [][]byte) { popGeneric(c, args, false) }
 
-// parseMPop parses LMPOP/BLMPOP's "numkeys key [key ...] LEFT|RIGHT
-// [COUNT count]" from args[i:]; on error it replies.
-func parseMPop(c *Client, args [][]byte, i int) (grammar.MPop, bool) {
-	o, err := grammar.ParseMPop(args, i, "left", "right")
-	if err != nil {
-		c.addErr(err)
-		return o, false
-	}
-	return o, true
-}
-
 // mpopFrom pops from the first non-empty list of keys. It returns
 // handled=true when it replied (elements or an error).
 func mpopFrom(c *Client, keys [][]byte, left bool, count int64) (handled bool) {
@@ -293,7 +282,7 @@ func mpopFrom(c *Client, keys [][]byte, left bool, count int64) (handled bool) {
 
 // LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]
 func cmdLMPop(c *Client, args [][]byte) {
-	o, ok := parseMPop(c, args, 1)
+	o, ok := parseMPop(c, args, 1, "left", "right")
 	if !ok {
 		return
 	}
@@ -636,7 +625,7 @@ func cmdBRPop(c *Client, args [][]byte) {
 
 // BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]
 func cmdBLMPop(c *Client, args [][]byte) {
-	o, ok := parseMPop(c, args, 2)
+	o, ok := parseMPop(c, args, 2, "left", "right")
 	if !ok {
 		return
 	}

@@ -25,7 +25,7 @@ func cmdBZPopMax(c *Client, args [][]byte) {
 
 // BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]
 func cmdBZMPop(c *Client, args [][]byte) {
-	o, ok := parseZMPop(c, args, 2)
+	o, ok := parseMPop(c, args, 2, "min", "max")
 	if !ok {
 		return
 	}

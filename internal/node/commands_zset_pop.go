@@ -105,17 +105,6 @@ func zpopGeneric(c *Client, keys [][]byte, max, emitKey bool, count int64, neste
 	return key, n
 }
 
-// parseZMPop parses ZMPOP/BZMPOP's "numkeys key... MIN|MAX [COUNT
-// count]" starting at numIdx; on error it replies and returns ok=false.
-func parseZMPop(c *Client, args [][]byte, numIdx int) (grammar.MPop, bool) {
-	o, err := grammar.ParseMPop(args, numIdx, "min", "max")
-	if err != nil {
-		c.addErr(err)
-		return o, false
-	}
-	return o, true
-}
-
 // zpopPropagation is what a ZMPOP/BZPOP* is replicated as.
 func zpopPropagation(max bool, key string, n int, withCount bool) [][]byte {
 	name := "ZPOPMIN"
@@ -130,7 +119,7 @@ func zpopPropagation(max bool, key string, n int, withCount bool) [][]byte {
 
 // ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
 func cmdZMPop(c *Client, args [][]byte) {
-	o, ok := parseZMPop(c, args, 1)
+	o, ok := parseMPop(c, args, 1, "min", "max")
 	if !ok {
 		return
 	}
