@@ -398,15 +398,7 @@ func cmdLTrim(c *Client, args [][]byte) {
 		return
 	}
 	key := string(args[1])
-	n := l.Len()
-	s, en, ok := value.ClampRange(start, end, n)
-	removed := n
-	if !ok {
-		l.Trim(1, 0)
-	} else {
-		l.Trim(s, en)
-		removed = n - l.Len()
-	}
+	removed := l.TrimRange(start, end)
 	c.notify(notifyList, "ltrim", key)
 	if l.Len() == 0 {
 		c.curDB().Remove(key)

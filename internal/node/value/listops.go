@@ -102,3 +102,17 @@ func (l *List) RemoveMatching(ele []byte, count int64) int64 {
 		return !d
 	}))
 }
+
+// TrimRange keeps the elements between Redis indexes start and end
+// (negative counts from the end), as LTRIM does: a range that selects
+// nothing empties the list. It returns how many elements went.
+func (l *List) TrimRange(start, end int64) int {
+	n := l.Len()
+	lo, hi, ok := ClampRange(start, end, n)
+	if !ok {
+		l.Trim(1, 0)
+		return n
+	}
+	l.Trim(lo, hi)
+	return n - l.Len()
+}

@@ -76,3 +76,23 @@ func TestListRemoveMatching(t *testing.T) {
 		t.Errorf("RemoveMatching of an absent element = %d %q", n, elems(l))
 	}
 }
+
+func TestListTrimRange(t *testing.T) {
+	cases := []struct {
+		start, end int64
+		removed    int
+		after      string
+	}{
+		{1, -2, 2, "b c d"},
+		{0, -1, 0, "a b c d e"},
+		{-100, 1, 3, "a b"},
+		{3, 1, 5, ""},
+		{5, 10, 5, ""},
+	}
+	for _, tc := range cases {
+		l := listOf("a b c d e")
+		if n := l.TrimRange(tc.start, tc.end); n != tc.removed || elems(l) != tc.after {
+			t.Errorf("TrimRange(%d, %d) = %d %q, want %d %q", tc.start, tc.end, n, elems(l), tc.removed, tc.after)
+		}
+	}
+}
