@@ -335,24 +335,3 @@ func (h *Hash) Delete(field string) bool { return h.DelB(sbytes(field)) }
 func (h *Hash) ForEach(fn func(field string, val []byte) bool) {
 	h.Each(func(f, v []byte) bool { return fn(string(f), v) })
 }
-
-// SetPairs sets the fields of pairs (field value field value ...), each
-// copied, and returns how many were new. A multi-pair call on a listpack
-// that stays small reserves the room for all the pairs at once.
-func (h *Hash) SetPairs(pairs [][]byte, lim HashLimits) (created int) {
-	if h.Dict == nil && len(pairs) > 2 {
-		extra := 0
-		for i := 0; i+1 < len(pairs); i += 2 {
-			extra += ListpackEntrySize(pairs[i], pairs[i+1])
-		}
-		if h.Len()+len(pairs)/2 <= lim.Entries {
-			h.Reserve(extra)
-		}
-	}
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if h.SetB(pairs[i], pairs[i+1], lim) {
-			created++
-		}
-	}
-	return created
-}

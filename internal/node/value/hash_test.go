@@ -136,19 +136,3 @@ func TestHashListpackResizeValues(t *testing.T) {
 		}
 	}
 }
-
-func TestHashSetPairs(t *testing.T) {
-	lim := HashLimits{Entries: 4, Value: 64}
-	h := NewHash()
-	pairs := [][]byte{[]byte("a"), []byte("1"), []byte("b"), []byte("2"), []byte("a"), []byte("3")}
-	if n := h.SetPairs(pairs, lim); n != 2 || h.Len() != 2 || h.Encoding() != "listpack" {
-		t.Fatalf("SetPairs created %d, len %d, %s", n, h.Len(), h.Encoding())
-	}
-	if v, _ := h.Get("a"); string(v) != "3" {
-		t.Errorf("a = %q, want the last value 3", v)
-	}
-	more := [][]byte{[]byte("c"), []byte("x"), []byte("d"), []byte("x"), []byte("e"), []byte("x")}
-	if n := h.SetPairs(more, lim); n != 3 || h.Len() != 5 || h.Encoding() != "hashtable" {
-		t.Errorf("past the limit: created %d, len %d, %s", n, h.Len(), h.Encoding())
-	}
-}
