@@ -73,10 +73,13 @@ func IntPair(a, b []byte) (x, y int64, err error) {
 
 // Positive parses the count of LPOP/RPOP/SPOP: an integer of at least 0,
 // failing with ErrPositive.
-func Positive(b []byte) (int64, error) {
+func Positive(b []byte) (int64, error) { return nonNegative(b, ErrPositive) }
+
+// nonNegative parses an integer of at least 0, failing with e.
+func nonNegative(b []byte, e Error) (int64, error) {
 	n, ok := value.ParseInt(b)
 	if !ok || n < 0 {
-		return 0, ErrPositive
+		return 0, e
 	}
 	return n, nil
 }

@@ -11,6 +11,7 @@ type LPos struct {
 // Redis's checks and texts.
 func ParseLPos(args [][]byte) (LPos, error) {
 	o := LPos{Rank: 1, Count: -1}
+	var err error
 	for j := 0; j < len(args); j++ {
 		more := j+1 < len(args)
 		switch {
@@ -26,18 +27,14 @@ func ParseLPos(args [][]byte) (LPos, error) {
 			o.Rank = v
 		case eq(args[j], "count") && more:
 			j++
-			v, err := Int(args[j])
-			if err != nil || v < 0 {
-				return o, ErrLPosCount
+			if o.Count, err = nonNegative(args[j], ErrLPosCount); err != nil {
+				return o, err
 			}
-			o.Count = v
 		case eq(args[j], "maxlen") && more:
 			j++
-			v, err := Int(args[j])
-			if err != nil || v < 0 {
-				return o, ErrLPosMaxLen
+			if o.MaxLen, err = nonNegative(args[j], ErrLPosMaxLen); err != nil {
+				return o, err
 			}
-			o.MaxLen = v
 		default:
 			return o, ErrSyntax
 		}

@@ -77,13 +77,7 @@ func ParseInterCard(args [][]byte) (InterCard, error) {
 
 // Limit parses a LIMIT of SINTERCARD/ZINTERCARD: an integer of at least
 // 0, failing with ErrLimitNeg.
-func Limit(b []byte) (int64, error) {
-	n, err := Int(b)
-	if err != nil || n < 0 {
-		return 0, ErrLimitNeg
-	}
-	return n, nil
-}
+func Limit(b []byte) (int64, error) { return nonNegative(b, ErrLimitNeg) }
 
 // NumKeys parses the numkeys argument of ZUNION/ZINTER/ZDIFF(STORE) and
 // ZINTERCARD: at least 1 and at most avail (the arguments after it); name

@@ -1,18 +1,14 @@
 package grammar
 
 import (
+	"bytes"
 	"slices"
-	"strings"
 	"testing"
 )
 
-// joined renders keys for comparison.
-func joined(keys [][]byte) string {
-	var out []string
-	for _, k := range keys {
-		out = append(out, string(k))
-	}
-	return strings.Join(out, " ")
+// sameKeys reports whether keys are the space-separated names of want.
+func sameKeys(keys [][]byte, want string) bool {
+	return slices.EqualFunc(keys, argv(want), bytes.Equal)
 }
 
 func TestParseMPop(t *testing.T) {
@@ -38,8 +34,8 @@ func TestParseMPop(t *testing.T) {
 	}
 	for _, tc := range cases {
 		o, err := ParseMPop(argv(tc.in), tc.i, "left", "right")
-		if err != tc.err || (err == nil && (joined(o.Keys) != tc.keys || o.Second != tc.second || o.Count != tc.count)) {
-			t.Errorf("ParseMPop(%q) = %q %v %d %v", tc.in, joined(o.Keys), o.Second, o.Count, err)
+		if err != tc.err || (err == nil && (!sameKeys(o.Keys, tc.keys) || o.Second != tc.second || o.Count != tc.count)) {
+			t.Errorf("ParseMPop(%q) = %q %v %d %v", tc.in, o.Keys, o.Second, o.Count, err)
 		}
 	}
 	if o, err := ParseMPop(argv("zmpop 1 z MAX"), 1, "min", "max"); err != nil || !o.Second {
@@ -64,8 +60,8 @@ func TestParseInterCard(t *testing.T) {
 	}
 	for _, tc := range cases {
 		o, err := ParseInterCard(argv(tc.in))
-		if err != tc.err || (err == nil && (joined(o.Keys) != tc.keys || o.Limit != tc.limit)) {
-			t.Errorf("ParseInterCard(%q) = %q %d %v", tc.in, joined(o.Keys), o.Limit, err)
+		if err != tc.err || (err == nil && (!sameKeys(o.Keys, tc.keys) || o.Limit != tc.limit)) {
+			t.Errorf("ParseInterCard(%q) = %q %d %v", tc.in, o.Keys, o.Limit, err)
 		}
 	}
 }
