@@ -365,20 +365,16 @@ func hashRandFieldCount(c *Client, key []byte, l int64, withValues bool) {
 			c.addBulk(v)
 		}
 	}
-	repeats := l < 0 || l == 1
-	count := min(l, int64(h.Len()))
-	if repeats {
-		count = max(l, -l)
-	}
+	count, mode := value.RandPlan(l, h.Len())
 	if withValues && c.proto == 2 {
 		c.addArrayLen(int(count * 2))
 	} else {
 		c.addArrayLen(int(count))
 	}
-	switch {
-	case repeats:
+	switch mode {
+	case value.RandRepeats:
 		h.RandomRepeats(count, func(f, v []byte) bool { pair(f, v); return !c.closed.Load() })
-	case count == int64(h.Len()):
+	case value.RandAll:
 		h.Each(func(f, v []byte) bool { pair(f, v); return true })
 	default:
 		h.RandomDistinct(int(count), pair)

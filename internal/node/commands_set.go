@@ -219,8 +219,7 @@ func setPopCount(c *Client, args [][]byte) {
 	size := int64(s.Len())
 	c.notify(notifySet, "spop", key)
 	if l >= size {
-		c.addSetLen(int(size))
-		s.Each(func(m []byte) bool { c.addBulk(m); return true })
+		c.addSetValue(s)
 		c.curDB().Remove(key)
 		c.notify(notifyGeneric, "del", key)
 		c.propagateAs([][]byte{[]byte("DEL"), args[1]})
@@ -274,17 +273,15 @@ func setRandMemberCount(c *Client, args [][]byte) {
 		c.addArrayLen(0)
 		return
 	}
-	size := int64(s.Len())
-	switch {
-	case l < 0 || l == 1:
-		count := max(l, -l)
-		c.addArrayLen(int(count))
+	count, mode := value.RandPlan(l, s.Len())
+	c.addArrayLen(int(count))
+	switch mode {
+	case value.RandRepeats:
 		s.RandomRepeats(count, func(m []byte) bool { c.addBulk(m); return !c.closed.Load() })
-	case l >= size:
-		c.addSetValue(s, c.addArrayLen)
+	case value.RandAll:
+		s.Each(func(m []byte) bool { c.addBulk(m); return true })
 	default:
-		c.addArrayLen(int(l))
-		s.RandomDistinct(int(l), c.addBulkString)
+		s.RandomDistinct(int(count), c.addBulkString)
 	}
 }
 
@@ -335,7 +332,7 @@ func cmdSInter(c *Client, args [][]byte) {
 		return
 	}
 	if len(sets) == 1 {
-		c.addSetValue(sets[0], c.addSetLen)
+		c.addSetValue(sets[0])
 		return
 	}
 	var res [][]byte
@@ -378,10 +375,9 @@ func cmdSInterStore(c *Client, args [][]byte) {
 	c.storeSetResult(args[1], res, "sinterstore")
 }
 
-// addSetValue replies with s's members after the header length writes
-// (addSetLen for SUNION/SDIFF, addArrayLen for SRANDMEMBER).
-func (c *Client) addSetValue(s *value.Set, length func(int)) {
-	length(s.Len())
+// addSetValue replies with s's members as a set.
+func (c *Client) addSetValue(s *value.Set) {
+	c.addSetLen(s.Len())
 	s.Each(func(m []byte) bool { c.addBulk(m); return true })
 }
 
@@ -391,7 +387,7 @@ func cmdSUnion(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	c.addSetValue(value.SUnion(sets, c.srv.intsetLimit()), c.addSetLen)
+	c.addSetValue(value.SUnion(sets, c.srv.intsetLimit()))
 }
 
 // SUNIONSTORE destination key [key ...]
@@ -409,7 +405,7 @@ func cmdSDiff(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	c.addSetValue(value.SDiff(sets, c.srv.intsetLimit()), c.addSetLen)
+	c.addSetValue(value.SDiff(sets, c.srv.intsetLimit()))
 }
 
 // SDIFFSTORE destination key [key ...]

@@ -174,21 +174,16 @@ func zrandMemberWithCount(c *Client, keyb []byte, l int64, withScores bool) {
 			c.addDouble(s)
 		}
 	}
-	n := int64(z.Len())
-	if l < 0 || l == 1 {
-		n = max(l, -l)
-	} else {
-		n = min(n, l)
-	}
+	n, mode := value.RandPlan(l, z.Len())
 	if withScores && c.proto < 3 {
 		c.addArrayLen(int(n * 2))
 	} else {
 		c.addArrayLen(int(n))
 	}
-	switch {
-	case l < 0 || l == 1:
+	switch mode {
+	case value.RandRepeats:
 		z.RandomRepeats(n, func(m string, s float64) bool { emit(m, s); return true })
-	case n == int64(z.Len()):
+	case value.RandAll:
 		z.ForEach(func(m string, s float64) bool { emit(m, s); return true })
 	default:
 		z.RandomDistinct(int(n), emit)

@@ -188,3 +188,26 @@ func (s *Set) PopMany(count int, maxInts int, emit func(member []byte)) {
 	})
 	*s = *ns
 }
+
+// RandMode is how a random reply with a count picks its elements.
+type RandMode int
+
+// The modes of RandPlan.
+const (
+	RandRepeats  RandMode = iota // independent draws: a negative count, or 1
+	RandAll                      // every element: a count of at least the size
+	RandDistinct                 // distinct elements: RandomDistinct
+)
+
+// RandPlan decides the reply of HRANDFIELD, SRANDMEMBER or ZRANDMEMBER
+// with a count l (not 0) over size elements, as Redis does: how many
+// elements the reply has and how they are picked.
+func RandPlan(l int64, size int) (n int64, mode RandMode) {
+	switch {
+	case l < 0 || l == 1:
+		return max(l, -l), RandRepeats
+	case l >= int64(size):
+		return int64(size), RandAll
+	}
+	return l, RandDistinct
+}

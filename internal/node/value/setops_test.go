@@ -147,3 +147,25 @@ func TestZSetRandom(t *testing.T) {
 		t.Errorf("RandomRepeats(10) drew %d", draws)
 	}
 }
+
+func TestRandPlan(t *testing.T) {
+	cases := []struct {
+		l    int64
+		size int
+		n    int64
+		mode RandMode
+	}{
+		{1, 10, 1, RandRepeats},
+		{-3, 10, 3, RandRepeats},
+		{-30, 10, 30, RandRepeats},
+		{3, 10, 3, RandDistinct},
+		{10, 10, 10, RandAll},
+		{99, 10, 10, RandAll},
+		{1, 1, 1, RandRepeats},
+	}
+	for _, tc := range cases {
+		if n, mode := RandPlan(tc.l, tc.size); n != tc.n || mode != tc.mode {
+			t.Errorf("RandPlan(%d, %d) = %d %d, want %d %d", tc.l, tc.size, n, mode, tc.n, tc.mode)
+		}
+	}
+}
