@@ -3,7 +3,6 @@ package node
 import (
 	"bytes"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -743,21 +742,6 @@ func (c *Client) keysOfMulti() (keys []keyspace.ShardRef, all bool) {
 func parseInt(b []byte) (int64, bool) { return value.ParseInt(b) }
 
 // parseFloat parses a Redis float argument (inf, -inf allowed; NaN not).
-func parseFloat(b []byte) (float64, bool) {
-	if len(b) == 0 || len(b) > 5000 {
-		return 0, false
-	}
-	if b[0] == ' ' || b[len(b)-1] == ' ' {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		return 0, false
-	}
-	if f != f {
-		return 0, false
-	}
-	return f, true
-}
+func parseFloat(b []byte) (float64, bool) { return value.ParseFloat(b) }
 
 func eqFold(a []byte, s string) bool { return strings.EqualFold(string(a), s) }
