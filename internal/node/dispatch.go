@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
