@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,7 +16,6 @@ import (
 	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/node/cluster/runner"
 	"github.com/shardis/shardis/internal/node/slotmig"
-	"github.com/shardis/shardis/internal/resp"
 )
 
 // clusterMode is the node's side of cluster mode (cluster-enabled yes):
@@ -312,32 +310,7 @@ func (s *Server) removeShardChannelsInSlots(slots []int) {
 	for _, slot := range slots {
 		in[slot] = true
 	}
-	h := s.pubsub
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var names []string
-	for name := range h.shards {
-		if in[keySlot(name)] {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		for c := range h.shards[name] {
-			delete(c.shardChannels, name)
-			n := len(c.shardChannels)
-			c.push(func(b []byte) []byte {
-				b = resp.AppendPushLen(b, c.proto, 3)
-				b = resp.AppendBulkString(b, "sunsubscribe")
-				b = resp.AppendBulkString(b, name)
-				return resp.AppendInt(b, int64(n))
-			})
-			if !c.anySubs() {
-				c.setFlag(clientPubSub, false)
-			}
-		}
-		delete(h.shards, name)
-	}
+	s.pubsub.RemoveShards(func(name string) bool { return in[keySlot(name)] })
 }
 
 func (cm *clusterMode) enqueue(fn func()) {
