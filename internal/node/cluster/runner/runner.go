@@ -160,8 +160,7 @@ var ErrClosed = errors.New("runner: closed")
 type eventKind int
 
 const (
-	evPacket eventKind = iota
-	evAccepted
+	evAccepted eventKind = iota
 	evDialed
 	evBroken
 )
@@ -169,7 +168,6 @@ const (
 type event struct {
 	kind eventKind
 	id   cluster.LinkID
-	msg  *cluster.Msg
 	conn net.Conn
 	err  error
 	gen  *link // the link record the event belongs to
@@ -398,8 +396,8 @@ func (r *Runner) LinkBuffers() map[cluster.LinkID]LinkBuffer {
 	return out
 }
 
-// loop feeds the machine the inputs that arrive on channels: packets and
-// link events, its own timer until Tick takes over, and Post's
+// loop feeds the machine the inputs that arrive on channels: link
+// events (accepted, connected, broken), its own timer until Tick takes over, and Post's
 // functions.
 func (r *Runner) loop() {
 	defer close(r.done)
@@ -418,8 +416,7 @@ func (r *Runner) loop() {
 		case ev := <-r.events:
 			r.mu.Lock()
 			r.handle(ev)
-			// Take what else is there before carrying out the batch, as
-			// Redis handles every ready event before beforeSleep.
+			// Take what else is there before carrying out the batch.
 			for n := 0; n < 256; n++ {
 				select {
 				case ev = <-r.events:
@@ -481,11 +478,6 @@ func (r *Runner) saver() {
 func (r *Runner) handle(ev event) {
 	now := r.opt.Clock()
 	switch ev.kind {
-	case evPacket:
-		if l := r.links[ev.id]; l == nil || l != ev.gen {
-			return // closed by the machine meanwhile
-		}
-		r.m.HandlePacket(now, ev.id, ev.msg)
 	case evAccepted:
 		peer, local := hostOf(ev.conn.RemoteAddr()), hostOf(ev.conn.LocalAddr())
 		id := r.m.Accepted(now, peer, local)
