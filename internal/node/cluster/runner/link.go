@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"unsafe"
 
 	"github.com/shardis/shardis/internal/node/cluster"
 )
@@ -118,11 +119,11 @@ func (l *link) writeNow(b []byte) int {
 	n := 0
 	_ = l.raw.Write(func(fd uintptr) bool {
 		for n < len(b) {
-			k, err := syscall.Write(int(fd), b[n:])
-			if err == syscall.EINTR {
+			k, errno := rawWrite(fd, b[n:])
+			if errno == syscall.EINTR {
 				continue
 			}
-			if err != nil || k <= 0 {
+			if errno != 0 || k <= 0 {
 				break
 			}
 			n += k
@@ -130,6 +131,56 @@ func (l *link) writeNow(b []byte) int {
 		return true // never wait for the socket here
 	})
 	return n
+}
+
+// rawWrite and rawRead are write(2) and read(2) on a non-blocking socket
+// without the runtime's syscall bookkeeping (entersyscall, which also
+// wakes the runtime's sysmon thread from its sleep when every P is idle,
+// and keeps it polling for a while): they never block, so the P need not
+// be handed off. An idle node's few packets a second then wake one
+// thread each, not two or three.
+func rawWrite(fd uintptr, b []byte) (int, syscall.Errno) {
+	if len(b) == 0 {
+		return 0, 0
+	}
+	n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	return int(n), errno
+}
+
+func rawRead(fd uintptr, b []byte) (int, syscall.Errno) {
+	if len(b) == 0 {
+		return 0, 0
+	}
+	n, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	return int(n), errno
+}
+
+// rawReader reads a socket with rawRead, waiting for it in the runtime's
+// poller (a parked goroutine, as net.Conn's Read) when it has no data.
+type rawReader struct {
+	raw syscall.RawConn
+}
+
+func (r rawReader) Read(b []byte) (int, error) {
+	var n int
+	var errno syscall.Errno
+	err := r.raw.Read(func(fd uintptr) bool {
+		for {
+			n, errno = rawRead(fd, b)
+			if errno != syscall.EINTR {
+				return errno != syscall.EAGAIN
+			}
+		}
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case errno != 0:
+		return 0, errno
+	case n == 0 && len(b) > 0:
+		return 0, io.EOF
+	}
+	return n, nil
 }
 
 // startIO starts the reader and writer goroutines of a connected link.
@@ -194,7 +245,13 @@ func (r *Runner) writer(l *link) {
 // beforeSleep; a packet therefore costs one goroutine wake-up, this one.
 func (r *Runner) reader(l *link) {
 	defer r.wg.Done()
-	br := bufio.NewReaderSize(l.conn, readBufSize)
+	var src io.Reader = l.conn
+	l.mu.Lock()
+	if l.raw != nil {
+		src = rawReader{l.raw}
+	}
+	l.mu.Unlock()
+	br := bufio.NewReaderSize(src, readBufSize)
 	var hdr [8]byte
 	buf := make([]byte, 0, cluster.HeaderLen+8*cluster.GossipLen)
 	var batch []*cluster.Msg
