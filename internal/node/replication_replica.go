@@ -84,7 +84,7 @@ func newMasterLink(r *replication, host string, port int, failoverDone chan erro
 // startLink makes this node a replica of host:port. Callers hold r.mu.
 func (r *replication) startLinkLocked(host string, port int, failoverDone chan error) {
 	l := newMasterLink(r, host, port, failoverDone)
-	r.link = l
+	r.setLinkLocked(l)
 	l.Start()
 }
 
@@ -95,11 +95,40 @@ func (l *masterLink) stop() { l.Stop() }
 func (l *masterLink) readOffset(applied int64) int64 { return l.ReadOffset(applied) }
 
 // sendAck sends REPLCONF ACK <offset> to the master.
-func (l *masterLink) sendAck() {
-	l.r.mu.Lock()
-	off := l.r.offset
-	l.r.mu.Unlock()
-	l.SendAck(off)
+func (l *masterLink) sendAck() { l.SendAck(l.r.Offset()) }
+
+// info renders INFO replication's fields of a replica's link; applied is
+// the applied offset. r.mu is held.
+func (l *masterLink) info(b *strings.Builder, applied int64) {
+	st := l.status()
+	b.WriteString("role:slave\r\n")
+	fmt.Fprintf(b, "master_host:%s\r\nmaster_port:%d\r\n", l.host, l.port)
+	up := "down"
+	if st.state == linkConnected {
+		up = "up"
+	}
+	fmt.Fprintf(b, "master_link_status:%s\r\n", up)
+	last := int64(-1)
+	if !st.lastIO.IsZero() {
+		last = int64(time.Since(st.lastIO).Seconds())
+	}
+	fmt.Fprintf(b, "master_last_io_seconds_ago:%d\r\n", last)
+	inSync := 0
+	if st.state == linkTransfer {
+		inSync = 1
+	}
+	fmt.Fprintf(b, "master_sync_in_progress:%d\r\n", inSync)
+	fmt.Fprintf(b, "slave_read_repl_offset:%d\r\nslave_repl_offset:%d\r\n", l.readOffset(applied), applied)
+	if inSync == 1 {
+		fmt.Fprintf(b, "master_sync_total_bytes:%d\r\nmaster_sync_read_bytes:%d\r\nmaster_sync_left_bytes:%d\r\nmaster_sync_perc:0.00\r\nmaster_sync_last_io_seconds_ago:0\r\n", st.syncTotal, st.syncRead, st.syncTotal-st.syncRead)
+	}
+	if st.state != linkConnected {
+		secs := int64(-1)
+		if !st.downSince.IsZero() {
+			secs = int64(time.Since(st.downSince).Seconds())
+		}
+		fmt.Fprintf(b, "master_link_down_since_seconds:%d\r\n", secs)
+	}
 }
 
 // replicaHost is the server as the link sees it (repl.ReplicaHost).
@@ -125,25 +154,12 @@ func (h replicaHost) Settings() repl.Settings {
 	}
 }
 
-// History: a node has a dataset worth a partial resync once it has been
-// a master or a synced replica.
-func (h replicaHost) History() (string, int64, bool) {
-	r := h.l.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.replid, r.offset, r.offset > 0 || r.backlog != nil
-}
+func (h replicaHost) History() (string, int64, bool) { return h.l.r.History() }
 
 func (h replicaHost) ContinueWith(id string) {
 	r := h.l.r
 	r.mu.Lock()
-	if id != "" && id != r.replid {
-		// The master changed history (it was promoted): keep ours as
-		// replid2 so our own replicas can still continue.
-		r.replid2 = r.replid
-		r.secondOffset = r.offset + 1
-		r.replid = id
-		r.disconnectReplicasLocked()
+	if r.ContinueWithLocked(id) {
 		r.srv.log.Info("Master replication ID changed to " + id)
 	}
 	r.mu.Unlock()
@@ -171,18 +187,11 @@ func (h replicaHost) FullSynced(replid string, offset int64, elapsed time.Durati
 		keys += db.Size()
 	}
 	s.log.Info(fmt.Sprintf("Done loading RDB, keys loaded: %d, keys expired: 0.", keys), "seconds", elapsed.Seconds())
-	r.forgetLocalExpires()
+	r.localExp.Reset()
 	r.mu.Lock()
-	r.replid = replid
-	r.offset = offset
-	r.replid2 = strings.Repeat("0", 40)
-	r.secondOffset = -1
+	r.FullSyncedLocked(replid, offset)
 	r.masterDB = 0 // the master starts the stream with a SELECT
 	r.streamDB.Store(0)
-	// Our own replicas must resync from the new dataset.
-	r.backlog = nil
-	r.createBacklogLocked()
-	r.disconnectReplicasLocked()
 	r.mu.Unlock()
 }
 
@@ -266,9 +275,7 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 		pre, _ := br.Peek(n)
 		src = io.MultiReader(bytes.NewReader(bytes.Clone(pre)), c.io)
 	}
-	l.r.mu.Lock()
-	base := l.r.offset
-	l.r.mu.Unlock()
+	base := l.r.Offset()
 	l.txn = l.txn[:0]
 	src = l.BeginStream(src, base)
 	defer l.EndStream()
@@ -364,14 +371,14 @@ func (l *masterLink) apply(c *Client, args [][]byte, raw []byte, cmd *command) e
 	}
 	if len(l.txn) > 0 {
 		l.txn = append(l.txn, raw...) // EXEC or DISCARD
-		l.r.feedFromMaster(l.txn)
+		l.r.FeedFromMaster(l.txn)
 		l.txn = l.txn[:0]
 		if cap(l.txn) > 1<<20 {
 			l.txn = nil
 		}
 		return nil
 	}
-	l.r.feedFromMaster(raw)
+	l.r.FeedFromMaster(raw)
 	return nil
 }
 
@@ -454,7 +461,7 @@ func (l *masterLink) ackRequested(raw []byte) {
 	if len(l.txn) > 0 {
 		l.txn = append(l.txn, raw...)
 	} else {
-		l.r.feedFromMaster(raw)
+		l.r.FeedFromMaster(raw)
 	}
 	l.askedAt = time.Now()
 	l.sendAck()
@@ -463,31 +470,9 @@ func (l *masterLink) ackRequested(raw []byte) {
 // ackApplied acknowledges what the stream applied since the last ACK it
 // sent (the master asked recently: see askedAt).
 func (l *masterLink) ackApplied() {
-	l.r.mu.Lock()
-	off := l.r.offset
-	l.r.mu.Unlock()
+	off := l.r.Offset()
 	if off != l.ackedOff && len(l.txn) == 0 {
 		l.ackedOff = off
 		l.SendAck(off)
-	}
-}
-
-// disconnectReplicasLocked closes every replica's link so they resync.
-//
-// They leave the list at once (the connections close asynchronously): no
-// byte fed after this point may reach them, or a sub-replica would count
-// bytes of our new history (after a replid change) under the old id and
-// ask for an offset its next master cannot continue from.
-func (r *replication) disconnectReplicasLocked() {
-	for _, ri := range r.replicas {
-		go ri.c.close()
-	}
-	for _, ri := range r.replicas {
-		r.ackLeaveLocked(ri.c)
-	}
-	if len(r.replicas) > 0 {
-		r.replicas = nil
-		r.noReplicasAt = time.Now()
-		r.ackCond.Broadcast()
 	}
 }
