@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/repl"
 )
 
 func registerReplicationCommands(t *commandTable) {
@@ -26,7 +28,12 @@ func cmdReplicaOf(c *Client, args [][]byte) {
 		c.addError("ERR REPLICAOF not allowed in cluster mode.")
 		return
 	}
-	if eqFold(args[1], "NO") && eqFold(args[2], "ONE") {
+	host, port, noOne, e := repl.ParseReplicaOf(args)
+	switch {
+	case e != "":
+		c.addError(e)
+		return
+	case noOne:
 		s.repl.LiftRestartGuard()
 		if s.repl.becomeMaster() {
 			s.log.Info("MASTER MODE enabled (user request from '" + replicaOfRequester(c) + "')")
@@ -34,13 +41,7 @@ func cmdReplicaOf(c *Client, args [][]byte) {
 		c.addOK()
 		return
 	}
-	port, ok := parseInt(args[2])
-	if !ok || port < 0 || port > 65535 {
-		c.addError("ERR Invalid master port")
-		return
-	}
-	host := string(args[1])
-	if !s.repl.becomeReplica(host, int(port)) {
+	if !s.repl.becomeReplica(host, port) {
 		c.addSimple("OK Already connected to specified master")
 		return
 	}
@@ -130,22 +131,18 @@ func cmdReplConf(c *Client, args [][]byte) {
 // SYNC: the old full-sync-only protocol.
 func cmdSync(c *Client, args [][]byte) { psync(c, "?", -1, false) }
 
-// PSYNC replicationid offset
+// PSYNC replicationid offset [FAILOVER]
 func cmdPSync(c *Client, args [][]byte) {
-	off, err := strconv.ParseInt(string(args[2]), 10, 64)
-	if err != nil {
-		c.addError(errNotInt)
+	a, e := repl.ParsePSync(args)
+	if e != "" {
+		c.addError(e)
 		return
 	}
-	if len(args) > 3 {
-		if !eqFold(args[3], "FAILOVER") || len(args) > 4 {
-			c.addError(errSyntax)
-			return
-		}
+	if a.Failover {
 		// Our master is handing over (FAILOVER): promote ourselves first.
 		r := c.srv.repl
 		r.mu.Lock()
-		same := string(args[1]) == r.ReplIDLocked()
+		same := a.ReplID == r.ReplIDLocked()
 		r.mu.Unlock()
 		if !same {
 			c.addError("ERR PSYNC FAILOVER replid must match my replid.")
@@ -153,10 +150,10 @@ func cmdPSync(c *Client, args [][]byte) {
 		}
 		// Let the link apply what the old master already sent us (it
 		// closes our link when it hands over) before taking over.
-		r.CatchUp(off, time.Second)
+		r.CatchUp(a.Offset, time.Second)
 		r.becomeMaster()
 	}
-	psync(c, string(args[1]), off, true)
+	psync(c, a.ReplID, a.Offset, true)
 }
 
 // psync answers a replica's synchronisation request (repl.Master.Sync).
@@ -178,22 +175,13 @@ func cmdWait(c *Client, args [][]byte) {
 		c.addError("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.")
 		return
 	}
-	want, ok := parseInt(args[1])
-	if !ok {
-		c.addError(errNotInt)
-		return
-	}
-	ms, ok := parseInt(args[2])
-	if !ok {
-		c.addError("ERR timeout is not an integer or out of range")
-		return
-	}
-	if ms < 0 {
-		c.addError("ERR timeout is negative")
+	want, timeout, e := repl.ParseWait(args)
+	if e != "" {
+		c.addError(e)
 		return
 	}
 	block := !c.hasFlag(clientMulti) && !c.inExec
-	c.addInt(int64(s.repl.WaitAcked(want, time.Duration(ms)*time.Millisecond, block, (*waitClient)(c))))
+	c.addInt(int64(s.repl.WaitAcked(want, timeout, block, (*waitClient)(c))))
 }
 
 // waitClient is a client blocked in WAIT (repl.Waiter).
@@ -209,23 +197,13 @@ func cmdRole(c *Client, args [][]byte) {
 	r := c.srv.repl
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.link == nil {
-		if c.replying() {
+	if c.replying() {
+		if r.link == nil {
 			c.out = r.AppendRoleLocked(c.out)
+		} else {
+			c.out = r.link.AppendRole(c.out, r.OffsetLocked())
 		}
-		return
 	}
-	st := r.link.status()
-	c.addArrayLen(5)
-	c.addBulkString("slave")
-	c.addBulkString(r.link.host)
-	c.addInt(int64(r.link.port))
-	c.addBulkString(st.state)
-	off := r.OffsetLocked()
-	if st.state != linkConnected {
-		off = -1
-	}
-	c.addInt(off)
 }
 
 // replicaOfRequester describes the client of a REPLICAOF in the log, as

@@ -53,7 +53,7 @@ func newReplication(s *Server) *replication {
 	guard := len(strings.Fields(s.cfg.Get(DirReplicaof))) != 2
 	r.Master = repl.NewMaster(&r.mu, masterHost{r}, s.log, int(s.cfg.Int(DirMinReplicasAck)), guard)
 	registerReplicationDebug(s)
-	s.failoverStateFn = s.failover.getState
+	s.failoverStateFn = s.failover.State
 	s.replInfo = r.info
 	s.minReplicasRefuse = func() bool {
 		h := s.hot()
@@ -162,7 +162,7 @@ func (r *replication) info(b *strings.Builder) {
 	if link := r.link; link == nil {
 		b.WriteString("role:master\r\n")
 	} else {
-		link.info(b, r.OffsetLocked())
+		link.Info(b, time.Now(), r.OffsetLocked())
 		fmt.Fprintf(b, "slave_priority:%d\r\nslave_read_only:%d\r\nreplica_announced:%d\r\n",
 			s.cfg.Int(DirReplicaPriority), boolInt(s.cfg.Bool(DirReplicaReadOnly)), boolInt(s.cfg.Bool(DirReplicaAnnounced)))
 	}

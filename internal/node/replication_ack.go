@@ -7,27 +7,11 @@ import (
 	"github.com/shardis/shardis/internal/node/repl"
 )
 
-// Acknowledged writes (min-replicas-ack), the client's half: the gate, the
-// GETACK rounds and the UNACKED replies are repl's (ackwait.go, ack.go).
-//
-//   - Propagation (Client.propagateWrite) records the stream offset just
-//     past the client's write; call() then records where the command's
-//     reply lies in the client's output (noteAckSeg).
-//   - Before the client writes a batch of replies (Client.flush), it waits
-//     (awaitAcks) until the gate reports the batch's last write
-//     acknowledged, or min-replicas-ack-timeout passed. A pipeline
-//     therefore pays one round trip, and concurrent writers share the
-//     GETACK rounds (group commit).
-//   - On timeout every reply of a write not yet acknowledged is replaced
-//     by the UNACKED error: the write ran on the master, and may or may not
-//     survive a failover.
-//   - A write arriving while fewer than n eligible replicas are online is
-//     refused before it runs with NOREPLICAS (nothing applied, safe to
-//     retry): Master.RefuseWrites.
-//
-// Eligible are the replicas that could be promoted: a shardnode replica
-// announces its priority in its handshake with REPLCONF replica-priority
-// (announcedPriority), a redis-server replica announces nothing and counts.
+// Acknowledged writes (min-replicas-ack), the client's half: a write's
+// propagation records its end offset in the stream (propagateWrite), call()
+// where its reply lies in the output (noteAckSeg), and the client waits
+// before it writes its replies (awaitAcks). The mechanism is repl's
+// (ackwait.go, ack.go).
 
 // clientAck is a client's min-replicas-ack bookkeeping.
 type clientAck struct {
@@ -37,9 +21,10 @@ type clientAck struct {
 	// segs are the replies of the writes in the output not yet sent, in
 	// output order.
 	segs []repl.AckSeg
-	// ch receives the gate's release; timer is the reused timeout.
-	ch    chan struct{}
-	timer *time.Timer
+	// w is the wait's reused channel and timer; parked is set while the
+	// wait parked the client in the sequencer.
+	w      repl.AckWriter
+	parked bool
 }
 
 func init() {
@@ -97,64 +82,30 @@ func (c *Client) awaitAcks() {
 	if need <= 0 || len(segs) == 0 {
 		return
 	}
-	r := s.repl
-	if c.ack.ch == nil {
-		c.ack.ch = make(chan struct{}, 1)
-	}
-	if !r.AckWait(c.id, segs[len(segs)-1].Off, need, c.ack.ch) {
-		return
-	}
-	timeout := time.Duration(h.minReplicasAckTimeout) * time.Millisecond
-	deadline := time.Now().Add(timeout)
-	round := time.Duration(repl.RoundTimeout)
-	if c.ack.timer == nil {
-		c.ack.timer = time.NewTimer(min(timeout, round))
-	} else {
-		c.ack.timer.Reset(min(timeout, round))
-	}
-	parked := s.seq.On()
-	if parked {
-		c.parkStart() // sequence.go: other clients need not wait for us
-	}
-	s.blockedClients.Add(1)
-	released := false
-wait:
-	for {
-		select {
-		case <-c.ack.ch:
-			released = true
-			break wait
-		case <-c.ack.timer.C:
-			left := time.Until(deadline)
-			if left <= 0 {
-				break wait
-			}
-			r.AckRetry() // the round expired unanswered: ask again
-			c.ack.timer.Reset(min(left, round))
-		case <-c.done:
-			break wait
-		}
-	}
-	s.blockedClients.Add(-1)
-	if parked {
-		c.parkEnd()
-	}
-	if released {
-		c.ack.timer.Stop()
-		return
-	}
-	acked, counts, timedOut := r.AckGiveUp(c.id, segs)
-	if !timedOut {
-		// Released at the deadline: the acknowledgement won.
-		select {
-		case <-c.ack.ch:
-		default:
-		}
-		return
-	}
 	var n int
-	c.out, n = repl.ReplaceUnacked(c.out, segs, acked, counts, need)
+	c.out, n = s.repl.AwaitAcks(&c.ack.w, c.id, c.out, segs, need, time.Duration(h.minReplicasAckTimeout)*time.Millisecond, (*ackWaiter)(c))
 	c.errReplies += int64(n)
+}
+
+// ackWaiter is a client waiting for its writes' acknowledgements
+// (repl.AckWaiter).
+type ackWaiter Client
+
+func (w *ackWaiter) Done() <-chan struct{} { return w.done }
+
+// Park: other clients need not wait for us (sequence.go).
+func (w *ackWaiter) Park() {
+	if w.ack.parked = w.srv.seq.On(); w.ack.parked {
+		(*Client)(w).parkStart()
+	}
+	w.srv.blockedClients.Add(1)
+}
+
+func (w *ackWaiter) Unpark() {
+	w.srv.blockedClients.Add(-1)
+	if w.ack.parked {
+		(*Client)(w).parkEnd()
+	}
 }
 
 // announcedPriority is the replica-priority this node announces to its

@@ -1,9 +1,44 @@
 package repl
 
 // Acknowledged writes (min-replicas-ack), the master's half around the
-// AckGate: the waiting writers' wake-ups, the GETACK rounds and the
-// UNACKED replies. The writers' wait itself (a client's goroutine before it
-// sends its replies) is the server's.
+// AckGate.
+//
+// With min-replicas-ack n > 0 a write's reply leaves only once n eligible
+// replicas acknowledged (REPLCONF ACK) a replication offset at or past the
+// write's end in the stream. Every write counts: a write command, EXEC,
+// EVAL/FCALL. The mechanism:
+//
+//   - The server records, per client, the stream offset just past each
+//     write and where its reply lies in the output (AckSeg).
+//   - Before the client writes a batch of replies, it waits (AwaitAcks)
+//     until the gate reports the batch's last write acknowledged, or
+//     min-replicas-ack-timeout passed. A pipeline therefore pays one round
+//     trip, and concurrent writers share the GETACK rounds (group
+//     commit): a round is sent when a writer waits and no round is open.
+//   - On timeout every reply of a write not yet acknowledged is replaced
+//     by the UNACKED error: the write ran on the master, and may or may not
+//     survive a failover. go-redis does not retry it (its shouldRetry
+//     knows NOREPLICAS, TRYAGAIN, CLUSTERDOWN, LOADING, READONLY and
+//     MASTERDOWN only), so an applied write is never run twice by a
+//     client library's retry.
+//   - A write arriving while fewer than n eligible replicas are online is
+//     refused before it runs with NOREPLICAS (RefuseWrites: nothing
+//     applied, safe to retry).
+//
+// Eligible are the replicas that could be promoted: a shardnode replica
+// announces its priority in its handshake with REPLCONF replica-priority
+// (0 when replica-priority is 0, or in cluster mode when
+// cluster-replica-no-failover is set; the migration tool announces 0), and
+// counts when it is above 0. A redis-server replica announces nothing (the
+// master's error reply to the unknown option is ignored by a shardnode
+// replica's handshake, and redis-server never sends it) and counts: a
+// redis-server master does not know its replicas' priorities either.
+//
+// Replicas acknowledge quickly: a shardnode replica that was asked with
+// GETACK in the last second sends REPLCONF ACK after every batch of the
+// stream it applied (stream.go), so most writers are released by those
+// without a round of their own; a redis-server replica answers each GETACK
+// round.
 
 import (
 	"strconv"
@@ -58,12 +93,82 @@ func (m *Master) SyncAckNeedLocked(n int) {
 	m.releaseAcksLocked()
 }
 
-// AckWait registers writer id, whose last write ends at stream offset
-// target, to be woken on ch once min-replicas-ack (need) replicas
-// acknowledged it. It reports false when there is nothing to wait for
-// (acknowledged already, or this node is a replica). A GETACK round is
-// started when none is open.
-func (m *Master) AckWait(id int64, target int64, need int, ch chan struct{}) bool {
+// AckWriter is a writer's reusable wake-up channel and timer.
+type AckWriter struct {
+	ch    chan struct{}
+	timer *time.Timer
+}
+
+// AckWaiter is a writer blocked until its writes are acknowledged.
+type AckWaiter interface {
+	// Done is closed when the writer's connection closes.
+	Done() <-chan struct{}
+	// Park tells the server the writer blocks, Unpark that it runs again.
+	Park()
+	Unpark()
+}
+
+// AwaitAcks waits until the writes of segs (the replies in out, in output
+// order) are acknowledged by need eligible replicas, or timeout passed, or
+// the writer left; then it returns out with the replies of the writes
+// still unacknowledged replaced by the UNACKED error, and how many it
+// replaced. A GETACK round is sent when none is open, and again when one
+// expires unanswered (a replica died, or answered only part of it).
+func (m *Master) AwaitAcks(aw *AckWriter, id int64, out []byte, segs []AckSeg, need int, timeout time.Duration, w AckWaiter) ([]byte, int) {
+	if aw.ch == nil {
+		aw.ch = make(chan struct{}, 1)
+	}
+	if !m.ackWait(id, segs[len(segs)-1].Off, need, aw.ch) {
+		return out, 0
+	}
+	deadline := time.Now().Add(timeout)
+	round := time.Duration(RoundTimeout)
+	if aw.timer == nil {
+		aw.timer = time.NewTimer(min(timeout, round))
+	} else {
+		aw.timer.Reset(min(timeout, round))
+	}
+	w.Park()
+	released := false
+wait:
+	for {
+		select {
+		case <-aw.ch:
+			released = true
+			break wait
+		case <-aw.timer.C:
+			left := time.Until(deadline)
+			if left <= 0 {
+				break wait
+			}
+			m.ackRetry()
+			aw.timer.Reset(min(left, round))
+		case <-w.Done():
+			break wait
+		}
+	}
+	w.Unpark()
+	if released {
+		aw.timer.Stop()
+		return out, 0
+	}
+	acked, counts, timedOut := m.ackGiveUp(id, segs)
+	if !timedOut {
+		// Released at the deadline: the acknowledgement won.
+		select {
+		case <-aw.ch:
+		default:
+		}
+		return out, 0
+	}
+	return ReplaceUnacked(out, segs, acked, counts, need)
+}
+
+// ackWait registers writer id, whose last write ends at stream offset
+// target, to be woken on ch once need replicas acknowledged it. It reports
+// false when there is nothing to wait for (acknowledged already, or this
+// node is a replica). A GETACK round is started when none is open.
+func (m *Master) ackWait(id int64, target int64, need int, ch chan struct{}) bool {
 	m.mu.Lock()
 	m.SyncAckNeedLocked(need)
 	if m.linked || !m.ack.Wait(id, target) {
@@ -81,10 +186,8 @@ func (m *Master) AckWait(id int64, target int64, need int, ch chan struct{}) boo
 	return true
 }
 
-// AckRetry sends another GETACK round for the waiting writers when the
-// last one expired unanswered (a replica died, or answered only part of
-// it).
-func (m *Master) AckRetry() {
+// ackRetry sends another GETACK round when the last one expired.
+func (m *Master) ackRetry() {
 	m.mu.Lock()
 	again := m.maybeGetAckLocked()
 	m.mu.Unlock()
@@ -93,11 +196,11 @@ func (m *Master) AckRetry() {
 	}
 }
 
-// AckGiveUp ends writer id's wait at its deadline. It returns false when
+// ackGiveUp ends writer id's wait at its deadline. It returns false when
 // the acknowledgement won the race (the writer was released); otherwise
 // how many replicas acknowledged each of segs (0 for those acknowledged by
 // enough), and the offset acknowledged by enough.
-func (m *Master) AckGiveUp(id int64, segs []AckSeg) (acked int64, counts []int, timedOut bool) {
+func (m *Master) ackGiveUp(id int64, segs []AckSeg) (acked int64, counts []int, timedOut bool) {
 	m.mu.Lock()
 	if !m.ack.Cancel(id) {
 		m.mu.Unlock()
@@ -118,7 +221,7 @@ func (m *Master) AckGiveUp(id int64, segs []AckSeg) (acked int64, counts []int, 
 
 // ReplaceUnacked returns out with the reply of every write in segs not
 // acknowledged (its offset past acked) replaced by the UNACKED error, and
-// how many it replaced. counts are AckGiveUp's.
+// how many it replaced. counts are ackGiveUp's.
 func ReplaceUnacked(out []byte, segs []AckSeg, acked int64, counts []int, need int) ([]byte, int) {
 	res := make([]byte, 0, len(out))
 	prev, n := 0, 0

@@ -8,7 +8,12 @@ package repl
 // command; the server's runner ticks it and performs its steps.
 
 import (
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/value"
@@ -236,3 +241,123 @@ func (f *Failover) Promoting() { f.state = FailoverInProgress }
 
 // End records that the failover is over (done, aborted or failed).
 func (f *Failover) End() { *f = Failover{} }
+
+// Coordinator runs the FAILOVER command: the machine behind its lock and
+// the runner that performs its steps. The zero value is ready.
+type Coordinator struct {
+	mu sync.Mutex
+	m  Failover
+	// abort wakes the runner on FAILOVER ABORT.
+	abort chan struct{}
+}
+
+// FailoverHost is the server as a failover's runner sees it.
+type FailoverHost interface {
+	// Handover makes this node a replica of host:port whose first PSYNC
+	// carries FAILOVER (the target promotes itself before it answers);
+	// the outcome is sent to done.
+	Handover(host string, port int, done chan error)
+	// TakeBack makes this node a master again (the target refused).
+	TakeBack()
+	// Resume ends the pause of writes the failover started with.
+	Resume()
+}
+
+// State is master_failover_state.
+func (c *Coordinator) State() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m.State()
+}
+
+// Abort is FAILOVER ABORT; the error is Redis's reply.
+func (c *Coordinator) Abort() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.m.Abort(); e != "" {
+		return e
+	}
+	close(c.abort)
+	c.abort = nil
+	return ""
+}
+
+// Start begins a failover with a among the online replicas at now (the
+// caller pauses writes before it runs Run); the error is Redis's reply.
+func (c *Coordinator) Start(now time.Time, a FailoverArgs, online []FailoverReplica) (host string, port int, err string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err = c.m.Start(now, a, online); err != "" {
+		return "", 0, err
+	}
+	c.abort = make(chan struct{})
+	host, port = c.m.Target()
+	return host, port, ""
+}
+
+// Run drives the failover Start began, in its own goroutine: it ticks the
+// machine every 20 ms until the target acknowledged our offset (or the
+// timeout with FORCE), then hands over to the target.
+func (c *Coordinator) Run(m *Master, h FailoverHost) {
+	c.mu.Lock()
+	abortC := c.abort
+	c.mu.Unlock()
+	end := func(reason string) {
+		c.mu.Lock()
+		c.m.End()
+		c.mu.Unlock()
+		h.Resume()
+		if reason != "" {
+			m.log.Warn("FAILOVER aborted", "reason", reason)
+		}
+	}
+	for {
+		m.mu.Lock()
+		c.mu.Lock()
+		st := c.m.Tick(time.Now(), m.OnlineForFailoverLocked(), m.offset)
+		host, port := c.m.Target()
+		c.mu.Unlock()
+		if st.GetAck {
+			m.FeedGetAckLocked()
+		}
+		m.mu.Unlock()
+		if st.End {
+			end(st.Reason)
+			return
+		}
+		if st.Promote {
+			if st.Forced {
+				m.log.Info(fmt.Sprintf("FAILOVER to %s:%d time out exceeded, failing over.", host, port))
+			}
+			break
+		}
+		select {
+		case <-abortC:
+			end("FAILOVER ABORT")
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	c.mu.Lock()
+	c.m.Promoting()
+	host, port := c.m.Target()
+	c.mu.Unlock()
+	// As Redis: become a replica of the target at once (never two
+	// masters) and send it PSYNC ... FAILOVER, which makes it promote
+	// itself before it answers; if it refuses, take the master role back.
+	done := make(chan error, 1)
+	h.Handover(host, port, done)
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		err = errors.New("timeout")
+	}
+	if err != nil {
+		h.TakeBack()
+		end("the target did not take over: " + err.Error())
+		return
+	}
+	end("")
+	m.log.Info("FAILOVER done", "new-master", net.JoinHostPort(host, strconv.Itoa(port)))
+}

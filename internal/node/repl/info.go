@@ -176,3 +176,52 @@ func (m *Master) waitAcks(enough func(acked, behind int) bool, deadline time.Tim
 		m.ackCond.Wait()
 	}
 }
+
+// Info renders INFO replication's fields of a replica's link, role:slave
+// to master_link_down_since_seconds; applied is the applied offset.
+func (l *Link) Info(b *strings.Builder, now time.Time, applied int64) {
+	st := l.Status()
+	b.WriteString("role:slave\r\n")
+	fmt.Fprintf(b, "master_host:%s\r\nmaster_port:%d\r\n", l.host, l.port)
+	up := "down"
+	if st.State == StateConnected {
+		up = "up"
+	}
+	fmt.Fprintf(b, "master_link_status:%s\r\n", up)
+	last := int64(-1)
+	if !st.LastIO.IsZero() {
+		last = int64(now.Sub(st.LastIO).Seconds())
+	}
+	fmt.Fprintf(b, "master_last_io_seconds_ago:%d\r\n", last)
+	inSync := 0
+	if st.State == StateTransfer {
+		inSync = 1
+	}
+	fmt.Fprintf(b, "master_sync_in_progress:%d\r\n", inSync)
+	fmt.Fprintf(b, "slave_read_repl_offset:%d\r\nslave_repl_offset:%d\r\n", l.ReadOffset(applied), applied)
+	if inSync == 1 {
+		fmt.Fprintf(b, "master_sync_total_bytes:%d\r\nmaster_sync_read_bytes:%d\r\nmaster_sync_left_bytes:%d\r\nmaster_sync_perc:0.00\r\nmaster_sync_last_io_seconds_ago:0\r\n", st.SyncTotal, st.SyncRead, st.SyncTotal-st.SyncRead)
+	}
+	if st.State != StateConnected {
+		secs := int64(-1)
+		if !st.DownSince.IsZero() {
+			secs = int64(now.Sub(st.DownSince).Seconds())
+		}
+		fmt.Fprintf(b, "master_link_down_since_seconds:%d\r\n", secs)
+	}
+}
+
+// AppendRole appends a replica's ROLE reply: "slave", the master's host and
+// port, the link state, and the applied offset (-1 while not connected).
+func (l *Link) AppendRole(b []byte, applied int64) []byte {
+	st := l.Status()
+	b = resp.AppendArrayLen(b, 5)
+	b = resp.AppendBulkString(b, "slave")
+	b = resp.AppendBulkString(b, l.host)
+	b = resp.AppendInt(b, int64(l.port))
+	b = resp.AppendBulkString(b, st.State)
+	if st.State != StateConnected {
+		applied = -1
+	}
+	return resp.AppendInt(b, applied)
+}
