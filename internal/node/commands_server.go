@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -588,8 +589,16 @@ func cmdMemoryMallocStats(c *Client, args [][]byte) {
 	c.addVerbatim("Stats not supported for the current allocator")
 }
 
-// MEMORY PURGE
-func cmdMemoryPurge(c *Client, args [][]byte) { c.addOK() }
+// MEMORY PURGE: where redis-server asks jemalloc to release dirty pages,
+// shardnode runs a garbage collection and returns freed memory to the
+// system, so that used_memory (the Go heap's objects, garbage included)
+// afterwards counts only what is live. It blocks the caller for the
+// collection; other clients keep running.
+func cmdMemoryPurge(c *Client, args [][]byte) {
+	debug.FreeOSMemory() // forces a collection first
+	memStat.invalidate()
+	c.addOK()
+}
 
 // MEMORY HELP
 func cmdMemoryHelp(c *Client, args [][]byte) {
