@@ -535,7 +535,7 @@ func (h *scriptHost) call(args [][]byte, proto int, out []byte) ([]byte, string,
 	if !arityOK(cmd, len(args)) {
 		return nil, "Wrong number of args calling Redis command from script", cmd
 	}
-	if cmd.flags&flagNoScript != 0 {
+	if cmd.flags&flagNoScript != 0 && !s.scriptDenyDisabled.Load() {
 		return nil, "This Redis command is not allowed from script", cmd
 	}
 	fromMaster := c.hasFlag(clientMaster)

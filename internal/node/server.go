@@ -113,6 +113,9 @@ type Server struct {
 
 	// activeExpire can be switched off by DEBUG SET-ACTIVE-EXPIRE 0.
 	activeExpire atomic.Bool
+	// scriptDenyDisabled lets scripts call noscript commands (DEBUG
+	// SET-DISABLE-DENY-SCRIPTS 1, for tests).
+	scriptDenyDisabled atomic.Bool
 
 	// minReplicasRefuse and masterLinkUp are set by replication: the
 	// first refuses writes under min-replicas-to-write, the second tells
