@@ -171,7 +171,8 @@ func (l *Link) applyBatch(a Applier, f Feed, first Request) error {
 	st.args = append(st.args[:0], first.Args...)
 	first.Args = st.args[:len(first.Args):len(first.Args)]
 	reqs := append(st.reqs[:0], first)
-	var tail *Request // a parsed request that may not join the batch
+	var tail Request // a parsed request that may not join the batch
+	hasTail := false
 	var perr error
 	for len(reqs) < maxBatch {
 		next, err := a.Next()
@@ -182,7 +183,7 @@ func (l *Link) applyBatch(a Applier, f Feed, first Request) error {
 			break
 		}
 		if !next.Batch {
-			tail = &next
+			tail, hasTail = next, true
 			break
 		}
 		start := len(st.args)
@@ -206,8 +207,8 @@ func (l *Link) applyBatch(a Applier, f Feed, first Request) error {
 		return aerr
 	case perr != nil:
 		return fmt.Errorf("repl: stream: %w", perr)
-	case tail != nil:
-		return l.apply(a, f, *tail)
+	case hasTail:
+		return l.apply(a, f, tail)
 	}
 	return nil
 }
