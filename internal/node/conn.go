@@ -89,6 +89,11 @@ type Client struct {
 	// now is the time of the command being run (ms), cached as Redis does
 	// so a command and a MULTI/EXEC see one clock.
 	now int64
+	// callDepth counts the calls in progress on this client: the commands
+	// of an EXEC or a script run at depth > 0 and keep the outer
+	// command's now, so keys do not expire in the middle of either (Redis
+	// 7.0's fixed_time_expire and script time snapshot).
+	callDepth int
 
 	// multi holds queued commands inside MULTI.
 	multi   [][][]byte
@@ -138,15 +143,13 @@ type Client struct {
 	dirty    int
 	inExec   bool
 	execProp [][][]byte
+	// execDB is the database execProp's commands apply to so far: a write
+	// in another database (after a SELECT inside EXEC or a script) is
+	// preceded by a SELECT in execProp.
+	execDB int
 	// readyKeys are keys that got elements during the command, for
 	// serving blocked clients once its locks are released.
 	readyKeys []watchKey
-
-	// Pub/sub subscriptions, guarded by the hub's lock.
-	channels map[string]struct{}
-	patterns map[string]struct{}
-	// shardChannels are the SSUBSCRIBE channels (commands_pubsub_shard.go).
-	shardChannels map[string]struct{}
 
 	// pending is output pushed by other goroutines, flushed by flushLoop.
 	pmu          sync.Mutex

@@ -425,13 +425,34 @@ func (c *Client) flagTransaction() {
 	}
 }
 
+// selectArgs is SELECT db, for a propagated block that changes database.
+func selectArgs(db int) [][]byte {
+	return [][]byte{[]byte("SELECT"), []byte(strconv.Itoa(db))}
+}
+
+// endExecProp closes a propagated block that started in database db:
+// if its commands moved to another database, a final SELECT brings the
+// stream back to db, which is where the propagator believes it is after
+// the block.
+func (c *Client) endExecProp(db int) {
+	if len(c.execProp) > 0 && c.execDB != db {
+		c.execProp = append(c.execProp, selectArgs(db))
+	}
+	c.execDB = db
+}
+
 // call runs a command with its keyspace locks and does the bookkeeping
 // that follows every command: propagation, statistics, slowlog, MONITOR.
 // locked is true inside EXEC, whose locks are already held.
 func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	s := c.srv
 	var start time.Duration
-	c.now, start = c.commandStart() // perf_hot.go: at most one clock read
+	if c.callDepth == 0 {
+		c.now, start = c.commandStart() // perf_hot.go: at most one clock read
+	} else {
+		start = time.Since(procStart) // inside EXEC or a script: the outer command's now holds
+	}
+	c.callDepth++
 	c.cmd = cmd
 	c.dirty = 0
 	c.propArgs = nil
@@ -446,6 +467,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 				c.unlockHeld()
 				c.addError(msg)
 				cmd.stats.rejected.Add(1)
+				c.callDepth--
 				return
 			}
 		}
@@ -463,6 +485,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 		c.setMasterAccess(cmd, args, true) // replication_expire.go
 	}
 	cmd.fn(c, args)
+	c.callDepth--
 	if masterView {
 		c.setMasterAccess(cmd, args, false)
 	} else if c.dirty > 0 && cmd.flags&flagWrite != 0 && s.replicaMode.Load() {
@@ -476,6 +499,10 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 			prop = c.propOne[:]
 		}
 		if c.inExec {
+			if c.db != c.execDB {
+				c.execProp = append(c.execProp, selectArgs(c.db))
+				c.execDB = c.db
+			}
 			for _, p := range prop {
 				c.execProp = append(c.execProp, cloneArgs(p))
 			}
@@ -716,21 +743,6 @@ func (c *Client) keysOfMulti() (keys []keyspace.ShardRef, all bool) {
 func parseInt(b []byte) (int64, bool) { return value.ParseInt(b) }
 
 // parseFloat parses a Redis float argument (inf, -inf allowed; NaN not).
-func parseFloat(b []byte) (float64, bool) {
-	if len(b) == 0 || len(b) > 5000 {
-		return 0, false
-	}
-	if b[0] == ' ' || b[len(b)-1] == ' ' {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		return 0, false
-	}
-	if f != f {
-		return 0, false
-	}
-	return f, true
-}
+func parseFloat(b []byte) (float64, bool) { return value.ParseFloat(b) }
 
 func eqFold(a []byte, s string) bool { return strings.EqualFold(string(a), s) }

@@ -424,6 +424,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return err
 	}
 	s.shutDown = true
+	// The listeners close before SHUTDOWN's own connection does, so a
+	// client that sees that connection end cannot connect any more (as
+	// with redis-server, which exits before replying).
+	s.closeListeners()
 	if s.cluster != nil {
 		s.cluster.close() // saves nodes.conf, closes the bus
 	}

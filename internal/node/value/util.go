@@ -36,3 +36,22 @@ func bstr(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // sbytes views s as a read-only byte slice without copying.
 func sbytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// ParseFloat parses b as a Redis float argument (string2d): inf and -inf
+// allowed, NaN, leading or trailing spaces and more than 5000 bytes not.
+func ParseFloat(b []byte) (float64, bool) {
+	if len(b) == 0 || len(b) > 5000 {
+		return 0, false
+	}
+	if b[0] == ' ' || b[len(b)-1] == ' ' {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return 0, false
+	}
+	if f != f {
+		return 0, false
+	}
+	return f, true
+}
