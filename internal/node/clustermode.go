@@ -63,7 +63,7 @@ func (l clusterLocal) ReplOffset() int64       { return l.s.repl.clusterOffset()
 // (isReplicaAvailable), so a loading replica is hidden from clients.
 func (r *replication) clusterOffset() int64 {
 	r.mu.Lock()
-	off, link := r.offset, r.link
+	off, link := r.OffsetLocked(), r.link
 	r.mu.Unlock()
 	if link != nil && link.status().state == linkTransfer {
 		return 0

@@ -15,6 +15,7 @@ import (
 	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/netio"
+	"github.com/shardis/shardis/internal/node/repl"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -158,17 +159,8 @@ type Client struct {
 	// spare is flushPending's other buffer between runs (a replica's
 	// stream would otherwise regrow one from nothing at every run).
 	spare []byte
-	// Replica handshake data (REPLCONF) of a replica's connection.
-	replPort       int
-	replIP         string
-	replCapaEOF    bool
-	replCapaPSync2 bool
-	// replPrio is the replica-priority a shardnode replica announced
-	// (REPLCONF replica-priority), valid when replPrioKnown (a
-	// redis-server replica announces none): it decides whether the
-	// replica counts toward min-replicas-ack (replication_ack.go).
-	replPrio      int
-	replPrioKnown bool
+	// replHello is what a replica's connection announced (REPLCONF).
+	replHello repl.Hello
 	// ack holds the min-replicas-ack bookkeeping of the client's writes
 	// (replication_ack.go).
 	ack clientAck
@@ -451,8 +443,8 @@ func (c *Client) flush() bool {
 	if len(c.ack.segs) > 0 {
 		c.awaitAcks() // replication_ack.go: min-replicas-ack
 	}
-	if c.srv.repl != nil && c.srv.repl.streamDirty.Load() {
-		c.srv.repl.writeStreamsNow()
+	if c.srv.repl != nil && c.srv.repl.StreamDirty() {
+		c.srv.repl.WriteStreamsNow()
 	}
 	if c.hasFlag(clientPubSub|clientMonitor|clientReplica) || c.pendingLen() > 0 {
 		// Keep order with pushed messages.

@@ -26,6 +26,7 @@ import (
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/netio"
 	"github.com/shardis/shardis/internal/node/persist"
+	"github.com/shardis/shardis/internal/node/repl"
 )
 
 // Version is the Redis version shardnode reports (redis_version), chosen
@@ -138,7 +139,7 @@ type Server struct {
 	// a pause can wait for them to finish (see enterWrite).
 	inflightWrites atomic.Int64
 	// failover is the coordinated FAILOVER in progress, if any.
-	failover coordinatedFailover
+	failover repl.Coordinator
 
 	// replInfo and persistInfo, when set (by replication and persistence),
 	// write the fields of INFO's replication and persistence sections
