@@ -100,6 +100,9 @@ func (r *replication) becomeMaster() bool {
 	r.mu.Lock()
 	r.LiftRestartGuardLocked()
 	r.ShiftReplIDLocked()
+	// Our replicas must learn the new id: they reconnect and continue
+	// with a partial resync (Redis's replicationUnsetMaster).
+	r.DisconnectReplicasLocked()
 	r.CreateBacklogLocked()
 	r.ForceSelectLocked()
 	r.mu.Unlock()
