@@ -14,14 +14,12 @@ import (
 	"github.com/shardis/shardis/internal/node/script"
 )
 
-// Scripting errors with Redis's texts.
+// Scripting errors with Redis's texts (package script's).
 const (
-	errNoScript      = "NOSCRIPT No matching script. Please use EVAL."
-	errBusyEval      = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
-	errBusyFunction  = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
-	errNotBusy       = "NOTBUSY No scripts in execution right now."
-	errUnkillable    = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
-	errUnkillableMst = "UNKILLABLE The busy script was sent by a master instance in the context of replication and cannot be killed."
+	errNoScript   = script.ErrNoScript
+	errBusyEval   = script.ErrBusyEval
+	errNotBusy    = script.ErrNotBusy
+	errUnkillable = script.ErrUnkillable
 )
 
 // scripting is a server's scripting state.
@@ -142,7 +140,7 @@ func (s *Server) busyReply(c *Client, cmd *command) string {
 	if r.eval {
 		return errBusyEval
 	}
-	return errBusyFunction
+	return script.ErrBusyFunction
 }
 
 func registerScriptingCommands(t *commandTable) {
@@ -168,28 +166,6 @@ func cmdEvalSha(c *Client, args [][]byte)   { c.evalGeneric(args, true, false) }
 func cmdEvalRO(c *Client, args [][]byte)    { c.evalGeneric(args, false, true) }
 func cmdEvalShaRO(c *Client, args [][]byte) { c.evalGeneric(args, true, true) }
 
-// scriptNumKeys parses EVAL's and FCALL's numkeys.
-func (c *Client) scriptNumKeys(args [][]byte, fcall bool) (int, bool) {
-	n, ok := parseInt(args[2])
-	if !ok {
-		if fcall {
-			c.addError("ERR Bad number of keys provided")
-		} else {
-			c.addError(errNotInt)
-		}
-		return 0, false
-	}
-	if n > int64(len(args)-3) {
-		c.addError("ERR Number of keys can't be greater than number of args")
-		return 0, false
-	}
-	if n < 0 {
-		c.addError("ERR Number of keys can't be negative")
-		return 0, false
-	}
-	return int(n), true
-}
-
 // EVAL script numkeys [key ...] [arg ...] (and EVALSHA, the _RO forms)
 func (c *Client) evalGeneric(args [][]byte, bySHA, ro bool) {
 	eng := c.srv.scriptEngine()
@@ -200,8 +176,9 @@ func (c *Client) evalGeneric(args [][]byte, bySHA, ro bool) {
 			return
 		}
 	}
-	numkeys, ok := c.scriptNumKeys(args, false)
-	if !ok {
+	numkeys, msg := script.ParseNumKeys(args, false)
+	if msg != "" {
+		c.addError(msg)
 		return
 	}
 	if !bySHA {
@@ -220,40 +197,16 @@ func (c *Client) evalGeneric(args [][]byte, bySHA, ro bool) {
 // declared against the server's state.
 func (c *Client) scriptRefused(flags script.Flags, ro bool) string {
 	s := c.srv
-	fromMaster := c.hasFlag(clientMaster)
-	stale := s.replicaMode.Load() && !s.cfg.Bool(DirReplicaServeStaleData) && s.masterLinkUp != nil && !s.masterLinkUp()
-	if flags&script.FlagEvalCompat != 0 {
-		if stale {
-			return errMasterDown
-		}
-		return ""
-	}
-	if flags&script.FlagNoCluster != 0 && s.cluster != nil {
-		return "ERR Can not run script on cluster, 'no-cluster' flag is set."
-	}
-	if stale && flags&script.FlagAllowStale == 0 {
-		return "MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' and 'allow-stale' flag is not set on the script."
-	}
-	if flags&script.FlagNoWrites == 0 {
-		if s.replicaMode.Load() && s.hot().replicaReadOnly && !fromMaster {
-			return "READONLY Can not run script with write flag on readonly replica"
-		}
-		if !fromMaster {
-			if msg := s.persistRefused(); msg != "" {
-				return msg
-			}
-		}
-		if ro {
-			return "ERR Can not execute a script with write flag using *_ro command."
-		}
-		if !fromMaster && s.minReplicasRefuse != nil && s.minReplicasRefuse() {
-			return errNoReplicas
-		}
-		if !fromMaster && flags&script.FlagAllowOOM == 0 && s.hot().maxmemory > 0 && !s.freeMemoryIfNeeded() {
-			return "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"
-		}
-	}
-	return ""
+	return flags.Refusal(&script.RunState{
+		FromMaster:         c.hasFlag(clientMaster),
+		RO:                 ro,
+		Stale:              s.replicaMode.Load() && !s.cfg.Bool(DirReplicaServeStaleData) && s.masterLinkUp != nil && !s.masterLinkUp(),
+		Cluster:            s.cluster != nil,
+		ReadOnlyReplica:    s.replicaMode.Load() && s.hot().replicaReadOnly,
+		PersistRefused:     s.persistRefused,
+		MinReplicasRefused: s.minReplicasRefuse,
+		OutOfMemory:        func() bool { return s.hot().maxmemory > 0 && !s.freeMemoryIfNeeded() },
+	})
 }
 
 // runScript runs one script or function invocation for c: the checks of
@@ -643,12 +596,8 @@ func cmdScriptExists(c *Client, args [][]byte) {
 
 // SCRIPT FLUSH [ASYNC|SYNC]
 func cmdScriptFlush(c *Client, args [][]byte) {
-	if len(args) > 3 {
-		c.addError("ERR unknown subcommand or wrong number of arguments for 'flush'. Try SCRIPT HELP.")
-		return
-	}
-	if len(args) == 3 && !eqFold(args[2], "sync") && !eqFold(args[2], "async") {
-		c.addError("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+	if msg := script.ParseFlush(args, false); msg != "" {
+		c.addError(msg)
 		return
 	}
 	// The EVAL Lua state is only used under the gate.
@@ -664,54 +613,28 @@ func cmdScriptKill(c *Client, args [][]byte) { c.killScript(true) }
 // killScript is Redis's scriptKill for SCRIPT KILL (eval) and FUNCTION KILL.
 func (c *Client) killScript(eval bool) {
 	r := c.srv.scripting.running.Load()
-	switch {
-	case r == nil:
-		c.addError(errNotBusy)
-	case r.fromMaster:
-		c.addError(errUnkillableMst)
-	case r.wrote.Load():
-		c.addError(errUnkillable)
-	case eval && !r.eval:
-		c.addError(errBusyFunction)
-	case !eval && r.eval:
-		c.addError(errBusyEval)
-	default:
-		r.kill.fire()
-		c.addOK()
+	var st *script.Running
+	if r != nil {
+		st = &script.Running{Eval: r.eval, FromMaster: r.fromMaster, Wrote: r.wrote.Load()}
 	}
+	if msg := script.KillRefusal(st, eval); msg != "" {
+		c.addError(msg)
+		return
+	}
+	r.kill.fire()
+	c.addOK()
 }
 
-// SCRIPT DEBUG YES|SYNC|NO: this node has no Lua debugger. NO is
-// accepted (it is the state already); YES and SYNC are refused.
+// SCRIPT DEBUG YES|SYNC|NO (no Lua debugger: only NO)
 func cmdScriptDebug(c *Client, args [][]byte) {
-	switch {
-	case eqFold(args[2], "no"):
-		c.addOK()
-	case eqFold(args[2], "yes"), eqFold(args[2], "sync"):
-		c.addError("ERR SCRIPT DEBUG is not supported by this server (no Lua debugger)")
-	default:
-		c.addError("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+	if msg := script.DebugRefusal(args[2]); msg != "" {
+		c.addError(msg)
+		return
 	}
+	c.addOK()
 }
 
 // SCRIPT HELP
-func cmdScriptHelp(c *Client, args [][]byte) {
-	c.addHelp("SCRIPT", []string{
-		"DEBUG (YES|SYNC|NO)",
-		"    Set the debug mode for subsequent scripts executed.",
-		"EXISTS <sha1> [<sha1> ...]",
-		"    Return information about the existence of the scripts in the script cache.",
-		"FLUSH [ASYNC|SYNC]",
-		"    Flush the Lua scripts cache. Very dangerous on replicas.",
-		"    When called without the optional mode argument, the behavior is determined by the",
-		"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-		"    * ASYNC: Asynchronously flush the scripts cache.",
-		"    * SYNC: Synchronously flush the scripts cache.",
-		"KILL",
-		"    Kill the currently executing Lua script.",
-		"LOAD <script>",
-		"    Load a script into the scripts cache without executing it.",
-	})
-}
+func cmdScriptHelp(c *Client, args [][]byte) { c.addHelp("SCRIPT", script.ScriptHelp) }
 
 var _ = keyspace.NumShards
