@@ -1,7 +1,6 @@
 package node
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"strings"
@@ -50,43 +49,13 @@ type scripting struct {
 	running atomic.Pointer[runningScript]
 	// kill is the context scripts run under until a kill fires it (then
 	// the next script gets a new one); used under gate.
-	kill *killSwitch
+	kill *script.KillSwitch
 	// host, run and out serve every script run that takes gate itself
 	// (all but those inside EXEC), reused from run to run under gate.
 	host scriptHost
 	run  script.Run
 	out  []byte
 }
-
-// killSwitch is a context whose Done channel is fixed: the Lua VM checks
-// it at every instruction, and a plain channel is the cheapest check.
-type killSwitch struct {
-	ch   chan struct{}
-	once sync.Once
-}
-
-func newKillSwitch() *killSwitch { return &killSwitch{ch: make(chan struct{})} }
-
-func (k *killSwitch) fire() { k.once.Do(func() { close(k.ch) }) }
-
-// Deadline is context.Context's: none.
-func (k *killSwitch) Deadline() (time.Time, bool) { return time.Time{}, false }
-
-// Done is closed by fire.
-func (k *killSwitch) Done() <-chan struct{} { return k.ch }
-
-// Err is context.Canceled once fired.
-func (k *killSwitch) Err() error {
-	select {
-	case <-k.ch:
-		return context.Canceled
-	default:
-		return nil
-	}
-}
-
-// Value is context.Context's: no values.
-func (k *killSwitch) Value(any) any { return nil }
 
 // runningScript is the script a client is running.
 type runningScript struct {
@@ -101,7 +70,7 @@ type runningScript struct {
 	wrote atomic.Bool
 	// fromMaster: run from the master's stream (never killed).
 	fromMaster bool
-	kill       *killSwitch
+	kill       *script.KillSwitch
 }
 
 func (s *Server) scriptEngine() *script.Engine {
@@ -248,7 +217,7 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 	h.crossSlot = flags&script.FlagEvalCompat != 0 || flags&script.FlagAllowCrossSlot != 0
 	h.gated = !outerExec
 	if sc.kill == nil || sc.kill.Err() != nil {
-		sc.kill = newKillSwitch()
+		sc.kill = script.NewKillSwitch()
 	}
 	rs.c, rs.start, rs.kill, rs.args = c, time.Now(), sc.kill, args
 	rs.fromMaster = c.hasFlag(clientMaster)
@@ -301,14 +270,7 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 		prop := c.execProp
 		c.execProp = savedProp
 		if len(prop) > 0 && s.hasPropagators() {
-			if len(prop) > 1 {
-				block := make([][][]byte, 0, len(prop)+2)
-				block = append(block, [][]byte{[]byte("MULTI")})
-				block = append(block, prop...)
-				block = append(block, [][]byte{[]byte("EXEC")})
-				prop = block
-			}
-			c.propagateWrite(savedDB, prop)
+			c.propagateWrite(savedDB, script.WrapEffects(prop))
 		}
 		c.unlockHeld()
 		h.gated = false
@@ -537,38 +499,14 @@ func (h *scriptHost) call(args [][]byte, proto int, out []byte) ([]byte, string,
 // in the script's slot.
 func (h *scriptHost) clusterCheck(cmd *command, args [][]byte) string {
 	rt := h.c.srv.cluster.route.Load()
-	pos := cmd.keyPositions(args)
-	if len(pos) == 0 {
-		return ""
-	}
-	if rt.State != cluster.ClusterOK {
-		if cmd.flags&flagWrite != 0 {
-			return "Script attempted to execute a write command while the cluster is down and readonly"
-		}
-		return "Script attempted to execute a command while the cluster is down"
-	}
-	slot := -1
-	for _, p := range pos {
-		if p >= len(args) {
-			continue
-		}
-		ks := keySlot(bstr(args[p]))
-		if slot >= 0 && ks != slot {
-			return "Script attempted to access a non local key in a cluster node"
-		}
-		slot = ks
-		if owner := rt.Owner[ks]; owner != rt.Me && !(h.c.hasFlag(clientReadOnly) && cmd.flags&flagWrite == 0 && rt.MyMaster >= 0 && rt.MyMaster == owner) {
-			return "Script attempted to access a non local key in a cluster node"
-		}
-	}
-	if slot >= 0 && !h.crossSlot {
-		if h.slot == -1 {
-			h.slot = slot
-		} else if h.slot != slot {
-			return "Script attempted to access keys that do not hash to the same slot"
-		}
-	}
-	return ""
+	return script.ClusterRefusal(&script.ClusterCall{
+		Args: args, Keys: cmd.keyPositions(args), Write: cmd.flags&flagWrite != 0,
+		Down: rt.State != cluster.ClusterOK, CrossSlot: h.crossSlot,
+		Serves: func(slot int) bool {
+			owner := rt.Owner[slot]
+			return owner == rt.Me || h.c.hasFlag(clientReadOnly) && cmd.flags&flagWrite == 0 && rt.MyMaster >= 0 && rt.MyMaster == owner
+		},
+	}, &h.slot)
 }
 
 // SCRIPT LOAD script
@@ -621,7 +559,7 @@ func (c *Client) killScript(eval bool) {
 		c.addError(msg)
 		return
 	}
-	r.kill.fire()
+	r.kill.Fire()
 	c.addOK()
 }
 
