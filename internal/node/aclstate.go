@@ -361,29 +361,33 @@ func (s *Server) aclUserLines() []string {
 	return s.acl.reg.ConfigLines()
 }
 
-// aclRefusal is a script's ACL check of each redis.call (Redis's
-// scriptVerifyACL): the caller's user decides, and a refusal is logged
-// with the "lua" context.
-func (h *scriptHost) aclRefusal(cmd *command, args [][]byte) string {
-	c := h.c
+// aclRecheck checks a command a script calls (ctx acl.CtxLua, Redis's
+// scriptVerifyACL) or EXEC runs (acl.CtxMulti: the rules may have changed
+// after it was queued), and logs a refusal.
+func (c *Client) aclRecheck(cmd *command, args [][]byte, ctx string) acl.Result {
 	if c.aclFree && c.aclGen == c.srv.acl.gen.Load() {
-		return ""
+		return acl.OK
 	}
 	res, pos := c.aclCheck(cmd, args)
-	if res == acl.OK {
-		return ""
+	if res != acl.OK {
+		c.aclLogDenied(res, ctx, pos, cmd, args)
 	}
-	c.aclLogDenied(res, acl.CtxLua, pos, cmd, args)
-	return "The user executing the script " + acl.DeniedMessage(res)
+	return res
+}
+
+// aclRefusal is a script's ACL check of each redis.call: the caller's
+// user decides.
+func (h *scriptHost) aclRefusal(cmd *command, args [][]byte) string {
+	if res := h.c.aclRecheck(cmd, args, acl.CtxLua); res != acl.OK {
+		return "The user executing the script " + acl.DeniedMessage(res)
+	}
+	return ""
 }
 
 // ACLCheck answers redis.acl_check_cmd: whether the script's user may run
 // args (known false for an unknown command or subcommand).
 func (h *scriptHost) ACLCheck(args [][]byte) (allowed, known bool) {
-	cmd := h.c.srv.table.lookup(args[0])
-	if cmd != nil && cmd.subs != nil && len(args) >= 2 {
-		cmd = cmd.subs[strings.ToLower(string(args[1]))]
-	}
+	cmd := h.c.srv.lookupACLCall(args)
 	if cmd == nil {
 		return false, false
 	}
@@ -391,18 +395,23 @@ func (h *scriptHost) ACLCheck(args [][]byte) (allowed, known bool) {
 	return res == acl.OK, true
 }
 
-// aclExecRefusal re-checks a queued command when EXEC runs it, since the
-// rules may have changed after it was queued (Redis's execCommand).
+// lookupACLCall is the command or subcommand a call names for ACL
+// DRYRUN and redis.acl_check_cmd, nil for an unknown one.
+func (s *Server) lookupACLCall(args [][]byte) *command {
+	cmd := s.table.lookup(args[0])
+	if cmd != nil && cmd.subs != nil && len(args) >= 2 {
+		cmd = cmd.subs[strings.ToLower(string(args[1]))]
+	}
+	return cmd
+}
+
+// aclExecRefusal re-checks a queued command when EXEC runs it (Redis's
+// execCommand).
 func (c *Client) aclExecRefusal(cmd *command, args [][]byte) string {
-	if c.aclFree && c.aclGen == c.srv.acl.gen.Load() {
-		return ""
+	if res := c.aclRecheck(cmd, args, acl.CtxMulti); res != acl.OK {
+		return acl.ExecRefusal(res)
 	}
-	res, pos := c.aclCheck(cmd, args)
-	if res == acl.OK {
-		return ""
-	}
-	c.aclLogDenied(res, acl.CtxMulti, pos, cmd, args)
-	return acl.ExecRefusal(res)
+	return ""
 }
 
 // aclFullKeyRead is Redis's ACLUserCheckCmdWithUnrestrictedKeyAccess for

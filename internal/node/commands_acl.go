@@ -2,7 +2,6 @@ package node
 
 import (
 	"crypto/rand"
-	"strings"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/acl"
@@ -238,10 +237,7 @@ func cmdACLDryRun(c *Client, args [][]byte) {
 		return
 	}
 	call := args[3:]
-	cmd := s.table.lookup(call[0])
-	if cmd != nil && cmd.subs != nil && len(call) > 1 {
-		cmd = cmd.subs[strings.ToLower(string(call[1]))]
-	}
+	cmd := s.lookupACLCall(call)
 	if cmd == nil {
 		c.addError("ERR Command '" + string(call[0]) + "' not found")
 		return

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"strings"
@@ -80,16 +81,7 @@ func (s *Server) scriptEngine() *script.Engine {
 		var seed [4]byte
 		_, _ = rand.Read(seed[:])
 		sc.eng.SeedRandom(int32(binary.LittleEndian.Uint32(seed[:])))
-		sc.eng.Log = func(level int, msg string) {
-			switch level {
-			case script.LogWarning:
-				s.log.Warn(msg)
-			case script.LogNotice:
-				s.log.Info(msg)
-			default:
-				s.log.Debug(msg)
-			}
-		}
+		sc.eng.Log = func(level int, msg string) { s.log.Log(context.Background(), script.SlogLevel(level), msg) }
 	})
 	return sc.eng
 }

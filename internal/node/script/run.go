@@ -2,6 +2,7 @@ package script
 
 import (
 	"context"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -108,4 +109,15 @@ func WrapEffects(prop [][][]byte) [][][]byte {
 	block = append(block, [][]byte{[]byte("MULTI")})
 	block = append(block, prop...)
 	return append(block, [][]byte{[]byte("EXEC")})
+}
+
+// SlogLevel is the log/slog level redis.log's level logs at.
+func SlogLevel(level int) slog.Level {
+	switch level {
+	case LogWarning:
+		return slog.LevelWarn
+	case LogNotice:
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
 }

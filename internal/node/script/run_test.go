@@ -3,6 +3,7 @@ package script
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
 
 	"github.com/shardis/shardis/internal/consistent"
@@ -62,5 +63,13 @@ func TestWrapEffects(t *testing.T) {
 	got := WrapEffects(two)
 	if len(got) != 4 || string(got[0][0]) != "MULTI" || string(got[2][0]) != "DEL" || string(got[3][0]) != "EXEC" {
 		t.Errorf("two commands: %q", got)
+	}
+}
+
+func TestSlogLevel(t *testing.T) {
+	for level, want := range map[int]slog.Level{LogDebug: slog.LevelDebug, LogVerbose: slog.LevelDebug, LogNotice: slog.LevelInfo, LogWarning: slog.LevelWarn} {
+		if got := SlogLevel(level); got != want {
+			t.Errorf("level %d: got %v, want %v", level, got, want)
+		}
 	}
 }
