@@ -147,7 +147,7 @@ func (c *Client) aclCheck(cmd *command, args [][]byte) (acl.Result, int) {
 		call.Keys = c.aclKeyBuf
 	}
 	if cmd.flags&flagPubSub != 0 && u.NeedsChannels() {
-		c.aclChanBuf = appendACLChannels(c.aclChanBuf[:0], cmd, args)
+		c.aclChanBuf = acl.AppendChannels(c.aclChanBuf[:0], cmd.fullName(), len(args))
 		call.Channels = c.aclChanBuf
 	}
 	return c.srv.acl.reg.Check(u, &call)
@@ -192,47 +192,12 @@ func (cmd *command) keyPerm(args [][]byte, p int) int {
 	if v := cmd.aclPerm.Load(); v != 0 {
 		return int(v)
 	}
-	perm := permOfKeyFlags(keyArgFlags(cmd, args, p))
+	perm := acl.PermOfKeyFlags(keyArgFlags(cmd, args, p))
 	name := cmd.fullName()
 	if len(keySpecTable[name]) <= 1 && name != "set" && name != "bitfield" {
 		cmd.aclPerm.Store(int32(perm))
 	}
 	return perm
-}
-
-func permOfKeyFlags(flags string) int {
-	perm := 0
-	for flags != "" {
-		var f string
-		f, flags, _ = strings.Cut(flags, " ")
-		switch f {
-		case "not_key":
-			return -1
-		case "access":
-			perm |= acl.PermRead
-		case "insert", "delete", "update":
-			perm |= acl.PermWrite
-		}
-	}
-	return perm
-}
-
-// appendACLChannels appends the channels a publish or subscribe names
-// (Redis's getChannelsFromCommand; unsubscribing is never refused).
-func appendACLChannels(out []acl.ChannelRef, cmd *command, args [][]byte) []acl.ChannelRef {
-	switch cmd.fullName() {
-	case "publish", "spublish":
-		out = append(out, acl.ChannelRef{Pos: 1})
-	case "subscribe", "ssubscribe":
-		for i := 1; i < len(args); i++ {
-			out = append(out, acl.ChannelRef{Pos: i})
-		}
-	case "psubscribe":
-		for i := 1; i < len(args); i++ {
-			out = append(out, acl.ChannelRef{Pos: i, Pattern: true})
-		}
-	}
-	return out
 }
 
 // aclLogContext is the ACL LOG context of a refusal in processCommand.
@@ -341,29 +306,18 @@ func (s *Server) aclLoadFile() error {
 	file := s.cfg.Get(DirAclfile)
 	data, err := os.ReadFile(s.aclFilePath())
 	if err != nil {
-		return fmt.Errorf("Error loading ACLs, opening file '%s': %s", file, strings.TrimPrefix(errnoText(err), "open "+file+": "))
+		return acl.OpenError(file, err)
 	}
 	a := &s.acl
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	users, err := a.reg.ParseLines(file, strings.Split(string(data), "\n"))
+	users, err := a.reg.ParseLines(file, acl.FileLines(data))
 	if err != nil {
 		return err
 	}
 	a.reg.Replace(users)
 	s.aclChanged()
 	return nil
-}
-
-// errnoText is the strerror part of a file error.
-func errnoText(err error) string {
-	if pe, ok := err.(*os.PathError); ok {
-		s := pe.Err.Error()
-		if s != "" {
-			return strings.ToUpper(s[:1]) + s[1:]
-		}
-	}
-	return err.Error()
 }
 
 // aclFilePath is where the aclfile is: a relative name is in dir, where
@@ -383,8 +337,7 @@ func (s *Server) aclSaveFile() error {
 	lines := s.acl.reg.ConfigLines()
 	s.acl.mu.Unlock()
 	tmp := fmt.Sprintf("%s.tmp-%d-%d", s.aclFilePath(), os.Getpid(), time.Now().UnixMilli())
-	data := strings.Join(lines, "\n") + "\n"
-	if err := os.WriteFile(tmp, []byte(data), 0o644); err != nil {
+	if err := os.WriteFile(tmp, acl.FileText(lines), 0o644); err != nil {
 		s.log.Warn("Opening temp ACL file for ACL SAVE", "err", err)
 		os.Remove(tmp)
 		return err
@@ -408,29 +361,33 @@ func (s *Server) aclUserLines() []string {
 	return s.acl.reg.ConfigLines()
 }
 
-// aclRefusal is a script's ACL check of each redis.call (Redis's
-// scriptVerifyACL): the caller's user decides, and a refusal is logged
-// with the "lua" context.
-func (h *scriptHost) aclRefusal(cmd *command, args [][]byte) string {
-	c := h.c
+// aclRecheck checks a command a script calls (ctx acl.CtxLua, Redis's
+// scriptVerifyACL) or EXEC runs (acl.CtxMulti: the rules may have changed
+// after it was queued), and logs a refusal.
+func (c *Client) aclRecheck(cmd *command, args [][]byte, ctx string) acl.Result {
 	if c.aclFree && c.aclGen == c.srv.acl.gen.Load() {
-		return ""
+		return acl.OK
 	}
 	res, pos := c.aclCheck(cmd, args)
-	if res == acl.OK {
-		return ""
+	if res != acl.OK {
+		c.aclLogDenied(res, ctx, pos, cmd, args)
 	}
-	c.aclLogDenied(res, acl.CtxLua, pos, cmd, args)
-	return "The user executing the script " + acl.DeniedMessage(res)
+	return res
+}
+
+// aclRefusal is a script's ACL check of each redis.call: the caller's
+// user decides.
+func (h *scriptHost) aclRefusal(cmd *command, args [][]byte) string {
+	if res := h.c.aclRecheck(cmd, args, acl.CtxLua); res != acl.OK {
+		return "The user executing the script " + acl.DeniedMessage(res)
+	}
+	return ""
 }
 
 // ACLCheck answers redis.acl_check_cmd: whether the script's user may run
 // args (known false for an unknown command or subcommand).
 func (h *scriptHost) ACLCheck(args [][]byte) (allowed, known bool) {
-	cmd := h.c.srv.table.lookup(args[0])
-	if cmd != nil && cmd.subs != nil && len(args) >= 2 {
-		cmd = cmd.subs[strings.ToLower(string(args[1]))]
-	}
+	cmd := h.c.srv.lookupACLCall(args)
 	if cmd == nil {
 		return false, false
 	}
@@ -438,27 +395,23 @@ func (h *scriptHost) ACLCheck(args [][]byte) (allowed, known bool) {
 	return res == acl.OK, true
 }
 
-// aclExecRefusal re-checks a queued command when EXEC runs it, since the
-// rules may have changed after it was queued (Redis's execCommand).
+// lookupACLCall is the command or subcommand a call names for ACL
+// DRYRUN and redis.acl_check_cmd, nil for an unknown one.
+func (s *Server) lookupACLCall(args [][]byte) *command {
+	cmd := s.table.lookup(args[0])
+	if cmd != nil && cmd.subs != nil && len(args) >= 2 {
+		cmd = cmd.subs[strings.ToLower(string(args[1]))]
+	}
+	return cmd
+}
+
+// aclExecRefusal re-checks a queued command when EXEC runs it (Redis's
+// execCommand).
 func (c *Client) aclExecRefusal(cmd *command, args [][]byte) string {
-	if c.aclFree && c.aclGen == c.srv.acl.gen.Load() {
-		return ""
+	if res := c.aclRecheck(cmd, args, acl.CtxMulti); res != acl.OK {
+		return acl.ExecRefusal(res)
 	}
-	res, pos := c.aclCheck(cmd, args)
-	if res == acl.OK {
-		return ""
-	}
-	c.aclLogDenied(res, acl.CtxMulti, pos, cmd, args)
-	reason := "no permission"
-	switch res {
-	case acl.DeniedCmd:
-		reason = "no permission to execute the command or subcommand"
-	case acl.DeniedKey:
-		reason = "no permission to touch the specified keys"
-	case acl.DeniedChannel:
-		reason = "no permission to access one of the channels used as arguments"
-	}
-	return "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: " + reason
+	return ""
 }
 
 // aclFullKeyRead is Redis's ACLUserCheckCmdWithUnrestrictedKeyAccess for
@@ -470,7 +423,7 @@ func (c *Client) aclFullKeyRead(args [][]byte) bool {
 	}
 	call := acl.Call{Cmd: c.cmd.acl, Args: args, Keys: appendACLKeys(nil, c.cmd, args)}
 	if c.cmd.flags&flagPubSub != 0 {
-		call.Channels = appendACLChannels(nil, c.cmd, args)
+		call.Channels = acl.AppendChannels(nil, c.cmd.fullName(), len(args))
 	}
 	return c.srv.acl.reg.CheckUnrestrictedKeys(c.aclUser, &call, acl.PermRead)
 }

@@ -2,8 +2,6 @@ package node
 
 import (
 	"crypto/rand"
-
-	"strings"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/acl"
@@ -55,7 +53,7 @@ func cmdACLSetUser(c *Client, args [][]byte) {
 func cmdACLDelUser(c *Client, args [][]byte) {
 	for _, a := range args[2:] {
 		if string(a) == "default" {
-			c.addError("ERR The 'default' user cannot be removed")
+			c.addError(acl.ErrDeleteDefault)
 			return
 		}
 	}
@@ -91,34 +89,7 @@ func cmdACLGetUser(c *Client, args [][]byte) {
 		c.addNull()
 		return
 	}
-	c.addMapLen(6)
-	c.addBulkString("flags")
-	flags := u.Flags()
-	c.addSetLen(len(flags))
-	for _, f := range flags {
-		c.addBulkString(f)
-	}
-	c.addBulkString("passwords")
-	pw := u.Passwords()
-	c.addArrayLen(len(pw))
-	for _, p := range pw {
-		c.addBulkString(p)
-	}
-	addSelector := func(si acl.SelectorInfo) {
-		c.addBulkString("commands")
-		c.addBulkString(si.Commands)
-		c.addBulkString("keys")
-		c.addBulkString(si.Keys)
-		c.addBulkString("channels")
-		c.addBulkString(si.Channels)
-	}
-	addSelector(sels[0])
-	c.addBulkString("selectors")
-	c.addArrayLen(len(sels) - 1)
-	for _, si := range sels[1:] {
-		c.addMapLen(3)
-		addSelector(si)
-	}
+	c.addAppended(func(b []byte, proto int) []byte { return acl.AppendUser(b, proto, u, sels) })
 }
 
 // ACL LIST
@@ -151,14 +122,12 @@ func cmdACLWhoAmI(c *Client, args [][]byte) {
 	c.addBulkString(name)
 }
 
-const errNoACLFile = "ERR This Redis instance is not configured to use an ACL file. You may want to specify users via the ACL SETUSER command and then issue a CONFIG REWRITE (assuming you have a Redis configuration file set) in order to store users in the Redis configuration."
-
 // ACL LOAD: the aclfile replaces every user; the clients of the old users
 // other than default are disconnected.
 func cmdACLLoad(c *Client, args [][]byte) {
 	s := c.srv
 	if s.cfg.Get(DirAclfile) == "" {
-		c.addError(errNoACLFile)
+		c.addError(acl.ErrNoACLFile)
 		return
 	}
 	s.acl.mu.Lock()
@@ -181,11 +150,11 @@ func cmdACLLoad(c *Client, args [][]byte) {
 // ACL SAVE
 func cmdACLSave(c *Client, args [][]byte) {
 	if c.srv.cfg.Get(DirAclfile) == "" {
-		c.addError(errNoACLFile)
+		c.addError(acl.ErrNoACLFile)
 		return
 	}
 	if err := c.srv.aclSaveFile(); err != nil {
-		c.addError("ERR There was an error trying to save the ACLs. Please check the server logs for more information")
+		c.addError(acl.ErrSave)
 		return
 	}
 	c.addOK()
@@ -204,13 +173,9 @@ func cmdACLCat(c *Client, args [][]byte) {
 		clusterSubSyntaxError(c, args)
 		return
 	}
-	cat := acl.CategoryByName(string(args[2]))
-	if cat == 0 {
-		name := string(args[2])
-		if len(name) > 128 {
-			name = name[:128]
-		}
-		c.addError("ERR Unknown category '" + name + "'")
+	cat, msg := acl.ParseCategory(string(args[2]))
+	if msg != "" {
+		c.addError(msg)
 		return
 	}
 	names := c.srv.acl.reg.Table().InCategory(cat)
@@ -226,22 +191,14 @@ func cmdACLGenPass(c *Client, args [][]byte) {
 		clusterSubSyntaxError(c, args)
 		return
 	}
-	bits := int64(256)
-	if len(args) == 3 {
-		n, ok := parseInt(args[2])
-		if !ok {
-			c.addError(errNotInt)
-			return
-		}
-		bits = n
-	}
-	if bits <= 0 || bits > 4096 {
-		c.addError("ERR ACL GENPASS argument must be the number of bits for the output password, a positive number up to 4096")
+	bits, msg := acl.ParseGenPassBits(args)
+	if msg != "" {
+		c.addError(msg)
 		return
 	}
 	buf := make([]byte, (bits+7)/8+1)
 	_, _ = rand.Read(buf)
-	c.addBulkString(acl.GenPass(buf, int(bits)))
+	c.addBulkString(acl.GenPass(buf, bits))
 }
 
 // ACL LOG [count | RESET]
@@ -251,44 +208,22 @@ func cmdACLLog(c *Client, args [][]byte) {
 		return
 	}
 	s := c.srv
-	count := int64(10)
-	if len(args) == 3 {
-		if eqFold(args[2], "reset") {
-			s.acl.mu.Lock()
-			s.acl.log.Reset()
-			s.acl.mu.Unlock()
-			c.addOK()
-			return
-		}
-		n, ok := parseInt(args[2])
-		if !ok {
-			c.addError(errNotInt)
-			return
-		}
-		count = max(n, 0)
+	count, reset, msg := acl.ParseLog(args)
+	if msg != "" {
+		c.addError(msg)
+		return
 	}
 	s.acl.mu.Lock()
-	entries := s.acl.log.Entries(int(min(count, 1<<31)))
+	if reset {
+		s.acl.log.Reset()
+		s.acl.mu.Unlock()
+		c.addOK()
+		return
+	}
+	entries := s.acl.log.Entries(count)
 	s.acl.mu.Unlock()
 	now := time.Now().UnixMilli()
-	c.addArrayLen(len(entries))
-	for _, e := range entries {
-		c.addMapLen(7)
-		c.addBulkString("count")
-		c.addInt(e.Count)
-		c.addBulkString("reason")
-		c.addBulkString(e.Reason)
-		c.addBulkString("context")
-		c.addBulkString(e.Context)
-		c.addBulkString("object")
-		c.addBulkString(e.Object)
-		c.addBulkString("username")
-		c.addBulkString(e.Username)
-		c.addBulkString("age-seconds")
-		c.addDouble(float64(now-e.CTime) / 1000)
-		c.addBulkString("client-info")
-		c.addBulkString(e.ClientInfo)
-	}
+	c.addAppended(func(b []byte, proto int) []byte { return acl.AppendLog(b, proto, entries, now) })
 }
 
 // ACL DRYRUN username command [arg ...]
@@ -302,10 +237,7 @@ func cmdACLDryRun(c *Client, args [][]byte) {
 		return
 	}
 	call := args[3:]
-	cmd := s.table.lookup(call[0])
-	if cmd != nil && cmd.subs != nil && len(call) > 1 {
-		cmd = cmd.subs[strings.ToLower(string(call[1]))]
-	}
+	cmd := s.lookupACLCall(call)
 	if cmd == nil {
 		c.addError("ERR Command '" + string(call[0]) + "' not found")
 		return
@@ -315,16 +247,11 @@ func cmdACLDryRun(c *Client, args [][]byte) {
 		return
 	}
 	res, pos := s.aclCheckUser(u, cmd, call)
-	switch res {
-	case acl.OK:
+	if res == acl.OK {
 		c.addOK()
-	case acl.DeniedCmd:
-		c.addBulkString("This user has no permissions to run the '" + cmd.fullName() + "' command")
-	case acl.DeniedKey:
-		c.addBulkString("This user has no permissions to access the '" + string(call[pos]) + "' key")
-	default:
-		c.addBulkString("This user has no permissions to access the '" + string(call[pos]) + "' channel")
+		return
 	}
+	c.addBulkString(acl.DryRunText(res, cmd.fullName(), string(call[pos])))
 }
 
 // aclCheckUser checks a call for any user (ACL DRYRUN,
@@ -338,39 +265,10 @@ func (s *Server) aclCheckUser(u *acl.User, cmd *command, args [][]byte) (acl.Res
 		call.Keys = appendACLKeys(nil, cmd, args)
 	}
 	if cmd.flags&flagPubSub != 0 && u.NeedsChannels() {
-		call.Channels = appendACLChannels(nil, cmd, args)
+		call.Channels = acl.AppendChannels(nil, cmd.fullName(), len(args))
 	}
 	return s.acl.reg.Check(u, &call)
 }
 
 // ACL HELP
-func cmdACLHelp(c *Client, args [][]byte) {
-	c.addHelp("ACL", []string{
-		"CAT [<category>]",
-		"    List all commands that belong to <category>, or all command categories",
-		"    when no category is specified.",
-		"DELUSER <username> [<username> ...]",
-		"    Delete a list of users.",
-		"DRYRUN <username> <command> [<arg> ...]",
-		"    Returns whether the user can execute the given command without executing the command.",
-		"GETUSER <username>",
-		"    Get the user's details.",
-		"GENPASS [<bits>]",
-		"    Generate a secure 256-bit user password. The optional `bits` argument can",
-		"    be used to specify a different size.",
-		"LIST",
-		"    Show users details in config file format.",
-		"LOAD",
-		"    Reload users from the ACL file.",
-		"LOG [<count> | RESET]",
-		"    Show the ACL log entries.",
-		"SAVE",
-		"    Save the current config to the ACL file.",
-		"SETUSER <username> <attribute> [<attribute> ...]",
-		"    Create or modify a user with the specified attributes.",
-		"USERS",
-		"    List all the registered usernames.",
-		"WHOAMI",
-		"    Return the current connection username.",
-	})
-}
+func cmdACLHelp(c *Client, args [][]byte) { c.addHelp("ACL", acl.Help) }

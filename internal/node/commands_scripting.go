@@ -14,14 +14,12 @@ import (
 	"github.com/shardis/shardis/internal/node/script"
 )
 
-// Scripting errors with Redis's texts.
+// Scripting errors with Redis's texts (package script's).
 const (
-	errNoScript      = "NOSCRIPT No matching script. Please use EVAL."
-	errBusyEval      = "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE."
-	errBusyFunction  = "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
-	errNotBusy       = "NOTBUSY No scripts in execution right now."
-	errUnkillable    = "UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command."
-	errUnkillableMst = "UNKILLABLE The busy script was sent by a master instance in the context of replication and cannot be killed."
+	errNoScript   = script.ErrNoScript
+	errBusyEval   = script.ErrBusyEval
+	errNotBusy    = script.ErrNotBusy
+	errUnkillable = script.ErrUnkillable
 )
 
 // scripting is a server's scripting state.
@@ -52,43 +50,13 @@ type scripting struct {
 	running atomic.Pointer[runningScript]
 	// kill is the context scripts run under until a kill fires it (then
 	// the next script gets a new one); used under gate.
-	kill *killSwitch
+	kill *script.KillSwitch
 	// host, run and out serve every script run that takes gate itself
 	// (all but those inside EXEC), reused from run to run under gate.
 	host scriptHost
 	run  script.Run
 	out  []byte
 }
-
-// killSwitch is a context whose Done channel is fixed: the Lua VM checks
-// it at every instruction, and a plain channel is the cheapest check.
-type killSwitch struct {
-	ch   chan struct{}
-	once sync.Once
-}
-
-func newKillSwitch() *killSwitch { return &killSwitch{ch: make(chan struct{})} }
-
-func (k *killSwitch) fire() { k.once.Do(func() { close(k.ch) }) }
-
-// Deadline is context.Context's: none.
-func (k *killSwitch) Deadline() (time.Time, bool) { return time.Time{}, false }
-
-// Done is closed by fire.
-func (k *killSwitch) Done() <-chan struct{} { return k.ch }
-
-// Err is context.Canceled once fired.
-func (k *killSwitch) Err() error {
-	select {
-	case <-k.ch:
-		return context.Canceled
-	default:
-		return nil
-	}
-}
-
-// Value is context.Context's: no values.
-func (k *killSwitch) Value(any) any { return nil }
 
 // runningScript is the script a client is running.
 type runningScript struct {
@@ -103,7 +71,7 @@ type runningScript struct {
 	wrote atomic.Bool
 	// fromMaster: run from the master's stream (never killed).
 	fromMaster bool
-	kill       *killSwitch
+	kill       *script.KillSwitch
 }
 
 func (s *Server) scriptEngine() *script.Engine {
@@ -113,16 +81,7 @@ func (s *Server) scriptEngine() *script.Engine {
 		var seed [4]byte
 		_, _ = rand.Read(seed[:])
 		sc.eng.SeedRandom(int32(binary.LittleEndian.Uint32(seed[:])))
-		sc.eng.Log = func(level int, msg string) {
-			switch level {
-			case script.LogWarning:
-				s.log.Warn(msg)
-			case script.LogNotice:
-				s.log.Info(msg)
-			default:
-				s.log.Debug(msg)
-			}
-		}
+		sc.eng.Log = func(level int, msg string) { s.log.Log(context.Background(), script.SlogLevel(level), msg) }
 	})
 	return sc.eng
 }
@@ -142,7 +101,7 @@ func (s *Server) busyReply(c *Client, cmd *command) string {
 	if r.eval {
 		return errBusyEval
 	}
-	return errBusyFunction
+	return script.ErrBusyFunction
 }
 
 func registerScriptingCommands(t *commandTable) {
@@ -168,28 +127,6 @@ func cmdEvalSha(c *Client, args [][]byte)   { c.evalGeneric(args, true, false) }
 func cmdEvalRO(c *Client, args [][]byte)    { c.evalGeneric(args, false, true) }
 func cmdEvalShaRO(c *Client, args [][]byte) { c.evalGeneric(args, true, true) }
 
-// scriptNumKeys parses EVAL's and FCALL's numkeys.
-func (c *Client) scriptNumKeys(args [][]byte, fcall bool) (int, bool) {
-	n, ok := parseInt(args[2])
-	if !ok {
-		if fcall {
-			c.addError("ERR Bad number of keys provided")
-		} else {
-			c.addError(errNotInt)
-		}
-		return 0, false
-	}
-	if n > int64(len(args)-3) {
-		c.addError("ERR Number of keys can't be greater than number of args")
-		return 0, false
-	}
-	if n < 0 {
-		c.addError("ERR Number of keys can't be negative")
-		return 0, false
-	}
-	return int(n), true
-}
-
 // EVAL script numkeys [key ...] [arg ...] (and EVALSHA, the _RO forms)
 func (c *Client) evalGeneric(args [][]byte, bySHA, ro bool) {
 	eng := c.srv.scriptEngine()
@@ -200,8 +137,9 @@ func (c *Client) evalGeneric(args [][]byte, bySHA, ro bool) {
 			return
 		}
 	}
-	numkeys, ok := c.scriptNumKeys(args, false)
-	if !ok {
+	numkeys, msg := script.ParseNumKeys(args, false)
+	if msg != "" {
+		c.addError(msg)
 		return
 	}
 	if !bySHA {
@@ -220,40 +158,16 @@ func (c *Client) evalGeneric(args [][]byte, bySHA, ro bool) {
 // declared against the server's state.
 func (c *Client) scriptRefused(flags script.Flags, ro bool) string {
 	s := c.srv
-	fromMaster := c.hasFlag(clientMaster)
-	stale := s.replicaMode.Load() && !s.cfg.Bool(DirReplicaServeStaleData) && s.masterLinkUp != nil && !s.masterLinkUp()
-	if flags&script.FlagEvalCompat != 0 {
-		if stale {
-			return errMasterDown
-		}
-		return ""
-	}
-	if flags&script.FlagNoCluster != 0 && s.cluster != nil {
-		return "ERR Can not run script on cluster, 'no-cluster' flag is set."
-	}
-	if stale && flags&script.FlagAllowStale == 0 {
-		return "MASTERDOWN Link with MASTER is down, replica-serve-stale-data is set to 'no' and 'allow-stale' flag is not set on the script."
-	}
-	if flags&script.FlagNoWrites == 0 {
-		if s.replicaMode.Load() && s.hot().replicaReadOnly && !fromMaster {
-			return "READONLY Can not run script with write flag on readonly replica"
-		}
-		if !fromMaster {
-			if msg := s.persistRefused(); msg != "" {
-				return msg
-			}
-		}
-		if ro {
-			return "ERR Can not execute a script with write flag using *_ro command."
-		}
-		if !fromMaster && s.minReplicasRefuse != nil && s.minReplicasRefuse() {
-			return errNoReplicas
-		}
-		if !fromMaster && flags&script.FlagAllowOOM == 0 && s.hot().maxmemory > 0 && !s.freeMemoryIfNeeded() {
-			return "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'"
-		}
-	}
-	return ""
+	return flags.Refusal(&script.RunState{
+		FromMaster:         c.hasFlag(clientMaster),
+		RO:                 ro,
+		Stale:              s.replicaMode.Load() && !s.cfg.Bool(DirReplicaServeStaleData) && s.masterLinkUp != nil && !s.masterLinkUp(),
+		Cluster:            s.cluster != nil,
+		ReadOnlyReplica:    s.replicaMode.Load() && s.hot().replicaReadOnly,
+		PersistRefused:     s.persistRefused,
+		MinReplicasRefused: s.minReplicasRefuse,
+		OutOfMemory:        func() bool { return s.hot().maxmemory > 0 && !s.freeMemoryIfNeeded() },
+	})
 }
 
 // runScript runs one script or function invocation for c: the checks of
@@ -295,7 +209,7 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 	h.crossSlot = flags&script.FlagEvalCompat != 0 || flags&script.FlagAllowCrossSlot != 0
 	h.gated = !outerExec
 	if sc.kill == nil || sc.kill.Err() != nil {
-		sc.kill = newKillSwitch()
+		sc.kill = script.NewKillSwitch()
 	}
 	rs.c, rs.start, rs.kill, rs.args = c, time.Now(), sc.kill, args
 	rs.fromMaster = c.hasFlag(clientMaster)
@@ -348,14 +262,7 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 		prop := c.execProp
 		c.execProp = savedProp
 		if len(prop) > 0 && s.hasPropagators() {
-			if len(prop) > 1 {
-				block := make([][][]byte, 0, len(prop)+2)
-				block = append(block, [][]byte{[]byte("MULTI")})
-				block = append(block, prop...)
-				block = append(block, [][]byte{[]byte("EXEC")})
-				prop = block
-			}
-			c.propagateWrite(savedDB, prop)
+			c.propagateWrite(savedDB, script.WrapEffects(prop))
 		}
 		c.unlockHeld()
 		h.gated = false
@@ -584,38 +491,14 @@ func (h *scriptHost) call(args [][]byte, proto int, out []byte) ([]byte, string,
 // in the script's slot.
 func (h *scriptHost) clusterCheck(cmd *command, args [][]byte) string {
 	rt := h.c.srv.cluster.route.Load()
-	pos := cmd.keyPositions(args)
-	if len(pos) == 0 {
-		return ""
-	}
-	if rt.State != cluster.ClusterOK {
-		if cmd.flags&flagWrite != 0 {
-			return "Script attempted to execute a write command while the cluster is down and readonly"
-		}
-		return "Script attempted to execute a command while the cluster is down"
-	}
-	slot := -1
-	for _, p := range pos {
-		if p >= len(args) {
-			continue
-		}
-		ks := keySlot(bstr(args[p]))
-		if slot >= 0 && ks != slot {
-			return "Script attempted to access a non local key in a cluster node"
-		}
-		slot = ks
-		if owner := rt.Owner[ks]; owner != rt.Me && !(h.c.hasFlag(clientReadOnly) && cmd.flags&flagWrite == 0 && rt.MyMaster >= 0 && rt.MyMaster == owner) {
-			return "Script attempted to access a non local key in a cluster node"
-		}
-	}
-	if slot >= 0 && !h.crossSlot {
-		if h.slot == -1 {
-			h.slot = slot
-		} else if h.slot != slot {
-			return "Script attempted to access keys that do not hash to the same slot"
-		}
-	}
-	return ""
+	return script.ClusterRefusal(&script.ClusterCall{
+		Args: args, Keys: cmd.keyPositions(args), Write: cmd.flags&flagWrite != 0,
+		Down: rt.State != cluster.ClusterOK, CrossSlot: h.crossSlot,
+		Serves: func(slot int) bool {
+			owner := rt.Owner[slot]
+			return owner == rt.Me || h.c.hasFlag(clientReadOnly) && cmd.flags&flagWrite == 0 && rt.MyMaster >= 0 && rt.MyMaster == owner
+		},
+	}, &h.slot)
 }
 
 // SCRIPT LOAD script
@@ -643,12 +526,8 @@ func cmdScriptExists(c *Client, args [][]byte) {
 
 // SCRIPT FLUSH [ASYNC|SYNC]
 func cmdScriptFlush(c *Client, args [][]byte) {
-	if len(args) > 3 {
-		c.addError("ERR unknown subcommand or wrong number of arguments for 'flush'. Try SCRIPT HELP.")
-		return
-	}
-	if len(args) == 3 && !eqFold(args[2], "sync") && !eqFold(args[2], "async") {
-		c.addError("ERR SCRIPT FLUSH only support SYNC|ASYNC option")
+	if msg := script.ParseFlush(args, false); msg != "" {
+		c.addError(msg)
 		return
 	}
 	// The EVAL Lua state is only used under the gate.
@@ -664,54 +543,28 @@ func cmdScriptKill(c *Client, args [][]byte) { c.killScript(true) }
 // killScript is Redis's scriptKill for SCRIPT KILL (eval) and FUNCTION KILL.
 func (c *Client) killScript(eval bool) {
 	r := c.srv.scripting.running.Load()
-	switch {
-	case r == nil:
-		c.addError(errNotBusy)
-	case r.fromMaster:
-		c.addError(errUnkillableMst)
-	case r.wrote.Load():
-		c.addError(errUnkillable)
-	case eval && !r.eval:
-		c.addError(errBusyFunction)
-	case !eval && r.eval:
-		c.addError(errBusyEval)
-	default:
-		r.kill.fire()
-		c.addOK()
+	var st *script.Running
+	if r != nil {
+		st = &script.Running{Eval: r.eval, FromMaster: r.fromMaster, Wrote: r.wrote.Load()}
 	}
+	if msg := script.KillRefusal(st, eval); msg != "" {
+		c.addError(msg)
+		return
+	}
+	r.kill.Fire()
+	c.addOK()
 }
 
-// SCRIPT DEBUG YES|SYNC|NO: this node has no Lua debugger. NO is
-// accepted (it is the state already); YES and SYNC are refused.
+// SCRIPT DEBUG YES|SYNC|NO (no Lua debugger: only NO)
 func cmdScriptDebug(c *Client, args [][]byte) {
-	switch {
-	case eqFold(args[2], "no"):
-		c.addOK()
-	case eqFold(args[2], "yes"), eqFold(args[2], "sync"):
-		c.addError("ERR SCRIPT DEBUG is not supported by this server (no Lua debugger)")
-	default:
-		c.addError("ERR Use SCRIPT DEBUG YES/SYNC/NO")
+	if msg := script.DebugRefusal(args[2]); msg != "" {
+		c.addError(msg)
+		return
 	}
+	c.addOK()
 }
 
 // SCRIPT HELP
-func cmdScriptHelp(c *Client, args [][]byte) {
-	c.addHelp("SCRIPT", []string{
-		"DEBUG (YES|SYNC|NO)",
-		"    Set the debug mode for subsequent scripts executed.",
-		"EXISTS <sha1> [<sha1> ...]",
-		"    Return information about the existence of the scripts in the script cache.",
-		"FLUSH [ASYNC|SYNC]",
-		"    Flush the Lua scripts cache. Very dangerous on replicas.",
-		"    When called without the optional mode argument, the behavior is determined by the",
-		"    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-		"    * ASYNC: Asynchronously flush the scripts cache.",
-		"    * SYNC: Synchronously flush the scripts cache.",
-		"KILL",
-		"    Kill the currently executing Lua script.",
-		"LOAD <script>",
-		"    Load a script into the scripts cache without executing it.",
-	})
-}
+func cmdScriptHelp(c *Client, args [][]byte) { c.addHelp("SCRIPT", script.ScriptHelp) }
 
 var _ = keyspace.NumShards
