@@ -10,6 +10,11 @@
 // differ from glibc's in the last bit: distances printed to 4 decimals agree
 // except in rare ties, and so does the membership of a point that lies on
 // the search boundary to within about 1e-9 m.
+//
+// The commands' grammars (GEOADD as the ZADD it becomes, GEODIST's unit,
+// GEORADIUS*'s and GEOSEARCH*'s FROMMEMBER/FROMLONLAT, BYRADIUS/BYBOX and
+// options) and the search over a sorted set are in search.go; the node
+// keeps thin handlers that look the key up and write the reply.
 package geo
 
 import (

@@ -1,0 +1,125 @@
+package geo
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/shardis/shardis/internal/node/value"
+)
+
+func args(s string) [][]byte {
+	var out [][]byte
+	for _, f := range strings.Fields(s) {
+		out = append(out, []byte(f))
+	}
+	return out
+}
+
+func pf(b []byte) (float64, bool) {
+	f, err := strconv.ParseFloat(string(b), 64)
+	return f, err == nil
+}
+
+// sicily is Redis's documentation example.
+func sicily() *value.ZSet {
+	z := value.NewZSet()
+	for _, m := range []struct {
+		name      string
+		long, lat float64
+	}{{"Palermo", 13.361389, 38.115556}, {"Catania", 15.087269, 37.502669}, {"edge1", 12.758489, 38.788135}, {"edge2", 17.241510, 38.788135}} {
+		s, _ := Score(m.long, m.lat)
+		z.Add(m.name, s)
+	}
+	return z
+}
+
+func TestParseSearchErrors(t *testing.T) {
+	z := sicily()
+	for _, c := range []struct {
+		in  string
+		v   Variant
+		err string
+	}{
+		{"GEOSEARCH k FROMLONLAT 15 37 BYRADIUS 200 km ASC", Search, ""},
+		{"GEOSEARCH k BYRADIUS 200 km", Search, "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for GEOSEARCH"},
+		{"geosearch k FROMMEMBER Palermo", Search, "ERR exactly one of BYRADIUS and BYBOX can be specified for geosearch"},
+		{"GEOSEARCH k FROMMEMBER nobody BYBOX 1 1 km", Search, "ERR could not decode requested zset member"},
+		{"GEOSEARCH k FROMMEMBER Palermo FROMLONLAT 1 1 BYRADIUS 1 m", Search, "ERR syntax error"},
+		{"GEOSEARCH k FROMLONLAT 200 1 BYRADIUS 1 m", Search, "ERR invalid longitude,latitude pair 200.000000,1.000000"},
+		{"GEOSEARCH k FROMLONLAT 1 1 BYBOX -1 1 m", Search, "ERR height or width cannot be negative"},
+		{"GEOSEARCH k FROMLONLAT 1 1 BYBOX x 1 m", Search, "ERR need numeric width"},
+		{"GEOSEARCH k FROMLONLAT 1 1 BYRADIUS 1 yd", Search, "ERR unsupported unit provided. please use M, KM, FT, MI"},
+		{"GEOSEARCH k FROMLONLAT 1 1 BYRADIUS 1 m ANY", Search, "ERR the ANY argument requires COUNT argument"},
+		{"GEOSEARCH k FROMLONLAT 1 1 BYRADIUS 1 m COUNT 0", Search, "ERR COUNT must be > 0"},
+		{"GEOSEARCH k FROMLONLAT 1 1 BYRADIUS 1 m STORE x", Search, "ERR syntax error"},
+		{"GEOSEARCHSTORE d k FROMLONLAT 1 1 BYRADIUS 1 m WITHDIST", Search | SearchStore, "ERR GEOSEARCHSTORE is not compatible with WITHDIST, WITHHASH and WITHCOORD options"},
+		{"GEORADIUS k 15 37 200 km STORE d WITHHASH", RadiusCoords, "ERR STORE option in GEORADIUS is not compatible with WITHDIST, WITHHASH and WITHCOORD options"},
+		{"GEORADIUS_RO k 15 37 200 km STORE d", RadiusCoords | NoStore, "ERR syntax error"},
+		{"GEORADIUS k 15 37 -1 km", RadiusCoords, "ERR radius cannot be negative"},
+		{"GEORADIUSBYMEMBER k nobody 1 km", RadiusMember, "ERR could not decode requested zset member"},
+	} {
+		_, err := ParseSearch(args(c.in), c.v, z, pf)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != c.err {
+			t.Errorf("%s: %q, want %q", c.in, got, c.err)
+		}
+	}
+	// A missing key parses without looking members up.
+	if _, err := ParseSearch(args("GEORADIUSBYMEMBER k nobody x km"), RadiusMember, nil, pf); err != nil {
+		t.Errorf("missing key: %v", err)
+	}
+}
+
+// TestSearchRun checks Redis's documented GEOSEARCH results.
+func TestSearchRun(t *testing.T) {
+	z := sicily()
+	a, err := ParseSearch(args("GEOSEARCH k FROMLONLAT 15 37 BYRADIUS 200 km ASC"), Search, z, pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := a.Run(z)
+	if len(p) != 2 || p[0].Member != "Catania" || p[1].Member != "Palermo" || FormatDistance(p[0].Dist) != "56.4413" {
+		t.Fatalf("BYRADIUS: %+v", p)
+	}
+	a, _ = ParseSearch(args("GEOSEARCH k FROMLONLAT 15 37 BYBOX 400 400 km DESC COUNT 3"), Search, z, pf)
+	p = a.Run(z)
+	if len(p) != 3 || p[0].Member != "edge1" || p[2].Member != "Palermo" {
+		t.Fatalf("BYBOX DESC COUNT 3: %+v", p)
+	}
+	a, _ = ParseSearch(args("GEOSEARCH k FROMMEMBER Palermo BYRADIUS 1000 km COUNT 1 ANY"), Search, z, pf)
+	if p = a.Run(z); len(p) != 1 {
+		t.Fatalf("ANY COUNT 1: %+v", p)
+	}
+	zargs, err := AddArgs(args("GEOADD k NX CH 13.361389 38.115556 Palermo"), pf)
+	if err != nil || len(zargs) != 6 || string(zargs[4]) != "3479099956230698" {
+		t.Errorf("GEOADD as ZADD: %q %v", zargs, err)
+	}
+	if _, err := AddArgs(args("GEOADD k NX XX 1 1 m"), pf); err != ErrSyntax {
+		t.Errorf("NX XX: %v", err)
+	}
+	if d, ok := Dist(z, []byte("Palermo"), []byte("Catania"), 1000); !ok || d != "166.2742" {
+		t.Errorf("GEODIST: %s %v", d, ok)
+	}
+}
+
+// FuzzParseSearch runs the grammar on arbitrary arguments: no panic.
+func FuzzParseSearch(f *testing.F) {
+	f.Add("GEOSEARCH k FROMMEMBER Palermo BYBOX 1 2 km WITHCOORD COUNT 3 ANY")
+	f.Add("GEORADIUS k 15 37 200 km STOREDIST d")
+	z := sicily()
+	f.Fuzz(func(t *testing.T, in string) {
+		a := args(in)
+		if len(a) < 6 {
+			return
+		}
+		for _, v := range []Variant{Search, Search | SearchStore, RadiusCoords, RadiusMember | NoStore} {
+			if sa, err := ParseSearch(a, v, z, pf); err == nil && sa.Shape.Conversion > 0 {
+				sa.Run(z)
+			}
+		}
+	})
+}
