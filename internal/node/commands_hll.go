@@ -2,7 +2,6 @@ package node
 
 import (
 	"bytes"
-	"strings"
 
 	"github.com/shardis/shardis/internal/node/hll"
 	"github.com/shardis/shardis/internal/node/keyspace"
@@ -48,33 +47,20 @@ func cmdPFAdd(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	updated := 0
-	var val []byte
-	if e == nil {
-		val = hll.New()
-		updated++
-	} else {
-		val = e.Str
+	var cur []byte
+	if e != nil {
+		cur = e.Str
 	}
-	max := c.hllSparseMax()
-	for _, ele := range args[2:] {
-		next, changed, err := hll.Add(val, ele, max)
-		if err != nil {
-			if e != nil {
-				e.Str = val // edits made before the corrupt part stay, as in Redis
-			}
-			c.addError(hll.ErrCorrupt.Error())
-			return
-		}
-		val = next
-		if changed {
-			updated++
-		}
-	}
-	if e == nil {
+	val, updated, err := hll.AddAll(cur, args[2:], c.hllSparseMax())
+	switch {
+	case e != nil:
+		e.Str = val // on a corrupt value, the edits made before the corrupt part stay, as in Redis
+	case err == nil:
 		e = c.curDB().SetString(string(args[1]), val, 0, false)
-	} else {
-		e.Str = val
+	}
+	if err != nil {
+		c.addError(err.Error())
+		return
 	}
 	if updated == 0 {
 		c.addInt(0)
@@ -191,7 +177,6 @@ func cmdPFMerge(c *Client, args [][]byte) {
 
 // PFDEBUG GETREG|DECODE|ENCODING|TODENSE key
 func cmdPFDebug(c *Client, args [][]byte) {
-	sub := strings.ToLower(string(args[1]))
 	e, ok := c.lookupString(args[2])
 	if !ok {
 		return
@@ -204,50 +189,27 @@ func cmdPFDebug(c *Client, args [][]byte) {
 		c.addError(err.Error())
 		return
 	}
-	switch sub {
-	case "getreg":
-		if hll.IsSparse(e.Str) {
-			d, err := hll.ToDense(e.Str)
-			if err != nil {
-				c.addError(hll.ErrCorrupt.Error())
-				return
-			}
-			e.Str = d
-			c.markDirty(1) // the encoding change is propagated
-		}
-		regs, _ := hll.RegisterValues(e.Str)
-		c.addArrayLen(len(regs))
-		for _, v := range regs {
+	reply, val, changed, err := hll.Debug(string(args[1]), e.Str)
+	if err != nil {
+		c.addError(err.Error())
+		return
+	}
+	if changed {
+		e.Str = val
+		c.markDirty(1) // the encoding change is propagated
+	}
+	switch r := reply.(type) {
+	case []uint8:
+		c.addArrayLen(len(r))
+		for _, v := range r {
 			c.addInt(int64(v))
 		}
-	case "decode":
-		s, err := hll.Decode(e.Str)
-		if err != nil {
-			c.addError(err.Error())
-			return
-		}
-		c.addBulkString(s)
-	case "encoding":
-		if hll.IsSparse(e.Str) {
-			c.addSimple("sparse")
-		} else {
-			c.addSimple("dense")
-		}
-	case "todense":
-		if !hll.IsSparse(e.Str) {
-			c.addInt(0)
-			return
-		}
-		d, err := hll.ToDense(e.Str)
-		if err != nil {
-			c.addError(hll.ErrCorrupt.Error())
-			return
-		}
-		e.Str = d
-		c.markDirty(1)
-		c.addInt(1)
-	default:
-		c.addError("ERR Unknown PFDEBUG subcommand '" + string(args[1]) + "'")
+	case string:
+		c.addBulkString(r)
+	case hll.Status:
+		c.addSimple(string(r))
+	case int64:
+		c.addInt(r)
 	}
 }
 
