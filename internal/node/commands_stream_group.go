@@ -262,8 +262,7 @@ func serveStreamWaiter(c *Client, key string, gt stream.ID, count int64, rg *str
 
 // XGROUP CREATE|SETID|DESTROY|CREATECONSUMER|DELCONSUMER|HELP ...
 func cmdXGroup(c *Client, args [][]byte) {
-	sub := args[1]
-	if len(args) == 2 && eqFold(sub, "help") {
+	if len(args) == 2 && eqFold(args[1], "help") {
 		c.addHelp("XGROUP", stream.GroupHelp)
 		return
 	}
@@ -271,11 +270,7 @@ func cmdXGroup(c *Client, args [][]byte) {
 		c.addSubcommandSyntaxError(args)
 		return
 	}
-	var opts [][]byte
-	if len(args) > 5 {
-		opts = args[5:]
-	}
-	a, err := stream.ParseGroupOptions(sub, opts)
+	a, err := stream.ParseGroupOptions(args[1], args[min(5, len(args)):])
 	if c.streamArgErr(args, err) {
 		return
 	}
@@ -283,86 +278,27 @@ func cmdXGroup(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	key, grp := string(args[2]), string(args[3])
-	var g *stream.Group
-	if !a.MkStream {
-		if s == nil {
-			c.addError("ERR The XGROUP subcommand requires the key to exist. Note that for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.")
-			return
-		}
-		if g = s.Group(grp); g == nil && (eqFold(sub, "setid") || eqFold(sub, "createconsumer") || eqFold(sub, "delconsumer")) {
-			c.addError("NOGROUP No such consumer group '" + grp + "' for key name '" + key + "'")
-			return
-		}
+	out, err := stream.XGroup(args, s, a, c.now)
+	key := string(args[2])
+	if out.Created != nil {
+		c.curDB().SetObject(key, out.Created)
+		c.signalModifiedKey(key)
 	}
-	n := len(args)
-	switch {
-	case eqFold(sub, "create") && n >= 5 && n <= 8:
-		xgroupCreate(c, args, s, a)
-	case eqFold(sub, "setid") && (n == 5 || n == 7):
-		id, err := stream.GroupID(args[4], s, false)
-		if c.streamArgErr(args, err) {
-			return
-		}
-		g.LastID, g.EntriesRead = id, a.EntriesRead
-		c.xgroupDone(key, "xgroup-setid")
-	case eqFold(sub, "destroy") && n == 4:
-		if g == nil {
-			c.addInt(0)
-			return
-		}
-		s.DestroyGroup(grp)
-		c.addInt(1)
-		c.xgroupChanged(key, "xgroup-destroy")
-		c.signalKeyAsReady(key) // blocked XREADGROUPs get NOGROUP
-	case eqFold(sub, "createconsumer") && n == 5:
-		if g.CreateConsumer(string(args[4]), c.now) == nil {
-			c.addInt(0)
-			return
-		}
-		c.xgroupChanged(key, "xgroup-createconsumer")
-		c.addInt(1)
-	case eqFold(sub, "delconsumer") && n == 5:
-		var pending int
-		if cons := g.Consumer(string(args[4])); cons != nil {
-			pending = g.DeleteConsumer(cons)
-			c.xgroupChanged(key, "xgroup-delconsumer")
-		}
-		c.addInt(int64(pending))
-	default:
-		c.addSubcommandSyntaxError(args)
-	}
-}
-
-// xgroupCreate is XGROUP CREATE key group id|$ [MKSTREAM] [ENTRIESREAD n].
-func xgroupCreate(c *Client, args [][]byte, s *stream.Stream, a stream.GroupArgs) {
-	id, err := stream.GroupID(args[4], s, true)
 	if c.streamArgErr(args, err) {
 		return
 	}
-	key := string(args[2])
-	if s == nil {
-		s = stream.New()
-		c.curDB().SetObject(key, s)
-		c.signalModifiedKey(key)
+	if out.OK {
+		c.addOK()
+	} else {
+		c.addInt(out.Int)
 	}
-	if s.CreateGroup(string(args[3]), id, a.EntriesRead) == nil {
-		c.addError("BUSYGROUP Consumer Group name already exists")
-		return
+	if out.Event != "" {
+		c.markDirty(1)
+		c.notify(notifyStream, out.Event, key)
 	}
-	c.xgroupDone(key, "xgroup-create")
-}
-
-// xgroupChanged counts and notifies an XGROUP change.
-func (c *Client) xgroupChanged(key, event string) {
-	c.markDirty(1)
-	c.notify(notifyStream, event, key)
-}
-
-// xgroupDone replies OK to an XGROUP change.
-func (c *Client) xgroupDone(key, event string) {
-	c.addOK()
-	c.xgroupChanged(key, event)
+	if out.Wake {
+		c.signalKeyAsReady(key) // blocked XREADGROUPs get NOGROUP
+	}
 }
 
 // addSubcommandSyntaxError is Redis's addReplySubcommandSyntaxError.

@@ -279,3 +279,43 @@ func FuzzParse(f *testing.F) {
 		ParseRangeArgs(args, true)
 	})
 }
+
+func TestXGroup(t *testing.T) {
+	run := func(s *Stream, in string) (GroupOutcome, error) {
+		a := split(in)
+		ga, err := ParseGroupOptions(a[1], a[min(5, len(a)):])
+		if err != nil {
+			return GroupOutcome{}, err
+		}
+		return XGroup(a, s, ga, 10)
+	}
+	if _, err := run(nil, "XGROUP CREATE s g $"); err == nil || !strings.Contains(err.Error(), "requires the key to exist") {
+		t.Errorf("CREATE on a missing key: %v", err)
+	}
+	out, err := run(nil, "XGROUP CREATE s g $ MKSTREAM")
+	if err != nil || out.Created == nil || !out.OK || out.Event != "xgroup-create" {
+		t.Fatalf("CREATE MKSTREAM: %+v %v", out, err)
+	}
+	s := out.Created
+	if _, err := run(s, "XGROUP CREATE s g 0"); err == nil || err.Error() != "BUSYGROUP Consumer Group name already exists" {
+		t.Errorf("CREATE twice: %v", err)
+	}
+	if _, err := run(s, "XGROUP SETID s nope 0"); err == nil || err.Error() != "NOGROUP No such consumer group 'nope' for key name 's'" {
+		t.Errorf("SETID of a missing group: %v", err)
+	}
+	if out, _ := run(s, "XGROUP CREATECONSUMER s g c"); out.Int != 1 || s.Group("g").Consumer("c") == nil {
+		t.Errorf("CREATECONSUMER: %+v", out)
+	}
+	if out, _ := run(s, "XGROUP DELCONSUMER s g c"); out.Event != "xgroup-delconsumer" {
+		t.Errorf("DELCONSUMER: %+v", out)
+	}
+	if out, _ := run(s, "XGROUP DESTROY s g"); out.Int != 1 || !out.Wake || s.Group("g") != nil {
+		t.Errorf("DESTROY: %+v", out)
+	}
+	if out, err := run(s, "XGROUP DESTROY s g"); out.Int != 0 || out.Event != "" || err != nil {
+		t.Errorf("DESTROY again: %+v %v", out, err)
+	}
+	if _, err := run(s, "XGROUP DESTROY s g extra"); err != ErrSubcommandSyntax {
+		t.Errorf("DESTROY with an extra argument: %v", err)
+	}
+}
