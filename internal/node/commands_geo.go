@@ -1,9 +1,6 @@
 package node
 
 import (
-	"strconv"
-	"strings"
-
 	"github.com/shardis/shardis/internal/node/geo"
 	"github.com/shardis/shardis/internal/node/value"
 )
@@ -37,20 +34,8 @@ func registerGeoCommands(t *commandTable) {
 	// keys are the source and, when given, the STORE key.
 	for _, n := range []string{"georadius", "georadiusbymember"} {
 		cmd := t.lookup([]byte(n))
-		cmd.keys = geoRadiusKeys
+		cmd.keys = geo.RadiusKeys
 	}
-}
-
-// geoRadiusKeys returns the source key and a STORE/STOREDIST key.
-func geoRadiusKeys(args [][]byte) []int {
-	pos := []int{1}
-	for i := 5; i+1 < len(args); i++ {
-		if eqFold(args[i], "store") || eqFold(args[i], "storedist") {
-			pos = append(pos, i+1)
-			i++
-		}
-	}
-	return pos
 }
 
 // GEOADD key [NX|XX] [CH] longitude latitude member [...]
@@ -125,25 +110,15 @@ func cmdGeoPos(c *Client, args [][]byte) {
 	})
 }
 
-// addHumanDouble is Redis's addReplyHumanLongDouble for a double: 17
-// decimals with trailing zeros trimmed, a bulk string in RESP2 and a double
-// in RESP3.
+// addHumanDouble replies geo.HumanDouble(f): a bulk string in RESP2, a
+// double in RESP3.
 func (c *Client) addHumanDouble(f float64) {
-	s := strconv.FormatFloat(f, 'f', 17, 64)
-	if strings.IndexByte(s, '.') >= 0 {
-		s = strings.TrimRight(s, "0")
-		s = strings.TrimSuffix(s, ".")
+	s := geo.HumanDouble(f)
+	if c.proto <= 2 {
+		c.addBulkString(s)
+	} else if c.replying() {
+		c.out = append(append(append(c.out, ','), s...), "\r\n"...)
 	}
-	if s == "-0" {
-		s = "0"
-	}
-	if c.proto > 2 {
-		if c.replying() {
-			c.out = append(append(append(c.out, ','), s...), "\r\n"...)
-		}
-		return
-	}
-	c.addBulkString(s)
 }
 
 // geoSearchGeneric is Redis's georadiusGeneric: every GEORADIUS* and

@@ -1,8 +1,6 @@
 package node
 
 import (
-	"bytes"
-
 	"github.com/shardis/shardis/internal/node/hll"
 	"github.com/shardis/shardis/internal/node/keyspace"
 )
@@ -76,47 +74,28 @@ func cmdPFAdd(c *Client, args [][]byte) {
 // PFCOUNT key [key ...]
 func cmdPFCount(c *Client, args [][]byte) {
 	if len(args) > 2 {
-		var max [hll.Registers]uint8
-		for _, k := range args[1:] {
-			e, ok := c.lookupHLLRead(k)
-			if !ok {
-				return
-			}
-			if e == nil {
-				continue
-			}
-			if err := hll.MergeInto(&max, e.Str); err != nil {
-				c.addError(err.Error())
-				return
-			}
+		if u, ok := c.hllUnion(args[1:]); ok {
+			c.addInt(int64(hll.CountRegisters(&u.Regs)))
 		}
-		c.addInt(int64(hll.CountRegisters(&max)))
 		return
 	}
 	e, ok := c.lookupHLLRead(args[1])
-	if !ok {
+	if !ok || e == nil {
+		if ok {
+			c.addInt(0)
+		}
 		return
 	}
-	if e == nil {
-		c.addInt(0)
-		return
-	}
-	if card, valid := hll.Cached(e.Str); valid {
-		c.addInt(int64(card))
-		return
-	}
-	card, err := hll.Count(e.Str)
+	card, updated, err := hll.CountCached(e.Str)
 	if err != nil {
 		c.addError(err.Error())
 		return
 	}
-	// The cache is part of the value: a fresh copy keeps a snapshot in
-	// progress (which PFCOUNT, a read, does not guard) on the old bytes.
-	val := bytes.Clone(e.Str)
-	hll.SetCached(val, card)
-	e.Str = val
-	c.signalModifiedKey(e.Key)
-	c.markDirty(1) // propagated, as Redis propagates the cache update
+	if updated != nil {
+		e.Str = updated
+		c.signalModifiedKey(e.Key)
+		c.markDirty(1) // propagated, as Redis propagates the cache update
+	}
 	c.addInt(int64(card))
 }
 
@@ -134,32 +113,37 @@ func (c *Client) lookupHLLRead(key []byte) (*keyspace.Entry, bool) {
 	return e, ok
 }
 
-// PFMERGE destkey [sourcekey ...]
-func cmdPFMerge(c *Client, args [][]byte) {
-	var max [hll.Registers]uint8
-	dense := false
-	for _, k := range args[1:] {
+// hllUnion merges the HyperLogLogs at keys (missing ones count as
+// empty), replying the first error (ok false) in key order.
+func (c *Client) hllUnion(keys [][]byte) (*hll.Union, bool) {
+	u := new(hll.Union)
+	for _, k := range keys {
 		e, ok := c.lookupHLLRead(k)
 		if !ok {
-			return
+			return nil, false
 		}
-		if e == nil {
-			continue
+		if e != nil {
+			if err := u.Add(e.Str); err != nil {
+				c.addError(err.Error())
+				return nil, false
+			}
 		}
-		if !hll.IsSparse(e.Str) {
-			dense = true
-		}
-		if err := hll.MergeInto(&max, e.Str); err != nil {
-			c.addError(err.Error())
-			return
-		}
+	}
+	return u, true
+}
+
+// PFMERGE destkey [sourcekey ...]
+func cmdPFMerge(c *Client, args [][]byte) {
+	u, ok := c.hllUnion(args[1:])
+	if !ok {
+		return
 	}
 	dst, _ := c.lookupString(args[1]) // checked above
 	var cur []byte
 	if dst != nil {
 		cur = dst.Str
 	}
-	val, err := hll.FromRegisters(cur, &max, dense, c.hllSparseMax())
+	val, err := hll.FromRegisters(cur, &u.Regs, u.Dense, c.hllSparseMax())
 	if err != nil {
 		c.addError(err.Error())
 		return

@@ -22,7 +22,7 @@ func registerStreamCommands(t *commandTable) {
 	add("xdel", -3, flagWrite|flagFast, cmdXDel, "5.0.0")
 	add("xtrim", -4, flagWrite, cmdXTrim, "5.0.0")
 	add("xsetid", -3, flagWrite|flagDenyOOM|flagFast, cmdXSetID, "5.0.0")
-	t.add(&command{name: "xread", arity: -4, flags: flagReadOnly | flagBlocking, keys: xreadKeys, fn: cmdXRead, group: "stream", since: "5.0.0"})
+	t.add(&command{name: "xread", arity: -4, flags: flagReadOnly | flagBlocking, keys: stream.ReadKeys, fn: cmdXRead, group: "stream", since: "5.0.0"})
 	t.add(&command{name: "xinfo", arity: -2, fn: cmdHelpDispatch, group: "stream", since: "5.0.0"})
 	for _, s := range []struct {
 		name  string
@@ -36,29 +36,6 @@ func registerStreamCommands(t *commandTable) {
 		t.addSub("xinfo", c)
 	}
 	registerStreamGroupCommands(t)
-}
-
-// xreadKeys finds the keys of XREAD and XREADGROUP: the first half of the
-// arguments after STREAMS.
-func xreadKeys(args [][]byte) []int {
-	for i := 1; i < len(args); i++ {
-		switch {
-		case eqFold(args[i], "streams"):
-			// As Redis's key spec (keyword STREAMS, limit 2): half the
-			// rest, rounded down.
-			n := len(args) - i - 1
-			pos := make([]int, 0, n/2)
-			for j := i + 1; j <= i+n/2; j++ {
-				pos = append(pos, j)
-			}
-			return pos
-		case eqFold(args[i], "block") || eqFold(args[i], "count"):
-			i++
-		case eqFold(args[i], "group"):
-			i += 2
-		}
-	}
-	return nil
 }
 
 // lookupStream returns the stream at key (see lookupValue).
@@ -179,24 +156,13 @@ func cmdXAdd(c *Client, args [][]byte) {
 	c.signalModifiedKey(key)
 	c.notify(notifyStream, "xadd", key)
 	c.markDirty(1)
-	var prop [][]byte
-	propagating := c.propagating()
-	if o.Trim.Strategy != stream.TrimNone {
-		if s.Trim(o.Trim) > 0 {
-			c.notify(notifyStream, "xtrim", key)
-		}
-		if o.Trim.Approx && propagating {
-			prop = o.RewriteTrim(args, s)
-		}
+	if o.Trim.Strategy != stream.TrimNone && s.Trim(o.Trim) > 0 {
+		c.notify(notifyStream, "xtrim", key)
 	}
-	if propagating && (!o.IDGiven || !o.SeqGiven) {
-		if prop == nil {
-			prop = append([][]byte(nil), args...)
+	if c.propagating() {
+		if prop := o.Propagated(args, s, id); prop != nil {
+			c.propagateAs(prop)
 		}
-		prop[o.IDPos] = []byte(id.String())
-	}
-	if prop != nil {
-		c.propagateAs(prop)
 	}
 	c.signalKeyAsReady(key)
 }

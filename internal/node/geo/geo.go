@@ -20,6 +20,7 @@ package geo
 import (
 	"math"
 	"strconv"
+	"strings"
 )
 
 // The coordinate limits of EPSG:900913 that Redis uses, and the step of
@@ -438,4 +439,17 @@ func equalFold(a, b string) bool {
 		}
 	}
 	return true
+}
+
+// HumanDouble formats a coordinate as Redis's addReplyHumanLongDouble: 17
+// decimals with trailing zeros trimmed, "-0" as "0".
+func HumanDouble(f float64) string {
+	s := strconv.FormatFloat(f, 'f', 17, 64)
+	if strings.IndexByte(s, '.') >= 0 {
+		s = strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		return "0"
+	}
+	return s
 }

@@ -100,6 +100,19 @@ func AddArgs(args [][]byte, pf FloatParser) ([][]byte, error) {
 	return zargs, nil
 }
 
+// RadiusKeys returns the key positions of GEORADIUS and GEORADIUSBYMEMBER:
+// the source key and a STORE/STOREDIST key.
+func RadiusKeys(args [][]byte) []int {
+	pos := []int{1}
+	for i := 5; i+1 < len(args); i++ {
+		if eqFold(args[i], "store") || eqFold(args[i], "storedist") {
+			pos = append(pos, i+1)
+			i++
+		}
+	}
+	return pos
+}
+
 // MemberPos decodes a member's position (ok false when it is missing).
 func MemberPos(z *value.ZSet, m []byte) (float64, float64, bool) {
 	score, ok := z.Score(string(m))

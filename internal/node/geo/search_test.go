@@ -123,3 +123,15 @@ func FuzzParseSearch(f *testing.F) {
 		}
 	})
 }
+
+func TestRadiusKeys(t *testing.T) {
+	if got := RadiusKeys(args("GEORADIUS k 1 2 3 km STORE d")); len(got) != 2 || got[1] != 7 {
+		t.Errorf("STORE: %v", got)
+	}
+	if got := RadiusKeys(args("GEORADIUSBYMEMBER k m 3 km STOREDIST d COUNT 1")); len(got) != 2 || got[1] != 6 {
+		t.Errorf("STOREDIST: %v", got)
+	}
+	if got := RadiusKeys(args("GEORADIUS k 1 2 3 km")); len(got) != 1 {
+		t.Errorf("no store: %v", got)
+	}
+}

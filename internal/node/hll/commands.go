@@ -70,3 +70,38 @@ func Debug(sub string, b []byte) (reply any, out []byte, changed bool, err error
 	}
 	return nil, b, false, errors.New("ERR Unknown PFDEBUG subcommand '" + sub + "'")
 }
+
+// Union merges HyperLogLogs register by register (PFCOUNT of several
+// keys, PFMERGE). The zero value is empty.
+type Union struct {
+	// Regs are the merged registers.
+	Regs [Registers]uint8
+	// Dense reports that a dense value was merged (PFMERGE's result is
+	// then dense too, as Redis's).
+	Dense bool
+}
+
+// Add merges the valid HyperLogLog b.
+func (u *Union) Add(b []byte) error {
+	if !IsSparse(b) {
+		u.Dense = true
+	}
+	return MergeInto(&u.Regs, b)
+}
+
+// CountCached is PFCOUNT of one valid HyperLogLog b: the cached
+// cardinality when it is valid, else the computed one and a copy of b
+// holding it in its cache (updated non-nil: the new value, counted and
+// propagated as Redis's cache update; a copy, so that a snapshot in
+// progress keeps the old bytes).
+func CountCached(b []byte) (card uint64, updated []byte, err error) {
+	if card, valid := Cached(b); valid {
+		return card, nil, nil
+	}
+	if card, err = Count(b); err != nil {
+		return 0, nil, err
+	}
+	updated = append([]byte(nil), b...)
+	SetCached(updated, card)
+	return card, updated, nil
+}

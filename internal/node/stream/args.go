@@ -288,6 +288,23 @@ func (o *AddTrimArgs) RewriteTrim(args [][]byte, s *Stream) [][]byte {
 	return out
 }
 
+// Propagated returns what replicas and the AOF receive for an XADD that
+// added id to s (after its trim), or nil when that is the command as
+// given: an approximate trim made exact, a generated ID made explicit.
+func (o *AddTrimArgs) Propagated(args [][]byte, s *Stream, id ID) [][]byte {
+	var prop [][]byte
+	if o.Trim.Strategy != TrimNone && o.Trim.Approx {
+		prop = o.RewriteTrim(args, s)
+	}
+	if !o.IDGiven || !o.SeqGiven {
+		if prop == nil {
+			prop = append([][]byte(nil), args...)
+		}
+		prop[o.IDPos] = []byte(id.String())
+	}
+	return prop
+}
+
 // SetIDArgs are the arguments of XSETID.
 type SetIDArgs struct {
 	ID ID

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -317,5 +318,18 @@ func TestXGroup(t *testing.T) {
 	}
 	if _, err := run(s, "XGROUP DESTROY s g extra"); err != ErrSubcommandSyntax {
 		t.Errorf("DESTROY with an extra argument: %v", err)
+	}
+}
+
+func TestReadKeys(t *testing.T) {
+	for in, want := range map[string]string{
+		"XREAD COUNT 1 BLOCK 0 STREAMS a b 0 0":  "[6 7]",
+		"XREADGROUP GROUP streams c STREAMS a >": "[5]",
+		"XREAD STREAMS a b c":                    "[2]",
+		"XREAD COUNT 1":                          "[]",
+	} {
+		if got := fmt.Sprint(ReadKeys(split(in))); got != want {
+			t.Errorf("ReadKeys(%s) = %s, want %s", in, got, want)
+		}
 	}
 }

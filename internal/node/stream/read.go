@@ -23,6 +23,29 @@ var (
 	errGreaterXRead  = errors.New("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.")
 )
 
+// ReadKeys finds the keys of XREAD and XREADGROUP: the first half of the
+// arguments after STREAMS.
+func ReadKeys(args [][]byte) []int {
+	for i := 1; i < len(args); i++ {
+		switch {
+		case eqFold(args[i], "streams"):
+			// As Redis's key spec (keyword STREAMS, limit 2): half the
+			// rest, rounded down.
+			n := len(args) - i - 1
+			pos := make([]int, 0, n/2)
+			for j := i + 1; j <= i+n/2; j++ {
+				pos = append(pos, j)
+			}
+			return pos
+		case eqFold(args[i], "block") || eqFold(args[i], "count"):
+			i++
+		case eqFold(args[i], "group"):
+			i += 2
+		}
+	}
+	return nil
+}
+
 // ReadArgs are the options of XREAD and XREADGROUP.
 type ReadArgs struct {
 	// Timeout is BLOCK's deadline: -1 without BLOCK, 0 for ever, else a
