@@ -130,11 +130,19 @@ func Decode(h Hash) (Area, bool) { return decode(longRange, latRange, h) }
 
 // Center returns the centre of a cell, clamped to the limits.
 func (a Area) Center() (long, lat float64) {
-	long = (a.Long.Min + a.Long.Max) / 2
-	long = math.Max(LongMin, math.Min(LongMax, long))
-	lat = (a.Lat.Min + a.Lat.Max) / 2
-	lat = math.Max(LatMin, math.Min(LatMax, lat))
-	return long, lat
+	// Plain comparisons clamp as math.Max/Min do here: no NaN, and a
+	// -0 centre stays -0 either way.
+	return clamp((a.Long.Min+a.Long.Max)/2, LongMin, LongMax), clamp((a.Lat.Min+a.Lat.Max)/2, LatMin, LatMax)
+}
+
+func clamp(v, lo, hi float64) float64 {
+	if v < lo {
+		return lo
+	}
+	if v > hi {
+		return hi
+	}
+	return v
 }
 
 // Score returns the sorted-set score GEOADD stores for a position.
@@ -243,6 +251,11 @@ type Shape struct {
 	Width, Height float64 // box, in the unit
 	Conversion    float64 // meters per unit
 	bounds        [4]float64
+	// cosLat and aMax, set on the first Within of a circle: the cosine of
+	// the centre's latitude, and a bound of the haversine term above which
+	// a point is certainly outside.
+	prepared     bool
+	cosLat, aMax float64
 }
 
 // estimateSteps is geohashEstimateStepsByRadius.
@@ -359,8 +372,8 @@ func (s *Shape) Within(score float64) (long, lat, dist float64, ok bool) {
 		return 0, 0, 0, false
 	}
 	if !s.Box {
-		dist = Distance(s.Long, s.Lat, long, lat)
-		return long, lat, dist, dist <= s.Radius*s.Conversion
+		dist, ok = s.inRadius(long, lat)
+		return long, lat, dist, ok
 	}
 	if latDistance(lat, s.Lat) > s.Height*s.Conversion/2 {
 		return long, lat, 0, false
@@ -369,6 +382,37 @@ func (s *Shape) Within(score float64) (long, lat, dist float64, ok bool) {
 		return long, lat, 0, false
 	}
 	return long, lat, Distance(s.Long, s.Lat, long, lat), true
+}
+
+// inRadius is Distance(s.Long, s.Lat, long, lat) <= the radius, with the
+// same distance, skipping the arcsine (and, outside the latitude band, the
+// longitude term) for points that are certainly outside: the haversine
+// term only grows with the distance, and the bound has a margin far above
+// the rounding of either side.
+func (s *Shape) inRadius(long, lat float64) (float64, bool) {
+	r := s.Radius * s.Conversion
+	if !s.prepared {
+		s.prepared, s.cosLat, s.aMax = true, math.Cos(degRad(s.Lat)), math.Inf(1)
+		if h := r / (2 * earthRadius); h < math.Pi/2 {
+			s.aMax = math.Sin(h) * math.Sin(h) * (1 + 1e-6)
+		}
+	}
+	lat1r, lat2r := degRad(s.Lat), degRad(lat)
+	u := math.Sin((lat2r - lat1r) / 2)
+	if u*u > s.aMax {
+		return 0, false
+	}
+	v := math.Sin((degRad(long) - degRad(s.Long)) / 2)
+	if v == 0 {
+		d := latDistance(s.Lat, lat)
+		return d, d <= r
+	}
+	a := u*u + s.cosLat*math.Cos(lat2r)*v*v
+	if a > s.aMax {
+		return 0, false
+	}
+	d := 2.0 * earthRadius * math.Asin(math.Sqrt(a))
+	return d, d <= r
 }
 
 func latDistance(lat1, lat2 float64) float64 {

@@ -3,6 +3,7 @@ package geo
 import (
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/shardis/shardis/internal/node/value"
@@ -134,4 +135,38 @@ func TestRadiusKeys(t *testing.T) {
 	if got := RadiusKeys(args("GEORADIUS k 1 2 3 km")); len(got) != 1 {
 		t.Errorf("no store: %v", got)
 	}
+}
+
+// BenchmarkSearch is GEOSEARCH FROMLONLAT 15 40 BYRADIUS 20 km ASC on
+// 100k members spread over 10x10 degrees (scripts/bench-streams.sh's set).
+func BenchmarkSearch(b *testing.B) {
+	z := value.NewZSet()
+	lim := value.ZSetLimits{Entries: 128, Value: 64}
+	rng := uint64(1)
+	next := func() float64 { rng = rng*6364136223846793005 + 1442695040888963407; return float64(rng>>11) / (1 << 53) }
+	for i := 0; i < 100000; i++ {
+		s, _ := Score(10+10*next(), 35+10*next())
+		z.Set("m"+strconv.Itoa(i), s, lim)
+	}
+	a, err := ParseSearch(args("GEOSEARCH k FROMLONLAT 15 40 BYRADIUS 20 km ASC"), Search, z, pf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	found := 0
+	c0 := cpuTime()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		found = len(a.Run(z))
+	}
+	b.ReportMetric(float64(found), "found")
+	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")
+}
+
+// cpuTime is the process's user+system CPU time in ns: unlike the wall
+// clock, it does not depend on the machine's load.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }
