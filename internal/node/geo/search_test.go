@@ -143,7 +143,10 @@ func BenchmarkSearch(b *testing.B) {
 	z := value.NewZSet()
 	lim := value.ZSetLimits{Entries: 128, Value: 64}
 	rng := uint64(1)
-	next := func() float64 { rng = rng*6364136223846793005 + 1442695040888963407; return float64(rng>>11) / (1 << 53) }
+	next := func() float64 {
+		rng = rng*6364136223846793005 + 1442695040888963407
+		return float64(rng>>11) / (1 << 53)
+	}
 	for i := 0; i < 100000; i++ {
 		s, _ := Score(10+10*next(), 35+10*next())
 		z.Set("m"+strconv.Itoa(i), s, lim)
