@@ -2,6 +2,8 @@ package node
 
 import (
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/persist"
+	"github.com/shardis/shardis/internal/node/slotmig"
 	"github.com/shardis/shardis/internal/node/stream"
 )
 
@@ -53,9 +55,42 @@ func (c *Client) absorbDirty() {
 }
 
 // propagating reports whether the effects of the running command go
-// anywhere (replicas, the AOF, an EXEC or script being collected): the
-// XCLAIMs and XGROUPs standing for a group read are built only then.
-func (c *Client) propagating() bool { return c.inExec || c.srv.hasPropagators() }
+// anywhere now: an EXEC or script being collected, an enabled AOF, a
+// master's replication backlog, a slot migration's tap (or a propagator
+// of another kind). XADD's rewritten form and the XCLAIMs and XGROUPs
+// standing for a group read are built only then, as Redis builds them
+// only to propagate; every propagator is registered from the start, so
+// their mere presence says nothing.
+func (c *Client) propagating() bool {
+	if c.inExec {
+		return true
+	}
+	s := c.srv
+	s.propMu.RLock()
+	defer s.propMu.RUnlock()
+	for _, p := range s.propagators {
+		switch p := p.(type) {
+		case *persist.AOF:
+			if p.Enabled() {
+				return true
+			}
+		case *replication:
+			p.mu.Lock()
+			live := p.backlog != nil && p.link == nil
+			p.mu.Unlock()
+			if live {
+				return true
+			}
+		case *slotmig.Engine:
+			if p.Gate() != nil {
+				return true
+			}
+		default:
+			return true
+		}
+	}
+	return false
+}
 
 // streamLog returns a log for the group changes on key (nil when nothing
 // listens).
