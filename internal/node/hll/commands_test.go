@@ -31,3 +31,38 @@ func TestAddAllAndDebug(t *testing.T) {
 		t.Errorf("unknown subcommand: %v", err)
 	}
 }
+
+// TestMergeDense checks the three-bytes-at-a-time merge against the
+// register-by-register reading.
+func TestMergeDense(t *testing.T) {
+	b := New()
+	for i := 0; i < 5000; i++ {
+		b, _, _ = Add(b, []byte{byte(i), byte(i >> 8), 'x'}, 3000)
+	}
+	d, err := ToDense(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want [Registers]uint8
+	if err := MergeInto(&got, d); err != nil {
+		t.Fatal(err)
+	}
+	for i := range want {
+		want[i] = getReg(d[HeaderSize:], i)
+	}
+	if got != want {
+		t.Fatal("dense merge differs from the registers")
+	}
+}
+
+func BenchmarkMergeDense(b *testing.B) {
+	v := New()
+	for i := 0; i < 20000; i++ {
+		v, _, _ = Add(v, []byte{byte(i), byte(i >> 8)}, 3000)
+	}
+	d, _ := ToDense(v)
+	var regs [Registers]uint8
+	for i := 0; i < b.N; i++ {
+		MergeInto(&regs, d)
+	}
+}

@@ -173,6 +173,29 @@ func getReg(regs []byte, i int) uint8 {
 	return uint8(((b0 >> fb) | (b1 << (8 - fb))) & registerMax)
 }
 
+// mergeDense takes the maximum of max and the dense registers regs, four
+// registers (three bytes) at a time.
+func mergeDense(max *[Registers]uint8, regs []byte) {
+	if len(regs) < Registers*6/8 {
+		for i := 0; i < Registers; i++ {
+			if v := getReg(regs, i); v > max[i] {
+				max[i] = v
+			}
+		}
+		return
+	}
+	regs = regs[:Registers*6/8]
+	for g := 0; g < Registers/4; g++ {
+		w := uint32(regs[3*g]) | uint32(regs[3*g+1])<<8 | uint32(regs[3*g+2])<<16
+		m := max[4*g : 4*g+4 : 4*g+4]
+		for k := range 4 {
+			if v := uint8(w>>(6*k)) & registerMax; v > m[k] {
+				m[k] = v
+			}
+		}
+	}
+}
+
 // setReg writes dense register i of regs.
 func setReg(regs []byte, i int, v uint8) {
 	byteAt := i * 6 / 8
@@ -443,12 +466,7 @@ func Add(b, ele []byte, maxBytes int) ([]byte, bool, error) {
 // MergeInto raises max[i] to each register of the checked HyperLogLog b.
 func MergeInto(max *[Registers]uint8, b []byte) error {
 	if b[4] == Dense {
-		regs := b[HeaderSize:]
-		for i := 0; i < Registers; i++ {
-			if v := getReg(regs, i); v > max[i] {
-				max[i] = v
-			}
-		}
+		mergeDense(max, b[HeaderSize:])
 		return nil
 	}
 	return walkSparse(b[HeaderSize:], func(first, n int, v uint8) {
