@@ -73,13 +73,19 @@ func interleave(xlo, ylo uint32) uint64 {
 }
 
 func deinterleave(v uint64) uint64 {
-	b := [...]uint64{0x5555555555555555, 0x3333333333333333, 0x0F0F0F0F0F0F0F0F, 0x00FF00FF00FF00FF, 0x0000FFFF0000FFFF, 0x00000000FFFFFFFF}
-	s := [...]uint{0, 1, 2, 4, 8, 16}
-	x, y := v, v>>1
-	for i := 0; i < 6; i++ {
-		x = (x | x>>s[i]) & b[i]
-		y = (y | y>>s[i]) & b[i]
-	}
+	// The even bits of v to the low half, the odd bits to the high half,
+	// in the steps of Redis's table, unrolled.
+	x, y := v&0x5555555555555555, (v>>1)&0x5555555555555555
+	x = (x | x>>1) & 0x3333333333333333
+	y = (y | y>>1) & 0x3333333333333333
+	x = (x | x>>2) & 0x0F0F0F0F0F0F0F0F
+	y = (y | y>>2) & 0x0F0F0F0F0F0F0F0F
+	x = (x | x>>4) & 0x00FF00FF00FF00FF
+	y = (y | y>>4) & 0x00FF00FF00FF00FF
+	x = (x | x>>8) & 0x0000FFFF0000FFFF
+	y = (y | y>>8) & 0x0000FFFF0000FFFF
+	x = (x | x>>16) & 0x00000000FFFFFFFF
+	y = (y | y>>16) & 0x00000000FFFFFFFF
 	return x | y<<32
 }
 
@@ -251,11 +257,13 @@ type Shape struct {
 	Width, Height float64 // box, in the unit
 	Conversion    float64 // meters per unit
 	bounds        [4]float64
-	// cosLat and aMax, set on the first Within of a circle: the cosine of
+	// cosLat, aMax and band, set on the first Within of a circle: the cosine of
 	// the centre's latitude, and a bound of the haversine term above which
 	// a point is certainly outside.
-	prepared     bool
-	cosLat, aMax float64
+	// band bounds the latitude difference (radians) of a point that may
+	// be inside.
+	prepared           bool
+	cosLat, aMax, band float64
 }
 
 // estimateSteps is geohashEstimateStepsByRadius.
@@ -392,12 +400,16 @@ func (s *Shape) Within(score float64) (long, lat, dist float64, ok bool) {
 func (s *Shape) inRadius(long, lat float64) (float64, bool) {
 	r := s.Radius * s.Conversion
 	if !s.prepared {
-		s.prepared, s.cosLat, s.aMax = true, math.Cos(degRad(s.Lat)), math.Inf(1)
-		if h := r / (2 * earthRadius); h < math.Pi/2 {
+		s.prepared, s.cosLat, s.aMax, s.band = true, math.Cos(degRad(s.Lat)), math.Inf(1), math.Inf(1)
+		if h := r / (2 * earthRadius); h < math.Pi/4 {
 			s.aMax = math.Sin(h) * math.Sin(h) * (1 + 1e-6)
+			s.band = 2 * math.Asin(math.Sqrt(s.aMax)) * (1 + 1e-9)
 		}
 	}
 	lat1r, lat2r := degRad(s.Lat), degRad(lat)
+	if math.Abs(lat2r-lat1r) > s.band {
+		return 0, false // beyond the latitude band: sin((lat2r-lat1r)/2)^2 > aMax
+	}
 	u := math.Sin((lat2r - lat1r) / 2)
 	if u*u > s.aMax {
 		return 0, false

@@ -173,3 +173,42 @@ func cpuTime() int64 {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return ru.Utime.Nano() + ru.Stime.Nano()
 }
+
+// TestInRadiusIsDistance checks the fast radius test against the plain
+// rule (Distance <= radius, and that distance) on random points near the
+// boundary and far from it.
+func TestInRadiusIsDistance(t *testing.T) {
+	rng := uint64(7)
+	next := func() float64 {
+		rng = rng*6364136223846793005 + 1442695040888963407
+		return float64(rng>>11) / (1 << 53)
+	}
+	for _, radius := range []float64{0, 1, 20000, 500000, 5000000, 20000000} {
+		for i := 0; i < 20000; i++ {
+			s := Shape{Long: -180 + 360*next(), Lat: -85 + 170*next(), Radius: radius, Conversion: 1}
+			long, lat := s.Long+(next()-0.5)*radius/50000, s.Lat+(next()-0.5)*radius/50000
+			if i%3 == 0 {
+				long, lat = -180+360*next(), -85+170*next()
+			}
+			long, lat = clamp(long, LongMin, LongMax), clamp(lat, LatMin, LatMax)
+			want := Distance(s.Long, s.Lat, long, lat)
+			d, in := s.inRadius(long, lat)
+			if in != (want <= radius) || (in && d != want) {
+				t.Fatalf("radius %v centre %v,%v point %v,%v: inRadius %v %v, Distance %v", radius, s.Long, s.Lat, long, lat, d, in, want)
+			}
+		}
+	}
+}
+
+func TestDeinterleave(t *testing.T) {
+	for _, v := range []uint64{0, 1, 2, 0xFFFFFFFFFFFFFFFF, 0x123456789ABCDEF0, 3479099956230698} {
+		var x, y uint64
+		for i := 0; i < 32; i++ {
+			x |= (v >> (2 * i) & 1) << i
+			y |= (v >> (2*i + 1) & 1) << i
+		}
+		if got := deinterleave(v); got != x|y<<32 {
+			t.Errorf("deinterleave(%x) = %x, want %x", v, got, x|y<<32)
+		}
+	}
+}

@@ -193,6 +193,9 @@ type Entry struct {
 // (reversed with rev), at most count of them (count <= 0: all). The
 // fields must not be changed.
 func (s *Stream) Collect(dst []Entry, start, end ID, rev bool, count int64) []Entry {
+	if dst == nil && count > 0 {
+		dst = make([]Entry, 0, min(count, 128)) // one allocation for a COUNTed read
+	}
 	n := 0
 	s.Range(start, end, rev, func(id ID, fv [][]byte) bool {
 		dst = append(dst, Entry{ID: id, FV: fv})
