@@ -2,7 +2,6 @@ package node
 
 import (
 	"github.com/shardis/shardis/internal/node/geo"
-	"github.com/shardis/shardis/internal/node/value"
 )
 
 // Geo commands (Redis's geo.c): positions stored in sorted sets as 52-bit
@@ -53,29 +52,18 @@ func cmdGeoAdd(c *Client, args [][]byte) {
 
 // GEODIST key member1 member2 [unit]
 func cmdGeoDist(c *Client, args [][]byte) {
-	conv := 1.0
-	if len(args) > 5 {
-		c.addError(errSyntax)
+	conv, err := geo.ParseDistUnit(args)
+	if err != nil {
+		c.addError(err.Error())
 		return
 	}
-	if len(args) == 5 {
-		var err error
-		if conv, err = geo.ParseUnit(args[4]); err != nil {
-			c.addError(err.Error())
-			return
-		}
-	}
-	z, _, ok := c.lookupZSet(string(args[1]))
-	if !ok {
-		return
-	}
-	if z != nil {
+	if z, _, ok := c.lookupZSet(string(args[1])); ok {
 		if d, found := geo.Dist(z, args[2], args[3], conv); found {
 			c.addBulkString(d)
-			return
+		} else {
+			c.addNull()
 		}
 	}
-	c.addNull()
 }
 
 // GEOHASH key [member ...]
@@ -141,15 +129,7 @@ func geoSearchGeneric(c *Client, args [][]byte, srcIdx int, v geo.Variant) {
 		c.addGeoPoints(&a, points)
 		return
 	}
-	res := value.NewZSet()
-	lim := c.zsetLimits()
-	for _, p := range points {
-		score := p.Score
-		if a.StoreDist {
-			score = p.Dist
-		}
-		res.Set(p.Member, score, lim)
-	}
+	res := geo.StoreSet(points, a.StoreDist, c.zsetLimits())
 	event := "georadiusstore"
 	if v&geo.Search != 0 {
 		event = "geosearchstore"

@@ -23,19 +23,32 @@ func registerStreamCommands(t *commandTable) {
 	add("xtrim", -4, flagWrite, cmdXTrim, "5.0.0")
 	add("xsetid", -3, flagWrite|flagDenyOOM|flagFast, cmdXSetID, "5.0.0")
 	t.add(&command{name: "xread", arity: -4, flags: flagReadOnly | flagBlocking, keys: stream.ReadKeys, fn: cmdXRead, group: "stream", since: "5.0.0"})
-	t.add(&command{name: "xinfo", arity: -2, fn: cmdHelpDispatch, group: "stream", since: "5.0.0"})
-	for _, s := range []struct {
-		name  string
-		arity int
-		flags cmdFlag
-	}{{"stream", -3, flagReadOnly}, {"groups", 3, flagReadOnly}, {"consumers", 4, flagReadOnly}, {"help", 2, flagLoading | flagStale}} {
-		c := &command{name: s.name, arity: s.arity, flags: s.flags, fn: cmdXInfo, group: "stream", since: "5.0.0"}
+	addStreamSubs(t, "xinfo", cmdXInfo, []streamSub{
+		{"stream", -3, flagReadOnly, "5.0.0"}, {"groups", 3, flagReadOnly, "5.0.0"},
+		{"consumers", 4, flagReadOnly, "5.0.0"}, {"help", 2, flagLoading | flagStale, "5.0.0"},
+	})
+	registerStreamGroupCommands(t)
+}
+
+// streamSub is a subcommand row of XINFO or XGROUP.
+type streamSub struct {
+	name  string
+	arity int
+	flags cmdFlag
+	since string
+}
+
+// addStreamSubs registers the container command and its subcommands, all
+// run by fn; every one but HELP has its key at position 2.
+func addStreamSubs(t *commandTable, container string, fn handlerFunc, subs []streamSub) {
+	t.add(&command{name: container, arity: -2, fn: cmdHelpDispatch, group: "stream", since: "5.0.0"})
+	for _, s := range subs {
+		c := &command{name: s.name, arity: s.arity, flags: s.flags, fn: fn, group: "stream", since: s.since}
 		if s.name != "help" {
 			c.first, c.last = 2, 2
 		}
-		t.addSub("xinfo", c)
+		t.addSub(container, c)
 	}
-	registerStreamGroupCommands(t)
 }
 
 // lookupStream returns the stream at key (see lookupValue).
@@ -192,15 +205,9 @@ func xrangeGeneric(c *Client, args [][]byte, rev bool) {
 
 // XLEN key
 func cmdXLen(c *Client, args [][]byte) {
-	s, ok := c.lookupStream(args[1], true)
-	if !ok {
-		return
+	if s, ok := c.lookupStream(args[1], true); ok {
+		c.addInt(int64(s.Len()))
 	}
-	var n uint64
-	if s != nil {
-		n = s.Len()
-	}
-	c.addInt(int64(n))
 }
 
 // XDEL key id [id ...]

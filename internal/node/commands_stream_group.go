@@ -28,20 +28,11 @@ func registerStreamGroupCommands(t *commandTable) {
 	add("xpending", -3, flagReadOnly, cmdXPending, "5.0.0")
 	add("xclaim", -6, flagWrite|flagFast, cmdXClaim, "5.0.0")
 	add("xautoclaim", -6, flagWrite|flagFast, cmdXAutoClaim, "6.2.0")
-	t.add(&command{name: "xgroup", arity: -2, fn: cmdHelpDispatch, group: "stream", since: "5.0.0"})
-	sub := func(name string, arity int, flags cmdFlag, fn handlerFunc, since string) {
-		c := &command{name: name, arity: arity, flags: flags, fn: fn, group: "stream", since: since}
-		if name != "help" {
-			c.first, c.last = 2, 2
-		}
-		t.addSub("xgroup", c)
-	}
-	sub("create", -5, flagWrite|flagDenyOOM, cmdXGroup, "5.0.0")
-	sub("setid", -5, flagWrite, cmdXGroup, "5.0.0")
-	sub("destroy", 4, flagWrite, cmdXGroup, "5.0.0")
-	sub("createconsumer", 5, flagWrite|flagDenyOOM, cmdXGroup, "6.2.0")
-	sub("delconsumer", 5, flagWrite, cmdXGroup, "5.0.0")
-	sub("help", 2, flagLoading|flagStale, cmdXGroup, "5.0.0")
+	addStreamSubs(t, "xgroup", cmdXGroup, []streamSub{
+		{"create", -5, flagWrite | flagDenyOOM, "5.0.0"}, {"setid", -5, flagWrite, "5.0.0"},
+		{"destroy", 4, flagWrite, "5.0.0"}, {"createconsumer", 5, flagWrite | flagDenyOOM, "6.2.0"},
+		{"delconsumer", 5, flagWrite, "5.0.0"}, {"help", 2, flagLoading | flagStale, "5.0.0"},
+	})
 }
 
 // absorbDirty counts the command's changes without propagating the
@@ -359,12 +350,7 @@ func cmdXAck(c *Client, args [][]byte) {
 	if c.streamArgErr(args, err) {
 		return
 	}
-	acked := 0
-	for _, id := range ids {
-		if g.Ack(id) {
-			acked++
-		}
-	}
+	acked := g.AckAll(ids)
 	c.markDirty(acked)
 	c.addInt(int64(acked))
 }

@@ -122,9 +122,24 @@ func MemberPos(z *value.ZSet, m []byte) (float64, float64, bool) {
 	return FromScore(score)
 }
 
+// ParseDistUnit parses GEODIST key member1 member2 [unit]: the unit's
+// meters (1 without one).
+func ParseDistUnit(args [][]byte) (float64, error) {
+	switch {
+	case len(args) > 5:
+		return 0, ErrSyntax
+	case len(args) == 5:
+		return ParseUnit(args[4])
+	}
+	return 1, nil
+}
+
 // Dist is GEODIST: the distance between two members in the unit conv
-// (ok false when either is missing).
+// (ok false when either, or the set z, is missing).
 func Dist(z *value.ZSet, m1, m2 []byte, conv float64) (string, bool) {
+	if z == nil {
+		return "", false
+	}
 	x1, y1, ok1 := MemberPos(z, m1)
 	x2, y2, ok2 := MemberPos(z, m2)
 	if !ok1 || !ok2 {
@@ -352,6 +367,20 @@ func (a *SearchArgs) Run(z *value.ZSet) []Point {
 		points[i].Dist /= a.Shape.Conversion
 	}
 	return points
+}
+
+// StoreSet is the sorted set STORE (or, with dist, STOREDIST) writes:
+// the points with their scores (or distances).
+func StoreSet(points []Point, dist bool, lim value.ZSetLimits) *value.ZSet {
+	z := value.NewZSet()
+	for _, p := range points {
+		score := p.Score
+		if dist {
+			score = p.Dist
+		}
+		z.Set(p.Member, score, lim)
+	}
+	return z
 }
 
 func cmpFloat(a, b float64) int {

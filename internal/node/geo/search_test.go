@@ -212,3 +212,21 @@ func TestDeinterleave(t *testing.T) {
 		}
 	}
 }
+
+func TestParseDistUnit(t *testing.T) {
+	if c, err := ParseDistUnit(args("GEODIST k a b KM")); c != 1000 || err != nil {
+		t.Errorf("KM: %v %v", c, err)
+	}
+	if c, err := ParseDistUnit(args("GEODIST k a b")); c != 1 || err != nil {
+		t.Errorf("no unit: %v %v", c, err)
+	}
+	if _, err := ParseDistUnit(args("GEODIST k a b km x")); err != ErrSyntax {
+		t.Errorf("extra argument: %v", err)
+	}
+	if _, err := ParseDistUnit(args("GEODIST k a b yd")); err != ErrUnit {
+		t.Errorf("bad unit: %v", err)
+	}
+	if _, ok := Dist(nil, []byte("a"), []byte("b"), 1); ok {
+		t.Error("GEODIST on a missing key found a distance")
+	}
+}

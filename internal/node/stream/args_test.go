@@ -333,3 +333,19 @@ func TestReadKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestAckAllAndNilLen(t *testing.T) {
+	var missing *Stream
+	if missing.Len() != 0 {
+		t.Error("a missing stream has entries")
+	}
+	s := New()
+	s.Append(split("f v"), ID{1, 0}, true, true, 0, DefaultLimits)
+	s.Append(split("f v"), ID{2, 0}, true, true, 0, DefaultLimits)
+	g := s.CreateGroup("g", ID{}, 0)
+	c, _ := g.Touch([]byte("c"), 0)
+	s.ReadNew(ID{}, 0, &GroupRead{Group: g, Consumer: c}, 1)
+	if n := g.AckAll([]ID{{1, 0}, {1, 0}, {3, 0}}); n != 1 || g.PendingCount() != 1 || c.PendingCount() != 1 {
+		t.Errorf("AckAll: %d, PEL %d, consumer %d", n, g.PendingCount(), c.PendingCount())
+	}
+}

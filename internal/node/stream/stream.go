@@ -112,8 +112,14 @@ func (s *Stream) Encoding() string { return "stream" }
 // Length is the number of valid entries.
 func (s *Stream) Length() int { return int(s.length) }
 
-// Len is the number of valid entries (XLEN).
-func (s *Stream) Len() uint64 { return s.length }
+// Len is the number of valid entries (XLEN); 0 for a nil (missing)
+// stream.
+func (s *Stream) Len() uint64 {
+	if s == nil {
+		return 0
+	}
+	return s.length
+}
 
 // Nodes is the number of radix tree keys (listpacks).
 func (s *Stream) Nodes() int { return len(s.nodes) }
