@@ -173,26 +173,24 @@ func getReg(regs []byte, i int) uint8 {
 	return uint8(((b0 >> fb) | (b1 << (8 - fb))) & registerMax)
 }
 
-// mergeDense takes the maximum of max and the dense registers regs, four
+// mergeDense takes the maximum of dst and the dense registers regs, four
 // registers (three bytes) at a time.
-func mergeDense(max *[Registers]uint8, regs []byte) {
+func mergeDense(dst *[Registers]uint8, regs []byte) {
 	if len(regs) < Registers*6/8 {
 		for i := 0; i < Registers; i++ {
-			if v := getReg(regs, i); v > max[i] {
-				max[i] = v
-			}
+			dst[i] = max(dst[i], getReg(regs, i))
 		}
 		return
 	}
 	regs = regs[:Registers*6/8]
 	for g := 0; g < Registers/4; g++ {
-		w := uint32(regs[3*g]) | uint32(regs[3*g+1])<<8 | uint32(regs[3*g+2])<<16
-		m := max[4*g : 4*g+4 : 4*g+4]
-		for k := range 4 {
-			if v := uint8(w>>(6*k)) & registerMax; v > m[k] {
-				m[k] = v
-			}
-		}
+		b := regs[3*g : 3*g+3 : 3*g+3]
+		w := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16
+		d := dst[4*g : 4*g+4 : 4*g+4]
+		d[0] = max(d[0], uint8(w)&registerMax)
+		d[1] = max(d[1], uint8(w>>6)&registerMax)
+		d[2] = max(d[2], uint8(w>>12)&registerMax)
+		d[3] = max(d[3], uint8(w>>18)&registerMax)
 	}
 }
 
