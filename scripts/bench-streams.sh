@@ -12,7 +12,10 @@
 #   scripts/bench-streams.sh [N]      (default 200000)
 #
 # OLD=/path/to/shardnode adds a third server (another build) to the same
-# run, for before/after comparisons.
+# run, for before/after comparisons. CALLGRIND=1 runs every server under
+# valgrind --tool=callgrind instead and reports user-space instructions per
+# operation (the same whatever else the machine runs; kernel time is not
+# in them), with N/10 operations (N/400 for PFCOUNT and GEOSEARCH).
 set -eu
 n=${1:-200000}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,8 +29,21 @@ port=22811
 servers="redis-server shardnode"
 if [ -n "${OLD:-}" ]; then servers="$servers old"; fi
 
-# measure SERVER PID LABEL OPS CMD...: runs CMD, records rate and CPU per op.
+# measure SERVER PID LABEL OPS CMD...: runs CMD, records rate and CPU per
+# op (with CALLGRIND, instructions per op).
 measure() {
+  if [ -n "${CALLGRIND:-}" ]; then
+    local vpid=$2 label=$3 ops=$4
+    callgrind_control -z "$vpid" >/dev/null
+    shift 4
+    "$@" >/dev/null
+    callgrind_control -d "$vpid" >/dev/null
+    sleep 1
+    local ir
+    ir=$(grep -h '^summary' $(ls -t "$work"/cg.out.* | head -1) | awk '{print $2}')
+    echo "$label|$ir" | awk -F'|' -v ops="$ops" '{printf "%s|%d\n", $1, $2/ops}' >>"$work/res.$server"
+    return
+  fi
   local server=$1 pid=$2 label=$3 ops=$4
   shift 4
   local c0 c1 out rate
@@ -38,30 +54,49 @@ measure() {
   echo "$label|$rate|$(echo "($c1-$c0)*1000000/$ops" | bc -l)" >>"$work/res.$server"
 }
 
+big=$n small=$((n / 10))
+vg=()
+if [ -n "${CALLGRIND:-}" ]; then
+  big=$((n / 10)) small=$((n / 400))
+  # Go's asynchronous preemption signals trip callgrind.
+  export GODEBUG=asyncpreemptoff=1
+fi
 for server in $servers; do
+  rm -f "$work"/cg.out.*
+  [ -n "${CALLGRIND:-}" ] && vg=(valgrind --tool=callgrind "--callgrind-out-file=$work/cg.out.%p")
   case $server in
-    redis-server) redis-server --port $port --bind 127.0.0.1 --save "" --appendonly no --dir "$work" >"$work/srv.log" 2>&1 & ;;
-    shardnode) "$work/shardnode" --port $port --bind 127.0.0.1 --save "" --dir "$work" >"$work/srv.log" 2>&1 & ;;
-    old) "$OLD" --port $port --bind 127.0.0.1 --save "" --dir "$work" >"$work/srv.log" 2>&1 & ;;
+    redis-server) "${vg[@]}" redis-server --port $port --bind 127.0.0.1 --save "" --appendonly no --dir "$work" >"$work/srv.log" 2>&1 & ;;
+    shardnode) "${vg[@]}" "$work/shardnode" --port $port --bind 127.0.0.1 --save "" --dir "$work" >"$work/srv.log" 2>&1 & ;;
+    old) "${vg[@]}" "$OLD" --port $port --bind 127.0.0.1 --save "" --dir "$work" >"$work/srv.log" 2>&1 & ;;
   esac
   pid=$!
-  for _ in $(seq 50); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.1; done
+  for _ in $(seq 600); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.1; done
   rb() { redis-benchmark -p $port -c 50 -q "$@"; }
   rb -n 20000 -P 16 XADD warm '*' f v >/dev/null
-  measure $server $pid "XADD -P 16" "$n" rb -n "$n" -P 16 XADD bench:xadd '*' f v
-  "$work/streambench" -addr 127.0.0.1:$port -mode fill -n "$n"
-  measure $server $pid "XREADGROUP COUNT 10 + XACK, 8 consumers (per entry)" "$n" \
+  measure $server $pid "XADD -P 16" "$big" rb -n "$big" -P 16 XADD bench:xadd '*' f v
+  "$work/streambench" -addr 127.0.0.1:$port -mode fill -n "$big"
+  measure $server $pid "XREADGROUP COUNT 10 + XACK, 8 consumers (per entry)" "$big" \
     "$work/streambench" -addr 127.0.0.1:$port -mode consume -c 8 -count 10
-  measure $server $pid "PFADD -P 16 (-r 1000000)" "$n" rb -n "$n" -P 16 -r 1000000 PFADD bench:pfadd __rand_int__
+  measure $server $pid "PFADD -P 16 (-r 1000000)" "$big" rb -n "$big" -P 16 -r 1000000 PFADD bench:pfadd __rand_int__
   "$work/streambench" -addr 127.0.0.1:$port -mode hllfill -n 20000 -key bench:hll
-  measure $server $pid "PFCOUNT of 3 dense keys -P 16" $((n / 10)) rb -n $((n / 10)) -P 16 PFCOUNT bench:hll1 bench:hll2 bench:hll3
+  measure $server $pid "PFCOUNT of 3 dense keys -P 16" $small rb -n $small -P 16 PFCOUNT bench:hll1 bench:hll2 bench:hll3
   "$work/streambench" -addr 127.0.0.1:$port -mode geofill -n 100000 -key bench:geo
-  measure $server $pid "GEOSEARCH BYRADIUS 20 km on 100k members (~130 found) -P 16" $((n / 10)) \
-    rb -n $((n / 10)) -P 16 GEOSEARCH bench:geo FROMLONLAT 15 40 BYRADIUS 20 km ASC
+  measure $server $pid "GEOSEARCH BYRADIUS 20 km on 100k members (~130 found) -P 16" $small \
+    rb -n $small -P 16 GEOSEARCH bench:geo FROMLONLAT 15 40 BYRADIUS 20 km ASC
   kill $pid
   wait $pid 2>/dev/null || true
 done
 
+if [ -n "${CALLGRIND:-}" ]; then
+  printf '\n| test | redis-server instructions/op | %s instructions/op | ratio (redis/shardnode) |\n|---|---|---|---|\n' "$(echo $servers | cut -d' ' -f2- | sed 's/ /, /')"
+  for other in $servers; do
+    [ $other = redis-server ] && continue
+    paste -d'|' "$work/res.redis-server" "$work/res.$other" | while IFS='|' read -r label i1 _ i2; do
+      printf '| %s (%s) | %d | %d | %.2f |\n' "$label" "$other" "$i1" "$i2" "$(echo "$i1/$i2" | bc -l)"
+    done
+  done
+  exit 0
+fi
 printf '\n| test | redis-server /s | shardnode /s | rate ratio | redis-server CPU/op | shardnode CPU/op | CPU ratio |\n|---|---|---|---|---|---|---|\n'
 for other in $servers; do
   [ $other = redis-server ] && continue
