@@ -88,7 +88,7 @@ for server in $servers; do
 done
 
 if [ -n "${CALLGRIND:-}" ]; then
-  printf '\n| test | redis-server instructions/op | %s instructions/op | ratio (redis/shardnode) |\n|---|---|---|---|\n' "$(echo $servers | cut -d' ' -f2- | sed 's/ /, /')"
+  printf '\n| test (server) | redis-server instructions/op | its instructions/op | ratio (redis/it) |\n|---|---|---|---|\n'
   for other in $servers; do
     [ $other = redis-server ] && continue
     paste -d'|' "$work/res.redis-server" "$work/res.$other" | while IFS='|' read -r label i1 _ i2; do
