@@ -69,11 +69,15 @@
 // whole-slot migration's claim), "unassigned" (id and address "-"),
 // "fail", "recover", "join", "leave", "address" and "failover" (the
 // announcing node won an election); see [ParseTopology] and the
-// Change* constants. A node sends the first change after a quiet period
-// at once and coalesces the next 10 ms of changes into one notice.
+// Change* constants. A node sends a change as soon as it knows it, up to
+// 4 notices back to back; beyond that it merges the changes of every
+// 10 ms into one notice.
 //
 // Options.Watcher ([ChannelWatcher] by default) subscribes on
-// Options.WatchNodes masters (3); each "slots" line moves those slots in
+// Options.WatchNodes masters (3). Every master announces a move, not only
+// the two that took part (the target broadcasts its new config epoch on
+// the bus when it takes the slot), so watching a few masters suffices.
+// Each "slots" line moves those slots in
 // the local map at once, so commands route to the new owner without a
 // MOVED, and a refresh follows (rate-limited by ErrorRefreshInterval).
 // Against redis-server nothing is published there and the client relies

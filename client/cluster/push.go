@@ -212,6 +212,7 @@ func (c *Client) pushed(ev TopologyEvent) {
 		c.stats.patched.Add(int64(patched))
 		c.ClusterClient.ReloadState(context.Background())
 	}
+	c.opt.Logger.Debug("cluster: topology notice", "node", ev.Node, "changes", len(ev.Changes), "patched", patched)
 	c.requestRefresh(true, "push", "")
 }
 

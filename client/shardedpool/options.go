@@ -147,6 +147,15 @@ type Options struct {
 	// SwitchGracePeriod is how long an old shard client stays open after a
 	// switch so in-flight commands can finish. Default 5s.
 	SwitchGracePeriod time.Duration
+	// ReadOnlyWait is how long a command that the shard's master refused
+	// with READONLY (it has become a replica: a planned switch such as
+	// migrate-shard, FAILOVER or SENTINEL FAILOVER, or a failover the pool
+	// has not heard of yet) waits for the pool to switch that shard; it
+	// then runs once on the new master (a READONLY command did not run, so
+	// it runs at most once in all). Single commands and pipelines wait;
+	// MULTI/EXEC and commands split over several shards return the error.
+	// Default 5s; -1 returns READONLY at once, as a plain client does.
+	ReadOnlyWait time.Duration
 
 	// ClusterPollInterval is how often the pool looks for the notice of a
 	// `shardnode migrate-to-cluster` cut-over on the shards (one GET on one
@@ -183,6 +192,9 @@ func (o *Options) defaulted() Options {
 	}
 	if opt.SwitchGracePeriod == 0 {
 		opt.SwitchGracePeriod = 5 * time.Second
+	}
+	if opt.ReadOnlyWait == 0 {
+		opt.ReadOnlyWait = 5 * time.Second
 	}
 	if opt.Logger == nil {
 		opt.Logger = slog.Default()

@@ -56,6 +56,9 @@ type eventCounts struct {
 	stale       atomic.Int64 // rechecks that ignored an older master
 	unconfirmed atomic.Int64 // rechecks whose candidate was not a master yet
 	subscribed  atomic.Int64 // subscriptions set up, each after requesting a recheck of every shard
+
+	readOnlyWaits   atomic.Int64 // commands refused with READONLY that waited for a switch
+	readOnlyRetries atomic.Int64 // of those, the ones run again on a new master
 }
 
 // shard is one master/replica group.
@@ -84,9 +87,26 @@ type shardConn struct {
 	client *redis.Client
 	addr   string
 	epoch  int64 // Sentinel config epoch of addr, -1 unknown
+	// replaced is closed when another shardConn takes this one's place
+	// (a switch, or a new epoch for the same address).
+	replaced chan struct{}
+}
+
+func newShardConn(c *redis.Client, addr string, epoch int64) *shardConn {
+	return &shardConn{client: c, addr: addr, epoch: epoch, replaced: make(chan struct{})}
 }
 
 func (s *shard) conn() *shardConn { return s.cur.Load() }
+
+// setConn makes nc the shard's current master and wakes whoever waits on
+// the one it replaces. It returns the old one (nil at start-up).
+func (s *shard) setConn(nc *shardConn) *shardConn {
+	old := s.cur.Swap(nc)
+	if old != nil {
+		close(old.replaced)
+	}
+	return old
+}
 
 func (s *shard) requestRecheck(reason string) {
 	s.requested.Add(1) // before the send, so requested >= handled always
@@ -184,7 +204,7 @@ func New(ctx context.Context, o *Options) (*Pool, error) {
 
 	if static != nil {
 		for i, st := range static {
-			p.shards[i].cur.Store(&shardConn{client: p.newShardClient(st.Addr), addr: st.Addr, epoch: -1})
+			p.shards[i].setConn(newShardConn(p.newShardClient(st.Addr), st.Addr, -1))
 		}
 	} else {
 		for _, a := range opt.SentinelAddrs {
@@ -250,7 +270,7 @@ func (p *Pool) newShardClient(addr string) *redis.Client {
 // switchTo makes c (a client for addr) the shard's master client and
 // retires the old one. Callers serialize switches of one shard.
 func (p *Pool) switchTo(s *shard, c *redis.Client, addr string, epoch int64, reason string) {
-	old := s.cur.Swap(&shardConn{client: c, addr: addr, epoch: epoch})
+	old := s.setConn(newShardConn(c, addr, epoch))
 	now := time.Now()
 	s.switches.Add(1)
 	s.lastSwitch.Store(now.UnixNano())

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -53,7 +54,60 @@ func (p *Pool) process(ctx context.Context, cmd redis.Cmder) error {
 	}
 	// The shard's error is returned as is, so redis.Nil and server errors
 	// compare as with a plain client.
-	return p.shards[i].conn().client.Process(ctx, cmd)
+	s := p.shards[i]
+	sc := s.conn()
+	err = sc.client.Process(ctx, cmd)
+	if !isReadOnly(err) {
+		return err
+	}
+	if nc := p.awaitSwitch(ctx, s, sc); nc != nil {
+		cmd.SetErr(nil)
+		return nc.client.Process(ctx, cmd)
+	}
+	return err
+}
+
+// isReadOnly reports whether err is a replica's refusal of a write: the
+// node the pool holds as the shard's master has become a replica, and the
+// command did not run.
+func isReadOnly(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "READONLY ")
+}
+
+// awaitSwitch is called when the master sc of shard s refused a write
+// with READONLY. It asks the shard's worker to re-read the Sentinels and
+// waits, at most ReadOnlyWait (and ctx), until the pool switches the
+// shard to another address; it returns the new master, or nil when no
+// switch came. A planned switch (migrate-shard's FAILOVER TO, then
+// SENTINEL FAILOVER) and a failover the pool has not heard of yet both
+// end in such a switch, so the write runs once, on the new master,
+// instead of failing. The wait is woken by the switch itself, not polled.
+func (p *Pool) awaitSwitch(ctx context.Context, s *shard, sc *shardConn) *shardConn {
+	if p.opt.ReadOnlyWait <= 0 {
+		return nil
+	}
+	p.counts.readOnlyWaits.Add(1)
+	if len(p.sentinels) > 0 {
+		s.requestRecheck("READONLY from " + sc.addr)
+	}
+	timer := time.NewTimer(p.opt.ReadOnlyWait)
+	defer timer.Stop()
+	for cur := sc; ; {
+		select {
+		case <-cur.replaced:
+		case <-timer.C:
+			return nil
+		case <-ctx.Done():
+			return nil
+		case <-p.ctx.Done():
+			return nil
+		}
+		cur = s.conn()
+		if cur.addr != sc.addr {
+			p.counts.readOnlyRetries.Add(1)
+			return cur
+		}
+	}
 }
 
 // route returns the shard index of a command that must run on one shard.
@@ -181,11 +235,26 @@ func (p *Pool) processPipeline(ctx context.Context, cmds []redis.Cmder) error {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				pipe := p.shards[i].conn().client.Pipeline()
+				s := p.shards[i]
+				sc := s.conn()
+				runPipeline(ctx, sc.client, group)
+				// Commands the old master refused as a replica did not
+				// run: they run again, in their order, on the new one.
+				var refused []redis.Cmder
 				for _, c := range group {
-					_ = pipe.Process(ctx, c)
+					if isReadOnly(c.Err()) {
+						refused = append(refused, c)
+					}
 				}
-				_, _ = pipe.Exec(ctx)
+				if len(refused) == 0 {
+					return
+				}
+				if nc := p.awaitSwitch(ctx, s, sc); nc != nil {
+					for _, c := range refused {
+						c.SetErr(nil)
+					}
+					runPipeline(ctx, nc.client, refused)
+				}
 			}()
 		}
 		wg.Wait()
@@ -216,6 +285,16 @@ func (p *Pool) processPipeline(ctx context.Context, cmds []redis.Cmder) error {
 		}
 	}
 	return nil
+}
+
+// runPipeline sends cmds to c as one pipeline; each command keeps its own
+// reply or error.
+func runPipeline(ctx context.Context, c *redis.Client, cmds []redis.Cmder) {
+	pipe := c.Pipeline()
+	for _, cmd := range cmds {
+		_ = pipe.Process(ctx, cmd)
+	}
+	_, _ = pipe.Exec(ctx)
 }
 
 // oneShardForSplit returns the shard of a split command's keys, or an

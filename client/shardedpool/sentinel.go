@@ -195,7 +195,7 @@ func (p *Pool) resolveInitial(ctx context.Context, s *shard) error {
 			c := p.newShardClient(best.addr)
 			master, err := p.checkRole(ctx, c)
 			if err == nil && master {
-				s.cur.Store(&shardConn{client: c, addr: best.addr, epoch: best.epoch})
+				s.setConn(newShardConn(c, best.addr, best.epoch))
 				p.log.Info("shardedpool: resolved master", "shard", s.name, "addr", best.addr, "epoch", best.epoch)
 				return nil
 			}
@@ -246,7 +246,7 @@ func (p *Pool) recheck(ctx context.Context, s *shard, reason string) recheckResu
 	p.log.Debug("shardedpool: recheck", "shard", s.name, "reason", reason, "best", best.addr, "epoch", best.epoch, "current", cur.addr, "answers", len(answers))
 	if best.addr == cur.addr {
 		if best.epoch > cur.epoch {
-			s.cur.Store(&shardConn{client: cur.client, addr: cur.addr, epoch: best.epoch})
+			s.setConn(newShardConn(cur.client, cur.addr, best.epoch))
 		}
 		return recheckUnchanged
 	}

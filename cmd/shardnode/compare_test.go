@@ -11,13 +11,17 @@ import (
 )
 
 // runCompareCmd runs "shardnode compare" (this test binary as main) with
-// small figures and returns results.json decoded and the output.
+// small figures and returns results.json decoded and the output. The
+// output directory is given relative to the command's working directory,
+// as the default --out is.
 func runCompareCmd(t *testing.T, args ...string) (map[string]any, string) {
 	t.Helper()
-	out := t.TempDir()
+	wd := t.TempDir()
+	out := filepath.Join(wd, "compare")
 	argv := append([]string{"compare", "--duration", "1s", "--masters", "3", "--replicas", "1", "--keys", "2000",
-		"--clients", "4", "--down-after", "1s", "--out", out}, args...)
+		"--clients", "4", "--down-after", "1s", "--out", "compare"}, args...)
 	cmd := asMain(exec.Command(shardnodeBinary(t), argv...))
+	cmd.Dir = wd
 	done := make(chan struct{})
 	timer := time.AfterFunc(90*time.Second, func() {
 		select {

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -35,7 +38,14 @@ func init() {
 			"A failure before the commit leaves the sources serving as before.\n\n" +
 			"--no-cutover keeps streaming until a later \"migrate-to-cluster --cutover-only\" (same\n" +
 			"flags) asks for the cut-over; --cutover-only also finishes a cut-over whose tool was\n" +
-			"killed (fences after a commit, lifts them without one).",
+			"killed (fences after a commit, lifts them without one).\n\n" +
+			"The cut-over runs under a guardian: a process of its own (this command with --guardian)\n" +
+			"that the tool starts before it touches the sources and that outlives it. If the tool\n" +
+			"dies (even SIGKILL) before its cut-over ended, the guardian settles it: after the commit\n" +
+			"point it finishes the fences, before it the cut-over is aborted for good and the\n" +
+			"sources serve again. A rerun of the same command settles the same way first.\n\n" +
+			"--pause-at copy|paused|fenced|committed stops at that point, logs \"tocluster: paused at\n" +
+			"<point>\" and waits for SIGUSR1 (fault tests: kill the tool there).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "sentinels", Usage: "source Sentinels `host:port,...`", Required: true},
 			&cli.StringFlag{Name: "masters", Usage: "source shards' master `names` (comma-separated)", Required: true},
@@ -51,6 +61,8 @@ func init() {
 			&cli.BoolFlag{Name: "force", Usage: "delete keys the target cluster holds from no earlier attempt"},
 			&cli.BoolFlag{Name: "json", Usage: "print progress and the result as JSON lines"},
 			&cli.StringFlag{Name: "id", Usage: "migration id (default: random)"},
+			&cli.StringFlag{Name: "pause-at", Usage: "stop at `point` (copy, paused, fenced, committed) until SIGUSR1"},
+			&cli.BoolFlag{Name: "guardian", Usage: "internal: the cut-over's guardian (started by the tool itself; reads its state on stdin)"},
 		},
 		Action: runToCluster,
 	})
@@ -76,9 +88,12 @@ func runToCluster(c *cli.Context) error {
 		Username: c.String("user"), Password: c.String("password"), SentinelPassword: c.String("sentinel-password"),
 		NoCutover: c.Bool("no-cutover"), CutoverTimeout: c.Duration("cutover-timeout"), CutoverLag: c.Int64("cutover-lag"),
 		Force: c.Bool("force"), ID: c.String("id"),
-		Logger: slog.New(lineHandler{os.Stderr}),
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil)),
 	}
 	enc := json.NewEncoder(os.Stdout)
+	if c.Bool("guardian") {
+		return runGuardian(opt)
+	}
 	if c.Bool("cutover-only") {
 		msg, err := tocluster.FinishCutover(ctx, opt, c.Duration("wait"))
 		if asJSON {
@@ -95,6 +110,18 @@ func runToCluster(c *cli.Context) error {
 		}
 		return nil
 	}
+	opt.PauseAt = c.String("pause-at")
+	resume := make(chan struct{})
+	opt.Resume = resume
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
+	go func() {
+		if _, ok := <-usr1; ok {
+			close(resume)
+		}
+	}()
+	opt.Guard = func(id string) (func(bool), error) { return startGuardian(c, opt, id) }
 	var bar *progressbar.ProgressBar
 	if asJSON {
 		opt.OnProgress = func(p tocluster.Progress) { _ = enc.Encode(map[string]any{"progress": p}) }
@@ -135,6 +162,8 @@ func runToCluster(c *cli.Context) error {
 			out["error"] = err.Error()
 		}
 		_ = enc.Encode(out)
+	} else if res != nil && res.AlreadyCommitted {
+		fmt.Printf("migration %s was already committed; its fences are finished (sources refuse writes with NOREPLICAS)\n", res.ID)
 	} else if res != nil {
 		fmt.Printf("migration %s committed: %d keys copied at %.0f keys/s (all streaming after %v), writes paused %v\n",
 			res.ID, res.Keys, res.CopyRate, res.CopyTime.Round(time.Millisecond), res.PauseTime.Round(time.Microsecond))
@@ -147,5 +176,82 @@ func runToCluster(c *cli.Context) error {
 	if err != nil {
 		return cli.Exit("shardnode migrate-to-cluster: "+err.Error(), 1)
 	}
+	return nil
+}
+
+// guardianAuth is the first line the tool writes to its guardian's stdin:
+// the credentials, kept off the command line.
+type guardianAuth struct {
+	User             string `json:"user,omitempty"`
+	Password         string `json:"password,omitempty"`
+	SentinelPassword string `json:"sentinel_password,omitempty"`
+}
+
+// startGuardian starts "migrate-to-cluster --guardian" for the cut-over
+// of migration id: its own process group (a Ctrl-C to the tool's does not
+// reach it), stdin a pipe whose end tells it the tool's fate (see
+// tocluster.Watch), stderr the tool's. The returned function tells it
+// that the cut-over ended ("done") or needs its repair ("recover").
+func startGuardian(c *cli.Context, opt tocluster.Options, id string) (func(bool), error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, "migrate-to-cluster", "--guardian", "--id", id,
+		"--sentinels", strings.Join(opt.Sentinels, ","), "--masters", strings.Join(opt.Masters, ","), "--to", opt.To,
+		"--cutover-timeout", opt.CutoverTimeout.String())
+	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	auth, _ := json.Marshal(guardianAuth{User: opt.Username, Password: opt.Password, SentinelPassword: opt.SentinelPassword})
+	if _, err := in.Write(append(auth, '\n')); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		return nil, err
+	}
+	go func() { _ = cmd.Wait() }() // reaped if it ends while the tool lives
+	var once sync.Once
+	return func(repair bool) {
+		once.Do(func() {
+			msg := "done\n"
+			if repair {
+				msg = "recover\n"
+			}
+			_, _ = in.Write([]byte(msg))
+			_ = in.Close()
+		})
+	}, nil
+}
+
+// runGuardian is --guardian: read the credentials, then watch the tool's
+// cut-over (tocluster.Watch) and settle it if the tool dies.
+func runGuardian(opt tocluster.Options) error {
+	signal.Ignore(os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	br := bufio.NewReader(os.Stdin)
+	line, err := br.ReadBytes('\n')
+	if err != nil {
+		return cli.Exit("shardnode migrate-to-cluster --guardian: no credentials on stdin", 1)
+	}
+	var a guardianAuth
+	if err := json.Unmarshal(line, &a); err != nil {
+		return cli.Exit("shardnode migrate-to-cluster --guardian: "+err.Error(), 1)
+	}
+	opt.Username, opt.Password, opt.SentinelPassword = a.User, a.Password, a.SentinelPassword
+	opt.Logger = opt.Logger.With("guardian", os.Getpid())
+	opt.Logger.Debug("tocluster: guardian: watching the cut-over", "id", opt.ID) // quiet: the tool's progress bar shares stderr
+	ctx, cancel := context.WithTimeout(context.Background(), 2*opt.CutoverTimeout+time.Minute)
+	defer cancel()
+	msg, err := tocluster.Watch(ctx, opt, br)
+	if err != nil {
+		opt.Logger.Error("tocluster: guardian: cannot settle the cut-over; run migrate-to-cluster --cutover-only", "id", opt.ID, "err", err)
+		return cli.Exit("shardnode migrate-to-cluster --guardian: "+err.Error(), 1)
+	}
+	opt.Logger.Info("tocluster: guardian finished: "+msg, "id", opt.ID)
 	return nil
 }

@@ -297,3 +297,75 @@ func redisCliImport(t *testing.T, ctx context.Context, bin string, pool *sharded
 	u.stop(t)
 	return rate
 }
+
+// TestMigrateToClusterKilled is the guardian process end to end:
+// "migrate-to-cluster --pause-at fenced" stops with every source node
+// fenced just before its commit point, and is SIGKILLed there. Its
+// guardian (a process of its own, started before the cut-over touched
+// the sources) settles the cut-over: the commit key marked aborted, the
+// fences lifted, the source unpaused and taking writes, the notice gone.
+// scripts/tocluster-faults.sh runs every point under writers.
+func TestMigrateToClusterKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test skipped in -short mode")
+	}
+	bin := shardnodeBinary(t)
+	base, sbase := freeRanges(t, 2, 1, 0)
+	cbase := freeClusterBase(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	src := startUp(t, bin, "--dir", filepath.Join(t.TempDir(), "src"), "--shards", "1", "--replicas", "1", "--sentinels", "1",
+		"--base-port", strconv.Itoa(base), "--sentinel-port", strconv.Itoa(sbase))
+	dst := startUp(t, bin, "--cluster", "--dir", filepath.Join(t.TempDir(), "dst"), "--masters", "3", "--replicas", "0",
+		"--base-port", strconv.Itoa(cbase), "--node-timeout", "2s")
+	src.waitHealthy(t, 60*time.Second)
+	dst.waitHealthy(t, 60*time.Second)
+	m := redis.NewClient(&redis.Options{Addr: addr(base)})
+	defer m.Close()
+	r := redis.NewClient(&redis.Options{Addr: addr(base + 1)})
+	defer r.Close()
+	for i := range 300 {
+		if err := m.Set(ctx, "k:"+strconv.Itoa(i), i, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr(cbase)}})
+	defer cc.Close()
+
+	var stderr lockedBuffer
+	tool := asMain(exec.CommandContext(ctx, bin, "migrate-to-cluster", "--sentinels", addr(sbase), "--masters", "shard-1",
+		"--to", addr(cbase), "--cutover-timeout", "3s", "--json", "--id", "killed", "--pause-at", tocluster.PauseFenced))
+	tool.Stderr = &stderr
+	if err := tool.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 60*time.Second, "the tool paused at fenced", func() bool {
+		return strings.Contains(stderr.String(), "tocluster: paused at fenced")
+	})
+	if v := m.ConfigGet(ctx, "min-replicas-to-write").Val()["min-replicas-to-write"]; v != tocluster.FenceReplicas {
+		t.Fatalf("source not fenced at the pause point: %q", v)
+	}
+	if err := tool.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = tool.Wait()
+	waitUntil(t, 30*time.Second, "the guardian to settle the cut-over", func() bool {
+		return strings.Contains(stderr.String(), "tocluster: guardian finished: aborted killed")
+	})
+	if v := cc.Get(ctx, tocluster.CommitKey).Val(); v != tocluster.AbortPrefix+"killed" {
+		t.Errorf("commit key %q, want the abort marker", v)
+	}
+	wctx, wcancel := context.WithTimeout(ctx, time.Second) // unpaused: at once
+	defer wcancel()
+	if err := m.Set(wctx, "after", "1", 0).Err(); err != nil {
+		t.Errorf("write on the source after the guardian: %v\n%s", err, stderr.String())
+	}
+	for i, c := range []*redis.Client{m, r} {
+		if v := c.ConfigGet(ctx, "min-replicas-to-write").Val()["min-replicas-to-write"]; v != "0" {
+			t.Errorf("node %d still fenced: %q", i, v)
+		}
+	}
+	if m.Exists(ctx, tocluster.NoticeKey).Val() != 0 {
+		t.Error("notice left on the source")
+	}
+}

@@ -47,7 +47,13 @@ type target struct {
 
 // openTarget starts (or connects to) the topology name.
 func openTarget(ctx context.Context, opt *Options, name string) (_ *target, err error) {
-	t := &target{name: name, opt: opt, sup: deploy.NewSupervisor(), dir: filepath.Join(opt.Out, name+"-data")}
+	// The data directory is absolute: the nodes run with their own
+	// directory as the working directory and read their config from here.
+	dir, err := filepath.Abs(filepath.Join(opt.Out, name+"-data"))
+	if err != nil {
+		return nil, fmt.Errorf("compare: %w", err)
+	}
+	t := &target{name: name, opt: opt, sup: deploy.NewSupervisor(), dir: dir}
 	defer func() {
 		if err != nil {
 			t.close()
@@ -219,11 +225,18 @@ func nodeClient(addr string) *redis.Client {
 // usage is the masters' memory and key count.
 type usage struct{ used, keys int64 }
 
-// memory sums used_memory and DBSIZE over the current masters.
+// memory sums used_memory and DBSIZE over the current masters. Each
+// master gets MEMORY PURGE first: shardnode's used_memory counts the Go
+// heap's objects, garbage included, until a collection, which PURGE runs
+// (redis-server's figure is exact; PURGE only releases allocator pages).
 func (t *target) memory(ctx context.Context) (usage, error) {
 	var u usage
 	for _, a := range t.masters(ctx) {
 		c := nodeClient(a)
+		if err := c.Do(ctx, "MEMORY", "PURGE").Err(); err != nil {
+			c.Close()
+			return u, fmt.Errorf("compare: MEMORY PURGE on %s: %w", a, err)
+		}
 		info, err := c.Info(ctx, "memory").Result()
 		n, err2 := c.DBSize(ctx).Result()
 		c.Close()

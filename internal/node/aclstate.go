@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/acl"
+	"github.com/shardis/shardis/internal/node/pubsub"
 )
 
 // aclState is the server's side of ACLs: the registry of users (package
@@ -320,9 +321,8 @@ func (s *Server) aclKillSubscribers(self *Client, nu, old *acl.User) {
 		if name != old.Name || !cl.hasFlag(clientPubSub) {
 			return
 		}
-		s.pubsub.mu.RLock()
-		chans, pats, shard := mapKeys(cl.channels), mapKeys(cl.patterns), mapKeys(cl.shardChannels)
-		s.pubsub.mu.RUnlock()
+		sub := subscriber{cl}
+		chans, pats, shard := s.pubsub.Of(sub, pubsub.Channel), s.pubsub.Of(sub, pubsub.Pattern), s.pubsub.Of(sub, pubsub.Shard)
 		if s.acl.reg.SubscriberAllowed(nu, chans, pats, shard) {
 			return
 		}
@@ -332,14 +332,6 @@ func (s *Server) aclKillSubscribers(self *Client, nu, old *acl.User) {
 		}
 		cl.close()
 	})
-}
-
-func mapKeys(m map[string]struct{}) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // aclLoadFile is ACL LOAD: the aclfile replaces every user, or nothing

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/block"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/value"
 )
@@ -35,15 +36,14 @@ import (
 //     pushes inside MULTI/EXEC serve after EXEC, and a chain of BLMOVEs is
 //     served before the pusher gets its reply.
 //
-// Lock order: shard locks (in (db, shard) order), then a waiter's mu, then
-// the registry's mu. The registry lock is a leaf.
+// The queues, the serving loop and the wait are package block; this file
+// is the node's side: what a waiter locks and how it is served.
+// Lock order: shard locks (in (db, shard) order), then a waiter's lock,
+// then the registry's. The registry lock is a leaf.
 
 // hangupWatchDelay is how long a client waits blocked before a watcher
 // looks for its peer hanging up.
 const hangupWatchDelay = 2 * time.Millisecond
-
-// errUnblocked is the reply of a client unblocked by CLIENT UNBLOCK ... ERROR.
-const errUnblocked = "UNBLOCKED client unblocked via CLIENT UNBLOCK"
 
 // blockSpec describes what a blocking command waits for.
 type blockSpec struct {
@@ -82,61 +82,27 @@ type blockSpec struct {
 	each bool
 }
 
-// unblockMode is how a waiter is unblocked from outside.
-type unblockMode int
-
-const (
-	unblockTimeout  unblockMode = iota // reply as on timeout
-	unblockError                       // reply the UNBLOCKED error
-	unblockRole                        // role change: UNBLOCKED error, then close
-	unblockRedirect                    // cluster: the key's slot left (waiter.redirect)
-)
-
 // errUnblockedRole is the reply of clients unblocked because this node
 // became a replica.
-const errUnblockedRole = "UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)"
+const errUnblockedRole = block.ErrUnblockedRole
 
-// Waiter states.
-const (
-	waitWaiting = iota
-	waitServed
-	waitCancelled
-)
+// waiter is a client blocked on keys (package block); blocked is the
+// node's side of it.
+type waiter = block.Waiter[watchKey, *blocked]
 
-// waiter is a client blocked on keys.
-type waiter struct {
+// blocked is what the node keeps of a blocked client.
+type blocked struct {
 	c     *Client
 	db    int
-	keys  []string
 	locks []keyspace.ShardRef // shards to lock to serve it, sorted and unique
 	spec  *blockSpec
-	// arrival orders the waiters of a key: when the command reached the
-	// machine (unix ns; see Client.arrivalNs).
-	arrival int64
-
-	mu    sync.Mutex // guards state; held while serving
-	state int
-	wake  chan struct{} // closed once served
-	// unblock receives CLIENT UNBLOCK requests and role changes.
-	unblock chan unblockMode
-	// redirect is the error of an unblockRedirect, set before it is sent
-	// (cluster_redirect.go).
-	redirect atomic.Pointer[string]
 }
 
-// blockRegistry holds the waiters of a server.
+// blockRegistry holds the waiters of a server (package block).
 type blockRegistry struct {
-	mu       sync.Mutex
-	byKey    map[watchKey][]*waiter // FIFO per (db, key)
-	byClient map[int64]*waiter
-	// pending are keys made ready outside a handler's readyKeys (db.add,
-	// SWAPDB); any goroutine finishing a command drains them.
-	pending []watchKey
-	npend   atomic.Int32
+	block.Registry[watchKey, *blocked]
 	// count is the number of blocked clients (INFO blocked_clients).
 	count atomic.Int64
-	// waiting counts keys with waiters, to make signals free when none.
-	waiting atomic.Int64
 	// streamReads is set once an XREAD or XREADGROUP has blocked: from
 	// then on any write may wake a blocked reader (a write that deletes or
 	// overwrites a stream ends a blocked XREADGROUP), so every write is
@@ -144,131 +110,16 @@ type blockRegistry struct {
 	streamReads atomic.Bool
 }
 
-func (r *blockRegistry) init() {
-	if r.byKey == nil {
-		r.byKey = make(map[watchKey][]*waiter)
-		r.byClient = make(map[int64]*waiter)
-	}
-}
-
-func (r *blockRegistry) add(w *waiter) {
-	r.mu.Lock()
-	r.init()
-	for _, k := range w.keys {
-		wk := watchKey{w.db, k}
-		q := r.byKey[wk]
-		if len(q) == 0 {
-			r.waiting.Add(1)
-		}
-		// After every waiter whose command arrived no later than w's
-		// (usually the tail: commands run in about the order they came).
-		i := len(q)
-		for i > 0 && q[i-1].arrival > w.arrival {
-			i--
-		}
-		r.byKey[wk] = slices.Insert(q, i, w)
-	}
-	r.byClient[w.c.id] = w
-	r.mu.Unlock()
-}
-
-func (r *blockRegistry) remove(w *waiter) {
-	r.mu.Lock()
-	for _, k := range w.keys {
-		wk := watchKey{w.db, k}
-		q := r.byKey[wk]
-		if i := slices.Index(q, w); i >= 0 {
-			q = slices.Delete(q, i, i+1)
-		}
-		if len(q) == 0 {
-			if _, ok := r.byKey[wk]; ok {
-				delete(r.byKey, wk)
-				r.waiting.Add(-1)
-			}
-		} else {
-			r.byKey[wk] = q
-		}
-	}
-	if r.byClient[w.c.id] == w {
-		delete(r.byClient, w.c.id)
-	}
-	r.mu.Unlock()
-}
-
-// first returns the oldest waiter of key, or nil.
-func (r *blockRegistry) first(wk watchKey) *waiter {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if q := r.byKey[wk]; len(q) > 0 {
-		return q[0]
-	}
-	return nil
-}
-
-// waitersOf returns a copy of key's waiters, oldest first.
-func (r *blockRegistry) waitersOf(wk watchKey) []*waiter {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.byKey[wk])
-}
-
-// hasWaiters reports whether clients wait on key.
-func (r *blockRegistry) hasWaiters(db int, key string) bool {
-	if r.waiting.Load() == 0 {
-		return false
-	}
-	r.mu.Lock()
-	n := len(r.byKey[watchKey{db, key}])
-	r.mu.Unlock()
-	return n > 0
-}
-
-// markReady queues a key for serving if clients wait on it.
-func (r *blockRegistry) markReady(db int, key string) {
-	if r.waiting.Load() == 0 {
-		return
-	}
-	wk := watchKey{db, key}
-	r.mu.Lock()
-	if len(r.byKey[wk]) > 0 {
-		r.pending = append(r.pending, wk)
-		r.npend.Add(1)
-	}
-	r.mu.Unlock()
-}
-
-// markDBReady queues every waited key of db (SWAPDB).
+// markDBReady queues every waited key of db (SWAPDB, FLUSHDB).
 func (r *blockRegistry) markDBReady(db int) {
-	if r.waiting.Load() == 0 {
-		return
-	}
-	r.mu.Lock()
-	for wk := range r.byKey {
-		if wk.db == db {
-			r.pending = append(r.pending, wk)
-			r.npend.Add(1)
-		}
-	}
-	r.mu.Unlock()
-}
-
-func (r *blockRegistry) takePending(dst []watchKey) []watchKey {
-	if r.npend.Load() == 0 {
-		return dst
-	}
-	r.mu.Lock()
-	dst = append(dst, r.pending...)
-	r.pending = r.pending[:0]
-	r.npend.Store(0)
-	r.mu.Unlock()
-	return dst
+	r.MarkReadyWhere(func(k watchKey) bool { return k.db == db })
 }
 
 // signalKeyAsReady records that key (in the client's database) received
 // elements, so clients blocked on it are served after the command releases
 // its locks (see handleReadyKeys).
 func (c *Client) signalKeyAsReady(key string) {
-	if c.srv.blocking.waiting.Load() == 0 {
+	if !c.srv.blocking.Waiting() {
 		return
 	}
 	c.readyKeys = append(c.readyKeys, watchKey{c.db, key})
@@ -277,12 +128,12 @@ func (c *Client) signalKeyAsReady(key string) {
 // keyAdded is called by db.add for every new key: a new list or sorted set
 // may serve blocked clients (RENAME, SORT ... STORE, COPY, MOVE, RESTORE).
 func (s *Server) keyAdded(db int, key string, obj any) {
-	if s.blocking.waiting.Load() == 0 || obj == nil {
+	if !s.blocking.Waiting() || obj == nil {
 		return
 	}
 	if tv, ok := obj.(value.Value); ok {
 		if n := tv.TypeName(); n == "list" || n == "zset" || n == "stream" {
-			s.blocking.markReady(db, key)
+			s.blocking.MarkReady(watchKey{db, key})
 		}
 	}
 }
@@ -297,7 +148,7 @@ func (s *Server) signalDBsSwapped(a, b int) {
 
 // readyPending reports whether keys made ready by db.add or SWAPDB wait
 // for handleReadyKeys.
-func (s *Server) readyPending() bool { return s.blocking.npend.Load() > 0 }
+func (s *Server) readyPending() bool { return s.blocking.Pending() }
 
 // blockedOnKeys is the number of clients blocked on keys (they are also
 // counted in s.blockedClients, which INFO reports as blocked_clients).
@@ -309,7 +160,7 @@ func (s *Server) blockedOnKeys() int64 { return s.blocking.count.Load() }
 func (s *Server) handleReadyKeys(c *Client) {
 	queue := c.readyKeys
 	c.readyKeys = nil
-	queue = s.blocking.takePending(queue)
+	queue = s.blocking.TakePending(queue)
 	if s.blocking.count.Load() == 0 {
 		if cap(queue) <= 64 {
 			c.readyKeys = queue[:0]
@@ -322,52 +173,7 @@ func (s *Server) handleReadyKeys(c *Client) {
 // serveReady serves the waiters of the keys in queue, each key's in
 // arrival order, until a key cannot serve its first waiter. No shard lock
 // may be held.
-func (s *Server) serveReady(queue []watchKey) {
-	// A key is queued at most once while it waits to be processed; a key
-	// made ready again after it was processed (BRPOPLPUSH chains, circular
-	// moves) is queued again.
-	queued := make(map[watchKey]struct{}, len(queue))
-	uniq := queue[:0]
-	for _, rk := range queue {
-		if _, dup := queued[rk]; !dup {
-			queued[rk] = struct{}{}
-			uniq = append(uniq, rk)
-		}
-	}
-	queue = uniq
-	for i := 0; i < len(queue); i++ {
-		rk := queue[i]
-		delete(queued, rk)
-		for {
-			w := s.blocking.first(rk)
-			if w == nil {
-				break
-			}
-			if w.spec.each {
-				for _, w := range s.blocking.waitersOf(rk) {
-					_, more := s.serveWaiter(w, rk.key)
-					for _, m := range more {
-						if _, dup := queued[m]; !dup {
-							queued[m] = struct{}{}
-							queue = append(queue, m)
-						}
-					}
-				}
-				break
-			}
-			served, more := s.serveWaiter(w, rk.key)
-			for _, m := range more {
-				if _, dup := queued[m]; !dup {
-					queued[m] = struct{}{}
-					queue = append(queue, m)
-				}
-			}
-			if !served {
-				break
-			}
-		}
-	}
-}
+func (s *Server) serveReady(queue []watchKey) { s.blocking.ServeReady(queue, s.serveWaiter) }
 
 // behindWaiters reports whether a blocking command that found key ready
 // must nevertheless wait its turn: clients are blocked on key, so a push
@@ -377,47 +183,35 @@ func (s *Server) serveReady(queue []watchKey) {
 // blockSpec.kick) instead of taking the elements first. Called with the
 // key's shard locked.
 func (c *Client) behindWaiters(key []byte) bool {
-	return c.canBlock() && c.srv.blocking.hasWaiters(c.db, string(key))
+	return c.canBlock() && c.srv.blocking.HasWaiters(watchKey{c.db, string(key)})
 }
 
 // serveWaiter tries to serve w from key. served is false when the key
 // could not serve it (the caller then stops serving this key); a waiter
 // cancelled meanwhile counts as served (skipped). more are keys the serve
 // made ready (BLMOVE's destination).
-func (s *Server) serveWaiter(w *waiter, key string) (served bool, more []watchKey) {
-	ms := lockShards(s, w.locks)
+func (s *Server) serveWaiter(w *waiter, key watchKey) (served bool, more []watchKey) {
+	b := w.Data
+	ms := lockShards(s, b.locks)
 	defer unlockShards(s, ms)
-	w.mu.Lock()
-	if w.state != waitWaiting {
-		w.mu.Unlock()
-		// Being cancelled: it removes itself; make sure it is gone.
-		s.blocking.remove(w)
-		return true, nil
-	}
-	c := w.c
-	c.now = time.Now().UnixMilli()
-	c.dirty = 0
-	c.propArgs = nil
-	ok := w.spec.serve(c, key)
-	if ok {
-		if c.dirty > 0 && c.propArgs != nil {
+	return s.blocking.Serve(w, func() (bool, []watchKey) {
+		c := b.c
+		c.now = time.Now().UnixMilli()
+		c.dirty = 0
+		c.propArgs = nil
+		ok := b.spec.serve(c, key.key)
+		if ok && c.dirty > 0 && c.propArgs != nil {
 			s.dirty.Add(int64(c.dirty))
 			if s.hasPropagators() {
-				c.propagateWrite(w.db, c.propArgs) // the waiter's reply waits for min-replicas-ack
+				c.propagateWrite(b.db, c.propArgs) // the waiter's reply waits for min-replicas-ack
 			}
 		}
-		w.state = waitServed
-		s.blocking.remove(w)
-	}
-	c.dirty = 0
-	c.propArgs = nil
-	more = c.readyKeys
-	c.readyKeys = nil
-	w.mu.Unlock()
-	if ok {
-		close(w.wake)
-	}
-	return ok, more
+		c.dirty = 0
+		c.propArgs = nil
+		more := c.readyKeys
+		c.readyKeys = nil
+		return ok, more
+	})
 }
 
 // lockShards locks keys' shards (sorted and unique), holding the scripting
@@ -455,35 +249,20 @@ func (c *Client) canBlock() bool {
 // nothing to unlock). On return the reply is in the client's buffer.
 func (c *Client) blockForKeys(spec blockSpec) {
 	s := c.srv
-	w := &waiter{
-		c:       c,
-		db:      c.db,
-		arrival: c.arrivalNs(),
-		spec:    &spec,
-		wake:    make(chan struct{}),
-		unblock: make(chan unblockMode, 1),
+	keys := make([]watchKey, len(spec.keys))
+	for i, k := range spec.keys {
+		keys[i] = watchKey{c.db, k}
 	}
-	for _, k := range spec.keys {
-		if !slices.Contains(w.keys, k) {
-			w.keys = append(w.keys, k)
-		}
-	}
-	for _, k := range w.keys {
-		w.locks = append(w.locks, keyspace.ShardRef{DB: c.db, Shard: keyspace.ShardOf(k)})
+	b := &blocked{c: c, db: c.db, spec: &spec}
+	w := block.NewWaiter(c.id, keys, c.arrivalNs(), spec.each, b)
+	for _, k := range w.Keys {
+		b.locks = append(b.locks, keyspace.ShardRef{DB: c.db, Shard: keyspace.ShardOf(k.key)})
 	}
 	if spec.target != "" {
-		w.locks = append(w.locks, keyspace.ShardRef{DB: c.db, Shard: keyspace.ShardOf(spec.target)})
+		b.locks = append(b.locks, keyspace.ShardRef{DB: c.db, Shard: keyspace.ShardOf(spec.target)})
 	}
-	w.locks = keyspace.SortShardRefs(w.locks)
+	b.locks = keyspace.SortShardRefs(b.locks)
 
-	var timer <-chan time.Time
-	// Deadlines beyond a century are as good as none (and would overflow
-	// a Duration).
-	if ms := spec.timeout - time.Now().UnixMilli(); spec.timeout > 0 && ms < 100*365*24*3600*1000 {
-		t := time.NewTimer(max(time.Duration(ms)*time.Millisecond, 0))
-		defer t.Stop()
-		timer = t.C
-	}
 	s.blocking.count.Add(1)
 	s.blockedClients.Add(1)
 	defer func() {
@@ -491,71 +270,31 @@ func (c *Client) blockForKeys(spec blockSpec) {
 		s.blocking.count.Add(-1)
 		c.setFlag(clientBlocked, false)
 	}()
-
-	// Register and release the command's locks while holding w.mu, so no
-	// serving goroutine touches c before this goroutine is done with it.
-	// Blocked only once queued: a sequenced push that stops waiting for
-	// this client's input (sequence.go) then finds it in the queue.
-	w.mu.Lock()
-	s.blocking.add(w)
-	c.setFlag(clientBlocked, true)
-	c.releaseForWait()
-	w.mu.Unlock()
+	// Register and release the command's locks while holding the
+	// waiter's lock, so no serving goroutine touches c before this
+	// goroutine is done with it. Blocked only once queued: a sequenced
+	// push that stops waiting for this client's input (sequence.go) then
+	// finds it in the queue.
+	s.blocking.Register(w, func() {
+		c.setFlag(clientBlocked, true)
+		c.releaseForWait()
+	})
 	s.seq.Notify()
 	if spec.kick {
-		q := make([]watchKey, 0, len(w.keys))
-		for _, k := range w.keys {
-			q = append(q, watchKey{w.db, k})
-		}
-		s.serveReady(q) // may serve w itself: then w.wake is closed
+		s.serveReady(slices.Clone(w.Keys)) // may serve w itself
 	}
-
-	// A peer that hangs up is noticed by a watcher started only once the
-	// wait lasts hangupWatchDelay: most waits in a busy queue end sooner,
-	// and the watcher costs a goroutine and two deadline changes.
-	var hup <-chan struct{}
-	stopWatch := func() {}
-	watchDelay := time.NewTimer(hangupWatchDelay)
-	var killed bool
-	mode := unblockTimeout
-wait:
-	for {
-		select {
-		case <-w.wake:
-		case <-timer:
-		case mode = <-w.unblock:
-		case <-c.Done():
-			killed = true
-		case <-hup:
-			killed = true
-		case <-watchDelay.C:
-			hup, stopWatch = c.watchHangup()
-			continue wait
-		}
-		break
-	}
-	watchDelay.Stop()
-	stopWatch()
-
-	w.mu.Lock()
-	if w.state == waitServed {
-		w.mu.Unlock()
-		<-w.wake
-		return
-	}
-	w.state = waitCancelled
-	s.blocking.remove(w)
-	w.mu.Unlock()
+	out := s.blocking.Wait(w, spec.timeout, time.Now().UnixMilli(), c.Done(), hangupWatchDelay, c.watchHangup)
 	switch {
-	case killed:
+	case out.Served:
+	case out.Killed:
 		c.close()
-	case mode == unblockError:
-		c.addError(errUnblocked)
-	case mode == unblockRole:
-		c.addError(errUnblockedRole)
+	case out.Mode == block.Error:
+		c.addError(block.ErrUnblocked)
+	case out.Mode == block.Role:
+		c.addError(block.ErrUnblockedRole)
 		c.setFlag(clientCloseAfterReply, true)
-	case mode == unblockRedirect:
-		c.addError(*w.redirect.Load())
+	case out.Mode == block.Redirect:
+		c.addError(out.Redirect)
 	case spec.timeoutReply != nil:
 		spec.timeoutReply(c)
 	default:
@@ -566,22 +305,17 @@ wait:
 // unblockClient unblocks the client with the given id if it is blocked on
 // keys (CLIENT UNBLOCK id [TIMEOUT|ERROR]): it replies as on timeout, or
 // with the UNBLOCKED error when withError. It reports whether the client
-// was blocked. CLIENT UNBLOCK's handler should call it.
+// was blocked.
 func (s *Server) unblockClient(id int64, withError bool) bool {
-	s.blocking.mu.Lock()
-	w := s.blocking.byClient[id]
-	s.blocking.mu.Unlock()
+	w := s.blocking.Lookup(id)
 	if w == nil {
 		return false
 	}
-	mode := unblockTimeout
+	mode := block.Timeout
 	if withError {
-		mode = unblockError
+		mode = block.Error
 	}
-	select {
-	case w.unblock <- mode:
-	default:
-	}
+	w.Unblock(mode)
 	return true
 }
 
@@ -590,17 +324,8 @@ func (s *Server) unblockClient(id int64, withError bool) bool {
 // reply, as Redis does when a master becomes a replica (their commands
 // could never be served). Replication calls it on REPLICAOF host port.
 func (s *Server) disconnectBlockedClients() {
-	s.blocking.mu.Lock()
-	ws := make([]*waiter, 0, len(s.blocking.byClient))
-	for _, w := range s.blocking.byClient {
-		ws = append(ws, w)
-	}
-	s.blocking.mu.Unlock()
-	for _, w := range ws {
-		select {
-		case w.unblock <- unblockRole:
-		default:
-		}
+	for _, w := range s.blocking.All() {
+		w.Unblock(block.Role)
 	}
 }
 
@@ -650,29 +375,15 @@ func (c *Client) watchHangup() (hup <-chan struct{}, stop func()) {
 // into an absolute deadline in unix ms (0: forever), replying with Redis's
 // errors on failure.
 func parseTimeout(c *Client, arg []byte) (int64, bool) {
-	f, ok := parseTimeoutFloat(arg)
+	f, ok := parseFloat(arg) // as Redis's string2ld: no NaN, no surrounding spaces
 	if !ok {
 		c.addError("ERR timeout is not a float or out of range")
 		return 0, false
 	}
-	ms := f * 1000
-	if ms < 0 {
-		c.addError("ERR timeout is negative")
+	deadline, msg := block.ParseTimeout(f, c.now)
+	if msg != "" {
+		c.addError(msg)
 		return 0, false
 	}
-	ceil := int64(ms)
-	if float64(ceil) < ms {
-		ceil++
-	}
-	if ms >= 1<<62 {
-		ceil = 1 << 62
-	}
-	if ceil == 0 {
-		return 0, true
-	}
-	return c.now + ceil, true
+	return deadline, true
 }
-
-// parseTimeoutFloat parses a float argument as Redis's string2ld does (no
-// NaN, no surrounding spaces).
-func parseTimeoutFloat(b []byte) (float64, bool) { return parseFloat(b) }

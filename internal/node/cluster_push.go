@@ -1,6 +1,8 @@
 package node
 
 import (
+	"context"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,16 +38,51 @@ import (
 //     client reloads its slot map on:
 //     >3 SMIGRATED <seq> [[<from ip:port> <to ip:port> <slots>] ...].
 //
-// Announcements coalesce: the first change after a quiet period is sent
-// at once, and the changes of the following topologyCoalesce are sent
-// together in one message, so a burst (a reshard's SETSLOTs, a
-// failover's UPDATEs) costs a few messages, not one per slot.
+// Announcements are paced by a token bucket (topologyPacer): up to
+// topologyBurst of them leave at once, each as soon as the change is
+// published, and beyond that one per topologyCoalesce, carrying every
+// change that arrived meanwhile; a burst (a reshard's SETSLOTs, a
+// failover's UPDATEs) costs a few messages, not one per slot, while a
+// lone change after a short pause is never held back.
 
 // TopologyChannel is the reserved node-local channel of the topology push.
 const TopologyChannel = "__shardis__:cluster"
 
-// topologyCoalesce is the least time between two announcements.
+// topologyCoalesce is the least time between two announcements once a
+// burst has used up topologyBurst.
 const topologyCoalesce = 10 * time.Millisecond
+
+// topologyBurst is how many announcements may leave back to back.
+const topologyBurst = 4
+
+// topologyPacer is a token bucket in the form of a theoretical arrival
+// time (GCRA): an announcement may leave at now when at most burst-1
+// intervals of credit are owed, so in any period t at most
+// burst + t/interval announcements leave. No clock inside: the caller
+// passes now.
+type topologyPacer struct {
+	interval time.Duration
+	burst    int
+	// tat is when the bucket would be full again if nothing more were
+	// sent; zero or past: full.
+	tat time.Time
+}
+
+// delay returns how long an announcement must wait at now (0: send).
+func (p *topologyPacer) delay(now time.Time) time.Duration {
+	if !p.tat.After(now) {
+		return 0 // full (and no overflow from a zero tat)
+	}
+	return max(p.tat.Sub(now)-time.Duration(p.burst-1)*p.interval, 0)
+}
+
+// sent records an announcement at now.
+func (p *topologyPacer) sent(now time.Time) {
+	if p.tat.Before(now) {
+		p.tat = now
+	}
+	p.tat = p.tat.Add(p.interval)
+}
 
 // topologyPusher diffs the routings the bus loop publishes and announces
 // the changes from its own goroutine, so the loop never formats or writes.
@@ -57,6 +94,9 @@ type topologyPusher struct {
 	seen *cluster.Routing
 	// epoch is the machine's current epoch at the last hook call.
 	epoch atomic.Uint64
+	// rang is when the loop last rang with a new routing or events (Unix
+	// ns), for the announcement's debug log.
+	rang atomic.Int64
 
 	mu sync.Mutex
 	// events are fail/recover/failover lines not announced yet (kind, id).
@@ -69,12 +109,15 @@ type topologyPusher struct {
 	sent *cluster.Routing
 	// seq numbers the SMIGRATED pushes (pusher goroutine only).
 	seq int64
+	// pace spaces the announcements (pusher goroutine only).
+	pace topologyPacer
 }
 
 // pusher returns the node's topology pusher, starting it on first use.
 func (cm *clusterMode) pusher() *topologyPusher {
 	cm.pushOnce.Do(func() {
-		p := &topologyPusher{cm: cm, wake: make(chan struct{}, 1), maint: map[*Client]struct{}{}}
+		p := &topologyPusher{cm: cm, wake: make(chan struct{}, 1), maint: map[*Client]struct{}{},
+			pace: topologyPacer{interval: topologyCoalesce, burst: topologyBurst}}
 		p.sent = cm.route.Load()
 		p.seen = p.sent
 		cm.push = p
@@ -105,6 +148,7 @@ func (cm *clusterMode) pushTopology(m *cluster.Machine, rd *cluster.Ready) {
 		return
 	}
 	p.seen = route
+	p.rang.Store(time.Now().UnixNano())
 	if len(evs) > 0 {
 		p.mu.Lock()
 		p.events = append(p.events, evs...)
@@ -116,7 +160,9 @@ func (cm *clusterMode) pushTopology(m *cluster.Machine, rd *cluster.Ready) {
 	}
 }
 
-// run announces changes, at most one message per topologyCoalesce.
+// run announces changes as the pacer allows: at once while the bucket
+// has credit, else when it has; changes that arrive while it waits are
+// merged into that announcement.
 func (p *topologyPusher) run() {
 	for {
 		select {
@@ -124,16 +170,19 @@ func (p *topologyPusher) run() {
 		case <-p.cm.stop:
 			return
 		}
-		if !p.announce() {
-			continue // nothing clients see changed (an open slot): no pause
+		if d := p.pace.delay(time.Now()); d > 0 {
+			t := time.NewTimer(d)
+			select {
+			case <-t.C:
+			case <-p.cm.stop:
+				t.Stop()
+				return
+			}
 		}
-		t := time.NewTimer(topologyCoalesce)
-		select {
-		case <-t.C:
-		case <-p.cm.stop:
-			t.Stop()
-			return
+		if p.announce() {
+			p.pace.sent(time.Now())
 		}
+		// else nothing clients see changed (an open slot): no credit used
 	}
 }
 
@@ -152,10 +201,15 @@ func (p *topologyPusher) announce() bool {
 	if len(lines) == 0 {
 		return false
 	}
-	p.cm.srv.pubsub.publish(TopologyChannel, []byte(strings.Join(lines, "\n")))
+	n := p.cm.srv.pubsub.publish(TopologyChannel, []byte(strings.Join(lines, "\n")))
+	var maint int
 	if moves := slotMoves(prev, cur); len(moves) > 0 {
 		p.seq++
-		p.pushSMigrated(p.seq, moves)
+		maint = p.pushSMigrated(p.seq, moves)
+	}
+	if log := p.cm.srv.log; log.Enabled(context.Background(), slog.LevelDebug) {
+		log.Debug("cluster: topology announced", "lines", len(lines), "first", lines[0],
+			"subscribers", n, "smigrated", maint, "since_change", time.Since(time.Unix(0, p.rang.Load())))
 	}
 	return true
 }
@@ -287,10 +341,11 @@ func slotMoves(prev, cur *cluster.Routing) []slotMove {
 }
 
 // pushSMigrated sends the SMIGRATED push to the clients that asked for
-// maintenance notifications.
-func (p *topologyPusher) pushSMigrated(seq int64, moves []slotMove) {
+// maintenance notifications and returns how many it was sent to.
+func (p *topologyPusher) pushSMigrated(seq int64, moves []slotMove) int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	n := 0
 	for c := range p.maint {
 		if c.closed.Load() {
 			delete(p.maint, c)
@@ -312,7 +367,9 @@ func (p *topologyPusher) pushSMigrated(seq int64, moves []slotMove) {
 			}
 			return b
 		})
+		n++
 	}
+	return n
 }
 
 // setMaint records whether c wants SMIGRATED pushes.

@@ -113,9 +113,9 @@ func TestTopologyPush(t *testing.T) {
 			t.Fatalf("slot %d announced but not moved", s)
 		}
 	}
-	// Coalesced: at most one message per window while the burst lasted
-	// (plus the first, sent at once, and one for the tail).
-	if limit := 2 + int(time.Since(start)/topologyCoalesce); messages > limit || messages >= 100 {
+	// Coalesced: the pacer's burst, then at most one message per window
+	// while the SETSLOTs lasted, and one for the tail.
+	if limit := topologyBurst + 1 + int(time.Since(start)/topologyCoalesce); messages > limit || messages >= 100 {
 		t.Fatalf("%d messages for 100 SETSLOTs sent in %v (limit %d)", messages, sent, limit)
 	}
 
@@ -135,6 +135,60 @@ func TestTopologyPush(t *testing.T) {
 				pushed[s] = true
 			}
 		}
+	}
+}
+
+// TestTopologyPacer: the announcements' token bucket lets a burst of
+// topologyBurst leave at once, then one per interval; a lone change after
+// a pause shorter than the interval is not held back (the pacing a burst
+// needs does not delay an isolated move), and in any period t at most
+// burst + t/interval announcements leave.
+func TestTopologyPacer(t *testing.T) {
+	const iv = 10 * time.Millisecond
+	t0 := time.Unix(1000, 0)
+	p := topologyPacer{interval: iv, burst: 4}
+	for i := range 4 {
+		if d := p.delay(t0); d != 0 {
+			t.Fatalf("announcement %d of a burst waits %v", i+1, d)
+		}
+		p.sent(t0)
+	}
+	if d := p.delay(t0); d != iv {
+		t.Fatalf("fifth announcement of a burst waits %v, want %v", d, iv)
+	}
+	p.sent(t0.Add(iv))
+	if d := p.delay(t0.Add(iv + 3*time.Millisecond)); d != 7*time.Millisecond {
+		t.Fatalf("sixth waits %v, want 7ms", d)
+	}
+
+	// Quiet for 4 intervals: the bucket is full again.
+	q := topologyPacer{interval: iv, burst: 4}
+	q.sent(t0)
+	if d := q.delay(t0.Add(2 * time.Millisecond)); d != 0 {
+		t.Fatalf("a lone change 2 ms after the previous one waits %v", d)
+	}
+	q.sent(t0.Add(2 * time.Millisecond))
+
+	// Greedy sender over 1 s: never more than burst + t/interval in any
+	// window starting at the first send.
+	g := topologyPacer{interval: iv, burst: 4}
+	now := t0
+	var sends []time.Time
+	for now.Before(t0.Add(time.Second)) {
+		now = now.Add(g.delay(now))
+		g.sent(now)
+		sends = append(sends, now)
+		now = now.Add(100 * time.Microsecond)
+	}
+	for i, a := range sends {
+		for j := i; j < len(sends); j++ {
+			if n, limit := j-i+1, 4+int(sends[j].Sub(a)/iv); n > limit {
+				t.Fatalf("%d announcements in %v (limit %d)", n, sends[j].Sub(a), limit)
+			}
+		}
+	}
+	if n := len(sends); n < 100 || n > 105 {
+		t.Fatalf("%d announcements in 1 s of a greedy sender, want about 100+4", n)
 	}
 }
 

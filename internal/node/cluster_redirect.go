@@ -264,20 +264,14 @@ func (s *Server) keyExistsDB0(key string, locked bool) bool {
 // CLUSTERDOWN for an unassigned slot or a failed cluster, since no write
 // here could serve it.
 func (s *Server) redirectBlockedClients(rt *cluster.Routing) {
-	s.blocking.mu.Lock()
-	ws := make([]*waiter, 0, len(s.blocking.byClient))
-	for _, w := range s.blocking.byClient {
-		ws = append(ws, w)
-	}
-	s.blocking.mu.Unlock()
-	for _, w := range ws {
-		if len(w.keys) == 0 {
+	for _, w := range s.blocking.All() {
+		if len(w.Keys) == 0 {
 			continue
 		}
 		msg := ""
-		slot := keySlot(w.keys[0])
+		slot := keySlot(w.Keys[0].key)
 		owner := rt.Owner[slot]
-		if owner >= 0 && w.c.hasFlag(clientReadOnly) && w.c.cmd != nil && w.c.cmd.flags&flagWrite == 0 && rt.MyMaster >= 0 && rt.MyMaster == owner {
+		if c := w.Data.c; owner >= 0 && c.hasFlag(clientReadOnly) && c.cmd != nil && c.cmd.flags&flagWrite == 0 && rt.MyMaster >= 0 && rt.MyMaster == owner {
 			owner = rt.Me
 		}
 		switch {
@@ -290,10 +284,6 @@ func (s *Server) redirectBlockedClients(rt *cluster.Routing) {
 		default:
 			msg = s.cluster.redirect("MOVED", slot, rt, owner)
 		}
-		w.redirect.Store(&msg)
-		select {
-		case w.unblock <- unblockRedirect:
-		default:
-		}
+		w.RedirectWith(msg)
 	}
 }

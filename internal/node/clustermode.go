@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,21 +16,21 @@ import (
 	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/node/cluster/runner"
 	"github.com/shardis/shardis/internal/node/slotmig"
-	"github.com/shardis/shardis/internal/resp"
 )
 
 // clusterMode is the node's side of cluster mode (cluster-enabled yes):
 // the machine's runner, and the routing the dispatcher reads without
-// locks. The runner's loop owns the machine; what the machine asks of the
-// node (replicate from a master, delete the keys of lost slots, deliver
-// a PUBLISH from the bus) runs in order on one applier goroutine, so the
-// loop never waits on the keyspace.
+// locks. The runner's lock guards the machine; what the machine asks of
+// the node (replicate from a master, delete the keys of lost slots,
+// deliver a PUBLISH from the bus) runs in order on one applier goroutine,
+// so no holder of that lock waits on the keyspace.
 type clusterMode struct {
 	srv   *Server
 	r     *runner.Runner
 	route atomic.Pointer[cluster.Routing]
-	// scratch is filled by the loop on every Ready and published when it
-	// differs from route (loop-owned).
+	// scratch is filled after every Ready and published when it differs
+	// from route (guarded by the runner's machine lock, under which
+	// onReady runs).
 	scratch cluster.Routing
 	apply   chan func()
 	// loaded is closed once the dataset is loaded (Listen): the applier
@@ -64,7 +63,7 @@ func (l clusterLocal) ReplOffset() int64       { return l.s.repl.clusterOffset()
 // (isReplicaAvailable), so a loading replica is hidden from clients.
 func (r *replication) clusterOffset() int64 {
 	r.mu.Lock()
-	off, link := r.offset, r.link
+	off, link := r.OffsetLocked(), r.link
 	r.mu.Unlock()
 	if link != nil && link.status().state == linkTransfer {
 		return 0
@@ -189,13 +188,14 @@ func (cm *clusterMode) close() {
 	<-cm.stopped
 }
 
-// do runs fn in the runner's loop and waits for its Ready to be carried
-// out; false if the bus is closed.
+// do runs fn on the machine (under the runner's lock, on the caller's
+// goroutine) and returns once its Ready is carried out and a save it
+// asked for is written; false if the bus is closed.
 func (cm *clusterMode) do(fn func(m *cluster.Machine, now time.Time)) bool {
 	return cm.r.Do(fn) == nil
 }
 
-// onReady runs in the runner's loop after every batch.
+// onReady runs under the runner's machine lock after every batch.
 func (cm *clusterMode) onReady(m *cluster.Machine, rd *cluster.Ready) {
 	s := cm.srv
 	// The slot map is published before the role change and the unpause
@@ -269,7 +269,11 @@ func (cm *clusterMode) publishRouting(m *cluster.Machine) []int {
 	if s := cm.srv; s.blocking.count.Load() > 0 {
 		cm.enqueue(func() { s.redirectBlockedClients(&next) })
 	}
-	return lostShardSlots(cur, &next)
+	changed, ok := cm.scratch.ChangedSlots()
+	if !ok {
+		changed = nil
+	}
+	return lostShardSlots(cur, &next, changed, ok)
 }
 
 // dropShardChannels unsubscribes the shard channels of lost slots, after
@@ -286,19 +290,44 @@ func (cm *clusterMode) dropShardChannels(lost []int) {
 // another node or to none: the slots Redis's clusterDelSlot removes the
 // shard channels of (removeChannelsInSlot), on the master and on its
 // replicas, whether by SETSLOT NODE, DELSLOTS, an UPDATE, a failover or
-// CLUSTER RESET.
-func lostShardSlots(old, next *cluster.Routing) []int {
+// CLUSTER RESET. When partial, changed lists every slot whose entries
+// differ between old and next (Routing.ChangedSlots), and only those are
+// looked at while the nodes and my role are the same.
+func lostShardSlots(old, next *cluster.Routing, changed []int, partial bool) []int {
 	if old == nil || len(old.Nodes) == 0 {
 		return nil
 	}
+	// While the node list is the same (every change but a join, a leave or
+	// a rename), a slot's owner is the same node exactly when its index
+	// is: compare indices, not ids.
+	same := len(old.Nodes) == len(next.Nodes)
+	for i := 0; same && i < len(old.Nodes); i++ {
+		same = old.Nodes[i].ID == next.Nodes[i].ID
+	}
 	var lost []int
-	for slot, o := range old.Owner {
-		if o < 0 || (o != old.Me && o != old.MyMaster) {
-			continue
-		}
-		n := next.Owner[slot]
-		if n < 0 || next.Nodes[n].ID != old.Nodes[o].ID {
+	mine := func(slot int) {
+		if o := old.Owner[slot]; o >= 0 && (o == old.Me || o == old.MyMaster) && next.Owner[slot] != o {
 			lost = append(lost, slot)
+		}
+	}
+	switch {
+	case same && partial && old.Me == next.Me && old.MyMaster == next.MyMaster:
+		for _, slot := range changed {
+			mine(slot)
+		}
+	case same:
+		for slot := range old.Owner {
+			mine(slot)
+		}
+	default:
+		for slot, o := range old.Owner {
+			if o < 0 || (o != old.Me && o != old.MyMaster) {
+				continue
+			}
+			n := next.Owner[slot]
+			if n < 0 || next.Nodes[n].ID != old.Nodes[o].ID {
+				lost = append(lost, slot)
+			}
 		}
 	}
 	return lost
@@ -312,32 +341,7 @@ func (s *Server) removeShardChannelsInSlots(slots []int) {
 	for _, slot := range slots {
 		in[slot] = true
 	}
-	h := s.pubsub
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	var names []string
-	for name := range h.shards {
-		if in[keySlot(name)] {
-			names = append(names, name)
-		}
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		for c := range h.shards[name] {
-			delete(c.shardChannels, name)
-			n := len(c.shardChannels)
-			c.push(func(b []byte) []byte {
-				b = resp.AppendPushLen(b, c.proto, 3)
-				b = resp.AppendBulkString(b, "sunsubscribe")
-				b = resp.AppendBulkString(b, name)
-				return resp.AppendInt(b, int64(n))
-			})
-			if !c.anySubs() {
-				c.setFlag(clientPubSub, false)
-			}
-		}
-		delete(h.shards, name)
-	}
+	s.pubsub.RemoveShards(func(name string) bool { return in[keySlot(name)] })
 }
 
 func (cm *clusterMode) enqueue(fn func()) {

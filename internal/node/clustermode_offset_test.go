@@ -13,7 +13,7 @@ import (
 // in loading state is hidden"), and its offset otherwise, also while its
 // link is down (Redis keeps the cached master's offset).
 func TestClusterOffsetHidesLoadingReplica(t *testing.T) {
-	r := &replication{offset: 1234}
+	r := testReplication(1234)
 	if got := r.clusterOffset(); got != 1234 {
 		t.Fatalf("master: %d, want 1234", got)
 	}

@@ -43,8 +43,21 @@ func TestLostShardSlots(t *testing.T) {
 		{"first routing", nil, routingOf(0, -1, 0), nil},
 	}
 	for _, tc := range cases {
-		if got := lostShardSlots(tc.old, tc.next); !slices.Equal(got, tc.want) {
+		if got := lostShardSlots(tc.old, tc.next, nil, false); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+		if tc.old == nil {
+			continue
+		}
+		// The partial path, given every slot that differs, agrees.
+		var changed []int
+		for s := range tc.old.Owner {
+			if tc.old.Owner[s] != tc.next.Owner[s] {
+				changed = append(changed, s)
+			}
+		}
+		if got := lostShardSlots(tc.old, tc.next, changed, true); !slices.Equal(got, tc.want) {
+			t.Errorf("%s, partial: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

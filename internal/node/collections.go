@@ -1,8 +1,7 @@
 package node
 
 import (
-	"math"
-
+	"github.com/shardis/shardis/internal/node/grammar"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/value"
 )
@@ -112,30 +111,18 @@ func (s *Server) hashLimits() value.HashLimits {
 // intsetLimit reads set-max-intset-entries from the configuration.
 func (s *Server) intsetLimit() int { return s.hot().intsetLimit }
 
-// parseRandCount parses the "count [WITHVALUES|WITHSCORES]" arguments of
-// HRANDFIELD and ZRANDMEMBER (args[2:]; with is the option's name) with
-// Redis's checks and error texts; on an error it has answered the client.
-func parseRandCount(c *Client, args [][]byte, with string) (count int64, withValues, ok bool) {
-	l, ok := parseInt(args[2])
-	if !ok {
-		c.addError(errNotInt)
-		return 0, false, false
+// addErr replies with a parse error of internal/node/grammar (whose text
+// is Redis's reply).
+func (c *Client) addErr(err error) { c.addError(err.Error()) }
+
+// parseMPop parses the "numkeys key [key ...] END [COUNT count]" of
+// LMPOP/BLMPOP (END first or second: LEFT|RIGHT) and ZMPOP/BZMPOP
+// (MIN|MAX) from args[i:]; on error it replies and returns ok=false.
+func parseMPop(c *Client, args [][]byte, i int, first, second string) (grammar.MPop, bool) {
+	o, err := grammar.ParseMPop(args, i, first, second)
+	if err != nil {
+		c.addErr(err)
+		return o, false
 	}
-	if l == math.MinInt64 {
-		c.addError("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
-		return 0, false, false
-	}
-	if len(args) > 4 || (len(args) == 4 && !eqFold(args[3], with)) {
-		c.addError(errSyntax)
-		return 0, false, false
-	}
-	if len(args) == 4 {
-		// The reply has two elements per field: the count must double safely.
-		if l < -math.MaxInt64/2 || l > math.MaxInt64/2 {
-			c.addError("ERR value is out of range")
-			return 0, false, false
-		}
-		return l, true, true
-	}
-	return l, false, true
+	return o, true
 }

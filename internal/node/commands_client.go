@@ -2,11 +2,13 @@ package node
 
 import (
 	"net"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/clients"
+	"github.com/shardis/shardis/internal/node/pubsub"
 )
 
 func registerClientCommands(t *commandTable) {
@@ -33,39 +35,17 @@ func registerClientCommands(t *commandTable) {
 	t.addSub("client", &command{name: "help", arity: 2, flags: flagLoading | flagStale, fn: cmdClientHelp, since: "5.0.0"})
 }
 
-// Client types, as CLIENT LIST TYPE and client-output-buffer-limit name them.
-const (
-	clientTypeNormal = iota
-	clientTypeSlave
-	clientTypePubSub
-	clientTypeMaster
-)
-
-func clientTypeByName(name []byte) int {
-	switch strings.ToLower(string(name)) {
-	case "normal":
-		return clientTypeNormal
-	case "slave", "replica":
-		return clientTypeSlave
-	case "pubsub":
-		return clientTypePubSub
-	case "master":
-		return clientTypeMaster
-	}
-	return -1
-}
-
 // clientType is Redis's getClientType: MONITOR clients count as normal.
-func (c *Client) clientType() int {
+func (c *Client) clientType() clients.Type {
 	switch {
 	case c.hasFlag(clientMaster):
-		return clientTypeMaster
+		return clients.Master
 	case c.hasFlag(clientReplica) && !c.hasFlag(clientMonitor):
-		return clientTypeSlave
+		return clients.Slave
 	case c.hasFlag(clientPubSub):
-		return clientTypePubSub
+		return clients.PubSub
 	}
-	return clientTypeNormal
+	return clients.Normal
 }
 
 // connFD returns the connection's file descriptor for CLIENT LIST (fd=),
@@ -84,129 +64,54 @@ func connFD(nc net.Conn) int {
 	return fd
 }
 
-// clientFlagLetters are CLIENT LIST's flags= letters after the replica
-// or monitor one, in Redis's order.
-var clientFlagLetters = []struct {
-	flag   int64
-	letter string
-}{
-	{clientMaster, "M"},
-	{clientPubSub, "P"},
-	{clientMulti, "x"},
-	{clientBlocked, "b"},
-	{clientDirtyCAS, "d"},
-	{clientCloseAfterReply, "c"},
-	{clientReadOnly, "r"}, // READONLY, cluster mode
-	{clientNoEvict, "e"},
-}
-
-// infoString renders one CLIENT LIST line (without the newline), field by
-// field as Redis 7.0 prints them. self is the client running CLIENT LIST:
-// its own qbuf and argv are those of the running command.
+// infoString renders one CLIENT LIST line (without the newline; package
+// clients has the fields). self is the client running CLIENT LIST: its
+// own qbuf and argv are those of the running command.
 func (c *Client) infoString(self *Client) string {
 	fl := c.flags.Load()
-	flags := ""
-	switch {
-	case fl&clientMonitor != 0:
-		flags = "O"
-	case fl&clientReplica != 0:
-		flags = "S"
-	}
-	for _, f := range clientFlagLetters {
-		if fl&f.flag != 0 {
-			flags += f.letter
-		}
-	}
-	if flags == "" {
-		flags = "N"
+	has := func(f int64) bool { return fl&f != 0 }
+	l := clients.Line{
+		ID: c.id, Addr: c.addr, LAddr: c.laddr, FD: connFD(c.conn), Multi: -1, DB: c.db, Resp: c.proto,
+		Flags: clients.Flags{Monitor: has(clientMonitor), Replica: has(clientReplica), Master: has(clientMaster),
+			PubSub: has(clientPubSub), Multi: has(clientMulti), Blocked: has(clientBlocked), DirtyCAS: has(clientDirtyCAS),
+			CloseAfterReply: has(clientCloseAfterReply), ReadOnly: has(clientReadOnly), NoEvict: has(clientNoEvict)},
 	}
 	c.infoMu.Lock()
-	name, user, lastCmd := c.name, c.user, c.lastCmd
+	l.Name, l.User, l.Cmd = c.name, c.user, c.lastCmd
 	c.infoMu.Unlock()
 	if c == self && c.cmd != nil {
-		lastCmd = c.cmd.fullName()
-	}
-	if lastCmd == "" {
-		lastCmd = "NULL"
+		l.Cmd = c.cmd.fullName()
 	}
 	now := time.Now()
-	age := int64(now.Sub(c.created).Seconds())
-	idle := (now.UnixMilli() - c.lastIO.Load()) / 1000
-	if idle < 0 {
-		idle = 0
-	}
-	multi := -1
-	var argvMem, multiMem, qbuf, qfree int
+	l.Age = int64(now.Sub(c.created).Seconds())
+	l.Idle = (now.UnixMilli() - c.lastIO.Load()) / 1000
 	if c == self {
-		if fl&clientMulti != 0 {
-			multi = len(c.multi)
+		if has(clientMulti) {
+			l.Multi = len(c.multi)
 			for _, q := range c.multi {
 				for _, a := range q {
-					multiMem += len(a)
+					l.MultiMem += len(a)
 				}
 			}
 		}
 		// Redis trims the query buffer after the commands of a read
 		// run: the running command is still in it.
-		qbuf = len(c.rd.LastRaw()) + c.rd.Buffered()
-		qfree = max(c.rd.BufferCap()-qbuf, 0)
-	} else if fl&clientMulti != 0 {
-		multi = int(c.info.multi.Load())
+		l.QBuf = len(c.rd.LastRaw()) + c.rd.Buffered()
+		l.QBufFree = max(c.rd.BufferCap()-l.QBuf, 0)
+	} else if has(clientMulti) {
+		l.Multi = int(c.info.multi.Load())
 	}
 	c.pmu.Lock()
-	omem := len(c.pending)
+	l.OMem = len(c.pending)
 	c.pmu.Unlock()
-	c.srv.pubsub.mu.RLock()
-	sub, psub := len(c.channels), len(c.patterns)
-	c.srv.pubsub.mu.RUnlock()
-	db, proto := c.db, c.proto
+	l.Sub, l.PSub = c.srv.pubsub.Count(subscriber{c}, pubsub.Channel), c.srv.pubsub.Count(subscriber{c}, pubsub.Pattern)
 	if c != self {
-		db, proto = int(c.info.db.Load()), int(c.info.proto.Load())
-		if proto == 0 {
-			proto = 2
+		l.DB, l.Resp = int(c.info.db.Load()), int(c.info.proto.Load())
+		if l.Resp == 0 {
+			l.Resp = 2
 		}
 	}
-	totMem := 1024 + qbuf + qfree + omem + argvMem + multiMem
-	var b strings.Builder
-	b.Grow(300)
-	w := func(k string, v string) {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(v)
-	}
-	itoa := strconv.Itoa
-	w("id", strconv.FormatInt(c.id, 10))
-	w("addr", c.addr)
-	w("laddr", c.laddr)
-	w("fd", itoa(connFD(c.conn)))
-	w("name", name)
-	w("age", strconv.FormatInt(age, 10))
-	w("idle", strconv.FormatInt(idle, 10))
-	w("flags", flags)
-	w("db", itoa(db))
-	w("sub", itoa(sub))
-	w("psub", itoa(psub))
-	w("ssub", "0")
-	w("multi", itoa(multi))
-	w("qbuf", itoa(qbuf))
-	w("qbuf-free", itoa(qfree))
-	w("argv-mem", itoa(argvMem))
-	w("multi-mem", itoa(multiMem))
-	w("rbs", "1024")
-	w("rbp", "0")
-	w("obl", "0")
-	w("oll", "0")
-	w("omem", itoa(omem))
-	w("tot-mem", itoa(totMem))
-	w("events", "r")
-	w("cmd", lastCmd)
-	w("user", user)
-	w("redir", "-1")
-	w("resp", itoa(proto))
-	return b.String()
+	return l.String()
 }
 
 // clientInfo is what other goroutines read of a client for CLIENT LIST:
@@ -257,40 +162,27 @@ func cmdClientInfo(c *Client, args [][]byte) { c.addVerbatim(c.infoString(c) + "
 
 // CLIENT LIST [TYPE normal|master|replica|pubsub] [ID id [id ...]]
 func cmdClientList(c *Client, args [][]byte) {
+	f, err := clients.ParseList(args[2:])
+	if err != nil {
+		c.addError(err.Error())
+		return
+	}
+	var list []*Client
+	if !f.ByIDs {
+		list = c.srv.sortedClients()
+	} else {
+		for _, id := range f.IDs {
+			if cl := c.srv.lookupClient(id); cl != nil {
+				list = append(list, cl)
+			}
+		}
+	}
 	var b strings.Builder
-	switch {
-	case len(args) == 2:
-		for _, cl := range c.srv.sortedClients() {
+	for _, cl := range list {
+		if f.Type == nil || cl.clientType() == *f.Type {
 			b.WriteString(cl.infoString(c))
 			b.WriteByte('\n')
 		}
-	case len(args) == 4 && eqFold(args[2], "TYPE"):
-		typ := clientTypeByName(args[3])
-		if typ < 0 {
-			c.addError("ERR Unknown client type '" + string(args[3]) + "'")
-			return
-		}
-		for _, cl := range c.srv.sortedClients() {
-			if cl.clientType() == typ {
-				b.WriteString(cl.infoString(c))
-				b.WriteByte('\n')
-			}
-		}
-	case len(args) > 3 && eqFold(args[2], "ID"):
-		for _, a := range args[3:] {
-			id, ok := parseInt(a)
-			if !ok {
-				c.addError("ERR Invalid client ID")
-				return
-			}
-			if cl := c.srv.lookupClient(id); cl != nil {
-				b.WriteString(cl.infoString(c))
-				b.WriteByte('\n')
-			}
-		}
-	default:
-		c.addError(errSyntax)
-		return
 	}
 	c.addVerbatim(b.String())
 }
@@ -347,91 +239,17 @@ func cmdClientSetInfo(c *Client, args [][]byte) {
 // CLIENT KILL ip:port | CLIENT KILL [ID id] [TYPE type] [ADDR ip:port]
 // [LADDR ip:port] [USER name] [SKIPME yes|no] [MAXAGE secs]
 func cmdClientKill(c *Client, args [][]byte) {
-	var addr, laddr, user *string
-	typ := -1
-	var id, maxAge int64
-	skipMe := true
-	if len(args) == 3 {
-		a := string(args[2])
-		addr = &a
-		skipMe = false
-	} else {
-		if len(args)%2 != 0 {
-			c.addError(errSyntax)
-			return
-		}
-		for i := 2; i+1 < len(args); i += 2 {
-			v := string(args[i+1])
-			switch strings.ToLower(string(args[i])) {
-			case "id":
-				n, ok := parseInt(args[i+1])
-				if !ok || n < 1 {
-					c.addError("ERR client-id should be greater than 0")
-					return
-				}
-				id = n
-			case "type":
-				typ = clientTypeByName(args[i+1])
-				if typ < 0 {
-					c.addError("ERR Unknown client type '" + v + "'")
-					return
-				}
-			case "addr":
-				addr = &v
-			case "laddr":
-				laddr = &v
-			case "user":
-				if v != "default" {
-					c.addError("ERR No such user '" + v + "'")
-					return
-				}
-				user = &v
-			case "skipme":
-				switch {
-				case eqFold(args[i+1], "yes"):
-					skipMe = true
-				case eqFold(args[i+1], "no"):
-					skipMe = false
-				default:
-					c.addError(errSyntax)
-					return
-				}
-			case "maxage":
-				n, ok := parseInt(args[i+1])
-				if !ok {
-					c.addError(errNotInt)
-					return
-				}
-				maxAge = n
-			default:
-				c.addError(errSyntax)
-				return
-			}
-		}
+	f, err := clients.ParseKill(args[2:], func(user string) bool { return user == "default" })
+	if err != nil {
+		c.addError(err.Error())
+		return
 	}
 	killed := 0
 	closeSelf := false
 	now := time.Now()
 	for _, cl := range c.srv.sortedClients() {
-		if addr != nil && cl.addr != *addr {
-			continue
-		}
-		if laddr != nil && cl.laddr != *laddr {
-			continue
-		}
-		if typ >= 0 && cl.clientType() != typ {
-			continue
-		}
-		if id != 0 && cl.id != id {
-			continue
-		}
-		if user != nil && cl.user != *user {
-			continue
-		}
-		if maxAge > 0 && now.Sub(cl.created) < time.Duration(maxAge)*time.Second {
-			continue
-		}
-		if cl == c && skipMe {
+		if !f.Match(clients.Candidate{ID: cl.id, Addr: cl.addr, LAddr: cl.laddr, Type: cl.clientType(),
+			User: cl.user, Age: now.Sub(cl.created), Self: cl == c}) {
 			continue
 		}
 		if cl == c {
@@ -441,33 +259,17 @@ func cmdClientKill(c *Client, args [][]byte) {
 		}
 		killed++
 	}
-	if len(args) == 3 {
-		if killed == 0 {
-			c.addError("ERR No such client")
-		} else {
-			c.addOK()
-		}
-	} else {
+	switch {
+	case !f.Legacy:
 		c.addInt(int64(killed))
+	case killed == 0:
+		c.addError("ERR No such client")
+	default:
+		c.addOK()
 	}
 	if closeSelf {
 		c.setFlag(clientCloseAfterReply, true)
 	}
-}
-
-// parseTimeoutMS parses a millisecond timeout as getTimeoutFromObjectOrReply
-// does and returns the absolute deadline.
-func parseTimeoutMS(c *Client, arg []byte) (time.Time, bool) {
-	n, ok := parseInt(arg)
-	if !ok {
-		c.addError("ERR timeout is not an integer or out of range")
-		return time.Time{}, false
-	}
-	if n < 0 {
-		c.addError("ERR timeout is negative")
-		return time.Time{}, false
-	}
-	return time.Now().Add(time.Duration(n) * time.Millisecond), true
 }
 
 // CLIENT PAUSE timeout [WRITE|ALL]
@@ -476,23 +278,26 @@ func cmdClientPause(c *Client, args [][]byte) {
 		c.addError(errWrongArgs("client|pause"))
 		return
 	}
-	all := true
-	if len(args) == 4 {
-		switch {
-		case eqFold(args[3], "write"):
-			all = false
-		case eqFold(args[3], "all"):
-		default:
-			c.addError("ERR CLIENT PAUSE mode must be WRITE or ALL")
-			return
-		}
-	}
-	until, ok := parseTimeoutMS(c, args[2])
-	if !ok {
+	all, err := clients.ParsePauseMode(optArg(args, 3))
+	if err != nil {
+		c.addError(err.Error())
 		return
 	}
-	c.srv.pause.set(until, all)
+	d, err := clients.ParseTimeoutMS(args[2])
+	if err != nil {
+		c.addError(err.Error())
+		return
+	}
+	c.srv.pause.set(time.Now().Add(d), all)
 	c.addOK()
+}
+
+// optArg is args[i], or nil when absent.
+func optArg(args [][]byte, i int) []byte {
+	if i < len(args) {
+		return args[i]
+	}
+	return nil
 }
 
 // CLIENT UNPAUSE
@@ -532,32 +337,23 @@ func cmdClientNoEvict(c *Client, args [][]byte) {
 	c.addOK()
 }
 
-// CLIENT UNBLOCK client-id [TIMEOUT|ERROR]: blocking commands register an
-// unblock hook on the client (unblockHook); without one nothing is
-// blocked and the reply is 0.
+// CLIENT UNBLOCK client-id [TIMEOUT|ERROR]
 func cmdClientUnblock(c *Client, args [][]byte) {
 	if len(args) > 4 {
 		c.addError(errWrongArgs("client|unblock"))
 		return
 	}
-	withErr := false
-	if len(args) == 4 {
-		switch {
-		case eqFold(args[3], "timeout"):
-		case eqFold(args[3], "error"):
-			withErr = true
-		default:
-			c.addError("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR")
-			return
-		}
+	withErr, err := clients.ParseUnblockReason(optArg(args, 3))
+	if err != nil {
+		c.addError(err.Error())
+		return
 	}
 	id, ok := parseInt(args[2])
 	if !ok {
 		c.addError(errNotInt)
 		return
 	}
-	// The blocking engine (blocking.go) provides unblockClient.
-	if u, ok := any(c.srv).(interface{ unblockClient(int64, bool) bool }); ok && u.unblockClient(id, withErr) {
+	if c.srv.unblockClient(id, withErr) {
 		c.addInt(1)
 		return
 	}
@@ -598,52 +394,4 @@ func cmdClientTrackingInfo(c *Client, args [][]byte) {
 }
 
 // CLIENT HELP
-func cmdClientHelp(c *Client, args [][]byte) {
-	c.addHelp("CLIENT", []string{
-		"CACHING (YES|NO)",
-		"    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
-		"GETREDIR",
-		"    Return the client ID we are redirecting to when tracking is enabled.",
-		"GETNAME",
-		"    Return the name of the current connection.",
-		"ID",
-		"    Return the ID of the current connection.",
-		"INFO",
-		"    Return information about the current client connection.",
-		"KILL <ip:port>",
-		"    Kill connection made from <ip:port>.",
-		"KILL <option> <value> [<option> <value> [...]]",
-		"    Kill connections. Options are:",
-		"    * ADDR (<ip:port>|<unixsocket>:0)",
-		"      Kill connections made from the specified address",
-		"    * LADDR (<ip:port>|<unixsocket>:0)",
-		"      Kill connections made to specified local address",
-		"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
-		"      Kill connections by type.",
-		"    * USER <username>",
-		"      Kill connections authenticated by <username>.",
-		"    * SKIPME (YES|NO)",
-		"      Skip killing current connection (default: yes).",
-		"LIST [options ...]",
-		"    Return information about client connections. Options:",
-		"    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
-		"      Return clients of specified type.",
-		"UNPAUSE",
-		"    Stop the current client pause, resuming traffic.",
-		"PAUSE <timeout> [WRITE|ALL]",
-		"    Suspend all, or just write, clients for <timeout> milliseconds.",
-		"REPLY (ON|OFF|SKIP)",
-		"    Control the replies sent to the current connection.",
-		"SETNAME <name>",
-		"    Assign the name <name> to the current connection.",
-		"UNBLOCK <clientid> [TIMEOUT|ERROR]",
-		"    Unblock the specified blocked client.",
-		"TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
-		"         [OPTIN] [OPTOUT] [NOLOOP]",
-		"    Control server assisted client side caching.",
-		"TRACKINGINFO",
-		"    Report tracking status for the current connection.",
-		"NO-EVICT (ON|OFF)",
-		"    Protect current client connection from eviction.",
-	})
-}
+func cmdClientHelp(c *Client, args [][]byte) { c.addHelp("CLIENT", clients.Help) }

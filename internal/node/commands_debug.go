@@ -56,6 +56,10 @@ func cmdDebug(c *Client, args [][]byte) {
 		fn(c, args)
 		return
 	}
+	if d, ok := debugSubcommands[sub]; ok && len(args) == d.args {
+		d.fn(c, args)
+		return
+	}
 	switch {
 	case sub == "help" && len(args) == 2:
 		c.addHelp("DEBUG", []string{
@@ -66,6 +70,10 @@ func cmdDebug(c *Client, args [][]byte) {
 			"    Create a memory dump of the heap (no-op).",
 			"LISTPACK <key>",
 			"    Show low level info about the listpack encoding of <key>.",
+			"PROTOCOL <type>",
+			"    Reply with a test value of the specified type. <type> can be: string,",
+			"    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+			"    true, false.",
 			"QUICKLIST-PACKED-THRESHOLD <size>",
 			"    Sets the threshold for elements to be inserted as plain vs packed nodes",
 			"SET-ACTIVE-EXPIRE <0|1>",

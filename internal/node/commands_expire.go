@@ -1,6 +1,10 @@
 package node
 
-import "strconv"
+import (
+	"strconv"
+
+	"github.com/shardis/shardis/internal/node/keyopts"
+)
 
 // Expiry commands (Redis's expire.c): EXPIRE, PEXPIRE, EXPIREAT, PEXPIREAT
 // with NX|XX|GT|LT, TTL, PTTL, EXPIRETIME, PEXPIRETIME, PERSIST. Expiries
@@ -22,43 +26,6 @@ func registerExpireCommands(t *commandTable) {
 	add("persist", 2, flagWrite|flagFast, cmdPersist, "2.2.0")
 }
 
-// Flags of the EXPIRE family.
-const (
-	expireNX = 1 << iota
-	expireXX
-	expireGT
-	expireLT
-)
-
-// parseExpireFlags parses NX|XX|GT|LT, replying with Redis's errors.
-func parseExpireFlags(c *Client, opts [][]byte) (int, bool) {
-	flags := 0
-	for _, o := range opts {
-		switch {
-		case eqFold(o, "NX"):
-			flags |= expireNX
-		case eqFold(o, "XX"):
-			flags |= expireXX
-		case eqFold(o, "GT"):
-			flags |= expireGT
-		case eqFold(o, "LT"):
-			flags |= expireLT
-		default:
-			c.addError("ERR Unsupported option " + string(o))
-			return 0, false
-		}
-	}
-	if flags&expireNX != 0 && flags&(expireXX|expireGT|expireLT) != 0 {
-		c.addError("ERR NX and XX, GT or LT options at the same time are not compatible")
-		return 0, false
-	}
-	if flags&expireGT != 0 && flags&expireLT != 0 {
-		c.addError("ERR GT and LT options at the same time are not compatible")
-		return 0, false
-	}
-	return flags, true
-}
-
 // EXPIRE key seconds [NX|XX|GT|LT]
 func cmdExpire(c *Client, args [][]byte) { expireGeneric(c, args, c.now, true) }
 
@@ -72,54 +39,28 @@ func cmdExpireAt(c *Client, args [][]byte) { expireGeneric(c, args, 0, true) }
 func cmdPExpireAt(c *Client, args [][]byte) { expireGeneric(c, args, 0, false) }
 
 // expireGeneric is Redis's expireGenericCommand: basetime is 0 for the *AT
-// variants, now for relative ones.
+// variants, now for relative ones (keyopts has the grammar and the times).
 func expireGeneric(c *Client, args [][]byte, basetime int64, seconds bool) {
-	flags, ok := parseExpireFlags(c, args[3:])
-	if !ok {
+	flags, err := keyopts.ParseExpireFlags(args[3:])
+	if err != nil {
+		c.addError(err.Error())
 		return
 	}
-	when, ok := parseInt(args[2])
-	if !ok {
-		c.addError(errNotInt)
+	when, err := keyopts.ExpireTime(args[2], basetime, seconds, c.cmd.name)
+	if err != nil {
+		c.addError(err.Error())
 		return
 	}
-	invalid := "ERR invalid expire time in '" + c.cmd.name + "' command"
-	if seconds {
-		if when > (1<<63-1)/1000 || when < (-1<<63)/1000 {
-			c.addError(invalid)
-			return
-		}
-		when *= 1000
-	}
-	if when > 1<<63-1-basetime {
-		c.addError(invalid)
-		return
-	}
-	when += basetime
 	db := c.curDB()
 	e := db.Lookup(bstr(args[1]), c.now)
-	if e == nil {
+	if e == nil || keyopts.ExpireSkipped(flags, e.Expire, when) {
 		c.addInt(0)
 		return
-	}
-	if flags != 0 {
-		cur := e.Expire // 0: no expiry (Redis's -1)
-		switch {
-		case flags&expireNX != 0 && cur != 0,
-			flags&expireXX != 0 && cur == 0,
-			flags&expireGT != 0 && (cur == 0 || when <= cur),
-			flags&expireLT != 0 && cur != 0 && when >= cur:
-			c.addInt(0)
-			return
-		}
 	}
 	key := e.Key
 	if c.alreadyExpired(when) {
 		db.Remove(key)
-		c.markDirty(1)
-		c.propagateAs([][]byte{c.delVerb(DirLazyfreeLazyExpire), args[1]})
-		c.signalModifiedKey(key)
-		c.notify(notifyGeneric, "del", key)
+		c.keyChangedAs(notifyGeneric, "del", key, [][]byte{c.delVerb(DirLazyfreeLazyExpire), args[1]})
 		c.addInt(1)
 		return
 	}
@@ -131,10 +72,7 @@ func expireGeneric(c *Client, args [][]byte, basetime int64, seconds bool) {
 	db.SetExpire(e, when)
 	c.addInt(1)
 	prop := [][]byte{[]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, when, 10)}
-	c.markDirty(1)
-	c.propagateAs(prop)
-	c.signalModifiedKey(key)
-	c.notify(notifyGeneric, "expire", key)
+	c.keyChangedAs(notifyGeneric, "expire", key, prop)
 }
 
 // delVerb is how a deletion is propagated: UNLINK when the lazyfree
@@ -148,26 +86,11 @@ func (c *Client) delVerb(lazyfree Directive) []byte {
 
 // ttlGeneric implements TTL, PTTL, EXPIRETIME and PEXPIRETIME.
 func ttlGeneric(c *Client, key []byte, ms, abs bool) {
-	e := c.lookupNoTouch(key)
-	if e == nil {
+	if e := c.lookupNoTouch(key); e != nil {
+		c.addInt(keyopts.TTL(e.Expire, c.now, ms, abs))
+	} else {
 		c.addInt(-2)
-		return
 	}
-	if e.Expire == 0 {
-		c.addInt(-1)
-		return
-	}
-	ttl := e.Expire
-	if !abs {
-		ttl -= c.now
-	}
-	if ttl < 0 {
-		ttl = 0
-	}
-	if !ms {
-		ttl = (ttl + 500) / 1000
-	}
-	c.addInt(ttl)
 }
 
 // TTL key
@@ -191,8 +114,6 @@ func cmdPersist(c *Client, args [][]byte) {
 		return
 	}
 	db.SetExpire(e, 0)
-	c.signalModifiedKey(e.Key)
-	c.notify(notifyGeneric, "persist", e.Key)
-	c.markDirty(1)
+	c.keyChanged(notifyGeneric, "persist", e.Key)
 	c.addInt(1)
 }

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/shardis/shardis/internal/node/keyopts"
 	"github.com/shardis/shardis/internal/node/keyspace"
-	"github.com/shardis/shardis/internal/node/value"
 )
 
 // Generic key commands (Redis's db.c and object.c): DEL, EXISTS, TYPE,
@@ -15,7 +15,10 @@ import (
 
 func registerKeyCommands(t *commandTable) {
 	add := func(c *command) {
-		c.group, c.since = "generic", orDefault(c.since, "1.0.0")
+		c.group = "generic"
+		if c.since == "" {
+			c.since = "1.0.0"
+		}
 		t.add(c)
 	}
 	add(&command{name: "del", arity: -2, flags: flagWrite, first: 1, last: -1, fn: cmdDel})
@@ -38,13 +41,6 @@ func registerKeyCommands(t *commandTable) {
 	t.addSub("object", &command{name: "idletime", arity: 3, flags: flagReadOnly, first: 2, last: 2, fn: cmdObjectIdletime})
 	t.addSub("object", &command{name: "refcount", arity: 3, flags: flagReadOnly, first: 2, last: 2, fn: cmdObjectRefcount})
 	t.addSub("object", &command{name: "help", arity: 2, flags: flagLoading | flagStale, fn: cmdObjectHelp})
-}
-
-func orDefault(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // DEL key [key ...] (also UNLINK)
@@ -120,100 +116,41 @@ func cmdKeys(c *Client, args [][]byte) {
 	c.addStrings(keys)
 }
 
-// scanOptions are SCAN's MATCH, COUNT and TYPE.
-type scanOptions struct {
-	count    int64
-	pattern  string
-	match    bool
-	typeName string
-	hasType  bool
-}
-
 // SCAN cursor [MATCH pattern] [COUNT count] [TYPE type]
 //
-// The cursor is the bucket cursor of one shard shifted left by keyspace.ShardBits,
-// with the shard index in the low bits. Shards are walked in order, each
-// with Redis's reverse-binary bucket cursor (shard.scan), so a key present
-// for the whole scan is returned at least once even if shards grow or
-// shrink between calls. Only one shard is locked at a time.
+// keyopts.ScanWalk walks the shards, one locked at a time; this handler
+// steps a shard's bucket cursor and filters the keys.
 func cmdScan(c *Client, args [][]byte) {
 	cursor, ok := parseScanCursor(args[1])
 	if !ok {
-		c.addError("ERR invalid cursor")
+		c.addError(keyopts.ErrCursor.Error())
 		return
 	}
-	o := scanOptions{count: 10}
-	for i := 2; i < len(args); i += 2 {
-		more := i+1 < len(args)
-		switch a := args[i]; {
-		case eqFold(a, "COUNT") && more:
-			n, ok := parseInt(args[i+1])
-			if !ok {
-				c.addError(errNotInt)
-				return
-			}
-			if n < 1 {
-				c.addError(errSyntax)
-				return
-			}
-			o.count = n
-		case eqFold(a, "MATCH") && more:
-			o.pattern = string(args[i+1])
-			o.match = o.pattern != "*"
-		case eqFold(a, "TYPE") && more:
-			o.typeName = string(args[i+1])
-			o.hasType = true
-		default:
-			c.addError(errSyntax)
-			return
-		}
+	o, err := keyopts.ParseScan(args[2:])
+	if err != nil {
+		c.addError(err.Error())
+		return
 	}
 	db := c.curDB()
-	shardIdx := int(cursor & (keyspace.NumShards - 1))
-	bucket := cursor >> keyspace.ShardBits
 	var keys [][]byte
 	var found []*keyspace.Entry
-	maxIter := o.count * 10
-	for shardIdx < keyspace.NumShards {
-		sh := &db.Shards[shardIdx]
-		locked := c.lockShardIfFree(sh)
-		for {
-			found = found[:0]
-			bucket = sh.Scan(bucket, func(e *keyspace.Entry) { found = append(found, e) })
-			for _, e := range found {
-				if o.match && !globMatch(o.pattern, e.Key, false) {
-					continue
+	begin := func(i int) func() { return c.lockShardIfFree(&db.Shards[i]) }
+	next := keyopts.ScanWalk(cursor, o.Count, begin, func(i int, bucket uint64) (uint64, int) {
+		found = found[:0]
+		bucket = db.Shards[i].Scan(bucket, func(e *keyspace.Entry) { found = append(found, e) })
+		for _, e := range found {
+			switch {
+			case (o.Match && !globMatch(o.Pattern, e.Key, false)) || !o.TypeMatches(typeOf(e)):
+			case e.Expired(c.now):
+				if c.srv.expireDeletes() {
+					db.ExpireEntry(e.Key)
 				}
-				if o.hasType && !eqFold([]byte(o.typeName), typeOf(e)) {
-					continue
-				}
-				if e.Expired(c.now) {
-					if c.srv.expireDeletes() {
-						db.ExpireEntry(e.Key)
-					}
-					continue
-				}
+			default:
 				keys = append(keys, []byte(e.Key))
 			}
-			maxIter--
-			if bucket == 0 || maxIter <= 0 || int64(len(keys)) >= o.count {
-				break
-			}
 		}
-		if locked {
-			sh.Mu.Unlock()
-		}
-		if bucket == 0 {
-			shardIdx++
-		}
-		if maxIter <= 0 || int64(len(keys)) >= o.count {
-			break
-		}
-	}
-	next := uint64(0)
-	if shardIdx < keyspace.NumShards {
-		next = bucket<<keyspace.ShardBits | uint64(shardIdx)
-	}
+		return bucket, len(keys)
+	})
 	c.addArrayLen(2)
 	c.addBulkString(strconv.FormatUint(next, 10))
 	c.addBulks(keys)
@@ -232,12 +169,9 @@ func cmdRandomKey(c *Client, args [][]byte) {
 		var counts [keyspace.NumShards]int
 		total := 0
 		for i := range db.Shards {
-			sh := &db.Shards[i]
-			locked := c.lockShardIfFree(sh)
-			counts[i] = sh.Len()
-			if locked {
-				sh.Mu.Unlock()
-			}
+			unlock := c.lockShardIfFree(&db.Shards[i])
+			counts[i] = db.Shards[i].Len()
+			unlock()
 			total += counts[i]
 		}
 		if total == 0 {
@@ -248,9 +182,8 @@ func cmdRandomKey(c *Client, args [][]byte) {
 		for ; idx < keyspace.NumShards-1 && r >= counts[idx]; idx++ {
 			r -= counts[idx]
 		}
-		sh := &db.Shards[idx]
-		locked := c.lockShardIfFree(sh)
-		e := sh.RandomEntry()
+		unlock := c.lockShardIfFree(&db.Shards[idx])
+		e := db.Shards[idx].RandomEntry()
 		var key string
 		expired := false
 		if e != nil {
@@ -260,9 +193,7 @@ func cmdRandomKey(c *Client, args [][]byte) {
 				expired = true
 			}
 		}
-		if locked {
-			sh.Mu.Unlock()
-		}
+		unlock()
 		if e == nil || expired {
 			continue
 		}
@@ -274,15 +205,15 @@ func cmdRandomKey(c *Client, args [][]byte) {
 
 // lockShardIfFree locks sh for a command that locks shards itself (SCAN,
 // RANDOMKEY) unless the client already holds it (inside EXEC, whose locks
-// are taken up front). It reports whether it locked.
-func (c *Client) lockShardIfFree(sh *keyspace.Shard) bool {
+// are taken up front). It returns what releases it.
+func (c *Client) lockShardIfFree(sh *keyspace.Shard) (unlock func()) {
 	for _, m := range c.held {
 		if m == &sh.Mu {
-			return false
+			return func() {}
 		}
 	}
 	sh.Mu.Lock()
-	return true
+	return sh.Mu.Unlock
 }
 
 // RENAME key newkey
@@ -299,11 +230,7 @@ func renameGeneric(c *Client, args [][]byte, nx bool) {
 		return
 	}
 	if bytes.Equal(args[1], args[2]) {
-		if nx {
-			c.addInt(0)
-		} else {
-			c.addOK()
-		}
+		c.addOKOr(nx, 0)
 		return
 	}
 	if db.Lookup(bstr(args[2]), c.now) != nil {
@@ -319,8 +246,14 @@ func renameGeneric(c *Client, args [][]byte, nx bool) {
 	c.notify(notifyGeneric, "rename_from", src)
 	c.notify(notifyGeneric, "rename_to", dst)
 	c.markDirty(1)
+	c.addOKOr(nx, 1)
+}
+
+// addOKOr replies :n for the NX variant of a command (RENAMENX, MSETNX)
+// and +OK for the other.
+func (c *Client) addOKOr(nx bool, n int64) {
 	if nx {
-		c.addInt(1)
+		c.addInt(n)
 	} else {
 		c.addOK()
 	}
@@ -372,22 +305,13 @@ func cmdMove(c *Client, args [][]byte) {
 // COPY source destination [DB destination-db] [REPLACE]
 func cmdCopy(c *Client, args [][]byte) {
 	src, dst := c.curDB(), c.curDB()
-	replace := false
-	for j := 3; j < len(args); j++ {
-		switch a := args[j]; {
-		case eqFold(a, "REPLACE"):
-			replace = true
-		case eqFold(a, "DB") && j+1 < len(args):
-			id, ok := c.parseDBIndex(args[j+1])
-			if !ok {
-				return
-			}
-			dst = c.srv.dbs[id]
-			j++
-		default:
-			c.addError(errSyntax)
-			return
-		}
+	o, err := keyopts.ParseCopy(args[3:], len(c.srv.dbs))
+	if err != nil {
+		c.addError(err.Error())
+		return
+	}
+	if o.DB >= 0 {
+		dst = c.srv.dbs[o.DB]
 	}
 	if c.srv.cfg.Bool(DirClusterEnabled) && (src.ID != 0 || dst.ID != 0) {
 		c.addError("ERR Copying to another database is not allowed in cluster mode")
@@ -404,24 +328,13 @@ func cmdCopy(c *Client, args [][]byte) {
 	}
 	newKey := string(args[2])
 	if dst.Lookup(newKey, c.now) != nil {
-		if !replace {
+		if !o.Replace {
 			c.addInt(0)
 			return
 		}
 		dst.Remove(newKey)
 	}
-	ne := &keyspace.Entry{Expire: e.Expire}
-	if e.Obj == nil {
-		ne.Str = bytes.Clone(e.Str)
-		if ne.Str == nil {
-			ne.Str = []byte{}
-		}
-	} else if tv, ok := e.Obj.(value.Value); ok {
-		ne.Obj = tv.Clone()
-	} else {
-		ne.Obj = e.Obj
-	}
-	dst.Add(newKey, ne)
+	dst.Add(newKey, keyopts.CopyEntry(e))
 	c.srv.touchWatchedKey(dst.ID, newKey)
 	c.srv.notifyKeyspaceEvent(notifyGeneric, "copy_to", newKey, dst.ID)
 	c.markDirty(1)
@@ -466,64 +379,53 @@ func (c *Client) isLFU() bool {
 
 // OBJECT FREQ key
 func cmdObjectFreq(c *Client, args [][]byte) {
-	e := objectLookup(c, args[2])
-	if e == nil {
-		return
+	switch e := objectLookup(c, args[2]); {
+	case e == nil:
+	case !c.isLFU():
+		c.addError(keyopts.ErrNotLFU.Error())
+	default:
+		c.addInt(int64(e.LRU & 0xff))
 	}
-	if !c.isLFU() {
-		c.addError("ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
-		return
-	}
-	c.addInt(int64(e.LRU & 0xff))
 }
 
 // OBJECT IDLETIME key
 func cmdObjectIdletime(c *Client, args [][]byte) {
-	e := objectLookup(c, args[2])
-	if e == nil {
-		return
+	switch e := objectLookup(c, args[2]); {
+	case e == nil:
+	case c.isLFU():
+		c.addError(keyopts.ErrLFU.Error())
+	default:
+		c.addInt(keyopts.IdleTime(e.LRU, c.lruNow()))
 	}
-	if c.isLFU() {
-		c.addError("ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.")
-		return
-	}
-	idle := int64(0)
-	if e.LRU != 0 && c.lruNow() > e.LRU {
-		idle = int64(c.lruNow() - e.LRU)
-	}
-	c.addInt(idle)
 }
 
 // OBJECT REFCOUNT key
 func cmdObjectRefcount(c *Client, args [][]byte) {
-	e := objectLookup(c, args[2])
-	if e == nil {
-		return
+	switch e := objectLookup(c, args[2]); {
+	case e == nil:
+	case e.Obj == nil:
+		c.addInt(keyopts.Refcount(e.Str))
+	default:
+		c.addInt(1)
 	}
-	// Redis shares the objects of the integers 0..9999.
-	if e.Obj == nil && len(e.Str) <= 4 {
-		if n, ok := parseInt(e.Str); ok && n >= 0 && n < 10000 {
-			c.addInt(1<<31 - 1)
-			return
-		}
-	}
-	c.addInt(1)
 }
 
 // OBJECT HELP
-func cmdObjectHelp(c *Client, args [][]byte) {
-	c.addHelp("OBJECT", []string{
-		"ENCODING <key>",
-		"    Return the kind of internal representation used in order to store the value",
-		"    associated with a <key>.",
-		"FREQ <key>",
-		"    Return the access frequency index of the <key>. The returned integer is",
-		"    proportional to the logarithm of the recent access frequency of the key.",
-		"IDLETIME <key>",
-		"    Return the idle time of the <key>, that is the approximated number of",
-		"    seconds elapsed since the last access to the key.",
-		"REFCOUNT <key>",
-		"    Return the number of references of the value associated with the specified",
-		"    <key>.",
-	})
+func cmdObjectHelp(c *Client, args [][]byte) { c.addHelp("OBJECT", keyopts.ObjectHelp) }
+
+// keyChanged is what follows a write to key: WATCH is touched, the
+// keyspace event of class goes out, and the change counts in dirty.
+func (c *Client) keyChanged(class int, event, key string) {
+	c.signalModifiedKey(key)
+	c.notify(class, event, key)
+	c.markDirty(1)
+}
+
+// keyChangedAs is keyChanged for a command propagated as prop (counted in
+// dirty before it, as propagateAs would count it otherwise).
+func (c *Client) keyChangedAs(class int, event, key string, prop [][]byte) {
+	c.markDirty(1)
+	c.propagateAs(prop)
+	c.signalModifiedKey(key)
+	c.notify(class, event, key)
 }

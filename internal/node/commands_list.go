@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 
+	"github.com/shardis/shardis/internal/node/grammar"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/value"
 )
@@ -75,16 +76,14 @@ func parseLongPair(c *Client, a, b []byte) (x, y int64, ok bool) {
 	return x, y, ok
 }
 
-// parseListEnd parses LEFT|RIGHT: true for LEFT.
+// parseListEnd parses LEFT|RIGHT: true for LEFT; on error it replies.
 func parseListEnd(c *Client, b []byte) (left, ok bool) {
-	switch {
-	case eqFold(b, "left"):
-		return true, true
-	case eqFold(b, "right"):
-		return false, true
+	right, err := grammar.OneOf(b, "left", "right")
+	if err != nil {
+		c.addErr(err)
+		return false, false
 	}
-	c.addError(errSyntax)
-	return false, false
+	return !right, true
 }
 
 func endName(left bool) string {
@@ -158,13 +157,9 @@ func cmdRPushX(c *Client, args [][]byte) { pushGeneric(c, args, false, true) }
 
 // LINSERT key BEFORE|AFTER pivot element
 func cmdLInsert(c *Client, args [][]byte) {
-	var after bool
-	switch {
-	case eqFold(args[2], "after"):
-		after = true
-	case eqFold(args[2], "before"):
-	default:
-		c.addError(errSyntax)
+	after, err := grammar.OneOf(args[2], "before", "after")
+	if err != nil {
+		c.addErr(err)
 		return
 	}
 	e, l, ok := c.lookupList(args[1])
@@ -175,16 +170,7 @@ func cmdLInsert(c *Client, args [][]byte) {
 		c.addInt(0)
 		return
 	}
-	pos := -1
-	i := 0
-	l.ForEach(func(v []byte) bool {
-		if bytes.Equal(v, args[3]) {
-			pos = i
-			return false
-		}
-		i++
-		return true
-	})
+	pos := l.IndexOf(args[3])
 	if pos < 0 {
 		c.addInt(-1)
 		return
@@ -233,9 +219,9 @@ func popGeneric(c *Client, args [][]byte, left bool) {
 	hasCount := len(args) == 3
 	var count int64
 	if hasCount {
-		n, ok := parseInt(args[2])
-		if !ok || n < 0 {
-			c.addError("ERR value is out of range, must be positive")
+		n, err := grammar.Positive(args[2])
+		if err != nil {
+			c.addErr(err)
 			return
 		}
 		count = n
@@ -272,52 +258,6 @@ func cmdLPop(c *Client, args [][]byte) { popGeneric(c, args, true) }
 // RPOP key [count]
 func cmdRPop(c *Client, args [][]byte) { popGeneric(c, args, false) }
 
-// mpopOptions are the parsed arguments of LMPOP/BLMPOP.
-type mpopOptions struct {
-	keys  [][]byte
-	left  bool
-	count int64
-}
-
-// parseMPop parses "numkeys key [key ...] LEFT|RIGHT [COUNT count]" from
-// args[i:].
-func parseMPop(c *Client, args [][]byte, i int) (mpopOptions, bool) {
-	var o mpopOptions
-	n, ok := parseInt(args[i])
-	if !ok || n <= 0 {
-		c.addError("ERR numkeys should be greater than 0")
-		return o, false
-	}
-	whereIdx := int64(i) + n + 1
-	if whereIdx >= int64(len(args)) {
-		c.addError(errSyntax)
-		return o, false
-	}
-	o.keys = args[i+1 : whereIdx]
-	if o.left, ok = parseListEnd(c, args[whereIdx]); !ok {
-		return o, false
-	}
-	o.count = -1
-	for j := int(whereIdx) + 1; j < len(args); j++ {
-		if o.count == -1 && eqFold(args[j], "count") && j+1 < len(args) {
-			j++
-			v, ok := parseInt(args[j])
-			if !ok || v <= 0 {
-				c.addError("ERR count should be greater than 0")
-				return o, false
-			}
-			o.count = v
-		} else {
-			c.addError(errSyntax)
-			return o, false
-		}
-	}
-	if o.count == -1 {
-		o.count = 1
-	}
-	return o, true
-}
-
 // mpopFrom pops from the first non-empty list of keys. It returns
 // handled=true when it replied (elements or an error).
 func mpopFrom(c *Client, keys [][]byte, left bool, count int64) (handled bool) {
@@ -342,11 +282,11 @@ func mpopFrom(c *Client, keys [][]byte, left bool, count int64) (handled bool) {
 
 // LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count]
 func cmdLMPop(c *Client, args [][]byte) {
-	o, ok := parseMPop(c, args, 1)
+	o, ok := parseMPop(c, args, 1, "left", "right")
 	if !ok {
 		return
 	}
-	if !mpopFrom(c, o.keys, o.left, o.count) {
+	if !mpopFrom(c, o.Keys, !o.Second, o.Count) {
 		c.addNullArray()
 	}
 }
@@ -417,28 +357,6 @@ func cmdLSet(c *Client, args [][]byte) {
 	c.markDirty(1)
 }
 
-// listRange converts LRANGE/LTRIM style indexes into a clamped inclusive
-// range; empty is true when nothing is selected.
-func listRange(start, end int64, n int) (s, e int, empty bool) {
-	ln := int64(n)
-	if start < 0 {
-		start += ln
-	}
-	if end < 0 {
-		end += ln
-	}
-	if start < 0 {
-		start = 0
-	}
-	if start > end || start >= ln {
-		return 0, 0, true
-	}
-	if end >= ln {
-		end = ln - 1
-	}
-	return int(start), int(end), false
-}
-
 // LRANGE key start stop
 func cmdLRange(c *Client, args [][]byte) {
 	start, end, ok := parseLongPair(c, args[2], args[3])
@@ -453,8 +371,8 @@ func cmdLRange(c *Client, args [][]byte) {
 		c.addArrayLen(0)
 		return
 	}
-	s, en, empty := listRange(start, end, l.Len())
-	if empty {
+	s, en, ok := value.ClampRange(start, end, l.Len())
+	if !ok {
 		c.addArrayLen(0)
 		return
 	}
@@ -480,15 +398,7 @@ func cmdLTrim(c *Client, args [][]byte) {
 		return
 	}
 	key := string(args[1])
-	n := l.Len()
-	s, en, empty := listRange(start, end, n)
-	removed := n
-	if empty {
-		l.Trim(1, 0)
-	} else {
-		l.Trim(s, en)
-		removed = n - l.Len()
-	}
+	removed := l.TrimRange(start, end)
 	c.notify(notifyList, "ltrim", key)
 	if l.Len() == 0 {
 		c.curDB().Remove(key)
@@ -501,104 +411,28 @@ func cmdLTrim(c *Client, args [][]byte) {
 
 // LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len]
 func cmdLPos(c *Client, args [][]byte) {
-	rank, count, maxlen := int64(1), int64(-1), int64(0)
-	for j := 3; j < len(args); j++ {
-		more := j+1 < len(args)
-		switch {
-		case eqFold(args[j], "rank") && more:
-			j++
-			v, ok := parseLong(c, args[j])
-			if !ok {
-				return
-			}
-			if v == 0 {
-				c.addError("ERR RANK can't be zero: use 1 to start from the first match, 2 from the second ... or use negative to start from the end of the list")
-				return
-			}
-			rank = v
-		case eqFold(args[j], "count") && more:
-			j++
-			v, ok := parseInt(args[j])
-			if !ok || v < 0 {
-				c.addError("ERR COUNT can't be negative")
-				return
-			}
-			count = v
-		case eqFold(args[j], "maxlen") && more:
-			j++
-			v, ok := parseInt(args[j])
-			if !ok || v < 0 {
-				c.addError("ERR MAXLEN can't be negative")
-				return
-			}
-			maxlen = v
-		default:
-			c.addError(errSyntax)
-			return
-		}
+	o, err := grammar.ParseLPos(args[3:])
+	if err != nil {
+		c.addErr(err)
+		return
 	}
 	e, l, ok := c.lookupList(args[1])
 	if !ok {
 		return
 	}
-	if e == nil {
-		if count != -1 {
-			c.addArrayLen(0)
-		} else {
-			c.addNull()
-		}
-		return
-	}
-	fromTail := rank < 0
-	if fromTail {
-		rank = -rank
-	}
-	ele := args[2]
-	n := l.Len()
 	var found []int64
-	matches := int64(0)
-	scanned := int64(0)
-	visit := func(idx int, v []byte) bool {
-		if maxlen != 0 && scanned >= maxlen {
-			return false
-		}
-		scanned++
-		if bytes.Equal(v, ele) {
-			matches++
-			if matches >= rank {
-				found = append(found, int64(idx))
-				if count == -1 || (count != 0 && int64(len(found)) >= count) {
-					return false
-				}
-			}
-		}
-		return true
+	if e != nil {
+		found = l.Positions(args[2], o.Rank, o.Count, o.MaxLen)
 	}
-	if fromTail {
-		idx := n - 1
-		l.RangeRev(n-1, func(v []byte) bool {
-			ok := visit(idx, v)
-			idx--
-			return ok
-		})
-	} else {
-		idx := 0
-		l.ForEach(func(v []byte) bool {
-			ok := visit(idx, v)
-			idx++
-			return ok
-		})
-	}
-	if count != -1 {
+	switch {
+	case o.Count != -1:
 		c.addArrayLen(len(found))
 		for _, f := range found {
 			c.addInt(f)
 		}
-		return
-	}
-	if len(found) > 0 {
+	case len(found) > 0:
 		c.addInt(found[0])
-	} else {
+	default:
 		c.addNull()
 	}
 }
@@ -617,39 +451,7 @@ func cmdLRem(c *Client, args [][]byte) {
 		c.addInt(0)
 		return
 	}
-	ele := args[3]
-	n := l.Len()
-	var removed int64
-	if toRemove >= 0 {
-		removed = int64(l.Filter(func(_ int, v []byte) bool {
-			if (toRemove == 0 || removed < toRemove) && bytes.Equal(v, ele) {
-				removed++
-				return false
-			}
-			return true
-		}))
-	} else {
-		// From the tail: find the indexes of the last -toRemove matches.
-		limit := -toRemove
-		drop := make(map[int]struct{})
-		idx := n - 1
-		l.RangeRev(n-1, func(v []byte) bool {
-			if bytes.Equal(v, ele) {
-				drop[idx] = struct{}{}
-				if int64(len(drop)) >= limit {
-					return false
-				}
-			}
-			idx--
-			return true
-		})
-		if len(drop) > 0 {
-			removed = int64(l.Filter(func(i int, _ []byte) bool {
-				_, d := drop[i]
-				return !d
-			}))
-		}
-	}
+	removed := l.RemoveMatching(args[3], toRemove)
 	key := string(args[1])
 	if removed > 0 {
 		c.signalModifiedKey(key)
@@ -815,7 +617,7 @@ func cmdBRPop(c *Client, args [][]byte) {
 
 // BLMPOP timeout numkeys key [key ...] LEFT|RIGHT [COUNT count]
 func cmdBLMPop(c *Client, args [][]byte) {
-	o, ok := parseMPop(c, args, 2)
+	o, ok := parseMPop(c, args, 2, "left", "right")
 	if !ok {
 		return
 	}
@@ -823,7 +625,7 @@ func cmdBLMPop(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	blockingPop(c, o.keys, o.left, timeout, o.count)
+	blockingPop(c, o.Keys, !o.Second, timeout, o.Count)
 }
 
 // blmoveGeneric implements BLMOVE and BRPOPLPUSH; rpoplpush selects how a

@@ -1,10 +1,11 @@
 package node
 
 import (
-	"sort"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/admin"
 	"github.com/shardis/shardis/internal/node/cluster"
+	"github.com/shardis/shardis/internal/node/pubsub"
 )
 
 func registerPubSubCommands(t *commandTable) {
@@ -21,32 +22,29 @@ func registerPubSubCommands(t *commandTable) {
 	t.addSub("pubsub", &command{name: "help", arity: 2, flags: flagLoading | flagStale, fn: cmdPubsubHelp})
 }
 
-func cmdSubscribe(c *Client, args [][]byte) {
+// SUBSCRIBE channel [channel ...]
+func cmdSubscribe(c *Client, args [][]byte) { subscribe(c, args, pubsub.Channel, "SUBSCRIBE") }
+
+// PSUBSCRIBE pattern [pattern ...]
+func cmdPSubscribe(c *Client, args [][]byte) { subscribe(c, args, pubsub.Pattern, "PSUBSCRIBE") }
+
+// subscribe is (P|S)SUBSCRIBE, refused inside MULTI.
+func subscribe(c *Client, args [][]byte, k pubsub.Kind, name string) {
 	if c.hasFlag(clientMulti) {
-		c.addError("ERR SUBSCRIBE isn't allowed for a DENY BLOCKING client")
+		c.addError("ERR " + name + " isn't allowed for a DENY BLOCKING client")
 		return
 	}
-	for _, a := range args[1:] {
-		c.srv.pubsub.subscribe(c, string(a), false)
-	}
+	c.srv.pubsub.Subscribe(subscriber{c}, k, argStrings(args[1:]))
 }
 
-func cmdPSubscribe(c *Client, args [][]byte) {
-	if c.hasFlag(clientMulti) {
-		c.addError("ERR PSUBSCRIBE isn't allowed for a DENY BLOCKING client")
-		return
-	}
-	for _, a := range args[1:] {
-		c.srv.pubsub.subscribe(c, string(a), true)
-	}
-}
-
+// UNSUBSCRIBE [channel ...]
 func cmdUnsubscribe(c *Client, args [][]byte) {
-	c.srv.pubsub.unsubscribe(c, argStrings(args[1:]), false)
+	c.srv.pubsub.Unsubscribe(subscriber{c}, pubsub.Channel, argStrings(args[1:]))
 }
 
+// PUNSUBSCRIBE [pattern ...]
 func cmdPUnsubscribe(c *Client, args [][]byte) {
-	c.srv.pubsub.unsubscribe(c, argStrings(args[1:]), true)
+	c.srv.pubsub.Unsubscribe(subscriber{c}, pubsub.Pattern, argStrings(args[1:]))
 }
 
 // PUBLISH channel message
@@ -66,65 +64,38 @@ func cmdPublish(c *Client, args [][]byte) {
 }
 
 // PUBSUB CHANNELS [pattern]
-func cmdPubsubChannels(c *Client, args [][]byte) {
-	c.replyChannels(args, func(h *pubsubHub) map[string]map[*Client]struct{} { return h.channels })
-}
+func cmdPubsubChannels(c *Client, args [][]byte) { replyChannels(c, args, pubsub.Channel) }
 
 // PUBSUB NUMSUB [channel ...]
-func cmdPubsubNumsub(c *Client, args [][]byte) {
-	c.replyNumsub(args, func(h *pubsubHub) map[string]map[*Client]struct{} { return h.channels })
-}
+func cmdPubsubNumsub(c *Client, args [][]byte) { replyNumsub(c, args, pubsub.Channel) }
 
-// replyChannels replies the sorted channels of one of the hub's maps that
-// match args[2] (PUBSUB CHANNELS and SHARDCHANNELS).
-func (c *Client) replyChannels(args [][]byte, which func(*pubsubHub) map[string]map[*Client]struct{}) {
-	h := c.srv.pubsub
-	h.mu.RLock()
-	var out []string
-	for ch := range which(h) {
-		if len(args) < 3 || globMatch(string(args[2]), ch, false) {
-			out = append(out, ch)
-		}
+// replyChannels replies the sorted channels of kind k that match args[2]
+// (PUBSUB CHANNELS and SHARDCHANNELS).
+func replyChannels(c *Client, args [][]byte, k pubsub.Kind) {
+	var pattern *string
+	if len(args) >= 3 {
+		p := string(args[2])
+		pattern = &p
 	}
-	h.mu.RUnlock()
-	sort.Strings(out)
-	c.addStrings(out)
+	c.addStrings(c.srv.pubsub.Names(k, pattern))
 }
 
 // replyNumsub replies the subscriber count of each channel of args[2:]
-// in one of the hub's maps (PUBSUB NUMSUB and SHARDNUMSUB).
-func (c *Client) replyNumsub(args [][]byte, which func(*pubsubHub) map[string]map[*Client]struct{}) {
-	h := c.srv.pubsub
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	m := which(h)
-	c.addMapLen(len(args) - 2)
-	for _, a := range args[2:] {
+// (PUBSUB NUMSUB and SHARDNUMSUB).
+func replyNumsub(c *Client, args [][]byte, k pubsub.Kind) {
+	counts := c.srv.pubsub.NumSub(k, args[2:])
+	c.addMapLen(len(counts))
+	for i, a := range args[2:] {
 		c.addBulk(a)
-		c.addInt(int64(len(m[string(a)])))
+		c.addInt(int64(counts[i]))
 	}
 }
 
 // PUBSUB NUMPAT
-func cmdPubsubNumpat(c *Client, args [][]byte) {
-	h := c.srv.pubsub
-	h.mu.RLock()
-	n := len(h.patterns)
-	h.mu.RUnlock()
-	c.addInt(int64(n))
-}
+func cmdPubsubNumpat(c *Client, args [][]byte) { c.addInt(int64(c.srv.pubsub.Len(pubsub.Pattern))) }
 
-func cmdPubsubHelp(c *Client, args [][]byte) {
-	c.addHelp("PUBSUB", []string{
-		"CHANNELS [<pattern>]",
-		"    Return the currently active channels matching a <pattern> (default: '*').",
-		"NUMPAT",
-		"    Return number of subscriptions to patterns.",
-		"NUMSUB [<channel> ...]",
-		"    Return the number of subscribers for the specified channels, excluding",
-		"    pattern subscriptions(default: no channels).",
-	})
-}
+// PUBSUB HELP
+func cmdPubsubHelp(c *Client, args [][]byte) { c.addHelp("PUBSUB", pubsub.Help) }
 
 func argStrings(args [][]byte) []string {
 	out := make([]string, len(args))
@@ -136,13 +107,7 @@ func argStrings(args [][]byte) []string {
 
 // addHelp replies to a HELP subcommand as Redis's addReplyHelp does.
 func (c *Client) addHelp(name string, lines []string) {
-	c.addArrayLen(len(lines) + 3)
-	c.addSimple(name + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:")
-	for _, l := range lines {
-		c.addSimple(l)
-	}
-	c.addSimple("HELP")
-	c.addSimple("    Prints this help.")
+	c.addAppended(func(b []byte, _ int) []byte { return admin.AppendHelp(b, name, lines) })
 }
 
 // cmdHelpDispatch answers a container command called with an unknown

@@ -1,11 +1,10 @@
 package node
 
 import (
-	"sort"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/cluster"
-	"github.com/shardis/shardis/internal/resp"
+	"github.com/shardis/shardis/internal/node/pubsub"
 )
 
 // Sharded pub/sub (Redis 7.0): a shard channel hashes to a slot like a
@@ -31,87 +30,11 @@ func isShardPubSub(cmd *command) bool {
 }
 
 // SSUBSCRIBE shardchannel [shardchannel ...]
-func cmdSSubscribe(c *Client, args [][]byte) {
-	if c.hasFlag(clientMulti) {
-		c.addError("ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client")
-		return
-	}
-	h := c.srv.pubsub
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for _, a := range args[1:] {
-		name := string(a)
-		if c.shardChannels == nil {
-			c.shardChannels = make(map[string]struct{})
-		}
-		if _, ok := c.shardChannels[name]; !ok {
-			c.shardChannels[name] = struct{}{}
-			subs := h.shards[name]
-			if subs == nil {
-				subs = make(map[*Client]struct{})
-				h.shards[name] = subs
-			}
-			subs[c] = struct{}{}
-		}
-		c.setFlag(clientPubSub, true)
-		n := len(c.shardChannels)
-		c.emitOrdered(func(b []byte) []byte {
-			b = resp.AppendPushLen(b, c.proto, 3)
-			b = resp.AppendBulkString(b, "ssubscribe")
-			b = resp.AppendBulkString(b, name)
-			return resp.AppendInt(b, int64(n))
-		})
-	}
-}
+func cmdSSubscribe(c *Client, args [][]byte) { subscribe(c, args, pubsub.Shard, "SSUBSCRIBE") }
 
 // SUNSUBSCRIBE [shardchannel ...]
 func cmdSUnsubscribe(c *Client, args [][]byte) {
-	h := c.srv.pubsub
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.sunsubscribeLocked(c, argStrings(args[1:]), true)
-}
-
-// sunsubscribeLocked removes c from shard channels (all when names is
-// empty), confirming each when notify. The hub lock must be held.
-func (h *pubsubHub) sunsubscribeLocked(c *Client, names []string, notify bool) {
-	if len(names) == 0 {
-		for n := range c.shardChannels {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		if len(names) == 0 && notify {
-			c.emitOrdered(func(b []byte) []byte {
-				b = resp.AppendPushLen(b, c.proto, 3)
-				b = resp.AppendBulkString(b, "sunsubscribe")
-				b = resp.AppendNull(b, c.proto)
-				return resp.AppendInt(b, 0)
-			})
-		}
-	}
-	for _, name := range names {
-		if _, ok := c.shardChannels[name]; ok {
-			delete(c.shardChannels, name)
-			if subs := h.shards[name]; subs != nil {
-				delete(subs, c)
-				if len(subs) == 0 {
-					delete(h.shards, name)
-				}
-			}
-		}
-		n := len(c.shardChannels)
-		if notify {
-			c.emitOrdered(func(b []byte) []byte {
-				b = resp.AppendPushLen(b, c.proto, 3)
-				b = resp.AppendBulkString(b, "sunsubscribe")
-				b = resp.AppendBulkString(b, name)
-				return resp.AppendInt(b, int64(n))
-			})
-		}
-	}
-	if !c.anySubs() {
-		c.setFlag(clientPubSub, false)
-	}
+	c.srv.pubsub.Unsubscribe(subscriber{c}, pubsub.Shard, argStrings(args[1:]))
 }
 
 // SPUBLISH shardchannel message
@@ -129,30 +52,13 @@ func cmdSPublish(c *Client, args [][]byte) {
 // publishShardLocal delivers msg to this node's subscribers of a shard
 // channel and returns their number.
 func (s *Server) publishShardLocal(channel string, msg []byte) int {
-	h := s.pubsub
-	h.mu.RLock()
-	defer h.mu.RUnlock()
-	n := 0
-	for c := range h.shards[channel] {
-		c.push(func(b []byte) []byte {
-			b = resp.AppendPushLen(b, c.proto, 3)
-			b = resp.AppendBulkString(b, "smessage")
-			b = resp.AppendBulkString(b, channel)
-			return resp.AppendBulk(b, msg)
-		})
-		n++
-	}
-	return n
+	return s.pubsub.PublishShard(channel, msg)
 }
 
 // PUBSUB SHARDCHANNELS [pattern]
-func cmdPubsubShardChannels(c *Client, args [][]byte) {
-	c.replyChannels(args, func(h *pubsubHub) map[string]map[*Client]struct{} { return h.shards })
-}
+func cmdPubsubShardChannels(c *Client, args [][]byte) { replyChannels(c, args, pubsub.Shard) }
 
 // PUBSUB SHARDNUMSUB [shardchannel ...]
-func cmdPubsubShardNumsub(c *Client, args [][]byte) {
-	c.replyNumsub(args, func(h *pubsubHub) map[string]map[*Client]struct{} { return h.shards })
-}
+func cmdPubsubShardNumsub(c *Client, args [][]byte) { replyNumsub(c, args, pubsub.Shard) }
 
 func cloneBytes(b []byte) []byte { return append([]byte(nil), b...) }

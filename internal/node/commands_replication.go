@@ -2,13 +2,11 @@ package node
 
 import (
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/repl"
-	"github.com/shardis/shardis/internal/resp"
 )
 
 func registerReplicationCommands(t *commandTable) {
@@ -30,21 +28,20 @@ func cmdReplicaOf(c *Client, args [][]byte) {
 		c.addError("ERR REPLICAOF not allowed in cluster mode.")
 		return
 	}
-	if eqFold(args[1], "NO") && eqFold(args[2], "ONE") {
-		s.repl.liftRestartGuard()
+	host, port, noOne, e := repl.ParseReplicaOf(args)
+	switch {
+	case e != "":
+		c.addError(e)
+		return
+	case noOne:
+		s.repl.LiftRestartGuard()
 		if s.repl.becomeMaster() {
 			s.log.Info("MASTER MODE enabled (user request from '" + replicaOfRequester(c) + "')")
 		}
 		c.addOK()
 		return
 	}
-	port, ok := parseInt(args[2])
-	if !ok || port < 0 || port > 65535 {
-		c.addError("ERR Invalid master port")
-		return
-	}
-	host := string(args[1])
-	if !s.repl.becomeReplica(host, int(port)) {
+	if !s.repl.becomeReplica(host, port) {
 		c.addSimple("OK Already connected to specified master")
 		return
 	}
@@ -67,8 +64,8 @@ func (r *replication) becomeReplicaFailover(host string, port int, done chan err
 		r.mu.Unlock()
 		return false
 	}
-	r.link = nil
-	r.restartGuard, r.guardRefused = false, false
+	r.setLinkLocked(nil)
+	r.LiftRestartGuardLocked()
 	r.mu.Unlock()
 	wasMaster := old == nil
 	if old != nil {
@@ -94,100 +91,37 @@ func (r *replication) becomeReplicaFailover(host string, port int, done chan err
 func (r *replication) becomeMaster() bool {
 	r.mu.Lock()
 	old := r.link
-	r.link = nil
+	r.setLinkLocked(nil)
 	r.mu.Unlock()
 	if old == nil {
 		return false
 	}
 	old.stop()
 	r.mu.Lock()
-	r.restartGuard, r.guardRefused = false, false
-	r.shiftReplIDLocked()
-	r.createBacklogLocked()
-	r.lastDB = -1
+	r.LiftRestartGuardLocked()
+	r.ShiftReplIDLocked()
+	r.CreateBacklogLocked()
+	r.ForceSelectLocked()
 	r.mu.Unlock()
 	r.srv.SetReplicaMode(false)
-	r.forgetLocalExpires()
+	r.localExp.Reset()
 	_ = r.srv.cfg.Set("replicaof", "")
 	return true
 }
 
 // REPLCONF option value [option value ...]
 func cmdReplConf(c *Client, args [][]byte) {
-	r := c.srv.repl
 	if len(args)%2 == 0 {
 		c.addError(errSyntax)
 		return
 	}
 	for i := 1; i < len(args); i += 2 {
-		opt, val := strings.ToLower(string(args[i])), args[i+1]
-		switch opt {
-		case "listening-port":
-			n, ok := parseInt(val)
-			if !ok {
-				c.addError(errNotInt)
-				return
-			}
-			c.replPort = int(n)
-		case "ip-address":
-			c.replIP = string(val)
-		case "capa":
-			switch strings.ToLower(string(val)) {
-			case "eof":
-				c.replCapaEOF = true
-			case "psync2":
-				c.replCapaPSync2 = true
-			}
-		case "ack", "fack":
-			n, ok := parseInt(val)
-			if !ok {
-				return
-			}
-			r.mu.Lock()
-			if ri := r.replicaOf(c); ri != nil {
-				if ri.waitAck {
-					ri.waitAck = false
-					buf := ri.buf
-					ri.buf = nil
-					c.push(func(out []byte) []byte { return append(out, buf...) })
-				}
-				if n > ri.ackOffset {
-					ri.ackOffset = n
-				}
-				ri.ackTime = time.Now()
-				r.ackCond.Broadcast()
-				if ri.state == replStateOnline {
-					r.ackRecvLocked(c, n)
-				}
-			}
-			r.mu.Unlock()
-			return // no reply to ACK
-		case "getack":
-			// Only a master sends GETACK; handled by the replica link.
+		e, noReply := c.srv.repl.ReplConf((*replicaConn)(c), &c.replHello, string(args[i]), args[i+1])
+		if e != "" {
+			c.addError(e)
 			return
-		case "replica-priority":
-			// A shardnode replica announces whether it can be promoted
-			// (replication_ack.go); sent again on a live link, it gets no
-			// reply (the link carries the stream).
-			n, ok := parseInt(val)
-			if !ok {
-				c.addError(errNotInt)
-				return
-			}
-			c.replPrio, c.replPrioKnown = int(n), true
-			r.mu.Lock()
-			live := r.replicaOf(c) != nil
-			if live {
-				r.ack.SetEligible(c.id, ackEligible(c))
-				r.releaseAcksLocked()
-			}
-			r.mu.Unlock()
-			if live {
-				return
-			}
-		case "rdb-only", "rdb-filter-only":
-		default:
-			c.addError("ERR Unrecognized REPLCONF option: " + string(args[i]))
+		}
+		if noReply {
 			return
 		}
 	}
@@ -197,22 +131,18 @@ func cmdReplConf(c *Client, args [][]byte) {
 // SYNC: the old full-sync-only protocol.
 func cmdSync(c *Client, args [][]byte) { psync(c, "?", -1, false) }
 
-// PSYNC replicationid offset
+// PSYNC replicationid offset [FAILOVER]
 func cmdPSync(c *Client, args [][]byte) {
-	off, err := strconv.ParseInt(string(args[2]), 10, 64)
-	if err != nil {
-		c.addError(errNotInt)
+	a, e := repl.ParsePSync(args)
+	if e != "" {
+		c.addError(e)
 		return
 	}
-	if len(args) > 3 {
-		if !eqFold(args[3], "FAILOVER") || len(args) > 4 {
-			c.addError(errSyntax)
-			return
-		}
+	if a.Failover {
 		// Our master is handing over (FAILOVER): promote ourselves first.
 		r := c.srv.repl
 		r.mu.Lock()
-		same := string(args[1]) == r.replid
+		same := a.ReplID == r.ReplIDLocked()
 		r.mu.Unlock()
 		if !same {
 			c.addError("ERR PSYNC FAILOVER replid must match my replid.")
@@ -220,162 +150,22 @@ func cmdPSync(c *Client, args [][]byte) {
 		}
 		// Let the link apply what the old master already sent us (it
 		// closes our link when it hands over) before taking over.
-		for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-			r.mu.Lock()
-			caught := r.offset+1 >= off
-			r.mu.Unlock()
-			if caught {
-				break
-			}
-		}
+		r.CatchUp(a.Offset, time.Second)
 		r.becomeMaster()
 	}
-	psync(c, string(args[1]), off, true)
+	psync(c, a.ReplID, a.Offset, true)
 }
 
-// psync answers a replica's synchronisation request: +CONTINUE with the
-// backlog when the requested history is held, otherwise +FULLRESYNC with an
-// RDB snapshot taken at exactly the announced offset.
+// psync answers a replica's synchronisation request (repl.Master.Sync).
 func psync(c *Client, replid string, off int64, isPsync bool) {
-	s := c.srv
-	r := s.repl
 	if c.hasFlag(clientReplica) {
 		return
 	}
-	r.mu.Lock()
-	if r.link != nil {
-		st := r.link.status().state
-		if st != linkConnected {
-			r.mu.Unlock()
-			c.addError("NOMASTERLINK Can't SYNC while not connected with my master")
-			return
-		}
+	hello := c.replHello
+	hello.Addr = c.addr
+	if e := c.srv.repl.Sync((*replicaConn)(c), hello, replid, off, isPsync, int(c.srv.hot().minReplicasAck)); e != "" {
+		c.addError(e)
 	}
-	name := replicaName(c)
-	s.log.Info("Replica " + name + " asks for synchronization")
-	canContinue := isPsync && r.backlog != nil && (replid == r.replid || (replid == r.replid2 && off <= r.secondOffset))
-	if canContinue {
-		if data, ok := r.backlogFromLocked(off); ok {
-			ri := &replicaInfo{c: c, state: replStateOnline, listeningPort: c.replPort, announceIP: c.replIP, capaEOF: c.replCapaEOF, capaPSync2: c.replCapaPSync2, ackTime: time.Now(), ackOffset: off - 1}
-			r.replicas = append(r.replicas, ri)
-			r.ackJoinLocked(ri)
-			r.syncPartialOK++
-			c.setFlag(clientReplica, true)
-			reply := "+CONTINUE\r\n"
-			if c.replCapaPSync2 {
-				reply = "+CONTINUE " + r.replid + "\r\n"
-			}
-			c.flush()
-			_ = c.rawWrite(append([]byte(reply), data...))
-			r.mu.Unlock()
-			s.log.Info(fmt.Sprintf("Partial resynchronization request from %s accepted. Sending %d bytes of backlog starting from offset %d.", name, len(data), off))
-			return
-		}
-		s.log.Info(fmt.Sprintf("Unable to partial resync with replica %s for lack of backlog (Replica request was: %d).", name, off))
-	} else if isPsync && replid != "?" {
-		if replid != r.replid && replid != r.replid2 {
-			s.log.Info(fmt.Sprintf("Partial resynchronization not accepted: Replication ID mismatch (Replica asked for '%s', my replication IDs are '%s' and '%s')", replid, r.replid, r.replid2))
-		} else {
-			s.log.Info(fmt.Sprintf("Partial resynchronization not accepted: Requested offset for second ID was %d, but I can reply up to %d", off, r.secondOffset))
-		}
-	}
-	if isPsync && replid != "?" && r.guardRefuseLocked(replid, off) {
-		r.syncPartialErr++
-		r.mu.Unlock()
-		c.addError("NOMASTERLINK restarted master with min-replicas-ack: the replica's history is ahead of mine or unknown to me, not resynchronizing it (REPLICAOF NO ONE here lifts this)")
-		return
-	}
-	if isPsync && replid != "?" {
-		r.syncPartialErr++
-	}
-	if !isPsync || replid == "?" {
-		s.log.Info("Full resync requested by replica " + name)
-	}
-	r.syncFull++
-	r.createBacklogLocked()
-	if s.snapshotRDB == nil {
-		r.mu.Unlock()
-		c.addError("ERR full resynchronization is not available: no RDB writer")
-		return
-	}
-	// The replica is listed (wait_bgsave) from now on; the writes it
-	// buffers before the snapshot are dropped when the snapshot is taken.
-	ri := &replicaInfo{c: c, state: replStateWaitBgsave, listeningPort: c.replPort, announceIP: c.replIP, capaEOF: c.replCapaEOF, capaPSync2: c.replCapaPSync2}
-	r.replicas = append(r.replicas, ri)
-	c.setFlag(clientReplica, true)
-	s.seq.Notify() // sequence.go: a replica's input is not waited for
-	diskless := c.replCapaEOF && s.cfg.Bool(DirReplDisklessSync)
-	r.mu.Unlock()
-	if diskless && !r.disklessDelay(c) {
-		r.removeReplica(c)
-		return
-	}
-	target := "disk"
-	if diskless {
-		target = "replicas sockets"
-	}
-	s.log.Info("Starting BGSAVE for SYNC with target: " + target)
-	// Capture a point-in-time snapshot with every shard locked: every
-	// later write goes to the replica's buffer.
-	s.LockAll()
-	r.mu.Lock()
-	replidNow, offNow := r.replid, r.offset
-	r.lastDB = -1
-	ri.buf = nil
-	r.mu.Unlock()
-	write := s.snapshotRDB()
-	s.UnlockAll()
-
-	c.flush()
-	// The old SYNC gets the payload with no +FULLRESYNC line.
-	if isPsync {
-		if err := c.rawWrite([]byte("+FULLRESYNC " + replidNow + " " + strconv.FormatInt(offNow, 10) + "\r\n")); err != nil {
-			r.removeReplica(c)
-			return
-		}
-	}
-	r.mu.Lock()
-	ri.state = replStateSendBulk
-	r.mu.Unlock()
-	var err error
-	if diskless {
-		err = repl.WritePayloadEOF(&connWriter{c: c}, write)
-	} else {
-		err = repl.WritePayload(&connWriter{c: c}, write)
-	}
-	if err != nil {
-		if diskless {
-			s.log.Warn("Diskless rdb transfer, last replica dropped, killing fork child.", "replica", name, "err", err)
-		} else {
-			s.log.Warn("Sending the RDB to replica "+name+" failed", "err", err)
-		}
-		r.removeReplica(c)
-		c.close()
-		return
-	}
-	r.mu.Lock()
-	ri.state = replStateOnline
-	ri.ackTime = time.Now()
-	r.ackJoinLocked(ri)
-	if diskless {
-		ri.waitAck = true
-	} else {
-		buf := ri.buf
-		ri.buf = nil
-		c.push(func(out []byte) []byte { return append(out, buf...) })
-	}
-	r.mu.Unlock()
-	s.log.Info("Synchronization with replica " + name + " succeeded")
-}
-
-// connWriter writes a replica's payload on its connection.
-type connWriter struct{ c *Client }
-
-func (w *connWriter) Write(p []byte) (int, error) {
-	if err := w.c.rawWrite(p); err != nil {
-		return 0, err
-	}
-	return len(p), nil
 }
 
 // WAIT numreplicas timeout
@@ -385,177 +175,33 @@ func cmdWait(c *Client, args [][]byte) {
 		c.addError("ERR WAIT cannot be used with replica instances. Please also note that since Redis 4.0 if a replica is configured to be writable (which is not the default) writes to replicas are just local and are not propagated.")
 		return
 	}
-	want, ok := parseInt(args[1])
-	if !ok {
-		c.addError(errNotInt)
+	want, timeout, e := repl.ParseWait(args)
+	if e != "" {
+		c.addError(e)
 		return
 	}
-	ms, ok := parseInt(args[2])
-	if !ok {
-		c.addError("ERR timeout is not an integer or out of range")
-		return
-	}
-	if ms < 0 {
-		c.addError("ERR timeout is negative")
-		return
-	}
-	r := s.repl
-	r.mu.Lock()
-	target := r.offset
-	count := func() int {
-		n := 0
-		for _, ri := range r.replicas {
-			if ri.state == replStateOnline && ri.ackOffset >= target {
-				n++
-			}
-		}
-		return n
-	}
-	n := count()
-	if int64(n) >= want || c.hasFlag(clientMulti) || c.inExec {
-		r.mu.Unlock()
-		c.addInt(int64(n))
-		return
-	}
-	// Ask every replica for an ACK now.
-	r.feedLocked(resp.AppendCommandStrings(nil, "REPLCONF", "GETACK", "*"))
-	var deadline time.Time
-	if ms > 0 {
-		deadline = time.Now().Add(time.Duration(ms) * time.Millisecond)
-	}
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		// Wake the waiter at the deadline, or when the client goes away.
-		var timer <-chan time.Time
-		if !deadline.IsZero() {
-			t := time.NewTimer(time.Until(deadline))
-			defer t.Stop()
-			timer = t.C
-		}
-		select {
-		case <-timer:
-		case <-c.done:
-		case <-stop:
-			return
-		}
-		r.mu.Lock()
-		r.ackCond.Broadcast()
-		r.mu.Unlock()
-	}()
-	s.blockedClients.Add(1)
-	c.parkStart() // sequence.go
-	for {
-		n = count()
-		if int64(n) >= want || c.closed.Load() || (!deadline.IsZero() && !time.Now().Before(deadline)) {
-			break
-		}
-		r.ackCond.Wait()
-	}
-	c.parkEnd()
-	s.blockedClients.Add(-1)
-	r.mu.Unlock()
-	c.addInt(int64(n))
+	block := !c.hasFlag(clientMulti) && !c.inExec
+	c.addInt(int64(s.repl.WaitAcked(want, timeout, block, (*waitClient)(c))))
 }
+
+// waitClient is a client blocked in WAIT (repl.Waiter).
+type waitClient Client
+
+func (w *waitClient) Done() <-chan struct{} { return w.done }
+func (w *waitClient) Closed() bool          { return w.closed.Load() }
+func (w *waitClient) Park()                 { w.srv.blockedClients.Add(1); (*Client)(w).parkStart() }
+func (w *waitClient) Unpark()               { (*Client)(w).parkEnd(); w.srv.blockedClients.Add(-1) }
 
 // ROLE
 func cmdRole(c *Client, args [][]byte) {
 	r := c.srv.repl
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.link == nil {
-		c.addArrayLen(3)
-		c.addBulkString("master")
-		c.addInt(r.offset)
-		var online []*replicaInfo
-		for _, ri := range r.replicas {
-			if ri.state == replStateOnline {
-				online = append(online, ri)
-			}
-		}
-		c.addArrayLen(len(online))
-		for _, ri := range online {
-			c.addArrayLen(3)
-			c.addBulkString(ri.ip())
-			c.addBulkString(strconv.Itoa(ri.listeningPort))
-			c.addBulkString(strconv.FormatInt(ri.ackOffset, 10))
-		}
-		return
-	}
-	st := r.link.status()
-	c.addArrayLen(5)
-	c.addBulkString("slave")
-	c.addBulkString(r.link.host)
-	c.addInt(int64(r.link.port))
-	c.addBulkString(st.state)
-	off := r.offset
-	if st.state != linkConnected {
-		off = -1
-	}
-	c.addInt(off)
-}
-
-// replicaName is how Redis names a replica in its logs: ip:listening-port.
-func replicaName(c *Client) string {
-	host, _, err := net.SplitHostPort(c.addr)
-	if err != nil {
-		host = c.addr
-	}
-	if c.replIP != "" {
-		host = c.replIP
-	}
-	if c.replPort == 0 {
-		return c.addr
-	}
-	return net.JoinHostPort(host, strconv.Itoa(c.replPort))
-}
-
-// disklessDelay waits repl-diskless-sync-delay seconds before a diskless
-// transfer, as Redis does to let more replicas arrive: replicas arriving
-// during a window share its end; repl-diskless-sync-max-replicas waiting
-// replicas end it early. A newline is sent every second so the replica
-// knows the master is alive. It reports false if the replica went away.
-func (r *replication) disklessDelay(c *Client) bool {
-	delay := time.Duration(r.srv.cfg.Int(DirReplDisklessSyncDelay)) * time.Second
-	if delay <= 0 {
-		return true
-	}
-	r.mu.Lock()
-	now := time.Now()
-	if r.disklessWindowEnd.Before(now) {
-		r.disklessWindowEnd = now.Add(delay)
-	}
-	end := r.disklessWindowEnd
-	r.mu.Unlock()
-	lastNL := now
-	for {
-		now = time.Now()
-		if !now.Before(end) {
-			return true
-		}
-		if max := r.srv.cfg.Int(DirReplDisklessSyncMaxReplicas); max > 0 {
-			r.mu.Lock()
-			waiting := 0
-			for _, ri := range r.replicas {
-				if ri.state == replStateWaitBgsave {
-					waiting++
-				}
-			}
-			r.mu.Unlock()
-			if int64(waiting) >= max {
-				return true
-			}
-		}
-		if now.Sub(lastNL) >= time.Second && !r.srv.frozen() {
-			if err := c.rawWrite([]byte("\n")); err != nil {
-				return false
-			}
-			lastNL = now
-		}
-		select {
-		case <-c.done:
-			return false
-		case <-time.After(min(100*time.Millisecond, end.Sub(now))):
+	if c.replying() {
+		if r.link == nil {
+			c.out = r.AppendRoleLocked(c.out)
+		} else {
+			c.out = r.link.AppendRole(c.out, r.OffsetLocked())
 		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -317,7 +316,9 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 	if !outerExec {
 		c.execProp = nil
 	}
-	h.propDB = c.db
+	if !outerExec {
+		c.execDB = c.db
+	}
 	c.inExec, c.inScript = true, true
 	var out []byte
 	if !outerExec {
@@ -343,6 +344,7 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 		c.out = append(c.out, out...)
 	}
 	if !outerExec {
+		c.endExecProp(savedDB)
 		prop := c.execProp
 		c.execProp = savedProp
 		if len(prop) > 0 && s.hasPropagators() {
@@ -386,10 +388,8 @@ type scriptHost struct {
 	locked    []uint64
 	allLocked bool
 	gated     bool
-	// repl is redis.set_repl's setting; propDB the database the
-	// propagated commands apply to so far.
-	repl   int
-	propDB int
+	// repl is redis.set_repl's setting.
+	repl int
 }
 
 // lockShard takes shard i of database db if the script does not hold it.
@@ -535,7 +535,7 @@ func (h *scriptHost) call(args [][]byte, proto int, out []byte) ([]byte, string,
 	if !arityOK(cmd, len(args)) {
 		return nil, "Wrong number of args calling Redis command from script", cmd
 	}
-	if cmd.flags&flagNoScript != 0 {
+	if cmd.flags&flagNoScript != 0 && !s.scriptDenyDisabled.Load() {
 		return nil, "This Redis command is not allowed from script", cmd
 	}
 	fromMaster := c.hasFlag(clientMaster)
@@ -566,22 +566,15 @@ func (h *scriptHost) call(args [][]byte, proto int, out []byte) ([]byte, string,
 		}
 	}
 	h.lockFor(cmd, args)
-	db := c.db
-	before := len(c.execProp)
+	before, dbBefore := len(c.execProp), c.execDB
 	savedOut, savedMode, savedProto := c.out, c.replyMode, c.proto
 	c.out, c.replyMode, c.proto = out, replyOn, proto
 	c.call(cmd, args, true)
 	reply := c.out
 	c.out, c.replyMode, c.proto = savedOut, savedMode, savedProto
 	c.cmd = nil
-	if len(c.execProp) > before {
-		if h.repl == script.ReplNone {
-			c.execProp = c.execProp[:before]
-		} else if db != h.propDB {
-			sel := [][]byte{[]byte("SELECT"), []byte(strconv.Itoa(db))}
-			c.execProp = append(c.execProp[:before], append([][][]byte{sel}, c.execProp[before:]...)...)
-			h.propDB = db
-		}
+	if len(c.execProp) > before && h.repl == script.ReplNone {
+		c.execProp, c.execDB = c.execProp[:before], dbBefore
 	}
 	return reply, "", cmd
 }

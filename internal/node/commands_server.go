@@ -3,9 +3,11 @@ package node
 import (
 	"context"
 	"os"
-	"strconv"
+	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/admin"
 )
 
 func registerServerCommands(t *commandTable) {
@@ -52,8 +54,8 @@ func registerServerCommands(t *commandTable) {
 }
 
 func parseFlushMode(c *Client, args [][]byte) bool {
-	if len(args) > 2 || (len(args) == 2 && !eqFold(args[1], "ASYNC") && !eqFold(args[1], "SYNC")) {
-		c.addError(errSyntax)
+	if err := admin.ParseFlush(args[1:]); err != nil {
+		c.addError(err.Error())
 		return false
 	}
 	return true
@@ -231,9 +233,7 @@ func cmdConfigResetStat(c *Client, args [][]byte) {
 	for _, cmd := range s.allCommands() {
 		cmd.stats.reset()
 	}
-	s.info.mu.Lock()
-	s.info.peak = 0
-	s.info.mu.Unlock()
+	s.info.ResetPeak()
 	s.repl.resetSyncCounters()
 	c.addOK()
 }
@@ -264,18 +264,7 @@ func rewriteErrText(err error) string {
 }
 
 // CONFIG HELP
-func cmdConfigHelp(c *Client, args [][]byte) {
-	c.addHelp("CONFIG", []string{
-		"GET <pattern>",
-		"    Return parameters matching the glob-like <pattern> and their values.",
-		"SET <directive> <value>",
-		"    Set the configuration <directive> to <value>.",
-		"RESETSTAT",
-		"    Reset statistics reported by the INFO command.",
-		"REWRITE",
-		"    Rewrite the configuration file.",
-	})
-}
+func cmdConfigHelp(c *Client, args [][]byte) { c.addHelp("CONFIG", admin.ConfigHelp) }
 
 // TIME
 func cmdTime(c *Client, args [][]byte) {
@@ -292,29 +281,16 @@ func cmdSwapDB(c *Client, args [][]byte) {
 		c.addError("ERR SWAPDB is not allowed in cluster mode")
 		return
 	}
-	a, ok := parseInt(args[1])
-	if !ok || a != int64(int32(a)) {
-		c.addError("ERR invalid first DB index")
-		return
-	}
-	b, ok := parseInt(args[2])
-	if !ok || b != int64(int32(b)) {
-		c.addError("ERR invalid second DB index")
-		return
-	}
-	if a < 0 || b < 0 || a >= int64(len(s.dbs)) || b >= int64(len(s.dbs)) {
-		c.addError(errDBIndex)
+	a, b, err := admin.ParseSwapDB(args[1], args[2], len(s.dbs))
+	if err != nil {
+		c.addError(err.Error())
 		return
 	}
 	if a != b {
-		s.touchWatchedDBs(int(a), int(b))
-		s.touchWatchedDBs(int(b), int(a))
+		s.touchWatchedDBs(a, b)
+		s.touchWatchedDBs(b, a)
 		s.dbs[a].SwapContents(s.dbs[b])
-		// The blocking engine (blocking.go) wakes clients blocked on keys
-		// that now exist.
-		if sw, ok := any(s).(interface{ signalDBsSwapped(a, b int) }); ok {
-			sw.signalDBsSwapped(int(a), int(b))
-		}
+		s.signalDBsSwapped(a, b) // wakes clients blocked on keys that now exist
 	}
 	c.markDirty(1)
 	c.addOK()
@@ -339,33 +315,16 @@ func ShutdownOptionsFrom(ctx context.Context) ShutdownOptions {
 // SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]: on success the connection
 // closes without a reply.
 func cmdShutdown(c *Client, args [][]byte) {
-	var o ShutdownOptions
-	abort := false
-	for _, a := range args[1:] {
-		switch {
-		case eqFold(a, "nosave"):
-			o.NoSave = true
-		case eqFold(a, "save"):
-			o.Save = true
-		case eqFold(a, "now"):
-			o.Now = true
-		case eqFold(a, "force"):
-			o.Force = true
-		case eqFold(a, "abort"):
-			abort = true
-		default:
-			c.addError(errSyntax)
-			return
-		}
-	}
-	if (abort && len(args) != 2) || (o.NoSave && o.Save) {
-		c.addError(errSyntax)
+	p, err := admin.ParseShutdown(args[1:])
+	if err != nil {
+		c.addError(err.Error())
 		return
 	}
-	if abort {
+	if p.Abort {
 		c.addError("ERR No shutdown in progress.")
 		return
 	}
+	o := ShutdownOptions{NoSave: p.NoSave, Save: p.Save, Now: p.Now, Force: p.Force}
 	c.srv.log.Warn("user requested shutdown...")
 	ctx := context.WithValue(context.Background(), shutdownOptsKey{}, o)
 	if err := c.srv.Shutdown(ctx); err != nil && !o.Force {
@@ -392,27 +351,16 @@ func cmdMonitor(c *Client, args [][]byte) {
 
 // SLOWLOG GET [count]
 func cmdSlowlogGet(c *Client, args [][]byte) {
-	if len(args) > 3 {
-		c.addError("ERR unknown subcommand or wrong number of arguments for 'get'. Try SLOWLOG HELP.")
+	count, err := admin.ParseSlowlogCount(args[2:])
+	if err != nil {
+		c.addError(err.Error())
 		return
 	}
 	l := &c.srv.slowlog
 	l.mu.Lock()
 	entries := append([]slowlogEntry(nil), l.entries...)
 	l.mu.Unlock()
-	count := int64(10)
-	if len(args) == 3 {
-		n, ok := parseInt(args[2])
-		if !ok || n < -1 {
-			c.addError("ERR count should be greater than or equal to -1")
-			return
-		}
-		count = n
-		if n == -1 {
-			count = int64(len(entries))
-		}
-	}
-	if int64(len(entries)) > count {
+	if count >= 0 && int64(len(entries)) > count {
 		entries = entries[:count]
 	}
 	c.addArrayLen(len(entries))
@@ -446,19 +394,7 @@ func cmdSlowlogReset(c *Client, args [][]byte) {
 }
 
 // SLOWLOG HELP
-func cmdSlowlogHelp(c *Client, args [][]byte) {
-	c.addHelp("SLOWLOG", []string{
-		"GET [<count>]",
-		"    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
-		"    Entries are made of:",
-		"    id, timestamp, time in microseconds, arguments array, client IP and port,",
-		"    client name",
-		"LEN",
-		"    Return the length of the slowlog.",
-		"RESET",
-		"    Reset the slowlog.",
-	})
-}
+func cmdSlowlogHelp(c *Client, args [][]byte) { c.addHelp("SLOWLOG", admin.SlowlogHelp) }
 
 // LATENCY LATEST: no latency events are recorded.
 func cmdLatencyLatest(c *Client, args [][]byte) { c.addArrayLen(0) }
@@ -475,50 +411,18 @@ func cmdLatencyGraph(c *Client, args [][]byte) {
 }
 
 // LATENCY DOCTOR
-func cmdLatencyDoctor(c *Client, args [][]byte) {
-	c.addVerbatim("Dave, no latency spike was observed during the lifetime of this Redis instance, not in the slightest bit. I honestly think you ought to sleep better at night.\n")
-}
+func cmdLatencyDoctor(c *Client, args [][]byte) { c.addVerbatim(admin.LatencyDoctor) }
 
 // LATENCY HISTOGRAM [command ...]
 func cmdLatencyHistogram(c *Client, args [][]byte) { c.addMapLen(0) }
 
 // LATENCY HELP
-func cmdLatencyHelp(c *Client, args [][]byte) {
-	c.addHelp("LATENCY", []string{
-		"DOCTOR",
-		"    Return a human readable latency analysis report.",
-		"GRAPH <event>",
-		"    Return an ASCII latency graph for the <event> class.",
-		"HISTORY <event>",
-		"    Return time-latency samples for the <event> class.",
-		"LATEST",
-		"    Return the latest latency samples for all events.",
-		"RESET [<event> ...]",
-		"    Reset latency data of one or more <event> classes.",
-		"    (default: reset all data for all event classes)",
-		"HISTOGRAM [COMMAND ...]",
-		"    Return a cumulative distribution of latencies in the format of a histogram for the specified command names.",
-		"    If no commands are specified then all histograms are replied.",
-	})
-}
+func cmdLatencyHelp(c *Client, args [][]byte) { c.addHelp("LATENCY", admin.LatencyHelp) }
 
 // MEMORY USAGE key [SAMPLES count]
 func cmdMemoryUsage(c *Client, args [][]byte) {
-	for i := 3; i < len(args); i++ {
-		if eqFold(args[i], "samples") && i+1 < len(args) {
-			n, ok := parseInt(args[i+1])
-			if !ok {
-				c.addError(errNotInt)
-				return
-			}
-			if n < 0 {
-				c.addError(errSyntax)
-				return
-			}
-			i++
-			continue
-		}
-		c.addError(errSyntax)
+	if err := admin.ParseMemoryUsage(args[3:]); err != nil {
+		c.addError(err.Error())
 		return
 	}
 	e := c.curDB().Lookup(string(args[2]), c.now)
@@ -530,80 +434,35 @@ func cmdMemoryUsage(c *Client, args [][]byte) {
 }
 
 // MEMORY DOCTOR
-func cmdMemoryDoctor(c *Client, args [][]byte) {
-	c.addVerbatim("Hi Sam, I can't find any memory issue in your instance. I can only account for what occurs on this base.")
-}
+func cmdMemoryDoctor(c *Client, args [][]byte) { c.addVerbatim(admin.MemoryDoctor) }
 
 // MEMORY STATS
 func cmdMemoryStats(c *Client, args [][]byte) {
 	s := c.srv
 	used := s.usedMemory()
-	s.info.mu.Lock()
-	s.info.peak = max(s.info.peak, used)
-	peak := s.info.peak
-	s.info.mu.Unlock()
-	var keys int64
-	type dbStat struct {
-		id         int
-		keys, exps int64
-	}
-	var dbs []dbStat
+	peak := s.info.Peak(used)
+	var dbs []admin.DBStat
 	for i, db := range s.dbs {
 		if n := db.Size(); n > 0 {
-			keys += n
-			dbs = append(dbs, dbStat{i, n, db.Expires.Load()})
+			dbs = append(dbs, admin.DBStat{ID: i, Keys: n, Expires: db.Expires.Load()})
 		}
 	}
-	c.addMapLen(9 + len(dbs))
-	c.addBulkString("peak.allocated")
-	c.addInt(peak)
-	c.addBulkString("total.allocated")
-	c.addInt(used)
-	c.addBulkString("startup.allocated")
-	c.addInt(0)
-	c.addBulkString("replication.backlog")
-	c.addInt(0)
-	c.addBulkString("clients.slaves")
-	c.addInt(0)
-	c.addBulkString("clients.normal")
-	c.addInt(0)
-	c.addBulkString("aof.buffer")
-	c.addInt(0)
-	for _, d := range dbs {
-		c.addBulkString("db." + strconv.Itoa(d.id))
-		c.addMapLen(2)
-		c.addBulkString("overhead.hashtable.main")
-		c.addInt(d.keys * 32)
-		c.addBulkString("overhead.hashtable.expires")
-		c.addInt(d.exps * 32)
-	}
-	c.addBulkString("keys.count")
-	c.addInt(keys)
-	c.addBulkString("dataset.bytes")
-	c.addInt(used)
+	c.addAppended(func(b []byte, proto int) []byte { return admin.AppendMemoryStats(b, proto, used, peak, dbs) })
 }
 
 // MEMORY MALLOC-STATS
-func cmdMemoryMallocStats(c *Client, args [][]byte) {
-	c.addVerbatim("Stats not supported for the current allocator")
-}
+func cmdMemoryMallocStats(c *Client, args [][]byte) { c.addVerbatim(admin.MallocStats) }
 
-// MEMORY PURGE
-func cmdMemoryPurge(c *Client, args [][]byte) { c.addOK() }
+// MEMORY PURGE: where redis-server asks jemalloc to release dirty pages,
+// shardnode runs a garbage collection and returns freed memory to the
+// system, so that used_memory (the Go heap's objects, garbage included)
+// afterwards counts only what is live. It blocks the caller for the
+// collection; other clients keep running.
+func cmdMemoryPurge(c *Client, args [][]byte) {
+	debug.FreeOSMemory() // forces a collection first
+	memStat.invalidate()
+	c.addOK()
+}
 
 // MEMORY HELP
-func cmdMemoryHelp(c *Client, args [][]byte) {
-	c.addHelp("MEMORY", []string{
-		"DOCTOR",
-		"    Return memory problems reports.",
-		"MALLOC-STATS",
-		"    Return internal statistics report from the memory allocator.",
-		"PURGE",
-		"    Attempt to purge dirty pages for reclamation by the allocator.",
-		"STATS",
-		"    Return information about the memory usage of the server.",
-		"USAGE <key> [SAMPLES <count>]",
-		"    Return memory in bytes used by <key> and its value. Nested values are",
-		"    sampled up to <count> times (default: 5, 0 means sample all).",
-	})
-}
+func cmdMemoryHelp(c *Client, args [][]byte) { c.addHelp("MEMORY", admin.MemoryHelp) }

@@ -1,11 +1,9 @@
 package node
 
 import (
-	"math"
-	"math/rand/v2"
 	"slices"
-	"strconv"
 
+	"github.com/shardis/shardis/internal/node/grammar"
 	"github.com/shardis/shardis/internal/node/value"
 )
 
@@ -34,25 +32,9 @@ func registerSetCommands(t *commandTable) {
 	t.add(&command{name: "sintercard", arity: -3, flags: ro, keys: numKeysAt(1), fn: cmdSInterCard, group: "set", since: "7.0.0"})
 }
 
-// numKeysAt returns a keysFunc for "numkeys key [key ...]" commands whose
-// numkeys argument is at position pos (SINTERCARD, ZINTERCARD, LMPOP ...).
-// A malformed numkeys yields no keys; the handler rejects it.
-func numKeysAt(pos int) keysFunc {
-	return func(args [][]byte) []int {
-		if pos >= len(args) {
-			return nil
-		}
-		n, ok := parseInt(args[pos])
-		if !ok || n <= 0 || n > int64(len(args)-pos-1) {
-			return nil
-		}
-		keys := make([]int, n)
-		for i := range keys {
-			keys[i] = pos + 1 + i
-		}
-		return keys
-	}
-}
+// numKeysAt returns the keys func of a "numkeys key [key ...]" command
+// whose numkeys is at pos (grammar.NumKeysAt).
+func numKeysAt(pos int) keysFunc { return grammar.NumKeysAt(pos) }
 
 // lookupSet returns the set at key (see lookupValue).
 func (c *Client) lookupSet(key []byte, read bool) (*value.Set, bool) {
@@ -217,10 +199,12 @@ func cmdSPop(c *Client, args [][]byte) {
 	c.markDirty(1)
 }
 
+// setPopCount is SPOP key count: it replies with the popped members and
+// propagates each as SREM (DEL when the whole set goes).
 func setPopCount(c *Client, args [][]byte) {
-	l, ok := parseInt(args[2])
-	if !ok || l < 0 {
-		c.addError("ERR value is out of range, must be positive")
+	l, err := grammar.Positive(args[2])
+	if err != nil {
+		c.addErr(err)
 		return
 	}
 	s, ok := c.lookupSet(args[1], false)
@@ -235,8 +219,7 @@ func setPopCount(c *Client, args [][]byte) {
 	size := int64(s.Len())
 	c.notify(notifySet, "spop", key)
 	if l >= size {
-		c.addSetLen(int(size))
-		s.Each(func(m []byte) bool { c.addBulk(m); return true })
+		c.addSetValue(s)
 		c.curDB().Remove(key)
 		c.notify(notifyGeneric, "del", key)
 		c.propagateAs([][]byte{[]byte("DEL"), args[1]})
@@ -244,39 +227,11 @@ func setPopCount(c *Client, args [][]byte) {
 		c.markDirty(int(size))
 		return
 	}
-	count := l
-	c.addSetLen(int(count))
-	srem := func(m []byte) {
+	c.addSetLen(int(l))
+	s.PopMany(int(l), c.srv.intsetLimit(), func(m []byte) {
+		c.addBulk(m)
 		c.propagateAs([][]byte{[]byte("SREM"), args[1], m})
-	}
-	remaining := size - count
-	if remaining*5 > count {
-		for ; count > 0; count-- {
-			m := s.RandomMember()
-			s.RemB(sbytes(m))
-			c.addBulkString(m)
-			srem([]byte(m))
-		}
-	} else {
-		// Few members stay: move them to a new set and pop everything
-		// else, as Redis's third SPOP strategy does.
-		var ns *value.Set
-		limit := c.srv.intsetLimit()
-		for ; remaining > 0; remaining-- {
-			m := s.RandomMember()
-			if ns == nil {
-				ns = value.NewSetFor(sbytes(m), int(size-count))
-			}
-			ns.AddB(sbytes(m), limit)
-			s.RemB(sbytes(m))
-		}
-		s.Each(func(m []byte) bool {
-			c.addBulk(m)
-			srem(slices.Clone(m))
-			return true
-		})
-		c.curDB().Lookup(key, c.now).Obj = ns
-	}
+	})
 	c.signalModifiedKey(key)
 	c.markDirty(int(l))
 }
@@ -302,14 +257,12 @@ func cmdSRandMember(c *Client, args [][]byte) {
 	c.addBulkString(s.RandomMember())
 }
 
+// setRandMemberCount is SRANDMEMBER key count: distinct members for
+// count > 0, count draws with repetitions for count < 0.
 func setRandMemberCount(c *Client, args [][]byte) {
-	l, ok := parseInt(args[2])
-	if !ok {
-		c.addError(errNotInt)
-		return
-	}
-	if l == math.MinInt64 {
-		c.addError("ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807")
+	l, err := grammar.SRandCount(args[2])
+	if err != nil {
+		c.addErr(err)
 		return
 	}
 	s, ok := c.lookupSet(args[1], true)
@@ -320,63 +273,16 @@ func setRandMemberCount(c *Client, args [][]byte) {
 		c.addArrayLen(0)
 		return
 	}
-	size := int64(s.Len())
-	if l < 0 || l == 1 {
-		count := l
-		if count < 0 {
-			count = -count
-		}
-		c.addArrayLen(int(count))
-		if s.Dict == nil {
-			var buf [24]byte
-			for ; count > 0 && !c.closed.Load(); count-- {
-				c.addBulk(strconv.AppendInt(buf[:0], s.Ints[rand.IntN(len(s.Ints))], 10))
-			}
-			return
-		}
-		for ; count > 0 && !c.closed.Load(); count-- {
-			c.addBulkString(s.Dict.RandomNode().Key)
-		}
-		return
-	}
-	if l >= size {
-		c.addArrayLen(int(size))
+	count, mode := value.RandPlan(l, s.Len())
+	c.addArrayLen(int(count))
+	switch mode {
+	case value.RandRepeats:
+		s.RandomRepeats(count, func(m []byte) bool { c.addBulk(m); return !c.closed.Load() })
+	case value.RandAll:
 		s.Each(func(m []byte) bool { c.addBulk(m); return true })
-		return
+	default:
+		s.RandomDistinct(int(count), c.addBulkString)
 	}
-	count := int(l)
-	c.addArrayLen(count)
-	if s.Dict == nil || int64(count)*3 > size {
-		all := setMembers(s)
-		for i := 0; i < count; i++ {
-			j := i + rand.IntN(len(all)-i)
-			all[i], all[j] = all[j], all[i]
-			c.addBulkString(all[i])
-		}
-		return
-	}
-	seen := make(map[string]struct{}, count)
-	for len(seen) < count {
-		k := s.Dict.RandomNode().Key
-		if _, dup := seen[k]; dup {
-			continue
-		}
-		seen[k] = struct{}{}
-		c.addBulkString(k)
-	}
-}
-
-// setMembers lists the members of s as strings.
-func setMembers(s *value.Set) []string {
-	out := make([]string, 0, s.Len())
-	if s.Dict != nil {
-		s.Dict.ForEach(func(n *value.DictNode[struct{}]) bool { out = append(out, n.Key); return true })
-		return out
-	}
-	for _, v := range s.Ints {
-		out = append(out, strconv.FormatInt(v, 10))
-	}
-	return out
 }
 
 // loadSets looks up the sets at keys (nil for a missing key); ok=false
@@ -391,21 +297,6 @@ func (c *Client) loadSets(keys [][]byte) ([]*value.Set, bool) {
 		sets[i] = s
 	}
 	return sets, true
-}
-
-// setInter computes the intersection of sets (none nil), calling emit for
-// each member of the result until it returns false.
-func setInter(sets []*value.Set, emit func(m []byte) bool) {
-	sets = slices.Clone(sets)
-	slices.SortStableFunc(sets, func(a, b *value.Set) int { return a.Len() - b.Len() })
-	sets[0].Each(func(m []byte) bool {
-		for _, o := range sets[1:] {
-			if o != sets[0] && !o.HasB(m) {
-				return true
-			}
-		}
-		return emit(m)
-	})
 }
 
 // storeSetResult stores res at dst (or deletes dst when res is empty) and
@@ -441,12 +332,11 @@ func cmdSInter(c *Client, args [][]byte) {
 		return
 	}
 	if len(sets) == 1 {
-		c.addSetLen(sets[0].Len())
-		sets[0].Each(func(m []byte) bool { c.addBulk(m); return true })
+		c.addSetValue(sets[0])
 		return
 	}
 	var res [][]byte
-	setInter(sets, func(m []byte) bool { res = append(res, slices.Clone(m)); return true })
+	value.SInter(sets, func(m []byte) bool { res = append(res, slices.Clone(m)); return true })
 	c.addSetLen(len(res))
 	for _, m := range res {
 		c.addBulk(m)
@@ -455,31 +345,12 @@ func cmdSInter(c *Client, args [][]byte) {
 
 // SINTERCARD numkeys key [key ...] [LIMIT limit]
 func cmdSInterCard(c *Client, args [][]byte) {
-	numkeys, ok := parseInt(args[1])
-	if !ok || numkeys < 1 {
-		c.addError("ERR numkeys should be greater than 0")
+	o, err := grammar.ParseInterCard(args)
+	if err != nil {
+		c.addErr(err)
 		return
 	}
-	if numkeys > int64(len(args)-2) {
-		c.addError("ERR Number of keys can't be greater than number of args")
-		return
-	}
-	var limit int64
-	for j := 2 + int(numkeys); j < len(args); j++ {
-		if eqFold(args[j], "LIMIT") && j+1 < len(args) {
-			j++
-			n, ok := parseInt(args[j])
-			if !ok || n < 0 {
-				c.addError("ERR LIMIT can't be negative")
-				return
-			}
-			limit = n
-		} else {
-			c.addError(errSyntax)
-			return
-		}
-	}
-	sets, ok := c.loadSets(args[2 : 2+numkeys])
+	sets, ok := c.loadSets(o.Keys)
 	if !ok {
 		return
 	}
@@ -487,12 +358,7 @@ func cmdSInterCard(c *Client, args [][]byte) {
 		c.addInt(0)
 		return
 	}
-	var card int64
-	setInter(sets, func([]byte) bool {
-		card++
-		return limit == 0 || card < limit
-	})
-	c.addInt(card)
+	c.addInt(value.SInterCard(sets, o.Limit))
 }
 
 // SINTERSTORE destination key [key ...]
@@ -504,47 +370,12 @@ func cmdSInterStore(c *Client, args [][]byte) {
 	res := value.NewSet()
 	if !slices.Contains(sets, nil) {
 		limit := c.srv.intsetLimit()
-		setInter(sets, func(m []byte) bool { res.AddB(m, limit); return true })
+		value.SInter(sets, func(m []byte) bool { res.AddB(m, limit); return true })
 	}
 	c.storeSetResult(args[1], res, "sinterstore")
 }
 
-// setUnion computes the union of sets (nil = empty).
-func setUnion(sets []*value.Set, limit int) *value.Set {
-	res := value.NewSet()
-	for _, s := range sets {
-		if s == nil {
-			continue
-		}
-		s.Each(func(m []byte) bool { res.AddB(m, limit); return true })
-	}
-	return res
-}
-
-// setDiff computes sets[0] minus the others (nil = empty).
-func setDiff(sets []*value.Set, limit int) *value.Set {
-	res := value.NewSet()
-	first := sets[0]
-	if first == nil {
-		return res
-	}
-	for _, s := range sets[1:] {
-		if s == first {
-			return res
-		}
-	}
-	first.Each(func(m []byte) bool {
-		for _, s := range sets[1:] {
-			if s != nil && s.HasB(m) {
-				return true
-			}
-		}
-		res.AddB(m, limit)
-		return true
-	})
-	return res
-}
-
+// addSetValue replies with s's members as a set.
 func (c *Client) addSetValue(s *value.Set) {
 	c.addSetLen(s.Len())
 	s.Each(func(m []byte) bool { c.addBulk(m); return true })
@@ -556,7 +387,7 @@ func cmdSUnion(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	c.addSetValue(setUnion(sets, c.srv.intsetLimit()))
+	c.addSetValue(value.SUnion(sets, c.srv.intsetLimit()))
 }
 
 // SUNIONSTORE destination key [key ...]
@@ -565,7 +396,7 @@ func cmdSUnionStore(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	c.storeSetResult(args[1], setUnion(sets, c.srv.intsetLimit()), "sunionstore")
+	c.storeSetResult(args[1], value.SUnion(sets, c.srv.intsetLimit()), "sunionstore")
 }
 
 // SDIFF key [key ...]
@@ -574,7 +405,7 @@ func cmdSDiff(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	c.addSetValue(setDiff(sets, c.srv.intsetLimit()))
+	c.addSetValue(value.SDiff(sets, c.srv.intsetLimit()))
 }
 
 // SDIFFSTORE destination key [key ...]
@@ -583,7 +414,7 @@ func cmdSDiffStore(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	c.storeSetResult(args[1], setDiff(sets, c.srv.intsetLimit()), "sdiffstore")
+	c.storeSetResult(args[1], value.SDiff(sets, c.srv.intsetLimit()), "sdiffstore")
 }
 
 // SSCAN key cursor [MATCH pattern] [COUNT count]
@@ -601,19 +432,9 @@ func cmdSScan(c *Client, args [][]byte) {
 		return
 	}
 	var items [][]byte
-	if s.Dict == nil {
-		s.Each(func(m []byte) bool {
-			if o.keep(m) {
-				items = append(items, slices.Clone(m))
-			}
-			return true
-		})
-		c.addScanReply(0, items)
-		return
-	}
-	cursor := s.Dict.ScanCount(o.cursor, o.count, func(n *value.DictNode[struct{}]) {
-		if o.keep(sbytes(n.Key)) {
-			items = append(items, sbytes(n.Key))
+	cursor := s.Scan(o.Cursor, o.Count, func(m []byte) {
+		if scanKeep(&o, m) {
+			items = append(items, m)
 		}
 	})
 	c.addScanReply(cursor, items)

@@ -66,10 +66,13 @@ func (c *Client) propagating() bool {
 				return true
 			}
 		case *replication:
+			// History is true once a backlog exists (or existed); a
+			// replica's stream is its master's.
+			_, _, hist := p.History()
 			p.mu.Lock()
-			live := p.backlog != nil && p.link == nil
+			replica := p.link != nil
 			p.mu.Unlock()
-			if live {
+			if hist && !replica {
 				return true
 			}
 		case *slotmig.Engine:

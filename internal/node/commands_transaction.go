@@ -92,6 +92,7 @@ func cmdExec(c *Client, args [][]byte) {
 	c.inExec = true
 	c.execProp = c.execProp[:0]
 	startDB := c.db
+	c.execDB = startDB
 	for _, q := range queued {
 		cmd := c.srv.queuedCommand(q)
 		if msg := c.aclExecRefusal(cmd, q); msg != "" {
@@ -108,6 +109,7 @@ func cmdExec(c *Client, args [][]byte) {
 		c.cmd = nil
 	}
 	c.inExec = false
+	c.endExecProp(startDB)
 	if len(c.execProp) > 0 && c.srv.hasPropagators() {
 		block := make([][][]byte, 0, len(c.execProp)+2)
 		block = append(block, [][]byte{[]byte("MULTI")})

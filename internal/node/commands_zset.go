@@ -1,26 +1,17 @@
 package node
 
 import (
-	"bytes"
-	"math"
-	"strconv"
 	"strings"
 
+	"github.com/shardis/shardis/internal/node/grammar"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/value"
 )
 
 // Sorted set commands, with Redis 7.0's replies and errors.
 
-const (
-	errZNaN          = "ERR resulting score is not a number (NaN)"
-	errZMinMaxFloat  = "ERR min or max is not a float"
-	errZMinMaxLex    = "ERR min or max not valid string range item"
-	errZPositive     = "ERR value is out of range, must be positive"
-	errZWeightFloat  = "ERR weight value is not a float"
-	errZLimitRank    = "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX"
-	errZWithScoreLex = "ERR syntax error, WITHSCORES not supported in combination with BYLEX"
-)
+// errZNaN is ZINCRBY's (and ZADD INCR's) reply when the new score is NaN.
+const errZNaN = "ERR resulting score is not a number (NaN)"
 
 func registerZSetCommands(t *commandTable) {
 	w := flagWrite | flagDenyOOM
@@ -73,26 +64,9 @@ func registerZSetCommands(t *commandTable) {
 	registerSortCommands(t)
 }
 
-// zNumkeysKeys returns a keys func for commands with a numkeys argument at
-// position numIdx followed by that many keys, plus fixed key positions.
-// An invalid numkeys yields only the fixed keys (the handler then fails
-// before touching any key).
-func zNumkeysKeys(numIdx int, fixed ...int) keysFunc {
-	return func(args [][]byte) []int {
-		pos := append([]int(nil), fixed...)
-		if numIdx >= len(args) {
-			return pos
-		}
-		n, ok := parseInt(args[numIdx])
-		if !ok || n < 1 {
-			return pos
-		}
-		for i := 0; i < int(n) && numIdx+1+i < len(args); i++ {
-			pos = append(pos, numIdx+1+i)
-		}
-		return pos
-	}
-}
+// zNumkeysKeys returns the keys func of a sorted-set command with
+// numkeys at numIdx (grammar.NumKeysUpTo).
+func zNumkeysKeys(numIdx int, fixed ...int) keysFunc { return grammar.NumKeysUpTo(numIdx, fixed...) }
 
 // zsetLimits reads the small-encoding thresholds from the configuration.
 func (c *Client) zsetLimits() value.ZSetLimits {
@@ -112,201 +86,6 @@ func (c *Client) lookupZSet(key string) (z *value.ZSet, e *keyspace.Entry, ok bo
 		return nil, nil, false
 	}
 	return z, e, true
-}
-
-// ---- range specs ---------------------------------------------------------
-
-// zstrtod parses a float the way Redis's range parser (zstrtod with a full
-// match) accepts it: leading spaces allowed, NaN refused, the empty string
-// is 0.
-func zstrtod(s string) (float64, bool) {
-	if s == "" {
-		return 0, true
-	}
-	s = strings.TrimLeft(s, " \t\n\v\f\r")
-	if s == "" {
-		return 0, false
-	}
-	f, err := strconv.ParseFloat(cHexFloat(s), 64)
-	if err != nil {
-		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-			return f, true
-		}
-		return 0, false
-	}
-	if math.IsNaN(f) {
-		return 0, false
-	}
-	return f, true
-}
-
-// cHexFloat adapts a C hexadecimal float ("0x10", whose binary exponent is
-// optional for strtod) to Go's syntax, which requires the exponent.
-func cHexFloat(s string) string {
-	t := strings.TrimLeft(s, "+-")
-	if len(t) > 2 && t[0] == '0' && (t[1] == 'x' || t[1] == 'X') && !strings.ContainsAny(t, "pP_") {
-		return s + "p0"
-	}
-	return s
-}
-
-// zparseFloat parses a score argument as Redis's string2d (strtod) does,
-// hexadecimal floats included.
-func zparseFloat(b []byte) (float64, bool) {
-	if f, ok := zparseSmallInt(b); ok {
-		return f, true
-	}
-	if bytes.Contains(b, []byte("0x")) || bytes.Contains(b, []byte("0X")) {
-		return parseFloat([]byte(cHexFloat(string(b))))
-	}
-	return parseFloat(b)
-}
-
-// zparseSmallInt parses an optionally negative decimal integer of at most
-// 15 digits (redis-benchmark's scores), which a float64 holds exactly, as
-// strtod would ("-0" is -0); anything else is left to the float parser.
-func zparseSmallInt(b []byte) (float64, bool) {
-	d := b
-	if len(d) > 0 && d[0] == '-' {
-		d = d[1:]
-	}
-	if len(d) == 0 || len(d) > 15 {
-		return 0, false
-	}
-	var v int64
-	for _, c := range d {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + int64(c-'0')
-	}
-	f := float64(v)
-	if len(d) < len(b) {
-		f = -f
-	}
-	return f, true
-}
-
-// zScoreRange is a score interval with open/closed ends.
-type zScoreRange struct {
-	min, max     float64
-	minex, maxex bool
-}
-
-func parseScoreBound(b []byte) (float64, bool, bool) {
-	if len(b) > 0 && b[0] == '(' {
-		f, ok := zstrtod(string(b[1:]))
-		return f, true, ok
-	}
-	f, ok := zstrtod(string(b))
-	return f, false, ok
-}
-
-func parseScoreRange(min, max []byte) (r zScoreRange, ok bool) {
-	var ok1, ok2 bool
-	r.min, r.minex, ok1 = parseScoreBound(min)
-	r.max, r.maxex, ok2 = parseScoreBound(max)
-	return r, ok1 && ok2
-}
-
-// bounds returns the ascending ranks [lo, hi) of the members in r.
-func (r zScoreRange) bounds(z *value.ZSet) (int, int) {
-	lo := z.CountWhile(func(s float64, _ string) bool {
-		if r.minex {
-			return s <= r.min
-		}
-		return s < r.min
-	})
-	hi := z.CountWhile(func(s float64, _ string) bool {
-		if r.maxex {
-			return s < r.max
-		}
-		return s <= r.max
-	})
-	if hi < lo {
-		hi = lo
-	}
-	return lo, hi
-}
-
-// zLexBound is one end of a lex range: inf is -1 for "-", +1 for "+".
-type zLexBound struct {
-	s   string
-	ex  bool
-	inf int
-}
-
-func parseLexBound(b []byte) (zLexBound, bool) {
-	if len(b) == 0 {
-		return zLexBound{}, false
-	}
-	switch b[0] {
-	case '+':
-		return zLexBound{inf: 1}, len(b) == 1
-	case '-':
-		return zLexBound{inf: -1}, len(b) == 1
-	case '(':
-		return zLexBound{s: string(b[1:]), ex: true}, true
-	case '[':
-		return zLexBound{s: string(b[1:])}, true
-	}
-	return zLexBound{}, false
-}
-
-type zLexRange struct{ min, max zLexBound }
-
-func parseLexRange(min, max []byte) (r zLexRange, ok bool) {
-	var ok1, ok2 bool
-	r.min, ok1 = parseLexBound(min)
-	r.max, ok2 = parseLexBound(max)
-	return r, ok1 && ok2
-}
-
-// bounds returns the ascending ranks [lo, hi) of the members in r
-// (members are assumed to share one score, as Redis requires).
-func (r zLexRange) bounds(z *value.ZSet) (int, int) {
-	below := func(b zLexBound, upper bool) int {
-		switch b.inf {
-		case -1:
-			return 0
-		case 1:
-			return z.Len()
-		}
-		return z.CountWhile(func(_ float64, m string) bool {
-			if upper != b.ex {
-				return m <= b.s
-			}
-			return m < b.s
-		})
-	}
-	lo := below(r.min, false)
-	hi := below(r.max, true)
-	if hi < lo {
-		hi = lo
-	}
-	return lo, hi
-}
-
-// normRankRange turns Redis start/stop indexes into ascending ranks
-// [lo, hi] (inclusive); ok=false when the range is empty.
-func normRankRange(start, end int64, n int) (int, int, bool) {
-	ln := int64(n)
-	if start < 0 {
-		start += ln
-	}
-	if end < 0 {
-		end += ln
-	}
-	if start < 0 {
-		start = 0
-	}
-	if start > end || start >= ln {
-		return 0, 0, false
-	}
-	if end >= ln {
-		end = ln - 1
-	}
-	return int(start), int(end), true
 }
 
 // ---- replies -------------------------------------------------------------
@@ -339,143 +118,53 @@ func cmdZAdd(c *Client, args [][]byte) { zaddGeneric(c, args, false) }
 func cmdZIncrBy(c *Client, args [][]byte) { zaddGeneric(c, args, true) }
 
 func zaddGeneric(c *Client, args [][]byte, incr bool) {
-	var nx, xx, gt, lt, ch bool
-	i := 2
-	for ; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case eqFold(a, "nx"):
-			nx = true
-		case eqFold(a, "xx"):
-			xx = true
-		case eqFold(a, "ch"):
-			ch = true
-		case eqFold(a, "incr"):
-			incr = true
-		case eqFold(a, "gt"):
-			gt = true
-		case eqFold(a, "lt"):
-			lt = true
-		default:
-			goto done
-		}
-	}
-done:
-	elems := len(args) - i
-	if elems%2 != 0 || elems == 0 {
-		c.addError(errSyntax)
+	f, first, err := grammar.ZAdd(args, incr)
+	if err != nil {
+		c.addErr(err)
 		return
 	}
-	elems /= 2
-	if nx && xx {
-		c.addError("ERR XX and NX options at the same time are not compatible")
-		return
-	}
-	if (gt && nx) || (lt && nx) || (gt && lt) {
-		c.addError("ERR GT, LT, and/or NX options at the same time are not compatible")
-		return
-	}
-	if incr && elems > 1 {
-		c.addError("ERR INCR option supports a single increment-element pair")
-		return
-	}
+	pairs := args[first:]
 	var scoreBuf [8]float64
 	scores := scoreBuf[:0]
-	if elems > len(scoreBuf) {
-		scores = make([]float64, 0, elems)
+	if len(pairs)/2 > len(scoreBuf) {
+		scores = make([]float64, 0, len(pairs)/2)
 	}
-	scores = scores[:elems]
-	for j := range scores {
-		f, ok := zparseFloat(args[i+2*j])
-		if !ok {
-			c.addError(errNotFloat)
-			return
-		}
-		scores[j] = f
+	scores = scores[:len(pairs)/2]
+	if err := grammar.Scores(scores, pairs); err != nil {
+		c.addErr(err)
+		return
 	}
 	key := string(args[1])
 	z, _, ok := c.lookupZSet(key)
 	if !ok {
 		return
 	}
-	added, updated, processed := 0, 0, 0
-	var score float64
+	var r value.ZAddResult
 	created := false
-	if z == nil {
-		if xx {
-			goto reply
-		}
+	if z == nil && !f.XX {
 		z = value.NewZSet()
 		c.curDB().SetObject(key, z)
 		created = true
 	}
-	{
-		lim := c.zsetLimits()
-		for j := 0; j < elems; j++ {
-			s := scores[j]
-			arg := args[i+2*j+1]
-			// Look up without copying; the member is copied only when
-			// stored (bstr's string must not be retained).
-			// In the skiplist encoding the skip list node found here is
-			// updated directly: one lookup, no copy of the member.
-			var node *value.SkipNode
-			var cur float64
-			var exists bool
-			if z.Dict != nil {
-				if n := z.Dict.FindBytes(arg); n != nil {
-					node = n.Val
-					cur, exists = node.Score, true
-				}
-			} else {
-				cur, exists = z.Score(bstr(arg))
-			}
-			if exists {
-				if nx {
-					continue
-				}
-				if incr {
-					s += cur
-					if math.IsNaN(s) {
-						c.addError(errZNaN)
-						c.zaddNotify(key, added, updated, incr, created)
-						return
-					}
-				}
-				if (lt && s >= cur) || (gt && s <= cur) {
-					continue
-				}
-				processed++
-				score = s
-				if s != cur {
-					if node != nil {
-						z.Zsl.UpdateScore(node, s)
-					} else {
-						z.Set(string(arg), s, lim)
-					}
-					updated++
-				}
-			} else if !xx {
-				z.Set(string(arg), s, lim)
-				added++
-				processed++
-				score = s
-			}
+	if z != nil {
+		if r = z.ZAddPairs(f, scores, pairs, c.zsetLimits()); r.NaN {
+			c.addError(errZNaN)
+			c.zaddNotify(key, r.Added, r.Updated, f.Incr, created)
+			return
 		}
+		c.markDirty(r.Added + r.Updated)
 	}
-	c.markDirty(added + updated)
-reply:
-	if incr {
-		if processed > 0 {
-			c.addDouble(score)
-		} else {
-			c.addNull()
-		}
-	} else if ch {
-		c.addInt(int64(added + updated))
-	} else {
-		c.addInt(int64(added))
+	switch {
+	case f.Incr && r.Processed > 0:
+		c.addDouble(r.Score)
+	case f.Incr:
+		c.addNull()
+	case f.CH:
+		c.addInt(int64(r.Added + r.Updated))
+	default:
+		c.addInt(int64(r.Added))
 	}
-	c.zaddNotify(key, added, updated, incr, created)
+	c.zaddNotify(key, r.Added, r.Updated, f.Incr, created)
 }
 
 func (c *Client) zaddNotify(key string, added, updated int, incr, created bool) {
@@ -529,44 +218,24 @@ func cmdZRem(c *Client, args [][]byte) {
 // ---- ZREMRANGEBY* ----------------------------------------------------------
 
 // ZREMRANGEBYRANK key start stop
-func cmdZRemRangeByRank(c *Client, args [][]byte) {
-	start, ok1 := parseInt(args[2])
-	end, ok2 := parseInt(args[3])
-	if !ok1 || !ok2 {
-		c.addError(errNotInt)
-		return
-	}
-	zremRange(c, args[1], "zremrangebyrank", func(z *value.ZSet) (int, int) {
-		lo, hi, ok := normRankRange(start, end, z.Len())
-		if !ok {
-			return 0, 0
-		}
-		return lo, hi + 1
-	})
-}
+func cmdZRemRangeByRank(c *Client, args [][]byte) { zremRange(c, args, grammar.ByRank) }
 
 // ZREMRANGEBYSCORE key min max
-func cmdZRemRangeByScore(c *Client, args [][]byte) {
-	r, ok := parseScoreRange(args[2], args[3])
-	if !ok {
-		c.addError(errZMinMaxFloat)
-		return
-	}
-	zremRange(c, args[1], "zremrangebyscore", r.bounds)
-}
+func cmdZRemRangeByScore(c *Client, args [][]byte) { zremRange(c, args, grammar.ByScore) }
 
 // ZREMRANGEBYLEX key min max
-func cmdZRemRangeByLex(c *Client, args [][]byte) {
-	r, ok := parseLexRange(args[2], args[3])
-	if !ok {
-		c.addError(errZMinMaxLex)
+func cmdZRemRangeByLex(c *Client, args [][]byte) { zremRange(c, args, grammar.ByLex) }
+
+// zremRange removes the members of the range args[2..3] (by rank, score
+// or member) from the sorted set at args[1], replying how many went.
+func zremRange(c *Client, args [][]byte, by grammar.RangeBy) {
+	zremEvents := [...]string{grammar.ByRank: "zremrangebyrank", grammar.ByScore: "zremrangebyscore", grammar.ByLex: "zremrangebylex"}
+	span, err := grammar.Span(by, args[2], args[3])
+	if err != nil {
+		c.addErr(err)
 		return
 	}
-	zremRange(c, args[1], "zremrangebylex", r.bounds)
-}
-
-func zremRange(c *Client, keyb []byte, event string, bounds func(z *value.ZSet) (int, int)) {
-	key := string(keyb)
+	key := string(args[1])
 	z, _, ok := c.lookupZSet(key)
 	if !ok {
 		return
@@ -575,7 +244,7 @@ func zremRange(c *Client, keyb []byte, event string, bounds func(z *value.ZSet) 
 		c.addInt(0)
 		return
 	}
-	lo, hi := bounds(z)
+	lo, hi := span.Bounds(z)
 	deleted := 0
 	if hi > lo {
 		deleted = z.RemoveRankRange(lo, hi-1)
@@ -587,7 +256,7 @@ func zremRange(c *Client, keyb []byte, event string, bounds func(z *value.ZSet) 
 			removed = true
 		}
 		c.signalModifiedKey(key)
-		c.notify(notifyZSet, event, key)
+		c.notify(notifyZSet, zremEvents[by], key)
 		if removed {
 			c.notify(notifyGeneric, "del", key)
 		}
@@ -598,131 +267,47 @@ func zremRange(c *Client, keyb []byte, event string, bounds func(z *value.ZSet) 
 
 // ---- ZRANGE family -----------------------------------------------------------
 
-type zrangeKind int
-
-const (
-	zrangeAuto zrangeKind = iota
-	zrangeRank
-	zrangeScore
-	zrangeLex
-)
-
-type zrangeDir int
-
-const (
-	zdirAuto zrangeDir = iota
-	zdirForward
-	zdirReverse
-)
-
 // ZRANGE key start stop [BYSCORE|BYLEX] [REV] [LIMIT offset count] [WITHSCORES]
-func cmdZRange(c *Client, args [][]byte) { zrangeGeneric(c, args, 1, "", zrangeAuto, zdirAuto) }
+func cmdZRange(c *Client, args [][]byte) { zrangeGeneric(c, args, 1, grammar.ByAuto, grammar.DirAuto) }
 
 // ZRANGESTORE dst src min max [BYSCORE|BYLEX] [REV] [LIMIT offset count]
 func cmdZRangeStore(c *Client, args [][]byte) {
-	zrangeGeneric(c, args, 2, string(args[1]), zrangeAuto, zdirAuto)
+	zrangeGeneric(c, args, 2, grammar.ByAuto, grammar.DirAuto)
 }
 
 // ZREVRANGE key start stop [WITHSCORES]
-func cmdZRevRange(c *Client, args [][]byte) { zrangeGeneric(c, args, 1, "", zrangeRank, zdirReverse) }
+func cmdZRevRange(c *Client, args [][]byte) {
+	zrangeGeneric(c, args, 1, grammar.ByRank, grammar.DirReverse)
+}
 
 // ZRANGEBYSCORE key min max [WITHSCORES] [LIMIT offset count]
 func cmdZRangeByScore(c *Client, args [][]byte) {
-	zrangeGeneric(c, args, 1, "", zrangeScore, zdirForward)
+	zrangeGeneric(c, args, 1, grammar.ByScore, grammar.DirForward)
 }
 
 // ZREVRANGEBYSCORE key max min [WITHSCORES] [LIMIT offset count]
 func cmdZRevRangeByScore(c *Client, args [][]byte) {
-	zrangeGeneric(c, args, 1, "", zrangeScore, zdirReverse)
+	zrangeGeneric(c, args, 1, grammar.ByScore, grammar.DirReverse)
 }
 
 // ZRANGEBYLEX key min max [LIMIT offset count]
-func cmdZRangeByLex(c *Client, args [][]byte) { zrangeGeneric(c, args, 1, "", zrangeLex, zdirForward) }
+func cmdZRangeByLex(c *Client, args [][]byte) {
+	zrangeGeneric(c, args, 1, grammar.ByLex, grammar.DirForward)
+}
 
 // ZREVRANGEBYLEX key max min [LIMIT offset count]
 func cmdZRevRangeByLex(c *Client, args [][]byte) {
-	zrangeGeneric(c, args, 1, "", zrangeLex, zdirReverse)
+	zrangeGeneric(c, args, 1, grammar.ByLex, grammar.DirReverse)
 }
 
-// zrangeGeneric implements ZRANGE, ZRANGESTORE (dst != "") and the older
-// Z[REV]RANGE[BYSCORE|BYLEX] commands; keyIdx is the source key.
-func zrangeGeneric(c *Client, args [][]byte, keyIdx int, dst string, kind zrangeKind, dir zrangeDir) {
-	store := dst != ""
-	minIdx, maxIdx := keyIdx+1, keyIdx+2
-	withScores := false
-	var offset, limit int64 = 0, -1
-	for j := keyIdx + 3; j < len(args); j++ {
-		left := len(args) - j - 1
-		a := args[j]
-		switch {
-		case !store && eqFold(a, "withscores"):
-			withScores = true
-		case eqFold(a, "limit") && left >= 2:
-			var ok bool
-			if offset, ok = parseInt(args[j+1]); !ok {
-				c.addError(errNotInt)
-				return
-			}
-			if limit, ok = parseInt(args[j+2]); !ok {
-				c.addError(errNotInt)
-				return
-			}
-			j += 2
-		case dir == zdirAuto && eqFold(a, "rev"):
-			dir = zdirReverse
-		case kind == zrangeAuto && eqFold(a, "bylex"):
-			kind = zrangeLex
-		case kind == zrangeAuto && eqFold(a, "byscore"):
-			kind = zrangeScore
-		default:
-			c.addError(errSyntax)
-			return
-		}
-	}
-	if dir == zdirAuto {
-		dir = zdirForward
-	}
-	if kind == zrangeAuto {
-		kind = zrangeRank
-	}
-	rev := dir == zdirReverse
-	if limit != -1 && kind == zrangeRank {
-		c.addError(errZLimitRank)
+// zrangeGeneric implements ZRANGE, ZRANGESTORE (keyIdx 2: args[1] is the
+// destination) and the older Z[REV]RANGE[BYSCORE|BYLEX] commands.
+func zrangeGeneric(c *Client, args [][]byte, keyIdx int, by grammar.RangeBy, dir grammar.Dir) {
+	store := keyIdx == 2
+	r, err := grammar.ParseZRange(args, keyIdx, store, by, dir)
+	if err != nil {
+		c.addErr(err)
 		return
-	}
-	if withScores && kind == zrangeLex {
-		c.addError(errZWithScoreLex)
-		return
-	}
-	if rev && kind != zrangeRank {
-		minIdx, maxIdx = maxIdx, minIdx
-	}
-	var start, end int64
-	var sr zScoreRange
-	var lr zLexRange
-	switch kind {
-	case zrangeRank:
-		var ok bool
-		if start, ok = parseInt(args[minIdx]); !ok {
-			c.addError(errNotInt)
-			return
-		}
-		if end, ok = parseInt(args[maxIdx]); !ok {
-			c.addError(errNotInt)
-			return
-		}
-	case zrangeScore:
-		var ok bool
-		if sr, ok = parseScoreRange(args[minIdx], args[maxIdx]); !ok {
-			c.addError(errZMinMaxFloat)
-			return
-		}
-	case zrangeLex:
-		var ok bool
-		if lr, ok = parseLexRange(args[minIdx], args[maxIdx]); !ok {
-			c.addError(errZMinMaxLex)
-			return
-		}
 	}
 	z, _, ok := c.lookupZSet(string(args[keyIdx]))
 	if !ok {
@@ -730,60 +315,16 @@ func zrangeGeneric(c *Client, args [][]byte, keyIdx int, dst string, kind zrange
 	}
 	var items []value.ZItem
 	if z != nil {
-		collect := func(m string, s float64) bool {
+		r.Each(z, func(m string, s float64) bool {
 			items = append(items, value.ZItem{Member: m, Score: s})
 			return true
-		}
-		switch kind {
-		case zrangeRank:
-			if lo, hi, ok := normRankRange(start, end, z.Len()); ok {
-				if rev {
-					n := z.Len()
-					lo, hi = n-1-hi, n-1-lo
-				}
-				items = make([]value.ZItem, 0, hi-lo+1)
-				z.RangeByRank(lo, hi, rev, collect)
-			}
-		default:
-			var lo, hi int
-			if kind == zrangeScore {
-				lo, hi = sr.bounds(z)
-			} else {
-				lo, hi = lr.bounds(z)
-			}
-			n := int64(hi - lo)
-			if offset < 0 || offset >= n || (offset > 0 && offset >= int64(z.Len())) {
-				n = 0
-			} else {
-				n -= offset
-				if limit >= 0 && limit < n {
-					n = limit
-				}
-			}
-			if n > 0 {
-				if rev {
-					top := hi - 1 - int(offset)
-					z.RangeByRank(top-int(n)+1, top, true, collect)
-				} else {
-					first := lo + int(offset)
-					z.RangeByRank(first, first+int(n)-1, false, collect)
-				}
-			}
-		}
+		})
 	}
 	if store {
-		res := value.NewZSet()
-		if len(items) > c.zsetLimits().Entries {
-			res = value.NewZSetLarge()
-		}
-		lim := c.zsetLimits()
-		for _, it := range items {
-			res.Set(it.Member, it.Score, lim)
-		}
-		c.storeZSet(dst, res, "zrangestore")
+		c.storeZSet(string(args[1]), value.FromItems(items, c.zsetLimits()), "zrangestore")
 		return
 	}
-	c.replyZItems(items, withScores)
+	c.replyZItems(items, r.WithScores)
 }
 
 // storeZSet stores a computed result at dst (deleting dst when it is
@@ -811,29 +352,20 @@ func (c *Client) storeZSet(dst string, res *value.ZSet, event string) {
 // ---- ZCOUNT / ZLEXCOUNT / ZCARD / ZSCORE / ZRANK ------------------------------
 
 // ZCOUNT key min max
-func cmdZCount(c *Client, args [][]byte) {
-	r, ok := parseScoreRange(args[2], args[3])
-	if !ok {
-		c.addError(errZMinMaxFloat)
-		return
-	}
-	zcountRange(c, args[1], r)
-}
+func cmdZCount(c *Client, args [][]byte) { zcountRange(c, args, grammar.ByScore) }
 
 // ZLEXCOUNT key min max
-func cmdZLexCount(c *Client, args [][]byte) {
-	r, ok := parseLexRange(args[2], args[3])
-	if !ok {
-		c.addError(errZMinMaxLex)
+func cmdZLexCount(c *Client, args [][]byte) { zcountRange(c, args, grammar.ByLex) }
+
+// zcountRange answers the number of members of the sorted set at args[1]
+// inside the range args[2..3] (by score or member): 0 for a missing key.
+func zcountRange(c *Client, args [][]byte, by grammar.RangeBy) {
+	span, err := grammar.Span(by, args[2], args[3])
+	if err != nil {
+		c.addErr(err)
 		return
 	}
-	zcountRange(c, args[1], r)
-}
-
-// zcountRange answers the number of members of key's sorted set inside r
-// (a score or a lex range): 0 for a missing key.
-func zcountRange(c *Client, key []byte, r interface{ bounds(*value.ZSet) (int, int) }) {
-	z, _, ok := c.lookupZSet(string(key))
+	z, _, ok := c.lookupZSet(string(args[1]))
 	if !ok {
 		return
 	}
@@ -841,7 +373,7 @@ func zcountRange(c *Client, key []byte, r interface{ bounds(*value.ZSet) (int, i
 		c.addInt(0)
 		return
 	}
-	lo, hi := r.bounds(z)
+	lo, hi := span.Bounds(z)
 	c.addInt(int64(hi - lo))
 }
 
@@ -929,4 +461,16 @@ func zrankGeneric(c *Client, args [][]byte, rev bool) {
 		r = z.Len() - 1 - r
 	}
 	c.addInt(int64(r))
+}
+
+// zScoreRange is the score interval commands_geo.go's radius search
+// walks; it forwards to value.ScoreRange.
+type zScoreRange struct {
+	min, max     float64
+	minex, maxex bool
+}
+
+// bounds returns the ascending ranks [lo, hi) of the members in r.
+func (r zScoreRange) bounds(z *value.ZSet) (int, int) {
+	return value.ScoreRange{Min: r.min, Max: r.max, MinEx: r.minex, MaxEx: r.maxex}.Bounds(z)
 }

@@ -25,11 +25,11 @@ func cmdBZPopMax(c *Client, args [][]byte) {
 
 // BZMPOP timeout numkeys key [key ...] MIN|MAX [COUNT count]
 func cmdBZMPop(c *Client, args [][]byte) {
-	keys, max, count, ok := parseZMPopArgs(c, args, 2)
+	o, ok := parseMPop(c, args, 2, "min", "max")
 	if !ok {
 		return
 	}
-	bzpopGeneric(c, keys, args[1], max, count)
+	bzpopGeneric(c, o.Keys, args[1], o.Second, o.Count)
 }
 
 // bzpopGeneric pops from the first non-empty sorted set among keys, or

@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/shardis/shardis/internal/node/grammar"
 	"github.com/shardis/shardis/internal/node/value"
 	"github.com/shardis/shardis/internal/resp"
 )
@@ -23,13 +24,12 @@ func zpopMinMax(c *Client, args [][]byte, max bool) {
 	}
 	count := int64(-1)
 	if len(args) == 3 {
-		n, ok := parseInt(args[2])
-		if !ok {
-			c.addError(errNotInt)
-			return
+		n, err := grammar.Int(args[2])
+		if err == nil && n < 0 {
+			err = grammar.ErrPositive
 		}
-		if n < 0 {
-			c.addError(errZPositive)
+		if err != nil {
+			c.addErr(err)
 			return
 		}
 		count = n
@@ -70,10 +70,7 @@ func zpopGeneric(c *Client, keys [][]byte, max, emitKey bool, count int64, neste
 	if count == -1 {
 		count = 1
 	}
-	n := z.Len()
-	if count < int64(n) {
-		n = int(count)
-	}
+	n := int(min(count, int64(z.Len())))
 	switch {
 	case !nested && !emitKey:
 		c.addArrayLen(n * 2)
@@ -87,77 +84,25 @@ func zpopGeneric(c *Client, keys [][]byte, max, emitKey bool, count int64, neste
 		c.addBulkString(key)
 		c.addArrayLen(n)
 	}
-	emit := func(m string, s float64) bool {
+	z.PopN(n, max, func(m string, s float64) {
 		if nested {
 			c.addArrayLen(2)
 		}
 		c.addBulkString(m)
 		c.addDouble(s)
-		return true
-	}
-	total := z.Len()
-	if max {
-		z.RangeByRank(total-n, total-1, true, emit)
-		z.RemoveRankRange(total-n, total-1)
-	} else {
-		z.RangeByRank(0, n-1, false, emit)
-		z.RemoveRankRange(0, n-1)
-	}
+	})
 	c.markDirty(n)
+	event := "zpopmin"
 	if max {
-		c.notify(notifyZSet, "zpopmax", key)
-	} else {
-		c.notify(notifyZSet, "zpopmin", key)
+		event = "zpopmax"
 	}
+	c.notify(notifyZSet, event, key)
 	c.signalModifiedKey(key)
 	if z.Len() == 0 {
 		c.curDB().Remove(key)
 		c.notify(notifyGeneric, "del", key)
 	}
 	return key, n
-}
-
-// parseZMPopArgs parses "numkeys key... MIN|MAX [COUNT count]" starting at
-// numIdx; on error it replies and returns ok=false.
-func parseZMPopArgs(c *Client, args [][]byte, numIdx int) (keys [][]byte, max bool, count int64, ok bool) {
-	numkeys, isInt := parseInt(args[numIdx])
-	if !isInt || numkeys < 1 {
-		c.addError("ERR numkeys should be greater than 0")
-		return nil, false, 0, false
-	}
-	whereIdx := int64(numIdx) + numkeys + 1
-	if whereIdx >= int64(len(args)) {
-		c.addError(errSyntax)
-		return nil, false, 0, false
-	}
-	switch {
-	case eqFold(args[whereIdx], "min"):
-	case eqFold(args[whereIdx], "max"):
-		max = true
-	default:
-		c.addError(errSyntax)
-		return nil, false, 0, false
-	}
-	count = -1
-	for j := int(whereIdx) + 1; j < len(args); j++ {
-		more := len(args) - 1 - j
-		if count == -1 && eqFold(args[j], "count") && more > 0 {
-			j++
-			n, isInt := parseInt(args[j])
-			if !isInt || n < 1 {
-				c.addError("ERR count should be greater than 0")
-				return nil, false, 0, false
-			}
-			count = n
-		} else {
-			c.addError(errSyntax)
-			return nil, false, 0, false
-		}
-	}
-	if count == -1 {
-		count = 1
-	}
-	return args[numIdx+1 : whereIdx], max, count, true
 }
 
 // zpopPropagation is what a ZMPOP/BZPOP* is replicated as.
@@ -174,13 +119,13 @@ func zpopPropagation(max bool, key string, n int, withCount bool) [][]byte {
 
 // ZMPOP numkeys key [key ...] MIN|MAX [COUNT count]
 func cmdZMPop(c *Client, args [][]byte) {
-	keys, max, count, ok := parseZMPopArgs(c, args, 1)
+	o, ok := parseMPop(c, args, 1, "min", "max")
 	if !ok {
 		return
 	}
-	key, n := zpopGeneric(c, keys, max, true, count, true, true)
+	key, n := zpopGeneric(c, o.Keys, o.Second, true, o.Count, true, true)
 	if n > 0 {
-		c.propagateAs(zpopPropagation(max, key, n, true))
+		c.propagateAs(zpopPropagation(o.Second, key, n, true))
 	}
 }
 
@@ -189,8 +134,9 @@ func cmdZMPop(c *Client, args [][]byte) {
 // ZRANDMEMBER key [count [WITHSCORES]]
 func cmdZRandMember(c *Client, args [][]byte) {
 	if len(args) >= 3 {
-		l, withScores, ok := parseRandCount(c, args, "withscores")
-		if !ok {
+		l, withScores, err := grammar.RandCount(args, "withscores")
+		if err != nil {
+			c.addErr(err)
 			return
 		}
 		zrandMemberWithCount(c, args[1], l, withScores)
@@ -208,22 +154,14 @@ func cmdZRandMember(c *Client, args [][]byte) {
 	c.addBulkString(m)
 }
 
+// zrandMemberWithCount answers ZRANDMEMBER with a count l: distinct
+// members for l > 0, l draws with repetitions for l < 0.
 func zrandMemberWithCount(c *Client, keyb []byte, l int64, withScores bool) {
 	z, _, ok := c.lookupZSet(string(keyb))
 	if !ok {
 		return
 	}
-	if z == nil {
-		c.addArrayLen(0)
-		return
-	}
-	size := z.Len()
-	uniq := l >= 0
-	count := l
-	if !uniq {
-		count = -l
-	}
-	if count == 0 {
+	if z == nil || l == 0 {
 		c.addArrayLen(0)
 		return
 	}
@@ -236,59 +174,30 @@ func zrandMemberWithCount(c *Client, keyb []byte, l int64, withScores bool) {
 			c.addDouble(s)
 		}
 	}
-	if !uniq || count == 1 {
-		if withScores && c.proto < 3 {
-			c.addArrayLen(int(count * 2))
-		} else {
-			c.addArrayLen(int(count))
-		}
-		for i := int64(0); i < count; i++ {
-			m, s := z.At(rand.IntN(size))
-			emit(m, s)
-		}
-		return
-	}
-	n := size
-	if count < int64(size) {
-		n = int(count)
-	}
+	n, mode := value.RandPlan(l, z.Len())
 	if withScores && c.proto < 3 {
-		c.addArrayLen(n * 2)
+		c.addArrayLen(int(n * 2))
 	} else {
-		c.addArrayLen(n)
+		c.addArrayLen(int(n))
 	}
-	if n == size {
+	switch mode {
+	case value.RandRepeats:
+		z.RandomRepeats(n, func(m string, s float64) bool { emit(m, s); return true })
+	case value.RandAll:
 		z.ForEach(func(m string, s float64) bool { emit(m, s); return true })
-		return
-	}
-	// Partial Fisher-Yates over ranks: n distinct random ranks.
-	swapped := make(map[int]int, n)
-	get := func(i int) int {
-		if v, ok := swapped[i]; ok {
-			return v
-		}
-		return i
-	}
-	for i := 0; i < n; i++ {
-		j := i + rand.IntN(size-i)
-		vi, vj := get(i), get(j)
-		swapped[i], swapped[j] = vj, vi
-		m, s := z.At(vj)
-		emit(m, s)
+	default:
+		z.RandomDistinct(int(n), emit)
 	}
 }
 
 // ---- ZSCAN ------------------------------------------------------------------
 
-// ZSCAN key cursor [MATCH pattern] [COUNT count]
-//
-// A small (listpack) set is returned whole with cursor 0, as Redis does; a
-// large one is walked through its hash table with a reverse-binary cursor,
-// so a member present for the whole scan is returned at least once.
+// ZSCAN key cursor [MATCH pattern] [COUNT count] (see value.ZSet.Scan)
 func cmdZScan(c *Client, args [][]byte) {
-	cursor, ok := zscanCursor(args[2])
-	if !ok {
-		c.addError("ERR invalid cursor")
+	// Unlike HSCAN and SSCAN, an empty cursor is refused.
+	cursor, ok := grammar.Cursor(args[2])
+	if !ok || len(args[2]) == 0 {
+		c.addErr(grammar.ErrInvalidCursor)
 		return
 	}
 	z, _, ok := c.lookupZSet(string(args[1]))
@@ -296,94 +205,19 @@ func cmdZScan(c *Client, args [][]byte) {
 		return
 	}
 	if z == nil {
-		c.addArrayLen(2)
-		c.addBulkString("0")
-		c.addArrayLen(0)
+		c.addScanReply(0, nil)
 		return
 	}
-	count := int64(10)
-	pattern := ""
-	hasPattern := false
-	for j := 3; j < len(args); j += 2 {
-		if j+1 >= len(args) {
-			c.addError(errSyntax)
-			return
-		}
-		switch {
-		case eqFold(args[j], "count"):
-			n, ok := parseInt(args[j+1])
-			if !ok {
-				c.addError(errNotInt)
-				return
-			}
-			if n < 1 {
-				c.addError(errSyntax)
-				return
-			}
-			count = n
-		case eqFold(args[j], "match"):
-			pattern = string(args[j+1])
-			hasPattern = pattern != "*"
-		default:
-			c.addError(errSyntax)
-			return
-		}
-	}
-	var items []value.ZItem
-	next := uint64(0)
-	{
-		collect := func(m string, s float64) bool {
-			if !hasPattern || globMatch(pattern, m, false) {
-				items = append(items, value.ZItem{Member: m, Score: s})
-			}
-			return true
-		}
-		if z.IsSmall() {
-			z.ForEach(collect)
-		} else {
-			// Visit buckets until count elements are collected, at most
-			// count*10 buckets per call, as Redis's scanGenericCommand.
-			next = cursor
-			seen := int64(0)
-			visit := func(n *value.DictNode[*value.SkipNode]) { seen++; collect(n.Key, n.Val.Score) }
-			for iter := count * 10; ; {
-				next = z.Dict.Scan(next, visit)
-				iter--
-				if next == 0 || iter <= 0 || seen >= count {
-					break
-				}
-			}
-		}
-	}
-	c.addArrayLen(2)
-	c.addBulkString(strconv.FormatUint(next, 10))
-	c.addArrayLen(len(items) * 2)
-	var buf [32]byte
-	for _, it := range items {
-		c.addBulkString(it.Member)
-		c.addBulk(resp.FormatDouble(buf[:0], it.Score))
-	}
-}
-
-// zscanCursor parses a SCAN cursor as Redis's strtoul does: an unsigned
-// 64-bit integer, a leading '-' negating it modulo 2^64.
-func zscanCursor(b []byte) (uint64, bool) {
-	if len(b) == 0 || b[0] == ' ' || b[0] == '\t' || b[0] == '\n' || b[0] == '\r' || b[0] == '\v' || b[0] == '\f' {
-		return 0, false
-	}
-	neg := false
-	switch b[0] {
-	case '-':
-		neg, b = true, b[1:]
-	case '+':
-		b = b[1:]
-	}
-	n, err := strconv.ParseUint(string(b), 10, 64)
+	o, err := grammar.ScanOptions(args[3:])
 	if err != nil {
-		return 0, false
+		c.addErr(err)
+		return
 	}
-	if neg {
-		n = -n
-	}
-	return n, true
+	var items [][]byte
+	next := z.Scan(cursor, o.Count, func(m string, s float64) {
+		if scanKeep(&o, sbytes(m)) {
+			items = append(items, sbytes(m), resp.FormatDouble(nil, s))
+		}
+	})
+	c.addScanReply(next, items)
 }

@@ -724,22 +724,3 @@ func TestZSetPropagation(t *testing.T) {
 		"zpopmax z",
 	)
 }
-
-// TestZParseSmallInt checks ZADD's integer fast path against the float
-// parser it bypasses.
-func TestZParseSmallInt(t *testing.T) {
-	for _, in := range []string{"0", "-0", "000000012345", "-000000099999", "7", "-7",
-		"999999999999999", "-999999999999999", "1234567890123456", "", "-", "1e3", "1.5", "+5", " 5", "5 ", "0x10", "--1", "12a"} {
-		f, ok := zparseFloat([]byte(in))
-		g, gok := parseFloat([]byte(in))
-		if in == "0x10" {
-			continue // hex goes through cHexFloat in both paths
-		}
-		if ok != gok || f != g || math.Signbit(f) != math.Signbit(g) {
-			t.Errorf("zparseFloat(%q) = %v %v, float parser %v %v", in, f, ok, g, gok)
-		}
-		if _, fast := zparseSmallInt([]byte(in)); fast && len(in) > 16 {
-			t.Errorf("%q took the fast path", in)
-		}
-	}
-}

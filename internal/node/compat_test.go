@@ -59,7 +59,9 @@ func TestCompatWithRedis(t *testing.T) {
 	}
 	sort.Strings(files)
 	redisAddr := startRedisServer(t, bin)
-	ts := startServer(t)
+	// DEBUG is enabled on both (Redis 7.0 refuses it by default): the
+	// corpus compares DEBUG PROTOCOL's replies.
+	ts := startServer(t, "enable-debug-command", "yes")
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) {
 			lines := loadCorpus(t, f)
@@ -96,7 +98,7 @@ func startRedisServer(t *testing.T, bin string) string {
 	port := ln.Addr().(*net.TCPAddr).Port
 	ln.Close()
 	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-		"--dir", t.TempDir(), "--daemonize", "no", "--loglevel", "warning")
+		"--dir", t.TempDir(), "--daemonize", "no", "--loglevel", "warning", "--enable-debug-command", "yes")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

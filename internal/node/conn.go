@@ -15,6 +15,7 @@ import (
 	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/netio"
+	"github.com/shardis/shardis/internal/node/repl"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -88,6 +89,11 @@ type Client struct {
 	// now is the time of the command being run (ms), cached as Redis does
 	// so a command and a MULTI/EXEC see one clock.
 	now int64
+	// callDepth counts the calls in progress on this client: the commands
+	// of an EXEC or a script run at depth > 0 and keep the outer
+	// command's now, so keys do not expire in the middle of either (Redis
+	// 7.0's fixed_time_expire and script time snapshot).
+	callDepth int
 
 	// multi holds queued commands inside MULTI.
 	multi   [][][]byte
@@ -137,15 +143,13 @@ type Client struct {
 	dirty    int
 	inExec   bool
 	execProp [][][]byte
+	// execDB is the database execProp's commands apply to so far: a write
+	// in another database (after a SELECT inside EXEC or a script) is
+	// preceded by a SELECT in execProp.
+	execDB int
 	// readyKeys are keys that got elements during the command, for
 	// serving blocked clients once its locks are released.
 	readyKeys []watchKey
-
-	// Pub/sub subscriptions, guarded by the hub's lock.
-	channels map[string]struct{}
-	patterns map[string]struct{}
-	// shardChannels are the SSUBSCRIBE channels (commands_pubsub_shard.go).
-	shardChannels map[string]struct{}
 
 	// pending is output pushed by other goroutines, flushed by flushLoop.
 	pmu          sync.Mutex
@@ -155,17 +159,8 @@ type Client struct {
 	// spare is flushPending's other buffer between runs (a replica's
 	// stream would otherwise regrow one from nothing at every run).
 	spare []byte
-	// Replica handshake data (REPLCONF) of a replica's connection.
-	replPort       int
-	replIP         string
-	replCapaEOF    bool
-	replCapaPSync2 bool
-	// replPrio is the replica-priority a shardnode replica announced
-	// (REPLCONF replica-priority), valid when replPrioKnown (a
-	// redis-server replica announces none): it decides whether the
-	// replica counts toward min-replicas-ack (replication_ack.go).
-	replPrio      int
-	replPrioKnown bool
+	// replHello is what a replica's connection announced (REPLCONF).
+	replHello repl.Hello
 	// ack holds the min-replicas-ack bookkeeping of the client's writes
 	// (replication_ack.go).
 	ack clientAck
@@ -448,8 +443,8 @@ func (c *Client) flush() bool {
 	if len(c.ack.segs) > 0 {
 		c.awaitAcks() // replication_ack.go: min-replicas-ack
 	}
-	if c.srv.repl != nil && c.srv.repl.streamDirty.Load() {
-		c.srv.repl.writeStreamsNow()
+	if c.srv.repl != nil && c.srv.repl.StreamDirty() {
+		c.srv.repl.WriteStreamsNow()
 	}
 	if c.hasFlag(clientPubSub|clientMonitor|clientReplica) || c.pendingLen() > 0 {
 		// Keep order with pushed messages.

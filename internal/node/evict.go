@@ -34,6 +34,13 @@ func (m *memSampler) usedMemory() int64 {
 	return m.used.Load()
 }
 
+// invalidate makes the next usedMemory read the runtime's figure again.
+func (m *memSampler) invalidate() {
+	m.mu.Lock()
+	m.at = time.Time{}
+	m.mu.Unlock()
+}
+
 // usedMemory returns the estimate of memory used by the server.
 func (s *Server) usedMemory() int64 { return memStat.usedMemory() }
 

@@ -84,18 +84,18 @@ func (s *Server) Stats() NodeStats {
 	r := s.repl
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	st.ReplOffset = r.offset
+	st.ReplOffset = r.OffsetLocked()
 	if r.link != nil {
 		st.Role = "slave"
 		st.MasterAddr = net.JoinHostPort(r.link.host, strconv.Itoa(r.link.port))
 		st.MasterLinkUp = r.link.status().state == linkConnected
 	}
 	now := time.Now()
-	for _, ri := range r.replicas {
-		rs := ReplicaStats{Addr: net.JoinHostPort(ri.ip(), strconv.Itoa(ri.listeningPort)), State: ri.state,
-			AckOffset: ri.ackOffset, LagBytes: max(r.offset-ri.ackOffset, 0)}
-		if !ri.ackTime.IsZero() {
-			rs.LagSeconds = now.Sub(ri.ackTime).Seconds()
+	for _, ri := range r.ReplicasLocked() {
+		rs := ReplicaStats{Addr: net.JoinHostPort(ri.IP(), strconv.Itoa(ri.Port())), State: ri.State,
+			AckOffset: ri.AckOffset, LagBytes: max(st.ReplOffset-ri.AckOffset, 0)}
+		if !ri.AckTime.IsZero() {
+			rs.LagSeconds = now.Sub(ri.AckTime).Seconds()
 		}
 		st.Replicas = append(st.Replicas, rs)
 	}

@@ -154,7 +154,7 @@ func BenchmarkReplicaApply(b *testing.B) {
 	}
 	nc := <-conns
 	r := replica.srv.repl
-	offset := func() int64 { r.mu.Lock(); defer r.mu.Unlock(); return r.offset }
+	offset := r.Offset
 	for deadline := time.Now().Add(time.Minute); !r.linkUp() || offset() == 0; time.Sleep(5 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			b.Fatal("link not up after a minute")

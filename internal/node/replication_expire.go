@@ -1,7 +1,6 @@
 package node
 
 import (
-	"sync"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/keyspace"
@@ -19,13 +18,6 @@ import (
 //     (replica-read-only no) are the replica's own: it remembers them and
 //     expires them itself (Redis's rememberSlaveKeyWithExpire and
 //     expireSlaveKeys).
-
-// localExpires is the set of keys that local writes gave a TTL on a
-// writable replica, per database.
-type localExpires struct {
-	mu   sync.Mutex
-	keys map[int]map[string]struct{}
-}
 
 // setMasterAccess marks (or unmarks) the shards the running command of the
 // master link holds, so lookups there see expired keys as alive. The
@@ -74,70 +66,31 @@ func (c *Client) rememberLocalExpires(cmd *command, args [][]byte) {
 	if len(keys) == 0 {
 		return
 	}
-	le := &c.srv.repl.localExp
-	le.mu.Lock()
-	if le.keys == nil {
-		le.keys = make(map[int]map[string]struct{})
-	}
-	m := le.keys[c.db]
-	if m == nil {
-		m = make(map[string]struct{})
-		le.keys[c.db] = m
-	}
-	for _, k := range keys {
-		m[k] = struct{}{}
-	}
-	le.mu.Unlock()
+	c.srv.repl.localExp.Remember(c.db, keys)
 }
 
 // expireLocalKeys deletes the remembered local keys whose TTL passed and
 // forgets those that no longer have one. It runs from the replication cron
 // while this node is a replica.
 func (r *replication) expireLocalKeys(now time.Time) {
-	le := &r.localExp
-	le.mu.Lock()
-	if len(le.keys) == 0 {
-		le.mu.Unlock()
-		return
-	}
-	type dbKey struct {
-		db  int
-		key string
-	}
-	var todo []dbKey
-	for db, m := range le.keys {
-		for k := range m {
-			todo = append(todo, dbKey{db, k})
-		}
-	}
-	le.mu.Unlock()
+	todo := r.localExp.Keys()
 	ms := now.UnixMilli()
 	s := r.srv
 	for _, t := range todo {
-		if t.db >= len(s.dbs) {
+		if t.DB >= len(s.dbs) {
 			continue
 		}
-		db := s.dbs[t.db]
-		locks := lockShards(s, []keyspace.ShardRef{{DB: t.db, Shard: keyspace.ShardOf(t.key)}})
-		e := db.GetEntry(t.key)
+		db := s.dbs[t.DB]
+		locks := lockShards(s, []keyspace.ShardRef{{DB: t.DB, Shard: keyspace.ShardOf(t.Key)}})
+		e := db.GetEntry(t.Key)
 		forget := e == nil || e.Expire == 0
 		if e != nil && e.Expired(ms) {
-			db.ExpireEntry(t.key)
+			db.ExpireEntry(t.Key)
 			forget = true
 		}
 		keyspace.UnlockShards(locks)
 		if forget {
-			le.mu.Lock()
-			delete(le.keys[t.db], t.key)
-			le.mu.Unlock()
+			r.localExp.Forget(t.DB, t.Key)
 		}
 	}
-}
-
-// forgetLocalExpires drops the remembered keys (the node became a master,
-// or a full resync replaced the dataset).
-func (r *replication) forgetLocalExpires() {
-	r.localExp.mu.Lock()
-	r.localExp.keys = nil
-	r.localExp.mu.Unlock()
 }

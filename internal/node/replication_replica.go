@@ -23,11 +23,9 @@ import (
 
 // Master link states (ROLE on a replica).
 const (
-	linkConnect    = repl.StateConnect
-	linkConnecting = repl.StateConnecting
-	linkHandshake  = repl.StateHandshake
-	linkTransfer   = repl.StateTransfer
-	linkConnected  = repl.StateConnected
+	linkConnect   = repl.StateConnect
+	linkTransfer  = repl.StateTransfer
+	linkConnected = repl.StateConnected
 )
 
 // masterLink is a replica's connection to its master (repl.Link) with the
@@ -37,29 +35,7 @@ type masterLink struct {
 	r    *replication
 	host string
 	port int
-
-	// raws is applyBatch's list of the batch's raw requests, reused.
-	raws [][]byte
-	// txn holds the raw stream of a transaction (MULTI and the commands
-	// queued after it) until its EXEC or DISCARD: the offset counts a
-	// transaction only once it ran, as Redis's reploff stays put while
-	// the master client is in MULTI. A link cut mid-transaction discards
-	// the queued commands, and the partial resync asks for the
-	// transaction again from its MULTI.
-	txn []byte
-	// askedAt is when the master last sent REPLCONF GETACK and ackedOff
-	// the offset of the last ACK the stream sent: for a second after a
-	// GETACK the replica acknowledges every batch it applied, so a master
-	// with min-replicas-ack waits one round trip, not one GETACK round,
-	// for most writes (replication_ack.go). Owned by the stream's
-	// goroutine.
-	askedAt  time.Time
-	ackedOff int64
 }
-
-// ackStreamWindow is how long after a GETACK the replica acknowledges every
-// applied batch.
-const ackStreamWindow = time.Second
 
 type linkStatus struct {
 	state               string
@@ -84,23 +60,15 @@ func newMasterLink(r *replication, host string, port int, failoverDone chan erro
 // startLink makes this node a replica of host:port. Callers hold r.mu.
 func (r *replication) startLinkLocked(host string, port int, failoverDone chan error) {
 	l := newMasterLink(r, host, port, failoverDone)
-	r.link = l
+	r.setLinkLocked(l)
 	l.Start()
 }
 
 // stop ends the link and waits for its goroutine.
 func (l *masterLink) stop() { l.Stop() }
 
-// readOffset is slave_read_repl_offset (repl.Link.ReadOffset).
-func (l *masterLink) readOffset(applied int64) int64 { return l.ReadOffset(applied) }
-
 // sendAck sends REPLCONF ACK <offset> to the master.
-func (l *masterLink) sendAck() {
-	l.r.mu.Lock()
-	off := l.r.offset
-	l.r.mu.Unlock()
-	l.SendAck(off)
-}
+func (l *masterLink) sendAck() { l.SendAck(l.r.Offset()) }
 
 // replicaHost is the server as the link sees it (repl.ReplicaHost).
 type replicaHost struct{ l *masterLink }
@@ -125,31 +93,25 @@ func (h replicaHost) Settings() repl.Settings {
 	}
 }
 
-// History: a node has a dataset worth a partial resync once it has been
-// a master or a synced replica.
-func (h replicaHost) History() (string, int64, bool) {
-	r := h.l.r
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.replid, r.offset, r.offset > 0 || r.backlog != nil
-}
+func (h replicaHost) History() (string, int64, bool) { return h.l.r.History() }
 
 func (h replicaHost) ContinueWith(id string) {
 	r := h.l.r
 	r.mu.Lock()
-	if id != "" && id != r.replid {
-		// The master changed history (it was promoted): keep ours as
-		// replid2 so our own replicas can still continue.
-		r.replid2 = r.replid
-		r.secondOffset = r.offset + 1
-		r.replid = id
-		r.disconnectReplicasLocked()
+	if r.ContinueWithLocked(id) {
 		r.srv.log.Info("Master replication ID changed to " + id)
 	}
 	r.mu.Unlock()
 }
 
-func (h replicaHost) DatasetEmpty() bool { return h.l.r.srv.datasetEmpty() }
+func (h replicaHost) DatasetEmpty() bool {
+	for _, db := range h.l.r.srv.dbs {
+		if db.Size() != 0 {
+			return false
+		}
+	}
+	return true
+}
 
 func (h replicaHost) LoadRDB(rd io.Reader) error {
 	s := h.l.r.srv
@@ -157,10 +119,6 @@ func (h replicaHost) LoadRDB(rd io.Reader) error {
 		return errors.New("node: replication: no RDB loader")
 	}
 	return s.loadRDB(rd)
-}
-
-func (h replicaHost) LoadStreaming(payload io.Reader, eofForm, loading bool) error {
-	return h.l.loadStreaming(payload, eofForm, loading)
 }
 
 func (h replicaHost) FullSynced(replid string, offset int64, elapsed time.Duration) {
@@ -171,18 +129,11 @@ func (h replicaHost) FullSynced(replid string, offset int64, elapsed time.Durati
 		keys += db.Size()
 	}
 	s.log.Info(fmt.Sprintf("Done loading RDB, keys loaded: %d, keys expired: 0.", keys), "seconds", elapsed.Seconds())
-	r.forgetLocalExpires()
+	r.localExp.Reset()
 	r.mu.Lock()
-	r.replid = replid
-	r.offset = offset
-	r.replid2 = strings.Repeat("0", 40)
-	r.secondOffset = -1
+	r.FullSyncedLocked(replid, offset)
 	r.masterDB = 0 // the master starts the stream with a SELECT
 	r.streamDB.Store(0)
-	// Our own replicas must resync from the new dataset.
-	r.backlog = nil
-	r.createBacklogLocked()
-	r.disconnectReplicasLocked()
 	r.mu.Unlock()
 }
 
@@ -190,18 +141,12 @@ func (h replicaHost) Stream(nc net.Conn, br *bufio.Reader) error { return h.l.st
 
 func (h replicaHost) WaitUnfrozen() { h.l.r.srv.waitUnfrozen(nil) }
 
-// loadStreaming loads the payload while it arrives into staging databases
-// and swaps them in when the whole payload was read and checked: a
-// transfer cut half-way drops the staging data and leaves the dataset
-// untouched. It is used when the dataset is empty (the staging copy costs
-// no extra memory), and with repl-diskless-load swapdb. With loading the
-// server answers LOADING meanwhile (on-empty-db, and swapdb with a new
-// history, as Redis does); otherwise clients keep seeing the current
-// dataset. Receiving and loading overlap (the master encodes while we
-// decode), where the disk path does one after the other.
-func (l *masterLink) loadStreaming(payload io.Reader, eofForm, loading bool) error {
-	s := l.r.srv
-	s.log.Info("MASTER <-> REPLICA sync: Loading DB in memory")
+// LoadStaged loads the master's payload into staging databases while the
+// dataset stays as it is, and swaps them in once check passed (the whole
+// payload was read): with loading the server answers LOADING meanwhile,
+// otherwise clients keep seeing the current dataset (async_loading).
+func (h replicaHost) LoadStaged(rdb io.Reader, loading bool, check func() error) error {
+	s := h.l.r.srv
 	if loading {
 		s.loading.Store(true)
 		defer s.loading.Store(false)
@@ -214,20 +159,13 @@ func (l *masterLink) loadStreaming(payload io.Reader, eofForm, loading bool) err
 		staging[i] = keyspace.NewDB(s.ks, i)
 		staging[i].Staged = true
 	}
-	br := bufio.NewReaderSize(payload, 256*1024)
-	if err := s.persist.LoadInto(br, staging, true); err != nil {
+	if err := s.persist.LoadInto(rdb, staging, true); err != nil {
 		s.log.Warn("Failed trying to load the MASTER synchronization DB from socket, check server logs.", "err", err)
 		return fmt.Errorf("node: replication: loading the master's RDB: %w", err)
 	}
-	// The RDB ends with its checksum: nothing but the end of the payload
-	// (the EOF mark, or the announced length) may follow.
-	if n, err := io.Copy(io.Discard, br); err != nil || n != 0 {
-		return fmt.Errorf("node: replication: %d bytes after the end of the master's RDB (%v)", n, err)
+	if err := check(); err != nil {
+		return err
 	}
-	if !eofForm && l.status().syncRead != l.status().syncTotal {
-		return fmt.Errorf("node: replication: the master's RDB was cut after %d of %d bytes", l.status().syncRead, l.status().syncTotal)
-	}
-	s.log.Info("MASTER <-> REPLICA sync: Flushing old data")
 	s.LockAll()
 	s.snapGuardAll()
 	for i, db := range s.dbs {
@@ -239,16 +177,6 @@ func (l *masterLink) loadStreaming(payload io.Reader, eofForm, loading bool) err
 		s.persist.MarkLoaded(time.Now())
 	}
 	return nil
-}
-
-// datasetEmpty reports whether no database holds a key.
-func (s *Server) datasetEmpty() bool {
-	for _, db := range s.dbs {
-		if db.Size() != 0 {
-			return false
-		}
-	}
-	return true
 }
 
 // stream applies the master's command stream until the link fails.
@@ -266,11 +194,7 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 		pre, _ := br.Peek(n)
 		src = io.MultiReader(bytes.NewReader(bytes.Clone(pre)), c.io)
 	}
-	l.r.mu.Lock()
-	base := l.r.offset
-	l.r.mu.Unlock()
-	l.txn = l.txn[:0]
-	src = l.BeginStream(src, base)
+	src = l.BeginStream(src, l.r.Offset())
 	defer l.EndStream()
 	c.rd = resp.NewReader(src, resp.ReaderOptions{MaxBulkLen: 1 << 40})
 	c.setFlag(clientMaster, true)
@@ -295,199 +219,59 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 	// master_link_status:up can kill it.
 	l.setState(linkConnected)
 	l.Touch()
-	l.sendAck()
-	timeout := time.Duration(s.cfg.Int(DirReplTimeout)) * time.Second
-	for {
-		if s.frozen() {
-			s.waitUnfrozen(nil) // DEBUG SLEEP: the stream waits too
-		}
-		args, err := c.rd.Next()
-		if err == resp.ErrIncomplete {
-			now := time.Now()
-			if now.Sub(l.askedAt) < ackStreamWindow {
-				l.ackApplied()
-			}
-			_ = nc.SetReadDeadline(now.Add(timeout))
-			if err := c.rd.Fill(); err != nil {
-				return fmt.Errorf("node: replication: stream: %w", err)
-			}
-			l.Touch()
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("node: replication: stream: %w", err)
-		}
-		// raw points into the reader's buffer, which only the next read
-		// reuses: feeding copies it (backlog, sub-replicas' output).
-		raw := c.rd.LastRaw()
-		if isGetAck(args) {
-			l.ackRequested(raw)
-			continue
-		}
-		cmd := c.lookupCmd(args[0])
-		if keyspace.PrefetchEnabled && batchable(cmd) && c.rd.Buffered() > 0 {
-			if err := l.applyBatch(c, args, raw, cmd); err != nil {
-				return err
-			}
-			continue
-		}
-		if err := l.apply(c, args, raw, cmd); err != nil {
-			return err
-		}
-	}
+	return l.RunStream(&streamApplier{c: c, nc: nc, r: l.r}, l.r.Master, time.Duration(s.cfg.Int(DirReplTimeout))*time.Second)
 }
 
-// apply runs one command of the master's stream and forwards it. It
-// returns an error, running nothing, once the master client was closed
-// (CLIENT KILL, or the link failing): a command left in the read buffer
-// then must not count in the offset, because it never ran, and the
-// partial resync asks for it again.
-func (l *masterLink) apply(c *Client, args [][]byte, raw []byte, cmd *command) error {
-	if c.closed.Load() {
-		return errMasterClientClosed
-	}
-	// Replies are built but never sent: an error means the datasets
-	// diverged, which Redis logs as CRITICAL.
-	c.replyMode = replyOn
-	c.executeCmd(args, cmd)
-	if len(c.out) > 0 && c.out[0] == '-' {
-		msg, _, _ := bytes.Cut(c.out[1:], []byte("\r\n"))
-		c.srv.log.Warn(fmt.Sprintf("== CRITICAL == This replica is sending an error to its master: '%s' after processing the command '%s'", msg, strings.ToLower(string(args[0]))))
-	}
-	c.out = c.out[:0]
-	if int64(c.db) != l.r.streamDB.Load() {
-		l.r.streamDB.Store(int64(c.db))
-	}
-	if c.hasFlag(clientMulti) {
-		l.txn = append(l.txn, raw...) // MULTI or a queued command
-		return nil
-	}
-	if len(l.txn) > 0 {
-		l.txn = append(l.txn, raw...) // EXEC or DISCARD
-		l.r.feedFromMaster(l.txn)
-		l.txn = l.txn[:0]
-		if cap(l.txn) > 1<<20 {
-			l.txn = nil
-		}
-		return nil
-	}
-	l.r.feedFromMaster(raw)
-	return nil
+// streamApplier runs the master's stream on the master client
+// (repl.Applier).
+type streamApplier struct {
+	c  *Client
+	nc net.Conn
+	r  *replication
 }
 
-// errMasterClientClosed ends the stream when its client was closed.
-var errMasterClientClosed = errors.New("node: replication: stream: master client closed")
+func (a *streamApplier) Next() (repl.Request, error) {
+	c := a.c
+	args, err := c.rd.Next()
+	if err != nil {
+		return repl.Request{}, err
+	}
+	cmd := c.lookupCmd(args[0])
+	return repl.Request{Args: args, Raw: c.rd.LastRaw(), Cmd: cmd, Batch: keyspace.PrefetchEnabled && batchable(cmd)}, nil
+}
 
-// applyBatch runs a run of keyed commands already in the reader's buffer,
-// starting with args, after prefetching their keys (perf_prefetch.go), as
-// serve does for a client's pipeline: the stream of a busy master is one
-// long pipeline, and without it most of the replica's time went to the
-// cache misses of each command's key lookup, one after another. The
-// commands run in order, each forwarded after it ran, as apply does.
-func (l *masterLink) applyBatch(c *Client, args [][]byte, raw []byte, cmd *command) error {
+func (a *streamApplier) Buffered() bool { return a.c.rd.Buffered() > 0 }
+
+func (a *streamApplier) Fill(deadline time.Time) error {
+	_ = a.nc.SetReadDeadline(deadline)
+	return a.c.rd.Fill()
+}
+
+func (a *streamApplier) Prefetch(reqs []repl.Request) {
+	c := a.c
 	c.batch = c.batch[:0]
-	c.batchArgs = append(c.batchArgs[:0], args...)
-	c.batch = append(c.batch, batchReq{args: c.batchArgs[:len(args):len(args)], cmd: cmd})
-	raws := append(l.raws[:0], raw)
-	var tail [][]byte // a parsed request that may not join the batch
-	var tailCmd *command
-	var perr error
-	for len(c.batch) < maxBatch {
-		next, err := c.rd.Next()
-		if err != nil {
-			if err != resp.ErrIncomplete {
-				perr = err
-			}
-			break
-		}
-		ncmd := c.lookupCmd(next[0])
-		if !batchable(ncmd) {
-			tail, tailCmd = next, ncmd
-			break
-		}
-		start := len(c.batchArgs)
-		c.batchArgs = append(c.batchArgs, next...)
-		c.batch = append(c.batch, batchReq{args: c.batchArgs[start:len(c.batchArgs):len(c.batchArgs)], cmd: ncmd})
-		raws = append(raws, c.rd.LastRaw())
-	}
-	var tailRaw []byte
-	if tail != nil {
-		tailRaw = c.rd.LastRaw()
+	for _, r := range reqs {
+		c.batch = append(c.batch, batchReq{args: r.Args, cmd: r.Cmd.(*command)})
 	}
 	c.prefetchBatch(c.batch)
-	var aerr error
-	for i := range c.batch {
-		if aerr = l.apply(c, c.batch[i].args, raws[i], c.batch[i].cmd); aerr != nil {
-			break
-		}
-	}
-	l.raws = raws[:0]
-	if cap(c.batchArgs) > 4096 {
-		c.batchArgs = nil
-	}
-	if aerr != nil {
-		return aerr
-	}
-	if perr != nil {
-		return fmt.Errorf("node: replication: stream: %w", perr)
-	}
-	if tail != nil {
-		if isGetAck(tail) {
-			l.ackRequested(tailRaw)
-			return nil
-		}
-		return l.apply(c, tail, tailRaw, tailCmd)
-	}
-	return nil
 }
 
-// isGetAck reports whether a request of the stream is REPLCONF GETACK.
-func isGetAck(args [][]byte) bool {
-	return len(args) >= 2 && eqFold(args[0], "REPLCONF") && eqFold(args[1], "GETACK")
-}
-
-// ackRequested answers the master's REPLCONF GETACK: the request counts in
-// the offset (Redis's master sends it through the stream) and the ACK
-// carries the offset including it. Inside a transaction it waits with the
-// transaction's bytes.
-func (l *masterLink) ackRequested(raw []byte) {
-	if len(l.txn) > 0 {
-		l.txn = append(l.txn, raw...)
-	} else {
-		l.r.feedFromMaster(raw)
+// Run executes a request. Replies are built but never sent: an error
+// means the datasets diverged, which Redis logs as CRITICAL.
+func (a *streamApplier) Run(req repl.Request) (bool, error) {
+	c := a.c
+	if c.closed.Load() {
+		return false, repl.ErrMasterClientClosed
 	}
-	l.askedAt = time.Now()
-	l.sendAck()
-}
-
-// ackApplied acknowledges what the stream applied since the last ACK it
-// sent (the master asked recently: see askedAt).
-func (l *masterLink) ackApplied() {
-	l.r.mu.Lock()
-	off := l.r.offset
-	l.r.mu.Unlock()
-	if off != l.ackedOff && len(l.txn) == 0 {
-		l.ackedOff = off
-		l.SendAck(off)
+	c.replyMode = replyOn
+	c.executeCmd(req.Args, req.Cmd.(*command))
+	if len(c.out) > 0 && c.out[0] == '-' {
+		msg, _, _ := bytes.Cut(c.out[1:], []byte("\r\n"))
+		c.srv.log.Warn(fmt.Sprintf("== CRITICAL == This replica is sending an error to its master: '%s' after processing the command '%s'", msg, strings.ToLower(string(req.Args[0]))))
 	}
-}
-
-// disconnectReplicasLocked closes every replica's link so they resync.
-//
-// They leave the list at once (the connections close asynchronously): no
-// byte fed after this point may reach them, or a sub-replica would count
-// bytes of our new history (after a replid change) under the old id and
-// ask for an offset its next master cannot continue from.
-func (r *replication) disconnectReplicasLocked() {
-	for _, ri := range r.replicas {
-		go ri.c.close()
+	c.out = c.out[:0]
+	if int64(c.db) != a.r.streamDB.Load() {
+		a.r.streamDB.Store(int64(c.db))
 	}
-	for _, ri := range r.replicas {
-		r.ackLeaveLocked(ri.c)
-	}
-	if len(r.replicas) > 0 {
-		r.replicas = nil
-		r.noReplicasAt = time.Now()
-		r.ackCond.Broadcast()
-	}
+	return c.hasFlag(clientMulti), nil
 }

@@ -3,19 +3,12 @@ package node
 import (
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/shardis/shardis/internal/node/repl"
 )
 
-// Replication state in RDB files, as Redis 7 keeps it: an RDB written by a
-// master with a backlog, or by a replica that has a master's history,
-// carries repl-stream-db, repl-id and repl-offset aux fields
-// (rdbPopulateSaveInfo). At start-up a master keeps the saved id as its
-// replid2 (valid up to offset+1) so its replicas continue partially after
-// a restart; a replica takes the id and offset as its own cached master.
-// A master loading at start-up drops expired keys and feeds their DELs to
-// the backlog, which then continues from the saved offset.
+// The start-up load's hooks (persist.ReplHooks); what the RDB's replication
+// aux fields mean is repl/restore.go's.
 
 // startupLoad is the state of the start-up load (nil otherwise): the aux
 // fields read, and whether expired keys feed DELs to the backlog.
@@ -24,22 +17,12 @@ type startupLoad struct {
 	feedDEL bool
 }
 
-// rdbAux returns the replication aux fields for an RDB opened now, or none
-// when Redis would write none. Every shard lock is held (the offset is the
-// snapshot's).
+// rdbAux returns the replication aux fields for an RDB opened now. Every
+// shard lock is held (the offset is the snapshot's).
 func (r *replication) rdbAux() [][2]string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var db int
-	switch {
-	case r.link == nil && r.backlog != nil:
-		db = max(r.lastDB, 0)
-	case r.link != nil && (r.offset > 0 || r.backlog != nil):
-		db = int(r.streamDB.Load())
-	default:
-		return nil
-	}
-	return repl.AuxFields(db, r.replid, r.offset)
+	return r.RDBAuxLocked(int(r.streamDB.Load()))
 }
 
 // beforeStartupLoad prepares the start-up RDB load: a configured replica
@@ -51,7 +34,7 @@ func (r *replication) beforeStartupLoad() {
 		r.srv.SetReplicaMode(true)
 	} else {
 		r.mu.Lock()
-		r.createBacklogLocked()
+		r.CreateBacklogLocked()
 		r.mu.Unlock()
 		sl.feedDEL = true
 	}
@@ -85,33 +68,12 @@ func (r *replication) afterStartupLoad(ok bool) {
 		return
 	}
 	in := sl.info
-	valid := ok && in.Complete()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if !valid {
-		if sl.feedDEL {
-			// No history to continue: the backlog holds no one's data.
-			r.backlog = nil
-		}
-		return
-	}
-	if !sl.feedDEL {
-		// A replica: the saved history is its cached master's.
-		r.replid = in.ID
-		r.offset = in.Offset
+	if r.RestoreLocked(in, ok && in.Complete(), !sl.feedDEL) {
 		r.masterDB = in.StreamDB
 		r.streamDB.Store(int64(in.StreamDB))
-		r.createBacklogLocked()
-		r.srv.log.Info("Restored replication ID and offset from the RDB", "replid", in.ID, "offset", in.Offset)
-		return
 	}
-	// A master: the saved id becomes replid2, valid up to offset+1; the
-	// DELs fed while loading follow the saved offset.
-	r.replid2 = in.ID
-	r.secondOffset = in.Offset + 1
-	r.offset += in.Offset
-	r.noReplicasAt = time.Now()
-	r.srv.log.Info("Restored replication ID and offset from the RDB as the secondary ID", "replid2", in.ID, "second_repl_offset", r.secondOffset)
 }
 
 // startupState is kept apart from replication's mutex: the loader calls in

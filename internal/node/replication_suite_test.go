@@ -215,7 +215,7 @@ func TestReplicationKillMasterClientUnderLoad(t *testing.T) {
 			errs <- complexWrites(master.addr, db, uint64(w), stop)
 		}()
 	}
-	before := master.srv.repl.syncPartialOK
+	before := master.srv.repl.partialOK()
 	kills := 0
 	for i := 0; kills < 8 && i < 16; i++ {
 		waitLinkUp(t, rc)
@@ -253,10 +253,8 @@ func TestReplicationKillMasterClientUnderLoad(t *testing.T) {
 	testutil.WaitFor(t, 20*time.Second, "equal offsets", func() bool {
 		return replInfoField(t, mc, "master_repl_offset") == replInfoField(t, rc, "slave_repl_offset")
 	})
-	master.srv.repl.mu.Lock()
-	partial := master.srv.repl.syncPartialOK - before
-	full := master.srv.repl.syncFull - 1
-	master.srv.repl.mu.Unlock()
+	partial := master.srv.repl.partialOK() - before
+	full := master.srv.repl.fullSyncs() - 1
 	if partial < int64(kills)-1 || full > 0 {
 		t.Fatalf("%d kills: %d partial resyncs, %d full syncs", kills, partial, full)
 	}
@@ -452,9 +450,7 @@ func TestReplBacklogResize(t *testing.T) {
 	if first != off-20000+1 {
 		t.Fatalf("first byte offset %d, master offset %d: want a 20000-byte history", first, off)
 	}
-	master.srv.repl.mu.Lock()
-	partial := master.srv.repl.syncPartialOK
-	master.srv.repl.mu.Unlock()
+	partial := master.srv.repl.partialOK()
 	testutil.WaitFor(t, 10*time.Second, "replica caught up", func() bool {
 		n, _ := strconv.ParseInt(replInfoField(t, rc, "slave_repl_offset"), 10, 64)
 		return n >= off
@@ -464,9 +460,7 @@ func TestReplBacklogResize(t *testing.T) {
 	}
 	mc.Set(c, "after-cut", "1", 0)
 	testutil.WaitFor(t, 10*time.Second, "partial resync from the resized backlog", func() bool {
-		master.srv.repl.mu.Lock()
-		defer master.srv.repl.mu.Unlock()
-		return master.srv.repl.syncPartialOK > partial
+		return master.srv.repl.partialOK() > partial
 	})
 	sameDataset(t, mc, rc)
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"sort"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/shardis/shardis/internal/node/repl"
 	"github.com/shardis/shardis/internal/resp"
 	"github.com/shardis/shardis/internal/testutil"
 )
@@ -171,16 +173,14 @@ func TestReplicationNodeToNode(t *testing.T) {
 	}
 
 	// Cut the link: the replica comes back with a partial resync.
-	before := master.srv.repl.syncPartialOK
+	before := master.srv.repl.partialOK()
 	replica.srv.repl.mu.Lock()
 	link := replica.srv.repl.link
 	replica.srv.repl.mu.Unlock()
 	link.CloseConn()
 	mc.Set(c, "during-cut", "1", 0)
 	testutil.WaitFor(t, 10*time.Second, "partial resync", func() bool {
-		master.srv.repl.mu.Lock()
-		defer master.srv.repl.mu.Unlock()
-		return master.srv.repl.syncPartialOK > before
+		return master.srv.repl.partialOK() > before
 	})
 	waitLinkUp(t, rc)
 	sameDataset(t, mc, rc)
@@ -222,9 +222,7 @@ func TestReplicationPSync2AfterPromotion(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitLinkUp(t, bc)
-	a.srv.repl.mu.Lock()
-	partial, full := a.srv.repl.syncPartialOK, a.srv.repl.syncFull
-	a.srv.repl.mu.Unlock()
+	partial, full := a.srv.repl.partialOK(), a.srv.repl.fullSyncs()
 	if partial != 1 || full != 0 {
 		t.Fatalf("promoted replica: sync_partial_ok=%d sync_full=%d, want 1 and 0", partial, full)
 	}
@@ -415,3 +413,16 @@ func TestReplicationMixedChain(t *testing.T) {
 			replInfoField(t, nc, "master_repl_offset") == replInfoField(t, bc, "master_repl_offset")
 	})
 }
+
+// testReplication returns a replication state with no server at offset
+// off (for tests of the adapters).
+func testReplication(off int64) *replication {
+	r := &replication{}
+	r.Master = repl.NewMaster(&r.mu, nil, slog.Default(), 0, false)
+	r.FeedFromMaster(make([]byte, off))
+	return r
+}
+
+// partialOK and fullSyncs are INFO's sync_partial_ok and sync_full.
+func (r *replication) partialOK() int64 { _, p, _ := r.SyncCounters(); return p }
+func (r *replication) fullSyncs() int64 { f, _, _ := r.SyncCounters(); return f }

@@ -26,6 +26,7 @@ import (
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/netio"
 	"github.com/shardis/shardis/internal/node/persist"
+	"github.com/shardis/shardis/internal/node/repl"
 )
 
 // Version is the Redis version shardnode reports (redis_version), chosen
@@ -112,6 +113,9 @@ type Server struct {
 
 	// activeExpire can be switched off by DEBUG SET-ACTIVE-EXPIRE 0.
 	activeExpire atomic.Bool
+	// scriptDenyDisabled lets scripts call noscript commands (DEBUG
+	// SET-DISABLE-DENY-SCRIPTS 1, for tests).
+	scriptDenyDisabled atomic.Bool
 
 	// minReplicasRefuse and masterLinkUp are set by replication: the
 	// first refuses writes under min-replicas-to-write, the second tells
@@ -135,7 +139,7 @@ type Server struct {
 	// a pause can wait for them to finish (see enterWrite).
 	inflightWrites atomic.Int64
 	// failover is the coordinated FAILOVER in progress, if any.
-	failover coordinatedFailover
+	failover repl.Coordinator
 
 	// replInfo and persistInfo, when set (by replication and persistence),
 	// write the fields of INFO's replication and persistence sections
@@ -420,6 +424,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return err
 	}
 	s.shutDown = true
+	// The listeners close before SHUTDOWN's own connection does, so a
+	// client that sees that connection end cannot connect any more (as
+	// with redis-server, which exits before replying).
+	s.closeListeners()
 	if s.cluster != nil {
 		s.cluster.close() // saves nodes.conf, closes the bus
 	}

@@ -280,55 +280,12 @@ func (s *Server) trimSlots(slots []int) int {
 // waitReplicasAck waits until every online replica acknowledged the
 // replication offset as of the call (REPLCONF GETACK asks them at once),
 // for at most d; true when they all did (or there is none).
-func (s *Server) waitReplicasAck(d time.Duration) bool {
-	r := s.repl
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	target := r.offset
-	behind := func() int {
-		n := 0
-		for _, ri := range r.replicas {
-			if ri.state == replStateOnline && ri.ackOffset < target {
-				n++
-			}
-		}
-		return n
-	}
-	if behind() == 0 {
-		return true
-	}
-	r.feedLocked(appendCommand(nil, []byte("REPLCONF"), []byte("GETACK"), []byte("*")))
-	deadline := time.Now().Add(d)
-	stop := make(chan struct{})
-	defer close(stop)
-	go func() {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-stop:
-			return
-		}
-		r.mu.Lock()
-		r.ackCond.Broadcast()
-		r.mu.Unlock()
-	}()
-	for behind() > 0 {
-		if !time.Now().Before(deadline) {
-			return false
-		}
-		r.ackCond.Wait()
-	}
-	return true
-}
+func (s *Server) waitReplicasAck(d time.Duration) bool { return s.repl.WaitAll(d) }
 
 // Propagates reports whether writes go to an AOF or to replicas.
 func (h migHost) Propagates() bool {
 	if h.s.cfg.Bool(DirAppendonly) {
 		return true
 	}
-	r := h.s.repl
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.replicas) > 0
+	return h.s.repl.HasReplicas()
 }

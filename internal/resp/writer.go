@@ -141,6 +141,16 @@ func AppendPushLen(b []byte, proto, n int) []byte {
 	return AppendArrayLen(b, n)
 }
 
+// AppendAttributeLen appends a RESP3 attribute header (|n: n key/value
+// pairs that annotate the reply that follows them). RESP2 has no
+// attributes: nothing is appended, and the caller must then skip the
+// pairs too.
+func AppendAttributeLen(b []byte, n int) []byte {
+	b = append(b, '|')
+	b = strconv.AppendInt(b, int64(n), 10)
+	return append(b, '\r', '\n')
+}
+
 // AppendBool appends a boolean: #t/#f in RESP3, :1/:0 in RESP2.
 func AppendBool(b []byte, proto int, v bool) []byte {
 	if proto >= RESP3 {

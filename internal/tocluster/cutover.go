@@ -140,11 +140,22 @@ func (m *Migration) cutover(ctx context.Context) (time.Duration, error) {
 		x.master = x.nodes[addr]
 		srcs = append(srcs, x)
 	}
+	// The guardian starts before anything on the sources changes; it
+	// repairs what a tool killed from here on leaves (see Watch).
+	release := func(bool) {}
+	if opt.Guard != nil {
+		r, err := opt.Guard(opt.ID)
+		if err != nil {
+			return 0, fmt.Errorf("tocluster: cannot start the cut-over's guardian: %w", err)
+		}
+		release = r
+	}
 	// The notice is written before the pause (a paused source would hold
 	// the SET): it only says where to look; CommitKey decides.
 	nv := encodeNotice(notice)
 	for _, x := range srcs {
 		if err := x.master.Set(ctx, NoticeKey, nv, 0).Err(); err != nil {
+			release(true) // the notices already written
 			return 0, fmt.Errorf("tocluster: notice on %s: %w", x.s.masterAddr(), err)
 		}
 	}
@@ -153,31 +164,43 @@ func (m *Migration) cutover(ctx context.Context) (time.Duration, error) {
 	defer cancel()
 	bg := context.WithoutCancel(ctx)
 	fenced := false
-	unpause := func() {
+	unpause := func() bool {
+		ok := true
 		for _, x := range srcs {
 			uctx, c := context.WithTimeout(bg, 2*time.Second)
-			_ = x.master.Do(uctx, "CLIENT", "UNPAUSE").Err()
+			if err := x.master.Do(uctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+				m.log.Error("tocluster: cannot unpause", "node", x.s.masterAddr(), "err", err)
+				ok = false
+			}
 			c()
 		}
+		return ok
 	}
 	abort := func(err error) (time.Duration, error) {
+		clean := true
 		if fenced {
 			for _, x := range srcs {
 				for n, c := range x.nodes {
 					uctx, cl := context.WithTimeout(bg, 2*time.Second)
 					if uerr := unfence(uctx, c, x.old[n]); uerr != nil {
 						m.log.Error("tocluster: cannot lift the fence", "node", n, "err", uerr)
+						clean = false
 					}
 					cl()
 				}
 			}
 		}
-		unpause()
+		if !unpause() {
+			clean = false
+		}
 		for _, x := range srcs {
 			uctx, c := context.WithTimeout(bg, 2*time.Second)
-			_ = x.master.Del(uctx, NoticeKey).Err()
+			if x.master.Del(uctx, NoticeKey).Err() != nil {
+				clean = false
+			}
 			c()
 		}
+		release(!clean)
 		return 0, fmt.Errorf("tocluster: cut-over aborted, the sources serve as before: %w", err)
 	}
 
@@ -187,6 +210,10 @@ func (m *Migration) cutover(ctx context.Context) (time.Duration, error) {
 		if err := x.master.Do(cctx, "CLIENT", "PAUSE", ms, "WRITE").Err(); err != nil {
 			return abort(fmt.Errorf("CLIENT PAUSE on %s: %w", x.s.masterAddr(), err))
 		}
+	}
+	m.log.Info("tocluster: sources paused", "id", opt.ID)
+	if err := m.hold(ctx, PausePaused); err != nil {
+		return abort(err)
 	}
 	levelAll := func() error {
 		for _, x := range srcs {
@@ -241,58 +268,105 @@ func (m *Migration) cutover(ctx context.Context) (time.Duration, error) {
 			return abort(fmt.Errorf("shard %s: the cluster refused %d commands (first: %s)", s.name, n, first))
 		}
 	}
+	m.log.Info("tocluster: sources fenced, the cluster level", "id", opt.ID)
+	if err := m.hold(ctx, PauseFenced); err != nil {
+		return abort(err)
+	}
 	// The commit point.
 	cc := m.client(m.slots.owner[slotOf(CommitKey)])
 	defer cc.Close()
-	if err := cc.Set(cctx, CommitKey, opt.ID, 0).Err(); err != nil {
-		// The SET may have run with its reply lost: read it back before
-		// lifting the fence, and keep the fence when that is unknown (no
-		// side takes writes rather than two; --cutover-only decides).
-		rctx, rc := context.WithTimeout(bg, 2*time.Second)
-		v, rerr := cc.Get(rctx, CommitKey).Result()
-		rc()
-		switch {
-		case rerr == nil && v == opt.ID:
-			m.log.Warn("tocluster: the commit's reply was lost, the commit key is there", "err", err)
-		case rerr != nil && !errors.Is(rerr, redis.Nil):
-			unpause()
-			return 0, fmt.Errorf("tocluster: commit on the cluster: %w; its outcome is unknown (%v): the sources stay fenced, run --cutover-only", err, rerr)
-		default:
-			return abort(fmt.Errorf("commit on the cluster: %w", err))
-		}
+	switch outcome, err := m.commit(cctx, bg, cc); outcome {
+	case commitAborted:
+		return abort(err)
+	case commitUnknown:
+		unpause()
+		release(true)
+		return 0, err
 	}
 	m.setPhase("committed")
 	m.log.Info("tocluster: committed", "id", opt.ID)
-	unpause()
+	if err := m.hold(ctx, PauseCommitted); err != nil {
+		// Past the commit point nothing is rolled back: the fences hold
+		// and the guardian unpauses.
+		release(true)
+		return 0, err
+	}
+	unpaused := unpause()
 	pause := time.Since(pausedAt)
-	// Clean-up after the commit point; failures only leave marker keys.
+	m.log.Info("tocluster: sources unpaused", "id", opt.ID, "paused", pause)
+	m.cleanMarkers(bg)
+	release(!unpaused)
+	return pause, nil
+}
+
+// cleanMarkers deletes the attempt and request keys after the commit
+// point; a failure only leaves marker keys.
+func (m *Migration) cleanMarkers(ctx context.Context) {
 	for _, k := range []string{AttemptKey, RequestKey} {
 		c := m.client(m.slots.owner[slotOf(k)])
-		_ = c.Del(bg, k).Err()
+		qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_ = c.Del(qctx, k).Err()
+		cancel()
 		c.Close()
 	}
-	return pause, nil
+}
+
+// The outcomes of the commit.
+const (
+	commitDone = iota
+	commitAborted
+	commitUnknown
+)
+
+// commit is the commit point: SET CommitKey <id> NX on the cluster. The
+// key is decided once: a guardian or --cutover-only that finds the tool
+// gone sets it to AbortPrefix+<id>, NX too, so the commit and the abort
+// of one cut-over exclude each other on the one node owning the key,
+// whatever requests are still in flight. A lost reply is settled the
+// same way: an abort marker set NX now either wins (aborted) or finds
+// the commit.
+func (m *Migration) commit(ctx, bg context.Context, cc *redis.Client) (int, error) {
+	id := m.opt.ID
+	ok, err := cc.SetNX(ctx, CommitKey, id, 0).Result()
+	if err == nil {
+		if ok {
+			return commitDone, nil
+		}
+		v, _ := cc.Get(ctx, CommitKey).Result()
+		if v == id {
+			return commitDone, nil
+		}
+		return commitAborted, fmt.Errorf("commit refused: the commit key holds %q (this cut-over was aborted by a guardian or --cutover-only)", v)
+	}
+	rctx, rc := context.WithTimeout(bg, 2*time.Second)
+	defer rc()
+	won, rerr := cc.SetNX(rctx, CommitKey, AbortPrefix+id, 0).Result()
+	if rerr == nil {
+		if !won {
+			if v, _ := cc.Get(rctx, CommitKey).Result(); v == id {
+				m.log.Warn("tocluster: the commit's reply was lost, the commit key is there", "err", err)
+				return commitDone, nil
+			}
+		}
+		return commitAborted, fmt.Errorf("commit on the cluster: %w", err)
+	}
+	// No side takes writes rather than two: the fences stay, and the
+	// guardian or --cutover-only decides.
+	return commitUnknown, fmt.Errorf("tocluster: commit on the cluster: %w; its outcome is unknown (%v): the sources stay fenced, run --cutover-only", err, rerr)
 }
 
 // FinishCutover is --cutover-only. If the cluster holds a committed
 // migration, it makes sure every source node is fenced and unpaused (an
-// interrupted cut-over's end). Otherwise, if a migration streams into the
-// cluster, it asks it to cut over and waits (up to wait) for the commit.
-// Otherwise, sources left fenced by a tool killed before its commit
-// point are unfenced from the notice's saved settings, and an error says
-// to rerun the migration.
+// interrupted cut-over's end). Otherwise, if a live migration streams
+// into the cluster (its connections are there, see ClientName), it asks
+// it to cut over and waits (up to wait) for the commit. Otherwise it
+// settles a cut-over whose tool is gone (Recover): sources left fenced
+// are unfenced from the notice's saved settings, and an error says to
+// rerun the migration.
 func FinishCutover(ctx context.Context, o Options, wait time.Duration) (string, error) {
 	opt := o.defaulted()
-	m := &Migration{opt: opt, log: opt.Logger, start: time.Now()}
-	for _, a := range opt.Sentinels {
-		m.sentinels = append(m.sentinels, redis.NewSentinelClient(&redis.Options{Addr: a, Password: opt.SentinelPassword,
-			DisableIdentity: true, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second}))
-	}
-	defer func() {
-		for _, sc := range m.sentinels {
-			sc.Close()
-		}
-	}()
+	m := newMigration(opt, recoverName)
+	defer m.closeSentinels()
 	slots, err := readSlotMap(ctx, opt.To, m.auth(), opt.DialTimeout)
 	if err != nil {
 		return "", err
@@ -307,142 +381,54 @@ func FinishCutover(ctx context.Context, o Options, wait time.Duration) (string, 
 		}
 		return v, err
 	}
-	get := func(key string) string {
-		v, _ := getErr(key)
-		return v
-	}
 	id, err := getErr(CommitKey)
 	if err != nil {
 		return "", fmt.Errorf("tocluster: read the commit key: %w", err)
 	}
-	if id != "" {
-		return "committed " + id + "; sources fenced", m.ensureFenced(ctx)
+	if id != "" && !strings.HasPrefix(id, AbortPrefix) {
+		return "committed " + id + "; sources fenced", m.finishCommitted(ctx)
 	}
 	attempt, err := getErr(AttemptKey)
 	if err != nil {
 		return "", fmt.Errorf("tocluster: read the attempt key: %w", err)
 	}
-	if attempt != "" {
-		c := m.client(slots.owner[slotOf(RequestKey)])
-		err := c.Set(ctx, RequestKey, "cutover", 0).Err()
-		c.Close()
+	if attempt != "" && !strings.HasPrefix(id, AbortPrefix) {
+		alive, err := m.connected(ctx, m.slots.masters, ClientName(attempt))
 		if err != nil {
-			return "", fmt.Errorf("tocluster: request the cut-over: %w", err)
+			return "", err
 		}
-		deadline := time.Now().Add(wait)
-		for time.Now().Before(deadline) {
-			if id := get(CommitKey); id != "" {
-				return "committed " + id, nil
+		if alive {
+			c := m.client(slots.owner[slotOf(RequestKey)])
+			err := c.Set(ctx, RequestKey, "cutover", 0).Err()
+			c.Close()
+			if err != nil {
+				return "", fmt.Errorf("tocluster: request the cut-over: %w", err)
 			}
-			select {
-			case <-ctx.Done():
-				return "", ctx.Err()
-			case <-time.After(100 * time.Millisecond):
+			deadline := time.Now().Add(wait)
+			for time.Now().Before(deadline) {
+				if id, _ := getErr(CommitKey); id != "" {
+					if strings.HasPrefix(id, AbortPrefix) {
+						break
+					}
+					return "committed " + id, nil
+				}
+				select {
+				case <-ctx.Done():
+					return "", ctx.Err()
+				case <-time.After(100 * time.Millisecond):
+				}
 			}
 		}
 	}
-	// A fence without a commit is lifted only once its tool cannot commit
-	// any more: a live tool commits or lifts its fence within its
-	// CutoverTimeout.
-	if fenced, err := m.anyFenced(ctx); err != nil {
-		return "", err
-	} else if fenced {
-		select {
-		case <-ctx.Done():
-			return "", ctx.Err()
-		case <-time.After(opt.CutoverTimeout + 2*time.Second):
-		}
-		id, err := getErr(CommitKey)
-		if err != nil {
-			return "", fmt.Errorf("tocluster: read the commit key: %w", err)
-		}
-		if id != "" {
-			return "committed " + id + "; sources fenced", m.ensureFenced(ctx)
-		}
-	}
-	rolled, err := m.rollbackFences(ctx)
+	rec, err := m.recover(ctx, "")
 	if err != nil {
 		return "", err
 	}
-	if rolled > 0 {
-		return "", fmt.Errorf("tocluster: no commit on the cluster: lifted the fence of %d source nodes left by an interrupted cut-over; the sources serve; rerun the migration", rolled)
+	if rec.Committed != "" {
+		return "committed " + rec.Committed + "; sources fenced", nil
+	}
+	if rec.Aborted != "" {
+		return "", fmt.Errorf("tocluster: no commit on the cluster: lifted the fence of %d source nodes left by an interrupted cut-over; the sources serve; rerun the migration", rec.Unfenced)
 	}
 	return "", errors.New("tocluster: no migration is streaming into the cluster and none was committed; run migrate-to-cluster")
-}
-
-// forEachSourceNode calls fn with a client of every node of every source
-// shard.
-func (m *Migration) forEachSourceNode(ctx context.Context, fn func(master, node string, c *redis.Client) error) error {
-	for _, name := range m.opt.Masters {
-		addr, err := m.resolve(ctx, name)
-		if err != nil {
-			return err
-		}
-		nodes, err := m.sourceNodes(ctx, addr)
-		if err != nil {
-			return err
-		}
-		for _, n := range nodes {
-			c := m.client(n)
-			err := fn(addr, n, c)
-			c.Close()
-			if err != nil {
-				return fmt.Errorf("tocluster: %s: %w", n, err)
-			}
-		}
-	}
-	return nil
-}
-
-func (m *Migration) ensureFenced(ctx context.Context) error {
-	return m.forEachSourceNode(ctx, func(master, node string, c *redis.Client) error {
-		old, err := fenceOf(ctx, c)
-		if err != nil {
-			return err
-		}
-		if old[0] != FenceReplicas {
-			if err := fence(ctx, c, old); err != nil {
-				return err
-			}
-		}
-		if node == master {
-			return c.Do(ctx, "CLIENT", "UNPAUSE").Err()
-		}
-		return nil
-	})
-}
-
-// anyFenced reports whether a source node carries the fence.
-func (m *Migration) anyFenced(ctx context.Context) (bool, error) {
-	found := false
-	err := m.forEachSourceNode(ctx, func(_, _ string, c *redis.Client) error {
-		cur, err := fenceOf(ctx, c)
-		if err == nil && cur[0] == FenceReplicas {
-			found = true
-		}
-		return err
-	})
-	return found, err
-}
-
-func (m *Migration) rollbackFences(ctx context.Context) (int, error) {
-	n := 0
-	err := m.forEachSourceNode(ctx, func(master, node string, c *redis.Client) error {
-		cur, err := fenceOf(ctx, c)
-		if err != nil || cur[0] != FenceReplicas {
-			return err
-		}
-		mc := m.client(master)
-		v, _ := mc.Get(ctx, NoticeKey).Result()
-		mc.Close()
-		old := [2]string{"0", cur[1]}
-		if nt, err := ParseNotice(v); err == nil {
-			if o, ok := nt.Fence[node]; ok {
-				old = o
-			}
-		}
-		n++
-		return unfence(ctx, c, old)
-	})
-	return n, err
 }

@@ -68,12 +68,39 @@
 // check a released command again) and those of slow clients, and a later
 // failover promotes a fenced replica; (5) level again with offsets read
 // after the fence (a write that slipped in before it is applied); (6) the
-// commit point: SET CommitKey <id> on the cluster, acknowledged; (7)
+// commit point: SET CommitKey <id> NX on the cluster, acknowledged; (7)
 // CLIENT UNPAUSE. A failure before (6) lifts the fence (restoring the
 // saved settings) and unpauses: the sources serve as before and the
 // migration can be retried (a rerun deletes its earlier attempt's keys
-// from the cluster). A kill between (4) and (6) leaves the sources fenced
-// without a commit; `--cutover-only` lifts that fence.
+// from the cluster).
+//
+// # A killed tool: the guardian, and one decision
+//
+// Before (1) the command starts a guardian, a process of its own
+// (`migrate-to-cluster --guardian`, through Options.Guard) that reads a
+// pipe from the tool: "done" when the cut-over ended cleanly, and the
+// pipe's end when the tool died, SIGKILL included. Then it waits until no
+// connection of the tool is left on any source or cluster node (every
+// connection is named ClientName(id); a node frees a client only after
+// running what it sent, so nothing of the dead tool lands later) and
+// settles the cut-over with Recover: if CommitKey holds the id, it
+// finishes the fences and unpauses (the cluster serves); otherwise it
+// sets CommitKey to AbortPrefix+<id> with NX, lifts the fences, unpauses
+// and deletes the notices (the sources serve). Commit and abort are the
+// same NX SET of one key on the one node that owns it, so exactly one of
+// them wins, whatever is still in flight; a commit whose reply was lost
+// is settled the same way by the tool itself. A rerun runs Recover first
+// (after a commit it only finishes the fences and reports the migration
+// as already committed); so does --cutover-only for a tool whose
+// connections are gone. If the guardian dies too (the host), the sources
+// stay as the tool left them: paused for at most CutoverTimeout, fenced
+// without a commit until a rerun or --cutover-only settles them — no
+// side takes writes rather than two.
+//
+// Options.PauseAt (--pause-at copy|paused|fenced|committed) stops the
+// migration at one of these points and logs "tocluster: paused at
+// <point>" until Options.Resume (SIGUSR1 for the command): the hook of
+// scripts/tocluster-faults.sh, which kills the tool there.
 //
 // # The notice path
 //

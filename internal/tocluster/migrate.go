@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -66,6 +67,22 @@ type Options struct {
 	// carry it.
 	ID string
 
+	// PauseAt, if set, makes the migration stop at one point (PauseCopy,
+	// PausePaused, PauseFenced or PauseCommitted), log "tocluster: paused
+	// at <point>" and wait for Resume (or ctx's end) before going on: a
+	// hook for fault tests (`--pause-at`; the command resumes on
+	// SIGUSR1). Default "" (never).
+	PauseAt string
+	// Resume ends the wait at PauseAt. Nil waits until ctx ends.
+	Resume <-chan struct{}
+	// Guard, if set, is called at the start of the cut-over, before
+	// anything on the sources changes, to start a guardian (a process that
+	// survives the tool, see Watch); the cut-over does not start if it
+	// fails. Its release function is called when the cut-over has ended
+	// in a clean state (committed, or rolled back) with recover false,
+	// or with recover true when the guardian must repair it. Default nil.
+	Guard func(id string) (release func(recover bool), err error)
+
 	// OnProgress, if set, is called about every ProgressInterval with every
 	// shard's progress. Default nil.
 	OnProgress func(Progress)
@@ -81,6 +98,9 @@ type Progress struct {
 	ID string `json:"id"`
 	// Phase is "copying", "streaming", "cutover", "committed" or "done".
 	Phase string `json:"phase"`
+	// PausedAt is the Options.PauseAt point the migration waits at (or
+	// waited at), "" before.
+	PausedAt string `json:"paused_at,omitempty"`
 	// Shards are the source shards, in Options.Masters order.
 	Shards []ShardProgress `json:"shards"`
 	// Elapsed is the time since Run started.
@@ -103,6 +123,10 @@ type Result struct {
 	PauseTime time.Duration `json:"pause_ns"`
 	// Committed tells whether the cut-over was committed.
 	Committed bool `json:"committed"`
+	// AlreadyCommitted is set when the cluster held a committed migration
+	// (ID) when Run started (a rerun after a tool killed past its commit
+	// point): Run only finished its fences and clean-up.
+	AlreadyCommitted bool `json:"already_committed,omitempty"`
 	// Shards are the final per-shard figures.
 	Shards []ShardProgress `json:"shards"`
 }
@@ -132,6 +156,15 @@ type Migration struct {
 
 	phaseMu sync.Mutex
 	phase   string
+	// pausedAt is the PauseAt point reached ("" before), for Progress.
+	pausedAt string
+
+	// name is the CLIENT SETNAME of every connection the migration opens
+	// (ClientName(ID) for a run, so that a guardian can tell when a killed
+	// tool's connections are gone).
+	name string
+	// held is set once the PauseAt point was reached.
+	held atomic.Bool
 }
 
 func (o *Options) defaulted() Options {
@@ -186,7 +219,7 @@ func (m *Migration) setPhase(p string) {
 // Progress returns every shard's progress now.
 func (m *Migration) Progress() Progress {
 	m.phaseMu.Lock()
-	p := Progress{ID: m.opt.ID, Phase: m.phase, Elapsed: time.Since(m.start)}
+	p := Progress{ID: m.opt.ID, Phase: m.phase, PausedAt: m.pausedAt, Elapsed: time.Since(m.start)}
 	m.phaseMu.Unlock()
 	for _, s := range m.shards {
 		p.Shards = append(p.Shards, s.progress())
@@ -195,7 +228,7 @@ func (m *Migration) Progress() Progress {
 }
 
 func (m *Migration) client(addr string) *redis.Client {
-	return redis.NewClient(&redis.Options{Addr: addr, Username: m.opt.Username, Password: m.opt.Password,
+	return redis.NewClient(&redis.Options{Addr: addr, Username: m.opt.Username, Password: m.opt.Password, ClientName: m.name,
 		DisableIdentity: true, MaxRetries: -1, DialerRetries: 1, DialTimeout: m.opt.DialTimeout, ReadTimeout: 5 * time.Second, PoolSize: 2})
 }
 
@@ -233,18 +266,55 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if len(o.Sentinels) == 0 || len(o.Masters) == 0 || o.To == "" {
 		return nil, errors.New("tocluster: --sentinels, --masters and --to are required")
 	}
+	switch o.PauseAt {
+	case "", PauseCopy, PausePaused, PauseFenced, PauseCommitted:
+	default:
+		return nil, fmt.Errorf("tocluster: unknown pause point %q (copy, paused, fenced, committed)", o.PauseAt)
+	}
 	opt := o.defaulted()
-	m := &Migration{opt: opt, log: opt.Logger, start: time.Now(), phase: "preflight"}
+	m := newMigration(opt, ClientName(opt.ID))
+	m.phase = "preflight"
+	defer m.closeSentinels()
+	return m.run(ctx)
+}
+
+// newMigration returns a Migration with its Sentinel clients; its
+// connections are named name.
+func newMigration(opt Options, name string) *Migration {
+	m := &Migration{opt: opt, log: opt.Logger, start: time.Now(), name: name}
 	for _, a := range opt.Sentinels {
 		m.sentinels = append(m.sentinels, redis.NewSentinelClient(&redis.Options{Addr: a, Password: opt.SentinelPassword,
 			DisableIdentity: true, MaxRetries: -1, DialTimeout: time.Second, ReadTimeout: time.Second}))
 	}
-	defer func() {
-		for _, sc := range m.sentinels {
-			sc.Close()
-		}
-	}()
-	return m.run(ctx)
+	return m
+}
+
+func (m *Migration) closeSentinels() {
+	for _, sc := range m.sentinels {
+		sc.Close()
+	}
+}
+
+// hold waits at the PauseAt point (once per migration): see
+// Options.PauseAt.
+func (m *Migration) hold(ctx context.Context, point string, attrs ...any) error {
+	if m.opt.PauseAt != point || !m.held.CompareAndSwap(false, true) {
+		return nil
+	}
+	m.phaseMu.Lock()
+	m.pausedAt = point
+	m.phaseMu.Unlock()
+	m.log.Info("tocluster: paused at "+point, append([]any{"id", m.opt.ID}, attrs...)...)
+	if m.opt.OnProgress != nil {
+		m.opt.OnProgress(m.Progress())
+	}
+	select {
+	case <-m.opt.Resume:
+		m.log.Info("tocluster: resumed at " + point)
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("tocluster: stopped while paused at %s: %w", point, ctx.Err())
+	}
 }
 
 func (m *Migration) run(ctx context.Context) (*Result, error) {
@@ -254,12 +324,33 @@ func (m *Migration) run(ctx context.Context) (*Result, error) {
 		return nil, err
 	}
 	m.slots = slots
-	committed, err := m.preflightCluster(ctx)
+	// A rerun first settles what an earlier, interrupted cut-over left:
+	// after its commit point it is finished (the fences), before it rolled
+	// back (see recover.go).
+	// An earlier run of a migration (the attempt key names it) must be
+	// gone, its requests landed, before anything of it is settled or
+	// deleted: its connections are named after it.
+	if prev, err := m.attempt(ctx); err != nil {
+		return nil, err
+	} else if prev != "" && prev != opt.ID {
+		m.log.Info("tocluster: waiting until the earlier migration's connections are gone", "earlier", prev)
+		if err := m.waitGone(ctx, ClientName(prev), opt.CutoverTimeout+5*time.Second); err != nil {
+			return nil, fmt.Errorf("tocluster: the earlier migration %s still has connections open (is it running? stop it first): %w", prev, err)
+		}
+	}
+	rec, err := m.recover(ctx, "")
 	if err != nil {
 		return nil, err
 	}
-	if committed != "" {
-		return nil, fmt.Errorf("tocluster: the cluster already holds the committed migration %s (use --cutover-only to finish its fences)", committed)
+	if rec.Committed != "" {
+		m.log.Info("tocluster: the cluster holds a committed migration; finished its fences", "id", rec.Committed)
+		return &Result{ID: rec.Committed, Committed: true, AlreadyCommitted: true}, nil
+	}
+	if rec.Aborted != "" {
+		m.log.Info("tocluster: rolled back an interrupted cut-over", "id", rec.Aborted, "unfenced", rec.Unfenced)
+	}
+	if err := m.preflightCluster(ctx); err != nil {
+		return nil, err
 	}
 	masters := make([]string, len(opt.Masters))
 	for i, name := range opt.Masters {
@@ -295,7 +386,7 @@ func (m *Migration) run(ctx context.Context) (*Result, error) {
 			return nil, err
 		}
 		s.ann.setMaster(masters[i])
-		if s.t, err = openTargets(ctx, slots, m.auth(), opt.DialTimeout); err != nil {
+		if s.t, err = openTargets(ctx, slots, m.auth(), opt.DialTimeout, m.name); err != nil {
 			s.ann.close()
 			return nil, err
 		}
@@ -387,6 +478,7 @@ func (m *Migration) run(ctx context.Context) (*Result, error) {
 		res.Keys += s.keys.Load()
 	}
 	m.setPhase("cutover")
+	m.log.Info("tocluster: cut-over starts", "id", opt.ID)
 	pause, err := m.cutover(ctx)
 	res.PauseTime = pause
 	if err != nil {
@@ -485,30 +577,35 @@ func (m *Migration) preflightSource(ctx context.Context, name, addr string) erro
 	return nil
 }
 
-// preflightCluster checks that the cluster is empty, holds an earlier
-// uncommitted attempt (whose data is deleted), or holds keys and Force is
-// set. It returns the id of a committed migration found there, if any.
-func (m *Migration) preflightCluster(ctx context.Context) (committed string, err error) {
+// preflightCluster checks that the cluster is empty, or holds an earlier
+// uncommitted attempt (whose data is deleted: its attempt key or an abort
+// marker on the commit key), or holds keys and Force is set.
+func (m *Migration) preflightCluster(ctx context.Context) error {
 	home := m.slots.owner[slotOf(CommitKey)]
 	c := m.client(home)
 	defer c.Close()
 	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if id, err := c.Get(qctx, CommitKey).Result(); err == nil && id != "" {
-		return id, nil
-	} else if err != nil && err != redis.Nil {
-		return "", fmt.Errorf("tocluster: cluster node %s: %w", home, err)
+	v, err := c.Get(qctx, CommitKey).Result()
+	if err != nil && err != redis.Nil {
+		return fmt.Errorf("tocluster: cluster node %s: %w", home, err)
+	}
+	if v != "" && !strings.HasPrefix(v, AbortPrefix) {
+		return fmt.Errorf("tocluster: the cluster already holds the committed migration %s", v)
 	}
 	ac := m.client(m.slots.owner[slotOf(AttemptKey)])
 	attempt, _ := ac.Get(qctx, AttemptKey).Result()
 	ac.Close()
+	if attempt == "" && v != "" {
+		attempt = v // an aborted attempt
+	}
 	var total int64
 	for _, a := range m.slots.masters {
 		mc := m.client(a)
 		n, err := mc.DBSize(qctx).Result()
 		if err == nil && n > 0 && attempt == "" && !m.opt.Force {
 			mc.Close()
-			return "", fmt.Errorf("tocluster: cluster master %s holds %d keys from no earlier attempt (use --force to delete them)", a, n)
+			return fmt.Errorf("tocluster: cluster master %s holds %d keys from no earlier attempt (use --force to delete them)", a, n)
 		}
 		total += n
 		mc.Close()
@@ -520,11 +617,27 @@ func (m *Migration) preflightCluster(ctx context.Context) (committed string, err
 			err := mc.FlushAll(qctx).Err()
 			mc.Close()
 			if err != nil {
-				return "", fmt.Errorf("tocluster: FLUSHALL on %s: %w", a, err)
+				return fmt.Errorf("tocluster: FLUSHALL on %s: %w", a, err)
 			}
 		}
 	}
-	return "", nil
+	return nil
+}
+
+// attempt returns the attempt key's value on the cluster ("" if none).
+func (m *Migration) attempt(ctx context.Context) (string, error) {
+	c := m.client(m.slots.owner[slotOf(AttemptKey)])
+	defer c.Close()
+	qctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	v, err := c.Get(qctx, AttemptKey).Result()
+	if err == redis.Nil {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("tocluster: read the attempt key: %w", err)
+	}
+	return v, nil
 }
 
 func (m *Migration) markAttempt(ctx context.Context) error {

@@ -80,7 +80,10 @@ type shard struct {
 	offset atomic.Int64
 	// streaming is set once the first snapshot is loaded.
 	streaming atomic.Bool
-	srcOffset atomic.Int64 // the source's master_repl_offset, polled
+	// copying is set once the first snapshot starts.
+	copying atomic.Bool
+	// srcOffset is the source's master_repl_offset, polled.
+	srcOffset atomic.Int64
 
 	keys, total, bytes, cmds, partial, full atomic.Int64
 	copyNs                                  atomic.Int64
@@ -189,8 +192,8 @@ func (s *shard) session(ctx context.Context) error {
 	s.cur.Store(l)
 	defer s.cur.Store(nil)
 	if l.full {
-		if s.streaming.Load() {
-			s.full.Add(1)
+		if s.copying.Swap(true) {
+			s.full.Add(1) // a copy again, after a lost link or a failover
 		}
 		if err := s.copySnapshot(ctx, l); err != nil {
 			return err
@@ -213,7 +216,7 @@ func (s *shard) session(ctx context.Context) error {
 // RESTORE key abs-ttl payload REPLACE ABSTTL, pipelined. On a second copy
 // (a full resync after a failover), keys the tool had that the new
 // snapshot lacks are deleted.
-func (s *shard) copySnapshot(ctx context.Context, l *link) error {
+func (s *shard) copySnapshot(ctx context.Context, l *link) (err error) {
 	s.setPhase("copying")
 	s.streaming.Store(false)
 	s.log.Info("tocluster: snapshot starts", "shard", s.name, "master", l.addr)
@@ -226,6 +229,16 @@ func (s *shard) copySnapshot(ctx context.Context, l *link) error {
 	defer stop()
 	old := s.tracked
 	s.tracked = make(map[string]struct{}, len(old))
+	defer func() {
+		// A copy cut short (the source failed over) keeps tracking the
+		// keys of the earlier copy too: the next copy deletes those its
+		// snapshot lacks.
+		if err != nil {
+			for k := range old {
+				s.tracked[k] = struct{}{}
+			}
+		}
+	}()
 	s.keys.Store(0)
 	d := rdb.NewDecoder(r)
 	restore := []byte("RESTORE")
@@ -249,8 +262,14 @@ func (s *shard) copySnapshot(ctx context.Context, l *link) error {
 			if err := s.t.forKey(e.Key).send(&op{what: "RESTORE"}, [][]byte{restore, e.Key, ttl, payload, replace, abs}); err != nil {
 				return err
 			}
-			s.keys.Add(1)
+			n := s.keys.Add(1)
 			s.bytes.Store(d.Offset())
+			if s.m.opt.PauseAt == PauseCopy && !s.m.held.Load() && n >= max(s.total.Load()/2, 1) {
+				if err := s.t.flush(); err != nil {
+					return err
+				}
+				return s.m.hold(ctx, PauseCopy, "shard", s.name, "master", l.addr, "keys", n)
+			}
 			return nil
 		},
 		Function: func(code []byte) error {

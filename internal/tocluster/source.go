@@ -309,6 +309,14 @@ func (a *announcer) handle(nc net.Conn) {
 				}
 			case "publish":
 				out = resp.AppendInt(nil, 0)
+			case "config":
+				if len(args) >= 2 && bytes.EqualFold(args[1], []byte("get")) {
+					// No settings: a Recover that lists the tool among a
+					// master's replicas finds it unfenced.
+					out = resp.AppendArrayLen(nil, 0)
+				} else {
+					out = resp.AppendOK(nil)
+				}
 			default:
 				if a.react(name, args) {
 					out = resp.AppendOK(nil)

@@ -240,7 +240,9 @@ type targets struct {
 	conns map[string]*targetConn
 }
 
-func openTargets(ctx context.Context, m *slotMap, auth []string, timeout time.Duration) (*targets, error) {
+// openTargets connects to every master of m, each connection named name
+// (CLIENT SETNAME: see ClientName).
+func openTargets(ctx context.Context, m *slotMap, auth []string, timeout time.Duration, name string) (*targets, error) {
 	t := &targets{slots: m, conns: map[string]*targetConn{}}
 	for _, a := range m.masters {
 		c, err := dialTarget(ctx, a, auth, timeout)
@@ -249,6 +251,10 @@ func openTargets(ctx context.Context, m *slotMap, auth []string, timeout time.Du
 			return nil, err
 		}
 		t.conns[a] = c
+		if _, err := c.call(ctx, "CLIENT", "SETNAME", name); err != nil {
+			t.close()
+			return nil, fmt.Errorf("tocluster: CLIENT SETNAME on %s: %w", a, err)
+		}
 	}
 	return t, nil
 }

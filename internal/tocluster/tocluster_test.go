@@ -566,7 +566,8 @@ func TestCutoverOnlyRecovers(t *testing.T) {
 		}
 	}
 	msg, err := FinishCutover(ctx, opt, time.Second)
-	if err != nil || !strings.HasPrefix(msg, "committed ") {
+	id := res.ID
+	if err != nil || !strings.HasPrefix(msg, "committed "+id) {
 		t.Fatalf("FinishCutover after a commit: %q, %v", msg, err)
 	}
 	for i, c := range []*redis.Client{m, r} {
@@ -574,8 +575,15 @@ func TestCutoverOnlyRecovers(t *testing.T) {
 			t.Errorf("node %d not fenced again: %q", i, v)
 		}
 	}
-	// A second run refuses: the cluster holds a committed migration.
-	if _, err := Run(ctx, opt); err == nil || !strings.Contains(err.Error(), "already holds the committed migration") {
-		t.Errorf("run over a committed migration: %v", err)
+	// A rerun over a committed migration completes: it only finishes the
+	// fences (a tool killed past its commit point).
+	if err := unfence(ctx, r, [2]string{"0", "10"}); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := Run(ctx, opt); err != nil || !res.AlreadyCommitted || res.ID != id {
+		t.Errorf("rerun over a committed migration: %+v, %v", res, err)
+	}
+	if v := r.ConfigGet(ctx, "min-replicas-to-write").Val()["min-replicas-to-write"]; v != FenceReplicas {
+		t.Errorf("replica not fenced by the rerun: %q", v)
 	}
 }

@@ -41,7 +41,11 @@ func (m *Machine) checkRouting() error {
 		v, _ = routingShadows.LoadOrStore(m, &Routing{})
 	}
 	shadow := v.(*Routing)
+	before := *shadow
 	m.FillRouting(shadow)
+	if err := checkChangedSlots(&before, shadow); err != nil {
+		return err
+	}
 	fresh := &Routing{}
 	if !m.FillRouting(fresh) {
 		return fmt.Errorf("a fill from zero reported no change")
@@ -51,6 +55,27 @@ func (m *Machine) checkRouting() error {
 	}
 	if m.FillRouting(fresh) {
 		return fmt.Errorf("a second fill with nothing changed reported a change")
+	}
+	return nil
+}
+
+// checkChangedSlots verifies that a partial fill's ChangedSlots lists
+// exactly the slots whose entries differ between before and after.
+func checkChangedSlots(before, after *Routing) error {
+	changed, partial := after.ChangedSlots()
+	if !partial {
+		return nil
+	}
+	listed := map[int]bool{}
+	for _, s := range changed {
+		listed[s] = true
+	}
+	for s := 0; s < NumSlots; s++ {
+		differs := before.Owner[s] != after.Owner[s] || before.Migrating[s] != after.Migrating[s] ||
+			before.Importing[s] != after.Importing[s]
+		if differs != listed[s] {
+			return fmt.Errorf("slot %d: entries differ %v, listed as changed %v", s, differs, listed[s])
+		}
 	}
 	return nil
 }

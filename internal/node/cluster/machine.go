@@ -466,12 +466,18 @@ func (m *Machine) Ready() Ready {
 	}
 	if shard := m.shardSlots(); shard != m.reportedSlots || len(m.deleteKeys) > 0 {
 		sc := &SlotsChanged{DeleteKeys: m.deleteKeys}
-		for s := 0; s < NumSlots; s++ {
-			was, is := m.reportedSlots.Has(s), shard.Has(s)
-			if is && !was {
-				sc.Gained = append(sc.Gained, s)
-			} else if was && !is {
-				sc.Lost = append(sc.Lost, s)
+		// Byte by byte: a SETSLOT changes one slot of 16384.
+		for i := range shard {
+			if shard[i] == m.reportedSlots[i] {
+				continue
+			}
+			for s := i * 8; s < i*8+8; s++ {
+				was, is := m.reportedSlots.Has(s), shard.Has(s)
+				if is && !was {
+					sc.Gained = append(sc.Gained, s)
+				} else if was && !is {
+					sc.Lost = append(sc.Lost, s)
+				}
 			}
 		}
 		m.reportedSlots = shard

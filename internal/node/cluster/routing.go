@@ -23,7 +23,17 @@ type Routing struct {
 	// and its slotGen then (FillRouting).
 	filledBy *Machine
 	slotGen  uint64
+	// changed lists the slots whose entries the last fill changed, when
+	// it looked at the written slots only (partial); see ChangedSlots.
+	changed []int
+	partial bool
 }
+
+// ChangedSlots returns the slots whose Owner, Migrating or Importing
+// entry the last FillRouting of r changed, and true; or false when that
+// fill looked at every slot (then any slot may have changed). The slice
+// is r's own and is reused by the next fill: a copy of r must not use it.
+func (r *Routing) ChangedSlots() ([]int, bool) { return r.changed, r.partial }
 
 // RouteNode is a redirect target.
 type RouteNode struct {
@@ -88,11 +98,15 @@ func (m *Machine) FillRouting(dst *Routing) bool {
 	full := nodesMoved || dst.slotGen == 0 || m.slotGen-dst.slotGen > slotLogLen
 	from := dst.slotGen
 	dst.slotGen = m.slotGen
+	dst.changed, dst.partial = dst.changed[:0], !full
 	slot := func(s int) {
 		o, g, i := idx(m.slots[s]), idx(m.migrating[s]), idx(m.importing[s])
 		if dst.Owner[s] != o || dst.Migrating[s] != g || dst.Importing[s] != i {
 			dst.Owner[s], dst.Migrating[s], dst.Importing[s] = o, g, i
 			changed = true
+			if !full {
+				dst.changed = append(dst.changed, s)
+			}
 		}
 	}
 	if !full {

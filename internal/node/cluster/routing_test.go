@@ -16,6 +16,7 @@ func TestFillRoutingIncremental(t *testing.T) {
 	r := &Routing{}
 	step := func(what string, wantChange bool) {
 		t.Helper()
+		before := *r
 		if got := src.m.FillRouting(r); got != wantChange {
 			t.Fatalf("%s: FillRouting reported change=%v, want %v", what, got, wantChange)
 		}
@@ -23,6 +24,9 @@ func TestFillRoutingIncremental(t *testing.T) {
 		src.m.FillRouting(fresh)
 		if !r.Equal(fresh) {
 			t.Fatalf("%s: reused routing differs from a full fill", what)
+		}
+		if err := checkChangedSlots(&before, r); err != nil {
+			t.Fatalf("%s: %v", what, err)
 		}
 	}
 	step("first fill", true)

@@ -60,9 +60,9 @@ func (l *Link) fullSync(nc net.Conn, br *bufio.Reader, st Settings, replid strin
 		// Redis 7.0: the old dataset is kept until the new one is
 		// loaded; LOADING meanwhile unless the master continues our own
 		// history (async loading).
-		err = l.h.LoadStreaming(cr, eofMark != nil, !sameHistory)
+		err = l.loadStreaming(cr, eofMark != nil, !sameHistory)
 	case l.h.DatasetEmpty():
-		err = l.h.LoadStreaming(cr, eofMark != nil, mode == "on-empty-db")
+		err = l.loadStreaming(cr, eofMark != nil, mode == "on-empty-db")
 	default:
 		err = l.loadFromDisk(cr, st, eofMark != nil)
 	}
@@ -72,6 +72,32 @@ func (l *Link) fullSync(nc net.Conn, br *bufio.Reader, st Settings, replid strin
 	l.h.FullSynced(replid, offset, time.Since(start))
 	l.log.Info("MASTER <-> REPLICA sync: Finished with success")
 	return nil
+}
+
+// loadStreaming loads the payload while it arrives into staging databases
+// and swaps them in when the whole payload was read and checked: a
+// transfer cut half-way drops the staging data and leaves the dataset
+// untouched. It is used when the dataset is empty (the staging copy costs
+// no extra memory), and with repl-diskless-load swapdb. With loading the
+// server answers LOADING meanwhile (on-empty-db, and swapdb with a new
+// history, as Redis does); otherwise clients keep seeing the current
+// dataset. Receiving and loading overlap (the master encodes while we
+// decode), where the disk path does one after the other.
+func (l *Link) loadStreaming(payload io.Reader, eofForm, loading bool) error {
+	l.log.Info("MASTER <-> REPLICA sync: Loading DB in memory")
+	br := bufio.NewReaderSize(payload, 256*1024)
+	return l.h.LoadStaged(br, loading, func() error {
+		// The RDB ends with its checksum: nothing but the end of the
+		// payload (the EOF mark, or the announced length) may follow.
+		if n, err := io.Copy(io.Discard, br); err != nil || n != 0 {
+			return fmt.Errorf("repl: %d bytes after the end of the master's RDB (%v)", n, err)
+		}
+		if st := l.Status(); !eofForm && st.SyncRead != st.SyncTotal {
+			return fmt.Errorf("repl: the master's RDB was cut after %d of %d bytes", st.SyncRead, st.SyncTotal)
+		}
+		l.log.Info("MASTER <-> REPLICA sync: Flushing old data")
+		return nil
+	})
 }
 
 // loadFromDisk receives the whole payload into a temporary file first, as

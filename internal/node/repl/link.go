@@ -1,14 +1,5 @@
-// Package repl is the replica side of Redis's replication (PSYNC2): the
-// link to the master, which connects, performs the handshake (PING, AUTH,
-// REPLCONF, PSYNC), receives the RDB of a full resync and hands it to the
-// server to load, then hands the connection over for the command stream,
-// retrying with backoff when the link breaks.
-//
-// The server is seen through ReplicaHost: its replication history (the id
-// and offset a PSYNC asks to continue), the dataset loaders, and the
-// stream applier, which runs the master's commands on the server's master
-// client. The master side (backlog, replicas, PSYNC answers) stays in the
-// root package for now (docs/ARCHITECTURE.md, "The node's packages").
+// The replica side: the link to the master.
+
 package repl
 
 import (
@@ -65,11 +56,10 @@ type ReplicaHost interface {
 	// LoadRDB replaces the dataset with an RDB stream (the payload was
 	// received to disk first).
 	LoadRDB(r io.Reader) error
-	// LoadStreaming loads the payload while it arrives into staging
-	// databases and swaps them in once it was read whole; with loading,
-	// the server answers LOADING meanwhile. The link's Status says how
-	// much of a $<len> payload was read.
-	LoadStreaming(payload io.Reader, eofForm, loading bool) error
+	// LoadStaged loads an RDB stream into staging databases, the
+	// dataset untouched (with loading, the server answers LOADING
+	// meanwhile), and swaps them in once check passed.
+	LoadStaged(rdb io.Reader, loading bool, check func() error) error
 	// FullSynced adopts the master's history after a full resync that
 	// loaded in elapsed.
 	FullSynced(replid string, offset int64, elapsed time.Duration)
@@ -115,6 +105,8 @@ type Link struct {
 	// in the handshake (a shardnode master): SendPriority may then
 	// repeat it on the live link.
 	prioOK atomic.Bool
+	// stream is the command stream's state (stream.go).
+	stream streamState
 }
 
 // NewLink returns a link to host:port in StateConnect, not yet running.

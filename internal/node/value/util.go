@@ -19,6 +19,9 @@ func DictHash(key string) uint32 { return uint32(maphash.String(dictSeed, key)) 
 // digits without leading zeros (a lone "0" aside), no '+', no spaces, at
 // most 20 bytes, within int64. It decides the intset encoding, so it is
 // the one integer test of the node.
+//
+// Up to 18 digits cannot overflow and are summed in a loop (INCR parses
+// its value with it on every call); longer numbers go to strconv.
 func ParseInt(b []byte) (int64, bool) {
 	if len(b) == 0 || len(b) > 20 {
 		return 0, false
@@ -26,8 +29,25 @@ func ParseInt(b []byte) (int64, bool) {
 	if b[0] == '+' || (len(b) > 1 && b[0] == '0') || (len(b) > 1 && b[0] == '-' && b[1] == '0') {
 		return 0, false
 	}
-	n, err := strconv.ParseInt(string(b), 10, 64)
-	return n, err == nil
+	d := b
+	if d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) == 0 || len(d) > 18 {
+		n, err := strconv.ParseInt(string(b), 10, 64)
+		return n, err == nil
+	}
+	var n int64
+	for _, ch := range d {
+		if ch < '0' || ch > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(ch-'0')
+	}
+	if b[0] == '-' {
+		n = -n
+	}
+	return n, true
 }
 
 // bstr views b as a string without copying; the string is only valid while
@@ -36,3 +56,22 @@ func bstr(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // sbytes views s as a read-only byte slice without copying.
 func sbytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// ParseFloat parses b as a Redis float argument (string2d): inf and -inf
+// allowed, NaN, leading or trailing spaces and more than 5000 bytes not.
+func ParseFloat(b []byte) (float64, bool) {
+	if len(b) == 0 || len(b) > 5000 {
+		return 0, false
+	}
+	if b[0] == ' ' || b[len(b)-1] == ' ' {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	if err != nil {
+		return 0, false
+	}
+	if f != f {
+		return 0, false
+	}
+	return f, true
+}

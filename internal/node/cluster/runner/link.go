@@ -1,16 +1,22 @@
 package runner
 
 import (
+	"bufio"
 	"errors"
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
 
 	"github.com/shardis/shardis/internal/node/cluster"
 )
 
-// link is one bus connection: the loop owns the record, a reader
-// goroutine decodes packets into events, a writer goroutine drains out.
+// link is one bus connection: the record is guarded by the runner's
+// machine lock; a reader goroutine decodes packets and feeds them to the
+// machine itself; packets are written by whoever queues them when the
+// socket takes them at once, else by a writer goroutine that drains out.
 type link struct {
 	id   cluster.LinkID
 	conn net.Conn // nil while an outbound link is dialing
@@ -19,11 +25,16 @@ type link struct {
 	out     []byte        // queued bytes not yet handed to the socket
 	wake    chan struct{} // one token: out has data, or the link closes
 	closed  bool
-	writing bool // the writer holds a batch taken from out
+	writing bool // a batch taken from out (or a direct write) is being written
+	// sent counts the bytes written (the runner's BytesSent).
+	sent *atomic.Int64
+	// raw is conn's raw descriptor for direct non-blocking writes (nil:
+	// always through the writer).
+	raw syscall.RawConn
 }
 
 func (r *Runner) newLink(id cluster.LinkID) *link {
-	l := &link{id: id, wake: make(chan struct{}, 1)}
+	l := &link{id: id, wake: make(chan struct{}, 1), sent: &r.bytesSent}
 	r.links[id] = l
 	r.bufMu.Lock()
 	r.bufs[id] = l
@@ -63,8 +74,12 @@ func (l *link) close() {
 	}
 }
 
-// queue appends one encoded packet to the link's output; it reports false
-// when that would take the unsent bytes past limit (> 0).
+// queue hands one encoded packet to the link; it reports false when
+// that would take the unsent bytes past limit (> 0). While nothing is
+// queued or being written, the packet goes straight to the socket with
+// one non-blocking write on the caller's goroutine (an idle node's pong
+// wakes no writer); what the socket does not take at once is left to the
+// writer goroutine. pkt is not kept.
 func (l *link) queue(pkt []byte, limit int64) bool {
 	l.mu.Lock()
 	if l.closed {
@@ -75,6 +90,19 @@ func (l *link) queue(pkt []byte, limit int64) bool {
 		l.mu.Unlock()
 		return false
 	}
+	if l.raw != nil && !l.writing && len(l.out) == 0 {
+		l.writing = true
+		l.mu.Unlock()
+		n := l.writeNow(pkt)
+		l.sent.Add(int64(n))
+		l.mu.Lock()
+		l.writing = false
+		if n == len(pkt) || l.closed {
+			l.mu.Unlock()
+			return true
+		}
+		pkt = pkt[n:]
+	}
 	l.out = append(l.out, pkt...)
 	l.mu.Unlock()
 	select {
@@ -84,10 +112,86 @@ func (l *link) queue(pkt []byte, limit int64) bool {
 	return true
 }
 
+// writeNow writes as much of b as the socket takes without waiting and
+// returns how much that was (0 on EAGAIN or an error: the writer's own
+// write then meets the error and reports the link broken).
+func (l *link) writeNow(b []byte) int {
+	n := 0
+	_ = l.raw.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			k, errno := rawWrite(fd, b[n:])
+			if errno == syscall.EINTR {
+				continue
+			}
+			if errno != 0 || k <= 0 {
+				break
+			}
+			n += k
+		}
+		return true // never wait for the socket here
+	})
+	return n
+}
+
+// rawWrite and rawRead are write(2) and read(2) on a non-blocking socket
+// without the runtime's syscall bookkeeping (entersyscall, which also
+// wakes the runtime's sysmon thread from its sleep when every P is idle,
+// and keeps it polling for a while): they never block, so the P need not
+// be handed off. An idle node's few packets a second then wake one
+// thread each, not two or three.
+func rawWrite(fd uintptr, b []byte) (int, syscall.Errno) {
+	if len(b) == 0 {
+		return 0, 0
+	}
+	n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	return int(n), errno
+}
+
+func rawRead(fd uintptr, b []byte) (int, syscall.Errno) {
+	if len(b) == 0 {
+		return 0, 0
+	}
+	n, _, errno := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
+	return int(n), errno
+}
+
+// rawReader reads a socket with rawRead, waiting for it in the runtime's
+// poller (a parked goroutine, as net.Conn's Read) when it has no data.
+type rawReader struct {
+	raw syscall.RawConn
+}
+
+func (r rawReader) Read(b []byte) (int, error) {
+	var n int
+	var errno syscall.Errno
+	err := r.raw.Read(func(fd uintptr) bool {
+		for {
+			n, errno = rawRead(fd, b)
+			if errno != syscall.EINTR {
+				return errno != syscall.EAGAIN
+			}
+		}
+	})
+	switch {
+	case err != nil:
+		return 0, err
+	case errno != 0:
+		return 0, errno
+	case n == 0 && len(b) > 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}
+
 // startIO starts the reader and writer goroutines of a connected link.
 func (r *Runner) startIO(l *link) {
 	if tc, ok := l.conn.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
+		if raw, err := tc.SyscallConn(); err == nil {
+			l.mu.Lock()
+			l.raw = raw
+			l.mu.Unlock()
+		}
 	}
 	r.wg.Add(2)
 	go r.writer(l)
@@ -104,80 +208,152 @@ func (r *Runner) writer(l *link) {
 			l.mu.Unlock()
 			return
 		}
-		// Swap buffers: the loop appends to a fresh slice while this one
-		// is written, and the old one is reused next time.
-		batch, l.out = l.out, batch[:0]
-		l.mu.Unlock()
-		if len(batch) == 0 {
+		if l.writing || len(l.out) == 0 {
+			// A direct write is under way; what it leaves rings again.
+			l.mu.Unlock()
 			continue
 		}
+		// Swap buffers: queue appends to a fresh slice while this one
+		// is written, and the old one is reused next time.
+		batch, l.out = l.out, batch[:0]
+		l.writing = true
+		l.mu.Unlock()
 		n, err := l.conn.Write(batch)
 		r.bytesSent.Add(int64(n))
+		l.mu.Lock()
+		l.writing = false
+		more := len(l.out) > 0
+		l.mu.Unlock()
 		if err != nil {
 			r.broken(l, err)
 			return
+		}
+		if more {
+			// Queued while this batch was written: go on.
+			select {
+			case l.wake <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
 
+// reader reads the link's packets and feeds them to the machine on its
+// own goroutine: every packet already received is decoded, then all of
+// them are handled under one hold of the machine's lock and their Ready
+// carried out once, as Redis handles every ready event before
+// beforeSleep; a packet therefore costs one goroutine wake-up, this one.
 func (r *Runner) reader(l *link) {
 	defer r.wg.Done()
+	var src io.Reader = l.conn
+	l.mu.Lock()
+	if l.raw != nil {
+		src = rawReader{l.raw}
+	}
+	l.mu.Unlock()
+	br := bufio.NewReaderSize(src, readBufSize)
 	var hdr [8]byte
 	buf := make([]byte, 0, cluster.HeaderLen+8*cluster.GossipLen)
+	var batch []*cluster.Msg
 	for {
-		if _, err := io.ReadFull(l.conn, hdr[:]); err != nil {
-			r.broken(l, err)
-			return
-		}
-		n, err := cluster.PacketLen(hdr[:])
-		if err == nil && n > r.opt.MaxPacket {
-			err = errors.New("runner: bus packet longer than the limit")
-		}
-		if err != nil {
-			r.badPkts.Add(1)
-			r.log.Warn("cluster: bad bus packet, closing the link", "err", err)
-			r.broken(l, err)
-			return
-		}
-		// Grow with the data that arrives, not with what the peer
-		// claims: a lying length costs at most twice what was sent.
-		buf = append(buf[:0], hdr[:]...)
-		for len(buf) < n {
-			want := n - len(buf)
-			if want > 1<<20 {
-				want = 1 << 20
-			}
-			if cap(buf)-len(buf) < want {
-				nb := make([]byte, len(buf), len(buf)+max(want, len(buf)))
-				copy(nb, buf)
-				buf = nb
-			}
-			k, err := io.ReadFull(l.conn, buf[len(buf):len(buf)+want])
-			buf = buf[:len(buf)+k]
+		batch = batch[:0]
+		for len(batch) == 0 || packetBuffered(br) {
+			msg, err := r.readPacket(l, br, &hdr, &buf)
 			if err != nil {
 				r.broken(l, err)
 				return
 			}
+			if msg != nil {
+				batch = append(batch, msg)
+			}
+			if len(batch) >= maxBatch {
+				break
+			}
 		}
-		r.bytesRecv.Add(int64(n))
-		msg, err := cluster.Decode(buf)
-		if msg == nil || (err != nil && !errors.Is(err, cluster.ErrUnknownType)) {
-			// Redis ignores a packet that fails its length checks and
-			// keeps the link.
-			r.badPkts.Add(1)
-			r.log.Warn("cluster: dropping invalid bus packet", "err", err)
-			continue
+		r.mu.Lock()
+		if r.closed || r.links[l.id] != l {
+			r.mu.Unlock()
+			return // closed by the machine or the runner meanwhile
 		}
-		r.pktsRecv.Add(1)
-		select {
-		case r.events <- event{kind: evPacket, id: l.id, msg: msg, gen: l}:
-		case <-r.quit:
-			return
+		now := r.opt.Clock()
+		for _, msg := range batch {
+			r.m.HandlePacket(now, l.id, msg)
 		}
+		r.carryOutLoop()
+		r.mu.Unlock()
 		if cap(buf) > 1<<20 {
 			buf = make([]byte, 0, cluster.HeaderLen+8*cluster.GossipLen)
 		}
 	}
+}
+
+// readBufSize is a link reader's buffer: a few full PINGs of a large
+// cluster's gossip in one read.
+const readBufSize = 32 << 10
+
+// maxBatch bounds the packets handled under one hold of the lock.
+const maxBatch = 64
+
+// packetBuffered reports whether a whole packet is already in br.
+func packetBuffered(br *bufio.Reader) bool {
+	if br.Buffered() < 8 {
+		return false
+	}
+	h, err := br.Peek(8)
+	if err != nil {
+		return false
+	}
+	n, err := cluster.PacketLen(h)
+	return err != nil || br.Buffered() >= n // an error is reported by readPacket
+}
+
+// readPacket reads one packet; a nil message with a nil error is a packet
+// dropped as Redis drops it (bad lengths), the link kept.
+func (r *Runner) readPacket(l *link, br *bufio.Reader, hdr *[8]byte, bufp *[]byte) (*cluster.Msg, error) {
+	if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		return nil, err
+	}
+	n, err := cluster.PacketLen(hdr[:])
+	if err == nil && n > r.opt.MaxPacket {
+		err = errors.New("runner: bus packet longer than the limit")
+	}
+	if err != nil {
+		r.badPkts.Add(1)
+		r.log.Warn("cluster: bad bus packet, closing the link", "err", err)
+		return nil, err
+	}
+	// Grow with the data that arrives, not with what the peer claims: a
+	// lying length costs at most twice what was sent.
+	buf := append((*bufp)[:0], hdr[:]...)
+	for len(buf) < n {
+		want := n - len(buf)
+		if want > 1<<20 {
+			want = 1 << 20
+		}
+		if cap(buf)-len(buf) < want {
+			nb := make([]byte, len(buf), len(buf)+max(want, len(buf)))
+			copy(nb, buf)
+			buf = nb
+		}
+		k, err := io.ReadFull(br, buf[len(buf):len(buf)+want])
+		buf = buf[:len(buf)+k]
+		if err != nil {
+			*bufp = buf
+			return nil, err
+		}
+	}
+	*bufp = buf
+	r.bytesRecv.Add(int64(n))
+	msg, err := cluster.Decode(buf)
+	if msg == nil || (err != nil && !errors.Is(err, cluster.ErrUnknownType)) {
+		// Redis ignores a packet that fails its length checks and keeps
+		// the link.
+		r.badPkts.Add(1)
+		r.log.Warn("cluster: dropping invalid bus packet", "err", err)
+		return nil, nil
+	}
+	r.pktsRecv.Add(1)
+	return msg, nil
 }
 
 // broken reports a failed link to the loop (once per link: the reader

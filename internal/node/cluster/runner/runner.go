@@ -3,27 +3,34 @@
 // the machine asks for to each node, the inbound links peers open), the
 // nodes.conf file and its lock, and the clock.
 //
-// One goroutine, the loop, owns the machine, as Redis's event loop owns
-// its clusterState: it feeds the machine one input at a time (a decoded
-// packet, a link that connected or broke, a connection accepted, a tick
-// every 100 ms, an operator's command run through Do) and, after each
-// batch of inputs, carries out the machine's Ready in Redis's
-// clusterBeforeSleep order: nodes.conf is saved (and fsynced when asked)
-// before any packet of the batch is written, so a vote or an epoch that a
-// packet announces is on disk first. Reading and writing the sockets
-// happens in per-link goroutines, so a slow peer never stalls the loop: a
-// link whose unsent bytes pass cluster-link-sendbuf-limit is closed, as
-// Redis frees it.
+// The machine is guarded by one mutex, as Redis's event loop owns its
+// clusterState: whoever holds it feeds the machine one input (a decoded
+// packet, a link that connected or broke, a connection accepted, a tick,
+// an operator's command run through Do) and then carries out the
+// machine's Ready in Redis's clusterBeforeSleep order before letting go.
+// A loop goroutine takes the inputs that arrive on channels; Do runs on
+// its caller's goroutine, so a CLUSTER command costs no hand-off to
+// another goroutine and back.
+//
+// nodes.conf: a Ready that asks for an fsync (an epoch, a vote) is saved
+// atomically and fsynced before any packet of its batch is queued, so
+// what a packet announces is on disk first. Other saves are written
+// outside the lock: by Do's caller before Do returns (a CLUSTER command's
+// reply leaves after its change is written, as Redis saves in
+// beforeSleep before it replies), and for the loop's own inputs by a
+// saver goroutine; either way one write covers every change made before
+// it was rendered, so a burst of changes costs one write. Reading and
+// writing the sockets happens in per-link goroutines, so a slow peer
+// never stalls the machine: a link whose unsent bytes pass
+// cluster-link-sendbuf-limit is closed, as Redis frees it.
 package runner
 
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -63,11 +70,13 @@ type Options struct {
 	MaxPacket int
 	// Clock returns the current time. Default time.Now.
 	Clock func() time.Time
-	// OnReady is called in the loop after every batch's Ready has been
-	// carried out (config saved, links opened and closed, packets queued),
-	// with the machine, so the caller can apply RoleChange, SlotsChanged,
-	// StateChanged and Deliveries and read the machine to rebuild what it
-	// shows clients. It must not block and must not call Do.
+	// OnReady is called with the machine's lock held after every batch's
+	// Ready has been carried out (links opened and closed, packets
+	// queued; an fsynced save written), with the machine, so the caller
+	// can apply RoleChange, SlotsChanged, StateChanged and Deliveries and
+	// read the machine to rebuild what it shows clients. It runs on the
+	// loop's goroutine or on Do's caller's; it must not block and must not
+	// call Do.
 	OnReady func(m *cluster.Machine, rd *cluster.Ready)
 	// Logger receives link and file errors. Default slog.Default().
 	Logger *slog.Logger
@@ -93,10 +102,25 @@ type LinkBuffer struct {
 
 // Runner drives one machine. Create it with Start.
 type Runner struct {
-	m    *cluster.Machine
-	opt  Options
-	log  *slog.Logger
-	lock *os.File
+	// mu guards the machine, links, encBuf and closed: it is held for
+	// every input and its Ready.
+	mu     sync.Mutex
+	m      *cluster.Machine
+	closed bool
+	opt    Options
+	log    *slog.Logger
+	lock   *os.File
+
+	// saveGen counts the Readies that asked for a save (written under
+	// mu); writtenGen is the saveGen of the newest text on disk. A save
+	// renders under mu and writes under fileMu, never holding both in that
+	// order (fileMu is taken inside mu only by the fsync path).
+	saveGen, writtenGen atomic.Uint64
+	fileMu              sync.Mutex
+	conf                confFile
+	// saveKick wakes the saver for the loop's own saves.
+	saveKick chan struct{}
+	saverWG  sync.WaitGroup
 
 	events chan event
 	ops    chan op
@@ -106,7 +130,7 @@ type Runner struct {
 	listeners []net.Listener
 	wg        sync.WaitGroup
 
-	// links is owned by the loop; bufMu guards the buffer figures
+	// links is guarded by mu; bufMu guards the buffer figures
 	// mirrored into bufs for LinkBuffers.
 	links map[cluster.LinkID]*link
 	bufMu sync.Mutex
@@ -119,8 +143,8 @@ type Runner struct {
 	// loop at every send (Options.SendBufLimit at start).
 	sendBufLimit atomic.Int64
 
-	// tickPending is set while a Tick's op waits in ops.
-	tickPending atomic.Bool
+	// external is set by the first Tick: the owner drives the clock.
+	external atomic.Bool
 
 	closeOnce sync.Once
 	encBuf    []byte
@@ -136,8 +160,7 @@ var ErrClosed = errors.New("runner: closed")
 type eventKind int
 
 const (
-	evPacket eventKind = iota
-	evAccepted
+	evAccepted eventKind = iota
 	evDialed
 	evBroken
 )
@@ -145,16 +168,13 @@ const (
 type event struct {
 	kind eventKind
 	id   cluster.LinkID
-	msg  *cluster.Msg
 	conn net.Conn
 	err  error
 	gen  *link // the link record the event belongs to
 }
 
 type op struct {
-	fn   func(m *cluster.Machine, now time.Time)
-	done chan struct{}
-	tick bool // Runner.Tick's: run the machine's Tick
+	fn func(m *cluster.Machine, now time.Time)
 }
 
 // Start locks and loads nodes.conf into m (when it exists and is not
@@ -181,13 +201,15 @@ func Start(m *cluster.Machine, opt Options) (*Runner, error) {
 	}
 	r := &Runner{
 		m: m, opt: opt, log: opt.Logger,
-		events: make(chan event, 1024),
-		ops:    make(chan op, 256),
-		quit:   make(chan struct{}),
-		done:   make(chan struct{}),
-		links:  map[cluster.LinkID]*link{},
-		bufs:   map[cluster.LinkID]*link{},
+		events:   make(chan event, 1024),
+		ops:      make(chan op, 256),
+		quit:     make(chan struct{}),
+		done:     make(chan struct{}),
+		links:    map[cluster.LinkID]*link{},
+		bufs:     map[cluster.LinkID]*link{},
+		saveKick: make(chan struct{}, 1),
 	}
+	r.conf.path = opt.ConfigFile
 	r.sendBufLimit.Store(opt.SendBufLimit)
 	if opt.ConfigFile != "" {
 		if err := r.loadConfig(); err != nil {
@@ -216,6 +238,8 @@ func Start(m *cluster.Machine, opt Options) (*Runner, error) {
 		r.wg.Add(1)
 		go r.accept(l)
 	}
+	r.saverWG.Add(1)
+	go r.saver()
 	go r.loop()
 	return r, nil
 }
@@ -263,27 +287,29 @@ func (r *Runner) closeListeners() {
 	}
 }
 
-// Do runs fn in the loop with the machine and the current time, then
-// carries out the Ready it leaves, and returns after that (a CLUSTER
-// command's reply therefore leaves after nodes.conf was saved, as in
-// Redis).
+// Do runs fn with the machine and the current time on the caller's
+// goroutine, under the machine's lock, carries out the Ready it leaves,
+// and returns once a nodes.conf save that Ready asked for is written (a
+// CLUSTER command's reply therefore leaves after nodes.conf was saved, as
+// in Redis).
 func (r *Runner) Do(fn func(m *cluster.Machine, now time.Time)) error {
-	o := op{fn: fn, done: make(chan struct{})}
-	select {
-	case r.ops <- o:
-	case <-r.done:
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
 		return ErrClosed
 	}
-	select {
-	case <-o.done:
-		return nil
-	case <-r.done:
-		return ErrClosed
+	fn(r.m, r.opt.Clock())
+	gen := r.carryOut()
+	r.mu.Unlock()
+	if gen != 0 {
+		r.flushConfig(gen)
 	}
+	return nil
 }
 
-// Post runs fn in the loop like Do, without waiting for it (PUBLISH's
-// broadcast). It reports false after Close.
+// Post runs fn like Do from the loop's goroutine, without waiting for it
+// (PUBLISH's broadcast); functions posted run in the order posted. It
+// reports false after Close.
 func (r *Runner) Post(fn func(m *cluster.Machine, now time.Time)) bool {
 	select {
 	case r.ops <- op{fn: fn}:
@@ -293,22 +319,22 @@ func (r *Runner) Post(fn func(m *cluster.Machine, now time.Time)) bool {
 	}
 }
 
-// Tick makes the loop run the machine's Tick, and hands the clock to the
-// caller: the runner's own timer stops at the first Tick, and from then on
-// the machine ticks when the owner calls Tick, as Redis's serverCron calls
-// clusterCron (shardnode's cron does, so an idle node wakes once per
-// period for all its periodic work, not once per timer). The tick is
-// queued with Do's and Post's functions, in order; it never blocks: a
-// tick still queued absorbs this one.
+// Tick runs the machine's Tick on the caller's goroutine, under the
+// machine's lock, and hands the clock to the caller: the runner's own
+// timer stops at the first Tick, and from then on the machine ticks when
+// the owner calls Tick, as Redis's serverCron calls clusterCron
+// (shardnode's cron does, so an idle node wakes once per period for all
+// its periodic work, not once per timer, and no other goroutine is woken
+// for it). A save the tick asks for is left to the saver goroutine.
 func (r *Runner) Tick() {
-	if !r.tickPending.CompareAndSwap(false, true) {
+	r.external.Store(true)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
 		return
 	}
-	select {
-	case r.ops <- op{tick: true}:
-	default: // the queue is full: the next beat ticks
-		r.tickPending.Store(false)
-	}
+	r.m.Tick(r.opt.Clock())
+	r.carryOutLoop()
 }
 
 // Close stops the loop, closes every link and listener, saves nodes.conf
@@ -317,15 +343,25 @@ func (r *Runner) Close() {
 	r.closeOnce.Do(func() {
 		close(r.quit)
 		<-r.done
+		r.mu.Lock()
+		r.closed = true
 		r.closeListeners()
 		for _, l := range r.links {
 			l.close()
 		}
+		r.mu.Unlock()
 		r.wg.Wait()
+		r.saverWG.Wait()
 		if r.opt.ConfigFile != "" {
-			if err := r.save(true); err != nil {
+			r.mu.Lock()
+			text := r.m.RenderNodesConf()
+			r.mu.Unlock()
+			r.fileMu.Lock()
+			if err := r.conf.saveAtomic(text); err != nil {
 				r.log.Warn("cluster: saving nodes.conf at shutdown", "err", err)
 			}
+			r.conf.close()
+			r.fileMu.Unlock()
 		}
 		r.unlock()
 	})
@@ -360,7 +396,9 @@ func (r *Runner) LinkBuffers() map[cluster.LinkID]LinkBuffer {
 	return out
 }
 
-// loop owns the machine.
+// loop feeds the machine the inputs that arrive on channels: link
+// events (accepted, connected, broken), its own timer until Tick takes over, and Post's
+// functions.
 func (r *Runner) loop() {
 	defer close(r.done)
 	own := time.NewTicker(r.opt.TickInterval)
@@ -368,15 +406,17 @@ func (r *Runner) loop() {
 	ownC := own.C // nil once Tick took over
 	// The machine may have work from New or LoadNodesConf (save the
 	// config of a new node).
-	r.carryOut()
+	r.mu.Lock()
+	r.carryOutLoop()
+	r.mu.Unlock()
 	for {
 		select {
 		case <-r.quit:
 			return
 		case ev := <-r.events:
+			r.mu.Lock()
 			r.handle(ev)
-			// Take what else is there before carrying out the batch, as
-			// Redis handles every ready event before beforeSleep.
+			// Take what else is there before carrying out the batch.
 			for n := 0; n < 256; n++ {
 				select {
 				case ev = <-r.events:
@@ -386,26 +426,51 @@ func (r *Runner) loop() {
 				}
 				break
 			}
-			r.carryOut()
+			r.carryOutLoop()
+			r.mu.Unlock()
 		case <-ownC:
-			r.m.Tick(r.opt.Clock())
-			r.carryOut()
-		case o := <-r.ops:
-			if o.tick {
-				r.tickPending.Store(false)
-				if ownC != nil {
-					own.Stop()
-					ownC = nil
-				}
-				r.m.Tick(r.opt.Clock())
-				r.carryOut()
+			r.mu.Lock()
+			// Checked under the lock: after Tick returned, the own timer
+			// never reads the clock again.
+			if r.external.Load() {
+				r.mu.Unlock()
+				own.Stop()
+				ownC = nil
 				continue
 			}
+			r.m.Tick(r.opt.Clock())
+			r.carryOutLoop()
+			r.mu.Unlock()
+		case o := <-r.ops:
+			r.mu.Lock()
 			o.fn(r.m, r.opt.Clock())
-			r.carryOut()
-			if o.done != nil {
-				close(o.done)
-			}
+			r.carryOutLoop()
+			r.mu.Unlock()
+		}
+	}
+}
+
+// carryOutLoop is carryOut for the loop's inputs: a save it asks for is
+// left to the saver goroutine.
+func (r *Runner) carryOutLoop() {
+	if r.carryOut() != 0 {
+		select {
+		case r.saveKick <- struct{}{}:
+		default: // a kick is pending: its save renders the newest state
+		}
+	}
+}
+
+// saver writes nodes.conf for the loop's saves, one write per kick
+// covering every change made until it renders.
+func (r *Runner) saver() {
+	defer r.saverWG.Done()
+	for {
+		select {
+		case <-r.saveKick:
+			r.flushConfig(r.saveGen.Load())
+		case <-r.quit:
+			return
 		}
 	}
 }
@@ -413,11 +478,6 @@ func (r *Runner) loop() {
 func (r *Runner) handle(ev event) {
 	now := r.opt.Clock()
 	switch ev.kind {
-	case evPacket:
-		if l := r.links[ev.id]; l == nil || l != ev.gen {
-			return // closed by the machine meanwhile
-		}
-		r.m.HandlePacket(now, ev.id, ev.msg)
 	case evAccepted:
 		peer, local := hostOf(ev.conn.RemoteAddr()), hostOf(ev.conn.LocalAddr())
 		id := r.m.Accepted(now, peer, local)
@@ -454,16 +514,31 @@ func (r *Runner) handle(ev event) {
 	}
 }
 
-// carryOut performs the machine's Ready: save, closes, connects, sends,
-// then OnReady.
-func (r *Runner) carryOut() {
+// carryOut performs the machine's Ready (mu held): an fsynced save,
+// closes, connects, sends, then OnReady. A save without fsync is only
+// counted: carryOut returns its generation, which the caller passes to
+// flushConfig once it has let go of mu (0: nothing to save).
+func (r *Runner) carryOut() uint64 {
 	rd := r.m.Ready()
+	var gen uint64
 	if rd.SaveConfig && r.opt.ConfigFile != "" {
-		if err := r.save(rd.Fsync); err != nil {
-			// Redis exits here ("Fatal: can't update cluster config
-			// file."): a node that cannot persist a vote or an epoch must
-			// not go on announcing it. Log loudly; the caller decides.
-			r.log.Error("cluster: can't update cluster config file", "file", r.opt.ConfigFile, "err", err)
+		gen = r.saveGen.Add(1)
+		if rd.Fsync {
+			text := r.m.RenderNodesConf()
+			r.fileMu.Lock()
+			err := r.conf.saveAtomic(text)
+			if err == nil {
+				r.wrote(gen)
+			}
+			r.fileMu.Unlock()
+			if err != nil {
+				// Redis exits here ("Fatal: can't update cluster config
+				// file."): a node that cannot persist a vote or an epoch
+				// must not go on announcing it. Log loudly; the caller
+				// decides.
+				r.log.Error("cluster: can't update cluster config file", "file", r.opt.ConfigFile, "err", err)
+			}
+			gen = 0
 		}
 	}
 	for _, id := range rd.Closes {
@@ -494,53 +569,43 @@ func (r *Runner) carryOut() {
 	if r.opt.OnReady != nil {
 		r.opt.OnReady(r.m, &rd)
 	}
+	return gen
 }
 
-// save writes nodes.conf. With fsync (an epoch, a vote) it is atomic and
-// durable: a temporary file in the same directory, fsynced, renamed over
-// the old one, the directory fsynced, so a crash leaves the old file or
-// the new one, never a truncated one. Without, it is rewritten in place as
-// Redis 7.0's clusterSaveConfig does: the new text padded with newlines to
-// the old size in one write, then truncated, so a process killed in
-// between leaves a file that still parses. (Renaming over an existing file
-// makes ext4 flush the new one's data first, milliseconds per save; a
-// key-by-key reshard saves on every CLUSTER SETSLOT.) The lock is on a
-// separate file because the rename replaces nodes.conf's inode.
-func (r *Runner) save(fsync bool) error {
-	text := r.m.RenderNodesConf()
-	if !fsync {
-		if err := saveInPlace(r.opt.ConfigFile, text); err == nil {
-			return nil
-		}
-		// No file yet, or it cannot be opened: the atomic path.
+// wrote records that the text of generation gen is on disk (fileMu held).
+func (r *Runner) wrote(gen uint64) {
+	if gen > r.writtenGen.Load() {
+		r.writtenGen.Store(gen)
 	}
-	dir := filepath.Dir(r.opt.ConfigFile)
-	f, err := os.CreateTemp(dir, ".nodes.conf.tmp-*")
+}
+
+// flushConfig returns once nodes.conf holds a text at least as new as
+// save generation gen, writing it when no other save did already (mu not
+// held). The text is rendered under mu and written under fileMu, so the
+// file is written by one goroutine at a time and never goes back to an
+// older text.
+func (r *Runner) flushConfig(gen uint64) {
+	if r.writtenGen.Load() >= gen {
+		return
+	}
+	r.mu.Lock()
+	text, g := r.m.RenderNodesConf(), r.saveGen.Load()
+	r.mu.Unlock()
+	r.fileMu.Lock()
+	defer r.fileMu.Unlock()
+	if r.writtenGen.Load() >= g {
+		return
+	}
+	err := r.conf.saveInPlace(text)
 	if err != nil {
-		return fmt.Errorf("runner: save cluster config: %w", err)
-	}
-	tmp := f.Name()
-	_, err = io.WriteString(f, text)
-	if err == nil && fsync {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, r.opt.ConfigFile)
+		// No file yet, or it cannot be written in place: the atomic path.
+		err = r.conf.saveAtomic(text)
 	}
 	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("runner: save cluster config: %w", err)
+		r.log.Error("cluster: can't update cluster config file", "file", r.opt.ConfigFile, "err", err)
+		return
 	}
-	if fsync {
-		if d, err := os.Open(dir); err == nil {
-			d.Sync()
-			d.Close()
-		}
-	}
-	return nil
+	r.wrote(g)
 }
 
 func (r *Runner) accept(ln net.Listener) {
@@ -589,30 +654,4 @@ func hostOf(a net.Addr) string {
 	}
 	h, _, _ := net.SplitHostPort(a.String())
 	return h
-}
-
-// saveInPlace rewrites an existing file with text: padded with newlines to
-// the file's size, written at offset 0 in one call, then truncated to
-// text's length.
-func saveInPlace(path, text string) error {
-	f, err := os.OpenFile(path, os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return err
-	}
-	b := []byte(text)
-	for int64(len(b)) < st.Size() {
-		b = append(b, '\n')
-	}
-	if _, err := f.WriteAt(b, 0); err != nil {
-		return fmt.Errorf("runner: save cluster config: %w", err)
-	}
-	if err := f.Truncate(int64(len(text))); err != nil {
-		return fmt.Errorf("runner: save cluster config: %w", err)
-	}
-	return nil
 }

@@ -308,7 +308,7 @@ func TestTickTakesOverTheClock(t *testing.T) {
 	}
 	r.Tick()
 	noop := func(*cluster.Machine, time.Time) {}
-	if err := r.Do(noop); err != nil { // queued after the Tick: it is done
+	if err := r.Do(noop); err != nil { // the own timer is off once Tick returned
 		t.Fatal(err)
 	}
 	// For 50 periods of the old timer: every read is one of ours.

@@ -1,0 +1,99 @@
+package migrate
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shardis/shardis/internal/resp"
+)
+
+func args(s string) [][]byte {
+	var out [][]byte
+	for _, f := range strings.Fields(s) {
+		if f == `""` {
+			f = ""
+		}
+		out = append(out, []byte(f))
+	}
+	return out
+}
+
+func TestParseAndKeys(t *testing.T) {
+	o, err := Parse(args(`MIGRATE h 7 "" 2 0 COPY AUTH2 u p KEYS a b`))
+	if err != nil || o.Addr != "h:7" || o.DB != 2 || o.Timeout != time.Second || !o.Copy || len(o.Auth) != 2 || len(o.Keys) != 2 {
+		t.Fatalf("%+v, %v", o, err)
+	}
+	for _, tc := range []struct {
+		cmd string
+		err error
+	}{
+		{`MIGRATE h 7 k 0 10 KEYS a`, ErrKeysWithKey}, {`MIGRATE h 7 k 0 10 AUTH`, ErrSyntax},
+		{`MIGRATE h 7 k 0 x`, ErrNotInt}, {`MIGRATE h 7 k x 10`, ErrNotInt}, {`MIGRATE h 7 k 0 10 FOO`, ErrSyntax},
+	} {
+		if _, err := Parse(args(tc.cmd)); err != tc.err {
+			t.Errorf("%s: %v, want %v", tc.cmd, err, tc.err)
+		}
+	}
+	for _, tc := range []struct {
+		cmd  string
+		want string
+	}{
+		{`MIGRATE h 7 k 0 10`, "[3]"}, {`MIGRATE h 7 "" 0 10 AUTH keys KEYS a b`, "[9 10]"}, {`MIGRATE h 7 "" 0 10`, "[]"},
+	} {
+		if got := fmt.Sprint(Keys(args(tc.cmd))); got != tc.want {
+			t.Errorf("Keys(%s) = %s, want %s", tc.cmd, got, tc.want)
+		}
+	}
+}
+
+// Send pipelines SELECT and the RESTOREs, marks the acknowledged keys and
+// reports the target's first error; the connection goes back to the cache.
+func TestSend(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got := make(chan []string, 1)
+	go func() {
+		nc, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer nc.Close()
+		_ = nc.SetDeadline(time.Now().Add(5 * time.Second))
+		br := bufio.NewReader(nc)
+		var cmds []string
+		for i := 0; i < 3; i++ {
+			v, err := resp.ReadValue(br)
+			if err != nil {
+				return
+			}
+			cmds = append(cmds, strings.ToUpper(v.Elems[0].Str)+" "+v.Elems[1].Str)
+		}
+		_, _ = nc.Write([]byte("+OK\r\n+OK\r\n-BUSYKEY Target key name already exists.\r\n"))
+		got <- cmds
+	}()
+	o := &Options{Addr: ln.Addr().String(), DB: 3, Timeout: 2 * time.Second}
+	items := []Item{{Key: "a", Payload: []byte("x")}, {Key: "b", TTL: 5, Payload: []byte("y")}}
+	res := Send(o, items, false)
+	if res.IOErr != "" || res.TargetErr != "BUSYKEY Target key name already exists." || !items[0].Acked || items[1].Acked {
+		t.Fatalf("%+v %+v", res, items)
+	}
+	if cmds := <-got; strings.Join(cmds, ",") != "SELECT 3,RESTORE a,RESTORE b" {
+		t.Errorf("target got %v", cmds)
+	}
+	cache.Lock()
+	_, cached := cache.conns[o.Addr]
+	cache.Unlock()
+	if !cached {
+		t.Error("connection not cached after the exchange")
+	}
+	if res := Send(&Options{Addr: "127.0.0.1:1", Timeout: 200 * time.Millisecond}, items, false); res.IOErr != "IOERR error or timeout connecting to the client" {
+		t.Errorf("unreachable target: %+v", res)
+	}
+}
