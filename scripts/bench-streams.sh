@@ -1,11 +1,21 @@
 #!/usr/bin/env bash
-# Streams against redis-server in one run (issue 29 must-show 4): XADD with
-# redis-benchmark, and XREADGROUP + XACK with scripts/streambench (consumers
-# of one group draining a stream of N entries). For each server it prints
-# the rate and the server's CPU (utime+stime from /proc) per operation,
-# which, unlike the rate, does not depend on the machine's load.
+# Streams, HyperLogLog and geo against redis-server in one run (issue 29
+# must-show 4): XADD, PFADD, PFCOUNT of 3 keys and GEOSEARCH BYRADIUS on
+# 100k members with redis-benchmark, XREADGROUP + XACK with
+# scripts/streambench (8 consumers of one group draining a stream of N
+# entries). For each server it records the rate and the server's CPU
+# (utime+stime from /proc) per operation, which, unlike the rate, does not
+# depend on the machine's load, and prints a table with the ratios to
+# redis-server (rate: shardnode/redis, CPU: redis/shardnode; above 1 is
+# better for shardnode in both).
 #
 #   scripts/bench-streams.sh [N]      (default 200000)
+#
+# OLD=/path/to/shardnode adds a third server (another build) to the same
+# run, for before/after comparisons. CALLGRIND=1 runs every server under
+# valgrind --tool=callgrind instead and reports user-space instructions per
+# operation (the same whatever else the machine runs; kernel time is not
+# in them), with N/10 operations (N/400 for PFCOUNT and GEOSEARCH).
 set -eu
 n=${1:-200000}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,25 +24,84 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 (cd "$here" && go build -o "$work/shardnode" ./cmd/shardnode && go build -o "$work/streambench" ./scripts/streambench)
 tck=$(getconf CLK_TCK)
 cpu() { awk -v t="$tck" '{print ($14+$15)/t}' "/proc/$1/stat"; }
-echo "machine: $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg), N=$n"
+echo "machine: $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg), N=$n, $(date -u +%Y-%m-%dT%H:%MZ)"
 port=22811
-for server in redis-server shardnode; do
-  if [ $server = redis-server ]; then
-    redis-server --port $port --bind 127.0.0.1 --save "" --appendonly no --dir "$work" >"$work/srv.log" 2>&1 &
-  else
-    "$work/shardnode" --port $port --bind 127.0.0.1 --save "" --dir "$work" >"$work/srv.log" 2>&1 &
+servers="redis-server shardnode"
+if [ -n "${OLD:-}" ]; then servers="$servers old"; fi
+
+# measure SERVER PID LABEL OPS CMD...: runs CMD, records rate and CPU per
+# op (with CALLGRIND, instructions per op).
+measure() {
+  if [ -n "${CALLGRIND:-}" ]; then
+    local vpid=$2 label=$3 ops=$4
+    callgrind_control -z "$vpid" >/dev/null
+    shift 4
+    "$@" >/dev/null
+    callgrind_control -d "$vpid" >/dev/null
+    sleep 1
+    local ir
+    ir=$(grep -h '^summary' $(ls -t "$work"/cg.out.* | head -1) | awk '{print $2}')
+    echo "$label|$ir" | awk -F'|' -v ops="$ops" '{printf "%s|%d\n", $1, $2/ops}' >>"$work/res.$server"
+    return
   fi
+  local server=$1 pid=$2 label=$3 ops=$4
+  shift 4
+  local c0 c1 out rate
+  c0=$(cpu "$pid")
+  out=$("$@" | tr '\r' '\n')
+  c1=$(cpu "$pid")
+  rate=$(echo "$out" | grep -o '[0-9.]* requests per second\|entries/s=[0-9.]*' | tail -1 | grep -o '[0-9.]*' | head -1)
+  echo "$label|$rate|$(echo "($c1-$c0)*1000000/$ops" | bc -l)" >>"$work/res.$server"
+}
+
+big=$n small=$((n / 10))
+vg=()
+if [ -n "${CALLGRIND:-}" ]; then
+  big=$((n / 10)) small=$((n / 400))
+  # Go's asynchronous preemption signals trip callgrind.
+  export GODEBUG=asyncpreemptoff=1
+fi
+for server in $servers; do
+  rm -f "$work"/cg.out.*
+  [ -n "${CALLGRIND:-}" ] && vg=(valgrind --tool=callgrind "--callgrind-out-file=$work/cg.out.%p")
+  case $server in
+    redis-server) "${vg[@]}" redis-server --port $port --bind 127.0.0.1 --save "" --appendonly no --dir "$work" >"$work/srv.log" 2>&1 & ;;
+    shardnode) "${vg[@]}" "$work/shardnode" --port $port --bind 127.0.0.1 --save "" --dir "$work" >"$work/srv.log" 2>&1 & ;;
+    old) "${vg[@]}" "$OLD" --port $port --bind 127.0.0.1 --save "" --dir "$work" >"$work/srv.log" 2>&1 & ;;
+  esac
   pid=$!
-  for _ in $(seq 50); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.1; done
-  redis-benchmark -p $port -c 50 -n 20000 -P 16 -q XADD warm '*' f v >/dev/null
-  c0=$(cpu $pid)
-  rate=$(redis-benchmark -p $port -c 50 -n "$n" -P 16 -q XADD bench:xadd '*' f v | tr '\r' '\n' | grep -o '[0-9.]* requests per second' | tail -1)
-  c1=$(cpu $pid)
-  echo "$server XADD -P 16: $rate, cpu/op $(echo "($c1-$c0)*1000000/$n" | bc -l | cut -c1-5) us"
-  "$work/streambench" -addr 127.0.0.1:$port -mode fill -n "$n"
-  c0=$(cpu $pid)
-  out=$("$work/streambench" -addr 127.0.0.1:$port -mode consume -c 8 -count 10)
-  c1=$(cpu $pid)
-  echo "$server XREADGROUP COUNT 10 + XACK, 8 consumers: $out, cpu/entry $(echo "($c1-$c0)*1000000/$n" | bc -l | cut -c1-5) us"
-  kill $pid; wait $pid 2>/dev/null || true
+  for _ in $(seq 600); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.1; done
+  rb() { redis-benchmark -p $port -c 50 -q "$@"; }
+  rb -n 20000 -P 16 XADD warm '*' f v >/dev/null
+  measure $server $pid "XADD -P 16" "$big" rb -n "$big" -P 16 XADD bench:xadd '*' f v
+  "$work/streambench" -addr 127.0.0.1:$port -mode fill -n "$big"
+  measure $server $pid "XREADGROUP COUNT 10 + XACK, 8 consumers (per entry)" "$big" \
+    "$work/streambench" -addr 127.0.0.1:$port -mode consume -c 8 -count 10
+  measure $server $pid "PFADD -P 16 (-r 1000000)" "$big" rb -n "$big" -P 16 -r 1000000 PFADD bench:pfadd __rand_int__
+  "$work/streambench" -addr 127.0.0.1:$port -mode hllfill -n 20000 -key bench:hll
+  measure $server $pid "PFCOUNT of 3 dense keys -P 16" $small rb -n $small -P 16 PFCOUNT bench:hll1 bench:hll2 bench:hll3
+  "$work/streambench" -addr 127.0.0.1:$port -mode geofill -n 100000 -key bench:geo
+  measure $server $pid "GEOSEARCH BYRADIUS 20 km on 100k members (~130 found) -P 16" $small \
+    rb -n $small -P 16 GEOSEARCH bench:geo FROMLONLAT 15 40 BYRADIUS 20 km ASC
+  kill $pid
+  wait $pid 2>/dev/null || true
+done
+
+if [ -n "${CALLGRIND:-}" ]; then
+  printf '\n| test (server) | redis-server instructions/op | its instructions/op | ratio (redis/it) |\n|---|---|---|---|\n'
+  for other in $servers; do
+    [ $other = redis-server ] && continue
+    paste -d'|' "$work/res.redis-server" "$work/res.$other" | while IFS='|' read -r label i1 _ i2; do
+      printf '| %s (%s) | %d | %d | %.2f |\n' "$label" "$other" "$i1" "$i2" "$(echo "$i1/$i2" | bc -l)"
+    done
+  done
+  exit 0
+fi
+printf '\n| test | redis-server /s | shardnode /s | rate ratio | redis-server CPU/op | shardnode CPU/op | CPU ratio |\n|---|---|---|---|---|---|---|\n'
+for other in $servers; do
+  [ $other = redis-server ] && continue
+  paste -d'|' "$work/res.redis-server" "$work/res.$other" | while IFS='|' read -r label r1 c1 _ r2 c2; do
+    [ $other = old ] && label="$label (old build)"
+    printf '| %s | %.0f | %.0f | %.2f | %.2f µs | %.2f µs | %.2f |\n' "$label" "$r1" "$r2" "$(echo "$r2/$r1" | bc -l)" "$c1" "$c2" "$(echo "$c1/$c2" | bc -l)"
+  done
 done

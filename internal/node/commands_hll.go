@@ -1,9 +1,6 @@
 package node
 
 import (
-	"bytes"
-	"strings"
-
 	"github.com/shardis/shardis/internal/node/hll"
 	"github.com/shardis/shardis/internal/node/keyspace"
 )
@@ -48,33 +45,20 @@ func cmdPFAdd(c *Client, args [][]byte) {
 	if !ok {
 		return
 	}
-	updated := 0
-	var val []byte
-	if e == nil {
-		val = hll.New()
-		updated++
-	} else {
-		val = e.Str
+	var cur []byte
+	if e != nil {
+		cur = e.Str
 	}
-	max := c.hllSparseMax()
-	for _, ele := range args[2:] {
-		next, changed, err := hll.Add(val, ele, max)
-		if err != nil {
-			if e != nil {
-				e.Str = val // edits made before the corrupt part stay, as in Redis
-			}
-			c.addError(hll.ErrCorrupt.Error())
-			return
-		}
-		val = next
-		if changed {
-			updated++
-		}
-	}
-	if e == nil {
+	val, updated, err := hll.AddAll(cur, args[2:], c.hllSparseMax())
+	switch {
+	case e != nil:
+		e.Str = val // on a corrupt value, the edits made before the corrupt part stay, as in Redis
+	case err == nil:
 		e = c.curDB().SetString(string(args[1]), val, 0, false)
-	} else {
-		e.Str = val
+	}
+	if err != nil {
+		c.addError(err.Error())
+		return
 	}
 	if updated == 0 {
 		c.addInt(0)
@@ -90,47 +74,28 @@ func cmdPFAdd(c *Client, args [][]byte) {
 // PFCOUNT key [key ...]
 func cmdPFCount(c *Client, args [][]byte) {
 	if len(args) > 2 {
-		var max [hll.Registers]uint8
-		for _, k := range args[1:] {
-			e, ok := c.lookupHLLRead(k)
-			if !ok {
-				return
-			}
-			if e == nil {
-				continue
-			}
-			if err := hll.MergeInto(&max, e.Str); err != nil {
-				c.addError(err.Error())
-				return
-			}
+		if u, ok := c.hllUnion(args[1:]); ok {
+			c.addInt(int64(hll.CountRegisters(&u.Regs)))
 		}
-		c.addInt(int64(hll.CountRegisters(&max)))
 		return
 	}
 	e, ok := c.lookupHLLRead(args[1])
-	if !ok {
+	if !ok || e == nil {
+		if ok {
+			c.addInt(0)
+		}
 		return
 	}
-	if e == nil {
-		c.addInt(0)
-		return
-	}
-	if card, valid := hll.Cached(e.Str); valid {
-		c.addInt(int64(card))
-		return
-	}
-	card, err := hll.Count(e.Str)
+	card, updated, err := hll.CountCached(e.Str)
 	if err != nil {
 		c.addError(err.Error())
 		return
 	}
-	// The cache is part of the value: a fresh copy keeps a snapshot in
-	// progress (which PFCOUNT, a read, does not guard) on the old bytes.
-	val := bytes.Clone(e.Str)
-	hll.SetCached(val, card)
-	e.Str = val
-	c.signalModifiedKey(e.Key)
-	c.markDirty(1) // propagated, as Redis propagates the cache update
+	if updated != nil {
+		e.Str = updated
+		c.signalModifiedKey(e.Key)
+		c.markDirty(1) // propagated, as Redis propagates the cache update
+	}
 	c.addInt(int64(card))
 }
 
@@ -148,32 +113,37 @@ func (c *Client) lookupHLLRead(key []byte) (*keyspace.Entry, bool) {
 	return e, ok
 }
 
-// PFMERGE destkey [sourcekey ...]
-func cmdPFMerge(c *Client, args [][]byte) {
-	var max [hll.Registers]uint8
-	dense := false
-	for _, k := range args[1:] {
+// hllUnion merges the HyperLogLogs at keys (missing ones count as
+// empty), replying the first error (ok false) in key order.
+func (c *Client) hllUnion(keys [][]byte) (*hll.Union, bool) {
+	u := new(hll.Union)
+	for _, k := range keys {
 		e, ok := c.lookupHLLRead(k)
 		if !ok {
-			return
+			return nil, false
 		}
-		if e == nil {
-			continue
+		if e != nil {
+			if err := u.Add(e.Str); err != nil {
+				c.addError(err.Error())
+				return nil, false
+			}
 		}
-		if !hll.IsSparse(e.Str) {
-			dense = true
-		}
-		if err := hll.MergeInto(&max, e.Str); err != nil {
-			c.addError(err.Error())
-			return
-		}
+	}
+	return u, true
+}
+
+// PFMERGE destkey [sourcekey ...]
+func cmdPFMerge(c *Client, args [][]byte) {
+	u, ok := c.hllUnion(args[1:])
+	if !ok {
+		return
 	}
 	dst, _ := c.lookupString(args[1]) // checked above
 	var cur []byte
 	if dst != nil {
 		cur = dst.Str
 	}
-	val, err := hll.FromRegisters(cur, &max, dense, c.hllSparseMax())
+	val, err := hll.FromRegisters(cur, &u.Regs, u.Dense, c.hllSparseMax())
 	if err != nil {
 		c.addError(err.Error())
 		return
@@ -191,7 +161,6 @@ func cmdPFMerge(c *Client, args [][]byte) {
 
 // PFDEBUG GETREG|DECODE|ENCODING|TODENSE key
 func cmdPFDebug(c *Client, args [][]byte) {
-	sub := strings.ToLower(string(args[1]))
 	e, ok := c.lookupString(args[2])
 	if !ok {
 		return
@@ -204,50 +173,27 @@ func cmdPFDebug(c *Client, args [][]byte) {
 		c.addError(err.Error())
 		return
 	}
-	switch sub {
-	case "getreg":
-		if hll.IsSparse(e.Str) {
-			d, err := hll.ToDense(e.Str)
-			if err != nil {
-				c.addError(hll.ErrCorrupt.Error())
-				return
-			}
-			e.Str = d
-			c.markDirty(1) // the encoding change is propagated
-		}
-		regs, _ := hll.RegisterValues(e.Str)
-		c.addArrayLen(len(regs))
-		for _, v := range regs {
+	reply, val, changed, err := hll.Debug(string(args[1]), e.Str)
+	if err != nil {
+		c.addError(err.Error())
+		return
+	}
+	if changed {
+		e.Str = val
+		c.markDirty(1) // the encoding change is propagated
+	}
+	switch r := reply.(type) {
+	case []uint8:
+		c.addArrayLen(len(r))
+		for _, v := range r {
 			c.addInt(int64(v))
 		}
-	case "decode":
-		s, err := hll.Decode(e.Str)
-		if err != nil {
-			c.addError(err.Error())
-			return
-		}
-		c.addBulkString(s)
-	case "encoding":
-		if hll.IsSparse(e.Str) {
-			c.addSimple("sparse")
-		} else {
-			c.addSimple("dense")
-		}
-	case "todense":
-		if !hll.IsSparse(e.Str) {
-			c.addInt(0)
-			return
-		}
-		d, err := hll.ToDense(e.Str)
-		if err != nil {
-			c.addError(hll.ErrCorrupt.Error())
-			return
-		}
-		e.Str = d
-		c.markDirty(1)
-		c.addInt(1)
-	default:
-		c.addError("ERR Unknown PFDEBUG subcommand '" + string(args[1]) + "'")
+	case string:
+		c.addBulkString(r)
+	case hll.Status:
+		c.addSimple(string(r))
+	case int64:
+		c.addInt(r)
 	}
 }
 

@@ -10,11 +10,17 @@
 // differ from glibc's in the last bit: distances printed to 4 decimals agree
 // except in rare ties, and so does the membership of a point that lies on
 // the search boundary to within about 1e-9 m.
+//
+// The commands' grammars (GEOADD as the ZADD it becomes, GEODIST's unit,
+// GEORADIUS*'s and GEOSEARCH*'s FROMMEMBER/FROMLONLAT, BYRADIUS/BYBOX and
+// options) and the search over a sorted set are in search.go; the node
+// keeps thin handlers that look the key up and write the reply.
 package geo
 
 import (
 	"math"
 	"strconv"
+	"strings"
 )
 
 // The coordinate limits of EPSG:900913 that Redis uses, and the step of
@@ -67,13 +73,19 @@ func interleave(xlo, ylo uint32) uint64 {
 }
 
 func deinterleave(v uint64) uint64 {
-	b := [...]uint64{0x5555555555555555, 0x3333333333333333, 0x0F0F0F0F0F0F0F0F, 0x00FF00FF00FF00FF, 0x0000FFFF0000FFFF, 0x00000000FFFFFFFF}
-	s := [...]uint{0, 1, 2, 4, 8, 16}
-	x, y := v, v>>1
-	for i := 0; i < 6; i++ {
-		x = (x | x>>s[i]) & b[i]
-		y = (y | y>>s[i]) & b[i]
-	}
+	// The even bits of v to the low half, the odd bits to the high half,
+	// in the steps of Redis's table, unrolled.
+	x, y := v&0x5555555555555555, (v>>1)&0x5555555555555555
+	x = (x | x>>1) & 0x3333333333333333
+	y = (y | y>>1) & 0x3333333333333333
+	x = (x | x>>2) & 0x0F0F0F0F0F0F0F0F
+	y = (y | y>>2) & 0x0F0F0F0F0F0F0F0F
+	x = (x | x>>4) & 0x00FF00FF00FF00FF
+	y = (y | y>>4) & 0x00FF00FF00FF00FF
+	x = (x | x>>8) & 0x0000FFFF0000FFFF
+	y = (y | y>>8) & 0x0000FFFF0000FFFF
+	x = (x | x>>16) & 0x00000000FFFFFFFF
+	y = (y | y>>16) & 0x00000000FFFFFFFF
 	return x | y<<32
 }
 
@@ -124,11 +136,19 @@ func Decode(h Hash) (Area, bool) { return decode(longRange, latRange, h) }
 
 // Center returns the centre of a cell, clamped to the limits.
 func (a Area) Center() (long, lat float64) {
-	long = (a.Long.Min + a.Long.Max) / 2
-	long = math.Max(LongMin, math.Min(LongMax, long))
-	lat = (a.Lat.Min + a.Lat.Max) / 2
-	lat = math.Max(LatMin, math.Min(LatMax, lat))
-	return long, lat
+	// Plain comparisons clamp as math.Max/Min do here: no NaN, and a
+	// -0 centre stays -0 either way.
+	return clamp((a.Long.Min+a.Long.Max)/2, LongMin, LongMax), clamp((a.Lat.Min+a.Lat.Max)/2, LatMin, LatMax)
+}
+
+func clamp(v, lo, hi float64) float64 {
+	if v < lo {
+		return lo
+	}
+	if v > hi {
+		return hi
+	}
+	return v
 }
 
 // Score returns the sorted-set score GEOADD stores for a position.
@@ -237,6 +257,13 @@ type Shape struct {
 	Width, Height float64 // box, in the unit
 	Conversion    float64 // meters per unit
 	bounds        [4]float64
+	// cosLat, aMax and band, set on the first Within of a circle: the cosine of
+	// the centre's latitude, and a bound of the haversine term above which
+	// a point is certainly outside.
+	// band bounds the latitude difference (radians) of a point that may
+	// be inside.
+	prepared           bool
+	cosLat, aMax, band float64
 }
 
 // estimateSteps is geohashEstimateStepsByRadius.
@@ -353,8 +380,8 @@ func (s *Shape) Within(score float64) (long, lat, dist float64, ok bool) {
 		return 0, 0, 0, false
 	}
 	if !s.Box {
-		dist = Distance(s.Long, s.Lat, long, lat)
-		return long, lat, dist, dist <= s.Radius*s.Conversion
+		dist, ok = s.inRadius(long, lat)
+		return long, lat, dist, ok
 	}
 	if latDistance(lat, s.Lat) > s.Height*s.Conversion/2 {
 		return long, lat, 0, false
@@ -363,6 +390,41 @@ func (s *Shape) Within(score float64) (long, lat, dist float64, ok bool) {
 		return long, lat, 0, false
 	}
 	return long, lat, Distance(s.Long, s.Lat, long, lat), true
+}
+
+// inRadius is Distance(s.Long, s.Lat, long, lat) <= the radius, with the
+// same distance, skipping the arcsine (and, outside the latitude band, the
+// longitude term) for points that are certainly outside: the haversine
+// term only grows with the distance, and the bound has a margin far above
+// the rounding of either side.
+func (s *Shape) inRadius(long, lat float64) (float64, bool) {
+	r := s.Radius * s.Conversion
+	if !s.prepared {
+		s.prepared, s.cosLat, s.aMax, s.band = true, math.Cos(degRad(s.Lat)), math.Inf(1), math.Inf(1)
+		if h := r / (2 * earthRadius); h < math.Pi/4 {
+			s.aMax = math.Sin(h) * math.Sin(h) * (1 + 1e-6)
+			s.band = 2 * math.Asin(math.Sqrt(s.aMax)) * (1 + 1e-9)
+		}
+	}
+	lat1r, lat2r := degRad(s.Lat), degRad(lat)
+	if math.Abs(lat2r-lat1r) > s.band {
+		return 0, false // beyond the latitude band: sin((lat2r-lat1r)/2)^2 > aMax
+	}
+	u := math.Sin((lat2r - lat1r) / 2)
+	if u*u > s.aMax {
+		return 0, false
+	}
+	v := math.Sin((degRad(long) - degRad(s.Long)) / 2)
+	if v == 0 {
+		d := latDistance(s.Lat, lat)
+		return d, d <= r
+	}
+	a := u*u + s.cosLat*math.Cos(lat2r)*v*v
+	if a > s.aMax {
+		return 0, false
+	}
+	d := 2.0 * earthRadius * math.Asin(math.Sqrt(a))
+	return d, d <= r
 }
 
 func latDistance(lat1, lat2 float64) float64 {
@@ -433,4 +495,17 @@ func equalFold(a, b string) bool {
 		}
 	}
 	return true
+}
+
+// HumanDouble formats a coordinate as Redis's addReplyHumanLongDouble: 17
+// decimals with trailing zeros trimmed, "-0" as "0".
+func HumanDouble(f float64) string {
+	s := strconv.FormatFloat(f, 'f', 17, 64)
+	if strings.IndexByte(s, '.') >= 0 {
+		s = strings.TrimSuffix(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		return "0"
+	}
+	return s
 }

@@ -173,6 +173,27 @@ func getReg(regs []byte, i int) uint8 {
 	return uint8(((b0 >> fb) | (b1 << (8 - fb))) & registerMax)
 }
 
+// mergeDense takes the maximum of dst and the dense registers regs, four
+// registers (three bytes) at a time.
+func mergeDense(dst *[Registers]uint8, regs []byte) {
+	if len(regs) < Registers*6/8 {
+		for i := 0; i < Registers; i++ {
+			dst[i] = max(dst[i], getReg(regs, i))
+		}
+		return
+	}
+	regs = regs[:Registers*6/8]
+	for g := 0; g < Registers/4; g++ {
+		b := regs[3*g : 3*g+3 : 3*g+3]
+		w := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16
+		d := dst[4*g : 4*g+4 : 4*g+4]
+		d[0] = max(d[0], uint8(w)&registerMax)
+		d[1] = max(d[1], uint8(w>>6)&registerMax)
+		d[2] = max(d[2], uint8(w>>12)&registerMax)
+		d[3] = max(d[3], uint8(w>>18)&registerMax)
+	}
+}
+
 // setReg writes dense register i of regs.
 func setReg(regs []byte, i int, v uint8) {
 	byteAt := i * 6 / 8
@@ -443,12 +464,7 @@ func Add(b, ele []byte, maxBytes int) ([]byte, bool, error) {
 // MergeInto raises max[i] to each register of the checked HyperLogLog b.
 func MergeInto(max *[Registers]uint8, b []byte) error {
 	if b[4] == Dense {
-		regs := b[HeaderSize:]
-		for i := 0; i < Registers; i++ {
-			if v := getReg(regs, i); v > max[i] {
-				max[i] = v
-			}
-		}
+		mergeDense(max, b[HeaderSize:])
 		return nil
 	}
 	return walkSparse(b[HeaderSize:], func(first, n int, v uint8) {

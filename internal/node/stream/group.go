@@ -116,6 +116,17 @@ func (g *Group) Ack(id ID) bool {
 	return true
 }
 
+// AckAll acknowledges ids (XACK) and returns how many were pending.
+func (g *Group) AckAll(ids []ID) int {
+	n := 0
+	for _, id := range ids {
+		if g.Ack(id) {
+			n++
+		}
+	}
+	return n
+}
+
 // Deliver records the delivery of id to c at now (a new NACK, or an
 // existing one moved to c with its count reset to 1, as Redis's
 // streamReplyWithRange does) and returns the NACK.

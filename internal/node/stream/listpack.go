@@ -56,8 +56,12 @@ func lpIntSize(v int64) int {
 // lpStrSize is the listpack size of a string element (integer-encoded when
 // it is the canonical form of an int64, as lpAppend does).
 func lpStrSize(s []byte) int {
-	if v, ok := value.ParseInt(s); ok { // lpStringToInt64: the canonical decimal form only
-		return lpIntSize(v)
+	// lpStringToInt64 takes the canonical decimal form only; what cannot
+	// be one is refused here without ParseInt's error allocation.
+	if mayBeInt(s) {
+		if v, ok := value.ParseInt(s); ok {
+			return lpIntSize(v)
+		}
 	}
 	l := len(s)
 	var n int
@@ -70,6 +74,20 @@ func lpStrSize(s []byte) int {
 		n = 5 + l
 	}
 	return n + backlenSize(n)
+}
+
+// mayBeInt reports whether s has the shape of an integer: 1 to 20
+// bytes, digits after an optional leading '-'.
+func mayBeInt(s []byte) bool {
+	if len(s) == 0 || len(s) > 20 {
+		return false
+	}
+	for i, c := range s {
+		if (c < '0' || c > '9') && (i > 0 || c != '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // itoa formats an integer element.

@@ -51,6 +51,36 @@ type node struct {
 	live    int64 // valid entries (the master entry's "count")
 	deleted int64 // tombstones (its "deleted")
 	bytes   int   // the listpack's size in bytes, as Redis's lpBytes
+	// arena and fvs hold the bytes and the field/value slices of the
+	// entries appended to this node, so that XADD allocates once per
+	// chunk rather than twice per entry. Only the spare capacity past
+	// their length is ever written: a clone starts without them.
+	arena []byte
+	fvs   [][]byte
+}
+
+// Arena chunk sizes: bytes (a default node's listpack size) and slices
+// (a default node's 100 entries of one field).
+const (
+	arenaBytes  = 4096
+	arenaSlices = 200
+)
+
+// copyIn copies fv into the node's arenas and returns the copy.
+func (nd *node) copyIn(fv [][]byte, total int) [][]byte {
+	if cap(nd.fvs)-len(nd.fvs) < len(fv) {
+		nd.fvs = make([][]byte, 0, max(len(fv), arenaSlices))
+	}
+	if cap(nd.arena)-len(nd.arena) < total {
+		nd.arena = make([]byte, 0, max(total, arenaBytes))
+	}
+	start := len(nd.fvs)
+	for _, b := range fv {
+		at := len(nd.arena)
+		nd.arena = append(nd.arena, b...)
+		nd.fvs = append(nd.fvs, nd.arena[at:len(nd.arena):len(nd.arena)])
+	}
+	return nd.fvs[start:len(nd.fvs):len(nd.fvs)]
 }
 
 // Stream is a stream value: entries, metadata and consumer groups.
@@ -82,8 +112,14 @@ func (s *Stream) Encoding() string { return "stream" }
 // Length is the number of valid entries.
 func (s *Stream) Length() int { return int(s.length) }
 
-// Len is the number of valid entries (XLEN).
-func (s *Stream) Len() uint64 { return s.length }
+// Len is the number of valid entries (XLEN); 0 for a nil (missing)
+// stream.
+func (s *Stream) Len() uint64 {
+	if s == nil {
+		return 0
+	}
+	return s.length
+}
 
 // Nodes is the number of radix tree keys (listpacks).
 func (s *Stream) Nodes() int { return len(s.nodes) }
@@ -112,6 +148,7 @@ func (s *Stream) Clone() value.Value {
 	for i, nd := range s.nodes {
 		cp := *nd
 		cp.entries = append([]entry(nil), nd.entries...)
+		cp.arena, cp.fvs = nil, nil
 		c.nodes[i] = &cp
 	}
 	c.groups = nil
@@ -235,16 +272,13 @@ func (s *Stream) Append(fv [][]byte, id ID, idGiven, seqGiven bool, now int64, l
 			nd = nil
 		}
 	}
-	copied := make([][]byte, len(fv))
-	buf := make([]byte, 0, total)
-	for i, b := range fv {
-		start := len(buf)
-		buf = append(buf, b...)
-		copied[i] = buf[start:len(buf):len(buf)]
-	}
 	e := entry{id: nid}
-	if nd == nil {
+	fresh := nd == nil
+	if fresh {
 		nd = &node{master: nid, entries: make([]entry, 0, min(max(lim.NodeMaxEntries, 1), 128))}
+	}
+	copied := nd.copyIn(fv, total)
+	if fresh {
 		for i := 0; i < len(copied); i += 2 {
 			nd.mfields = append(nd.mfields, copied[i])
 		}
