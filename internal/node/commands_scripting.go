@@ -257,12 +257,24 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 	} else if c.replying() {
 		c.out = append(c.out, out...)
 	}
+	if outerExec {
+		// Inside MULTI/EXEC the block's effects go everywhere together:
+		// redis.set_repl's AOF-only or replicas-only choice is not kept.
+		c.execMask = nil
+	}
 	if !outerExec {
 		c.endExecProp(savedDB)
-		prop := c.execProp
-		c.execProp = savedProp
+		prop, masks := c.execProp, c.execMask
+		c.execProp, c.execMask = savedProp, nil
 		if len(prop) > 0 && s.hasPropagators() {
-			c.propagateWrite(savedDB, script.WrapEffects(prop))
+			if masks == nil {
+				c.propagateWrite(savedDB, script.WrapEffects(prop))
+			} else {
+				for len(masks) < len(prop) {
+					masks = append(masks, script.ReplAll)
+				}
+				c.propagateWriteTo(savedDB, prop, masks)
+			}
 		}
 		c.unlockHeld()
 		h.gated = false
@@ -480,8 +492,24 @@ func (h *scriptHost) call(args [][]byte, proto int, out []byte) ([]byte, string,
 	reply := c.out
 	c.out, c.replyMode, c.proto = savedOut, savedMode, savedProto
 	c.cmd = nil
-	if len(c.execProp) > before && h.repl == script.ReplNone {
-		c.execProp, c.execDB = c.execProp[:before], dbBefore
+	if n := len(c.execProp); n > before {
+		switch {
+		case h.repl == script.ReplNone:
+			c.execProp, c.execDB = c.execProp[:before], dbBefore
+		case h.repl != script.ReplAll || c.execMask != nil:
+			// redis.set_repl chose AOF or replicas only: each effect
+			// keeps its targets (a SELECT goes everywhere).
+			for len(c.execMask) < before {
+				c.execMask = append(c.execMask, script.ReplAll)
+			}
+			for _, cmd := range c.execProp[before:n] {
+				m := uint8(h.repl)
+				if len(cmd) > 0 && string(cmd[0]) == "SELECT" {
+					m = script.ReplAll
+				}
+				c.execMask = append(c.execMask, m)
+			}
+		}
 	}
 	return reply, "", cmd
 }

@@ -143,6 +143,10 @@ type Client struct {
 	dirty    int
 	inExec   bool
 	execProp [][][]byte
+	// execMask, when not nil, holds the targets of each execProp entry
+	// (script.ReplAOF, ReplReplica): a script that called redis.set_repl
+	// with AOF or replicas only.
+	execMask []uint8
 	// execDB is the database execProp's commands apply to so far: a write
 	// in another database (after a SELECT inside EXEC or a script) is
 	// preceded by a SELECT in execProp.

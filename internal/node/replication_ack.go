@@ -4,7 +4,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/persist"
 	"github.com/shardis/shardis/internal/node/repl"
+	"github.com/shardis/shardis/internal/node/script"
 )
 
 // Acknowledged writes (min-replicas-ack), the client's half: a write's
@@ -51,6 +53,45 @@ func init() {
 func (c *Client) propagateWrite(db int, cmds [][][]byte) {
 	s := c.srv
 	s.propagate(db, cmds)
+	c.noteAckOffset()
+}
+
+// propagateWriteTo is propagateWrite for a script whose effects go to
+// some targets only (redis.set_repl): each propagator gets the effects
+// masks[i] sends to its kind (the AOF, the replicas; a slot-migration
+// tap gets them all), wrapped in MULTI/EXEC when more than one, and
+// nothing when none.
+func (c *Client) propagateWriteTo(db int, cmds [][][]byte, masks []uint8) {
+	s := c.srv
+	s.propMu.RLock()
+	for _, p := range s.propagators {
+		target := uint8(script.ReplAll)
+		switch p.(type) {
+		case *persist.AOF:
+			target = script.ReplAOF
+		case *replication:
+			target = script.ReplReplica
+		}
+		var sub [][][]byte
+		real := false
+		for i, cmd := range cmds {
+			if masks[i]&target != 0 {
+				sub = append(sub, cmd)
+				real = real || string(cmd[0]) != "SELECT"
+			}
+		}
+		if real {
+			p.Propagate(db, script.WrapEffects(sub))
+		}
+	}
+	s.propMu.RUnlock()
+	c.noteAckOffset()
+}
+
+// noteAckOffset remembers, with min-replicas-ack on, the end offset in
+// the stream of what the client just propagated.
+func (c *Client) noteAckOffset() {
+	s := c.srv
 	if s.hot().minReplicasAck > 0 && s.repl != nil && c.conn != nil && !c.hasFlag(clientMaster) {
 		if off, ok := s.repl.AckedOffset(); ok {
 			c.ack.off = off
