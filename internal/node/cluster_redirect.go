@@ -1,20 +1,11 @@
 package node
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/cluster"
+	"github.com/shardis/shardis/internal/node/cluster/redirect"
 	"github.com/shardis/shardis/internal/node/script"
-)
-
-// Cluster redirection errors, Redis 7.0's texts (clusterRedirectClient).
-const (
-	errCrossSlot          = "CROSSSLOT Keys in request don't hash to the same slot"
-	errTryAgain           = "TRYAGAIN Multiple keys request during rehashing of slot"
-	errClusterDown        = "CLUSTERDOWN The cluster is down"
-	errClusterDownRO      = "CLUSTERDOWN The cluster is down and only accepts read commands"
-	errClusterDownUnbound = "CLUSTERDOWN Hash slot not served"
 )
 
 // Client flags of cluster mode (after conn.go's).
@@ -51,13 +42,12 @@ func (c *Client) clusterRedirect(cmd *command, args [][]byte) string {
 func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 	cm := c.srv.cluster
 	rt := cm.route.Load()
-	q := slotQuery{c: c, rt: rt, owner: -1, shardPubSub: isShardPubSub(cmd), locked: locked}
+	q := slotQuery{Query: redirect.NewQuery(rt, isShardPubSub(cmd)), c: c, locked: locked}
 	if !locked {
-		defer func() { c.slotRoute, c.slotRecheck = rt, q.migrating || q.importing }()
+		defer func() { c.slotRoute, c.slotRecheck = rt, q.Migrating || q.Importing }()
 	}
-	isExec := cmd.fullName() == "exec"
 	isWrite := cmd.flags&flagWrite != 0 || c.scriptWrites(cmd, args)
-	if isExec {
+	if cmd.fullName() == "exec" {
 		if !c.hasFlag(clientMulti) {
 			return ""
 		}
@@ -81,46 +71,17 @@ func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 	} else if msg := q.cmdKeys(cmd, args); msg != "" {
 		return msg
 	}
-	slot, owner, shardPubSub := q.slot, q.owner, q.shardPubSub
-	migrating, importing := q.migrating, q.importing
-	missingKeys, existingKeys, multipleKeys := q.missingKeys, q.existingKeys, q.multipleKeys
-	if !q.haveKeys {
+	if !q.HaveKeys {
 		return ""
 	}
+	r := redirect.Request{Write: isWrite, Asking: c.hasFlag(clientAsking), ReadOnly: c.hasFlag(clientReadOnly),
+		Migrate: cmd.name == "migrate", RestoreAsking: cmd.name == "restore-asking"}
 	if rt.State != cluster.ClusterOK {
-		switch {
-		case shardPubSub:
-			if !c.srv.cfg.Bool(DirClusterAllowPubsubshardWhenDown) {
-				return errClusterDown
-			}
-		case !c.srv.cfg.Bool(DirClusterAllowReadsWhenDown):
-			return errClusterDown
-		case isWrite:
-			return errClusterDownRO
-		}
+		r.AllowReadsWhenDown = c.srv.cfg.Bool(DirClusterAllowReadsWhenDown)
+		r.AllowPubsubShardWhenDown = c.srv.cfg.Bool(DirClusterAllowPubsubshardWhenDown)
 	}
-	if (migrating || importing) && cmd.name == "migrate" {
-		return ""
-	}
-	if migrating && missingKeys > 0 {
-		if existingKeys > 0 {
-			return errTryAgain
-		}
-		return cm.redirect("ASK", slot, rt, rt.Migrating[slot])
-	}
-	if importing && (c.hasFlag(clientAsking) || cmd.name == "restore-asking") {
-		if multipleKeys && missingKeys > 0 {
-			return errTryAgain
-		}
-		return ""
-	}
-	if (c.hasFlag(clientReadOnly) || shardPubSub) && !isWrite && rt.MyMaster >= 0 && rt.MyMaster == owner {
-		return ""
-	}
-	if owner != rt.Me {
-		return cm.redirect("MOVED", slot, rt, owner)
-	}
-	return ""
+	out, msg, to := q.Decide(r)
+	return cm.reply(out, msg, q.Slot, rt, to)
 }
 
 // scriptWrites reports whether an EVAL or EVALSHA runs a script that
@@ -146,17 +107,10 @@ func (c *Client) scriptWrites(cmd *command, args [][]byte) bool {
 	return flags&script.FlagEvalCompat == 0 && flags&script.FlagNoWrites == 0
 }
 
-// slotQuery accumulates what getNodeByQuery learns from a command's keys.
+// slotQuery is a redirect.Query fed from a command's arguments.
 type slotQuery struct {
-	c                         *Client
-	rt                        *cluster.Routing
-	firstKey                  []byte
-	slot                      int
-	owner                     int32
-	haveKeys, multipleKeys    bool
-	migrating, importing      bool
-	shardPubSub               bool
-	missingKeys, existingKeys int
+	redirect.Query
+	c *Client
 	// locked: the command's shard locks are held (settleLocked).
 	locked bool
 }
@@ -192,56 +146,28 @@ func (q *slotQuery) cmdKeys(cmd *command, args [][]byte) string {
 
 // key is one key of the request.
 func (q *slotQuery) key(key []byte) string {
-	ks := keySlot(bstr(key))
-	rt := q.rt
-	if !q.haveKeys {
-		q.haveKeys, q.firstKey, q.slot = true, key, ks
-		q.owner = rt.Owner[ks]
-		if q.owner < 0 {
-			return errClusterDownUnbound
-		}
-		if q.owner == rt.Me && rt.Migrating[ks] >= 0 {
-			q.migrating = true
-		} else if rt.Importing[ks] >= 0 {
-			q.importing = true
-		}
-	} else if string(key) != string(q.firstKey) {
-		if ks != q.slot {
-			return errCrossSlot
-		}
-		q.multipleKeys = true
+	msg, check := q.Key(key)
+	if check {
+		q.Exists(q.c.srv.keyExistsDB0(bstr(key), q.locked))
 	}
-	if (q.migrating || q.importing) && !q.shardPubSub {
-		if q.c.srv.keyExistsDB0(bstr(key), q.locked) {
-			q.existingKeys++
-		} else {
-			q.missingKeys++
-		}
-	}
-	return ""
+	return msg
 }
 
-// redirect renders "-MOVED slot endpoint:port" or ASK with the endpoint
-// cluster-preferred-endpoint-type asks for (Redis's getPreferredEndpoint).
+// reply renders a redirect outcome: "" to serve, else the error text.
+func (cm *clusterMode) reply(out redirect.Outcome, msg string, slot int, rt *cluster.Routing, to int32) string {
+	switch out {
+	case redirect.Moved:
+		return cm.redirect("MOVED", slot, rt, to)
+	case redirect.Ask:
+		return cm.redirect("ASK", slot, rt, to)
+	}
+	return msg
+}
+
+// redirect renders "MOVED slot endpoint:port" or ASK (kind) with the
+// endpoint cluster-preferred-endpoint-type asks for.
 func (cm *clusterMode) redirect(kind string, slot int, rt *cluster.Routing, to int32) string {
-	n := rt.Nodes[to]
-	return kind + " " + strconv.Itoa(slot) + " " + cm.endpoint(n) + ":" + strconv.Itoa(n.Port)
-}
-
-// endpoint is Redis's getPreferredEndpoint: the IP; the hostname, or "?"
-// for a node without one; or "" for unknown-endpoint (the client is to
-// use the address it sent the command to).
-func (cm *clusterMode) endpoint(n cluster.RouteNode) string {
-	switch cm.srv.cfg.Get(DirClusterPreferredEndpointType) {
-	case "hostname":
-		if n.Hostname != "" {
-			return n.Hostname
-		}
-		return "?"
-	case "unknown-endpoint":
-		return "" // Redis 7.0: "-MOVED 3999 :6381"
-	}
-	return n.IP
+	return redirect.Message(kind, slot, rt, to, cm.srv.cfg.Get(DirClusterPreferredEndpointType))
 }
 
 // keyExistsDB0 reports whether key is in database 0, not expired, without
@@ -268,22 +194,12 @@ func (s *Server) redirectBlockedClients(rt *cluster.Routing) {
 		if len(w.Keys) == 0 {
 			continue
 		}
-		msg := ""
 		slot := keySlot(w.Keys[0].key)
-		owner := rt.Owner[slot]
-		if c := w.Data.c; owner >= 0 && c.hasFlag(clientReadOnly) && c.cmd != nil && c.cmd.flags&flagWrite == 0 && rt.MyMaster >= 0 && rt.MyMaster == owner {
-			owner = rt.Me
+		c := w.Data.c
+		ro := rt.Owner[slot] >= 0 && c.hasFlag(clientReadOnly) && c.cmd != nil && c.cmd.flags&flagWrite == 0
+		out, msg, to := redirect.Blocked(rt, slot, ro)
+		if out != redirect.Serve {
+			w.RedirectWith(s.cluster.reply(out, msg, slot, rt, to))
 		}
-		switch {
-		case rt.State != cluster.ClusterOK:
-			msg = errClusterDown
-		case owner == rt.Me || rt.Importing[slot] >= 0:
-			continue
-		case owner < 0:
-			msg = errClusterDownUnbound
-		default:
-			msg = s.cluster.redirect("MOVED", slot, rt, owner)
-		}
-		w.RedirectWith(msg)
 	}
 }
