@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/cluster"
-	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/cluster/reply"
 )
 
 const errClusterDisabled = "ERR This instance has cluster support disabled"
@@ -25,26 +25,26 @@ func registerClusterCommands(t *commandTable) {
 	sub("slots", 2, flagStale, "3.0.0", cmdClusterSlots)
 	sub("shards", 2, flagStale, "7.0.0", cmdClusterShards)
 	sub("links", 2, flagStale, "7.0.0", cmdClusterLinks)
-	sub("meet", -4, admin, "3.0.0", cmdClusterMeet)
-	sub("forget", 3, admin, "3.0.0", cmdClusterForget)
-	sub("addslots", -3, admin, "3.0.0", cmdClusterAddSlots)
-	sub("delslots", -3, admin, "3.0.0", cmdClusterDelSlots)
-	sub("addslotsrange", -4, admin, "7.0.0", cmdClusterAddSlotsRange)
-	sub("delslotsrange", -4, admin, "7.0.0", cmdClusterDelSlotsRange)
-	sub("flushslots", 2, admin, "3.0.0", cmdClusterFlushSlots)
-	sub("setslot", -4, admin, "3.0.0", cmdClusterSetSlot)
-	sub("replicate", 3, admin, "3.0.0", cmdClusterReplicate)
-	sub("failover", -2, admin, "3.0.0", cmdClusterFailover)
+	sub("meet", -4, admin, "3.0.0", cmdClusterAdmin)
+	sub("forget", 3, admin, "3.0.0", cmdClusterAdmin)
+	sub("addslots", -3, admin, "3.0.0", cmdClusterAdmin)
+	sub("delslots", -3, admin, "3.0.0", cmdClusterAdmin)
+	sub("addslotsrange", -4, admin, "7.0.0", cmdClusterAdmin)
+	sub("delslotsrange", -4, admin, "7.0.0", cmdClusterAdmin)
+	sub("flushslots", 2, admin, "3.0.0", cmdClusterAdmin)
+	sub("setslot", -4, admin, "3.0.0", cmdClusterAdmin)
+	sub("replicate", 3, admin, "3.0.0", cmdClusterAdmin)
+	sub("failover", -2, admin, "3.0.0", cmdClusterAdmin)
 	sub("reset", -2, admin|flagNoScript, "3.0.0", cmdClusterReset)
-	sub("set-config-epoch", 3, admin, "3.0.0", cmdClusterSetConfigEpoch)
+	sub("set-config-epoch", 3, admin, "3.0.0", cmdClusterAdmin)
 	sub("bumpepoch", 2, admin, "3.0.0", cmdClusterBumpEpoch)
-	sub("saveconfig", 2, admin, "3.0.0", cmdClusterSaveConfig)
-	sub("count-failure-reports", 3, admin, "3.0.0", cmdClusterCountFailureReports)
+	sub("saveconfig", 2, admin, "3.0.0", cmdClusterAdmin)
+	sub("count-failure-reports", 3, admin, "3.0.0", cmdClusterAdmin)
 	sub("keyslot", 3, flagStale, "3.0.0", cmdClusterKeySlot)
 	sub("countkeysinslot", 3, flagStale, "3.0.0", cmdClusterCountKeysInSlot)
 	sub("getkeysinslot", 4, flagStale, "3.0.0", cmdClusterGetKeysInSlot)
-	sub("replicas", 3, admin, "5.0.0", cmdClusterReplicas)
-	sub("slaves", 3, admin, "3.0.0", cmdClusterReplicas)
+	sub("replicas", 3, admin, "5.0.0", cmdClusterAdmin)
+	sub("slaves", 3, admin, "3.0.0", cmdClusterAdmin)
 	// Redis 8.4's atomic slot migration, and its internal protocol command
 	// (commands_cluster_migration.go).
 	sub("migration", -3, admin, "8.4.0", cmdClusterMigration)
@@ -60,65 +60,17 @@ func clusterSubSyntaxError(c *Client, args [][]byte) {
 	c.addError("ERR unknown subcommand or wrong number of arguments for '" + truncArg(args[1]) + "'. Try " + upper(string(args[0])) + " HELP.")
 }
 
-// clusterHelpLines are Redis 7.0's CLUSTER HELP lines, in its order.
-var clusterHelpLines = []string{
-	"ADDSLOTS <slot> [<slot> ...]",
-	"    Assign slots to current node.",
-	"ADDSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
-	"    Assign slots which are between <start-slot> and <end-slot> to current node.",
-	"BUMPEPOCH",
-	"    Advance the cluster config epoch.",
-	"COUNT-FAILURE-REPORTS <node-id>",
-	"    Return number of failure reports for <node-id>.",
-	"COUNTKEYSINSLOT <slot>",
-	"    Return the number of keys in <slot>.",
-	"DELSLOTS <slot> [<slot> ...]",
-	"    Delete slots information from current node.",
-	"DELSLOTSRANGE <start slot> <end slot> [<start slot> <end slot> ...]",
-	"    Delete slots information which are between <start-slot> and <end-slot> from current node.",
-	"FAILOVER [FORCE|TAKEOVER]",
-	"    Promote current replica node to being a master.",
-	"FORGET <node-id>",
-	"    Remove a node from the cluster.",
-	"GETKEYSINSLOT <slot> <count>",
-	"    Return key names stored by current node in a slot.",
-	"FLUSHSLOTS",
-	"    Delete current node own slots information.",
-	"INFO",
-	"    Return information about the cluster.",
-	"KEYSLOT <key>",
-	"    Return the hash slot for <key>.",
-	"MEET <ip> <port> [<bus-port>]",
-	"    Connect nodes into a working cluster.",
-	"MYID",
-	"    Return the node id.",
-	"NODES",
-	"    Return cluster configuration seen by node. Output format:",
-	"    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
-	"REPLICATE <node-id>",
-	"    Configure current node as replica to <node-id>.",
-	"RESET [HARD|SOFT]",
-	"    Reset current node (default: soft).",
-	"SET-CONFIG-EPOCH <epoch>",
-	"    Set config epoch of current node.",
-	"SETSLOT <slot> (IMPORTING <node-id>|MIGRATING <node-id>|STABLE|NODE <node-id>)",
-	"    Set slot state.",
-	"REPLICAS <node-id>",
-	"    Return <node-id> replicas.",
-	"SAVECONFIG",
-	"    Force saving cluster configuration on disk.",
-	"SLOTS",
-	"    Return information about slots range mappings. Each range is made of:",
-	"    start, end, master and replicas IP addresses, ports and ids",
-	"SHARDS",
-	"    Return information about slot range mappings and the nodes associated with them.",
-	"LINKS",
-	"    Return information about all network links between this node and its peers.",
-	"    Output format is an array where each array element is a map containing attributes of a link",
+// addClusterArgError replies a package reply grammar error.
+func (c *Client) addClusterArgError(msg string, args [][]byte) {
+	if msg == reply.ErrSubSyntax {
+		clusterSubSyntaxError(c, args)
+		return
+	}
+	c.addError(msg)
 }
 
 // CLUSTER HELP
-func cmdClusterHelp(c *Client, args [][]byte) { c.addHelp("CLUSTER", clusterHelpLines) }
+func cmdClusterHelp(c *Client, args [][]byte) { c.addHelp("CLUSTER", reply.HelpLines) }
 
 // clusterOnly refuses fn outside cluster mode, as Redis's clusterCommand.
 func clusterOnly(fn handlerFunc) handlerFunc {
@@ -151,15 +103,6 @@ func (c *Client) machineDo(fn func(m *cluster.Machine, now time.Time) error) boo
 	return true
 }
 
-// machineOK is machineDo replying +OK on success.
-func (c *Client) machineOK(fn func(m *cluster.Machine, now time.Time) error) {
-	if c.machineDo(fn) {
-		c.addOK()
-	}
-}
-
-func argsStrings(args [][]byte) []string { return argStrings(args) }
-
 // CLUSTER INFO
 func cmdClusterInfo(c *Client, args [][]byte) {
 	var text string
@@ -186,259 +129,62 @@ func cmdClusterNodes(c *Client, args [][]byte) {
 func cmdClusterSlots(c *Client, args [][]byte) {
 	var ranges []cluster.SlotRange
 	c.machineDo(func(m *cluster.Machine, _ time.Time) error { ranges = m.Slots(); return nil })
-	c.addArrayLen(len(ranges))
-	for _, r := range ranges {
-		c.addArrayLen(3 + len(r.Replicas))
-		c.addInt(int64(r.Start))
-		c.addInt(int64(r.End))
-		c.addClusterNode(r.Master)
-		for _, rep := range r.Replicas {
-			c.addClusterNode(rep)
-		}
-	}
+	reply.Slots(replyWriter{c}, ranges, c.srv.cfg.Get(DirClusterPreferredEndpointType))
 }
 
-// CLUSTER SHARDS: per master, a map of its slot ranges (flat start, end
-// pairs) and its nodes, master first, each a map in Redis's key order.
+// CLUSTER SHARDS
 func cmdClusterShards(c *Client, args [][]byte) {
 	var shards []cluster.Shard
 	c.machineDo(func(m *cluster.Machine, _ time.Time) error { shards = m.Shards(); return nil })
-	typ := c.srv.cfg.Get(DirClusterPreferredEndpointType)
-	c.addArrayLen(len(shards))
-	for _, sh := range shards {
-		c.addMapLen(2)
-		c.addBulkString("slots")
-		c.addArrayLen(2 * len(sh.Slots))
-		for _, r := range sh.Slots {
-			c.addInt(int64(r[0]))
-			c.addInt(int64(r[1]))
-		}
-		c.addBulkString("nodes")
-		c.addArrayLen(len(sh.Nodes))
-		for _, n := range sh.Nodes {
-			c.addShardNode(n, typ)
-		}
-	}
+	reply.Shards(replyWriter{c}, shards, c.srv.cfg.Get(DirClusterPreferredEndpointType))
 }
 
-// addShardNode is Redis's addNodeDetailsToShardReply (no TLS: the port is
-// the plaintext one and tls-port is never shown).
-func (c *Client) addShardNode(n cluster.ShardNode, endpointType string) {
-	fields := 6 // id, ip, endpoint, role, replication-offset, health
-	if n.Port != 0 {
-		fields++
-	}
-	if n.Hostname != "" {
-		fields++
-	}
-	c.addMapLen(fields)
-	c.addBulkString("id")
-	c.addBulkString(n.ID)
-	if n.Port != 0 {
-		c.addBulkString("port")
-		c.addInt(int64(n.Port))
-	}
-	c.addBulkString("ip")
-	c.addBulkString(n.IP)
-	c.addBulkString("endpoint")
-	c.addBulkString(preferredEndpoint(n.NodeInfo, endpointType))
-	if n.Hostname != "" {
-		c.addBulkString("hostname")
-		c.addBulkString(n.Hostname)
-	}
-	c.addBulkString("role")
-	c.addBulkString(n.Role)
-	c.addBulkString("replication-offset")
-	c.addInt(n.ReplOffset)
-	c.addBulkString("health")
-	c.addBulkString(n.Health)
-}
-
-// preferredEndpoint is Redis's getPreferredEndpoint.
-func preferredEndpoint(n cluster.NodeInfo, typ string) string {
-	switch typ {
-	case "hostname":
-		if n.Hostname != "" {
-			return n.Hostname
-		}
-		return "?"
-	case "unknown-endpoint":
-		return ""
-	}
-	return n.IP
-}
-
-// CLUSTER LINKS: every link bound to a node, a map each. The machine
-// knows the links; the runner owns their send buffers.
+// CLUSTER LINKS: the machine knows the links; the runner owns their send
+// buffers.
 func cmdClusterLinks(c *Client, args [][]byte) {
 	var links []cluster.LinkInfo
-	if !c.machineDo(func(m *cluster.Machine, _ time.Time) error { links = m.Links(); return nil }) {
-		return
-	}
-	bufs := c.srv.cluster.r.LinkBuffers()
-	c.addArrayLen(len(links))
-	for _, l := range links {
-		b := bufs[l.ID]
-		// A connected link always reads; it writes while its buffer
-		// holds data (Redis installs the write handler then); a link
-		// still connecting has neither.
-		events := ""
-		if b.Connected {
-			events = "r"
-			if b.Used > 0 {
-				events = "rw"
-			}
-		}
-		c.addMapLen(6)
-		c.addBulkString("direction")
-		c.addBulkString(l.Direction)
-		c.addBulkString("node")
-		c.addBulkString(l.Node)
-		c.addBulkString("create-time")
-		c.addInt(l.CreateTime)
-		c.addBulkString("events")
-		c.addBulkString(events)
-		c.addBulkString("send-buffer-allocated")
-		c.addInt(int64(b.Allocated))
-		c.addBulkString("send-buffer-used")
-		c.addInt(int64(b.Used))
+	if c.machineDo(func(m *cluster.Machine, _ time.Time) error { links = m.Links(); return nil }) {
+		reply.Links(replyWriter{c}, links, c.srv.cluster.r.LinkBuffers())
 	}
 }
 
-// CLUSTER FAILOVER [FORCE|TAKEOVER]: a replica starts a manual failover
-// of its master (the machine's Failover: the MFSTART handshake, or FORCE
-// without the offset wait, or TAKEOVER without votes).
-func cmdClusterFailover(c *Client, args [][]byte) {
-	if len(args) > 3 {
-		clusterSubSyntaxError(c, args)
+// replyWriter is the client's reply as a reply.Writer.
+type replyWriter struct{ c *Client }
+
+func (w replyWriter) ArrayLen(n int) { w.c.addArrayLen(n) }
+func (w replyWriter) MapLen(n int)   { w.c.addMapLen(n) }
+func (w replyWriter) Int(n int64)    { w.c.addInt(n) }
+func (w replyWriter) Bulk(s string)  { w.c.addBulkString(s) }
+func (w replyWriter) Null()          { w.c.addNull() }
+
+// CLUSTER MEET, FORGET, ADDSLOTS[RANGE], DELSLOTS[RANGE], FLUSHSLOTS,
+// SETSLOT, REPLICATE, FAILOVER, SET-CONFIG-EPOCH, SAVECONFIG,
+// COUNT-FAILURE-REPORTS, REPLICAS: machine operations (reply.Admin).
+func cmdClusterAdmin(c *Client, args [][]byte) {
+	a, rest := reply.AdminCommand(lowerASCII(args[1])), argStrings(args[2:])
+	if msg := a.Check(rest); msg != "" {
+		c.addClusterArgError(msg, args)
 		return
 	}
-	mode := ""
-	if len(args) == 3 {
-		mode = string(args[2])
+	var res reply.Result
+	if !c.machineDo(func(m *cluster.Machine, now time.Time) (err error) { res, err = a.Run(m, now, rest); return err }) {
+		return
 	}
-	c.machineOK(func(m *cluster.Machine, now time.Time) error { return m.Failover(now, mode) })
-}
-
-// addClusterNode is Redis's addNodeToNodeReply: endpoint, port, id and a
-// map of the networking metadata that is not the preferred endpoint.
-func (c *Client) addClusterNode(n cluster.NodeInfo) {
-	typ := c.srv.cfg.Get(DirClusterPreferredEndpointType)
-	c.addArrayLen(4)
-	switch typ {
-	case "hostname":
-		if n.Hostname != "" {
-			c.addBulkString(n.Hostname)
-		} else {
-			c.addBulkString("?")
-		}
-	case "unknown-endpoint":
-		c.addNull()
+	switch res.Kind {
+	case reply.Integer:
+		c.addInt(res.Int)
+	case reply.Strings:
+		c.addStrings(res.Strings)
 	default:
-		c.addBulkString(n.IP)
+		c.addOK()
 	}
-	c.addInt(int64(n.Port))
-	c.addBulkString(n.ID)
-	length := 0
-	if typ != "ip" {
-		length++
-	}
-	if typ != "hostname" && n.Hostname != "" {
-		length++
-	}
-	c.addMapLen(length)
-	if typ != "ip" {
-		c.addBulkString("ip")
-		c.addBulkString(n.IP)
-	}
-	if typ != "hostname" && n.Hostname != "" {
-		c.addBulkString("hostname")
-		c.addBulkString(n.Hostname)
-	}
-}
-
-// CLUSTER MEET ip port [cport]
-func cmdClusterMeet(c *Client, args [][]byte) {
-	if len(args) > 5 {
-		clusterSubSyntaxError(c, args)
-		return
-	}
-	ip, port, cport := string(args[2]), string(args[3]), ""
-	if len(args) == 5 {
-		cport = string(args[4])
-	}
-	c.machineOK(func(m *cluster.Machine, now time.Time) error { return m.Meet(now, ip, port, cport) })
-}
-
-// CLUSTER FORGET node-id
-func cmdClusterForget(c *Client, args [][]byte) {
-	id := string(args[2])
-	c.machineOK(func(m *cluster.Machine, now time.Time) error { return m.Forget(now, id) })
-}
-
-// CLUSTER ADDSLOTS slot [slot ...]
-func cmdClusterAddSlots(c *Client, args [][]byte) {
-	s := argsStrings(args[2:])
-	c.machineOK(func(m *cluster.Machine, now time.Time) error { return m.AddSlots(now, s...) })
-}
-
-// CLUSTER DELSLOTS slot [slot ...]
-func cmdClusterDelSlots(c *Client, args [][]byte) {
-	s := argsStrings(args[2:])
-	c.machineOK(func(m *cluster.Machine, now time.Time) error { return m.DelSlots(now, s...) })
-}
-
-// CLUSTER ADDSLOTSRANGE start end [start end ...]
-func cmdClusterAddSlotsRange(c *Client, args [][]byte) {
-	if len(args)%2 == 1 {
-		c.addError(errWrongArgs("cluster|addslotsrange"))
-		return
-	}
-	s := argsStrings(args[2:])
-	c.machineOK(func(m *cluster.Machine, now time.Time) error { return m.AddSlotsRange(now, s...) })
-}
-
-// CLUSTER DELSLOTSRANGE start end [start end ...]
-func cmdClusterDelSlotsRange(c *Client, args [][]byte) {
-	if len(args)%2 == 1 {
-		c.addError(errWrongArgs("cluster|delslotsrange"))
-		return
-	}
-	s := argsStrings(args[2:])
-	c.machineOK(func(m *cluster.Machine, now time.Time) error { return m.DelSlotsRange(now, s...) })
-}
-
-// CLUSTER FLUSHSLOTS
-func cmdClusterFlushSlots(c *Client, args [][]byte) {
-	c.machineOK(func(m *cluster.Machine, now time.Time) error { return m.FlushSlots(now) })
-}
-
-// CLUSTER SETSLOT slot IMPORTING|MIGRATING|NODE id | STABLE
-func cmdClusterSetSlot(c *Client, args [][]byte) {
-	slot, action, rest := string(args[2]), string(args[3]), argsStrings(args[4:])
-	c.machineOK(func(m *cluster.Machine, now time.Time) error { return m.SetSlot(now, slot, action, rest...) })
-}
-
-// CLUSTER REPLICATE node-id
-func cmdClusterReplicate(c *Client, args [][]byte) {
-	id := string(args[2])
-	c.machineOK(func(m *cluster.Machine, now time.Time) error { return m.Replicate(now, id) })
 }
 
 // CLUSTER RESET [HARD|SOFT]
 func cmdClusterReset(c *Client, args [][]byte) {
-	hard := false
-	if len(args) == 3 {
-		switch lowerASCII(args[2]) {
-		case "hard":
-			hard = true
-		case "soft":
-		default:
-			c.addError(errSyntax)
-			return
-		}
-	} else if len(args) > 3 {
-		clusterSubSyntaxError(c, args)
+	hard, msg := reply.ParseReset(args[2:])
+	if msg != "" {
+		c.addClusterArgError(msg, args)
 		return
 	}
 	wasReplica := c.srv.replicaMode.Load()
@@ -452,35 +198,11 @@ func cmdClusterReset(c *Client, args [][]byte) {
 	c.addOK()
 }
 
-// CLUSTER SET-CONFIG-EPOCH epoch
-func cmdClusterSetConfigEpoch(c *Client, args [][]byte) {
-	e := string(args[2])
-	c.machineOK(func(m *cluster.Machine, now time.Time) error { return m.SetConfigEpoch(now, e) })
-}
-
 // CLUSTER BUMPEPOCH
 func cmdClusterBumpEpoch(c *Client, args [][]byte) {
 	var s string
 	c.machineDo(func(m *cluster.Machine, now time.Time) error { s = m.BumpEpoch(now); return nil })
 	c.addSimple(s)
-}
-
-// CLUSTER SAVECONFIG
-func cmdClusterSaveConfig(c *Client, args [][]byte) {
-	c.machineOK(func(m *cluster.Machine, now time.Time) error { m.SaveConfig(); return nil })
-}
-
-// CLUSTER COUNT-FAILURE-REPORTS node-id
-func cmdClusterCountFailureReports(c *Client, args [][]byte) {
-	id := string(args[2])
-	var n int
-	if c.machineDo(func(m *cluster.Machine, now time.Time) error {
-		var err error
-		n, err = m.CountFailureReports(now, id)
-		return err
-	}) {
-		c.addInt(int64(n))
-	}
 }
 
 // CLUSTER KEYSLOT key
@@ -490,48 +212,19 @@ func cmdClusterKeySlot(c *Client, args [][]byte) {
 
 // CLUSTER COUNTKEYSINSLOT slot
 func cmdClusterCountKeysInSlot(c *Client, args [][]byte) {
-	slot, ok := parseInt(args[2])
-	if !ok {
-		c.addError(errNotInt)
-		return
+	if slot, msg := reply.ParseCountKeysInSlot(args[2]); msg != "" {
+		c.addError(msg)
+	} else {
+		c.addInt(int64(c.srv.dbs[0].CountKeysInSlot(slot)))
 	}
-	if slot < 0 || slot >= keyspace.NumSlots {
-		c.addError("ERR Invalid slot")
-		return
-	}
-	c.addInt(int64(c.srv.dbs[0].CountKeysInSlot(int(slot))))
 }
 
 // CLUSTER GETKEYSINSLOT slot count
 func cmdClusterGetKeysInSlot(c *Client, args [][]byte) {
-	slot, ok1 := parseInt(args[2])
-	if !ok1 {
-		c.addError(errNotInt)
-		return
-	}
-	n, ok2 := parseInt(args[3])
-	if !ok2 {
-		c.addError(errNotInt)
-		return
-	}
-	if slot < 0 || slot >= keyspace.NumSlots || n < 0 {
-		c.addError("ERR Invalid slot or number of keys")
-		return
-	}
-	keys := c.srv.keysInSlot(int(slot), int(min(n, 1<<30)))
-	c.addStrings(keys)
-}
-
-// CLUSTER REPLICAS node-id
-func cmdClusterReplicas(c *Client, args [][]byte) {
-	id := string(args[2])
-	var lines []string
-	if c.machineDo(func(m *cluster.Machine, _ time.Time) error {
-		var err error
-		lines, err = m.Replicas(id, false)
-		return err
-	}) {
-		c.addStrings(lines)
+	if slot, n, msg := reply.ParseGetKeysInSlot(args[2], args[3]); msg != "" {
+		c.addError(msg)
+	} else {
+		c.addStrings(c.srv.keysInSlot(slot, n))
 	}
 }
 

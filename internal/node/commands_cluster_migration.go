@@ -5,7 +5,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shardis/shardis/internal/node/cluster"
+	"github.com/shardis/shardis/internal/node/cluster/reply"
 	"github.com/shardis/shardis/internal/node/slotmig"
 )
 
@@ -14,108 +14,57 @@ import (
 // protocol between target and source: argument parsing and replies; the
 // engine is package slotmig (slotmig.go is the node's side of it).
 
-// parseSlotRanges parses start end [start end ...].
-func parseSlotRanges(args [][]byte) ([][2]int, string) {
-	if len(args) == 0 || len(args)%2 != 0 {
-		return nil, "ERR wrong number of arguments for 'cluster|migration' command"
-	}
-	var seen [cluster.NumSlots]bool
-	var out [][2]int
-	for i := 0; i < len(args); i += 2 {
-		a, ok1 := parseInt(args[i])
-		b, ok2 := parseInt(args[i+1])
-		if !ok1 || !ok2 || a < 0 || b < 0 || a >= cluster.NumSlots || b >= cluster.NumSlots {
-			return nil, "ERR Invalid or out of range slot"
-		}
-		if a > b {
-			return nil, "ERR start slot number " + strconv.FormatInt(a, 10) + " is greater than end slot number " + strconv.FormatInt(b, 10)
-		}
-		for s := a; s <= b; s++ {
-			if seen[s] {
-				return nil, "ERR Slot " + strconv.FormatInt(s, 10) + " specified multiple times"
-			}
-			seen[s] = true
-		}
-		out = append(out, [2]int{int(a), int(b)})
-	}
-	return out, ""
-}
-
 // CLUSTER MIGRATION IMPORT <start> <end> [...] | CANCEL ID <id> | CANCEL ALL | STATUS [ID <id> | ALL]
 func cmdClusterMigration(c *Client, args [][]byte) {
 	mig := c.srv.cluster.mig
-	switch {
-	case eqFold(args[2], "import"):
-		ranges, msg := parseSlotRanges(args[3:])
-		if msg != "" {
-			c.addError(msg)
-			return
-		}
-		t, err := mig.StartImport(ranges)
+	op, msg := reply.ParseMigration(args[2:])
+	if msg != "" {
+		c.addClusterArgError(msg, args)
+		return
+	}
+	if op.Verb == "import" {
+		t, err := mig.StartImport(op.Ranges)
 		if err != nil {
 			c.addError(err.Error())
 			return
 		}
 		c.addBulkString(t.ID())
-	case eqFold(args[2], "cancel"):
-		var tasks []*slotmig.Task
-		switch {
-		case len(args) == 4 && eqFold(args[3], "all"):
-			tasks = mig.List()
-		case len(args) == 5 && eqFold(args[3], "id"):
-			if t := mig.Find(string(args[4])); t != nil {
-				tasks = []*slotmig.Task{t}
-			}
-		default:
-			c.addError(errSyntax)
-			return
-		}
-		n := 0
-		for _, t := range tasks {
-			if t.Finished() {
-				continue
-			}
-			t.Cancel()
-			n++
-			// Answer once the rollback is done, so STATUS shows it.
-			select {
-			case <-t.Done():
-			case <-time.After(5 * time.Second):
-			}
-		}
-		c.addInt(int64(n))
-	case eqFold(args[2], "status"):
-		var tasks []*slotmig.Task
-		switch {
-		case len(args) == 3:
-			if t := mig.Active(); t != nil {
-				tasks = []*slotmig.Task{t}
-			}
-		case len(args) == 4 && eqFold(args[3], "all"):
-			tasks = mig.List()
-		case len(args) == 5 && eqFold(args[3], "id"):
-			if t := mig.Find(string(args[4])); t != nil {
-				tasks = []*slotmig.Task{t}
-			}
-		default:
-			c.addError(errSyntax)
-			return
-		}
-		c.addArrayLen(len(tasks))
-		for _, t := range tasks {
-			fields := t.Fields()
-			if c.proto >= 3 {
-				c.addMapLen(len(fields) / 2)
-			} else {
-				c.addArrayLen(len(fields))
-			}
-			for _, f := range fields {
-				c.addBulkString(f)
-			}
+		return
+	}
+	var tasks []*slotmig.Task
+	switch {
+	case op.All:
+		tasks = mig.List()
+	case op.ID != "":
+		if t := mig.Find(op.ID); t != nil {
+			tasks = []*slotmig.Task{t}
 		}
 	default:
-		clusterSubSyntaxError(c, args)
+		if t := mig.Active(); t != nil {
+			tasks = []*slotmig.Task{t}
+		}
 	}
+	if op.Verb == "status" {
+		c.addArrayLen(len(tasks))
+		for _, t := range tasks {
+			reply.Fields(replyWriter{c}, t.Fields())
+		}
+		return
+	}
+	n := 0
+	for _, t := range tasks {
+		if t.Finished() {
+			continue
+		}
+		t.Cancel()
+		n++
+		// Answer once the rollback is done, so STATUS shows it.
+		select {
+		case <-t.Done():
+		case <-time.After(5 * time.Second):
+		}
+	}
+	c.addInt(int64(n))
 }
 
 // CLUSTER SYNCSLOTS START <id> <target-id> <start> <end> [...] | ACK <id> <applied> |
@@ -125,7 +74,7 @@ func cmdClusterSyncSlots(c *Client, args [][]byte) {
 	sub := strings.ToLower(string(args[2]))
 	switch {
 	case sub == "start" && len(args) >= 7:
-		ranges, msg := parseSlotRanges(args[5:])
+		ranges, msg := reply.ParseSlotRanges(args[5:])
 		if msg != "" {
 			c.addError(msg)
 			return
@@ -144,18 +93,12 @@ func cmdClusterSyncSlots(c *Client, args [][]byte) {
 			mig.Handoff(string(args[3]), epoch)
 		}
 	case sub == "query" && len(args) >= 6:
-		ranges, msg := parseSlotRanges(args[4:])
+		ranges, msg := reply.ParseSlotRanges(args[4:])
 		if msg != "" {
 			c.addError(msg)
 			return
 		}
-		var slots []int
-		for _, r := range ranges {
-			for s := r[0]; s <= r[1]; s++ {
-				slots = append(slots, s)
-			}
-		}
-		c.addSimple(mig.AnswerQuery(string(args[3]), slots))
+		c.addSimple(mig.AnswerQuery(string(args[3]), reply.SlotList(ranges)))
 	default:
 		clusterSubSyntaxError(c, args)
 	}
