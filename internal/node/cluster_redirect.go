@@ -74,14 +74,22 @@ func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 	if !q.HaveKeys {
 		return ""
 	}
-	r := redirect.Request{Write: isWrite, Asking: c.hasFlag(clientAsking), ReadOnly: c.hasFlag(clientReadOnly),
-		Migrate: cmd.name == "migrate", RestoreAsking: cmd.name == "restore-asking"}
+	r := redirect.Request{Write: isWrite, Asking: c.hasFlag(clientAsking), ReadOnly: c.hasFlag(clientReadOnly), Name: cmd.name}
 	if rt.State != cluster.ClusterOK {
-		r.AllowReadsWhenDown = c.srv.cfg.Bool(DirClusterAllowReadsWhenDown)
-		r.AllowPubsubShardWhenDown = c.srv.cfg.Bool(DirClusterAllowPubsubshardWhenDown)
+		if q.ShardPubSub {
+			r.AllowPubsubShardWhenDown = c.srv.cfg.Bool(DirClusterAllowPubsubshardWhenDown)
+		} else {
+			r.AllowReadsWhenDown = c.srv.cfg.Bool(DirClusterAllowReadsWhenDown)
+		}
 	}
-	out, msg, to := q.Decide(r)
-	return cm.reply(out, msg, q.Slot, rt, to)
+	switch out, msg, to := q.Decide(r); out {
+	case redirect.Serve:
+		return ""
+	case redirect.Refuse:
+		return msg
+	default:
+		return cm.reply(out, msg, q.Slot, rt, to)
+	}
 }
 
 // scriptWrites reports whether an EVAL or EVALSHA runs a script that
@@ -146,7 +154,7 @@ func (q *slotQuery) cmdKeys(cmd *command, args [][]byte) string {
 
 // key is one key of the request.
 func (q *slotQuery) key(key []byte) string {
-	msg, check := q.Key(key)
+	msg, check := q.Key(bstr(key))
 	if check {
 		q.Exists(q.c.srv.keyExistsDB0(bstr(key), q.locked))
 	}

@@ -62,7 +62,7 @@ type Query struct {
 	// MissingKeys and ExistingKeys count the keys of a migrating or
 	// importing slot by whether they are in the keyspace (Exists).
 	MissingKeys, ExistingKeys int
-	firstKey                  []byte
+	firstKey                  string
 }
 
 // NewQuery starts a query on rt.
@@ -70,11 +70,13 @@ func NewQuery(rt *cluster.Routing, shardPubSub bool) Query {
 	return Query{RT: rt, Owner: -1, ShardPubSub: shardPubSub}
 }
 
-// Key feeds one key of the request. It returns the error to reply at once
-// ("" for none) and whether the caller must report the key's existence
-// with Exists (the slot is migrating or importing).
-func (q *Query) Key(key []byte) (msg string, checkExists bool) {
-	ks := consistent.KeySlot(string(key))
+// Key feeds one key of the request (the node passes its argument's bytes
+// without copying; Query keeps the first key until the decision). It
+// returns the error to reply at once ("" for none) and whether the caller
+// must report the key's existence with Exists (the slot is migrating or
+// importing).
+func (q *Query) Key(key string) (msg string, checkExists bool) {
+	ks := consistent.KeySlot(key)
 	rt := q.RT
 	if !q.HaveKeys {
 		q.HaveKeys, q.firstKey, q.Slot = true, key, ks
@@ -87,7 +89,7 @@ func (q *Query) Key(key []byte) (msg string, checkExists bool) {
 		} else if rt.Importing[ks] >= 0 {
 			q.Importing = true
 		}
-	} else if string(key) != string(q.firstKey) {
+	} else if key != q.firstKey {
 		if ks != q.Slot {
 			return ErrCrossSlot, false
 		}
@@ -112,9 +114,9 @@ type Request struct {
 	Write bool
 	// Asking: the client sent ASKING; ReadOnly: it sent READONLY.
 	Asking, ReadOnly bool
-	// Migrate: the command is MIGRATE; RestoreAsking: it is
-	// RESTORE-ASKING.
-	Migrate, RestoreAsking bool
+	// Name is the command's name in lower case: MIGRATE is served on a
+	// migrating or importing slot, RESTORE-ASKING as if ASKING was sent.
+	Name string
 	// AllowReadsWhenDown and AllowPubsubShardWhenDown are the
 	// cluster-allow-reads-when-down and
 	// cluster-allow-pubsubshard-when-down directives; they are read only
@@ -142,7 +144,7 @@ func (q *Query) Decide(r Request) (Outcome, string, int32) {
 			return Refuse, ErrClusterDownRO, -1
 		}
 	}
-	if (q.Migrating || q.Importing) && r.Migrate {
+	if (q.Migrating || q.Importing) && r.Name == "migrate" {
 		return Serve, "", -1
 	}
 	if q.Migrating && q.MissingKeys > 0 {
@@ -151,7 +153,7 @@ func (q *Query) Decide(r Request) (Outcome, string, int32) {
 		}
 		return Ask, "", rt.Migrating[q.Slot]
 	}
-	if q.Importing && (r.Asking || r.RestoreAsking) {
+	if q.Importing && (r.Asking || r.Name == "restore-asking") {
 		if q.MultipleKeys && q.MissingKeys > 0 {
 			return Refuse, ErrTryAgain, -1
 		}

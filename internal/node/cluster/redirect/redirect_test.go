@@ -30,7 +30,7 @@ func decide(t *testing.T, rt *cluster.Routing, keys []string, present map[string
 	t.Helper()
 	q := NewQuery(rt, false)
 	for _, k := range keys {
-		msg, check := q.Key([]byte(k))
+		msg, check := q.Key(k)
 		if msg != "" {
 			return msg
 		}
@@ -90,10 +90,10 @@ func TestDecide(t *testing.T) {
 		{"migrating, present", migrating, []string{"{x}1"}, map[string]bool{"{x}1": true}, Request{}, ""},
 		{"migrating, missing", migrating, []string{"{x}1"}, nil, Request{}, "ASK " + itoa(xs) + " 10.0.0.3:7002"},
 		{"migrating, partly", migrating, []string{"{x}1", "{x}2"}, map[string]bool{"{x}1": true}, Request{}, ErrTryAgain},
-		{"migrating, migrate", migrating, []string{"{x}1"}, nil, Request{Migrate: true}, ""},
+		{"migrating, migrate", migrating, []string{"{x}1"}, nil, Request{Name: "migrate"}, ""},
 		{"importing, no asking", importing, []string{"{x}1"}, nil, Request{}, "MOVED " + itoa(xs) + " 10.0.0.2:7001"},
 		{"importing, asking", importing, []string{"{x}1"}, nil, Request{Asking: true}, ""},
-		{"importing, restore-asking", importing, []string{"{x}1"}, nil, Request{RestoreAsking: true}, ""},
+		{"importing, restore-asking", importing, []string{"{x}1"}, nil, Request{Name: "restore-asking"}, ""},
 		{"importing, asking, multi missing", importing, []string{"{x}1", "{x}2"}, map[string]bool{"{x}1": true}, Request{Asking: true}, ErrTryAgain},
 		{"replica, readonly read", replica, []string{"a"}, nil, Request{ReadOnly: true}, ""},
 		{"replica, readonly write", replica, []string{"a"}, nil, Request{ReadOnly: true, Write: true}, "MOVED 15495 10.0.0.2:7001"},
@@ -115,7 +115,7 @@ func TestDecideShardPubSub(t *testing.T) {
 	rt.Migrating[slotOf("ch")] = 1
 	rt.State = cluster.ClusterFail
 	q := NewQuery(rt, true)
-	if msg, check := q.Key([]byte("ch")); msg != "" || check {
+	if msg, check := q.Key("ch"); msg != "" || check {
 		t.Fatalf("Key = %q, %v; want no error, no existence check", msg, check)
 	}
 	if out, msg, _ := q.Decide(Request{AllowReadsWhenDown: true}); out != Refuse || msg != ErrClusterDown {
@@ -177,7 +177,7 @@ func TestMessageEndpoints(t *testing.T) {
 // The decision allocates nothing: it runs before every command.
 func TestDecideAllocs(t *testing.T) {
 	rt := routing(func(int) int32 { return 0 })
-	key := []byte("user:1000")
+	key := "user:1000"
 	n := testing.AllocsPerRun(100, func() {
 		q := NewQuery(rt, false)
 		q.Key(key)
