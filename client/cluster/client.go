@@ -70,6 +70,10 @@ type Client struct {
 	// table asynchronously, with a 200 ms cooldown); value: new master.
 	pending  map[int]string
 	npending atomic.Int32
+	// slotEpochs holds, per slot, the config epoch that pushed notices
+	// gave for the slot's owner (patchNotice); nil until a notice carries
+	// one. Guarded by mu.
+	slotEpochs []ownerEpoch
 
 	// nodes maps an address to go-redis's client for that node.
 	nodes sync.Map

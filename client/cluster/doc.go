@@ -62,14 +62,16 @@
 // bus would deliver once per node). A notice is one line per change,
 // "\n"-separated:
 //
-//	epoch <current-epoch> <event> <node-id> <ip:port> [<slots>]
+//	epoch <current-epoch> <event> <node-id> <ip:port> [<slots>] [<key>=<value>...]
 //
 // with event one of "slots" (the node now serves <slots>, comma-separated
 // slots and start-end ranges: a reshard, a failover's promoted replica, a
 // whole-slot migration's claim), "unassigned" (id and address "-"),
 // "fail", "recover", "join", "leave", "address" and "failover" (the
 // announcing node won an election); see [ParseTopology] and the
-// Change* constants. A node sends a change as soon as it knows it, up to
+// Change* constants. A "slots" line ends with config-epoch=<n>, the new
+// owner's config epoch (<current-epoch> is the announcing node's); keys
+// a client does not know are skipped. A node sends a change as soon as it knows it, up to
 // 4 notices back to back; beyond that it merges the changes of every
 // 10 ms into one notice.
 //
@@ -80,6 +82,15 @@
 // Each "slots" line moves those slots in
 // the local map at once, so commands route to the new owner without a
 // MOVED, and a refresh follows (rate-limited by ErrorRefreshInterval).
+// Notices from different nodes arrive in no particular order, so the
+// client orders them per slot as Redis does: it keeps the config epoch
+// notices gave for each slot's owner, and a line that names another node
+// with a config epoch no higher than that one changes nothing (an older
+// notice arriving after a newer one cannot undo it). The kept epoch
+// counts while the map's owner is the node it was given for: after a
+// refresh or a MOVED names another owner it is unknown, and the next
+// notice applies. Lines without config-epoch (older nodes) apply in
+// arrival order.
 // Against redis-server nothing is published there and the client relies
 // on MOVED replies and the periodic refresh.
 //

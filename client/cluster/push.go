@@ -16,7 +16,10 @@ import (
 // what it learned. The payload is one line per change, "\n"-separated,
 // parsed by [ParseTopology]:
 //
-//	epoch <current-epoch> <event> <node-id> <ip:port> [<slots>]
+//	epoch <current-epoch> <event> <node-id> <ip:port> [<slots>] [<key>=<value>...]
+//
+// A "slots" line ends with config-epoch=<n>, the new owner's config epoch
+// (nodes before it sent none).
 const ReservedChannel = "__shardis__:cluster"
 
 // Kinds of [TopologyChange].
@@ -52,6 +55,13 @@ type TopologyChange struct {
 	// Slots are inclusive [start, end] ranges (ChangeSlots and
 	// ChangeUnassigned only).
 	Slots [][2]int
+	// ConfigEpoch is the config epoch of the node that now serves Slots,
+	// as the announcing node knows it (the line's config-epoch=<n>);
+	// HasConfigEpoch says whether the line carried one (ChangeSlots from
+	// a node that sends it). Of two claims on a slot the higher config
+	// epoch wins, whatever order the notices arrive in.
+	ConfigEpoch    uint64
+	HasConfigEpoch bool
 }
 
 // ParseTopology parses a notice of the reserved channel.
@@ -67,9 +77,25 @@ func ParseTopology(payload string) ([]TopologyChange, error) {
 			return nil, fmt.Errorf("cluster: topology notice %q: %w", line, err)
 		}
 		ch := TopologyChange{Epoch: epoch, Kind: f[2], NodeID: f[3], Addr: f[4]}
-		if len(f) > 5 {
-			if ch.Slots, err = parseSlotList(f[5]); err != nil {
+		opts := f[5:]
+		if len(opts) > 0 && !strings.Contains(opts[0], "=") {
+			if ch.Slots, err = parseSlotList(opts[0]); err != nil {
 				return nil, fmt.Errorf("cluster: topology notice %q: %w", line, err)
+			}
+			opts = opts[1:]
+		}
+		// key=value tokens; keys this client does not know are skipped,
+		// so that a node may add some.
+		for _, o := range opts {
+			k, v, ok := strings.Cut(o, "=")
+			if !ok {
+				return nil, fmt.Errorf("cluster: topology notice %q: token %q: want <key>=<value>", line, o)
+			}
+			if k == "config-epoch" {
+				if ch.ConfigEpoch, err = strconv.ParseUint(v, 10, 64); err != nil {
+					return nil, fmt.Errorf("cluster: topology notice %q: config-epoch: %w", line, err)
+				}
+				ch.HasConfigEpoch = true
 			}
 		}
 		out = append(out, ch)
@@ -197,46 +223,90 @@ func (c *Client) startWatchers(ctx context.Context) {
 
 // pushed handles one notice: slot ranges with a new master are patched
 // into the local map at once (commands route there before any refresh,
-// without a MOVED), and a refresh is asked for, rate-limited like a
+// without a MOVED), unless the notice is older than what the map holds
+// (patchNotice), and a refresh is asked for, rate-limited like a
 // connection error's, to learn what the notice does not say (replicas).
 func (c *Client) pushed(ev TopologyEvent) {
 	c.stats.pushes.Add(1)
-	patched := 0
-	for _, ch := range ev.Changes {
-		if ch.Kind != ChangeSlots || ch.Addr == "" || ch.Addr == "-" {
-			continue
-		}
-		patched += c.patchRanges(ch.Slots, ch.Addr)
-	}
+	patched, stale := c.patchNotice(ev.Changes)
 	if patched > 0 {
 		c.stats.patched.Add(int64(patched))
 		c.ClusterClient.ReloadState(context.Background())
 	}
-	c.opt.Logger.Debug("cluster: topology notice", "node", ev.Node, "changes", len(ev.Changes), "patched", patched)
+	c.opt.Logger.Debug("cluster: topology notice", "node", ev.Node, "changes", len(ev.Changes),
+		"patched", patched, "stale", stale)
 	c.requestRefresh(true, "push", "")
 }
 
-// patchRanges gives the slots of ranges to master addr in the local map
-// and returns how many changed.
-func (c *Client) patchRanges(ranges [][2]int, addr string) int {
+// ownerEpoch is the config epoch a notice gave for a slot's owner.
+type ownerEpoch struct {
+	// addr is the owner the epoch is of, "" when none is known.
+	addr  string
+	epoch uint64
+}
+
+// patchNotice applies a notice's "slots" lines to the local map and
+// returns how many slots changed master and how many a line claimed but
+// lost to a higher config epoch. Per slot the client keeps the config
+// epoch of the owner it has (c.slotEpochs), as notices told it; it holds
+// while the map's owner is the node it was given for (a refresh or a
+// MOVED to another node makes it unknown; back to that node, it is still
+// a lower bound, since a node's config epoch only grows). A line claiming
+// a slot for another node wins only with a strictly higher config epoch
+// (Redis's rule, clusterUpdateSlotsConfigWith) or when the owner's is not
+// known; so a notice that arrives after a newer one (two nodes announcing
+// one move, a node behind the others) cannot undo it. A line without a
+// config epoch (an older node) applies in arrival order, as before.
+// "unassigned" lines change nothing: the refresh that follows settles
+// them.
+func (c *Client) patchNotice(changes []TopologyChange) (patched, stale int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.table.Load()
-	var slots []int
-	for _, r := range ranges {
-		for s := r[0]; s <= r[1]; s++ {
-			if t.master(s) != addr {
-				slots = append(slots, s)
+	for _, ch := range changes {
+		if ch.Kind != ChangeSlots || ch.Addr == "" || ch.Addr == "-" {
+			continue
+		}
+		if ch.HasConfigEpoch && c.slotEpochs == nil {
+			c.slotEpochs = make([]ownerEpoch, SlotCount)
+		}
+		var slots []int
+		for _, r := range ch.Slots {
+			for s := r[0]; s <= r[1]; s++ {
+				cur := t.master(s)
+				var known *ownerEpoch // the config epoch of cur, if known
+				if c.slotEpochs != nil && c.slotEpochs[s].addr != "" && c.slotEpochs[s].addr == cur {
+					known = &c.slotEpochs[s]
+				}
+				switch {
+				case ch.Addr == cur: // no move; maybe a newer epoch
+					if ch.HasConfigEpoch && (known == nil || ch.ConfigEpoch > known.epoch) {
+						c.slotEpochs[s] = ownerEpoch{ch.Addr, ch.ConfigEpoch}
+					}
+				case ch.HasConfigEpoch && known != nil && ch.ConfigEpoch <= known.epoch:
+					stale++
+				default:
+					if ch.HasConfigEpoch {
+						c.slotEpochs[s] = ownerEpoch{ch.Addr, ch.ConfigEpoch}
+					} else if c.slotEpochs != nil {
+						c.slotEpochs[s] = ownerEpoch{}
+					}
+					slots = append(slots, s)
+				}
 			}
 		}
+		if len(slots) == 0 {
+			continue
+		}
+		t = t.withOwners(slots, ch.Addr)
+		for _, s := range slots {
+			c.pending[s] = ch.Addr
+		}
+		patched += len(slots)
 	}
-	if len(slots) == 0 {
-		return 0
+	if patched > 0 {
+		c.table.Store(t)
+		c.npending.Store(int32(len(c.pending)))
 	}
-	c.table.Store(t.withOwners(slots, addr))
-	for _, s := range slots {
-		c.pending[s] = addr
-	}
-	c.npending.Store(int32(len(c.pending)))
-	return len(slots)
+	return patched, stale
 }

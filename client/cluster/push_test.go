@@ -27,11 +27,95 @@ func TestParseTopology(t *testing.T) {
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("ParseTopology = %+v, want %+v", got, want)
 	}
-	for _, bad := range []string{"", "1 slots draft", "epoch x slots a b 1", "epoch 1 slots a b 5-2", "epoch 1 slots a b 16384", "epoch 1 slots a b 1-x"} {
+	// The owner's config epoch, a trailing key=value token; unknown keys
+	// are skipped, and may follow an event without slots.
+	got, err = ParseTopology("epoch 9 slots abc 10.0.0.1:7000 5 config-epoch=8 later=x\nepoch 9 join def 10.0.0.2:7001 later=y")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []TopologyChange{
+		{Epoch: 9, Kind: ChangeSlots, NodeID: "abc", Addr: "10.0.0.1:7000", Slots: [][2]int{{5, 5}}, ConfigEpoch: 8, HasConfigEpoch: true},
+		{Epoch: 9, Kind: ChangeJoin, NodeID: "def", Addr: "10.0.0.2:7001"},
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("ParseTopology = %+v, want %+v", got, want)
+	}
+	for _, bad := range []string{"", "1 slots draft", "epoch x slots a b 1", "epoch 1 slots a b 5-2", "epoch 1 slots a b 16384", "epoch 1 slots a b 1-x",
+		"epoch 1 slots a b 1 config-epoch=x", "epoch 1 slots a b 1 2", "epoch 1 slots a b 1 config-epoch=-1"} {
 		if _, err := ParseTopology(bad); err == nil {
 			t.Errorf("ParseTopology(%q) succeeded", bad)
 		}
 	}
+}
+
+// TestPushOrderedByConfigEpoch feeds notices to the client's slot map
+// out of order, one state step each (patchNotice, no network): a notice
+// claiming slots for another node with a config epoch no higher than the
+// owner's the map holds changes nothing, per slot; one with a higher
+// epoch, or from a node that sends none, moves them.
+func TestPushOrderedByConfigEpoch(t *testing.T) {
+	const a, b, cc, d = "10.0.0.1:7000", "10.0.0.2:7000", "10.0.0.3:7000", "10.0.0.4:7000"
+	c := &Client{pending: map[int]string{}}
+	c.table.Store(tableFromSlots([]redis.ClusterSlot{
+		{Start: 0, End: 8191, Nodes: []redis.ClusterNode{{Addr: a}}},
+		{Start: 8192, End: SlotCount - 1, Nodes: []redis.ClusterNode{{Addr: d}}},
+	}))
+	notice := func(payload string, wantPatched, wantStale int) {
+		t.Helper()
+		ch, err := ParseTopology(payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, s := c.patchNotice(ch); p != wantPatched || s != wantStale {
+			t.Fatalf("%q: patched %d stale %d, want %d and %d", payload, p, s, wantPatched, wantStale)
+		}
+	}
+	owners := func(want ...string) { // owner of slots 0, 50, 100, 150, 200
+		t.Helper()
+		tb := c.table.Load()
+		for i, w := range want {
+			if got := tb.master(i * 50); got != w {
+				t.Fatalf("slot %d: owner %s, want %s", i*50, got, w)
+			}
+		}
+		for s, addr := range c.pending {
+			if tb.master(s) != addr {
+				t.Fatalf("slot %d pending for %s, the map says %s", s, addr, tb.master(s))
+			}
+		}
+	}
+	// A move to b at config epoch 6, then the older announcement of an
+	// earlier move to c at 5 (a node behind the others): b keeps the slots.
+	notice("epoch 7 slots idb "+b+" 0-99 config-epoch=6", 100, 0)
+	notice("epoch 6 slots idc "+cc+" 0-99 config-epoch=5", 0, 100)
+	owners(b, b, a)
+	// Equal config epochs: the owner the map has stays (strictly higher
+	// wins); the owner's own line at a higher epoch raises what is held.
+	notice("epoch 7 slots idc "+cc+" 0-49 config-epoch=6", 0, 50)
+	notice("epoch 9 slots idb "+b+" 0-49 config-epoch=8", 0, 0)
+	notice("epoch 9 slots idc "+cc+" 0-99 config-epoch=7", 50, 50)
+	owners(b, cc, a)
+	// Per slot: a line over slots held at 8 (b), 7 (c) and unknown (a)
+	// moves only the last.
+	notice("epoch 9 slots idd "+d+" 0-199 config-epoch=7", 100, 100)
+	owners(b, cc, d, d, a)
+	// A node that sends no config epoch applies in arrival order, and
+	// what the map held for those slots is forgotten.
+	notice("epoch 9 slots ida "+a+" 0-49", 50, 0)
+	notice("epoch 9 slots idc "+cc+" 0-49 config-epoch=1", 50, 0)
+	owners(cc, cc, d, d, a)
+	// A refresh that names another owner makes the held epoch unknown:
+	// the map is the refresh's, and the next notice applies.
+	c.apply(tableFromSlots([]redis.ClusterSlot{{Start: 0, End: SlotCount - 1, Nodes: []redis.ClusterNode{{Addr: a}}}}))
+	notice("epoch 9 slots idb "+b+" 0-49 config-epoch=2", 50, 0)
+	owners(b, a, a)
+	// A refresh that agrees keeps it.
+	c.apply(tableFromSlots([]redis.ClusterSlot{
+		{Start: 0, End: 49, Nodes: []redis.ClusterNode{{Addr: b}}},
+		{Start: 50, End: SlotCount - 1, Nodes: []redis.ClusterNode{{Addr: a}}},
+	}))
+	notice("epoch 9 slots idc "+cc+" 0-49 config-epoch=2", 0, 50)
+	owners(b, a, a)
 }
 
 // waitWatched waits until every master has one of the client's watch

@@ -23,10 +23,13 @@ import (
 //   - a message on the reserved channel TopologyChannel (SUBSCRIBE to
 //     it), one line per change, "\n"-separated:
 //
-//     epoch <current-epoch> <event> <node-id> <ip:port> [<slots>]
+//     epoch <current-epoch> <event> <node-id> <ip:port> [<slots>] [<key>=<value>...]
 //
 //     event is "slots" (the node now serves <slots>: a reshard, a
-//     failover's promoted replica, a whole-slot migration's claim),
+//     failover's promoted replica, a whole-slot migration's claim;
+//     followed by config-epoch=<n>, the new owner's config epoch as this
+//     node knows it, by which a client orders notices per slot: the
+//     higher config epoch wins, Redis's rule),
 //     "unassigned" (<slots> are served by no node; id and address "-"),
 //     "fail" and "recover" (the node was flagged FAIL / the flag was
 //     cleared), "join" and "leave" (the node entered / left this node's
@@ -265,7 +268,8 @@ func topologyLines(prev, cur *cluster.Routing, epoch uint64, evs [][2]string) []
 				continue
 			}
 			n := cur.Nodes[cur.Owner[gained[id][0]]]
-			lines = append(lines, head+"slots "+id+" "+routeAddr(n)+" "+slotRanges(gained[id]))
+			lines = append(lines, head+"slots "+id+" "+routeAddr(n)+" "+slotRanges(gained[id])+
+				" config-epoch="+strconv.FormatUint(n.ConfigEpoch, 10))
 		}
 		for _, n := range prev.Nodes {
 			if !now[n.ID] {

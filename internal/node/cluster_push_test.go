@@ -73,6 +73,17 @@ func TestTopologyPush(t *testing.T) {
 		t.Fatal(err)
 	}
 	mc := dialMaint(t, b.addr)
+	// b's config epoch, which every line must carry (b imports nothing:
+	// SETSLOT NODE does not bump it).
+	info, err := b.rc.ClusterInfo(ctx).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, myEpoch, _ := strings.Cut(info, "cluster_my_epoch:")
+	myEpoch, _, _ = strings.Cut(myEpoch, "\r\n")
+	if myEpoch == "" {
+		t.Fatalf("no cluster_my_epoch in CLUSTER INFO:\n%s", info)
+	}
 
 	// Slots 0..99 go from a to b, one SETSLOT NODE each, as fast as
 	// one connection sends them.
@@ -100,7 +111,8 @@ func TestTopologyPush(t *testing.T) {
 		messages++
 		for _, line := range strings.Split(m.Payload, "\n") {
 			f := strings.Fields(line)
-			if len(f) != 6 || f[0] != "epoch" || f[2] != "slots" || f[3] != bID || f[4] != b.addr {
+			if len(f) != 7 || f[0] != "epoch" || f[2] != "slots" || f[3] != bID || f[4] != b.addr ||
+				f[6] != "config-epoch="+myEpoch {
 				t.Fatalf("unexpected line %q", line)
 			}
 			for _, s := range expandRanges(t, f[5]) {
@@ -218,9 +230,9 @@ func TestTopologyLines(t *testing.T) {
 		}
 		return r
 	}
-	n1 := cluster.RouteNode{ID: "a", IP: "10.0.0.1", Port: 7000}
+	n1 := cluster.RouteNode{ID: "a", IP: "10.0.0.1", Port: 7000, ConfigEpoch: 4}
 	n2 := cluster.RouteNode{ID: "b", IP: "10.0.0.2", Port: 7001}
-	n3 := cluster.RouteNode{ID: "c", IP: "10.0.0.3", Port: 7002}
+	n3 := cluster.RouteNode{ID: "c", IP: "10.0.0.3", Port: 7002, ConfigEpoch: 9}
 	prev := mk([]cluster.RouteNode{n1, n2}, func(s int) int32 { return int32(s % 2) })
 	moved := n2
 	moved.Port = 7100
@@ -237,7 +249,7 @@ func TestTopologyLines(t *testing.T) {
 	want := []string{
 		"epoch 7 address b 10.0.0.2:7100",
 		"epoch 7 join c 10.0.0.3:7002",
-		"epoch 7 slots c 10.0.0.3:7002 0-3",
+		"epoch 7 slots c 10.0.0.3:7002 0-3 config-epoch=9",
 		"epoch 7 unassigned - - 10",
 		"epoch 7 fail a 10.0.0.1:7000",
 		"epoch 7 recover zz -",
@@ -247,7 +259,7 @@ func TestTopologyLines(t *testing.T) {
 	}
 	left := mk([]cluster.RouteNode{n1}, func(int) int32 { return 0 })
 	got = topologyLines(prev, left, 8, nil)
-	want = []string{"epoch 8 slots a 10.0.0.1:7000 " + oddSlots(), "epoch 8 leave b 10.0.0.2:7001"}
+	want = []string{"epoch 8 slots a 10.0.0.1:7000 " + oddSlots() + " config-epoch=4", "epoch 8 leave b 10.0.0.2:7001"}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}

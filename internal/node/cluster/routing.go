@@ -42,6 +42,9 @@ type RouteNode struct {
 	Port     int // client port (TLS port when TLS is on)
 	PPort    int // plaintext port when Port is TLS, else 0
 	Hostname string
+	// ConfigEpoch is the node's config epoch: for a slot's owner, the
+	// slot's (the higher one wins a slot, Redis's rule).
+	ConfigEpoch uint64
 }
 
 // FillRouting brings dst up to date with the machine's current routing
@@ -72,13 +75,19 @@ func (m *Machine) FillRouting(dst *Routing) bool {
 			o := &dst.Nodes[i]
 			nodesMoved = o.ID != string(n.name[:]) || o.IP != n.ip || o.Port != n.port ||
 				o.PPort != n.pport || o.Hostname != n.hostname
+			// A new config epoch alone keeps the numbering: no slot walk.
+			if !nodesMoved && o.ConfigEpoch != n.configEpoch {
+				o.ConfigEpoch = n.configEpoch
+				changed = true
+			}
 		}
 	}
 	if nodesMoved {
 		changed = true
 		dst.Nodes = dst.Nodes[:0]
 		for _, n := range m.order {
-			dst.Nodes = append(dst.Nodes, RouteNode{ID: n.name.String(), IP: n.ip, Port: n.port, PPort: n.pport, Hostname: n.hostname})
+			dst.Nodes = append(dst.Nodes, RouteNode{ID: n.name.String(), IP: n.ip, Port: n.port, PPort: n.pport, Hostname: n.hostname,
+				ConfigEpoch: n.configEpoch})
 		}
 	}
 	idx := func(n *node) int32 {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,6 +57,20 @@ func TestFillRoutingIncremental(t *testing.T) {
 	step("SETSLOT STABLE", true)
 	if r.Migrating[100] != -1 {
 		t.Fatal("slot 100 still migrating")
+	}
+	// A new config epoch, a peer's learnt by gossip and then my own: a
+	// change, with no slot entry touched (checkChangedSlots).
+	epochOf := func(id string) uint64 { return r.Nodes[idx(id)].ConfigEpoch }
+	res := dst.m.BumpEpoch(w.now)
+	w.run(2 * time.Second)
+	step("a peer's BUMPEPOCH ("+res+")", strings.HasPrefix(res, "BUMPED"))
+	if want := strings.TrimPrefix(strings.TrimPrefix(res, "BUMPED "), "STILL "); fmt.Sprint(epochOf(did)) != want {
+		t.Fatalf("peer's config epoch %d in the routing, want %s", epochOf(did), want)
+	}
+	res = src.m.BumpEpoch(w.now)
+	step("my BUMPEPOCH ("+res+")", true)
+	if want := "BUMPED " + fmt.Sprint(epochOf(src.m.MyID())); res != want {
+		t.Fatalf("BUMPEPOCH said %q, the routing has %q", res, want)
 	}
 	if err := src.m.SetSlot(w.now, "101", "IMPORTING", did); err == nil {
 		t.Fatal("importing a slot I own succeeded")
