@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 )
 
 // AddNodeOptions says how AddNode joins the new node.
@@ -469,6 +470,10 @@ const (
 	FailoverTakeover
 )
 
+// manualFailoverTimeout is Redis's CLUSTER_MF_TIMEOUT: how long a node
+// pursues a manual failover before it gives up.
+const manualFailoverTimeout = 5 * time.Second
+
 // Failover promotes the replica at addr to master of its master's slots
 // with CLUSTER FAILOVER (FORCE or TAKEOVER per mode) and waits until it
 // reports role master and the nodes agree.
@@ -495,12 +500,28 @@ func Failover(ctx context.Context, addr string, mode FailoverMode, opt *Options)
 		return err
 	}
 	opt.progress("failover", 1, 2, "failover requested")
+	// A manual failover the replica could not finish within Redis's
+	// manual-failover timeout (CLUSTER_MF_TIMEOUT, 5 s: the master's
+	// paused offset or the votes came too late) is abandoned by the
+	// node, which stays a replica; the request is then made again, until
+	// WaitTimeout.
+	asked := time.Now()
 	err = poll(ctx, opt.WaitTimeout, addr+" to become master", func() (bool, error) {
 		role, err := cl.do(ctx, n, "role").Slice()
 		if err != nil {
 			return false, nil
 		}
-		return len(role) > 0 && role[0] == "master", nil
+		if len(role) > 0 && role[0] == "master" {
+			return true, nil
+		}
+		if time.Since(asked) > manualFailoverTimeout+time.Second {
+			opt.logf(">>> %s is still a replica after the manual failover's timeout: asking again", addr)
+			if err := cl.must(ctx, n, args...); err != nil {
+				return false, err
+			}
+			asked = time.Now()
+		}
+		return false, nil
 	})
 	if err != nil {
 		return err
