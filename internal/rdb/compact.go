@@ -92,7 +92,7 @@ func listpackEntries(lp []byte) ([][]byte, error) {
 		default:
 			return nil, corrupt("listpack bad encoding byte %#x", b)
 		}
-		p += n + backlenSize(n)
+		p += n + ListpackBacklenSize(n)
 		if p > len(lp) {
 			return nil, corrupt("listpack overrun")
 		}
@@ -107,7 +107,10 @@ func listpackEntries(lp []byte) ([][]byte, error) {
 	return out, nil
 }
 
-func backlenSize(l int) int {
+// ListpackBacklenSize is the size of a listpack element's back-length
+// field for an element of l bytes (encoding and content), as listpack.c
+// lays it out.
+func ListpackBacklenSize(l int) int {
 	switch {
 	case l <= 127:
 		return 1
@@ -122,7 +125,7 @@ func backlenSize(l int) int {
 }
 
 func appendBacklen(b []byte, l int) []byte {
-	switch backlenSize(l) {
+	switch ListpackBacklenSize(l) {
 	case 1:
 		return append(b, byte(l))
 	case 2:

@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/shardis/shardis/internal/node/value"
+	"github.com/shardis/shardis/internal/rdb"
 )
 
 // Listpack sizes, as Redis's listpack.c encodes elements: a node's byte
@@ -14,21 +15,6 @@ const (
 	lpHeaderSize = 6 // total bytes (4) + element count (2)
 	lpEndSize    = 1 // 0xff terminator
 )
-
-// backlenSize is the size of an element's back-length field.
-func backlenSize(l int) int {
-	switch {
-	case l <= 127:
-		return 1
-	case l < 16383:
-		return 2
-	case l < 2097151:
-		return 3
-	case l < 268435455:
-		return 4
-	}
-	return 5
-}
 
 // intEncSize is the encoded size (without back-length) of an integer.
 func intEncSize(v int64) int {
@@ -50,7 +36,7 @@ func intEncSize(v int64) int {
 // lpIntSize is the listpack size of an integer element.
 func lpIntSize(v int64) int {
 	n := intEncSize(v)
-	return n + backlenSize(n)
+	return n + rdb.ListpackBacklenSize(n)
 }
 
 // lpStrSize is the listpack size of a string element (integer-encoded when
@@ -73,7 +59,7 @@ func lpStrSize(s []byte) int {
 	default:
 		n = 5 + l
 	}
-	return n + backlenSize(n)
+	return n + rdb.ListpackBacklenSize(n)
 }
 
 // mayBeInt reports whether s has the shape of an integer: 1 to 20
