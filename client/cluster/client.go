@@ -48,6 +48,10 @@ type Stats struct {
 	// Pushes is the number of topology notices received from watched
 	// nodes (see ReservedChannel).
 	Pushes int64
+	// Stale is the number of slots for which a refresh named an owner
+	// with a config epoch no higher than the one the map holds (a node
+	// that had not heard of a newer move yet); the map kept its owner.
+	Stale int64
 }
 
 // Client is a Redis Cluster client: a go-redis ClusterClient (embedded,
@@ -70,10 +74,16 @@ type Client struct {
 	// table asynchronously, with a 200 ms cooldown); value: new master.
 	pending  map[int]string
 	npending atomic.Int32
-	// slotEpochs holds, per slot, the config epoch that pushed notices
-	// gave for the slot's owner (patchNotice); nil until a notice carries
+	// slotEpochs holds, per slot, the config epoch of the claim that gave
+	// the map the slot's owner (a refresh's CLUSTER NODES, a notice's
+	// config-epoch; see epochs.go); nil until a refresh or notice carries
 	// one. Guarded by mu.
 	slotEpochs []ownerEpoch
+	// nodeEpochs is the config epoch of each master by address, from the
+	// last refresh that had them, raised by notices: a lower bound of the
+	// node's config epoch now, which a MOVED to it keeps for the slot.
+	// Guarded by mu.
+	nodeEpochs map[string]uint64
 
 	// nodes maps an address to go-redis's client for that node.
 	nodes sync.Map
@@ -88,7 +98,7 @@ type Client struct {
 	avoid     atomic.Value
 
 	stats struct {
-		refreshes, refreshErrors, moved, patched, direct, connErrors, rebuilds, pushes atomic.Int64
+		refreshes, refreshErrors, moved, patched, direct, connErrors, rebuilds, pushes, stale atomic.Int64
 	}
 
 	closed atomic.Bool
@@ -138,12 +148,16 @@ func (c *Client) initialLoad(ctx context.Context) error {
 	var errs []error
 	for _, addr := range c.opt.Addrs {
 		start := time.Now()
-		slots, err := c.querySlots(ctx, addr, nil)
+		slots, epochs, err := c.queryView(ctx, addr, nil)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		c.table.Store(tableFromSlots(slots))
+		c.table.Store(emptyTable())
+		c.apply(tableFromSlots(slots), epochs)
+		// Nothing is routed yet: no slot waits for go-redis's state.
+		clear(c.pending)
+		c.npending.Store(0)
 		c.stats.refreshes.Add(1)
 		c.report(RefreshEvent{Reason: "start", Node: addr, Changed: SlotCount, Duration: time.Since(start)})
 		return nil
@@ -173,6 +187,7 @@ func (c *Client) Stats() Stats {
 		ConnErrors:    c.stats.connErrors.Load(),
 		Rebuilds:      c.stats.rebuilds.Load(),
 		Pushes:        c.stats.pushes.Load(),
+		Stale:         c.stats.stale.Load(),
 	}
 }
 
@@ -227,29 +242,6 @@ func (c *Client) report(ev RefreshEvent) {
 type internalCtx struct{}
 
 func isInternal(ctx context.Context) bool { return ctx.Value(internalCtx{}) != nil }
-
-// querySlots asks addr for CLUSTER SLOTS, through go-redis's node client
-// when there is one (rdb), else a short-lived connection.
-func (c *Client) querySlots(ctx context.Context, addr string, rdb *redis.Client) ([]redis.ClusterSlot, error) {
-	ctx, cancel := context.WithTimeout(context.WithValue(ctx, internalCtx{}, true), c.opt.RefreshTimeout)
-	defer cancel()
-	if rdb == nil {
-		rdb = redis.NewClient(&redis.Options{
-			Addr: addr, Username: c.opt.Username, Password: c.opt.Password, TLSConfig: c.opt.TLSConfig,
-			DialTimeout: min(c.opt.DialTimeout, c.opt.RefreshTimeout), DialerRetries: 1, MaxRetries: -1,
-			PoolSize: 1, DisableIdentity: true,
-		})
-		defer rdb.Close()
-	}
-	slots, err := rdb.ClusterSlots(ctx).Result()
-	if err != nil {
-		return nil, fmt.Errorf("cluster: CLUSTER SLOTS on %s: %w", addr, err)
-	}
-	if len(slots) == 0 {
-		return nil, fmt.Errorf("cluster: CLUSTER SLOTS on %s: no slot is assigned", addr)
-	}
-	return slots, nil
-}
 
 // requestRefresh asks the refresh goroutine for a refresh. urgent ones
 // (connection errors) are rate-limited by ErrorRefreshInterval, the others
@@ -356,14 +348,15 @@ func (c *Client) refresh(ctx context.Context, reason, avoid string) error {
 		if v, ok := c.nodes.Load(nodeKey(addr)); ok {
 			rdb = v.(*redis.Client)
 		}
-		slots, err := c.querySlots(ctx, addr, rdb)
+		slots, epochs, err := c.queryView(ctx, addr, rdb)
 		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
-		changed := c.apply(tableFromSlots(slots))
+		changed, stale := c.apply(tableFromSlots(slots), epochs)
 		c.stats.refreshes.Add(1)
-		c.report(RefreshEvent{Reason: reason, Node: addr, Changed: changed, Duration: time.Since(start)})
+		c.stats.stale.Add(int64(stale))
+		c.report(RefreshEvent{Reason: reason, Node: addr, Changed: changed, Stale: stale, Duration: time.Since(start)})
 		return nil
 	}
 	err := fmt.Errorf("cluster: refresh: no node answered: %w", errors.Join(errs...))
@@ -372,34 +365,15 @@ func (c *Client) refresh(ctx context.Context, reason, avoid string) error {
 	return err
 }
 
-// apply installs a freshly read table and returns how many slots changed
-// master. Changed slots are pending until go-redis's state catches up.
-func (c *Client) apply(t *slotTable) int {
-	c.mu.Lock()
-	old := c.table.Load()
-	changed := old.diff(t)
-	same := len(changed) == 0 && old.sameReplicas(t)
-	if !same {
-		c.table.Store(t)
-		for _, s := range changed {
-			if m := t.master(s); m != "" {
-				c.pending[s] = m
-			} else {
-				delete(c.pending, s)
-			}
-		}
-		c.npending.Store(int32(len(c.pending)))
-	}
-	c.mu.Unlock()
-	if !same && c.ClusterClient != nil {
-		c.ClusterClient.ReloadState(context.Background())
-	}
-	return len(changed)
-}
-
 // moved records a MOVED reply: slot is now served by addr. The local map
 // is patched at once (no full reload) and a rate-limited refresh is asked
-// for, to learn the rest of a moved range.
+// for, to learn the rest of a moved range. A MOVED carries no config
+// epoch, but it comes from the node the map named as the owner, saying
+// it is not: it applies whatever epoch the map kept. The slot's kept
+// epoch becomes addr's config epoch as last seen (nodeEpochs; unknown if
+// none was), a lower bound of the epoch addr claims the slot with now,
+// so that a refresh from a node that still names the old owner with an
+// epoch no higher cannot undo it.
 func (c *Client) moved(slot int, addr string) {
 	c.stats.moved.Add(1)
 	if slot < 0 || slot >= SlotCount {
@@ -412,6 +386,13 @@ func (c *Client) moved(slot int, addr string) {
 		c.table.Store(t.withOwner(slot, addr))
 		c.pending[slot] = addr
 		c.npending.Store(int32(len(c.pending)))
+		if c.slotEpochs != nil {
+			if e, ok := c.nodeEpochs[addr]; ok {
+				c.slotEpochs[slot] = ownerEpoch{addr, e}
+			} else {
+				c.slotEpochs[slot] = ownerEpoch{}
+			}
+		}
 	}
 	c.mu.Unlock()
 	if patched {

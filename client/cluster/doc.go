@@ -86,11 +86,19 @@
 // client orders them per slot as Redis does: it keeps the config epoch
 // notices gave for each slot's owner, and a line that names another node
 // with a config epoch no higher than that one changes nothing (an older
-// notice arriving after a newer one cannot undo it). The kept epoch
-// counts while the map's owner is the node it was given for: after a
-// refresh or a MOVED names another owner it is unknown, and the next
-// notice applies. Lines without config-epoch (older nodes) apply in
-// arrival order.
+// notice arriving after a newer one cannot undo it). Refreshes keep the
+// same rule: a refresh pipelines CLUSTER SLOTS with CLUSTER NODES, which
+// gives each master's config epoch (redis-server has both), so a refresh
+// read from a node that has not heard of a move yet cannot undo a newer
+// notice or refresh, and a newer one wins; a node that has no owner for
+// a slot does not unassign it (gossip never does). A MOVED carries no
+// epoch; it comes from the node the map named as owner and applies
+// always, and the slot keeps its new owner's config epoch as last seen
+// (a lower bound of the one it claims with now). The kept epoch counts
+// while the map's owner is the node it was given for. Lines without
+// config-epoch (older nodes), and refreshes from nodes that refuse
+// CLUSTER NODES, apply in arrival order. Stats.Stale counts the slots
+// refreshes named stale owners for.
 // Against redis-server nothing is published there and the client relies
 // on MOVED replies and the periodic refresh.
 //

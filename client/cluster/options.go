@@ -35,10 +35,13 @@ type RefreshEvent struct {
 	// Reason is what asked for it: "start", "moved", "conn-error",
 	// "periodic", "push" or "manual".
 	Reason string
-	// Node is the address whose CLUSTER SLOTS reply was used ("" on error).
+	// Node is the address whose CLUSTER SLOTS (and NODES) reply was used ("" on error).
 	Node string
 	// Changed is the number of slots whose master changed.
 	Changed int
+	// Stale is the number of slots for which the reply named an owner
+	// with a config epoch no higher than the map's (kept; see Stats.Stale).
+	Stale int
 	// Err is the error when no node answered.
 	Err error
 	// Duration is how long the refresh took.

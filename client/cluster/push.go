@@ -248,17 +248,18 @@ type ownerEpoch struct {
 // patchNotice applies a notice's "slots" lines to the local map and
 // returns how many slots changed master and how many a line claimed but
 // lost to a higher config epoch. Per slot the client keeps the config
-// epoch of the owner it has (c.slotEpochs), as notices told it; it holds
-// while the map's owner is the node it was given for (a refresh or a
-// MOVED to another node makes it unknown; back to that node, it is still
-// a lower bound, since a node's config epoch only grows). A line claiming
-// a slot for another node wins only with a strictly higher config epoch
-// (Redis's rule, clusterUpdateSlotsConfigWith) or when the owner's is not
-// known; so a notice that arrives after a newer one (two nodes announcing
-// one move, a node behind the others) cannot undo it. A line without a
-// config epoch (an older node) applies in arrival order, as before.
-// "unassigned" lines change nothing: the refresh that follows settles
-// them.
+// epoch of the owner it has (c.slotEpochs), as notices and refreshes told
+// it (epochs.go); it holds while the map's owner is the node it was given
+// for (back to that node, it is still a lower bound, since a node's
+// config epoch only grows). A line claiming a slot for another node wins
+// only with a strictly higher config epoch (Redis's rule,
+// clusterUpdateSlotsConfigWith) or when the owner's is not known; so a
+// notice that arrives after a newer one (two nodes announcing one move, a
+// node behind the others) or after a newer refresh cannot undo it. A
+// line without a config epoch (an older node) applies in arrival order,
+// as before. "unassigned" lines change nothing, and a refresh unassigns
+// only slots whose owner's epoch is unknown (apply): a slot no node
+// serves any more keeps its last owner in the map, whose replies say so.
 func (c *Client) patchNotice(changes []TopologyChange) (patched, stale int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -267,8 +268,16 @@ func (c *Client) patchNotice(changes []TopologyChange) (patched, stale int) {
 		if ch.Kind != ChangeSlots || ch.Addr == "" || ch.Addr == "-" {
 			continue
 		}
-		if ch.HasConfigEpoch && c.slotEpochs == nil {
-			c.slotEpochs = make([]ownerEpoch, SlotCount)
+		if ch.HasConfigEpoch {
+			if c.slotEpochs == nil {
+				c.slotEpochs = make([]ownerEpoch, SlotCount)
+			}
+			if e, ok := c.nodeEpochs[ch.Addr]; !ok || ch.ConfigEpoch > e {
+				if c.nodeEpochs == nil {
+					c.nodeEpochs = map[string]uint64{}
+				}
+				c.nodeEpochs[ch.Addr] = ch.ConfigEpoch
+			}
 		}
 		var slots []int
 		for _, r := range ch.Slots {

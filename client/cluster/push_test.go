@@ -104,16 +104,17 @@ func TestPushOrderedByConfigEpoch(t *testing.T) {
 	notice("epoch 9 slots ida "+a+" 0-49", 50, 0)
 	notice("epoch 9 slots idc "+cc+" 0-49 config-epoch=1", 50, 0)
 	owners(cc, cc, d, d, a)
-	// A refresh that names another owner makes the held epoch unknown:
-	// the map is the refresh's, and the next notice applies.
-	c.apply(tableFromSlots([]redis.ClusterSlot{{Start: 0, End: SlotCount - 1, Nodes: []redis.ClusterNode{{Addr: a}}}}))
+	// A refresh without config epochs (a node without CLUSTER NODES) that
+	// names another owner makes the held epoch unknown: the map is the
+	// refresh's, and the next notice applies.
+	c.apply(tableFromSlots([]redis.ClusterSlot{{Start: 0, End: SlotCount - 1, Nodes: []redis.ClusterNode{{Addr: a}}}}), nil)
 	notice("epoch 9 slots idb "+b+" 0-49 config-epoch=2", 50, 0)
 	owners(b, a, a)
 	// A refresh that agrees keeps it.
 	c.apply(tableFromSlots([]redis.ClusterSlot{
 		{Start: 0, End: 49, Nodes: []redis.ClusterNode{{Addr: b}}},
 		{Start: 50, End: SlotCount - 1, Nodes: []redis.ClusterNode{{Addr: a}}},
-	}))
+	}), nil)
 	notice("epoch 9 slots idc "+cc+" 0-49 config-epoch=2", 0, 50)
 	owners(b, a, a)
 }

@@ -104,6 +104,24 @@ func (t *slotTable) withOwners(slots []int, addr string) *slotTable {
 	return n
 }
 
+// withOwnersFrom returns a copy of t with slots served by master addr, as
+// they were in old: addr's replicas are t's if t lists addr as a master,
+// else old's.
+func (t *slotTable) withOwnersFrom(old *slotTable, slots []int, addr string) *slotTable {
+	n := t.withOwners(slots, addr)
+	for i := range n.shards {
+		if n.shards[i].Master != addr || len(n.shards[i].Replicas) > 0 {
+			continue
+		}
+		for _, sh := range old.shards {
+			if sh.Master == addr {
+				n.shards[i].Replicas = slices.Clone(sh.Replicas)
+			}
+		}
+	}
+	return n
+}
+
 // clusterSlots renders t as go-redis's ClusterSlots reply: one range per
 // run of consecutive slots with the same shard.
 func (t *slotTable) clusterSlots() []redis.ClusterSlot {
