@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardis/shardis/client/cluster/clustertest"
 )
 
 type nopRedisLogger struct{}
@@ -17,5 +19,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv("CLUSTER_DEBUG") == "" {
 		redis.SetLogger(nopRedisLogger{})
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	clustertest.RemoveBuilt()
+	os.Exit(code)
 }

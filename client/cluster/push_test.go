@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"runtime/metrics"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -148,8 +149,19 @@ func waitWatched(t *testing.T, nodes []*clustertest.Node, masters int) {
 // process does not get the CPU shows in every figure). Against
 // redis-server nothing is pushed and the client needs at most one MOVED
 // per slot (TestFollowMovedSlots).
+//
+// The nodes run as their own processes ("shardnode-process", as
+// deployed: the client alone in its process) and, for comparison, in the
+// test's process ("shardnode": their goroutines, heap and garbage
+// collector are the client's).
 func TestPushRoutesMovedSlots(t *testing.T) {
-	nodes := startClusterOf(t, "shardnode", 3, 0)
+	for _, kind := range []string{"shardnode-process", "shardnode"} {
+		t.Run(kind, func(t *testing.T) { testPushRoutesMovedSlots(t, kind) })
+	}
+}
+
+func testPushRoutesMovedSlots(t *testing.T, kind string) {
+	nodes := startClusterOf(t, kind, 3, 0)
 	c := newClient(t, nodes, Options{RefreshInterval: -1, MinRefreshInterval: time.Hour, ErrorRefreshInterval: time.Hour})
 	waitWatched(t, nodes, 3)
 	ctx := context.Background()
@@ -176,6 +188,7 @@ func TestPushRoutesMovedSlots(t *testing.T) {
 		}
 	}
 	pause := startPauseMeter(t)
+	rt := startRuntimeMeter()
 	before := c.Stats()
 	var fromCmd, fromReply []time.Duration
 	var admin time.Duration
@@ -226,9 +239,10 @@ func TestPushRoutesMovedSlots(t *testing.T) {
 	slices.Sort(fromCmd)
 	slices.Sort(fromReply)
 	us := func(d time.Duration) time.Duration { return d.Round(time.Microsecond) }
-	t.Logf("push staleness: %d slots moved one by one; the client's map names the new owner: from the target's SETSLOT NODE median %v worst %v, from its reply median %v worst %v; the 3 SETSLOT NODEs took up to %v; process paused up to %v; 0 MOVED, %d pushes, %d refreshes",
-		len(keys), us(fromCmd[len(fromCmd)/2]), us(fromCmd[len(fromCmd)-1]), us(fromReply[len(fromReply)/2]), us(fromReply[len(fromReply)-1]),
-		us(admin), us(pause()), st.Pushes-before.Pushes, st.Refreshes-before.Refreshes)
+	gc, sched := rt()
+	t.Logf("push staleness (%s): %d slots moved one by one; the client's map names the new owner: from the target's SETSLOT NODE median %v worst %v, from its reply median %v worst %v; the 3 SETSLOT NODEs took up to %v; process paused up to %v; 0 MOVED, %d pushes, %d refreshes; test process: GC pauses up to %v, goroutines waited for a thread up to %v",
+		kind, len(keys), us(fromCmd[len(fromCmd)/2]), us(fromCmd[len(fromCmd)-1]), us(fromReply[len(fromReply)/2]), us(fromReply[len(fromReply)-1]),
+		us(admin), us(pause()), st.Pushes-before.Pushes, st.Refreshes-before.Refreshes, gc, sched)
 }
 
 // TestPushFromBystander: the client watches one master only, and slots
@@ -237,9 +251,16 @@ func TestPushRoutesMovedSlots(t *testing.T) {
 // target's new config epoch reaches it in the PONG the target broadcasts
 // on closing the import), so the client routes to the new owner without
 // a MOVED although neither node that changed is watched; the time from
-// the target's SETSLOT NODE is logged.
+// the target's SETSLOT NODE is logged. The nodes run as processes and
+// in the test's process, as in TestPushRoutesMovedSlots.
 func TestPushFromBystander(t *testing.T) {
-	nodes := startClusterOf(t, "shardnode", 3, 0)
+	for _, kind := range []string{"shardnode-process", "shardnode"} {
+		t.Run(kind, func(t *testing.T) { testPushFromBystander(t, kind) })
+	}
+}
+
+func testPushFromBystander(t *testing.T, kind string) {
+	nodes := startClusterOf(t, kind, 3, 0)
 	c := newClient(t, nodes, Options{RefreshInterval: -1, MinRefreshInterval: time.Hour, ErrorRefreshInterval: time.Hour, WatchNodes: 1})
 	waitWatched(t, nodes, 1)
 	ctx := context.Background()
@@ -299,8 +320,8 @@ func TestPushFromBystander(t *testing.T) {
 		t.Fatalf("%d MOVED replies", st.Moved-before.Moved)
 	}
 	slices.Sort(took)
-	t.Logf("push from a bystander: %d slots, client's map names the new owner after median %v, worst %v from the target's SETSLOT NODE",
-		len(took), took[len(took)/2].Round(time.Microsecond), took[len(took)-1].Round(time.Microsecond))
+	t.Logf("push from a bystander (%s): %d slots, client's map names the new owner after median %v, worst %v from the target's SETSLOT NODE",
+		kind, len(took), took[len(took)/2].Round(time.Microsecond), took[len(took)-1].Round(time.Microsecond))
 }
 
 // startPauseMeter runs a 1 ms ticker until the test ends; the returned
@@ -330,6 +351,42 @@ func startPauseMeter(t *testing.T) func() time.Duration {
 	}()
 	t.Cleanup(func() { close(done); <-stopped })
 	return func() time.Duration { return time.Duration(worst.Load()) }
+}
+
+// startRuntimeMeter reads the Go runtime's histograms of stop-the-world
+// pauses for garbage collection and of goroutine scheduling latency (the
+// time a runnable goroutine waited for a thread); the returned function
+// gives, for each, the upper bound of the highest bucket that gained
+// samples since: a pause of the ticker (startPauseMeter) that these do
+// not show is time the operating system did not run the process.
+func startRuntimeMeter() func() (gc, sched time.Duration) {
+	names := []string{"/sched/pauses/total/gc:seconds", "/sched/latencies:seconds"}
+	read := func() []metrics.Sample {
+		ss := make([]metrics.Sample, len(names))
+		for i, n := range names {
+			ss[i].Name = n
+		}
+		metrics.Read(ss)
+		return ss
+	}
+	before := read()
+	return func() (gc, sched time.Duration) {
+		after := read()
+		var out [2]time.Duration
+		for i := range names {
+			if after[i].Value.Kind() != metrics.KindFloat64Histogram || before[i].Value.Kind() != metrics.KindFloat64Histogram {
+				continue
+			}
+			a, b := after[i].Value.Float64Histogram(), before[i].Value.Float64Histogram()
+			for j := len(a.Counts) - 1; j >= 0; j-- {
+				if j < len(b.Counts) && a.Counts[j] > b.Counts[j] {
+					out[i] = time.Duration(a.Buckets[j+1] * float64(time.Second))
+					break
+				}
+			}
+		}
+		return out[0].Round(time.Microsecond), out[1].Round(time.Microsecond)
+	}
 }
 
 // TestSMigratedReloadsPlainGoRedis: a plain go-redis ClusterClient with

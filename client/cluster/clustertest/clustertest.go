@@ -1,6 +1,7 @@
 // Package clustertest is a test helper, like net/http/httptest: it starts
-// real redis-server processes in cluster mode, or in-process shardnodes
-// (StartShardNode, StartKind), for the end-to-end tests of
+// real redis-server processes in cluster mode, in-process shardnodes
+// (StartShardNode) or shardnode processes (StartShardNodeProcess; see
+// StartKind), for the end-to-end tests of
 // client/cluster, its admin operations and "shardnode cluster", and runs
 // "redis-cli --cluster" against them.
 //
@@ -35,7 +36,8 @@ import (
 const NodeTimeout = 1000
 
 // Node is one cluster node: a redis-server process, or an in-process
-// shardnode (StartShardNode).
+// shardnode (StartShardNode), or a shardnode process
+// (StartShardNodeProcess).
 type Node struct {
 	// Kind is "redis" or "shardnode".
 	Kind string
@@ -80,11 +82,17 @@ func portPair(t testing.TB) int {
 // peers) and waits until it answers PING.
 func StartNode(t testing.TB, extra ...string) *Node {
 	t.Helper()
-	bin := testutil.Binary(t, "redis-server")
+	return startNodeBin(t, testutil.Binary(t, "redis-server"), "redis", extra...)
+}
+
+// startNodeBin starts bin (a redis-server or shardnode binary) as
+// StartNode describes, as a node of kind.
+func startNodeBin(t testing.TB, bin, kind string, extra ...string) *Node {
+	t.Helper()
 	port := portPair(t)
 	dir := t.TempDir()
 	n := &Node{
-		Kind: "redis",
+		Kind: kind,
 		Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), Port: port, Dir: dir, t: t, bin: bin,
 		args: append([]string{
 			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
@@ -115,7 +123,7 @@ func (n *Node) start() {
 	for testutil.Ping(n.Addr) != nil {
 		select {
 		case <-done:
-			n.t.Fatalf("clustertest: redis-server on %s exited at start: %s", n.Addr, n.LogTail())
+			n.t.Fatalf("clustertest: %s on %s exited at start: %s", n.Kind, n.Addr, n.LogTail())
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
@@ -216,17 +224,87 @@ func StartShardNode(t testing.TB, extra ...string) *Node {
 	}
 }
 
-// StartKind starts count empty nodes of kind "redis" or "shardnode".
+// StartKind starts count empty nodes of kind "redis", "shardnode" (in
+// the test's process) or "shardnode-process" (each its own process, as
+// deployed; see StartShardNodeProcess).
 func StartKind(t testing.TB, kind string, count int, extra ...string) []*Node {
 	t.Helper()
-	if kind == "redis" {
+	switch kind {
+	case "redis":
 		return StartNodes(t, count, extra...)
+	case "shardnode-process":
+		nodes := make([]*Node, count)
+		for i := range nodes {
+			nodes[i] = StartShardNodeProcess(t, extra...)
+		}
+		return nodes
 	}
 	nodes := make([]*Node, count)
 	for i := range nodes {
 		nodes[i] = StartShardNode(t, extra...)
 	}
 	return nodes
+}
+
+// ShardnodeBinaryEnv names the environment variable that gives
+// StartShardNodeProcess a prebuilt shardnode binary.
+const ShardnodeBinaryEnv = "CLUSTERTEST_SHARDNODE"
+
+var built struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// ShardnodeBinary returns the path of a shardnode binary: $CLUSTERTEST_SHARDNODE
+// if set, else one built from cmd/shardnode with "go build" once per test
+// process (into a temporary directory that RemoveBuilt deletes).
+func ShardnodeBinary(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv(ShardnodeBinaryEnv); p != "" {
+		return p
+	}
+	gobin := testutil.LookPath(t, "go")
+	built.once.Do(func() {
+		dir, err := os.MkdirTemp("", "clustertest-shardnode-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		path := filepath.Join(dir, "shardnode")
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		out, err := exec.CommandContext(ctx, gobin, "build", "-o", path, "github.com/shardis/shardis/cmd/shardnode").CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("go build cmd/shardnode: %w\n%s", err, out)
+			os.RemoveAll(dir)
+			return
+		}
+		built.path = path
+	})
+	if built.err != nil {
+		t.Fatalf("clustertest: %v", built.err)
+	}
+	return built.path
+}
+
+// RemoveBuilt deletes the binary ShardnodeBinary built, if any; a test
+// package's TestMain calls it after the tests.
+func RemoveBuilt() {
+	if built.path != "" {
+		os.RemoveAll(filepath.Dir(built.path))
+	}
+}
+
+// StartShardNodeProcess starts one empty shardnode in cluster mode as its
+// own process (ShardnodeBinary), with StartNode's arguments, and waits
+// until it answers PING. Unlike StartShardNode, the node shares neither
+// the test's Go runtime (scheduler, heap, garbage collector) nor its
+// CPU time slices, as in a deployment where the client is alone in its
+// process. Kind is "shardnode".
+func StartShardNodeProcess(t testing.TB, extra ...string) *Node {
+	t.Helper()
+	return startNodeBin(t, ShardnodeBinary(t), "shardnode", append([]string{"--enable-debug-command", "yes"}, extra...)...)
 }
 
 // Kinds are the node kinds the end-to-end tests run against.
