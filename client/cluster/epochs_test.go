@@ -211,3 +211,42 @@ func TestRefreshReadsConfigEpochs(t *testing.T) {
 		})
 	}
 }
+
+// TestRefreshWithoutClusterNodes: a user whose ACL refuses CLUSTER NODES
+// (redis-server 7.0) still gets the slot map from CLUSTER SLOTS; the
+// refresh then has no epochs, and the client follows a move by MOVED as
+// before epochs were kept.
+func TestRefreshWithoutClusterNodes(t *testing.T) {
+	nodes := startCluster(t, 3, 0)
+	ctx := context.Background()
+	for _, n := range nodes {
+		if err := n.Client().Do(ctx, "acl", "setuser", "app", "on", ">pw", "~*", "&*", "+@all", "-cluster|nodes").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := newClient(t, nodes, Options{Username: "app", Password: "pw", RefreshInterval: -1, WatchNodes: -1})
+	if err := c.RefreshNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	kept := c.slotEpochs != nil
+	c.mu.Unlock()
+	if kept {
+		t.Fatal("config epochs kept although CLUSTER NODES is refused")
+	}
+	k := keysInRange("noacl:", 1, 0, 5460)[0]
+	if err := c.Set(ctx, k, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	from, to := masterOf(t, nodes, Slot(k)), masterOf(t, nodes, 16383)
+	clustertest.MoveSlot(t, Slot(k), from, to, nodes)
+	if v, err := c.Get(ctx, k).Result(); err != nil || v != "v" {
+		t.Fatalf("GET after the move: %q %v", v, err)
+	}
+	if err := c.RefreshNow(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.SlotMaster(Slot(k)); got != to.Addr {
+		t.Fatalf("slot %d: the map has %s, want %s", Slot(k), got, to.Addr)
+	}
+}
