@@ -27,7 +27,8 @@ var ErrClosed = errors.New("cluster: client is closed")
 // Stats counts what the client did to follow the cluster.
 type Stats struct {
 	// Refreshes is the number of slot map reads from the cluster (CLUSTER
-	// SLOTS requests that were answered), the start-up read included.
+	// SLOTS replies, each with CLUSTER NODES where the node answers it),
+	// the start-up read included.
 	Refreshes int64
 	// RefreshErrors is the number of refreshes in which no node answered.
 	RefreshErrors int64
@@ -318,8 +319,9 @@ func (c *Client) refreshLoop(ctx context.Context) {
 	}
 }
 
-// refresh reads CLUSTER SLOTS from one node (masters first in random
-// order, then replicas, then the seeds; avoid last) and applies it.
+// refresh reads CLUSTER SLOTS and CLUSTER NODES from one node (masters
+// first in random order, then replicas, then the seeds; avoid last) and
+// applies them (apply: per slot, by config epoch).
 func (c *Client) refresh(ctx context.Context, reason, avoid string) error {
 	c.refreshMu.Lock()
 	defer c.refreshMu.Unlock()

@@ -25,8 +25,11 @@
 //     (it does so asynchronously, at most every 200 ms), commands for a
 //     moved slot are sent straight to its new master, so a client pays
 //     at most one MOVED per moved slot;
-//   - a refresh reads CLUSTER SLOTS from one node (masters first, then
-//     replicas, then the seeds). One refresh runs at a time. MOVED
+//   - a refresh reads CLUSTER SLOTS and CLUSTER NODES (the masters'
+//     config epochs) in one pipeline from one node (masters first, then
+//     replicas, then the seeds), and changes a slot's owner only to a
+//     claim with a higher config epoch than the one the map holds (see
+//     Pushed topology). One refresh runs at a time. MOVED
 //     replies and the periodic timer (RefreshInterval, default 10s) ask
 //     for one at most every MinRefreshInterval (1s), so a MOVED storm
 //     costs one refresh per second. A refused or reset connection to a

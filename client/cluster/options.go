@@ -94,8 +94,8 @@ type Options struct {
 	// for by a refused or reset connection to a master (a failover is
 	// likely under way, so the client looks again soon). Default 100ms.
 	ErrorRefreshInterval time.Duration
-	// RefreshTimeout bounds the CLUSTER SLOTS request to one node during a
-	// refresh. Default 1s.
+	// RefreshTimeout bounds the CLUSTER SLOTS and CLUSTER NODES pipeline
+	// to one node during a refresh. Default 1s.
 	RefreshTimeout time.Duration
 
 	// Watcher listens for pushed topology events on up to WatchNodes
