@@ -7,7 +7,9 @@
 #     the median and worst time to the client's map naming the new owner
 #     (a poller, every 1 ms, watching while the move's SETSLOT NODEs are
 #     sent), from just before the target's SETSLOT NODE and from its reply
-#     (target 100 ms), how long the three SETSLOT NODEs took (each node
+#     (target 100 ms), how long the target took to reply (it saves
+#     nodes.conf before it serves the slot and replies), how long the
+#     three SETSLOT NODEs took (each node
 #     saves nodes.conf before it replies), the test process's longest
 #     pause (a 1 ms ticker's largest gap), the test process's longest GC
 #     pause and goroutine scheduling latency (Go runtime metrics: a
@@ -59,15 +61,15 @@ echo "machine: $(nproc) cores; load: $(cut -d' ' -f1-3 /proc/loadavg); count=$CO
 us() { awk -v v="$1" 'BEGIN { if (v ~ /ms$/) {sub("ms","",v); v*=1000} else if (v ~ /µs$/) {sub("µs","",v)} else if (v ~ /m[0-9]/) {v=9e9} else {sub("s","",v); v*=1e6}; printf "%d", v }'; }
 for kind in shardnode-process shardnode; do
   echo "push staleness ($kind): per run, the client's map names the new owner"
-  echo "  from SETSLOT NODE (median, worst) | from its reply (median, worst) | 3 SETSLOTs took | process paused | GC pause | sched latency"
+  echo "  from SETSLOT NODE (median, worst) | from its reply (median, worst) | target replied after | 3 SETSLOTs took | process paused | GC pause | sched latency"
   wc=0; wr=0; runs=0; met=0
-  while read -r mc wc1 mr wr1 ad pz gc sl; do
-    printf '  %10s %10s | %10s %10s | %10s | %10s | %9s | %9s\n' "$mc" "$wc1" "$mr" "$wr1" "$ad" "$pz" "$gc" "$sl"
+  while read -r mc wc1 mr wr1 ad pz gc sl tr; do
+    printf '  %10s %10s | %10s %10s | %10s | %10s | %10s | %9s | %9s\n' "$mc" "$wc1" "$mr" "$wr1" "$tr" "$ad" "$pz" "$gc" "$sl"
     a=$(us "$wc1"); b=$(us "$wr1")
     runs=$((runs + 1)); [ "$a" -le 100000 ] && met=$((met + 1))
     [ "$a" -gt "$wc" ] && wc=$a
     [ "$b" -gt "$wr" ] && wr=$b
-  done < <(grep -o "push staleness ($kind): .*" "$log" | sed -E 's/.*SETSLOT NODE median ([^ ]+) worst ([^,]+), from its reply median ([^ ]+) worst ([^;]+); the 3 SETSLOT NODEs took up to ([^;]+); process paused up to ([^;]+);.*GC pauses up to ([^,]+), goroutines waited for a thread up to (.*)$/\1 \2 \3 \4 \5 \6 \7 \8/')
+  done < <(grep -o "push staleness ($kind): .*" "$log" | sed -E 's/.*SETSLOT NODE median ([^ ]+) worst ([^,]+), from its reply median ([^ ]+) worst ([^;]+); the 3 SETSLOT NODEs took up to ([^;]+); process paused up to ([^;]+);.*GC pauses up to ([^,]+), goroutines waited for a thread up to ([^;]+); the target.s SETSLOT NODE replied after up to (.*)$/\1 \2 \3 \4 \5 \6 \7 \8 \9/')
   echo "  worst over all runs: $((wc / 1000)) ms from SETSLOT NODE, $((wr / 1000)) ms from its reply; worst <= 100 ms from SETSLOT NODE in $met of $runs runs"
 done
 echo "push from a bystander (the client watches neither node that changed):"
