@@ -72,6 +72,11 @@ type runningScript struct {
 	// fromMaster: run from the master's stream (never killed).
 	fromMaster bool
 	kill       *script.KillSwitch
+	// debug: an EVAL under the Lua debugger (ldb.go), not shown as
+	// running and not killable; undo, in a forked session, records what
+	// to roll back.
+	debug bool
+	undo  *ldbUndo
 }
 
 func (s *Server) scriptEngine() *script.Engine {
@@ -131,6 +136,16 @@ func cmdEvalShaRO(c *Client, args [][]byte) { c.evalGeneric(args, true, true) }
 func (c *Client) evalGeneric(args [][]byte, bySHA, ro bool) {
 	eng := c.srv.scriptEngine()
 	var sc *script.Script
+	if c.debugging() {
+		if !bySHA {
+			c.evalDebug(args, ro)
+		} else if len(args[1]) != 40 {
+			c.addError(errNoScript)
+		} else {
+			c.addError("ERR Please use EVAL instead of EVALSHA for debugging")
+		}
+		return
+	}
 	if bySHA {
 		if sc = eng.LookupBytes(args[1]); sc == nil {
 			c.addError(errNoScript)
@@ -214,12 +229,12 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 	rs.c, rs.start, rs.kill, rs.args = c, time.Now(), sc.kill, args
 	rs.fromMaster = c.hasFlag(clientMaster)
 	h.rs = rs
-	if !rs.fromMaster {
+	if !rs.fromMaster && !rs.debug {
 		// The master's stream cannot be killed: no context.
 		s.scripting.running.Store(rs)
 	}
 	run.Host, run.Keys, run.Args, run.Proto = h, args[3:3+numkeys], args[3+numkeys:], c.proto
-	if !rs.fromMaster {
+	if !rs.fromMaster && !rs.debug {
 		run.Ctx = rs.kill
 	}
 	if !rs.eval {
@@ -261,6 +276,12 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 		// Inside MULTI/EXEC the block's effects go everywhere together:
 		// redis.set_repl's AOF-only or replicas-only choice is not kept.
 		c.execMask = nil
+	}
+	if rs.undo != nil {
+		// A forked debugging session: its changes are rolled back and
+		// nothing of it propagates or wakes a blocked client.
+		rs.undo.restore(s)
+		c.execProp, c.execMask, c.readyKeys = nil, nil, nil
 	}
 	if !outerExec {
 		c.endExecProp(savedDB)
@@ -485,6 +506,11 @@ func (h *scriptHost) call(args [][]byte, proto int, out []byte) ([]byte, string,
 		}
 	}
 	h.lockFor(cmd, args)
+	if h.rs.undo != nil {
+		if msg := h.rs.undo.save(c, cmd, args); msg != "" {
+			return nil, msg, cmd
+		}
+	}
 	before, dbBefore := len(c.execProp), c.execDB
 	savedOut, savedMode, savedProto := c.out, c.replyMode, c.proto
 	c.out, c.replyMode, c.proto = out, replyOn, proto
@@ -580,15 +606,6 @@ func (c *Client) killScript(eval bool) {
 		return
 	}
 	r.kill.Fire()
-	c.addOK()
-}
-
-// SCRIPT DEBUG YES|SYNC|NO (no Lua debugger: only NO)
-func cmdScriptDebug(c *Client, args [][]byte) {
-	if msg := script.DebugRefusal(args[2]); msg != "" {
-		c.addError(msg)
-		return
-	}
 	c.addOK()
 }
 
