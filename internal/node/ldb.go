@@ -2,6 +2,7 @@ package node
 
 import (
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/keyopts"
@@ -132,6 +133,9 @@ func (c *Client) evalDebug(args [][]byte, ro bool) {
 	rs := &runningScript{eval: true, name: sc.SHA, debug: true}
 	if !ses.sync {
 		rs.undo = &ldbUndo{saved: make(map[watchKey]*keyspace.Entry)}
+		// One script runs at a time (the gate), so one forked session.
+		c.srv.watches.forked.Store(rs.undo)
+		defer c.srv.watches.forked.Store(nil)
 	}
 	c.runScript(rs, sc.Flags, ro, args, numkeys, func(run *script.Run, out []byte) []byte {
 		return eng.ExecDebug(sc, d, run, out)
@@ -142,7 +146,22 @@ func (c *Client) evalDebug(args [][]byte, ro bool) {
 // change: each key's entry as it was before the first of them (nil: the
 // key did not exist).
 type ldbUndo struct {
+	// mu guards saved, which other clients' notifications read (muted).
+	mu    sync.Mutex
 	saved map[watchKey]*keyspace.Entry
+}
+
+// muted reports whether key's events come from the session (u may be
+// nil: no session): while it runs the session holds the locks of every
+// key it saved, so only it changes them.
+func (u *ldbUndo) muted(db int, key string) bool {
+	if u == nil {
+		return false
+	}
+	u.mu.Lock()
+	_, ok := u.saved[watchKey{db, key}]
+	u.mu.Unlock()
+	return ok
 }
 
 // save records the keys cmd may change before it runs, with the
@@ -177,7 +196,9 @@ func (u *ldbUndo) save(c *Client, cmd *command, args [][]byte) string {
 		if e := db.GetEntry(wk.key); e != nil {
 			cp = keyopts.CopyEntry(e)
 		}
+		u.mu.Lock()
 		u.saved[wk] = cp
+		u.mu.Unlock()
 	}
 	return ""
 }
@@ -195,6 +216,7 @@ func copyToOtherDB(args [][]byte) bool {
 // restore puts every saved key back as it was; the script's locks are
 // still held.
 func (u *ldbUndo) restore(s *Server) {
+	defer s.watches.forked.Store(nil)
 	for wk, e := range u.saved {
 		db := s.dbs[wk.db]
 		db.SnapTouchKey(wk.key)
@@ -203,5 +225,7 @@ func (u *ldbUndo) restore(s *Server) {
 			db.Add(wk.key, e)
 		}
 	}
+	u.mu.Lock()
 	u.saved = nil
+	u.mu.Unlock()
 }

@@ -117,11 +117,15 @@ func TestLdbSyncSession(t *testing.T) {
 }
 
 func TestLdbForkedRollsBack(t *testing.T) {
-	ts := startServer(t)
+	ts := startServer(t, "notify-keyspace-events", "KEA")
 	other := ts.client(t)
 	c := ctx(t)
 	other.Set(c, "keep", "old", time.Hour)
 	other.RPush(c, "list", "a", "b")
+	watcher := ts.raw(t)
+	watcher.expect("WATCH keep list fresh\r\n", "+OK")
+	next := ts.keyEvents(t)
+	prop := ts.capturePropagation()
 	r := ts.raw(t)
 	r.expect("SCRIPT DEBUG YES\r\n", "+OK")
 	body := `redis.call('set', 'keep', 'new')
@@ -167,6 +171,14 @@ return {ok['err'], pub['err'], redis.call('get', 'fresh'), redis.call('exists', 
 	if n := other.Exists(c, "fresh").Val(); n != 0 {
 		t.Fatalf("fresh exists after a forked session")
 	}
+	// No WATCH saw a change, no notification was sent (the first is
+	// this marker's), nothing went to replicas or the AOF.
+	watcher.expect("MULTI\r\n", "+OK")
+	watcher.expect("PING\r\n", "+QUEUED")
+	watcher.expect("EXEC\r\n", "*1")
+	other.Set(c, "marker", "1", 0)
+	expectKeyEvents(t, next, "set marker")
+	prop.expect(t, "set marker 1")
 }
 
 func TestLdbStopsAndErrors(t *testing.T) {
