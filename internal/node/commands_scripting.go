@@ -169,6 +169,80 @@ func (c *Client) evalGeneric(args [][]byte, bySHA, ro bool) {
 	})
 }
 
+// scriptFlagChecks is processCommand's view of an EVAL or FCALL whose
+// script declared flags (Redis's evalGetCommandFlags and
+// fcallGetCommandFlags): the command is a deny-oom write unless the
+// flags say no-writes (or allow-oom), and refused on a stale replica
+// unless they say allow-stale, with the generic errors, before it is
+// queued or run. A script without a shebang keeps the command's own
+// flags (never refused here; its commands are checked as they run).
+// The script is looked up only when one of the checks could refuse.
+func (c *Client) scriptFlagChecks(r *request) bool {
+	s := c.srv
+	if c.hasFlag(clientMaster) {
+		return true
+	}
+	oom := s.hot().maxmemory > 0
+	stale := s.replicaMode.Load() && !s.cfg.Bool(DirReplicaServeStaleData) && s.masterLinkUp != nil && !s.masterLinkUp()
+	wr := s.writeRefused()
+	if !oom && !stale && wr == "" {
+		return true
+	}
+	f, ok := c.declaredFlags(r.cmd, r.args)
+	if !ok {
+		return true
+	}
+	write := f&script.FlagNoWrites == 0
+	if oom && f&(script.FlagNoWrites|script.FlagAllowOOM) == 0 && !s.freeMemoryIfNeeded() {
+		c.reject(r.cmd, errOOM)
+		return false
+	}
+	if write && wr != "" {
+		c.reject(r.cmd, wr)
+		return false
+	}
+	if stale && f&script.FlagAllowStale == 0 {
+		c.reject(r.cmd, errMasterDown)
+		return false
+	}
+	return true
+}
+
+// declaredFlags returns the flags the script of an EVAL (its shebang),
+// EVALSHA (the cached script's) or FCALL (the function's) declares; ok is
+// false for a script without a shebang or one not found.
+func (c *Client) declaredFlags(cmd *command, args [][]byte) (script.Flags, bool) {
+	if len(args) < 2 {
+		return 0, false
+	}
+	var f script.Flags
+	switch cmd.name {
+	case "eval", "eval_ro":
+		if len(args[1]) < 2 || args[1][0] != '#' || args[1][1] != '!' {
+			return 0, false
+		}
+		var err *script.Error
+		if f, _, err = script.ParseShebang(args[1]); err != nil {
+			return 0, false
+		}
+	case "evalsha", "evalsha_ro":
+		sc := c.srv.scriptEngine().LookupBytes(args[1])
+		if sc == nil {
+			return 0, false
+		}
+		f = sc.Flags
+	case "fcall", "fcall_ro":
+		fn := c.srv.scriptEngine().Function(string(args[1]))
+		if fn == nil {
+			return 0, false
+		}
+		return fn.Flags, true
+	default:
+		return 0, false
+	}
+	return f, f&script.FlagEvalCompat == 0
+}
+
 // scriptRefused is Redis's scriptPrepareForRun: the flags a script
 // declared against the server's state.
 func (c *Client) scriptRefused(flags script.Flags, ro bool) string {
