@@ -78,7 +78,7 @@ func (l ldbConn) Write(b []byte) error {
 
 // SCRIPT DEBUG YES|SYNC|NO
 func cmdScriptDebug(c *Client, args [][]byte) {
-	if len(c.out) > 0 || c.rd.Buffered() > 0 {
+	if len(c.out) > 0 {
 		c.addError("ERR SCRIPT DEBUG must be called outside a pipeline")
 		return
 	}

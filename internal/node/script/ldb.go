@@ -58,6 +58,8 @@ type Debugger struct {
 	start    time.Time
 	gone     bool
 	st       *state
+	// lastHook is the number of the hook call that ran last.
+	lastHook int
 }
 
 // NewDebugger returns a session on conn in step mode with no
@@ -177,10 +179,15 @@ func abs(n int) int {
 // hook is the function the instrumented script calls before each line.
 func (d *Debugger) hook(L *lua.LState) int {
 	line := int(L.CheckNumber(1))
+	id, after := int(L.CheckNumber(2)), int(L.CheckNumber(3))
+	// The line just stopped at, entered again without any other hook
+	// between (see hookCall): no second stop.
+	again := after != 0 && d.lastHook == after
+	d.lastHook = id
 	d.line = line
-	bp := d.isBreakpoint(line) || d.luabp
+	bp := !again && (d.isBreakpoint(line) || d.luabp)
 	timeout := false
-	if !d.step && !bp {
+	if again || !d.step && !bp {
 		limit := d.TimeLimit
 		if limit <= 0 {
 			limit = ldbDefaultTimeout
@@ -516,9 +523,7 @@ func (d *Debugger) trace(L *lua.LState) {
 		if n == 0 {
 			line = d.line
 		}
-		saved := d.line
 		d.logSourceLine(line)
-		d.line = saved
 		n++
 		return true
 	})

@@ -30,7 +30,8 @@ func compileDebug(src []byte, name string) (*lua.FunctionProto, error) {
 		return nil, err
 	}
 	decl := &ast.LocalAssignStmt{Names: []string{hookLocal}, Exprs: []ast.Expr{&ast.Comma3Expr{}}}
-	body := append([]ast.Stmt{decl}, instrumentBlock(chunk, 0)...)
+	var in instrumenter
+	body := append([]ast.Stmt{decl}, in.block(chunk, 0, 0, 0)...)
 	proto, err := lua.Compile(body, name)
 	if err != nil {
 		return nil, err
@@ -39,129 +40,143 @@ func compileDebug(src []byte, name string) (*lua.FunctionProto, error) {
 	return proto, nil
 }
 
-// hookCall is the statement "(ldb)(line)".
-func hookCall(line int) ast.Stmt {
+// instrumenter numbers the hook calls it inserts.
+type instrumenter struct{ last int }
+
+// hookCall is the statement "(ldb)(line, id, after)": id is the call's
+// number; after, when not 0, is the hook whose stop makes this one
+// silent when it ran just before (no other hook between): a statement
+// on the line where the statement enclosing its block, or the statement
+// before it, stopped. Lua's line hook stops once per line so entered.
+func (in *instrumenter) hookCall(line, after int) (ast.Stmt, int) {
+	in.last++
+	id := in.last
 	fn := &ast.IdentExpr{Value: hookLocal}
 	fn.SetLine(line)
-	arg := &ast.NumberExpr{Value: strconv.Itoa(line)}
-	arg.SetLine(line)
-	call := &ast.FuncCallExpr{Func: fn, Args: []ast.Expr{arg}}
+	var args []ast.Expr
+	for _, v := range []int{line, id, after} {
+		arg := &ast.NumberExpr{Value: strconv.Itoa(v)}
+		arg.SetLine(line)
+		args = append(args, arg)
+	}
+	call := &ast.FuncCallExpr{Func: fn, Args: args}
 	call.SetLine(line)
 	call.SetLastLine(line)
 	st := &ast.FuncCallStmt{Expr: call}
 	st.SetLine(line)
 	st.SetLastLine(line)
-	return st
+	return st, id
 }
 
-// instrumentBlock returns stmts with a hook call before each; an empty
-// block gets one at emptyLine when it is not 0 (a loop's body).
-func instrumentBlock(stmts []ast.Stmt, emptyLine int) []ast.Stmt {
+// block returns stmts with a hook call before each; an empty block gets
+// one at emptyLine when it is not 0 (a loop's body). The block belongs
+// to a statement at line whose hook is owner (0: none).
+func (in *instrumenter) block(stmts []ast.Stmt, emptyLine, line, owner int) []ast.Stmt {
 	if len(stmts) == 0 {
 		if emptyLine > 0 {
-			return []ast.Stmt{hookCall(emptyLine)}
+			h, _ := in.hookCall(emptyLine, owner)
+			return []ast.Stmt{h}
 		}
 		return stmts
 	}
 	out := make([]ast.Stmt, 0, 2*len(stmts))
 	for _, s := range stmts {
-		instrumentStmt(s)
-		out = append(out, hookCall(s.Line()), s)
+		after := 0
+		if s.Line() == line {
+			after = owner
+		}
+		h, id := in.hookCall(s.Line(), after)
+		in.stmt(s, id)
+		out = append(out, h, s)
+		line, owner = s.Line(), id
 	}
 	return out
 }
 
-// instrumentStmt instruments the blocks inside s, and the functions in
-// its expressions.
-func instrumentStmt(s ast.Stmt) {
+// stmt instruments the blocks inside s, whose hook is id, and the
+// functions in its expressions.
+func (in *instrumenter) stmt(s ast.Stmt, id int) {
 	switch s := s.(type) {
 	case *ast.AssignStmt:
-		instrumentExprs(s.Lhs)
-		instrumentExprs(s.Rhs)
+		in.exprs(s.Lhs)
+		in.exprs(s.Rhs)
 	case *ast.LocalAssignStmt:
-		instrumentExprs(s.Exprs)
+		in.exprs(s.Exprs)
 	case *ast.FuncCallStmt:
-		instrumentExpr(s.Expr)
+		in.expr(s.Expr)
 	case *ast.DoBlockStmt:
-		s.Stmts = instrumentBlock(s.Stmts, 0)
+		s.Stmts = in.block(s.Stmts, 0, s.Line(), id)
 	case *ast.WhileStmt:
-		instrumentExpr(s.Condition)
-		s.Stmts = instrumentBlock(s.Stmts, s.Line())
+		in.expr(s.Condition)
+		s.Stmts = in.block(s.Stmts, s.Line(), s.Line(), id)
 	case *ast.RepeatStmt:
-		instrumentExpr(s.Condition)
-		s.Stmts = instrumentBlock(s.Stmts, s.Line())
+		in.expr(s.Condition)
+		s.Stmts = in.block(s.Stmts, s.Line(), s.Line(), id)
 	case *ast.IfStmt:
-		instrumentExpr(s.Condition)
-		s.Then = instrumentBlock(s.Then, 0)
-		if len(s.Else) == 1 {
-			if elif, ok := s.Else[0].(*ast.IfStmt); ok {
-				// elseif: the nested if is the else block's only
-				// statement; it stops at its own line.
-				instrumentStmt(elif)
-				s.Else = []ast.Stmt{hookCall(elif.Line()), elif}
-				return
-			}
-		}
-		s.Else = instrumentBlock(s.Else, 0)
+		in.expr(s.Condition)
+		s.Then = in.block(s.Then, 0, s.Line(), id)
+		// An elseif is the else block's only statement, a nested if at
+		// its own line.
+		s.Else = in.block(s.Else, 0, s.Line(), id)
 	case *ast.NumberForStmt:
-		instrumentExpr(s.Init)
-		instrumentExpr(s.Limit)
-		instrumentExpr(s.Step)
-		s.Stmts = instrumentBlock(s.Stmts, s.Line())
+		in.expr(s.Init)
+		in.expr(s.Limit)
+		in.expr(s.Step)
+		s.Stmts = in.block(s.Stmts, s.Line(), s.Line(), id)
 	case *ast.GenericForStmt:
-		instrumentExprs(s.Exprs)
-		s.Stmts = instrumentBlock(s.Stmts, s.Line())
+		in.exprs(s.Exprs)
+		s.Stmts = in.block(s.Stmts, s.Line(), s.Line(), id)
 	case *ast.FuncDefStmt:
 		if s.Name != nil {
-			instrumentExpr(s.Name.Func)
-			instrumentExpr(s.Name.Receiver)
+			in.expr(s.Name.Func)
+			in.expr(s.Name.Receiver)
 		}
-		instrumentExpr(s.Func)
+		in.expr(s.Func)
 	case *ast.ReturnStmt:
-		instrumentExprs(s.Exprs)
+		in.exprs(s.Exprs)
 	}
 }
 
-func instrumentExprs(es []ast.Expr) {
+func (in *instrumenter) exprs(es []ast.Expr) {
 	for _, e := range es {
-		instrumentExpr(e)
+		in.expr(e)
 	}
 }
 
 // instrumentExpr instruments the bodies of the functions defined in e.
-func instrumentExpr(e ast.Expr) {
+func (in *instrumenter) expr(e ast.Expr) {
 	switch e := e.(type) {
 	case *ast.FunctionExpr:
-		e.Stmts = instrumentBlock(e.Stmts, 0)
+		e.Stmts = in.block(e.Stmts, 0, 0, 0)
 	case *ast.AttrGetExpr:
-		instrumentExpr(e.Object)
-		instrumentExpr(e.Key)
+		in.expr(e.Object)
+		in.expr(e.Key)
 	case *ast.TableExpr:
 		for _, f := range e.Fields {
-			instrumentExpr(f.Key)
-			instrumentExpr(f.Value)
+			in.expr(f.Key)
+			in.expr(f.Value)
 		}
 	case *ast.FuncCallExpr:
-		instrumentExpr(e.Func)
-		instrumentExpr(e.Receiver)
-		instrumentExprs(e.Args)
+		in.expr(e.Func)
+		in.expr(e.Receiver)
+		in.exprs(e.Args)
 	case *ast.LogicalOpExpr:
-		instrumentExpr(e.Lhs)
-		instrumentExpr(e.Rhs)
+		in.expr(e.Lhs)
+		in.expr(e.Rhs)
 	case *ast.RelationalOpExpr:
-		instrumentExpr(e.Lhs)
-		instrumentExpr(e.Rhs)
+		in.expr(e.Lhs)
+		in.expr(e.Rhs)
 	case *ast.StringConcatOpExpr:
-		instrumentExpr(e.Lhs)
-		instrumentExpr(e.Rhs)
+		in.expr(e.Lhs)
+		in.expr(e.Rhs)
 	case *ast.ArithmeticOpExpr:
-		instrumentExpr(e.Lhs)
-		instrumentExpr(e.Rhs)
+		in.expr(e.Lhs)
+		in.expr(e.Rhs)
 	case *ast.UnaryMinusOpExpr:
-		instrumentExpr(e.Expr)
+		in.expr(e.Expr)
 	case *ast.UnaryNotOpExpr:
-		instrumentExpr(e.Expr)
+		in.expr(e.Expr)
 	case *ast.UnaryLenOpExpr:
-		instrumentExpr(e.Expr)
+		in.expr(e.Expr)
 	}
 }
