@@ -188,12 +188,32 @@ func (c *Client) scriptFlagChecks(r *request) bool {
 	if !oom && !stale && wr == "" {
 		return true
 	}
-	f, ok := c.declaredFlags(r.cmd, r.args)
-	if !ok {
-		return true
+	// write, denyOOM and denyStale as the declared flags make them; an
+	// EXEC has them when one of its queued scripts has (Redis's
+	// mstate.cmd_flags), and is refused with EXECABORT.
+	var write, denyOOM, denyStale bool
+	if r.cmd.name == "exec" {
+		for _, q := range c.multi {
+			cmd := s.queuedCommand(q)
+			if cmd == nil || cmd.flags&flagLockScript == 0 {
+				continue
+			}
+			if f, ok := c.declaredFlags(cmd, q); ok {
+				write = write || f&script.FlagNoWrites == 0
+				denyOOM = denyOOM || f&(script.FlagNoWrites|script.FlagAllowOOM) == 0
+				denyStale = denyStale || f&script.FlagAllowStale == 0
+			}
+		}
+	} else {
+		f, ok := c.declaredFlags(r.cmd, r.args)
+		if !ok {
+			return true
+		}
+		write = f&script.FlagNoWrites == 0
+		denyOOM = f&(script.FlagNoWrites|script.FlagAllowOOM) == 0
+		denyStale = f&script.FlagAllowStale == 0
 	}
-	write := f&script.FlagNoWrites == 0
-	if oom && f&(script.FlagNoWrites|script.FlagAllowOOM) == 0 && !s.freeMemoryIfNeeded() {
+	if oom && denyOOM && !s.freeMemoryIfNeeded() {
 		c.reject(r.cmd, errOOM)
 		return false
 	}
@@ -201,7 +221,7 @@ func (c *Client) scriptFlagChecks(r *request) bool {
 		c.reject(r.cmd, wr)
 		return false
 	}
-	if stale && f&script.FlagAllowStale == 0 {
+	if stale && denyStale {
 		c.reject(r.cmd, errMasterDown)
 		return false
 	}

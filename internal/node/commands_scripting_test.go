@@ -461,11 +461,19 @@ func TestScriptDeclaredFlagsBeforeRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Queued before the limit, refused at EXEC as a whole.
+	tx := ts.raw(t)
+	tx.expect("MULTI\r\n", "+OK")
+	tx.ldbSend("EVAL", "#!lua\nreturn 1", "0")
+	if got := tx.readLine(); got != "+QUEUED" {
+		t.Fatalf("EVAL in MULTI: %q", got)
+	}
 	if err := rc.ConfigSet(c, "maxmemory", "1").Err(); err != nil {
 		t.Fatal(err)
 	}
 	defer rc.ConfigSet(c, "maxmemory", "0")
 	const oom = "OOM command not allowed when used memory > 'maxmemory'."
+	tx.expect("EXEC\r\n", "-EXECABORT Transaction discarded because of: "+oom)
 	for _, tc := range []struct {
 		args []any
 		want string // "" for the reply 1

@@ -320,11 +320,12 @@ func checkRedirectAfterPause(c *Client, r *request) bool {
 	return !r.held || c.srv.cluster == nil || !c.redirected(r.cmd, r.args)
 }
 
-// checkScriptFlags applies to EVAL and FCALL the state checks that
-// follow a command's write, deny-oom and stale flags, with the flags its
-// script or function declares (commands_scripting.go).
+// checkScriptFlags applies to EVAL and FCALL, and to an EXEC of queued
+// ones, the state checks that follow a command's write, deny-oom and
+// stale flags, with the flags the script or function declares
+// (commands_scripting.go).
 func checkScriptFlags(c *Client, r *request) bool {
-	return r.cmd.flags&flagLockScript == 0 || c.scriptFlagChecks(r)
+	return r.cmd.flags&flagLockScript == 0 && (len(c.multi) == 0 || r.cmd.name != "exec") || c.scriptFlagChecks(r)
 }
 
 // checkOOM refuses a deny-oom write when memory cannot be freed below
