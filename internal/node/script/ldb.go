@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardis/shardis/internal/resp"
 	lua "github.com/yuin/gopher-lua"
 )
 
@@ -104,20 +105,9 @@ func (d *Debugger) logMax(s string) {
 // sendLogs writes the logs as an array of status replies, line breaks
 // turned to spaces.
 func (d *Debugger) sendLogs() {
-	b := make([]byte, 0, 64)
-	b = append(b, '*')
-	b = strconv.AppendInt(b, int64(len(d.logs)), 10)
-	b = append(b, '\r', '\n')
+	b := resp.AppendArrayLen(make([]byte, 0, 64), len(d.logs))
 	for _, l := range d.logs {
-		b = append(b, '+')
-		for i := 0; i < len(l); i++ {
-			c := l[i]
-			if c == '\r' || c == '\n' {
-				c = ' '
-			}
-			b = append(b, c)
-		}
-		b = append(b, '\r', '\n')
+		b = resp.AppendSimple(b, strings.ReplaceAll(strings.ReplaceAll(l, "\r", " "), "\n", " "))
 	}
 	d.logs = d.logs[:0]
 	if !d.gone {
