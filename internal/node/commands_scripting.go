@@ -179,10 +179,15 @@ func (c *Client) evalGeneric(args [][]byte, bySHA, ro bool) {
 // The script is looked up only when one of the checks could refuse.
 func (c *Client) scriptFlagChecks(r *request) bool {
 	s := c.srv
+	h := s.hot()
+	if h.maxmemory <= 0 && !s.replicaMode.Load() && h.minReplicasToWrite <= 0 && h.minReplicasAck <= 0 && s.persistRefused() == "" {
+		// Nothing could refuse: the common case, without a lookup.
+		return true
+	}
 	if c.hasFlag(clientMaster) {
 		return true
 	}
-	oom := s.hot().maxmemory > 0
+	oom := h.maxmemory > 0
 	stale := s.replicaMode.Load() && !s.cfg.Bool(DirReplicaServeStaleData) && s.masterLinkUp != nil && !s.masterLinkUp()
 	wr := s.writeRefused()
 	if !oom && !stale && wr == "" {
