@@ -72,6 +72,11 @@ type runningScript struct {
 	// fromMaster: run from the master's stream (never killed).
 	fromMaster bool
 	kill       *script.KillSwitch
+	// debug: an EVAL under the Lua debugger (ldb.go), not shown as
+	// running and not killable; undo, in a forked session, records what
+	// to roll back.
+	debug bool
+	undo  *ldbUndo
 }
 
 func (s *Server) scriptEngine() *script.Engine {
@@ -131,6 +136,16 @@ func cmdEvalShaRO(c *Client, args [][]byte) { c.evalGeneric(args, true, true) }
 func (c *Client) evalGeneric(args [][]byte, bySHA, ro bool) {
 	eng := c.srv.scriptEngine()
 	var sc *script.Script
+	if c.debugging() {
+		if !bySHA {
+			c.evalDebug(args, ro)
+		} else if len(args[1]) != 40 {
+			c.addError(errNoScript)
+		} else {
+			c.addError("ERR Please use EVAL instead of EVALSHA for debugging")
+		}
+		return
+	}
 	if bySHA {
 		if sc = eng.LookupBytes(args[1]); sc == nil {
 			c.addError(errNoScript)
@@ -152,6 +167,105 @@ func (c *Client) evalGeneric(args [][]byte, bySHA, ro bool) {
 	c.runScript(&runningScript{eval: true, name: sc.SHA}, sc.Flags, ro, args, numkeys, func(run *script.Run, out []byte) []byte {
 		return eng.Exec(sc, run, out)
 	})
+}
+
+// scriptFlagChecks is processCommand's view of an EVAL or FCALL whose
+// script declared flags (Redis's evalGetCommandFlags and
+// fcallGetCommandFlags): the command is a deny-oom write unless the
+// flags say no-writes (or allow-oom), and refused on a stale replica
+// unless they say allow-stale, with the generic errors, before it is
+// queued or run. A script without a shebang keeps the command's own
+// flags (never refused here; its commands are checked as they run).
+// The script is looked up only when one of the checks could refuse.
+func (c *Client) scriptFlagChecks(r *request) bool {
+	s := c.srv
+	h := s.hot()
+	if h.maxmemory <= 0 && !s.replicaMode.Load() && h.minReplicasToWrite <= 0 && h.minReplicasAck <= 0 && s.persistRefused() == "" {
+		// Nothing could refuse: the common case, without a lookup.
+		return true
+	}
+	if c.hasFlag(clientMaster) {
+		return true
+	}
+	oom := h.maxmemory > 0
+	stale := s.replicaMode.Load() && !s.cfg.Bool(DirReplicaServeStaleData) && s.masterLinkUp != nil && !s.masterLinkUp()
+	wr := s.writeRefused()
+	if !oom && !stale && wr == "" {
+		return true
+	}
+	// write, denyOOM and denyStale as the declared flags make them; an
+	// EXEC has them when one of its queued scripts has (Redis's
+	// mstate.cmd_flags), and is refused with EXECABORT.
+	var write, denyOOM, denyStale bool
+	if r.cmd.name == "exec" {
+		for _, q := range c.multi {
+			cmd := s.queuedCommand(q)
+			if cmd == nil || cmd.flags&flagLockScript == 0 {
+				continue
+			}
+			if f, ok := c.declaredFlags(cmd, q); ok {
+				write = write || f&script.FlagNoWrites == 0
+				denyOOM = denyOOM || f&(script.FlagNoWrites|script.FlagAllowOOM) == 0
+				denyStale = denyStale || f&script.FlagAllowStale == 0
+			}
+		}
+	} else {
+		f, ok := c.declaredFlags(r.cmd, r.args)
+		if !ok {
+			return true
+		}
+		write = f&script.FlagNoWrites == 0
+		denyOOM = f&(script.FlagNoWrites|script.FlagAllowOOM) == 0
+		denyStale = f&script.FlagAllowStale == 0
+	}
+	if oom && denyOOM && !s.freeMemoryIfNeeded() {
+		c.reject(r.cmd, errOOM)
+		return false
+	}
+	if write && wr != "" {
+		c.reject(r.cmd, wr)
+		return false
+	}
+	if stale && denyStale {
+		c.reject(r.cmd, errMasterDown)
+		return false
+	}
+	return true
+}
+
+// declaredFlags returns the flags the script of an EVAL (its shebang),
+// EVALSHA (the cached script's) or FCALL (the function's) declares; ok is
+// false for a script without a shebang or one not found.
+func (c *Client) declaredFlags(cmd *command, args [][]byte) (script.Flags, bool) {
+	if len(args) < 2 {
+		return 0, false
+	}
+	var f script.Flags
+	switch cmd.name {
+	case "eval", "eval_ro":
+		if len(args[1]) < 2 || args[1][0] != '#' || args[1][1] != '!' {
+			return 0, false
+		}
+		var err *script.Error
+		if f, _, err = script.ParseShebang(args[1]); err != nil {
+			return 0, false
+		}
+	case "evalsha", "evalsha_ro":
+		sc := c.srv.scriptEngine().LookupBytes(args[1])
+		if sc == nil {
+			return 0, false
+		}
+		f = sc.Flags
+	case "fcall", "fcall_ro":
+		fn := c.srv.scriptEngine().Function(string(args[1]))
+		if fn == nil {
+			return 0, false
+		}
+		return fn.Flags, true
+	default:
+		return 0, false
+	}
+	return f, f&script.FlagEvalCompat == 0
 }
 
 // scriptRefused is Redis's scriptPrepareForRun: the flags a script
@@ -214,12 +328,12 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 	rs.c, rs.start, rs.kill, rs.args = c, time.Now(), sc.kill, args
 	rs.fromMaster = c.hasFlag(clientMaster)
 	h.rs = rs
-	if !rs.fromMaster {
+	if !rs.fromMaster && !rs.debug {
 		// The master's stream cannot be killed: no context.
 		s.scripting.running.Store(rs)
 	}
 	run.Host, run.Keys, run.Args, run.Proto = h, args[3:3+numkeys], args[3+numkeys:], c.proto
-	if !rs.fromMaster {
+	if !rs.fromMaster && !rs.debug {
 		run.Ctx = rs.kill
 	}
 	if !rs.eval {
@@ -261,6 +375,12 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 		// Inside MULTI/EXEC the block's effects go everywhere together:
 		// redis.set_repl's AOF-only or replicas-only choice is not kept.
 		c.execMask = nil
+	}
+	if rs.undo != nil {
+		// A forked debugging session: its changes are rolled back and
+		// nothing of it propagates or wakes a blocked client.
+		rs.undo.restore(s)
+		c.execProp, c.execMask, c.readyKeys = nil, nil, nil
 	}
 	if !outerExec {
 		c.endExecProp(savedDB)
@@ -485,6 +605,11 @@ func (h *scriptHost) call(args [][]byte, proto int, out []byte) ([]byte, string,
 		}
 	}
 	h.lockFor(cmd, args)
+	if h.rs.undo != nil {
+		if msg := h.rs.undo.save(c, cmd, args); msg != "" {
+			return nil, msg, cmd
+		}
+	}
 	before, dbBefore := len(c.execProp), c.execDB
 	savedOut, savedMode, savedProto := c.out, c.replyMode, c.proto
 	c.out, c.replyMode, c.proto = out, replyOn, proto
@@ -580,15 +705,6 @@ func (c *Client) killScript(eval bool) {
 		return
 	}
 	r.kill.Fire()
-	c.addOK()
-}
-
-// SCRIPT DEBUG YES|SYNC|NO (no Lua debugger: only NO)
-func cmdScriptDebug(c *Client, args [][]byte) {
-	if msg := script.DebugRefusal(args[2]); msg != "" {
-		c.addError(msg)
-		return
-	}
 	c.addOK()
 }
 

@@ -445,3 +445,54 @@ func TestScriptSortByConstantIsOrdered(t *testing.T) {
 		t.Fatalf("SORT BY nosort in a script: %d members, sorted %v", len(got), sort.StringsAreSorted(got))
 	}
 }
+
+// A script's declared flags are the command's flags for the checks that
+// come before it runs (Redis's evalGetCommandFlags): over maxmemory, a
+// script with a shebang and no no-writes/allow-oom flag is refused OOM
+// with the generic error, and so is a function without them.
+func TestScriptDeclaredFlagsBeforeRun(t *testing.T) {
+	ts := startServer(t)
+	rc := ts.client(t)
+	c := ctx(t)
+	if err := rc.FunctionLoad(c, "#!lua name=fl\nredis.register_function('w', function() return 1 end)\nredis.register_function{function_name='r', callback=function() return 1 end, flags={'no-writes'}}").Err(); err != nil {
+		t.Fatal(err)
+	}
+	sha, err := rc.ScriptLoad(c, "#!lua\nreturn 1").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Queued before the limit, refused at EXEC as a whole.
+	tx := ts.raw(t)
+	tx.expect("MULTI\r\n", "+OK")
+	tx.ldbSend("EVAL", "#!lua\nreturn 1", "0")
+	if got := tx.readLine(); got != "+QUEUED" {
+		t.Fatalf("EVAL in MULTI: %q", got)
+	}
+	if err := rc.ConfigSet(c, "maxmemory", "1").Err(); err != nil {
+		t.Fatal(err)
+	}
+	defer rc.ConfigSet(c, "maxmemory", "0")
+	const oom = "OOM command not allowed when used memory > 'maxmemory'."
+	tx.expect("EXEC\r\n", "-EXECABORT Transaction discarded because of: "+oom)
+	for _, tc := range []struct {
+		args []any
+		want string // "" for the reply 1
+	}{
+		{[]any{"EVAL", "#!lua\nreturn 1", 0}, oom},
+		{[]any{"EVALSHA", sha, 0}, oom},
+		{[]any{"FCALL", "w", 0}, oom},
+		{[]any{"EVAL", "#!lua flags=no-writes\nreturn 1", 0}, ""},
+		{[]any{"EVAL", "#!lua flags=allow-oom\nreturn 1", 0}, ""},
+		{[]any{"EVAL", "return 1", 0}, ""},
+		{[]any{"FCALL", "r", 0}, ""},
+	} {
+		v, err := rc.Do(c, tc.args...).Result()
+		if tc.want == "" {
+			if err != nil || v != int64(1) {
+				t.Errorf("%q: %v %v, want 1", tc.args, v, err)
+			}
+		} else if err == nil || err.Error() != tc.want {
+			t.Errorf("%q: %v %v, want %s", tc.args, v, err, tc.want)
+		}
+	}
+}

@@ -185,6 +185,9 @@ type Client struct {
 	deadline  bool // a read deadline (timeout) is set on conn
 	blockArgs [][]byte
 	blockCmd  *command
+	// ldb is the Lua debugger SCRIPT DEBUG YES|SYNC set up for the next
+	// EVAL (ldb.go).
+	ldb *ldbSession
 }
 
 func newClient(s *Server, nc net.Conn) *Client {
@@ -367,7 +370,9 @@ func (c *Client) pump() int {
 			return pumpStop
 		}
 		cmd := c.lookupCmd(args[0])
-		if loop && cmd != nil && cmd.flags&flagBlocking != 0 {
+		if loop && cmd != nil && (cmd.flags&flagBlocking != 0 || c.ldb != nil && cmd.flags&flagLockScript != 0) {
+			// Also an EVAL under the Lua debugger, which reads the
+			// client's next requests itself (ldb.go).
 			c.blockArgs, c.blockCmd = args, cmd
 			return pumpBlocking
 		}

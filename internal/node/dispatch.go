@@ -91,7 +91,7 @@ func runDispatchChecks(c *Client, r *request) bool {
 	return checkCommand(c, r) && checkArity(c, r) && checkProtected(c, r) && checkAuth(c, r) &&
 		checkACL(c, r) && checkBusyScript(c, r) && checkClusterRedirect(c, r) && checkSlotMigration(c, r) &&
 		checkClientPause(c, r) && checkKilledWhileHeld(c, r) && checkRedirectAfterPause(c, r) &&
-		checkOOM(c, r) && checkWriteRefused(c, r) && checkPubSubContext(c, r) && checkLoading(c, r) &&
+		checkScriptFlags(c, r) && checkOOM(c, r) && checkWriteRefused(c, r) && checkPubSubContext(c, r) && checkLoading(c, r) &&
 		checkStaleData(c, r) && checkMultiQueue(c, r)
 }
 
@@ -160,6 +160,7 @@ var dispatchChecks = []dispatchCheck{
 	{"client-pause", checkClientPause},         // CLIENT PAUSE, DEBUG SLEEP; counts in-flight writes
 	{"killed-while-held", checkKilledWhileHeld},
 	{"cluster-redirect-after-pause", checkRedirectAfterPause},
+	{"script-flags", checkScriptFlags},     // OOM, READONLY ..., MASTERDOWN by a script's declared flags
 	{"oom", checkOOM},                      // OOM (maxmemory)
 	{"write-refused", checkWriteRefused},   // READONLY, NOREPLICAS, MISCONF
 	{"pubsub-context", checkPubSubContext}, // RESP2 subscriber context
@@ -317,6 +318,14 @@ func checkKilledWhileHeld(c *Client, r *request) bool {
 // READONLY.
 func checkRedirectAfterPause(c *Client, r *request) bool {
 	return !r.held || c.srv.cluster == nil || !c.redirected(r.cmd, r.args)
+}
+
+// checkScriptFlags applies to EVAL and FCALL, and to an EXEC of queued
+// ones, the state checks that follow a command's write, deny-oom and
+// stale flags, with the flags the script or function declares
+// (commands_scripting.go).
+func checkScriptFlags(c *Client, r *request) bool {
+	return r.cmd.flags&flagLockScript == 0 && (len(c.multi) == 0 || r.cmd.name != "exec") || c.scriptFlagChecks(r)
 }
 
 // checkOOM refuses a deny-oom write when memory cannot be freed below

@@ -19,6 +19,9 @@ type watchRegistry struct {
 	mu   sync.Mutex
 	keys map[watchKey]map[*Client]struct{}
 	n    atomic.Int64
+	// forked is the forked Lua debugging session in progress, whose
+	// writes neither touch WATCHes nor notify (ldb.go).
+	forked atomic.Pointer[ldbUndo]
 }
 
 func newWatchRegistry() *watchRegistry {
@@ -64,7 +67,7 @@ func (w *watchRegistry) unwatchAll(c *Client) {
 // takes it too), so the lock-free n == 0 check cannot miss a watcher that
 // the write must break.
 func (w *watchRegistry) touch(db int, key string) {
-	if w.n.Load() == 0 {
+	if w.n.Load() == 0 || w.forked.Load().muted(db, key) {
 		return
 	}
 	w.mu.Lock()

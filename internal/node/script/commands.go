@@ -162,18 +162,6 @@ func ParseFlush(args [][]byte, function bool) string {
 	return ""
 }
 
-// DebugRefusal answers SCRIPT DEBUG mode: this node has no Lua debugger,
-// so NO (the state already) is accepted and YES and SYNC are refused.
-func DebugRefusal(mode []byte) string {
-	switch {
-	case eqFold(mode, "no"):
-		return ""
-	case eqFold(mode, "yes"), eqFold(mode, "sync"):
-		return "ERR SCRIPT DEBUG is not supported by this server (no Lua debugger)"
-	}
-	return "ERR Use SCRIPT DEBUG YES/SYNC/NO"
-}
-
 // ParseFunctionLoad parses FUNCTION LOAD [REPLACE] function-code.
 func ParseFunctionLoad(args [][]byte) (code []byte, replace bool, msg string) {
 	i := 2

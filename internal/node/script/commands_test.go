@@ -110,11 +110,6 @@ func TestParseFlushAndDebug(t *testing.T) {
 			t.Errorf("%q: got %q, want %q", tc.args, got, tc.want)
 		}
 	}
-	for mode, want := range map[string]string{"No": "", "yes": "ERR SCRIPT DEBUG is not supported by this server (no Lua debugger)", "x": "ERR Use SCRIPT DEBUG YES/SYNC/NO"} {
-		if got := DebugRefusal([]byte(mode)); got != want {
-			t.Errorf("debug %q: got %q, want %q", mode, got, want)
-		}
-	}
 }
 
 func TestParseFunctionLoadAndList(t *testing.T) {

@@ -55,10 +55,9 @@ func (st *state) registerRedisAPI(t *lua.LTable) {
 	// Redis 7.0 always replicates effects: replicate_commands is kept for
 	// old scripts and answers true.
 	set("replicate_commands", func(L *lua.LState) int { L.Push(lua.LTrue); return 1 })
-	// Without the Lua debugger these do nothing, as in Redis outside a
-	// debugging session.
-	set("breakpoint", func(L *lua.LState) int { L.Push(lua.LFalse); return 1 })
-	set("debug", func(L *lua.LState) int { return 0 })
+	// Outside a debugging session these do nothing, as in Redis.
+	set("breakpoint", func(L *lua.LState) int { L.Push(lua.LBool(st.dbg.breakpoint())); return 1 })
+	set("debug", func(L *lua.LState) int { st.dbg.debugLog(L); return 0 })
 	set("acl_check_cmd", st.redisACLCheck)
 }
 
@@ -231,14 +230,22 @@ func (st *state) redisCall(L *lua.LState, raiseErr bool) int {
 	}
 	args, errMsg := st.luaArgs(L)
 	if errMsg != "" {
+		st.dbg.logError(errMsg)
 		if raiseErr {
 			return raise(L, errMsg)
 		}
 		L.Push(errorTable(L, errMsg))
 		return 1
 	}
+	dbg := st.dbg.logging()
+	if dbg {
+		st.dbg.logCommand(args)
+	}
 	reply, refusal := st.run.Host.Call(args, st.proto, st.buf[:0])
 	if refusal != "" {
+		if dbg {
+			st.dbg.logError(refusal)
+		}
 		t := errorTable(L, refusal)
 		t.RawSetString("ignore_error_stats_update", lua.LTrue)
 		if raiseErr {
@@ -249,6 +256,9 @@ func (st *state) redisCall(L *lua.LState, raiseErr bool) int {
 		return 1
 	}
 	v, _ := parseReply(L, reply, 0)
+	if dbg {
+		st.dbg.logReply(reply)
+	}
 	if cap(reply) <= 64<<10 {
 		st.buf = reply[:0]
 	}

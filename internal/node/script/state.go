@@ -52,6 +52,12 @@ type state struct {
 	cmdArgs [][]byte
 	argBuf  []byte
 	argEnd  []int
+	// redisTable is the redis library table (the debugger's redis
+	// command calls its call).
+	redisTable *lua.LTable
+	// dbg is the debugger of the run in progress, nil when not
+	// debugging (ExecDebug).
+	dbg *Debugger
 }
 
 func newState(e *Engine, functions bool) *state {
@@ -102,6 +108,7 @@ func newState(e *Engine, functions bool) *state {
 
 	redis := L.NewTable()
 	st.registerRedisAPI(redis)
+	st.redisTable = redis
 	real.RawSetString("redis", st.protect(redis))
 	real.RawSetString("cjson", st.protect(openCjson(L)))
 	real.RawSetString("cmsgpack", st.protect(openCmsgpack(L)))
