@@ -8,16 +8,6 @@ import (
 	"github.com/shardis/shardis/internal/node/script"
 )
 
-// Client flags of cluster mode (after conn.go's).
-const (
-	// clientAsking: ASKING was sent; cleared after the next command
-	// outside MULTI.
-	clientAsking = clientPubSub << (1 + iota)
-	// clientReadOnly: READONLY was sent (reads of the master's slots
-	// are served on a replica).
-	clientReadOnly
-)
-
 // hasKeySpecs reports whether cmd can name keys, so the slot check looks
 // at it (Redis checks commands with key specs or movable keys, and EXEC).
 func hasKeySpecs(cmd *command) bool {

@@ -35,6 +35,12 @@ const (
 	// a blocking command runs as if its timeout had expired.
 	clientDenyBlocking
 	clientParked // waits inside a command for something else than a key (WAIT): sequence.go
+	// clientAsking: ASKING was sent (cluster mode); cleared after the
+	// next command outside MULTI.
+	clientAsking
+	// clientReadOnly: READONLY was sent (cluster mode: reads of the
+	// master's slots are served on a replica).
+	clientReadOnly
 )
 
 // Reply modes set by CLIENT REPLY.
