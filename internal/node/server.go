@@ -627,7 +627,10 @@ func (s *Server) beatCron(now time.Time) {
 }
 
 // serverCronState is what serverCron keeps between calls.
-type serverCronState struct{ lastSec, tick int64 }
+type serverCronState struct {
+	lastSec, tick int64
+	gcSeen        uint64 // gcCycles when tuneGC last ran (tuneGCAfterCycle)
+}
 
 // serverCron is serverCron's work at hz calls a second.
 func (s *Server) serverCron(now time.Time, hz int64, sc *serverCronState) {
@@ -642,7 +645,7 @@ func (s *Server) serverCron(now time.Time, hz int64, sc *serverCronState) {
 	s.clientsCron(now)
 	s.pause.expire(now)
 	s.syncClock()
-	s.tuneGC()
+	s.tuneGCAfterCycle(&sc.gcSeen)
 }
 
 // cronBeat is the period of clusterCron and the persistence cron, and of
