@@ -568,7 +568,7 @@ func (s *Server) cron() {
 	period := time.Second / time.Duration(hz)
 	var sc serverCronState
 	if period != cronBeat {
-		s.cronTwoTimers(period, &sc)
+		s.cronTwoTimers(period, hz, &sc)
 		return
 	}
 	// One beat for everything, without a runtime timer where the platform
@@ -597,12 +597,11 @@ func (s *Server) cron() {
 
 // cronTwoTimers is cron at a hz other than 10: serverCron on its own
 // ticker beside the 100 ms beat.
-func (s *Server) cronTwoTimers(period time.Duration, sc *serverCronState) {
+func (s *Server) cronTwoTimers(period time.Duration, hz int64, sc *serverCronState) {
 	beat := time.NewTicker(cronBeat)
 	defer beat.Stop()
 	t := time.NewTicker(period)
 	defer t.Stop()
-	hz := int64(time.Second / period)
 	for {
 		select {
 		case <-s.shutdownC:
