@@ -2,7 +2,9 @@ package node
 
 import (
 	"context"
+	"runtime"
 	"testing"
+	"time"
 )
 
 func TestGCPercentFor(t *testing.T) {
@@ -38,5 +40,29 @@ func TestGCMinHeadroomConfig(t *testing.T) {
 	}
 	if err := c.ConfigSet(ctx, "gc-min-headroom", "lots").Err(); err == nil {
 		t.Fatal("CONFIG SET gc-min-headroom lots accepted")
+	}
+}
+
+// A finished collection advances gcCycles, which is what lets the cron's
+// tuneGCAfterCycle read the live heap again.
+func TestGCCyclesCountCollections(t *testing.T) {
+	gcWatchOnce.Do(watchGC)
+	c0 := gcCycles.Load()
+	deadline := time.Now().Add(10 * time.Second)
+	for gcCycles.Load() == c0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no collection counted in 10 s of runtime.GC calls")
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond) // let the finalizer goroutine run
+	}
+	// And again: the finalizer re-armed itself.
+	c1 := gcCycles.Load()
+	for gcCycles.Load() == c1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the second collection was not counted")
+		}
+		runtime.GC()
+		time.Sleep(time.Millisecond)
 	}
 }

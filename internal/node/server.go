@@ -565,45 +565,86 @@ func (s *Server) cron() {
 	if hz <= 0 {
 		hz = 10
 	}
+	period := time.Second / time.Duration(hz)
+	var sc serverCronState
+	if period != cronBeat {
+		s.cronTwoTimers(period, hz, &sc)
+		return
+	}
+	// One beat for everything, without a runtime timer where the platform
+	// allows (netio.Beat): an idle node then sleeps in one epoll_wait that
+	// the beat and bus packets end, and Go's sysmon thread, which wakes at
+	// every runtime timer's expiry, sleeps.
+	beat := netio.NewBeat(cronBeat)
+	stopped := make(chan struct{})
+	defer close(stopped)
+	go func() {
+		select {
+		case <-s.shutdownC:
+		case <-stopped:
+		}
+		beat.Stop()
+	}()
+	for {
+		now, ok := beat.Wait()
+		if !ok {
+			return
+		}
+		s.beatCron(now)
+		s.serverCron(now, hz, &sc)
+	}
+}
+
+// cronTwoTimers is cron at a hz other than 10: serverCron on its own
+// ticker beside the 100 ms beat.
+func (s *Server) cronTwoTimers(period time.Duration, hz int64, sc *serverCronState) {
 	beat := time.NewTicker(cronBeat)
 	defer beat.Stop()
-	var hzC <-chan time.Time // nil: the beat runs serverCron too
-	if period := time.Second / time.Duration(hz); period != cronBeat {
-		t := time.NewTicker(period)
-		defer t.Stop()
-		hzC = t.C
-	}
-	var lastSec, tick int64
+	t := time.NewTicker(period)
+	defer t.Stop()
 	for {
-		var now time.Time
 		select {
 		case <-s.shutdownC:
 			return
-		case now = <-beat.C:
-			if cm := s.cluster; cm != nil && cm.r != nil {
-				cm.r.Tick()
-			}
-			if s.persist != nil {
-				s.persist.Cron(now)
-			}
-			if hzC != nil {
-				continue
-			}
-		case now = <-hzC:
+		case now := <-beat.C:
+			s.beatCron(now)
+		case now := <-t.C:
+			s.serverCron(now, hz, sc)
 		}
-		if sec := now.Unix(); sec != lastSec {
-			lastSec = sec
-			tick++
-			s.repl.cron(now, tick)
-		}
-		if s.activeExpire.Load() && s.expireDeletes() {
-			s.activeExpireCycle(now.UnixMilli(), time.Second/time.Duration(hz)/4)
-		}
-		s.clientsCron(now)
-		s.pause.expire(now)
-		s.syncClock()
-		s.tuneGC()
 	}
+}
+
+// beatCron is the 100 ms beat's work: the cluster bus's tick (clusterCron)
+// and the persistence cron.
+func (s *Server) beatCron(now time.Time) {
+	if cm := s.cluster; cm != nil && cm.r != nil {
+		cm.r.Tick()
+	}
+	if s.persist != nil {
+		s.persist.Cron(now)
+	}
+}
+
+// serverCronState is what serverCron keeps between calls.
+type serverCronState struct {
+	lastSec, tick int64
+	gcSeen        uint64 // gcCycles when tuneGC last ran (tuneGCAfterCycle)
+}
+
+// serverCron is serverCron's work at hz calls a second.
+func (s *Server) serverCron(now time.Time, hz int64, sc *serverCronState) {
+	if sec := now.Unix(); sec != sc.lastSec {
+		sc.lastSec = sec
+		sc.tick++
+		s.repl.cron(now, sc.tick)
+	}
+	if s.activeExpire.Load() && s.expireDeletes() {
+		s.activeExpireCycle(now.UnixMilli(), time.Second/time.Duration(hz)/4)
+	}
+	s.clientsCron(now)
+	s.pause.expire(now)
+	s.syncClock()
+	s.tuneGCAfterCycle(&sc.gcSeen)
 }
 
 // cronBeat is the period of clusterCron and the persistence cron, and of

@@ -18,9 +18,13 @@ func (m *Machine) Tick(now time.Time) {
 	}
 
 	m.statsPFail = 0
-	for _, n := range append([]*node(nil), m.order...) {
+	// A copy: cronReconnect may delete nodes. The copy's array is kept
+	// for the next tick (an idle tick allocates nothing here).
+	m.tickNodes = append(m.tickNodes[:0], m.order...)
+	for _, n := range m.tickNodes {
 		m.cronReconnect(n, handshakeTimeout)
 	}
+	clear(m.tickNodes) // hold no deleted node until the next tick
 
 	// Once a second (every 10th tick at 100 ms), ping the node with the
 	// oldest PONG among 5 random ones that are linked and have no ping in

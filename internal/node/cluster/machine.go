@@ -326,6 +326,7 @@ type Machine struct {
 	nextLink LinkID           // last id given out
 
 	nextRandomPing time.Time // when the once-a-second random ping is due
+	tickNodes      []*node   // Tick's copy of order, reused from tick to tick
 	pingsSent      uint64    // PING/PONG/MEET built, for gossip de-duplication
 	statsPFail     int       // PFAIL nodes counted by the last Tick; caps PFAIL gossip entries
 	firstStateCall time.Time // first updateState, start of the writable delay; reset never

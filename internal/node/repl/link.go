@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/netio"
 )
 
 // Link states (ROLE on a replica; INFO master_link_status is "up" only in
@@ -73,6 +75,11 @@ type ReplicaHost interface {
 
 // Link is a replica's connection to its master.
 type Link struct {
+	// wmu keeps each of SendAck's and SendPriority's commands whole on the
+	// connection (a write the socket took in part is finished before
+	// another starts).
+	wmu sync.Mutex
+
 	h    ReplicaHost
 	log  *slog.Logger
 	host string
@@ -208,8 +215,17 @@ func (l *Link) SendAck(offset int64) {
 	if nc == nil || st != StateConnected {
 		return
 	}
+	cmd := appendCommand(nil, "REPLCONF", "ACK", strconv.FormatInt(offset, 10))
+	// Once a second on an idle replica: a write the socket takes at once
+	// arms no deadline timer and wakes no second thread (netio.WriteNow).
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	n := netio.WriteConnNow(nc, cmd)
+	if n == len(cmd) {
+		return
+	}
 	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
-	_, _ = nc.Write(appendCommand(nil, "REPLCONF", "ACK", strconv.FormatInt(offset, 10)))
+	_, _ = nc.Write(cmd[n:])
 	_ = nc.SetWriteDeadline(time.Time{})
 }
 
@@ -223,6 +239,8 @@ func (l *Link) SendPriority(prio string) {
 	if nc == nil || st != StateConnected || !l.prioOK.Load() {
 		return
 	}
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
 	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
 	_, _ = nc.Write(appendCommand(nil, "REPLCONF", "replica-priority", prio))
 	_ = nc.SetWriteDeadline(time.Time{})

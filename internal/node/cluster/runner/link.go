@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/shardis/shardis/internal/node/cluster"
+	"github.com/shardis/shardis/internal/node/netio"
 )
 
 // link is one bus connection: the record is guarded by the runner's
@@ -112,41 +113,12 @@ func (l *link) queue(pkt []byte, limit int64) bool {
 	return true
 }
 
-// writeNow writes as much of b as the socket takes without waiting and
-// returns how much that was (0 on EAGAIN or an error: the writer's own
-// write then meets the error and reports the link broken).
-func (l *link) writeNow(b []byte) int {
-	n := 0
-	_ = l.raw.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			k, errno := rawWrite(fd, b[n:])
-			if errno == syscall.EINTR {
-				continue
-			}
-			if errno != 0 || k <= 0 {
-				break
-			}
-			n += k
-		}
-		return true // never wait for the socket here
-	})
-	return n
-}
+// writeNow writes as much of b as the socket takes without waiting
+// (netio.WriteNow).
+func (l *link) writeNow(b []byte) int { return netio.WriteNow(l.raw, b) }
 
-// rawWrite and rawRead are write(2) and read(2) on a non-blocking socket
-// without the runtime's syscall bookkeeping (entersyscall, which also
-// wakes the runtime's sysmon thread from its sleep when every P is idle,
-// and keeps it polling for a while): they never block, so the P need not
-// be handed off. An idle node's few packets a second then wake one
-// thread each, not two or three.
-func rawWrite(fd uintptr, b []byte) (int, syscall.Errno) {
-	if len(b) == 0 {
-		return 0, 0
-	}
-	n, _, errno := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)))
-	return int(n), errno
-}
-
+// rawRead is read(2) on a non-blocking socket without the runtime's
+// syscall bookkeeping, for the reason netio.WriteNow gives.
 func rawRead(fd uintptr, b []byte) (int, syscall.Errno) {
 	if len(b) == 0 {
 		return 0, 0
