@@ -143,7 +143,7 @@ EOS
 }
 
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB; redis-server $(redis-server --version | awk '{print $3}'); pipeline=$PIPELINE slots=$SLOTS; load: $(cut -d' ' -f1-3 /proc/loadavg)"
-base=21000
+base=${BASE:-21000}
 for part in $PARTS; do
   for kind in ${KINDS:-redis shardnode}; do
     start "$kind" $base
