@@ -1,10 +1,15 @@
 package runner
 
 import (
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/shardis/shardis/internal/node/cluster"
 )
 
 // TestSaveDurable: an fsynced save rewrites nodes.conf in place (same
@@ -134,4 +139,66 @@ func TestSaveInPlaceAfterFailedDurable(t *testing.T) {
 		t.Fatalf("readConfig = %q, %v; want the last save's text", text, err)
 	}
 	c.close()
+}
+
+// TestRestartFromPendingJournal: a node whose fsynced save was cut after
+// its journal record was synced (nodes.conf torn: the kept prefix of the
+// new text, as a crash in the middle of the in-place write leaves it)
+// restarts with the saved id, epochs and slots.
+func TestRestartFromPendingJournal(t *testing.T) {
+	a := startBusNode(t, t.TempDir(), 21)
+	a.do(t, func(m *cluster.Machine, now time.Time) error { return m.AddSlotsRange(now, "300", "349") })
+	var id string
+	var epoch uint64
+	a.do(t, func(m *cluster.Machine, now time.Time) error {
+		m.BumpEpoch(now) // an fsynced save: through the journal
+		id, epoch = m.MyID(), m.CurrentEpoch()
+		return nil
+	})
+	if epoch == 0 {
+		t.Fatal("BUMPEPOCH left the current epoch at 0")
+	}
+	j, err := os.ReadFile(a.conf + journalSuffix)
+	if err != nil {
+		t.Fatalf("no journal after an fsynced save: %v", err)
+	}
+	text, pending, ok := parseJournal(j)
+	if !ok || pending {
+		t.Fatalf("journal after the save: ok %v pending %v", ok, pending)
+	}
+	a.r.Close()
+	// The crash: the record still pending, nodes.conf cut in the middle.
+	j[journalState] = 'P'
+	if err := os.WriteFile(a.conf+journalSuffix, j, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(a.conf, []byte(text[:len(text)/2]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := cluster.DefaultConfig()
+	cfg.Port, cfg.CPort, cfg.IP = a.port, a.cport, "127.0.0.1"
+	m, err := cluster.New(cfg, rand.New(rand.NewPCG(5, 6)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Start(m, Options{ListenAddrs: []string{"127.0.0.1:" + strconv.Itoa(a.cport)}, ConfigFile: a.conf})
+	if err != nil {
+		t.Fatalf("restart on a torn nodes.conf with a pending journal: %v", err)
+	}
+	defer r.Close()
+	var gotID string
+	var gotEpoch uint64
+	var owned int
+	r.Do(func(m *cluster.Machine, _ time.Time) {
+		gotID, gotEpoch = m.MyID(), m.CurrentEpoch()
+		for s := 0; s < cluster.NumSlots; s++ {
+			if me, _ := m.SlotOwnerIsMe(s); me {
+				owned++
+			}
+		}
+	})
+	if gotID != id || gotEpoch != epoch || owned != 50 {
+		t.Fatalf("after restart: id %s epoch %d, %d slots; want %s, %d, 50", gotID, gotEpoch, owned, id, epoch)
+	}
 }
