@@ -11,12 +11,12 @@ import (
 	"github.com/shardis/shardis/internal/node/cluster"
 )
 
-// TestPacer: the announcements' token bucket lets a burst of
+// TestTopologyPacer: the announcements' token bucket lets a burst of
 // Burst leave at once, then one per interval; a lone change after
 // a pause shorter than the interval is not held back (the pacing a burst
 // needs does not delay an isolated move), and in any period t at most
 // burst + t/interval announcements leave.
-func TestPacer(t *testing.T) {
+func TestTopologyPacer(t *testing.T) {
 	const iv = 10 * time.Millisecond
 	t0 := time.Unix(1000, 0)
 	p := pacer{interval: iv, burst: 4}
