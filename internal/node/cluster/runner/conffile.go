@@ -154,19 +154,29 @@ func (c *confFile) saveInPlace(text string) error {
 	if err := c.open(); err != nil {
 		return err
 	}
+	return c.rewrite(text, false)
+}
+
+// rewrite writes text over the open nodes.conf in one call, padded with
+// newlines to the old length, fdatasyncs it when sync is set, then
+// truncates it to text's length (after the sync, as Redis truncates after
+// its fsync: a crash before the truncation is on disk leaves blank lines,
+// skipped on load).
+func (c *confFile) rewrite(text string, sync bool) error {
 	c.buf = append(c.buf[:0], text...)
 	for int64(len(c.buf)) < c.size {
 		c.buf = append(c.buf, '\n')
 	}
-	if _, err := c.f.WriteAt(c.buf, 0); err != nil {
+	_, err := c.f.WriteAt(c.buf, 0)
+	if err == nil && sync {
+		err = datasync(c.f)
+	}
+	if err == nil && int64(len(text)) < c.size {
+		err = c.f.Truncate(int64(len(text)))
+	}
+	if err != nil {
 		c.close()
 		return fmt.Errorf("runner: save cluster config: %w", err)
-	}
-	if int64(len(text)) < c.size {
-		if err := c.f.Truncate(int64(len(text))); err != nil {
-			c.close()
-			return fmt.Errorf("runner: save cluster config: %w", err)
-		}
 	}
 	c.size = int64(len(text))
 	return nil
@@ -197,10 +207,7 @@ func (c *confFile) saveAtomic(text string) error {
 		os.Remove(tmp)
 		return fmt.Errorf("runner: save cluster config: %w", err)
 	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
+	_ = syncDir(dir) // as before: the rename is done, a failed sync is not undone
 	c.close()
 	c.f, c.size = f, int64(len(text))
 	return c.markApplied()
@@ -236,28 +243,9 @@ func (c *confFile) saveDurable(text string) error {
 		c.close()
 		return fmt.Errorf("runner: save cluster config journal: %w", err)
 	}
-	c.buf = append(c.buf[:0], text...)
-	for int64(len(c.buf)) < c.size {
-		c.buf = append(c.buf, '\n')
+	if err := c.rewrite(text, true); err != nil {
+		return err
 	}
-	if _, err := c.f.WriteAt(c.buf, 0); err != nil {
-		c.close()
-		return fmt.Errorf("runner: save cluster config: %w", err)
-	}
-	if err := datasync(c.f); err != nil {
-		c.close()
-		return fmt.Errorf("runner: save cluster config: %w", err)
-	}
-	// The padding goes after the sync, as Redis truncates after its
-	// fsync: a crash before it is synced leaves blank lines, skipped on
-	// load.
-	if int64(len(text)) < c.size {
-		if err := c.f.Truncate(int64(len(text))); err != nil {
-			c.close()
-			return fmt.Errorf("runner: save cluster config: %w", err)
-		}
-	}
-	c.size = int64(len(text))
 	return c.markApplied()
 }
 
