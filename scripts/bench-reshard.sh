@@ -27,6 +27,10 @@
 #        machine's load does not change; WHOLESLOT_PROBE=1000 adds the
 #        probe (whose GETs then count in server_cpu_s).
 #
+# KINDS picks the servers (default "redis shardnode"); the kind
+# shardnode-old runs the binary $SHARDNODE_OLD (a build of an older
+# commit), for a before/after in the same run.
+# PROBE sets the small part's probe keys (default 1000; 0: no probe).
 # PIPELINE is redis-cli's --cluster-pipeline (keys per MIGRATE, default 10
 # as redis-cli's); VALUES scales the small part down (default 1,000,000).
 # Each line also gives cpu_s, the CPU seconds (utime+stime) the three
@@ -51,6 +55,7 @@ trap cleanup EXIT
 start() { # kind baseport
   local kind=$1 base=$2 bin=redis-server addrs=()
   [ "$kind" = shardnode ] && bin="$work/shardnode.bin"
+  [ "$kind" = shardnode-old ] && bin="$SHARDNODE_OLD"
   pids=()
   for i in 0 1 2; do
     local p=$((base + i)) d="$work/$kind/$((base + i))"
@@ -143,7 +148,7 @@ EOS
 }
 
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB; redis-server $(redis-server --version | awk '{print $3}'); pipeline=$PIPELINE slots=$SLOTS; load: $(cut -d' ' -f1-3 /proc/loadavg)"
-base=21000
+base=${BASE:-21000}
 for part in $PARTS; do
   for kind in ${KINDS:-redis shardnode}; do
     start "$kind" $base
@@ -152,7 +157,7 @@ for part in $PARTS; do
         args=(-counters 100000 -writers 16 -probe 1000 -run "$(reshard_cmd $base)"
           -run "redis-cli --cluster rebalance 127.0.0.1:$base --cluster-pipeline $PIPELINE >$work/rebalance.log 2>&1")
         ;;
-      small) args=(-values "$VALUES" -value-size 100 -probe 1000 -run "$(reshard_cmd $base)") ;;
+      small) args=(-values "$VALUES" -value-size 100 -probe "${PROBE:-1000}" -run "$(reshard_cmd $base)") ;;
       wholeslot)
         move=$(reshard_cmd $base)
         [ "$kind" = shardnode ] && move=$(import_cmd $base)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/shardis/shardis/internal/node/cluster"
+	"github.com/shardis/shardis/internal/node/cluster/push"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -127,7 +127,7 @@ func TestTopologyPush(t *testing.T) {
 	}
 	// Coalesced: the pacer's burst, then at most one message per window
 	// while the SETSLOTs lasted, and one for the tail.
-	if limit := topologyBurst + 1 + int(time.Since(start)/topologyCoalesce); messages > limit || messages >= 100 {
+	if limit := push.Burst + 1 + int(time.Since(start)/push.Coalesce); messages > limit || messages >= 100 {
 		t.Fatalf("%d messages for 100 SETSLOTs sent in %v (limit %d)", messages, sent, limit)
 	}
 
@@ -150,60 +150,6 @@ func TestTopologyPush(t *testing.T) {
 	}
 }
 
-// TestTopologyPacer: the announcements' token bucket lets a burst of
-// topologyBurst leave at once, then one per interval; a lone change after
-// a pause shorter than the interval is not held back (the pacing a burst
-// needs does not delay an isolated move), and in any period t at most
-// burst + t/interval announcements leave.
-func TestTopologyPacer(t *testing.T) {
-	const iv = 10 * time.Millisecond
-	t0 := time.Unix(1000, 0)
-	p := topologyPacer{interval: iv, burst: 4}
-	for i := range 4 {
-		if d := p.delay(t0); d != 0 {
-			t.Fatalf("announcement %d of a burst waits %v", i+1, d)
-		}
-		p.sent(t0)
-	}
-	if d := p.delay(t0); d != iv {
-		t.Fatalf("fifth announcement of a burst waits %v, want %v", d, iv)
-	}
-	p.sent(t0.Add(iv))
-	if d := p.delay(t0.Add(iv + 3*time.Millisecond)); d != 7*time.Millisecond {
-		t.Fatalf("sixth waits %v, want 7ms", d)
-	}
-
-	// Quiet for 4 intervals: the bucket is full again.
-	q := topologyPacer{interval: iv, burst: 4}
-	q.sent(t0)
-	if d := q.delay(t0.Add(2 * time.Millisecond)); d != 0 {
-		t.Fatalf("a lone change 2 ms after the previous one waits %v", d)
-	}
-	q.sent(t0.Add(2 * time.Millisecond))
-
-	// Greedy sender over 1 s: never more than burst + t/interval in any
-	// window starting at the first send.
-	g := topologyPacer{interval: iv, burst: 4}
-	now := t0
-	var sends []time.Time
-	for now.Before(t0.Add(time.Second)) {
-		now = now.Add(g.delay(now))
-		g.sent(now)
-		sends = append(sends, now)
-		now = now.Add(100 * time.Microsecond)
-	}
-	for i, a := range sends {
-		for j := i; j < len(sends); j++ {
-			if n, limit := j-i+1, 4+int(sends[j].Sub(a)/iv); n > limit {
-				t.Fatalf("%d announcements in %v (limit %d)", n, sends[j].Sub(a), limit)
-			}
-		}
-	}
-	if n := len(sends); n < 100 || n > 105 {
-		t.Fatalf("%d announcements in 1 s of a greedy sender, want about 100+4", n)
-	}
-}
-
 // TestMaintNotificationsCommand: the handshake's replies.
 func TestMaintNotificationsCommand(t *testing.T) {
 	a := startShardNode(t, 0, 0, "")
@@ -219,62 +165,6 @@ func TestMaintNotificationsCommand(t *testing.T) {
 	if err := a.rc.Do(ctx, "client", "maint_notifications", "off").Err(); err != nil {
 		t.Fatalf("OFF: %v", err)
 	}
-}
-
-// TestTopologyLines: the reserved channel's lines for each kind of change.
-func TestTopologyLines(t *testing.T) {
-	mk := func(nodes []cluster.RouteNode, owner func(s int) int32) *cluster.Routing {
-		r := &cluster.Routing{Nodes: nodes}
-		for s := range r.Owner {
-			r.Owner[s] = owner(s)
-		}
-		return r
-	}
-	n1 := cluster.RouteNode{ID: "a", IP: "10.0.0.1", Port: 7000, ConfigEpoch: 4}
-	n2 := cluster.RouteNode{ID: "b", IP: "10.0.0.2", Port: 7001}
-	n3 := cluster.RouteNode{ID: "c", IP: "10.0.0.3", Port: 7002, ConfigEpoch: 9}
-	prev := mk([]cluster.RouteNode{n1, n2}, func(s int) int32 { return int32(s % 2) })
-	moved := n2
-	moved.Port = 7100
-	cur := mk([]cluster.RouteNode{n1, moved, n3}, func(s int) int32 {
-		switch {
-		case s < 4:
-			return 2
-		case s == 10:
-			return -1
-		}
-		return int32(s % 2)
-	})
-	got := topologyLines(prev, cur, 7, [][2]string{{"fail", "a"}, {"recover", "zz"}})
-	want := []string{
-		"epoch 7 address b 10.0.0.2:7100",
-		"epoch 7 join c 10.0.0.3:7002",
-		"epoch 7 slots c 10.0.0.3:7002 0-3 config-epoch=9",
-		"epoch 7 unassigned - - 10",
-		"epoch 7 fail a 10.0.0.1:7000",
-		"epoch 7 recover zz -",
-	}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	left := mk([]cluster.RouteNode{n1}, func(int) int32 { return 0 })
-	got = topologyLines(prev, left, 8, nil)
-	want = []string{"epoch 8 slots a 10.0.0.1:7000 " + oddSlots() + " config-epoch=4", "epoch 8 leave b 10.0.0.2:7001"}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("lines:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	if mv := slotMoves(prev, cur); len(mv) != 2 || mv[0] != (slotMove{"10.0.0.1:7000", "10.0.0.3:7002", "0,2"}) ||
-		mv[1] != (slotMove{"10.0.0.2:7001", "10.0.0.3:7002", "1,3"}) {
-		t.Fatalf("slotMoves = %+v", mv)
-	}
-}
-
-func oddSlots() string {
-	var parts []string
-	for s := 1; s < cluster.NumSlots; s += 2 {
-		parts = append(parts, strconv.Itoa(s))
-	}
-	return strings.Join(parts, ",")
 }
 
 // expandRanges parses "a-b,c".

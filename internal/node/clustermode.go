@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/cluster"
+	"github.com/shardis/shardis/internal/node/cluster/push"
 	"github.com/shardis/shardis/internal/node/cluster/runner"
 	"github.com/shardis/shardis/internal/node/slotmig"
 )
@@ -43,8 +44,8 @@ type clusterMode struct {
 	stop    chan struct{}
 	stopped chan struct{}
 
-	// push announces slot map changes to this node's clients (cluster_push.go).
-	push     *topologyPusher
+	// push announces slot map changes to this node's clients (cluster/push, cluster_push.go).
+	push     *push.Pusher
 	pushOnce sync.Once
 }
 

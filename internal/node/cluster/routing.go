@@ -19,6 +19,11 @@ type Routing struct {
 	// Nodes are the nodes the tables point at.
 	Nodes []RouteNode
 
+	// Seq counts the FillRouting calls that changed the routing: a copy
+	// of it taken after each such fill (a published routing) has the
+	// next Seq, so whoever sees them all in turn knows it missed none.
+	Seq uint64
+
 	// filledBy and slotGen are the machine that last filled the tables
 	// and its slotGen then (FillRouting).
 	filledBy *Machine
@@ -30,9 +35,11 @@ type Routing struct {
 }
 
 // ChangedSlots returns the slots whose Owner, Migrating or Importing
-// entry the last FillRouting of r changed, and true; or false when that
-// fill looked at every slot (then any slot may have changed). The slice
-// is r's own and is reused by the next fill: a copy of r must not use it.
+// entry the last FillRouting of r changed (from the routing of Seq-1 to
+// this one), and true; or false when that fill looked at every slot
+// (then any slot may have changed). Each fill that changes slots makes a
+// new slice, so a copy of r keeps the list of the fill it was taken
+// after; nobody may modify it.
 func (r *Routing) ChangedSlots() ([]int, bool) { return r.changed, r.partial }
 
 // RouteNode is a redirect target.
@@ -107,7 +114,9 @@ func (m *Machine) FillRouting(dst *Routing) bool {
 	full := nodesMoved || dst.slotGen == 0 || m.slotGen-dst.slotGen > slotLogLen
 	from := dst.slotGen
 	dst.slotGen = m.slotGen
-	dst.changed, dst.partial = dst.changed[:0], !full
+	// A new slice (nil until a slot changes): copies of the previous
+	// fill keep theirs.
+	dst.changed, dst.partial = nil, !full
 	slot := func(s int) {
 		o, g, i := idx(m.slots[s]), idx(m.migrating[s]), idx(m.importing[s])
 		if dst.Owner[s] != o || dst.Migrating[s] != g || dst.Importing[s] != i {
@@ -122,10 +131,13 @@ func (m *Machine) FillRouting(dst *Routing) bool {
 		for g := from + 1; g <= m.slotGen; g++ {
 			slot(int(m.slotLog[g%slotLogLen]))
 		}
-		return changed
+	} else {
+		for s := 0; s < NumSlots; s++ {
+			slot(s)
+		}
 	}
-	for s := 0; s < NumSlots; s++ {
-		slot(s)
+	if changed {
+		dst.Seq++
 	}
 	return changed
 }

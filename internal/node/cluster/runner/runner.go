@@ -13,7 +13,9 @@
 // another goroutine and back.
 //
 // nodes.conf: a Ready that asks for an fsync (an epoch, a vote) is saved
-// atomically and fsynced before any packet of its batch is queued, so
+// crash-safely (confFile.saveDurable: a fsynced journal record, then
+// nodes.conf rewritten in place and fsynced) before any packet of its
+// batch is queued, so
 // what a packet announces is on disk first. Other saves are written
 // outside the lock: by Do's caller before Do returns (a CLUSTER command's
 // reply leaves after its change is written, as Redis saves in
@@ -259,15 +261,20 @@ func (r *Runner) loadConfig() error {
 		return fmt.Errorf("runner: lock cluster config: %w", err)
 	}
 	r.lock = f
-	text, err := os.ReadFile(r.opt.ConfigFile)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && len(text) == 0) {
-		return nil // a new node: the machine asked to save already
-	}
+	text, fallback, err := readConfig(r.opt.ConfigFile)
 	if err != nil {
 		r.unlock()
-		return fmt.Errorf("runner: read cluster config: %w", err)
+		return err
 	}
-	if err := r.m.LoadNodesConf(r.opt.Clock(), string(text)); err != nil {
+	if text == "" {
+		return nil // a new node: the machine asked to save already
+	}
+	err = r.m.LoadNodesConf(r.opt.Clock(), text)
+	if err != nil && fallback != "" && r.m.LoadNodesConf(r.opt.Clock(), fallback) == nil {
+		r.log.Warn("cluster: nodes.conf does not parse, loaded the last fsynced save from its journal", "file", r.opt.ConfigFile, "err", err)
+		err = nil
+	}
+	if err != nil {
 		r.unlock()
 		return fmt.Errorf("runner: load %s: %w", r.opt.ConfigFile, err)
 	}
@@ -526,7 +533,7 @@ func (r *Runner) carryOut() uint64 {
 		if rd.Fsync {
 			text := r.m.RenderNodesConf()
 			r.fileMu.Lock()
-			err := r.conf.saveAtomic(text)
+			err := r.conf.saveDurable(text)
 			if err == nil {
 				r.wrote(gen)
 			}
