@@ -143,7 +143,7 @@ func TestObject(t *testing.T) {
 }
 
 func TestRandomKey(t *testing.T) {
-	ts := startServer(t)
+	ts, m := startManual(t)
 	rc := ts.client(t)
 	c := ctx(t)
 	if err := rc.RandomKey(c).Err(); err != redis.Nil {
@@ -163,7 +163,7 @@ func TestRandomKey(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		rc.Set(c, "gone"+strconv.Itoa(i), 1, time.Millisecond)
 	}
-	time.Sleep(5 * time.Millisecond)
+	m.Advance(time.Millisecond)
 	if err := rc.RandomKey(c).Err(); err != redis.Nil {
 		t.Fatalf("RANDOMKEY with only expired keys: %v", err)
 	}
