@@ -18,8 +18,9 @@ type perfState struct {
 	// tick, so a step of the wall clock is picked up within 1/hz s.
 	wallOffset atomic.Int64
 	// virt is the server's clock when it is not the real one (WithClock):
-	// the command clock's wall part then comes from it. The real clock
-	// leaves it nil, so its path is one nil check and one monotonic read.
+	// the command clock's wall part then comes from it, and wallOffset
+	// stays 0 so that every reading takes wallSlow. The real clock leaves
+	// it nil; its path is the one monotonic read and no check of virt.
 	virt clock.Clock
 }
 
@@ -34,20 +35,27 @@ var procStart = time.Now()
 // it schedules nothing. unixMs is the server clock's time.
 func (s *Server) clockNow() (unixMs int64, mono time.Duration) {
 	mono = time.Since(procStart)
-	if v := s.perf.virt; v != nil {
-		return v.Now().UnixMilli(), mono
-	}
 	off := s.perf.wallOffset.Load()
 	if off == 0 {
-		off = s.syncClock()
+		return s.wallSlow(mono), mono
 	}
 	return (off + int64(mono)) / int64(time.Millisecond), mono
+}
+
+// wallSlow is wallMs's path when no offset is set: the first use, or a
+// clock other than the real one (WithClock), which never sets it, so the
+// real clock's path pays no check for the injected one.
+func (s *Server) wallSlow(mono time.Duration) int64 {
+	if v := s.perf.virt; v != nil {
+		return v.Now().UnixMilli()
+	}
+	return (s.syncClock() + int64(mono)) / int64(time.Millisecond)
 }
 
 // syncClock re-reads the wall clock (cron, first use).
 func (s *Server) syncClock() int64 {
 	if s.perf.virt != nil {
-		return 0 // the offset is not used
+		return 0 // the offset stays 0: wallSlow reads the clock
 	}
 	now := time.Now()
 	off := now.UnixNano() - int64(now.Sub(procStart))
@@ -169,12 +177,9 @@ func (c *Client) flushStats() {
 // With a clock other than the real one the reading is ignored and the
 // clock's current time returned.
 func (s *Server) wallMs(mono time.Duration) int64 {
-	if v := s.perf.virt; v != nil {
-		return v.Now().UnixMilli()
-	}
 	off := s.perf.wallOffset.Load()
 	if off == 0 {
-		off = s.syncClock()
+		return s.wallSlow(mono)
 	}
 	return (off + int64(mono)) / int64(time.Millisecond)
 }
