@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 // These tests run a server on a manual clock (startManual) over a real
@@ -103,12 +104,7 @@ func TestClockBlpopTimeout(t *testing.T) {
 	obs := ts.client(t)
 	bl := ts.raw(t)
 	bl.send("BLPOP q 1\r\n")
-	for i := 0; infoInt(t, obs, "blocked_clients") != 1; i++ {
-		if i == 1000 {
-			t.Fatal("BLPOP did not block")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, "BLPOP to block", func() bool { return infoInt(t, obs, "blocked_clients") == 1 })
 	m.Advance(999 * time.Millisecond)
 	if n := infoInt(t, obs, "blocked_clients"); n != 1 {
 		t.Fatalf("blocked_clients %d at 999 ms, want 1", n)
@@ -138,12 +134,7 @@ func TestClockClientPause(t *testing.T) {
 	}
 	w := ts.raw(t)
 	w.send("SET k v\r\n")
-	for i := 0; infoInt(t, rc, "blocked_clients") != 1; i++ {
-		if i == 1000 {
-			t.Fatal("SET was not held by the pause")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	testutil.WaitFor(t, 10*time.Second, "the pause to hold SET", func() bool { return infoInt(t, rc, "blocked_clients") == 1 })
 	m.Advance(499 * time.Millisecond)
 	if n := infoInt(t, rc, "blocked_clients"); n != 1 {
 		t.Fatalf("blocked_clients %d at 499 ms, want 1 (SET held)", n)
