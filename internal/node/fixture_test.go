@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/shardis/shardis/internal/node/clock"
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 // testServer is a node started on 127.0.0.1:0 for one test.
@@ -34,7 +35,10 @@ func startServer(t testing.TB, directives ...string) *testServer {
 func startManual(t testing.TB, directives ...string) (*testServer, *clock.Manual) {
 	t.Helper()
 	m := clock.NewManual(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
-	return startServerWith(t, []Option{WithClock(m)}, directives...), m
+	ts := startServerWith(t, []Option{WithClock(m)}, directives...)
+	// Run arms the cron's tickers: only then does an advance step it.
+	testutil.WaitFor(t, 10*time.Second, "the cron to arm its ticker", func() bool { return m.Pending() > 0 })
+	return ts, m
 }
 
 // startServerWith is startServer with New's options.

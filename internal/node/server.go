@@ -407,8 +407,8 @@ func (s *Server) Run(ctx context.Context) error {
 		}(ln)
 	}
 	cronDone := make(chan struct{})
-	// The tickers are armed before Run returns to its caller's goroutine
-	// scheduling, so a manual clock's first advance already drives them.
+	// Armed on the server's clock before the cron starts: with a manual
+	// clock the first tick is due one period after the clock's time here.
 	beat, hzT := s.cronTickers()
 	go func() {
 		defer close(cronDone)
