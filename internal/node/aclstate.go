@@ -224,7 +224,7 @@ func (c *Client) aclLogDenied(res acl.Result, ctx string, pos int, cmd *command,
 // aclLogAdd adds an entry with the client's CLIENT LIST line.
 func (s *Server) aclLogAdd(c *Client, e acl.LogEntry) {
 	e.ClientInfo = c.infoString(c)
-	now := time.Now().UnixMilli()
+	now := s.nowMs()
 	s.acl.mu.Lock()
 	s.acl.log.Add(e, now, int(s.cfg.Int(DirAcllogMaxLen)))
 	s.acl.mu.Unlock()

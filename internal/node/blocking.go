@@ -196,7 +196,7 @@ func (s *Server) serveWaiter(w *waiter, key watchKey) (served bool, more []watch
 	defer unlockShards(s, ms)
 	return s.blocking.Serve(w, func() (bool, []watchKey) {
 		c := b.c
-		c.now = time.Now().UnixMilli()
+		c.now = s.nowMs()
 		c.dirty = 0
 		c.propArgs = nil
 		ok := b.spec.serve(c, key.key)
@@ -283,7 +283,7 @@ func (c *Client) blockForKeys(spec blockSpec) {
 	if spec.kick {
 		s.serveReady(slices.Clone(w.Keys)) // may serve w itself
 	}
-	out := s.blocking.Wait(w, spec.timeout, time.Now().UnixMilli(), c.Done(), hangupWatchDelay, c.watchHangup)
+	out := s.blocking.Wait(w, spec.timeout, s.clk, c.Done(), hangupWatchDelay, c.watchHangup)
 	switch {
 	case out.Served:
 	case out.Killed:

@@ -2,7 +2,6 @@ package node
 
 import (
 	"crypto/rand"
-	"time"
 
 	"github.com/shardis/shardis/internal/node/acl"
 )
@@ -222,7 +221,7 @@ func cmdACLLog(c *Client, args [][]byte) {
 	}
 	entries := s.acl.log.Entries(count)
 	s.acl.mu.Unlock()
-	now := time.Now().UnixMilli()
+	now := c.srv.nowMs()
 	c.addAppended(func(b []byte, proto int) []byte { return acl.AppendLog(b, proto, entries, now) })
 }
 

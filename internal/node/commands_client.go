@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/shardis/shardis/internal/node/clients"
 	"github.com/shardis/shardis/internal/node/pubsub"
@@ -82,7 +81,7 @@ func (c *Client) infoString(self *Client) string {
 	if c == self && c.cmd != nil {
 		l.Cmd = c.cmd.fullName()
 	}
-	now := time.Now()
+	now := c.srv.now()
 	l.Age = int64(now.Sub(c.created).Seconds())
 	l.Idle = (now.UnixMilli() - c.lastIO.Load()) / 1000
 	if c == self {
@@ -246,7 +245,7 @@ func cmdClientKill(c *Client, args [][]byte) {
 	}
 	killed := 0
 	closeSelf := false
-	now := time.Now()
+	now := c.srv.now()
 	for _, cl := range c.srv.sortedClients() {
 		if !f.Match(clients.Candidate{ID: cl.id, Addr: cl.addr, LAddr: cl.laddr, Type: cl.clientType(),
 			User: cl.user, Age: now.Sub(cl.created), Self: cl == c}) {
@@ -288,7 +287,7 @@ func cmdClientPause(c *Client, args [][]byte) {
 		c.addError(err.Error())
 		return
 	}
-	c.srv.pause.set(time.Now().Add(d), all)
+	c.srv.pause.set(c.srv.now().Add(d), all)
 	c.addOK()
 }
 

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/shardis/shardis/internal/node/persist"
 	"github.com/shardis/shardis/internal/node/value"
@@ -100,7 +99,7 @@ func debugObject(c *Client, args [][]byte) {
 	db := c.curDB()
 	sh := db.KeyShard(key)
 	unlock := c.debugLockShard(&sh.Mu)
-	c.now = time.Now().UnixMilli()
+	c.now = c.srv.nowMs()
 	e := db.GetEntry(key) // as Redis's dictFind: no expiry check (a replica keeps expired keys)
 	if e == nil {
 		unlock()
@@ -123,7 +122,7 @@ func debugObject(c *Client, args [][]byte) {
 	unlock()
 	idle := int64(0)
 	if !strings.HasSuffix(c.srv.cfg.Get(DirMaxmemoryPolicy), "-lfu") {
-		idle = max(0, time.Now().Unix()-int64(lru))
+		idle = max(0, c.srv.now().Unix()-int64(lru))
 	}
 	c.addSimple(fmt.Sprintf("Value at:%s refcount:1 encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d%s",
 		addr, enc, serialized, lru&0xffffff, idle, extra))

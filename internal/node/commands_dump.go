@@ -86,7 +86,7 @@ func cmdRestore(c *Client, args [][]byte) {
 		return
 	}
 	e.Expire = ttl
-	e.LRU = o.LRU(strings.HasSuffix(c.srv.cfg.Get(DirMaxmemoryPolicy), "-lfu"), lruClock())
+	e.LRU = o.LRU(strings.HasSuffix(c.srv.cfg.Get(DirMaxmemoryPolicy), "-lfu"), c.srv.lruClock())
 	db.Add(key, e)
 	if ttl > 0 && !o.AbsTTL {
 		// Propagated with an absolute TTL, as Redis 7 does.

@@ -92,7 +92,7 @@ func TestExpire(t *testing.T) {
 }
 
 func TestExpiredNeverReturned(t *testing.T) {
-	ts := startServer(t)
+	ts, m := startManual(t)
 	// Active expiry off: only lazy expiry can hide the keys.
 	ts.srv.activeExpire.Store(false)
 	rc := ts.client(t)
@@ -102,7 +102,7 @@ func TestExpiredNeverReturned(t *testing.T) {
 	}
 	rc.RPush(c, "el", "x")
 	rc.PExpire(c, "el", 10*time.Millisecond)
-	time.Sleep(30 * time.Millisecond)
+	m.Advance(10 * time.Millisecond)
 	// Reads first: the writes below recreate some keys.
 	checks := []struct {
 		name string
@@ -133,7 +133,7 @@ func TestExpiredNeverReturned(t *testing.T) {
 }
 
 func TestActiveExpire(t *testing.T) {
-	ts := startServer(t, "hz", "100")
+	ts, m := startManual(t, "hz", "100")
 	rc := ts.client(t)
 	c := ctx(t)
 	pipe := rc.Pipeline()
@@ -146,26 +146,32 @@ func TestActiveExpire(t *testing.T) {
 	if _, err := pipe.Exec(c); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for rc.DBSize(c).Val() != 100 {
-		if time.Now().After(deadline) {
-			t.Fatalf("active expiry left %d keys, want 100", rc.DBSize(c).Val())
-		}
-		time.Sleep(10 * time.Millisecond)
+	m.Advance(19 * time.Millisecond) // the cron at 10 ms finds nothing expired
+	if n := rc.DBSize(c).Val(); n != 2100 {
+		t.Fatalf("DBSIZE %d before the keys expire, want 2100", n)
 	}
-	// Switched off, nothing is reclaimed without an access.
+	// Each step runs one cron cycle (hz 100) on the expired keys; a cycle
+	// is bounded by its time budget, so it may take a few.
+	for i := 0; rc.DBSize(c).Val() != 100; i++ {
+		if i == 1000 {
+			t.Fatalf("active expiry left %d keys after %d cycles, want 100", rc.DBSize(c).Val(), i)
+		}
+		m.Advance(10 * time.Millisecond)
+	}
+	// Switched off, nothing is reclaimed without an access: ten cron
+	// cycles run (Advance returns after each tick is handled).
 	ts.srv.activeExpire.Store(false)
 	for i := 0; i < 100; i++ {
 		rc.Set(c, "off:"+strconv.Itoa(i), "v", time.Millisecond)
 	}
-	time.Sleep(100 * time.Millisecond)
+	m.Advance(100 * time.Millisecond)
 	if n := rc.DBSize(c).Val(); n != 200 {
 		t.Fatalf("DBSIZE with active expiry off = %d, want 200", n)
 	}
 }
 
 func TestExpireNotifications(t *testing.T) {
-	ts := startServer(t, "notify-keyspace-events", "KEA")
+	ts, m := startManual(t, "notify-keyspace-events", "KEA")
 	rc := ts.client(t)
 	c := ctx(t)
 	next := ts.keyEvents(t)
@@ -182,7 +188,7 @@ func TestExpireNotifications(t *testing.T) {
 	rc.Move(c, "c", 1)
 	rc.Del(c, "b")
 	rc.Set(c, "e", "1", time.Millisecond)
-	time.Sleep(5 * time.Millisecond)
+	m.Advance(time.Millisecond)
 	rc.Get(c, "e")
 	expectKeyEvents(t, next, "set a", "expire a", "persist a", "rename_from a", "rename_to b", "copy_to c",
 		"append c", "setrange c", "incrby n", "incrbyfloat n", "setbit bits", "move_from c", "del b",

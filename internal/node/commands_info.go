@@ -65,14 +65,14 @@ func (s *Server) infoString(args [][]byte) string {
 }
 
 func (s *Server) infoServer() info.ServerInfo {
-	now := time.Now()
+	now := s.now()
 	exe, _ := os.Executable()
 	port, _ := strconv.Atoi(s.cfg.Get(DirPort))
 	return info.ServerInfo{
 		Version: Version, Cluster: s.cfg.Bool(DirClusterEnabled), OS: info.Uname(),
 		GoVersion: runtime.Version(), PID: os.Getpid(), RunID: s.runID, Port: port,
 		NowUsec: now.UnixMicro(), Uptime: int64(now.Sub(s.startTime).Seconds()),
-		Hz: s.cfg.Int(DirHz), LRUClock: int64(lruClock() & (1<<24 - 1)),
+		Hz: s.cfg.Int(DirHz), LRUClock: int64(s.lruClock() & (1<<24 - 1)),
 		Executable: exe, ConfigFile: s.cfg.Path(),
 	}
 }

@@ -13,7 +13,7 @@ import (
 )
 
 func TestKeysBasic(t *testing.T) {
-	ts := startServer(t)
+	ts, m := startManual(t)
 	r := ts.raw(t)
 	r.expect("MSET a 1 b 2 c 3\r\n", "+OK")
 	t.Run("DEL", func(t *testing.T) {
@@ -38,7 +38,7 @@ func TestKeysBasic(t *testing.T) {
 		rc.FlushDB(c)
 		rc.MSet(c, "foo_a", 1, "foo_b", 2, "bar", 3)
 		rc.Set(c, "foo_gone", 1, time.Millisecond)
-		time.Sleep(5 * time.Millisecond)
+		m.Advance(time.Millisecond)
 		got := rc.Keys(c, "foo*").Val()
 		sort.Strings(got)
 		if fmt.Sprint(got) != "[foo_a foo_b]" {
@@ -143,7 +143,7 @@ func TestObject(t *testing.T) {
 }
 
 func TestRandomKey(t *testing.T) {
-	ts := startServer(t)
+	ts, m := startManual(t)
 	rc := ts.client(t)
 	c := ctx(t)
 	if err := rc.RandomKey(c).Err(); err != redis.Nil {
@@ -163,7 +163,7 @@ func TestRandomKey(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		rc.Set(c, "gone"+strconv.Itoa(i), 1, time.Millisecond)
 	}
-	time.Sleep(5 * time.Millisecond)
+	m.Advance(time.Millisecond)
 	if err := rc.RandomKey(c).Err(); err != redis.Nil {
 		t.Fatalf("RANDOMKEY with only expired keys: %v", err)
 	}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"runtime/debug"
 	"strings"
-	"time"
 
 	"github.com/shardis/shardis/internal/node/admin"
 )
@@ -268,7 +267,7 @@ func cmdConfigHelp(c *Client, args [][]byte) { c.addHelp("CONFIG", admin.ConfigH
 
 // TIME
 func cmdTime(c *Client, args [][]byte) {
-	now := time.Now()
+	now := c.srv.now()
 	c.addArrayLen(2)
 	c.addBulkInt(now.Unix())
 	c.addBulkInt(int64(now.Nanosecond() / 1000))

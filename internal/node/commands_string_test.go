@@ -28,7 +28,7 @@ func TestSetGet(t *testing.T) {
 }
 
 func TestSetOptions(t *testing.T) {
-	ts := startServer(t)
+	ts, m := startManual(t)
 	rc := ts.client(t)
 	c := ctx(t)
 	t.Run("NX", func(t *testing.T) {
@@ -52,7 +52,11 @@ func TestSetOptions(t *testing.T) {
 		if rc.Exists(c, "px").Val() != 1 {
 			t.Fatal("key missing right after SET PX")
 		}
-		time.Sleep(80 * time.Millisecond)
+		m.Advance(49 * time.Millisecond)
+		if rc.Exists(c, "px").Val() != 1 {
+			t.Fatal("key gone 1 ms before its PX")
+		}
+		m.Advance(time.Millisecond)
 		if rc.Exists(c, "px").Val() != 0 {
 			t.Fatal("expired key still visible")
 		}

@@ -202,7 +202,7 @@ func newClient(s *Server, nc net.Conn) *Client {
 		id:      s.nextID.Add(1),
 		conn:    nc,
 		proto:   resp.RESP2,
-		created: time.Now(),
+		created: s.now(),
 		addr:    nc.RemoteAddr().String(),
 		laddr:   nc.LocalAddr().String(),
 		done:    make(chan struct{}),
@@ -222,7 +222,7 @@ func newClient(s *Server, nc net.Conn) *Client {
 	// password and is on, as Redis's createClient.
 	c.authed.Store(def.NoPass() && def.Enabled())
 	c.rd.SetUnauthenticated(!c.authed.Load())
-	c.lastIO.Store(time.Now().UnixMilli())
+	c.lastIO.Store(s.nowMs())
 	return c
 }
 
@@ -337,7 +337,9 @@ func (c *Client) pump() int {
 			if c.hasFlag(clientCloseAfterReply) {
 				return pumpStop
 			}
-			if t := c.srv.hot().timeout; t > 0 && !c.hasFlag(clientPubSub|clientReplica|clientMaster|clientBlocked) {
+			// The socket's deadline is the real clock's: with another
+			// clock (WithClock) only clientsCron enforces the timeout.
+			if t := c.srv.hot().timeout; t > 0 && c.srv.perf.virt == nil && !c.hasFlag(clientPubSub|clientReplica|clientMaster|clientBlocked) {
 				_ = c.conn.SetReadDeadline(time.Now().Add(time.Duration(t) * time.Second))
 				c.deadline = true
 			} else if c.deadline {

@@ -101,7 +101,7 @@ func (s *Server) pickEvictionKey(policy string, samples int) (*keyspace.DB, stri
 			key, score, ok := db.EvictionSample(rand.IntN(keyspace.NumShards), volatile, func(e *keyspace.Entry) int64 {
 				switch policy {
 				case "allkeys-lru", "volatile-lru":
-					return int64(lruClock() - e.LRU)
+					return int64(s.lruClock() - e.LRU)
 				case "allkeys-lfu", "volatile-lfu":
 					return 255 - int64(e.LRU&0xff)
 				case "volatile-ttl":
@@ -118,5 +118,6 @@ func (s *Server) pickEvictionKey(policy string, samples int) (*keyspace.DB, stri
 	return bestDB, bestKey, bestDB != nil
 }
 
-// lruClock is the LRU clock in seconds, as stored in entry.lru.
-func lruClock() uint32 { return uint32(time.Now().Unix()) }
+// lruClock is the LRU clock in seconds, as stored in entry.lru: the
+// server clock's (lookups store c.now/1000, the same clock).
+func (s *Server) lruClock() uint32 { return uint32(s.now().Unix()) }

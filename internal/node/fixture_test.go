@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/shardis/shardis/internal/node/clock"
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 // testServer is a node started on 127.0.0.1:0 for one test.
@@ -23,6 +26,23 @@ type testServer struct {
 // startServer starts a node with the given directives (name, value pairs)
 // and stops it when the test ends.
 func startServer(t testing.TB, directives ...string) *testServer {
+	t.Helper()
+	return startServerWith(t, nil, directives...)
+}
+
+// startManual starts a node on a manual clock (reading a fixed start
+// time) and returns the clock: the test advances it instead of sleeping.
+func startManual(t testing.TB, directives ...string) (*testServer, *clock.Manual) {
+	t.Helper()
+	m := clock.NewManual(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	ts := startServerWith(t, []Option{WithClock(m)}, directives...)
+	// Run arms the cron's tickers: only then does an advance step it.
+	testutil.WaitFor(t, 10*time.Second, "the cron to arm its ticker", func() bool { return m.Pending() > 0 })
+	return ts, m
+}
+
+// startServerWith is startServer with New's options.
+func startServerWith(t testing.TB, opts []Option, directives ...string) *testServer {
 	t.Helper()
 	cfg := NewConfig()
 	must := func(err error) {
@@ -38,7 +58,7 @@ func startServer(t testing.TB, directives ...string) *testServer {
 	for i := 0; i+1 < len(directives); i += 2 {
 		must(cfg.Set(directives[i], directives[i+1]))
 	}
-	srv, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	srv, err := New(cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), opts...)
 	must(err)
 	must(srv.Listen())
 	ctx, cancel := context.WithCancel(context.Background())

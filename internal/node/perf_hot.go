@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/clock"
 	"github.com/shardis/shardis/internal/node/value"
 )
 
@@ -16,6 +17,11 @@ type perfState struct {
 	// wall time (c.now) and its duration. The cron re-syncs it every
 	// tick, so a step of the wall clock is picked up within 1/hz s.
 	wallOffset atomic.Int64
+	// virt is the server's clock when it is not the real one (WithClock):
+	// the command clock's wall part then comes from it, and wallOffset
+	// stays 0 so that every reading takes wallSlow. The real clock leaves
+	// it nil; its path is the one monotonic read and no check of virt.
+	virt clock.Clock
 }
 
 // procStart is the origin of the monotonic command clock.
@@ -24,17 +30,33 @@ var procStart = time.Now()
 // clockNow returns the current Unix time in ms and the monotonic time
 // since procStart (for durations): one clock read instead of time.Now's
 // two plus time.Since's one.
+//
+// mono always measures real time: it times work (a command's duration),
+// it schedules nothing. unixMs is the server clock's time.
 func (s *Server) clockNow() (unixMs int64, mono time.Duration) {
 	mono = time.Since(procStart)
 	off := s.perf.wallOffset.Load()
 	if off == 0 {
-		off = s.syncClock()
+		return s.wallSlow(mono), mono
 	}
 	return (off + int64(mono)) / int64(time.Millisecond), mono
 }
 
+// wallSlow is wallMs's path when no offset is set: the first use, or a
+// clock other than the real one (WithClock), which never sets it, so the
+// real clock's path pays no check for the injected one.
+func (s *Server) wallSlow(mono time.Duration) int64 {
+	if v := s.perf.virt; v != nil {
+		return v.Now().UnixMilli()
+	}
+	return (s.syncClock() + int64(mono)) / int64(time.Millisecond)
+}
+
 // syncClock re-reads the wall clock (cron, first use).
 func (s *Server) syncClock() int64 {
+	if s.perf.virt != nil {
+		return 0 // the offset stays 0: wallSlow reads the clock
+	}
 	now := time.Now()
 	off := now.UnixNano() - int64(now.Sub(procStart))
 	s.perf.wallOffset.Store(off)
@@ -152,10 +174,12 @@ func (c *Client) flushStats() {
 }
 
 // wallMs converts a reading of the command clock to Unix ms.
+// With a clock other than the real one the reading is ignored and the
+// clock's current time returned.
 func (s *Server) wallMs(mono time.Duration) int64 {
 	off := s.perf.wallOffset.Load()
 	if off == 0 {
-		off = s.syncClock()
+		return s.wallSlow(mono)
 	}
 	return (off + int64(mono)) / int64(time.Millisecond)
 }
@@ -222,3 +246,10 @@ func (c *Client) lookupCmd(name []byte) *command {
 	}
 	return cmd
 }
+
+// now is the server clock's time, for everything but the per-command
+// clock (clockNow): timestamps, deadlines, ages.
+func (s *Server) now() time.Time { return s.clk.Now() }
+
+// nowMs is now in unix ms.
+func (s *Server) nowMs() int64 { return s.clk.Now().UnixMilli() }

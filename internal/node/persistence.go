@@ -43,7 +43,8 @@ func (h *persistHost) ExpireOnLoad() bool  { return h.s.expireDeletes() }
 func (h *persistHost) Dirty() int64        { return h.s.dirty.Load() }
 func (h *persistHost) LastSave() int64     { return h.s.lastSave.Load() }
 func (h *persistHost) UsedMemory() int64   { return h.s.usedMemory() }
-func (h *persistHost) LRUClock() uint32    { return lruClock() }
+func (h *persistHost) LRUClock() uint32    { return h.s.lruClock() }
+func (h *persistHost) Now() time.Time      { return h.s.now() }
 func (h *persistHost) KeyDelay(usec int64) { debugDelay(usec) }
 func (h *persistHost) Done() <-chan struct{} {
 	return h.s.shutdownC
@@ -231,7 +232,7 @@ func (a aofApplier) Apply(argv [][]byte) error { return a.c.replay(argv) }
 // (AOF loading, DEBUG LOADAOF). It never blocks: a blocking command runs
 // as if its timeout had expired (clientDenyBlocking).
 func newLoaderClient(s *Server) *Client {
-	c := &Client{srv: s, id: -1, proto: 2, done: make(chan struct{}), user: "default", created: time.Now()}
+	c := &Client{srv: s, id: -1, proto: 2, done: make(chan struct{}), user: "default", created: s.now()}
 	c.authed.Store(true)
 	c.setFlag(clientDenyBlocking, true)
 	return c
@@ -251,7 +252,7 @@ func (c *Client) replay(args [][]byte) error {
 	if !arityOK(cmd, len(args)) {
 		return fmt.Errorf("wrong number of arguments for '%s' reading the append only file", cmd.fullName())
 	}
-	c.now = time.Now().UnixMilli()
+	c.now = c.srv.nowMs()
 	c.cmd = cmd
 	c.dirty = 0
 	c.propArgs = nil

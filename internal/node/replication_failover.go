@@ -31,7 +31,7 @@ func cmdFailover(c *Client, args [][]byte) {
 		if host, port, e = s.failover.Start(time.Now(), a, online); e != "" {
 			break
 		}
-		s.pause.set(time.Now().Add(24*time.Hour), false)
+		s.pause.set(s.now().Add(24*time.Hour), false)
 		s.drainWrites(5 * time.Second)
 		s.log.Info("FAILOVER requested", "target", net.JoinHostPort(host, strconv.Itoa(port)))
 		go s.failover.Run(r.Master, failoverHost{s})
@@ -88,7 +88,7 @@ func (p *pauseState) holds(c *Client, cmd *command) bool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.until.IsZero() || !time.Now().Before(p.until) || c.hasFlag(clientReplica|clientMaster) {
+	if p.until.IsZero() || !p.clk.Now().Before(p.until) || c.hasFlag(clientReplica|clientMaster) {
 		return false
 	}
 	return p.all || cmd.flags&(flagWrite|flagMayReplicate) != 0

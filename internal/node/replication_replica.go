@@ -174,7 +174,7 @@ func (h replicaHost) LoadStaged(rdb io.Reader, loading bool, check func() error)
 	}
 	s.UnlockAll()
 	if s.persist != nil {
-		s.persist.MarkLoaded(time.Now())
+		s.persist.MarkLoaded(s.now())
 	}
 	return nil
 }

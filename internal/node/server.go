@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/clock"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/netio"
 	"github.com/shardis/shardis/internal/node/persist"
@@ -50,6 +51,9 @@ type Server struct {
 
 	cfg *Config
 	log *slog.Logger
+	// clk is the server's clock (WithClock; the real clock by default):
+	// every point in time the node acts on comes from it (see now).
+	clk clock.Clock
 	dbs []*keyspace.DB
 	// ks is what the databases share: the keyspace's observer (this
 	// server) and its expiry mode, kept by syncExpiryMode.
@@ -164,8 +168,28 @@ type Server struct {
 	keyGuards keyGuards
 }
 
+// Option adjusts a server New builds.
+type Option func(*Server)
+
+// WithClock makes the server read time from c instead of the real clock:
+// key expiry (lazy and active), TTL replies, the client idle timeout,
+// blocking-command timeouts, CLIENT PAUSE, the server and persistence
+// crons, the LRU clock, slowlog and ACL LOG timestamps, TIME and INFO's
+// times. Durations that measure work (a command's duration, the active
+// expiry budget, the busy-script limit) and replication's timeouts stay
+// on the real clock. Tests pass a *clock.Manual and advance it instead of
+// sleeping; a nil c keeps the real clock.
+func WithClock(c clock.Clock) Option {
+	return func(s *Server) {
+		if c != nil {
+			s.clk = c
+			s.perf.virt = c
+		}
+	}
+}
+
 // New builds a server from a validated configuration.
-func New(cfg *Config, log *slog.Logger) (*Server, error) {
+func New(cfg *Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -177,17 +201,22 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 	s := &Server{
 		cfg:       cfg,
 		log:       log,
+		clk:       clock.Real(),
 		table:     newCommandTable(),
 		runID:     hex.EncodeToString(id[:]),
-		startTime: time.Now(),
 		clients:   make(map[int64]*Client),
 		shutdownC: make(chan struct{}),
 		pubsub:    newPubsubHub(),
 		watches:   newWatchRegistry(),
 	}
+	for _, o := range opts {
+		o(s)
+	}
+	s.startTime = s.now()
+	s.pause.clk = s.clk
 	s.activeExpire.Store(true)
 	s.readLoop.Store(true)
-	s.lastSave.Store(time.Now().Unix())
+	s.lastSave.Store(s.now().Unix())
 	n := int(cfg.Int(DirDatabases))
 	s.ks = keyspace.NewShared(ksObserver{s})
 	s.pause.changed = s.syncExpiryMode
@@ -378,9 +407,12 @@ func (s *Server) Run(ctx context.Context) error {
 		}(ln)
 	}
 	cronDone := make(chan struct{})
+	// Armed on the server's clock before the cron starts: with a manual
+	// clock the first tick is due one period after the clock's time here.
+	beat, hzT := s.cronTickers()
 	go func() {
 		defer close(cronDone)
-		s.cron()
+		s.cron(beat, hzT)
 	}()
 	select {
 	case <-ctx.Done():
@@ -559,57 +591,31 @@ func (s *Server) UnlockAll() {
 // bus's tick (clusterCron) and the persistence cron. One timer drives
 // them all at the default hz 10, so an idle node wakes the runtime ten
 // times a second, not once per timer: each wake-up of an idle Go process
-// costs more than the work it does.
-func (s *Server) cron() {
-	hz := s.cfg.Int(DirHz)
-	if hz <= 0 {
-		hz = 10
-	}
-	period := time.Second / time.Duration(hz)
-	var sc serverCronState
-	if period != cronBeat {
-		s.cronTwoTimers(period, hz, &sc)
-		return
-	}
-	// One beat for everything, without a runtime timer where the platform
-	// allows (netio.Beat): an idle node then sleeps in one epoll_wait that
-	// the beat and bus packets end, and Go's sysmon thread, which wakes at
-	// every runtime timer's expiry, sleeps.
-	beat := netio.NewBeat(cronBeat)
-	stopped := make(chan struct{})
-	defer close(stopped)
-	go func() {
-		select {
-		case <-s.shutdownC:
-		case <-stopped:
-		}
-		beat.Stop()
-	}()
-	for {
-		now, ok := beat.Wait()
-		if !ok {
-			return
-		}
-		s.beatCron(now)
-		s.serverCron(now, hz, &sc)
-	}
-}
-
-// cronTwoTimers is cron at a hz other than 10: serverCron on its own
-// ticker beside the 100 ms beat.
-func (s *Server) cronTwoTimers(period time.Duration, hz int64, sc *serverCronState) {
-	beat := time.NewTicker(cronBeat)
+// costs more than the work it does. The tickers are the server clock's
+// (cronTickers): a manual clock steps the cron, and each tick is marked
+// handled (Ticker.Done) once its work is over.
+func (s *Server) cron(beat, hzT clock.Ticker) {
 	defer beat.Stop()
-	t := time.NewTicker(period)
-	defer t.Stop()
+	var hzC <-chan time.Time // nil: the beat runs serverCron too
+	if hzT != nil {
+		defer hzT.Stop()
+		hzC = hzT.C()
+	}
+	hz := cronHz(s)
+	var sc serverCronState
 	for {
 		select {
 		case <-s.shutdownC:
 			return
-		case now := <-beat.C:
+		case now := <-beat.C():
 			s.beatCron(now)
-		case now := <-t.C:
-			s.serverCron(now, hz, sc)
+			if hzC == nil {
+				s.serverCron(now, hz, &sc)
+			}
+			beat.Done()
+		case now := <-hzC:
+			s.serverCron(now, hz, &sc)
+			hzT.Done()
 		}
 	}
 }
@@ -646,6 +652,61 @@ func (s *Server) serverCron(now time.Time, hz int64, sc *serverCronState) {
 	s.syncClock()
 	s.tuneGCAfterCycle(&sc.gcSeen)
 }
+
+// cronHz is the hz directive (10 when unset or invalid).
+func cronHz(s *Server) int64 {
+	if h := s.cfg.Int(DirHz); h > 0 {
+		return h
+	}
+	return 10
+}
+
+// cronTickers arms the cron's tickers on the server's clock: the 100 ms
+// beat, and a second one at hz when hz is not 10 (nil otherwise). On the
+// real clock the beat is a netio.Beat, which arms no runtime timer where
+// the platform allows: an idle node then sleeps in one epoll_wait that
+// the beat and bus packets end, and Go's sysmon thread, which wakes at
+// every runtime timer's expiry, sleeps.
+func (s *Server) cronTickers() (beat, hzT clock.Ticker) {
+	if s.clk == clock.Real() {
+		beat = newBeatTicker(cronBeat)
+	} else {
+		beat = s.clk.NewTicker(cronBeat)
+	}
+	if period := time.Second / time.Duration(cronHz(s)); period != cronBeat {
+		hzT = s.clk.NewTicker(period)
+	}
+	return beat, hzT
+}
+
+// beatTicker is a netio.Beat as a clock.Ticker: a goroutine waits for the
+// beat and hands each tick on (a tick the cron has not taken yet is
+// dropped, as a time.Ticker drops it).
+type beatTicker struct {
+	b *netio.Beat
+	c chan time.Time
+}
+
+func newBeatTicker(period time.Duration) *beatTicker {
+	t := &beatTicker{b: netio.NewBeat(period), c: make(chan time.Time, 1)}
+	go func() {
+		for {
+			now, ok := t.b.Wait()
+			if !ok {
+				return
+			}
+			select {
+			case t.c <- now:
+			default:
+			}
+		}
+	}()
+	return t
+}
+
+func (t *beatTicker) C() <-chan time.Time { return t.c }
+func (t *beatTicker) Done()               {}
+func (t *beatTicker) Stop()               { t.b.Stop() }
 
 // cronBeat is the period of clusterCron and the persistence cron, and of
 // serverCron at the default hz.

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/shardis/shardis/internal/node/clock"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -41,7 +42,7 @@ func (m *monitorHub) remove(c *Client) {
 // feed sends a command line to every monitor, formatted as Redis does:
 // +1339518083.107412 [0 127.0.0.1:60866] "keys" "*"
 func (m *monitorHub) feed(c *Client, args [][]byte) {
-	now := time.Now()
+	now := c.srv.now()
 	var b strings.Builder
 	b.WriteString(strconv.FormatInt(now.Unix(), 10))
 	b.WriteString(".")
@@ -130,7 +131,7 @@ func (l *slowlog) maybeAdd(c *Client, args [][]byte, dur time.Duration) {
 		return
 	}
 	max := int(s.cfg.Int(DirSlowlogMaxLen))
-	e := slowlogEntry{time: time.Now().Unix(), duration: dur.Microseconds(), addr: c.addr}
+	e := slowlogEntry{time: s.now().Unix(), duration: dur.Microseconds(), addr: c.addr}
 	c.infoMu.Lock()
 	e.name = c.name
 	c.infoMu.Unlock()
@@ -185,6 +186,8 @@ type pauseState struct {
 	changed func()
 	// freeze stops everything during DEBUG SLEEP (debug_freeze.go).
 	freeze freezeGate
+	// clk is the server's clock: a pause ends when it reaches until.
+	clk clock.Clock
 }
 
 func (p *pauseState) set(until time.Time, all bool) {
@@ -194,10 +197,11 @@ func (p *pauseState) set(until time.Time, all bool) {
 		p.wake = make(chan struct{})
 	}
 	// A new pause never shortens an active one of a stricter kind.
-	if time.Now().Before(p.until) && p.all && !all {
+	now := p.clk.Now()
+	if now.Before(p.until) && p.all && !all {
 		all = true
 	}
-	if until.After(p.until) || !time.Now().Before(p.until) {
+	if until.After(p.until) || !now.Before(p.until) {
 		p.until = until
 	}
 	p.all = all
@@ -247,7 +251,7 @@ func (p *pauseState) wait(c *Client, cmd *command) (held bool) {
 	c.clock.ok = false // waited: the command reads the clock itself
 	for {
 		p.mu.Lock()
-		if p.until.IsZero() || !time.Now().Before(p.until) || c.hasFlag(clientReplica|clientMaster) {
+		if p.until.IsZero() || !p.clk.Now().Before(p.until) || c.hasFlag(clientReplica|clientMaster) {
 			p.mu.Unlock()
 			return held
 		}
@@ -269,11 +273,13 @@ func (p *pauseState) wait(c *Client, cmd *command) (held bool) {
 		held = true
 		c.setFlag(clientBlocked, true)
 		p.waiting.Add(1)
+		t := p.clk.TimerAt(until)
 		select {
 		case <-wake:
-		case <-time.After(time.Until(until)):
+		case <-t.C():
 		case <-c.done:
 		}
+		t.Stop()
 		p.waiting.Add(-1)
 		c.setFlag(clientBlocked, false)
 		if c.closed.Load() {
@@ -345,8 +351,8 @@ func (l *pendingLimit) exceeded(c *Client, n int) bool {
 	}
 	if lim.soft > 0 && int64(n) >= lim.soft {
 		if l.softSince.IsZero() {
-			l.softSince = time.Now()
-		} else if time.Since(l.softSince) >= lim.softFor {
+			l.softSince = c.srv.now()
+		} else if c.srv.now().Sub(l.softSince) >= lim.softFor {
 			return true
 		}
 	} else {

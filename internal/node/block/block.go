@@ -22,6 +22,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/clock"
 )
 
 // Mode is how a waiter was unblocked from outside.
@@ -358,19 +360,21 @@ type Outcome struct {
 // up; hup is closed if it does, stop ends the watch.
 type Hangup func() (hup <-chan struct{}, stop func())
 
-// Wait parks until w is served, the deadline (unix ms, 0: none) passes,
-// an unblock request comes, done is closed or the peer hangs up. The
-// hang-up watch starts only after watchDelay: most waits in a busy queue
-// end sooner, and a watch costs the node a goroutine. now is the current
-// time in unix ms. On return w is served or out of the registry.
-func (r *Registry[K, T]) Wait(w *Waiter[K, T], deadline, now int64, done <-chan struct{}, watchDelay time.Duration, hangup Hangup) Outcome {
+// Wait parks until w is served, the deadline (unix ms on clk, 0: none)
+// passes, an unblock request comes, done is closed or the peer hangs up.
+// The deadline is a timer of clk (the server's clock), armed at the
+// absolute time, so a manual clock times the wait out exactly when it
+// reaches the deadline. The hang-up watch starts only after watchDelay of
+// real time: most waits in a busy queue end sooner, and a watch costs the
+// node a goroutine (a cost, not a schedule). On return w is served or out
+// of the registry.
+func (r *Registry[K, T]) Wait(w *Waiter[K, T], deadline int64, clk clock.Clock, done <-chan struct{}, watchDelay time.Duration, hangup Hangup) Outcome {
 	var timer <-chan time.Time
-	// Deadlines beyond a century are as good as none (and would overflow
-	// a Duration).
-	if ms := deadline - now; deadline > 0 && ms < 100*365*24*3600*1000 {
-		t := time.NewTimer(max(time.Duration(ms)*time.Millisecond, 0))
+	// Deadlines beyond a century are as good as none.
+	if deadline > 0 && deadline-clk.Now().UnixMilli() < 100*365*24*3600*1000 {
+		t := clk.TimerAt(time.UnixMilli(deadline))
 		defer t.Stop()
-		timer = t.C
+		timer = t.C()
 	}
 	var hup <-chan struct{}
 	stopWatch := func() {}

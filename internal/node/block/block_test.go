@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/shardis/shardis/internal/node/clock"
 )
 
 type reg = Registry[string, string]
@@ -45,12 +47,12 @@ func TestArrivalOrderAndServing(t *testing.T) {
 	if r.Lookup(2) != nil || r.Lookup(3) != nil || r.Lookup(1) != a {
 		t.Fatal("served waiters must leave the registry, the others stay")
 	}
-	if got := r.Wait(b, 0, 0, nil, time.Hour, noHangup); !got.Served {
+	if got := r.Wait(b, 0, clock.Real(), nil, time.Hour, noHangup); !got.Served {
 		t.Fatalf("a served waiter's wait: %+v", got)
 	}
 	// A waiter that gave up is skipped and not served.
 	a.Unblock(Error)
-	if got := r.Wait(a, 0, 0, nil, time.Hour, noHangup); got.Served || got.Mode != Error {
+	if got := r.Wait(a, 0, clock.Real(), nil, time.Hour, noHangup); got.Served || got.Mode != Error {
 		t.Fatalf("unblocked: %+v", got)
 	}
 	if r.Waiting() || len(r.All()) != 0 {
@@ -103,20 +105,20 @@ func TestWaitOutcomes(t *testing.T) {
 	var r reg
 	w := NewWaiter(1, []string{"k"}, 1, false, "")
 	r.Register(w, func() {})
-	if got := r.Wait(w, 1005, 1000, nil, time.Hour, noHangup); got != (Outcome{Mode: Timeout}) {
+	if got := r.Wait(w, 1005, clock.NewManual(time.UnixMilli(1005)), nil, time.Hour, noHangup); got != (Outcome{Mode: Timeout}) {
 		t.Fatalf("timeout: %+v", got)
 	}
 	w = NewWaiter(1, []string{"k"}, 1, false, "")
 	r.Register(w, func() {})
 	w.RedirectWith("MOVED 1 127.0.0.1:1")
-	if got := r.Wait(w, 0, 0, nil, time.Hour, noHangup); got.Mode != Redirect || got.Redirect != "MOVED 1 127.0.0.1:1" {
+	if got := r.Wait(w, 0, clock.Real(), nil, time.Hour, noHangup); got.Mode != Redirect || got.Redirect != "MOVED 1 127.0.0.1:1" {
 		t.Fatalf("redirect: %+v", got)
 	}
 	w = NewWaiter(1, []string{"k"}, 1, false, "")
 	r.Register(w, func() {})
 	done := make(chan struct{})
 	close(done)
-	if got := r.Wait(w, 0, 0, done, time.Hour, noHangup); !got.Killed {
+	if got := r.Wait(w, 0, clock.Real(), done, time.Hour, noHangup); !got.Killed {
 		t.Fatalf("done: %+v", got)
 	}
 	w = NewWaiter(1, []string{"k"}, 1, false, "")
@@ -124,7 +126,7 @@ func TestWaitOutcomes(t *testing.T) {
 	hup := make(chan struct{})
 	close(hup)
 	watched := false
-	got := r.Wait(w, 0, 0, nil, time.Microsecond, func() (<-chan struct{}, func()) { return hup, func() { watched = true } })
+	got := r.Wait(w, 0, clock.Real(), nil, time.Microsecond, func() (<-chan struct{}, func()) { return hup, func() { watched = true } })
 	if !got.Killed || !watched {
 		t.Fatalf("hang-up: %+v, watch stopped %v", got, watched)
 	}
@@ -149,5 +151,44 @@ func TestParseTimeout(t *testing.T) {
 		if d != tt.deadline || err != tt.err {
 			t.Errorf("ParseTimeout(%v) = %d %q, want %d %q", tt.sec, d, err, tt.deadline, tt.err)
 		}
+	}
+}
+
+// TestWaitTimesOutOnItsClock checks that a wait with a deadline ends when
+// its clock reaches the deadline, and not a millisecond before.
+func TestWaitTimesOutOnItsClock(t *testing.T) {
+	var r reg
+	m := clock.NewManual(time.UnixMilli(1000))
+	w := NewWaiter(1, []string{"k"}, 1, false, "")
+	r.Register(w, func() {})
+	out := make(chan Outcome, 1)
+	go func() { out <- r.Wait(w, 2000, m, nil, time.Hour, noHangup) }()
+	// The timer is armed before the clock moves: Pending counts it.
+	for i := 0; m.Pending() == 0; i++ {
+		if i == 1000 {
+			t.Fatal("the wait armed no timer")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	m.Advance(999 * time.Millisecond)
+	select {
+	case got := <-out:
+		t.Fatalf("returned %+v at 1999 ms, deadline 2000", got)
+	default:
+	}
+	if !r.Waiting() {
+		t.Fatal("the waiter left the registry before its deadline")
+	}
+	m.Advance(time.Millisecond)
+	select {
+	case got := <-out:
+		if got != (Outcome{Mode: Timeout}) {
+			t.Fatalf("outcome %+v, want a timeout", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no timeout after the clock reached the deadline")
+	}
+	if r.Waiting() {
+		t.Fatal("waiter left in the registry")
 	}
 }

@@ -133,6 +133,10 @@ type Counters interface {
 	// LRUClock is the server's LRU clock (a loaded key's idle time is
 	// relative to it).
 	LRUClock() uint32
+	// Now is the server clock's time: the time a load drops expired keys
+	// at and the save times the save rules count from. Durations (how
+	// long a save took) are measured on the real clock.
+	Now() time.Time
 	// KeyDelay sleeps for rdb-key-save-delay and key-load-delay.
 	KeyDelay(usec int64)
 }

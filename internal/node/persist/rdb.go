@@ -163,7 +163,7 @@ func (p *Persistence) LoadRDB(r io.Reader) error {
 			db.Flush()
 		}
 	}
-	p.loadedAt.Store(time.Now().Unix())
+	p.loadedAt.Store(p.h.Now().Unix())
 	return err
 }
 
@@ -198,7 +198,7 @@ func (p *Persistence) LoadInto(r io.Reader, dbs []*keyspace.DB, presize bool) er
 // for the locking).
 func (p *Persistence) Loader(dbs []*keyspace.DB) rdb.Handler {
 	host := p.h
-	now := time.Now().UnixMilli()
+	now := host.Now().UnixMilli()
 	st := host.Settings()
 	lim := st.Limits
 	master := host.ExpireOnLoad()
@@ -407,12 +407,12 @@ func (p *Persistence) SaveHeld() error {
 // writeSave writes an opened snapshot to dump.rdb (SAVE, saves on
 // shutdown) and, on success, subtracts the dirty count it covers.
 func (p *Persistence) writeSave(sn *Snapshot, dirty int64) error {
-	p.lastSaveTry.Store(time.Now().Unix())
+	p.lastSaveTry.Store(p.h.Now().Unix())
 	if err := p.saveRDB(sn); err != nil {
 		p.log.Warn("error saving DB on disk", "err", err)
 		return err
 	}
-	p.h.Saved(dirty, time.Now().Unix())
+	p.h.Saved(dirty, p.h.Now().Unix())
 	p.savesDone.Add(1)
 	p.log.Info("DB saved on disk")
 	return nil
@@ -450,14 +450,14 @@ func (p *Persistence) BgsaveLocked(copyAll bool) bool {
 		p.saveMu.Lock()
 		err := p.saveRDB(sn)
 		p.saveMu.Unlock()
-		p.lastSaveTry.Store(time.Now().Unix())
+		p.lastSaveTry.Store(p.h.Now().Unix())
 		p.lastBgTimeSec.Store(int64(time.Since(start).Seconds()))
 		if err != nil {
 			p.lastBgOK.Store(false)
 			p.log.Warn("background saving error", "err", err)
 		} else {
 			p.lastBgOK.Store(true)
-			p.h.Saved(dirty, time.Now().Unix())
+			p.h.Saved(dirty, p.h.Now().Unix())
 			p.savesDone.Add(1)
 			p.log.Info("background saving terminated with success")
 		}
