@@ -22,6 +22,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/shardis/shardis/internal/node"
+	"github.com/shardis/shardis/internal/node/config"
 )
 
 func main() {
@@ -59,7 +60,7 @@ func run(cctx *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	runtime.GOMAXPROCS(int(cfg.Int(node.DirIOThreads)))
+	runtime.GOMAXPROCS(int(cfg.Int(config.DirIOThreads)))
 	logger, closeLog, err := newLogger(cfg)
 	if err != nil {
 		return err
@@ -153,7 +154,7 @@ func newLogger(cfg *node.Config) (*slog.Logger, func(), error) {
 		closeFn = func() { fh.Close() }
 	}
 	level := slog.LevelInfo
-	switch cfg.Get(node.DirLoglevel) {
+	switch cfg.Get(config.DirLoglevel) {
 	case "debug":
 		level = slog.LevelDebug
 	case "verbose":
@@ -169,9 +170,9 @@ func newLogger(cfg *node.Config) (*slog.Logger, func(), error) {
 // logfilePath is the file the logfile directive names, relative to dir
 // as for redis-server; "" for standard output.
 func logfilePath(cfg *node.Config) string {
-	f := cfg.Get(node.DirLogfile)
+	f := cfg.Get(config.DirLogfile)
 	if f == "" || filepath.IsAbs(f) {
 		return f
 	}
-	return filepath.Join(cfg.Get(node.DirDir), f)
+	return filepath.Join(cfg.Get(config.DirDir), f)
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/shardis/shardis/internal/metrics"
 	"github.com/shardis/shardis/internal/node"
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/sentinel"
 	"github.com/shardis/shardis/internal/sentinel/runner"
 )
@@ -106,7 +107,7 @@ func TestNodeMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	master := startNode(t, ctx)
-	mport := master.Config().Get(node.DirPort)
+	mport := master.Config().Get(config.DirPort)
 	replica := startNode(t, ctx, "replicaof", "127.0.0.1 "+mport)
 
 	mc := redis.NewClient(&redis.Options{Addr: master.Addr().String()})
@@ -160,7 +161,7 @@ func TestNodeMetrics(t *testing.T) {
 	want(t, m, `shardis_node_role{role="slave"}`, eq(0), "0")
 	want(t, m, `shardis_node_connected_replicas`, eq(1), "1")
 	want(t, m, `shardis_node_repl_offset_bytes`, gt(0), "> 0")
-	raddrLabel := "127.0.0.1:" + replica.Config().Get(node.DirPort)
+	raddrLabel := "127.0.0.1:" + replica.Config().Get(config.DirPort)
 	want(t, m, `shardis_node_replica_lag_bytes{replica="`+raddrLabel+`"}`, eq(0), "0")
 	want(t, m, `shardis_node_replica_lag_seconds{replica="`+raddrLabel+`"}`, func(v float64) bool { return v >= 0 && v < 5 }, "in [0, 5s)")
 	want(t, m, `shardis_node_replica_ack_offset_bytes{replica="`+raddrLabel+`"}`, eq(m["shardis_node_repl_offset_bytes"]), "the master's offset")
@@ -180,7 +181,7 @@ func TestSentinelMetrics(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 	defer cancel()
 	master := startNode(t, ctx)
-	mport := master.Config().Get(node.DirPort)
+	mport := master.Config().Get(config.DirPort)
 	replica := startNode(t, ctx, "replicaof", "127.0.0.1 "+mport)
 	waitUntil(t, 10*time.Second, "the replica to sync", func() bool {
 		st := master.Stats()
@@ -246,7 +247,7 @@ func TestSentinelMetrics(t *testing.T) {
 		m = scrape(t, s.url)
 		return m[`shardis_sentinel_failovers_total{master="m"}`] == 1
 	})
-	raddr := "127.0.0.1:" + replica.Config().Get(node.DirPort)
+	raddr := "127.0.0.1:" + replica.Config().Get(config.DirPort)
 	want(t, m, `shardis_sentinel_master_info{addr="`+raddr+`",master="m"}`, eq(1), "1")
 	want(t, m, `shardis_sentinel_current_epoch`, gt(0), "> 0")
 	want(t, m, `shardis_sentinel_master_config_epoch{master="m"}`, gt(0), "> 0")

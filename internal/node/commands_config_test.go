@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shardis/shardis/internal/node/config"
 )
 
 func TestConfigGetPatternsAndHidden(t *testing.T) {
@@ -38,7 +39,7 @@ func TestConfigGetPatternsAndHidden(t *testing.T) {
 	// Every name CONFIG GET * shows takes its own value back, except the
 	// immutable ones.
 	for k, v := range all {
-		if d := configDefs[k]; d != nil && d.immutable {
+		if d, ok := config.Lookup(k); ok && d.Immutable() {
 			continue
 		}
 		if k == "replicaof" || k == "slaveof" {
@@ -118,34 +119,5 @@ func TestConfigSetPortMoves(t *testing.T) {
 	if c, err := net.Dial("tcp", ts.addr); err == nil {
 		c.Close()
 		t.Fatal("old port still accepts connections")
-	}
-}
-
-// TestDirectivesGenerated: directives_gen.go has one constant per row of
-// the directive table and no other (a row added without go generate
-// panics at start-up in defConfig; a row removed leaves a constant this
-// test finds), and every constant reads its row's value.
-func TestDirectivesGenerated(t *testing.T) {
-	if len(configDefs) != int(numDirectives) {
-		t.Fatalf("%d rows in the table, %d generated directives: run go generate ./internal/node", len(configDefs), numDirectives)
-	}
-	cfg := NewConfig()
-	for d := Directive(0); d < numDirectives; d++ {
-		def := configDefs[d.String()]
-		if def == nil || def.id != d {
-			t.Fatalf("directive %d (%q) has no row of its own: run go generate ./internal/node", d, d.String())
-		}
-		if got := cfg.Get(d); got != def.def {
-			t.Errorf("Get(%s) = %q, want the default %q", d, got, def.def)
-		}
-	}
-	if err := cfg.Set("slave-priority", "7"); err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Int(DirReplicaPriority) != 7 || cfg.Get(DirReplicaPriority) != "7" {
-		t.Fatalf("alias set: Int %d Get %q", cfg.Int(DirReplicaPriority), cfg.Get(DirReplicaPriority))
-	}
-	if cfg.Get(numDirectives) != "" || cfg.Int(numDirectives) != 0 {
-		t.Fatal("out-of-range directive reads a value")
 	}
 }

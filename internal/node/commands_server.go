@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"runtime/debug"
-	"strings"
 
 	"github.com/shardis/shardis/internal/node/admin"
 )
@@ -91,110 +90,21 @@ func cmdFlushDB(c *Client, args [][]byte) {
 // DBSIZE
 func cmdDBSize(c *Client, args [][]byte) { c.addInt(c.curDB().Size()) }
 
-// CONFIG GET parameter [parameter ...]: a name without glob characters is
-// looked up exactly (hidden directives included); a pattern matches every
-// name and alias (each its own entry), hidden directives excepted.
+// CONFIG GET parameter [parameter ...] (config.Config.GetCommand).
 func cmdConfigGet(c *Client, args [][]byte) {
-	seen := map[string]bool{}
-	var pairs []string
-	add := func(shown, name string) {
-		if !seen[shown] {
-			seen[shown] = true
-			pairs = append(pairs, shown, c.srv.cfg.byName(name))
-		}
-	}
-	for _, a := range args[2:] {
-		pat := strings.ToLower(string(a))
-		if !strings.ContainsAny(pat, "[*?") {
-			if name, d := canonicalName(pat); d != nil {
-				add(pat, name)
-			}
-			continue
-		}
-		for _, name := range c.srv.cfg.Names() {
-			d := configDefs[name]
-			if d.hidden {
-				continue
-			}
-			if globMatch(pat, name, true) {
-				add(name, name)
-			}
-			if d.alias != "" && globMatch(pat, d.alias, true) {
-				add(d.alias, name)
-			}
-		}
-	}
+	pairs := c.srv.cfg.GetCommand(args[2:])
 	c.addMapLen(len(pairs) / 2)
 	for _, p := range pairs {
 		c.addBulkString(p)
 	}
 }
 
-// CONFIG SET parameter value [parameter value ...]: all or nothing; when a
-// value is refused or cannot be applied (a port it cannot listen on),
-// every directive of the call gets its old value back.
+// CONFIG SET parameter value [parameter value ...]: all or nothing
+// (config.Config.SetCommand), applied to the server by configApplier.
 func cmdConfigSet(c *Client, args [][]byte) {
-	if len(args)%2 != 0 {
-		c.addError("ERR wrong number of arguments for 'config|set' command")
+	if err := c.srv.cfg.SetCommand(args[2:], c.protectedAllowed, configApplier{c.srv}); err != nil {
+		c.addError(err.Error())
 		return
-	}
-	type change struct{ arg, name, old, val string }
-	var changes []change
-	seen := map[string]bool{}
-	for i := 2; i < len(args); i += 2 {
-		canon, d := canonicalName(string(args[i]))
-		if d == nil {
-			c.addError("ERR Unknown option or number of arguments for CONFIG SET - '" + string(args[i]) + "'")
-			return
-		}
-		if d.immutable {
-			c.addError("ERR CONFIG SET failed (possibly related to argument '" + string(args[i]) + "') - can't set immutable config")
-			return
-		}
-		if d.protected && !c.protectedAllowed(c.srv.cfg.Get(DirEnableProtectedConfigs)) {
-			c.addError("ERR CONFIG SET failed (possibly related to argument '" + string(args[i]) + "') - " + errProtectedConfig)
-			return
-		}
-		if seen[canon] {
-			c.addError("ERR CONFIG SET failed (possibly related to argument '" + string(args[i]) + "') - duplicate parameter")
-			return
-		}
-		seen[canon] = true
-		changes = append(changes, change{string(args[i]), canon, c.srv.cfg.byName(canon), string(args[i+1])})
-	}
-	fail := func(ch change, err error, undo []change) {
-		for _, u := range undo {
-			_ = c.srv.cfg.Set(u.name, u.old)
-		}
-		msg := strings.TrimPrefix(err.Error(), "argument(s) must be one of the following: ")
-		c.addError("ERR CONFIG SET failed (possibly related to argument '" + ch.arg + "') - " + msg)
-	}
-	for i, ch := range changes {
-		if err := c.srv.cfg.Set(ch.name, ch.val); err != nil {
-			fail(ch, err, changes[:i])
-			return
-		}
-	}
-	for i, ch := range changes {
-		d := configDefs[ch.name]
-		if d.applyErr == nil || ch.old == c.srv.cfg.byName(ch.name) {
-			continue
-		}
-		if err := d.applyErr(c.srv, c.srv.cfg.byName(ch.name)); err != nil {
-			fail(ch, err, changes)
-			// Undo the applies that succeeded.
-			for _, u := range changes[:i] {
-				if ud := configDefs[u.name]; ud.applyErr != nil && u.old != u.val {
-					_ = ud.applyErr(c.srv, u.old)
-				}
-			}
-			return
-		}
-	}
-	for _, ch := range changes {
-		if d := configDefs[ch.name]; d.apply != nil {
-			d.apply(c.srv, c.srv.cfg.byName(ch.name))
-		}
 	}
 	c.srv.configChanged()
 	c.addOK()

@@ -1,68 +1,31 @@
 package node
 
-import "strconv"
+import (
+	"strconv"
 
-// Keyspace notification classes (notify-keyspace-events).
-const (
-	notifyKeyspace = 1 << iota // K
-	notifyKeyevent             // E
-	notifyGeneric              // g
-	notifyString               // $
-	notifyList                 // l
-	notifySet                  // s
-	notifyHash                 // h
-	notifyZSet                 // z
-	notifyExpired              // x
-	notifyEvicted              // e
-	notifyStream               // t
-	notifyKeyMiss              // m
-	notifyLoaded               // (module)
-	notifyModule               // d
-	notifyNew                  // n
-	notifyAll      = notifyGeneric | notifyString | notifyList | notifySet | notifyHash | notifyZSet | notifyExpired | notifyEvicted | notifyStream | notifyModule
+	"github.com/shardis/shardis/internal/node/config"
 )
 
-// parseNotifyFlags parses the notify-keyspace-events class string.
-func parseNotifyFlags(s string) (int, bool) {
-	f := 0
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case 'A':
-			f |= notifyAll
-		case 'g':
-			f |= notifyGeneric
-		case '$':
-			f |= notifyString
-		case 'l':
-			f |= notifyList
-		case 's':
-			f |= notifySet
-		case 'h':
-			f |= notifyHash
-		case 'z':
-			f |= notifyZSet
-		case 'x':
-			f |= notifyExpired
-		case 'e':
-			f |= notifyEvicted
-		case 'K':
-			f |= notifyKeyspace
-		case 'E':
-			f |= notifyKeyevent
-		case 't':
-			f |= notifyStream
-		case 'm':
-			f |= notifyKeyMiss
-		case 'd':
-			f |= notifyModule
-		case 'n':
-			f |= notifyNew
-		default:
-			return 0, false
-		}
-	}
-	return f, true
-}
+// Keyspace notification classes (notify-keyspace-events), as the
+// handlers name them: the config package's, which parses the directive.
+const (
+	notifyKeyspace = config.NotifyKeyspace
+	notifyKeyevent = config.NotifyKeyevent
+	notifyGeneric  = config.NotifyGeneric
+	notifyString   = config.NotifyString
+	notifyList     = config.NotifyList
+	notifySet      = config.NotifySet
+	notifyHash     = config.NotifyHash
+	notifyZSet     = config.NotifyZSet
+	notifyExpired  = config.NotifyExpired
+	notifyEvicted  = config.NotifyEvicted
+	notifyStream   = config.NotifyStream
+	notifyKeyMiss  = config.NotifyKeyMiss
+	notifyLoaded   = config.NotifyLoaded
+	notifyModule   = config.NotifyModule
+	notifyNew      = config.NotifyNew
+	notifyAll      = config.NotifyAll
+)
 
 // notifyFlags returns the configured classes.
 func (s *Server) notifyFlags() int {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/clock"
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/value"
 )
 
@@ -68,7 +69,7 @@ func (s *Server) syncClock() int64 {
 // parsing for settings that almost never change. It is rebuilt lazily when
 // the Config publishes a new snapshot (every CONFIG SET does).
 type hotConfig struct {
-	snap          *configSnapshot
+	snap          *config.Snapshot
 	maxmemory     int64
 	slowlogSlower int64 // slowlog-log-slower-than (µs; < 0 disables)
 	timeout       int64 // client idle timeout (s)
@@ -90,7 +91,7 @@ type hotConfig struct {
 // hot returns the current hotConfig: two atomic loads of read-mostly
 // pointers when nothing changed.
 func (s *Server) hot() *hotConfig {
-	sn := s.cfg.snap.Load()
+	sn := s.cfg.Snapshot()
 	h := s.perf.hot.Load()
 	if h != nil && h.snap == sn && sn != nil {
 		return h
@@ -101,7 +102,7 @@ func (s *Server) hot() *hotConfig {
 		slowlogSlower: s.cfg.Int(DirSlowlogLogSlowerThan),
 		timeout:       s.cfg.Int(DirTimeout),
 	}
-	h.notifyFlags, _ = parseNotifyFlags(s.cfg.Get(DirNotifyKeyspaceEvents))
+	h.notifyFlags, _ = config.ParseNotifyFlags(s.cfg.Get(DirNotifyKeyspaceEvents))
 	h.replicaReadOnly = s.cfg.Bool(DirReplicaReadOnly)
 	h.stopWritesOnBgsaveErr = s.cfg.Bool(DirStopWritesOnBgsaveError)
 	h.saveRules = s.cfg.Get(DirSave) != ""

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/persist"
 )
@@ -27,7 +28,7 @@ type persistHost struct {
 }
 
 type persistSettings struct {
-	snap *configSnapshot
+	snap *config.Snapshot
 	st   persist.Settings
 }
 
@@ -70,7 +71,7 @@ func (h *persistHost) Replayer() persist.Applier { return aofApplier{newLoaderCl
 // configuration changes (every CONFIG SET publishes a new snapshot).
 func (h *persistHost) Settings() *persist.Settings {
 	s := h.s
-	sn := s.cfg.snap.Load()
+	sn := s.cfg.Snapshot()
 	if c := h.settings.Load(); c != nil && c.snap == sn && sn != nil {
 		return &c.st
 	}
@@ -344,11 +345,11 @@ func cmdBgRewriteAOF(c *Client, args [][]byte) {
 }
 
 func init() {
-	configDefs["appendonly"].apply = func(s *Server, v string) {
+	onConfigSet(DirAppendonly, func(s *Server, v string) {
 		if s.persist != nil {
 			s.persist.AOF().SetAppendOnly(v == "yes")
 		}
-	}
+	})
 }
 
 // appendCommand appends args to b as a RESP array of bulk strings.

@@ -72,11 +72,11 @@ func newReplication(s *Server) *replication {
 }
 
 func init() {
-	configDefs["repl-backlog-size"].apply = func(s *Server, _ string) {
+	onConfigSet(DirReplBacklogSize, func(s *Server, _ string) {
 		if s.repl != nil {
 			s.repl.ResizeBacklog()
 		}
-	}
+	})
 }
 
 // masterHost is the server as the master side sees it (repl.MasterHost).

@@ -30,22 +30,16 @@ type clientAck struct {
 }
 
 func init() {
-	for _, name := range []string{"replica-priority", "cluster-replica-no-failover"} {
-		d := configDefs[name]
-		if prev := d.apply; prev != nil {
-			d.apply = func(s *Server, v string) { prev(s, v); announcePriority(s, v) }
-		} else {
-			d.apply = announcePriority
-		}
-	}
-	configDefs["min-replicas-ack"].apply = func(s *Server, v string) {
+	onConfigSet(DirReplicaPriority, announcePriority)
+	onConfigSet(DirClusterReplicaNoFailover, announcePriority)
+	onConfigSet(DirMinReplicasAck, func(s *Server, v string) {
 		applyClusterConfig(s, v) // the election rule (cluster/failover.go)
 		if s.repl != nil {
 			s.repl.mu.Lock()
 			s.repl.SyncAckNeedLocked(int(s.hot().minReplicasAck))
 			s.repl.mu.Unlock()
 		}
-	}
+	})
 }
 
 // propagateWrite hands a client's write to the propagators and, with

@@ -13,11 +13,6 @@ import (
 // including its "Setup a an".
 const protectedModeError = "DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside."
 
-// errProtectedConfig is CONFIG SET's reason for a PROTECTED_CONFIG
-// directive when enable-protected-configs does not allow the client
-// (config.c, configSetCommand).
-const errProtectedConfig = "can't set protected config"
-
 // protectedCommandError is processCommand's refusal of a CMD_PROTECTED
 // command (server.c): name is "DEBUG" or "MODULE", option the directive
 // that allows it.

@@ -227,7 +227,7 @@ func New(cfg *Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	if err := s.initACL(); err != nil {
 		return nil, err
 	}
-	cfg.setUserLines(s.aclUserLines)
+	cfg.SetUserLines(s.aclUserLines)
 	s.slowlog.init()
 	s.applyGCPercent()
 	s.repl = newReplication(s)

@@ -59,7 +59,7 @@ func (m *monitorHub) feed(c *Client, args [][]byte) {
 	b.WriteString("]")
 	for _, a := range args {
 		b.WriteString(" ")
-		b.WriteString(reprString(a))
+		b.WriteString(resp.Repr(a))
 	}
 	line := b.String()
 	m.mu.Lock()
@@ -67,39 +67,6 @@ func (m *monitorHub) feed(c *Client, args [][]byte) {
 		mc.push(func(out []byte) []byte { return resp.AppendSimple(out, line) })
 	}
 	m.mu.Unlock()
-}
-
-// reprString quotes a byte string as Redis's sdscatrepr does.
-func reprString(a []byte) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, ch := range a {
-		switch ch {
-		case '\\', '"':
-			b.WriteByte('\\')
-			b.WriteByte(ch)
-		case '\n':
-			b.WriteString("\\n")
-		case '\r':
-			b.WriteString("\\r")
-		case '\t':
-			b.WriteString("\\t")
-		case '\a':
-			b.WriteString("\\a")
-		case '\b':
-			b.WriteString("\\b")
-		default:
-			if ch >= 32 && ch < 127 {
-				b.WriteByte(ch)
-			} else {
-				b.WriteString("\\x")
-				b.WriteString(strconv.FormatInt(int64(ch)>>4, 16))
-				b.WriteString(strconv.FormatInt(int64(ch)&15, 16))
-			}
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }
 
 // ---- SLOWLOG -------------------------------------------------------------
