@@ -121,7 +121,7 @@ func (cm *clusterMode) pusher() *topologyPusher {
 	cm.pushOnce.Do(func() {
 		p := &topologyPusher{cm: cm, wake: make(chan struct{}, 1), maint: map[*Client]struct{}{},
 			pace: topologyPacer{interval: topologyCoalesce, burst: topologyBurst}}
-		p.sent = cm.route.Load()
+		p.sent = cm.Routing()
 		p.seen = p.sent
 		cm.push = p
 		go p.run()
@@ -146,7 +146,7 @@ func (cm *clusterMode) pushTopology(m *cluster.Machine, rd *cluster.Ready) {
 			evs = append(evs, [2]string{"failover", ev.Node})
 		}
 	}
-	route := cm.route.Load()
+	route := cm.Routing()
 	if route == p.seen && len(evs) == 0 {
 		return
 	}
@@ -170,14 +170,14 @@ func (p *topologyPusher) run() {
 	for {
 		select {
 		case <-p.wake:
-		case <-p.cm.stop:
+		case <-p.cm.Stopping():
 			return
 		}
 		if d := p.pace.delay(time.Now()); d > 0 {
 			t := time.NewTimer(d)
 			select {
 			case <-t.C:
-			case <-p.cm.stop:
+			case <-p.cm.Stopping():
 				t.Stop()
 				return
 			}
@@ -192,7 +192,7 @@ func (p *topologyPusher) run() {
 // announce sends what changed since the last announcement and reports
 // whether there was anything to send.
 func (p *topologyPusher) announce() bool {
-	cur := p.cm.route.Load()
+	cur := p.cm.Routing()
 	prev := p.sent
 	p.sent = cur
 	p.mu.Lock()

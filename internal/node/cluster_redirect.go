@@ -1,10 +1,9 @@
 package node
 
 import (
-	"time"
-
 	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/node/cluster/redirect"
+	"github.com/shardis/shardis/internal/node/clusternode"
 	"github.com/shardis/shardis/internal/node/script"
 )
 
@@ -41,8 +40,8 @@ func (c *Client) clusterRedirect(cmd *command, args [][]byte) string {
 // importing slot then read the keyspace without locking).
 func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 	cm := c.srv.cluster
-	rt := cm.route.Load()
-	q := slotQuery{Query: redirect.NewQuery(rt, isShardPubSub(cmd)), c: c, locked: locked}
+	rt := cm.Routing()
+	q := clusternode.SlotQuery{Query: redirect.NewQuery(rt, isShardPubSub(cmd)), DB: c.srv.dbs[0], Locked: locked}
 	if !locked {
 		defer func() { c.slotRoute, c.slotRecheck = rt, q.Migrating || q.Importing }()
 	}
@@ -64,11 +63,11 @@ func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 			if qc.flags&flagWrite != 0 {
 				isWrite = true
 			}
-			if msg := q.cmdKeys(qc, mq); msg != "" {
+			if msg := q.Keys(mq, qc.keys, qc.first, qc.last, qc.step); msg != "" {
 				return msg
 			}
 		}
-	} else if msg := q.cmdKeys(cmd, args); msg != "" {
+	} else if msg := q.Keys(args, cmd.keys, cmd.first, cmd.last, cmd.step); msg != "" {
 		return msg
 	}
 	if !q.HaveKeys {
@@ -88,7 +87,7 @@ func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 	case redirect.Refuse:
 		return msg
 	default:
-		return cm.reply(out, msg, q.Slot, rt, to)
+		return cm.Reply(out, msg, q.Slot, rt, to)
 	}
 }
 
@@ -115,83 +114,6 @@ func (c *Client) scriptWrites(cmd *command, args [][]byte) bool {
 	return flags&script.FlagEvalCompat == 0 && flags&script.FlagNoWrites == 0
 }
 
-// slotQuery is a redirect.Query fed from a command's arguments.
-type slotQuery struct {
-	redirect.Query
-	c *Client
-	// locked: the command's shard locks are held (settleLocked).
-	locked bool
-}
-
-// cmdKeys feeds the keys of one call of cmd, without allocating for
-// commands with a first/last/step key range.
-func (q *slotQuery) cmdKeys(cmd *command, args [][]byte) string {
-	if cmd.keys != nil {
-		for _, p := range cmd.keys(args) {
-			if p < len(args) {
-				if msg := q.key(args[p]); msg != "" {
-					return msg
-				}
-			}
-		}
-		return ""
-	}
-	if cmd.first == 0 {
-		return ""
-	}
-	last := cmd.last
-	if last < 0 {
-		last = len(args) + last
-	}
-	last = min(last, len(args)-1)
-	for i := cmd.first; i <= last; i += max(cmd.step, 1) {
-		if msg := q.key(args[i]); msg != "" {
-			return msg
-		}
-	}
-	return ""
-}
-
-// key is one key of the request.
-func (q *slotQuery) key(key []byte) string {
-	msg, check := q.Key(bstr(key))
-	if check {
-		q.Exists(q.c.srv.keyExistsDB0(bstr(key), q.locked))
-	}
-	return msg
-}
-
-// reply renders a redirect outcome: "" to serve, else the error text.
-func (cm *clusterMode) reply(out redirect.Outcome, msg string, slot int, rt *cluster.Routing, to int32) string {
-	switch out {
-	case redirect.Moved:
-		return cm.redirect("MOVED", slot, rt, to)
-	case redirect.Ask:
-		return cm.redirect("ASK", slot, rt, to)
-	}
-	return msg
-}
-
-// redirect renders "MOVED slot endpoint:port" or ASK (kind) with the
-// endpoint cluster-preferred-endpoint-type asks for.
-func (cm *clusterMode) redirect(kind string, slot int, rt *cluster.Routing, to int32) string {
-	return redirect.Message(kind, slot, rt, to, cm.srv.cfg.Get(DirClusterPreferredEndpointType))
-}
-
-// keyExistsDB0 reports whether key is in database 0, not expired, without
-// touching it (LOOKUP_NOTOUCH|NOSTATS|NONOTIFY|NOEXPIRE); locked says the
-// caller holds the key's shard lock.
-func (s *Server) keyExistsDB0(key string, locked bool) bool {
-	db := s.dbs[0]
-	sh := db.KeyShard(key)
-	if !locked {
-		sh.Mu.Lock()
-		defer sh.Mu.Unlock()
-	}
-	e := db.GetEntry(key)
-	return e != nil && !e.Expired(time.Now().UnixMilli())
-}
-
 // redirectBlockedClients is Redis's clusterRedirectBlockedClientIfNeeded,
 // run when the routing changes: a client blocked on keys of a slot this
 // node no longer serves (and does not import) is unblocked with MOVED, or
@@ -207,7 +129,7 @@ func (s *Server) redirectBlockedClients(rt *cluster.Routing) {
 		ro := rt.Owner[slot] >= 0 && c.hasFlag(clientReadOnly) && c.cmd != nil && c.cmd.flags&flagWrite == 0
 		out, msg, to := redirect.Blocked(rt, slot, ro)
 		if out != redirect.Serve {
-			w.RedirectWith(s.cluster.reply(out, msg, slot, rt, to))
+			w.RedirectWith(s.cluster.Reply(out, msg, slot, rt, to))
 		}
 	}
 }

@@ -494,7 +494,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	if !locked {
 		c.sequence(cmd) // sequence.go: arrival order across connections
 		c.lockFor(cmd, args)
-		if (s.keyGuards.n.Load() != 0 || c.slotRoute != nil) && cmd.name != "exec" {
+		if (s.keyGuards.Count() != 0 || c.slotRoute != nil) && cmd.name != "exec" {
 			msg := c.settleLocked(cmd, args, func() chan struct{} { return c.guardOf(cmd, args) }, func() { c.lockFor(cmd, args) })
 			if msg != "" {
 				// The key left, or the slot did, between the slot check and

@@ -24,6 +24,7 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/migrate"
 	"github.com/shardis/shardis/internal/node/netio"
 	"github.com/shardis/shardis/internal/node/persist"
 	"github.com/shardis/shardis/internal/node/repl"
@@ -160,8 +161,9 @@ type Server struct {
 	// cluster is cluster mode's state (clustermode.go); nil unless
 	// cluster-enabled is yes.
 	cluster *clusterMode
-	// keyGuards are the keys MIGRATE is transferring (migrate_guard.go).
-	keyGuards keyGuards
+	// keyGuards are the keys MIGRATE is transferring (migrate.Guards;
+	// migrate_guard.go is the dispatcher's side).
+	keyGuards migrate.Guards
 }
 
 // New builds a server from a validated configuration.
@@ -332,11 +334,11 @@ func (s *Server) Listen() error {
 		}
 	}
 	err := s.StartPersistence()
-	if s.cluster != nil && s.cluster.loaded != nil {
+	if s.cluster != nil {
 		select {
-		case <-s.cluster.loaded:
+		case <-s.cluster.Loaded():
 		default:
-			s.cluster.datasetLoaded()
+			s.cluster.DatasetLoaded()
 		}
 	}
 	if err != nil {
@@ -429,7 +431,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// with redis-server, which exits before replying).
 	s.closeListeners()
 	if s.cluster != nil {
-		s.cluster.close() // saves nodes.conf, closes the bus
+		s.cluster.Close() // saves nodes.conf, closes the bus
 	}
 	s.log.Warn("shardnode is now ready to exit, bye bye...")
 	close(s.shutdownC)
@@ -580,8 +582,8 @@ func (s *Server) cron() {
 		case <-s.shutdownC:
 			return
 		case now = <-beat.C:
-			if cm := s.cluster; cm != nil && cm.r != nil {
-				cm.r.Tick()
+			if cm := s.cluster; cm != nil {
+				cm.Tick()
 			}
 			if s.persist != nil {
 				s.persist.Cron(now)

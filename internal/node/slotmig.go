@@ -1,51 +1,23 @@
 package node
 
 // Whole-slot migration's side in the node: the engine is package slotmig
-// (internal/node/slotmig); this file implements its Host (the keyspace
-// snapshot and trim, the replication stream, the applier, the cluster
-// machine's claim and yield) and the dispatcher's check against the
-// source's write gate.
+// (internal/node/slotmig) and the cluster machine's and the snapshot's
+// part of its Host are package clusternode's; this file implements the
+// rest (clusternode.MigHost: the trim, the replication stream, the
+// applier) and the dispatcher's check against the source's write gate.
 
 import (
 	"bytes"
-	"errors"
 	"net"
-	"strconv"
 	"time"
 
-	"github.com/shardis/shardis/internal/node/cluster"
+	"github.com/shardis/shardis/internal/node/clusternode"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/slotmig"
-	"github.com/shardis/shardis/internal/rdb"
 )
 
-// migHost implements slotmig.Host for s.
+// migHost implements clusternode.MigHost for s.
 type migHost struct{ s *Server }
-
-func newSlotMigrations(s *Server) *slotmig.Engine { return slotmig.New(migHost{s}, s.log) }
-
-func (h migHost) Routing() *cluster.Routing { return h.s.cluster.route.Load() }
-
-func (h migHost) ClaimSlots(slots []int) (uint64, error) {
-	var epoch uint64
-	var err error
-	if !h.s.cluster.do(func(m *cluster.Machine, now time.Time) { epoch, err = m.ClaimSlots(now, slots) }) {
-		return 0, errors.New("slotmig: the cluster bus is closed")
-	}
-	return epoch, err
-}
-
-func (h migHost) YieldSlots(dest string, epoch uint64, slots []int) error {
-	var err error
-	h.s.cluster.do(func(m *cluster.Machine, now time.Time) { err = m.YieldSlots(now, dest, epoch, slots) })
-	return err
-}
-
-func (h migHost) ConfigEpoch() uint64 {
-	var e uint64
-	h.s.cluster.do(func(m *cluster.Machine, _ time.Time) { e = m.Myself().ConfigEpoch })
-	return e
-}
 
 func (h migHost) Settings() slotmig.Settings {
 	cfg := h.s.cfg
@@ -58,43 +30,8 @@ func (h migHost) Settings() slotmig.Settings {
 	}
 }
 
-// SnapshotSlot dumps slot's keys under the slot's shard lock, which every
-// write to the slot holds while it applies and propagates itself: a
-// string as SET key value [PXAT ms], any other type as RESTORE ... REPLACE
-// ABSTTL. SET replaces a key of any type, as RESTORE REPLACE does, and a
-// PXAT in the past leaves no key, as a past ABSTTL does.
-func (h migHost) SnapshotSlot(slot int, b []byte, locked func(b []byte, keys int)) []byte {
-	s := h.s
-	db := s.dbs[0]
-	comp := s.cfg.Bool(DirRdbcompression)
-	lim := s.rdbLimits()
-	restore, replace, absttl := []byte("RESTORE"), []byte("REPLACE"), []byte("ABSTTL")
-	sh := &db.Shards[keyspace.SlotShard(slot)]
-	sh.Mu.Lock()
-	defer sh.Mu.Unlock()
-	set, pxat := []byte("SET"), []byte("PXAT")
-	var ttl []byte
-	n := 0
-	db.ForEachInSlot(slot, func(e *keyspace.Entry) bool {
-		key := sbytes(e.Key) // appended, not kept
-		if e.Obj == nil {
-			// A string goes as SET, as an AOF rewrite writes it: no DUMP
-			// to encode here and no payload to check and decode there.
-			if e.Expire > 0 {
-				ttl = strconv.AppendInt(ttl[:0], e.Expire, 10)
-				b = appendCommand(b, set, key, e.Str, pxat, ttl)
-			} else {
-				b = appendCommand(b, set, key, e.Str)
-			}
-		} else {
-			ttl = strconv.AppendInt(ttl[:0], max(e.Expire, 0), 10)
-			b = appendCommand(b, restore, key, ttl, rdb.Dump(entryValue(e), comp, lim), replace, absttl)
-		}
-		n++
-		return true
-	})
-	locked(b, n)
-	return b
+func (h migHost) Dump() clusternode.Dump {
+	return clusternode.Dump{DB: h.s.dbs[0], Compress: h.s.cfg.Bool(DirRdbcompression), Limits: h.s.rdbLimits()}
 }
 
 func (h migHost) TrimSlots(slots []int) int { return h.s.trimSlots(slots) }
@@ -157,7 +94,7 @@ func (m migConn) Close()                             { m.c.close() }
 // for a pause and the slots changed owner meanwhile, the redirect to
 // reply instead. Commands queued in MULTI are checked at their EXEC.
 func (c *Client) slotmigEnter(cmd *command, args [][]byte) (done func(), msg string) {
-	mig := c.srv.cluster.mig
+	mig := c.srv.cluster.Migrations()
 	g := mig.Gate()
 	if g == nil {
 		return nil, ""
@@ -227,18 +164,7 @@ func (c *Client) writeSlot(cmd *command, args [][]byte, isExec bool) int {
 
 // cmdSlot is the slot of cmd's first key, -1 without keys.
 func cmdSlot(cmd *command, args [][]byte) int {
-	if cmd.keys != nil {
-		for _, p := range cmd.keys(args) {
-			if p < len(args) {
-				return keySlot(string(args[p]))
-			}
-		}
-		return -1
-	}
-	if cmd.first <= 0 || cmd.first >= len(args) {
-		return -1
-	}
-	return keySlot(string(args[cmd.first]))
+	return clusternode.FirstKeySlot(args, cmd.keys, cmd.first)
 }
 
 // trimSlots deletes every key of database 0 in slots, each with a DEL in
