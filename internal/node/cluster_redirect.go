@@ -51,14 +51,9 @@ func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 			return ""
 		}
 		for _, mq := range c.multi {
-			qc := c.srv.table.lookup(mq[0])
+			qc := c.srv.queuedCommand(mq)
 			if qc == nil {
 				continue
-			}
-			if qc.subs != nil && len(mq) >= 2 {
-				if sub := qc.subs[lowerASCII(mq[1])]; sub != nil {
-					qc = sub
-				}
 			}
 			if qc.flags&flagWrite != 0 {
 				isWrite = true

@@ -203,33 +203,16 @@ func (s *Server) deliverFromBus(d cluster.Delivery) {
 	s.pubsub.publish(string(d.Channel), d.Message)
 }
 
-// deleteKeysInSlot deletes every key of database 0 in slot, as Redis's
-// delKeysInSlot (not propagated: every node of the shard does it).
+// deleteKeysInSlot deletes every key of database 0 in slot, not
+// propagated (clusternode.DeleteSlot).
 func (s *Server) deleteKeysInSlot(slot int) int {
-	db := s.dbs[0]
-	keys := s.keysInSlot(slot, -1)
-	n := 0
-	for _, k := range keys {
-		sh := db.KeyShard(k)
-		sh.Mu.Lock()
-		if db.Remove(k) != nil {
-			n++
-		}
-		sh.Mu.Unlock()
-		s.touchWatchedKey(0, k)
-	}
-	return n
+	return clusternode.DeleteSlot(s.dbs[0], slot, func(k string) { s.touchWatchedKey(0, k) })
 }
 
 // keysInSlot lists up to count keys (count < 0: all) of database 0 in
-// slot, newest first as Redis's slot-to-keys list, from the keyspace's
-// per-slot index (O(keys listed)).
+// slot (clusternode.KeysInSlot).
 func (s *Server) keysInSlot(slot, count int) []string {
-	db := s.dbs[0]
-	if count < 0 {
-		count = db.CountKeysInSlot(slot)
-	}
-	return db.KeysInSlot(slot, count)
+	return clusternode.KeysInSlot(s.dbs[0], slot, count)
 }
 
 // applyClusterConfig passes a CONFIG SET of a cluster directive to the

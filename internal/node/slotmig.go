@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/clusternode"
-	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/slotmig"
 )
 
@@ -140,14 +139,9 @@ func (c *Client) writeSlot(cmd *command, args [][]byte, isExec bool) int {
 	}
 	slot, write := -1, false
 	for _, q := range c.multi {
-		qc := c.srv.table.lookup(q[0])
+		qc := c.srv.queuedCommand(q)
 		if qc == nil {
 			continue
-		}
-		if qc.subs != nil && len(q) >= 2 {
-			if sub := qc.subs[lowerASCII(q[1])]; sub != nil {
-				qc = sub
-			}
 		}
 		if qc.flags&flagWrite != 0 {
 			write = true
@@ -167,40 +161,18 @@ func cmdSlot(cmd *command, args [][]byte) int {
 	return clusternode.FirstKeySlot(args, cmd.keys, cmd.first)
 }
 
-// trimSlots deletes every key of database 0 in slots, each with a DEL in
-// the replication stream and the AOF, so replicas and a restart drop them
-// too. It returns the number of keys deleted.
+// trimSlots deletes every key of database 0 in slots, with a DEL per
+// slot in the replication stream and the AOF (clusternode.TrimSlots).
 func (s *Server) trimSlots(slots []int) int {
-	db := s.dbs[0]
-	n := 0
-	for _, slot := range slots {
-		if db.CountKeysInSlot(slot) == 0 {
-			continue
-		}
-		sh := &db.Shards[keyspace.SlotShard(slot)]
-		sh.Mu.Lock()
-		var keys []string
-		db.ForEachInSlot(slot, func(e *keyspace.Entry) bool {
-			keys = append(keys, e.Key)
-			return true
-		})
-		del := [][]byte{[]byte("DEL")}
-		for _, k := range keys {
-			if db.Remove(k) != nil {
-				n++
-				del = append(del, []byte(k))
-			}
-		}
-		// One DEL per slot: one AOF write and fsync, not one per key.
-		if len(del) > 1 && s.hasPropagators() {
+	return clusternode.TrimSlots(s.dbs[0], slots, func(del [][]byte) {
+		if s.hasPropagators() {
 			s.propagate(0, [][][]byte{del})
 		}
-		sh.Mu.Unlock()
+	}, func(keys []string) {
 		for _, k := range keys {
 			s.touchWatchedKey(0, k)
 		}
-	}
-	return n
+	})
 }
 
 // waitReplicasAck waits until every online replica acknowledged the
