@@ -570,7 +570,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 		errs -= c.nestedErrs - nestedBefore
 	}
 	c.countCall(cmd, dur.Microseconds(), errs > 0) // perf_hot.go
-	s.slowlog.maybeAdd(c, args, dur)
+	s.slowlogAdd(c, args, dur)
 	if c.lastCmdRef != cmd {
 		// CLIENT LIST's cmd= only changes with the command: no lock for a
 		// run of the same command.

@@ -23,6 +23,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/admin"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/migrate"
 	"github.com/shardis/shardis/internal/node/netio"
@@ -105,7 +106,7 @@ type Server struct {
 	// second SIGINT then exits at once).
 	shuttingDown atomic.Bool
 
-	slowlog slowlog
+	slowlog admin.Slowlog
 	monitor monitorHub
 
 	// blocking holds clients blocked by BLPOP & co (blocking.go).
@@ -201,7 +202,6 @@ func New(cfg *Config, log *slog.Logger) (*Server, error) {
 		return nil, err
 	}
 	cfg.setUserLines(s.aclUserLines)
-	s.slowlog.init()
 	s.applyGCPercent()
 	s.repl = newReplication(s)
 	s.AddPropagator(s.repl)

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/shardis/shardis/internal/node/admin"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -38,29 +39,14 @@ func (m *monitorHub) remove(c *Client) {
 	m.mu.Unlock()
 }
 
-// feed sends a command line to every monitor, formatted as Redis does:
-// +1339518083.107412 [0 127.0.0.1:60866] "keys" "*"
+// feed sends a command line to every monitor, formatted as Redis does
+// (admin.MonitorLine).
 func (m *monitorHub) feed(c *Client, args [][]byte) {
-	now := time.Now()
-	var b strings.Builder
-	b.WriteString(strconv.FormatInt(now.Unix(), 10))
-	b.WriteString(".")
-	us := strconv.FormatInt(int64(now.Nanosecond()/1000), 10)
-	b.WriteString(strings.Repeat("0", 6-len(us)) + us)
-	b.WriteString(" [")
-	b.WriteString(strconv.Itoa(c.db))
-	b.WriteString(" ")
+	source := c.addr
 	if c.hasFlag(clientMaster) || c.inScript {
-		b.WriteString("lua")
-	} else {
-		b.WriteString(c.addr)
+		source = "lua"
 	}
-	b.WriteString("]")
-	for _, a := range args {
-		b.WriteString(" ")
-		b.WriteString(reprString(a))
-	}
-	line := b.String()
+	line := admin.MonitorLine(time.Now(), c.db, source, args)
 	m.mu.Lock()
 	for mc := range m.clients {
 		mc.push(func(out []byte) []byte { return resp.AppendSimple(out, line) })
@@ -69,59 +55,13 @@ func (m *monitorHub) feed(c *Client, args [][]byte) {
 }
 
 // reprString quotes a byte string as Redis's sdscatrepr does.
-func reprString(a []byte) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, ch := range a {
-		switch ch {
-		case '\\', '"':
-			b.WriteByte('\\')
-			b.WriteByte(ch)
-		case '\n':
-			b.WriteString("\\n")
-		case '\r':
-			b.WriteString("\\r")
-		case '\t':
-			b.WriteString("\\t")
-		case '\a':
-			b.WriteString("\\a")
-		case '\b':
-			b.WriteString("\\b")
-		default:
-			if ch >= 32 && ch < 127 {
-				b.WriteByte(ch)
-			} else {
-				b.WriteString("\\x")
-				b.WriteString(strconv.FormatInt(int64(ch)>>4, 16))
-				b.WriteString(strconv.FormatInt(int64(ch)&15, 16))
-			}
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
+func reprString(a []byte) string { return admin.Repr(a) }
 
 // ---- SLOWLOG -------------------------------------------------------------
 
-type slowlogEntry struct {
-	id       int64
-	time     int64
-	duration int64 // microseconds
-	args     []string
-	addr     string
-	name     string
-}
-
-type slowlog struct {
-	mu      sync.Mutex
-	entries []slowlogEntry // newest first
-	nextID  int64
-}
-
-func (l *slowlog) init() {}
-
-func (l *slowlog) maybeAdd(c *Client, args [][]byte, dur time.Duration) {
-	s := c.srv
+// slowlogAdd records a command that ran for dur when it passes
+// slowlog-log-slower-than (admin.Slowlog).
+func (s *Server) slowlogAdd(c *Client, args [][]byte, dur time.Duration) {
 	th := s.hot().slowlogSlower
 	if th < 0 || dur.Microseconds() < th {
 		return
@@ -129,41 +69,17 @@ func (l *slowlog) maybeAdd(c *Client, args [][]byte, dur time.Duration) {
 	if c.cmd != nil && c.cmd.flags&flagSkipSlowlog != 0 {
 		return
 	}
-	max := int(s.cfg.Int(DirSlowlogMaxLen))
-	e := slowlogEntry{time: time.Now().Unix(), duration: dur.Microseconds(), addr: c.addr}
+	e := admin.SlowlogEntry{Time: time.Now().Unix(), Duration: dur.Microseconds(), Addr: c.addr}
 	c.infoMu.Lock()
-	e.name = c.name
+	e.Name = c.name
 	c.infoMu.Unlock()
-	n := len(args)
-	if n > 32 {
-		n = 32
-	}
-	// ACL SETUSER's username and rules (passwords) are shown redacted,
-	// as Redis's redactClientCommandArgument.
+	// ACL SETUSER's username and rules (passwords) are shown redacted.
 	redactFrom := len(args)
 	if c.cmd != nil && c.cmd.fullName() == "acl|setuser" {
 		redactFrom = 2
 	}
-	for i := 0; i < n; i++ {
-		a := string(args[i])
-		if i >= redactFrom {
-			a = "(redacted)"
-		}
-		if i == 31 && len(args) > 32 {
-			a = "... (" + strconv.Itoa(len(args)-31) + " more arguments)"
-		} else if len(a) > 128 {
-			a = a[:128] + "... (" + strconv.Itoa(len(args[i])-128) + " more bytes)"
-		}
-		e.args = append(e.args, a)
-	}
-	l.mu.Lock()
-	e.id = l.nextID
-	l.nextID++
-	l.entries = append([]slowlogEntry{e}, l.entries...)
-	if len(l.entries) > max {
-		l.entries = l.entries[:max]
-	}
-	l.mu.Unlock()
+	e.Args = admin.SlowlogArgs(args, redactFrom)
+	s.slowlog.Add(e, int(s.cfg.Int(DirSlowlogMaxLen)))
 }
 
 // ---- CLIENT PAUSE ----------------------------------------------------------
