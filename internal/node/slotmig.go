@@ -93,38 +93,15 @@ func (m migConn) Close()                             { m.c.close() }
 // for a pause and the slots changed owner meanwhile, the redirect to
 // reply instead. Commands queued in MULTI are checked at their EXEC.
 func (c *Client) slotmigEnter(cmd *command, args [][]byte) (done func(), msg string) {
-	mig := c.srv.cluster.Migrations()
-	g := mig.Gate()
-	if g == nil {
+	cm := c.srv.cluster
+	if cm.Migrations().Gate() == nil {
 		return nil, ""
 	}
 	isExec := cmd.fullName() == "exec"
 	if c.hasFlag(clientMulti) && !isExec {
 		return nil, ""
 	}
-	slot := c.writeSlot(cmd, args, isExec)
-	if !g.Covers(slot) {
-		return nil, ""
-	}
-	for {
-		if g.Released() {
-			return nil, c.clusterRedirect(cmd, args)
-		}
-		if g.Enter() {
-			return g.Exit, ""
-		}
-		select {
-		case <-g.Wait():
-		case <-c.done:
-			return nil, ""
-		}
-		if msg := c.clusterRedirect(cmd, args); msg != "" {
-			return nil, msg
-		}
-		if g = mig.Gate(); g == nil || !g.Covers(slot) {
-			return nil, ""
-		}
-	}
+	return cm.AdmitWrite(c.writeSlot(cmd, args, isExec), c.done, func() string { return c.clusterRedirect(cmd, args) })
 }
 
 // writeSlot returns the slot a write command (or an EXEC with a write

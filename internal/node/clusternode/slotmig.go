@@ -101,3 +101,36 @@ func (h migHost) SnapshotSlot(slot int, b []byte, locked func(b []byte, keys int
 	locked(b, n)
 	return b
 }
+
+// AdmitWrite passes a write to slot through the write gate of the source
+// task moving it, if any (slot < 0 or no gate: at once). It returns the
+// function to call once the command has run, or, when the command waited
+// for a pause and the slots changed owner meanwhile, the redirect to
+// reply instead (redirect is the cluster slot check, run again after
+// every wait); both are empty when the client went away (done) while it
+// waited.
+func (cm *Mode) AdmitWrite(slot int, done <-chan struct{}, redirect func() string) (exit func(), msg string) {
+	g := cm.mig.Gate()
+	if g == nil || !g.Covers(slot) {
+		return nil, ""
+	}
+	for {
+		if g.Released() {
+			return nil, redirect()
+		}
+		if g.Enter() {
+			return g.Exit, ""
+		}
+		select {
+		case <-g.Wait():
+		case <-done:
+			return nil, ""
+		}
+		if msg := redirect(); msg != "" {
+			return nil, msg
+		}
+		if g = cm.mig.Gate(); g == nil || !g.Covers(slot) {
+			return nil, ""
+		}
+	}
+}
