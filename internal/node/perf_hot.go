@@ -4,6 +4,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/clients"
 	"github.com/shardis/shardis/internal/node/value"
 )
 
@@ -62,7 +63,7 @@ type hotConfig struct {
 	zsetLim     value.ZSetLimits
 	intsetLimit int
 	// outLimits is client-output-buffer-limit per client class.
-	outLimits [outClasses]outLimit
+	outLimits [clients.Classes]clients.OutputLimit
 }
 
 // hot returns the current hotConfig: two atomic loads of read-mostly
@@ -89,7 +90,7 @@ func (s *Server) hot() *hotConfig {
 	h.hashLim = value.HashLimits{Entries: int(s.cfg.Int(DirHashMaxListpackEntries)), Value: int(s.cfg.Int(DirHashMaxListpackValue))}
 	h.zsetLim = value.ZSetLimits{Entries: int(s.cfg.Int(DirZsetMaxListpackEntries)), Value: int(s.cfg.Int(DirZsetMaxListpackValue))}
 	h.intsetLimit = int(s.cfg.Int(DirSetMaxIntsetEntries))
-	h.outLimits = parseOutLimits(s.cfg.Get(DirClientOutputBufferLimit))
+	h.outLimits = clients.ParseOutputLimits(s.cfg.Get(DirClientOutputBufferLimit))
 	if sn != nil {
 		s.perf.hot.Store(h)
 	}

@@ -1,14 +1,13 @@
 package node
 
 import (
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/shardis/shardis/internal/node/admin"
+	"github.com/shardis/shardis/internal/node/clients"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -200,75 +199,21 @@ func (p *pauseState) wait(c *Client, cmd *command) (held bool) {
 
 // ---- output buffer limits -------------------------------------------------
 
-// pendingLimit tracks client-output-buffer-limit's soft limit timer.
-type pendingLimit struct {
-	softSince time.Time
-}
-
-// Client classes of client-output-buffer-limit.
-const (
-	outClassNormal = iota
-	outClassReplica
-	outClassPubSub
-	outClasses
-)
-
-// outLimit is one class's client-output-buffer-limit (0: no limit).
-type outLimit struct {
-	hard, soft int64
-	softFor    time.Duration
-}
-
-// parseOutLimits reads client-output-buffer-limit (stored as "class hard
-// soft seconds" groups of plain integers); the last group of a class
-// wins, as when Redis applies them in order.
-func parseOutLimits(v string) (l [outClasses]outLimit) {
-	f := strings.Fields(v)
-	for i := 0; i+3 < len(f); i += 4 {
-		class := -1
-		switch f[i] {
-		case "normal":
-			class = outClassNormal
-		case "slave", "replica":
-			class = outClassReplica
-		case "pubsub":
-			class = outClassPubSub
-		}
-		if class < 0 {
-			continue
-		}
-		hard, _ := strconv.ParseInt(f[i+1], 10, 64)
-		soft, _ := strconv.ParseInt(f[i+2], 10, 64)
-		secs, _ := strconv.ParseInt(f[i+3], 10, 64)
-		l[class] = outLimit{hard: hard, soft: soft, softFor: time.Duration(secs) * time.Second}
-	}
-	return l
-}
+// pendingLimit tracks client-output-buffer-limit's soft limit timer
+// (clients.OutputTimer).
+type pendingLimit struct{ clients.OutputTimer }
 
 // exceeded reports whether a pending output of n bytes breaks the limits
 // of c's class. Called with c.pmu held.
 func (l *pendingLimit) exceeded(c *Client, n int) bool {
-	class := outClassNormal
+	class := clients.ClassNormal
 	switch {
 	case c.hasFlag(clientReplica):
-		class = outClassReplica
+		class = clients.ClassReplica
 	case c.hasFlag(clientPubSub):
-		class = outClassPubSub
+		class = clients.ClassPubSub
 	}
-	lim := &c.srv.hot().outLimits[class]
-	if lim.hard > 0 && int64(n) >= lim.hard {
-		return true
-	}
-	if lim.soft > 0 && int64(n) >= lim.soft {
-		if l.softSince.IsZero() {
-			l.softSince = time.Now()
-		} else if time.Since(l.softSince) >= lim.softFor {
-			return true
-		}
-	} else {
-		l.softSince = time.Time{}
-	}
-	return false
+	return l.Exceeded(&c.srv.hot().outLimits[class], n)
 }
 
 // clientsCron closes idle clients (timeout).
