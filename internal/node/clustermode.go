@@ -186,11 +186,7 @@ func (s *Server) startCluster() error {
 // channels of slots, each receiving "sunsubscribe <channel> <count>" as
 // from Redis's removeChannelsInSlot (pubsubShardUnsubscribeAllClients).
 func (s *Server) removeShardChannelsInSlots(slots []int) {
-	in := make(map[int]bool, len(slots))
-	for _, slot := range slots {
-		in[slot] = true
-	}
-	s.pubsub.RemoveShards(func(name string) bool { return in[keySlot(name)] })
+	s.pubsub.RemoveShards(clusternode.InSlots(slots))
 }
 
 // deliverFromBus hands a PUBLISH or SPUBLISH received on the bus to the

@@ -44,7 +44,7 @@ func (h *persistHost) Dirty() int64        { return h.s.dirty.Load() }
 func (h *persistHost) LastSave() int64     { return h.s.lastSave.Load() }
 func (h *persistHost) UsedMemory() int64   { return h.s.usedMemory() }
 func (h *persistHost) LRUClock() uint32    { return lruClock() }
-func (h *persistHost) KeyDelay(usec int64) { debugDelay(usec) }
+func (h *persistHost) KeyDelay(usec int64) { persist.DebugDelay(usec) }
 func (h *persistHost) Done() <-chan struct{} {
 	return h.s.shutdownC
 }

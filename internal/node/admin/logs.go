@@ -1,6 +1,7 @@
 package admin
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,4 +137,20 @@ func SlowlogArgs(args [][]byte, redactFrom int) []string {
 		out = append(out, a)
 	}
 	return out
+}
+
+// DebugObjectLine is DEBUG OBJECT's reply: the value's address, its
+// encoding, its DUMP payload length without the 11-byte trailer
+// (serialized), the LRU clock (24 bits shown) and the idle seconds, and
+// for a list (listLen >= 0) its quicklist figures as Redis shows them for
+// 128-entry nodes.
+func DebugObjectLine(addr, enc string, serialized int, lru, idle int64, listLen int) string {
+	extra := ""
+	if listLen >= 0 {
+		nodes := max(1, (listLen+127)/128)
+		extra = fmt.Sprintf(" ql_nodes:%d ql_avg_node:%.2f ql_listpack_max:%d ql_compressed:%d ql_uncompressed_size:%d",
+			nodes, float64(listLen)/float64(nodes), -2, 0, serialized)
+	}
+	return fmt.Sprintf("Value at:%s refcount:1 encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d%s",
+		addr, enc, serialized, lru&0xffffff, idle, extra)
 }

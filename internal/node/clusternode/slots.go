@@ -1,6 +1,9 @@
 package clusternode
 
-import "github.com/shardis/shardis/internal/node/keyspace"
+import (
+	"github.com/shardis/shardis/internal/consistent"
+	"github.com/shardis/shardis/internal/node/keyspace"
+)
 
 // KeysInSlot lists up to count keys (count < 0: all) of db in slot,
 // newest first as Redis's slot-to-keys list, from the keyspace's per-slot
@@ -62,4 +65,13 @@ func TrimSlots(db *keyspace.DB, slots []int, propagate func(del [][]byte), touch
 		touched(keys)
 	}
 	return n
+}
+
+// InSlots returns whether a key or shard channel hashes to one of slots.
+func InSlots(slots []int) func(name string) bool {
+	in := make(map[int]bool, len(slots))
+	for _, slot := range slots {
+		in[slot] = true
+	}
+	return func(name string) bool { return in[consistent.KeySlot(name)] }
 }
