@@ -100,9 +100,11 @@ func TestSlotQueryMigratingExists(t *testing.T) {
 	}
 }
 
-// KeysInSlot lists newest first and bounded; TrimSlots deletes a slot's
-// keys with one DEL of them and reports them touched; DeleteSlot deletes
-// without one.
+// KeysInSlot lists a slot's keys from the keyspace's per-slot index:
+// exact, newest first, bounded by count; TrimSlots deletes a slot's keys
+// with one DEL of them and reports them touched; DeleteSlot deletes
+// without one, and leaves the other slots' keys. (The root's
+// TestClusterKeysInSlot, of the same listing and deletion, moved here.)
 func TestSlotKeys(t *testing.T) {
 	db := newDB()
 	set := func(k string) {
