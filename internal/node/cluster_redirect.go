@@ -41,7 +41,7 @@ func (c *Client) clusterRedirect(cmd *command, args [][]byte) string {
 func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 	cm := c.srv.cluster
 	rt := cm.Routing()
-	q := clusternode.SlotQuery{Query: redirect.NewQuery(rt, isShardPubSub(cmd)), DB: c.srv.dbs[0], Locked: locked}
+	q := slotQuery{Query: redirect.NewQuery(rt, isShardPubSub(cmd)), c: c, locked: locked}
 	if !locked {
 		defer func() { c.slotRoute, c.slotRecheck = rt, q.Migrating || q.Importing }()
 	}
@@ -58,11 +58,11 @@ func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 			if qc.flags&flagWrite != 0 {
 				isWrite = true
 			}
-			if msg := q.Keys(mq, qc.keys, qc.first, qc.last, qc.step); msg != "" {
+			if msg := q.cmdKeys(qc, mq); msg != "" {
 				return msg
 			}
 		}
-	} else if msg := q.Keys(args, cmd.keys, cmd.first, cmd.last, cmd.step); msg != "" {
+	} else if msg := q.cmdKeys(cmd, args); msg != "" {
 		return msg
 	}
 	if !q.HaveKeys {
@@ -107,6 +107,53 @@ func (c *Client) scriptWrites(cmd *command, args [][]byte) bool {
 		return false
 	}
 	return flags&script.FlagEvalCompat == 0 && flags&script.FlagNoWrites == 0
+}
+
+// slotQuery is a redirect.Query fed from a command's arguments (the
+// dispatcher's hot path: a plain walk of the command's key range).
+type slotQuery struct {
+	redirect.Query
+	c *Client
+	// locked: the command's shard locks are held (settleLocked).
+	locked bool
+}
+
+// cmdKeys feeds the keys of one call of cmd, without allocating for
+// commands with a first/last/step key range.
+func (q *slotQuery) cmdKeys(cmd *command, args [][]byte) string {
+	if cmd.keys != nil {
+		for _, p := range cmd.keys(args) {
+			if p < len(args) {
+				if msg := q.key(args[p]); msg != "" {
+					return msg
+				}
+			}
+		}
+		return ""
+	}
+	if cmd.first == 0 {
+		return ""
+	}
+	last := cmd.last
+	if last < 0 {
+		last = len(args) + last
+	}
+	last = min(last, len(args)-1)
+	for i := cmd.first; i <= last; i += max(cmd.step, 1) {
+		if msg := q.key(args[i]); msg != "" {
+			return msg
+		}
+	}
+	return ""
+}
+
+// key is one key of the request.
+func (q *slotQuery) key(key []byte) string {
+	msg, check := q.Key(bstr(key))
+	if check {
+		q.Exists(clusternode.KeyExists(q.c.srv.dbs[0], bstr(key), q.locked))
+	}
+	return msg
 }
 
 // redirectBlockedClients is Redis's clusterRedirectBlockedClientIfNeeded,

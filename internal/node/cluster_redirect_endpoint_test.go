@@ -15,7 +15,8 @@ import (
 func TestRedirectPreferredEndpoint(t *testing.T) {
 	cfg := NewConfig()
 	srv := &Server{cfg: cfg, log: slog.Default()}
-	cm := clusternode.New(clusterHost{srv}, migHost{srv}, srv.log)
+	var cm clusternode.Mode
+	cm.Init(clusterHost{srv}, migHost{srv}, srv.log)
 	defer cm.Close()
 	rt := &cluster.Routing{Nodes: []cluster.RouteNode{
 		{ID: "a", IP: "127.0.0.1", Port: 30001, Hostname: "them.com"},

@@ -21,7 +21,7 @@ import (
 // clusternode's Mode (the machine's runner, the routing, the applier),
 // served by clusterHost, and the topology pusher (cluster_push.go).
 type clusterMode struct {
-	*clusternode.Mode
+	clusternode.Mode
 	srv *Server
 
 	// push announces slot map changes to this node's clients (cluster_push.go).
@@ -167,7 +167,7 @@ func (s *Server) startCluster() error {
 		file = filepath.Join(s.cfg.Get(DirDir), file)
 	}
 	cm := &clusterMode{srv: s}
-	cm.Mode = clusternode.New(clusterHost{s}, migHost{s}, s.log)
+	cm.Init(clusterHost{s}, migHost{s}, s.log)
 	s.cluster = cm
 	err = cm.Start(m, runner.Options{
 		ListenAddrs:  addrs,

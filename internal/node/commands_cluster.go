@@ -71,7 +71,7 @@ func clusterHandler(fn clusternode.Handler) handlerFunc {
 	return func(c *Client, args [][]byte) {
 		var m *clusternode.Mode
 		if cm := c.srv.cluster; cm != nil {
-			m = cm.Mode
+			m = &cm.Mode
 		}
 		fn(m, clusterReply{c}, args)
 	}
@@ -84,7 +84,7 @@ func clusterOnly(fn clusternode.Handler) handlerFunc {
 			c.addError(clusternode.ErrClusterDisabled)
 			return
 		}
-		fn(c.srv.cluster.Mode, clusterReply{c}, args)
+		fn(&c.srv.cluster.Mode, clusterReply{c}, args)
 	}
 }
 

@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"github.com/shardis/shardis/internal/consistent"
-	"github.com/shardis/shardis/internal/node/cluster"
-	"github.com/shardis/shardis/internal/node/cluster/redirect"
 	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
@@ -27,76 +25,48 @@ func args(s ...string) [][]byte {
 	return out
 }
 
-// routing serves every slot from node 0 (me) except those given to node 1.
-func routing(other ...int) *cluster.Routing {
-	rt := &cluster.Routing{Me: 0, MyMaster: -1, Nodes: []cluster.RouteNode{{ID: "me", IP: "127.0.0.1", Port: 7000}, {ID: "b", IP: "127.0.0.2", Port: 7001}}}
-	for i := range rt.Owner {
-		rt.Owner[i], rt.Migrating[i], rt.Importing[i] = 0, -1, -1
-	}
-	for _, s := range other {
-		rt.Owner[s] = 1
-	}
-	return rt
-}
-
-// SlotQuery.Keys walks the first/last/step range (last counted from the
-// end when negative) or the movable keys, and stops at the first error.
-func TestSlotQueryKeys(t *testing.T) {
-	db := newDB()
+// FirstKeySlot is the slot of the first key of a first/last/step range
+// or of the movable keys' first position inside the call, -1 without one.
+func TestFirstKeySlot(t *testing.T) {
 	cases := []struct {
-		name              string
-		args              [][]byte
-		keys              func([][]byte) []int
-		first, last, step int
-		want              string
-		slot              int
+		name  string
+		args  [][]byte
+		keys  func([][]byte) []int
+		first int
+		want  int
 	}{
-		{"one key", args("get", "{a}x"), nil, 1, 1, 1, "", consistent.KeySlot("a")},
-		{"pairs", args("mset", "{a}1", "v", "{a}2", "v"), nil, 1, -1, 2, "", consistent.KeySlot("a")},
-		{"cross slot", args("mset", "{a}1", "v", "{b}2", "v"), nil, 1, -1, 2, redirect.ErrCrossSlot, consistent.KeySlot("a")},
-		{"values skipped", args("mset", "{a}1", "{b}", "{a}2", "{c}"), nil, 1, -1, 2, "", consistent.KeySlot("a")},
-		{"movable", args("eval", "s", "1", "{c}k"), func(a [][]byte) []int { return []int{3, 9} }, 0, 0, 0, "", consistent.KeySlot("c")},
-		{"no keys", args("ping"), nil, 0, 0, 0, "", -1},
+		{"one key", args("get", "{a}x"), nil, 1, consistent.KeySlot("a")},
+		{"movable", args("eval", "s", "1", "{c}k"), func(a [][]byte) []int { return []int{9, 3} }, 0, consistent.KeySlot("c")},
+		{"movable, none inside", args("eval", "s", "0"), func(a [][]byte) []int { return []int{5} }, 0, -1},
+		{"no keys", args("ping"), nil, 0, -1},
+		{"first past the end", args("set"), nil, 1, -1},
 	}
 	for _, tc := range cases {
-		q := SlotQuery{Query: redirect.NewQuery(routing(), false), DB: db}
-		if got := q.Keys(tc.args, tc.keys, tc.first, tc.last, tc.step); got != tc.want {
-			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
-		}
-		if tc.slot >= 0 && (!q.HaveKeys || q.Slot != tc.slot) {
-			t.Errorf("%s: slot %d (have keys %v), want %d", tc.name, q.Slot, q.HaveKeys, tc.slot)
-		}
-		if tc.slot < 0 && q.HaveKeys {
-			t.Errorf("%s: keys fed", tc.name)
-		}
-		if got := FirstKeySlot(tc.args, tc.keys, tc.first); got != tc.slot {
-			t.Errorf("%s: FirstKeySlot %d, want %d", tc.name, got, tc.slot)
+		if got := FirstKeySlot(tc.args, tc.keys, tc.first); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }
 
-// A key of a migrating slot is looked up: present, the node serves it;
-// missing, ASK to the target.
-func TestSlotQueryMigratingExists(t *testing.T) {
+// KeyExists sees a present key, not a missing or an expired one (and
+// does not delete the expired one: no touch, no expiry).
+func TestKeyExists(t *testing.T) {
 	db := newDB()
-	slot := consistent.KeySlot("k")
-	rt := routing()
-	rt.Migrating[slot] = 1
-	sh := db.KeyShard("k")
+	for _, k := range []string{"k", "old"} {
+		sh := db.KeyShard(k)
+		sh.Mu.Lock()
+		db.SetString(k, []byte("v"), 0, false)
+		sh.Mu.Unlock()
+	}
+	sh := db.KeyShard("old")
 	sh.Mu.Lock()
-	db.SetString("k", []byte("v"), 0, false)
+	db.GetEntry("old").Expire = 1 // 1970
 	sh.Mu.Unlock()
-	for _, tc := range []struct {
-		key  string
-		want redirect.Outcome
-	}{{"k", redirect.Serve}, {"{k}missing", redirect.Ask}} {
-		q := SlotQuery{Query: redirect.NewQuery(rt, false), DB: db}
-		if msg := q.Keys(args("get", tc.key), nil, 1, 1, 1); msg != "" {
-			t.Fatalf("%s: %q", tc.key, msg)
-		}
-		if out, _, _ := q.Decide(redirect.Request{Name: "get"}); out != tc.want {
-			t.Errorf("%s: outcome %v, want %v", tc.key, out, tc.want)
-		}
+	if !KeyExists(db, "k", false) || KeyExists(db, "missing", false) || KeyExists(db, "old", false) {
+		t.Fatal("KeyExists: wrong answer")
+	}
+	if db.Size() != 2 {
+		t.Fatalf("KeyExists changed the keyspace: %d keys", db.Size())
 	}
 }
 

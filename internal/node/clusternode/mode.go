@@ -94,10 +94,15 @@ type Mode struct {
 	stopped chan struct{}
 }
 
-// New returns a Mode with an empty routing (no slot served) and starts
-// its applier, which waits for DatasetLoaded; Start starts the bus.
-func New(h Host, mh MigHost, log *slog.Logger) *Mode {
-	cm := &Mode{h: h, log: log, apply: make(chan func(), 1024), loaded: make(chan struct{}), stop: make(chan struct{}), stopped: make(chan struct{})}
+// Init makes the zero cm a Mode with an empty routing (no slot served)
+// and starts its applier, which waits for DatasetLoaded; Start starts the
+// bus. (Init in place lets the node embed the Mode by value: the
+// dispatcher's routing load is one indirection from the server.) A Mode
+// must not be copied.
+func (cm *Mode) Init(h Host, mh MigHost, log *slog.Logger) {
+	cm.h, cm.log = h, log
+	cm.apply, cm.loaded = make(chan func(), 1024), make(chan struct{})
+	cm.stop, cm.stopped = make(chan struct{}), make(chan struct{})
 	cm.mig = slotmig.New(migHost{MigHost: mh, m: cm}, log)
 	empty := &cluster.Routing{Me: 0, MyMaster: -1}
 	for i := range empty.Owner {
@@ -105,7 +110,6 @@ func New(h Host, mh MigHost, log *slog.Logger) *Mode {
 	}
 	cm.route.Store(empty)
 	go cm.applier()
-	return cm
 }
 
 // Start loads nodes.conf and starts the bus on machine m, as Redis's
