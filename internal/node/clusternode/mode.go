@@ -4,7 +4,8 @@
 // that carries out in order what the machine asks of the node, the
 // machine's side of whole-slot migration (slotmig.Host's Cluster and
 // Dataset parts), the CLUSTER and cluster DEBUG subcommands over a small
-// Reply, and the slot check's key feeding over the keyspace.
+// Reply, the existence check of a migrating slot's key, and a slot's key
+// listing, trim and deletion over the keyspace.
 //
 // The package does not import the node. The node implements Host (what
 // the machine's Ready asks of it: a role change, the deletion of a lost

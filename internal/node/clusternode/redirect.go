@@ -23,7 +23,7 @@ func KeyExists(db *keyspace.DB, key string, locked bool) bool {
 }
 
 // FirstKeySlot is the slot of a call's first key, -1 without keys (the
-// key positions as for SlotQuery.Keys).
+// key positions: keys for movable keys, else first, 0 for none).
 func FirstKeySlot(args [][]byte, keys func([][]byte) []int, first int) int {
 	if keys != nil {
 		for _, p := range keys(args) {
