@@ -3,11 +3,9 @@ package node
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/shardis/shardis/internal/node/acl"
 	"github.com/shardis/shardis/internal/node/pubsub"
@@ -323,11 +321,7 @@ func (s *Server) aclLoadFile() error {
 // aclFilePath is where the aclfile is: a relative name is in dir, where
 // Redis, having changed into dir, finds it.
 func (s *Server) aclFilePath() string {
-	file := s.cfg.Get(DirAclfile)
-	if file == "" || filepath.IsAbs(file) {
-		return file
-	}
-	return filepath.Join(s.cfg.Get(DirDir), file)
+	return acl.FilePath(s.cfg.Get(DirAclfile), s.cfg.Get(DirDir))
 }
 
 // aclSaveFile is ACL SAVE: every user in the aclfile, written to a
@@ -336,18 +330,11 @@ func (s *Server) aclSaveFile() error {
 	s.acl.mu.Lock()
 	lines := s.acl.reg.ConfigLines()
 	s.acl.mu.Unlock()
-	tmp := fmt.Sprintf("%s.tmp-%d-%d", s.aclFilePath(), os.Getpid(), time.Now().UnixMilli())
-	if err := os.WriteFile(tmp, acl.FileText(lines), 0o644); err != nil {
-		s.log.Warn("Opening temp ACL file for ACL SAVE", "err", err)
-		os.Remove(tmp)
-		return err
+	step, err := acl.SaveFile(s.aclFilePath(), lines)
+	if err != nil {
+		s.log.Warn(step, "err", err)
 	}
-	if err := os.Rename(tmp, s.aclFilePath()); err != nil {
-		s.log.Warn("Renaming ACL file for ACL SAVE", "err", err)
-		os.Remove(tmp)
-		return err
-	}
-	return nil
+	return err
 }
 
 // aclUserLines are CONFIG REWRITE's user lines: none with an aclfile

@@ -17,7 +17,7 @@ const TopologyChannel = push.Channel
 // pushHost is push.Host over the cluster mode.
 type pushHost struct{ cm *clusterMode }
 
-func (h pushHost) Routing() *cluster.Routing { return h.cm.route.Load() }
+func (h pushHost) Routing() *cluster.Routing { return h.cm.Routing() }
 func (h pushHost) Publish(channel string, msg []byte) int {
 	return h.cm.srv.pubsub.publish(channel, msg)
 }
@@ -32,7 +32,7 @@ func (m maintClient) Push(fn func(b []byte) []byte) { m.c.push(fn) }
 
 // pusher returns the node's topology pusher, starting it on first use.
 func (cm *clusterMode) pusher() *push.Pusher {
-	cm.pushOnce.Do(func() { cm.push = push.Start(pushHost{cm}, cm.stop) })
+	cm.pushOnce.Do(func() { cm.push = push.Start(pushHost{cm}, cm.Stopping()) })
 	return cm.push
 }
 

@@ -1,10 +1,9 @@
 package node
 
 import (
-	"time"
-
 	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/node/cluster/redirect"
+	"github.com/shardis/shardis/internal/node/clusternode"
 	"github.com/shardis/shardis/internal/node/script"
 )
 
@@ -31,7 +30,7 @@ func (c *Client) clusterRedirect(cmd *command, args [][]byte) string {
 // importing slot then read the keyspace without locking).
 func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 	cm := c.srv.cluster
-	rt := cm.route.Load()
+	rt := cm.Routing()
 	q := slotQuery{Query: redirect.NewQuery(rt, isShardPubSub(cmd)), c: c, locked: locked}
 	if !locked {
 		defer func() { c.slotRoute, c.slotRecheck = rt, q.Migrating || q.Importing }()
@@ -42,14 +41,9 @@ func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 			return ""
 		}
 		for _, mq := range c.multi {
-			qc := c.srv.table.lookup(mq[0])
+			qc := c.srv.queuedCommand(mq)
 			if qc == nil {
 				continue
-			}
-			if qc.subs != nil && len(mq) >= 2 {
-				if sub := qc.subs[lowerASCII(mq[1])]; sub != nil {
-					qc = sub
-				}
 			}
 			if qc.flags&flagWrite != 0 {
 				isWrite = true
@@ -78,7 +72,7 @@ func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 	case redirect.Refuse:
 		return msg
 	default:
-		return cm.reply(out, msg, q.Slot, rt, to)
+		return cm.Reply(out, msg, q.Slot, rt, to)
 	}
 }
 
@@ -105,7 +99,8 @@ func (c *Client) scriptWrites(cmd *command, args [][]byte) bool {
 	return flags&script.FlagEvalCompat == 0 && flags&script.FlagNoWrites == 0
 }
 
-// slotQuery is a redirect.Query fed from a command's arguments.
+// slotQuery is a redirect.Query fed from a command's arguments (the
+// dispatcher's hot path: a plain walk of the command's key range).
 type slotQuery struct {
 	redirect.Query
 	c *Client
@@ -146,40 +141,9 @@ func (q *slotQuery) cmdKeys(cmd *command, args [][]byte) string {
 func (q *slotQuery) key(key []byte) string {
 	msg, check := q.Key(bstr(key))
 	if check {
-		q.Exists(q.c.srv.keyExistsDB0(bstr(key), q.locked))
+		q.Exists(clusternode.KeyExists(q.c.srv.dbs[0], bstr(key), q.locked, q.c.srv.nowMs()))
 	}
 	return msg
-}
-
-// reply renders a redirect outcome: "" to serve, else the error text.
-func (cm *clusterMode) reply(out redirect.Outcome, msg string, slot int, rt *cluster.Routing, to int32) string {
-	switch out {
-	case redirect.Moved:
-		return cm.redirect("MOVED", slot, rt, to)
-	case redirect.Ask:
-		return cm.redirect("ASK", slot, rt, to)
-	}
-	return msg
-}
-
-// redirect renders "MOVED slot endpoint:port" or ASK (kind) with the
-// endpoint cluster-preferred-endpoint-type asks for.
-func (cm *clusterMode) redirect(kind string, slot int, rt *cluster.Routing, to int32) string {
-	return redirect.Message(kind, slot, rt, to, cm.srv.cfg.Get(DirClusterPreferredEndpointType))
-}
-
-// keyExistsDB0 reports whether key is in database 0, not expired, without
-// touching it (LOOKUP_NOTOUCH|NOSTATS|NONOTIFY|NOEXPIRE); locked says the
-// caller holds the key's shard lock.
-func (s *Server) keyExistsDB0(key string, locked bool) bool {
-	db := s.dbs[0]
-	sh := db.KeyShard(key)
-	if !locked {
-		sh.Mu.Lock()
-		defer sh.Mu.Unlock()
-	}
-	e := db.GetEntry(key)
-	return e != nil && !e.Expired(time.Now().UnixMilli())
 }
 
 // redirectBlockedClients is Redis's clusterRedirectBlockedClientIfNeeded,
@@ -197,7 +161,7 @@ func (s *Server) redirectBlockedClients(rt *cluster.Routing) {
 		ro := rt.Owner[slot] >= 0 && c.hasFlag(clientReadOnly) && c.cmd != nil && c.cmd.flags&flagWrite == 0
 		out, msg, to := redirect.Blocked(rt, slot, ro)
 		if out != redirect.Serve {
-			w.RedirectWith(s.cluster.reply(out, msg, slot, rt, to))
+			w.RedirectWith(s.cluster.Reply(out, msg, slot, rt, to))
 		}
 	}
 }

@@ -1,9 +1,12 @@
 package node
 
 import (
+	"log/slog"
 	"testing"
 
 	"github.com/shardis/shardis/internal/node/cluster"
+	"github.com/shardis/shardis/internal/node/cluster/redirect"
+	"github.com/shardis/shardis/internal/node/clusternode"
 )
 
 // The endpoint of MOVED/ASK follows cluster-preferred-endpoint-type as
@@ -11,7 +14,10 @@ import (
 // unknown-endpoint (27-endpoints.tcl: "MOVED * :*").
 func TestRedirectPreferredEndpoint(t *testing.T) {
 	cfg := NewConfig()
-	cm := &clusterMode{srv: &Server{cfg: cfg}}
+	srv := &Server{cfg: cfg, log: slog.Default()}
+	var cm clusternode.Mode
+	cm.Init(clusterHost{srv}, migHost{srv}, srv.log)
+	defer cm.Close()
 	rt := &cluster.Routing{Nodes: []cluster.RouteNode{
 		{ID: "a", IP: "127.0.0.1", Port: 30001, Hostname: "them.com"},
 		{ID: "b", IP: "127.0.0.2", Port: 30002},
@@ -31,7 +37,7 @@ func TestRedirectPreferredEndpoint(t *testing.T) {
 		if err := cfg.Set("cluster-preferred-endpoint-type", tc.typ); err != nil {
 			t.Fatal(err)
 		}
-		if got := cm.redirect("MOVED", 12182, rt, tc.to); got != tc.want {
+		if got := cm.Reply(redirect.Moved, "", 12182, rt, tc.to); got != tc.want {
 			t.Errorf("%s node %d: %q, want %q", tc.typ, tc.to, got, tc.want)
 		}
 	}

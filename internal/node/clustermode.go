@@ -10,43 +10,58 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/node/cluster/push"
 	"github.com/shardis/shardis/internal/node/cluster/runner"
-	"github.com/shardis/shardis/internal/node/slotmig"
+	"github.com/shardis/shardis/internal/node/clusternode"
 )
 
-// clusterMode is the node's side of cluster mode (cluster-enabled yes):
-// the machine's runner, and the routing the dispatcher reads without
-// locks. The runner's lock guards the machine; what the machine asks of
-// the node (replicate from a master, delete the keys of lost slots,
-// deliver a PUBLISH from the bus) runs in order on one applier goroutine,
-// so no holder of that lock waits on the keyspace.
+// clusterMode is the node's cluster mode (cluster-enabled yes): package
+// clusternode's Mode (the machine's runner, the routing, the applier),
+// served by clusterHost, and the topology pusher (cluster_push.go).
 type clusterMode struct {
-	srv   *Server
-	r     *runner.Runner
-	route atomic.Pointer[cluster.Routing]
-	// scratch is filled after every Ready and published when it differs
-	// from route (guarded by the runner's machine lock, under which
-	// onReady runs).
-	scratch cluster.Routing
-	apply   chan func()
-	// loaded is closed once the dataset is loaded (Listen): the applier
-	// waits for it, so a replica named by nodes.conf does not start its
-	// master link (and a full sync) while its AOF or RDB is still loading,
-	// as Redis loads from disk before its crons run.
-	loaded chan struct{}
-	// mig is whole-slot migration's task table and write gate (slotmig.go).
-	mig     *slotmig.Engine
-	stop    chan struct{}
-	stopped chan struct{}
+	clusternode.Mode
+	srv *Server
 
 	// push announces slot map changes to this node's clients (cluster/push, cluster_push.go).
 	push     *push.Pusher
 	pushOnce sync.Once
+}
+
+// clusterHost is the server as clusternode.Host: what the machine's Ready
+// asks of the node.
+type clusterHost struct{ s *Server }
+
+func (h clusterHost) BecomeMaster()                     { h.s.repl.becomeMaster() }
+func (h clusterHost) BecomeReplica(ip string, port int) { h.s.repl.becomeReplica(ip, port) }
+func (h clusterHost) DeleteKeysInSlot(slot int) int     { return h.s.deleteKeysInSlot(slot) }
+func (h clusterHost) Unpause()                          { h.s.pause.unpause() }
+func (h clusterHost) Deliver(d cluster.Delivery)        { h.s.deliverFromBus(d) }
+func (h clusterHost) RemoveShardChannels(slots []int)   { h.s.removeShardChannelsInSlots(slots) }
+func (h clusterHost) BlockedClients() bool              { return h.s.blocking.count.Load() > 0 }
+func (h clusterHost) RedirectBlocked(rt *cluster.Routing) {
+	h.s.redirectBlockedClients(rt)
+}
+func (h clusterHost) EndpointType() string {
+	return h.s.cfg.Get(DirClusterPreferredEndpointType)
+}
+func (h clusterHost) CountKeysInSlot(slot int) int        { return h.s.dbs[0].CountKeysInSlot(slot) }
+func (h clusterHost) KeysInSlot(slot, count int) []string { return h.s.keysInSlot(slot, count) }
+func (h clusterHost) IsReplica() bool                     { return h.s.replicaMode.Load() }
+func (h clusterHost) FlushAll()                           { h.s.flushAllData() }
+
+// PushTopology runs under the machine lock, where s.cluster is set (startCluster).
+func (h clusterHost) PushTopology(m *cluster.Machine, rd *cluster.Ready) {
+	h.s.cluster.pushTopology(m, rd)
+}
+
+// PauseWrites pauses writes as CLIENT PAUSE WRITE does and waits until
+// the writes in flight are done.
+func (h clusterHost) PauseWrites(d time.Duration) bool {
+	h.s.pause.set(h.s.now().Add(d), false)
+	return h.s.drainWrites(d)
 }
 
 // clusterLocal answers the machine's questions about the node's data.
@@ -152,176 +167,27 @@ func (s *Server) startCluster() error {
 	if !filepath.IsAbs(file) {
 		file = filepath.Join(s.cfg.Get(DirDir), file)
 	}
-	cm := &clusterMode{srv: s, apply: make(chan func(), 1024), loaded: make(chan struct{}), mig: newSlotMigrations(s), stop: make(chan struct{}), stopped: make(chan struct{})}
-	empty := &cluster.Routing{Me: 0, MyMaster: -1}
-	for i := range empty.Owner {
-		empty.Owner[i], empty.Migrating[i], empty.Importing[i] = -1, -1, -1
-	}
-	cm.route.Store(empty)
+	cm := &clusterMode{srv: s}
+	cm.Init(clusterHost{s}, migHost{s}, s.log)
 	s.cluster = cm
-	go cm.applier()
-	r, err := runner.Start(m, runner.Options{
+	err = cm.Start(m, runner.Options{
 		ListenAddrs:  addrs,
 		ConfigFile:   file,
 		SendBufLimit: s.cfg.Int(DirClusterLinkSendbufLimit),
-		OnReady:      cm.onReady,
 		Logger:       s.log,
 	})
 	if err != nil {
-		close(cm.stop)
-		<-cm.stopped
 		s.cluster = nil
 		return fmt.Errorf("node: cluster: %w", err)
 	}
-	cm.r = r
-	// The first Ready ran before r was set; make sure the routing and a
-	// replica's master link reflect the loaded configuration.
-	_ = r.Do(func(m *cluster.Machine, _ time.Time) { cm.refreshRouting(m) })
 	return nil
 }
-
-// stopCluster saves nodes.conf and closes the bus.
-func (cm *clusterMode) close() {
-	if cm.r != nil {
-		cm.r.Close()
-	}
-	close(cm.stop)
-	<-cm.stopped
-}
-
-// do runs fn on the machine (under the runner's lock, on the caller's
-// goroutine) and returns once its Ready is carried out and a save it
-// asked for is written; false if the bus is closed.
-func (cm *clusterMode) do(fn func(m *cluster.Machine, now time.Time)) bool {
-	return cm.r.Do(fn) == nil
-}
-
-// onReady runs under the runner's machine lock after every batch.
-func (cm *clusterMode) onReady(m *cluster.Machine, rd *cluster.Ready) {
-	s := cm.srv
-	// The slot map is published before the role change and the unpause
-	// below are applied: a master the batch demotes answers the writes it
-	// held (a manual failover's pause) and any later ones with MOVED to
-	// the new owner, never READONLY under a slot map that still names it.
-	lost := cm.publishRouting(m)
-	cm.pushTopology(m, rd)
-	if rc := rd.RoleChange; rc != nil {
-		rc := *rc
-		cm.enqueue(func() {
-			if rc.Master == "" {
-				s.repl.becomeMaster()
-			} else {
-				s.repl.becomeReplica(rc.IP, rc.Port)
-			}
-		})
-	}
-	if sc := rd.SlotsChanged; sc != nil && len(cm.mig.SkipDeleteKeys(sc.DeleteKeys)) > 0 {
-		slots := cm.mig.SkipDeleteKeys(sc.DeleteKeys)
-		cm.enqueue(func() {
-			for _, slot := range slots {
-				s.deleteKeysInSlot(slot)
-			}
-		})
-	}
-	if rd.PauseWrites > 0 {
-		// A replica asked for a manual failover: pause writes as CLIENT
-		// PAUSE WRITE does, wait until the writes in flight are done,
-		// then tell the machine, whose next offset is final.
-		d := rd.PauseWrites
-		cm.enqueue(func() {
-			s.pause.set(time.Now().Add(d), false)
-			if s.drainWrites(d) {
-				cm.r.Post(func(m *cluster.Machine, now time.Time) { m.WritesPaused(now) })
-			}
-		})
-	}
-	if rd.Unpause {
-		cm.enqueue(func() { s.pause.unpause() })
-	}
-	for _, d := range rd.Deliveries {
-		d := d
-		cm.enqueue(func() { s.deliverFromBus(d) })
-	}
-	for _, ev := range rd.Events {
-		s.log.Info("cluster: "+string(ev.Type), "node", ev.Node, "detail", ev.Detail)
-	}
-	cm.dropShardChannels(lost)
-}
-
-// refreshRouting publishes the machine's routing when it changed, and
-// drops the shard channels of the slots this node's shard stopped serving.
-func (cm *clusterMode) refreshRouting(m *cluster.Machine) {
-	cm.dropShardChannels(cm.publishRouting(m))
-}
-
-// publishRouting publishes the machine's routing when it changed and
-// returns the slots this node's shard stopped serving.
-func (cm *clusterMode) publishRouting(m *cluster.Machine) []int {
-	// scratch always holds what was last published: FillRouting's
-	// "unchanged" spares the idle loop a compare of the slot tables.
-	if !m.FillRouting(&cm.scratch) {
-		return nil
-	}
-	cur := cm.route.Load()
-	next := cm.scratch
-	next.Nodes = append([]cluster.RouteNode(nil), cm.scratch.Nodes...)
-	cm.route.Store(&next)
-	cm.mig.RouteChanged()
-	if s := cm.srv; s.blocking.count.Load() > 0 {
-		cm.enqueue(func() { s.redirectBlockedClients(&next) })
-	}
-	changed, ok := cm.scratch.ChangedSlots()
-	if !ok {
-		changed = nil
-	}
-	return lostShardSlots(cur, &next, changed, ok)
-}
-
-// dropShardChannels unsubscribes the shard channels of lost slots, after
-// the deliveries already queued.
-func (cm *clusterMode) dropShardChannels(lost []int) {
-	if len(lost) > 0 {
-		s := cm.srv
-		cm.enqueue(func() { s.removeShardChannelsInSlots(lost) })
-	}
-}
-
-// lostShardSlots is cluster.LostShardSlots.
-var lostShardSlots = cluster.LostShardSlots
 
 // removeShardChannelsInSlots unsubscribes every client from the shard
 // channels of slots, each receiving "sunsubscribe <channel> <count>" as
 // from Redis's removeChannelsInSlot (pubsubShardUnsubscribeAllClients).
 func (s *Server) removeShardChannelsInSlots(slots []int) {
-	in := make(map[int]bool, len(slots))
-	for _, slot := range slots {
-		in[slot] = true
-	}
-	s.pubsub.RemoveShards(func(name string) bool { return in[keySlot(name)] })
-}
-
-func (cm *clusterMode) enqueue(fn func()) {
-	select {
-	case cm.apply <- fn:
-	case <-cm.stop:
-	}
-}
-
-func (cm *clusterMode) applier() {
-	defer close(cm.stopped)
-	select {
-	case <-cm.loaded:
-	case <-cm.stop:
-		return
-	}
-	for {
-		select {
-		case fn := <-cm.apply:
-			fn()
-		case <-cm.stop:
-			return
-		}
-	}
+	s.pubsub.RemoveShards(clusternode.InSlots(slots))
 }
 
 // deliverFromBus hands a PUBLISH or SPUBLISH received on the bus to the
@@ -334,49 +200,24 @@ func (s *Server) deliverFromBus(d cluster.Delivery) {
 	s.pubsub.publish(string(d.Channel), d.Message)
 }
 
-// deleteKeysInSlot deletes every key of database 0 in slot, as Redis's
-// delKeysInSlot (not propagated: every node of the shard does it).
+// deleteKeysInSlot deletes every key of database 0 in slot, not
+// propagated (clusternode.DeleteSlot).
 func (s *Server) deleteKeysInSlot(slot int) int {
-	db := s.dbs[0]
-	keys := s.keysInSlot(slot, -1)
-	n := 0
-	for _, k := range keys {
-		sh := db.KeyShard(k)
-		sh.Mu.Lock()
-		if db.Remove(k) != nil {
-			n++
-		}
-		sh.Mu.Unlock()
-		s.touchWatchedKey(0, k)
-	}
-	return n
+	return clusternode.DeleteSlot(s.dbs[0], slot, func(k string) { s.touchWatchedKey(0, k) })
 }
 
 // keysInSlot lists up to count keys (count < 0: all) of database 0 in
-// slot, newest first as Redis's slot-to-keys list, from the keyspace's
-// per-slot index (O(keys listed)).
+// slot (clusternode.KeysInSlot).
 func (s *Server) keysInSlot(slot, count int) []string {
-	db := s.dbs[0]
-	if count < 0 {
-		count = db.CountKeysInSlot(slot)
-	}
-	return db.KeysInSlot(slot, count)
+	return clusternode.KeysInSlot(s.dbs[0], slot, count)
 }
 
 // applyClusterConfig passes a CONFIG SET of a cluster directive to the
-// machine.
+// runner and the machine.
 func applyClusterConfig(s *Server, _ string) {
-	cm := s.cluster
-	if cm == nil || cm.r == nil {
-		return
+	if cm := s.cluster; cm != nil {
+		cm.SetConfig(s.cfg.Int(DirClusterLinkSendbufLimit), s.clusterMachineConfig())
 	}
-	cm.r.SetSendBufLimit(s.cfg.Int(DirClusterLinkSendbufLimit))
-	cfg := s.clusterMachineConfig()
-	cm.do(func(m *cluster.Machine, now time.Time) {
-		if err := m.SetConfig(now, cfg); err != nil {
-			s.log.Warn("cluster: config not applied", "err", err)
-		}
-	})
 }
 
 // flushAllData empties every database (a replica reset by CLUSTER RESET
@@ -399,6 +240,3 @@ func (s *Server) flushAllData() {
 		held[i].Unlock()
 	}
 }
-
-// datasetLoaded lets the applier run (see loaded); it is called once.
-func (cm *clusterMode) datasetLoaded() { close(cm.loaded) }

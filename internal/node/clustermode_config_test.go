@@ -17,13 +17,13 @@ func TestClusterConfigSetSendBufLimit(t *testing.T) {
 		t.Fatal("cluster mode not started")
 	}
 	c := ts.client(t)
-	if got := ts.srv.cluster.r.SendBufLimit(); got != 0 {
+	if got := ts.srv.cluster.Runner().SendBufLimit(); got != 0 {
 		t.Fatalf("limit at start %d, want 0", got)
 	}
 	if err := c.ConfigSet(ctx(t), "cluster-link-sendbuf-limit", "256kb").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got := ts.srv.cluster.r.SendBufLimit(); got != 256*1024 {
+	if got := ts.srv.cluster.Runner().SendBufLimit(); got != 256*1024 {
 		t.Fatalf("limit after CONFIG SET %d, want %d", got, 256*1024)
 	}
 }

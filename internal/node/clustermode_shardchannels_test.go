@@ -43,7 +43,7 @@ func TestLostShardSlots(t *testing.T) {
 		{"first routing", nil, routingOf(0, -1, 0), nil},
 	}
 	for _, tc := range cases {
-		if got := lostShardSlots(tc.old, tc.next, nil, false); !slices.Equal(got, tc.want) {
+		if got := cluster.LostShardSlots(tc.old, tc.next, nil, false); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 		if tc.old == nil {
@@ -56,7 +56,7 @@ func TestLostShardSlots(t *testing.T) {
 				changed = append(changed, s)
 			}
 		}
-		if got := lostShardSlots(tc.old, tc.next, changed, true); !slices.Equal(got, tc.want) {
+		if got := cluster.LostShardSlots(tc.old, tc.next, changed, true); !slices.Equal(got, tc.want) {
 			t.Errorf("%s, partial: %v, want %v", tc.name, got, tc.want)
 		}
 	}

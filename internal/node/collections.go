@@ -84,24 +84,8 @@ func typeOf(e *keyspace.Entry) string {
 	return "none"
 }
 
-// encodingOf returns the OBJECT ENCODING of an entry.
-func encodingOf(e *keyspace.Entry) string {
-	if e.Obj == nil {
-		if len(e.Str) <= 20 {
-			if _, ok := parseInt(e.Str); ok {
-				return "int"
-			}
-		}
-		if len(e.Str) <= 44 {
-			return "embstr"
-		}
-		return "raw"
-	}
-	if tv, ok := e.Obj.(value.Value); ok {
-		return tv.Encoding()
-	}
-	return "unknown"
-}
+// encodingOf returns the OBJECT ENCODING of an entry (Entry.Encoding).
+func encodingOf(e *keyspace.Entry) string { return e.Encoding() }
 
 // hashLimits reads the thresholds from the server's configuration.
 func (s *Server) hashLimits() value.HashLimits {

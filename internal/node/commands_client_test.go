@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shardis/shardis/internal/node/clients"
 )
 
 var clientLineRE = regexp.MustCompile(`^id=\d+ addr=\S+ laddr=\S+ fd=-?\d+ name=\S* age=\d+ idle=\d+ flags=\S+ db=\d+ sub=\d+ psub=\d+ ssub=\d+ multi=-?\d+ qbuf=\d+ qbuf-free=\d+ argv-mem=\d+ multi-mem=\d+ rbs=\d+ rbp=\d+ obl=\d+ oll=\d+ omem=\d+ tot-mem=\d+ events=\S* cmd=\S+ user=\S+ redir=-?\d+ resp=[23]$`)
@@ -552,20 +553,20 @@ func TestPauseStopsExpiry(t *testing.T) {
 // "replica" as Redis's alias of "slave"; a CONFIG SET is seen by the next
 // check.
 func TestOutputLimitsFollowConfigSet(t *testing.T) {
-	l := parseOutLimits("normal 0 0 0 replica 100 50 7 pubsub 33554432 8388608 60")
-	if l[outClassReplica] != (outLimit{hard: 100, soft: 50, softFor: 7 * time.Second}) ||
-		l[outClassNormal] != (outLimit{}) || l[outClassPubSub].hard != 33554432 {
+	l := clients.ParseOutputLimits("normal 0 0 0 replica 100 50 7 pubsub 33554432 8388608 60")
+	if l[clients.ClassReplica] != (clients.OutputLimit{Hard: 100, Soft: 50, SoftFor: 7 * time.Second}) ||
+		l[clients.ClassNormal] != (clients.OutputLimit{}) || l[clients.ClassPubSub].Hard != 33554432 {
 		t.Fatalf("parsed %+v", l)
 	}
 	ts := startServer(t)
 	c := ts.client(t)
-	if got := ts.srv.hot().outLimits[outClassPubSub].hard; got != 32<<20 {
+	if got := ts.srv.hot().outLimits[clients.ClassPubSub].Hard; got != 32<<20 {
 		t.Fatalf("default pubsub hard limit %d", got)
 	}
 	if err := c.ConfigSet(ctx(t), "client-output-buffer-limit", "pubsub 2mb 1mb 30").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if got := ts.srv.hot().outLimits[outClassPubSub]; got != (outLimit{hard: 2 << 20, soft: 1 << 20, softFor: 30 * time.Second}) {
+	if got := ts.srv.hot().outLimits[clients.ClassPubSub]; got != (clients.OutputLimit{Hard: 2 << 20, Soft: 1 << 20, SoftFor: 30 * time.Second}) {
 		t.Fatalf("after CONFIG SET: %+v", got)
 	}
 }

@@ -1,57 +1,62 @@
 package node
 
 import (
-	"errors"
-	"time"
-
-	"github.com/shardis/shardis/internal/node/cluster"
-	"github.com/shardis/shardis/internal/node/cluster/reply"
+	"github.com/shardis/shardis/internal/node/clusternode"
+	"github.com/shardis/shardis/internal/node/slotmig"
 )
-
-const errClusterDisabled = "ERR This instance has cluster support disabled"
 
 func registerClusterCommands(t *commandTable) {
 	t.add(&command{name: "cluster", arity: -2, fn: cmdHelpDispatch, group: "cluster", since: "3.0.0"})
-	sub := func(name string, arity int, flags cmdFlag, since string, fn handlerFunc) {
+	sub := func(name string, arity int, flags cmdFlag, since string, fn clusternode.Handler) {
 		t.addSub("cluster", &command{name: name, arity: arity, flags: flags, fn: clusterOnly(fn), since: since})
 	}
 	// Flags and arities as in Redis 7.0's commands/cluster-*.json
-	// (NO_ASYNC_LOADING has no counterpart here).
+	// (NO_ASYNC_LOADING has no counterpart here); the handlers are
+	// package clusternode's.
 	admin := flagAdmin | flagStale
-	sub("help", 2, flagLoading|flagStale, "5.0.0", cmdClusterHelp)
-	sub("info", 2, flagStale, "3.0.0", cmdClusterInfo)
-	sub("myid", 2, flagStale, "3.0.0", cmdClusterMyID)
-	sub("nodes", 2, flagStale, "3.0.0", cmdClusterNodes)
-	sub("slots", 2, flagStale, "3.0.0", cmdClusterSlots)
-	sub("shards", 2, flagStale, "7.0.0", cmdClusterShards)
-	sub("links", 2, flagStale, "7.0.0", cmdClusterLinks)
-	sub("meet", -4, admin, "3.0.0", cmdClusterAdmin)
-	sub("forget", 3, admin, "3.0.0", cmdClusterAdmin)
-	sub("addslots", -3, admin, "3.0.0", cmdClusterAdmin)
-	sub("delslots", -3, admin, "3.0.0", cmdClusterAdmin)
-	sub("addslotsrange", -4, admin, "7.0.0", cmdClusterAdmin)
-	sub("delslotsrange", -4, admin, "7.0.0", cmdClusterAdmin)
-	sub("flushslots", 2, admin, "3.0.0", cmdClusterAdmin)
-	sub("setslot", -4, admin, "3.0.0", cmdClusterAdmin)
-	sub("replicate", 3, admin, "3.0.0", cmdClusterAdmin)
-	sub("failover", -2, admin, "3.0.0", cmdClusterAdmin)
-	sub("reset", -2, admin|flagNoScript, "3.0.0", cmdClusterReset)
-	sub("set-config-epoch", 3, admin, "3.0.0", cmdClusterAdmin)
-	sub("bumpepoch", 2, admin, "3.0.0", cmdClusterBumpEpoch)
-	sub("saveconfig", 2, admin, "3.0.0", cmdClusterAdmin)
-	sub("count-failure-reports", 3, admin, "3.0.0", cmdClusterAdmin)
-	sub("keyslot", 3, flagStale, "3.0.0", cmdClusterKeySlot)
-	sub("countkeysinslot", 3, flagStale, "3.0.0", cmdClusterCountKeysInSlot)
-	sub("getkeysinslot", 4, flagStale, "3.0.0", cmdClusterGetKeysInSlot)
-	sub("replicas", 3, admin, "5.0.0", cmdClusterAdmin)
-	sub("slaves", 3, admin, "3.0.0", cmdClusterAdmin)
-	// Redis 8.4's atomic slot migration, and its internal protocol command
-	// (commands_cluster_migration.go).
-	sub("migration", -3, admin, "8.4.0", cmdClusterMigration)
-	sub("syncslots", -3, admin, "8.4.0", cmdClusterSyncSlots)
-	t.add(&command{name: "asking", arity: 1, flags: flagFast, fn: clusterOnly(cmdAsking), group: "cluster", since: "3.0.0"})
-	t.add(&command{name: "readonly", arity: 1, flags: flagFast | flagLoading | flagStale, fn: clusterOnly(cmdReadOnly), group: "cluster", since: "3.0.0"})
-	t.add(&command{name: "readwrite", arity: 1, flags: flagFast | flagLoading | flagStale, fn: clusterOnly(cmdReadWrite), group: "cluster", since: "3.0.0"})
+	sub("help", 2, flagLoading|flagStale, "5.0.0", clusternode.Help)
+	sub("info", 2, flagStale, "3.0.0", clusternode.Info)
+	sub("myid", 2, flagStale, "3.0.0", clusternode.MyID)
+	sub("nodes", 2, flagStale, "3.0.0", clusternode.Nodes)
+	sub("slots", 2, flagStale, "3.0.0", clusternode.Slots)
+	sub("shards", 2, flagStale, "7.0.0", clusternode.Shards)
+	sub("links", 2, flagStale, "7.0.0", clusternode.Links)
+	sub("meet", -4, admin, "3.0.0", clusternode.Admin)
+	sub("forget", 3, admin, "3.0.0", clusternode.Admin)
+	sub("addslots", -3, admin, "3.0.0", clusternode.Admin)
+	sub("delslots", -3, admin, "3.0.0", clusternode.Admin)
+	sub("addslotsrange", -4, admin, "7.0.0", clusternode.Admin)
+	sub("delslotsrange", -4, admin, "7.0.0", clusternode.Admin)
+	sub("flushslots", 2, admin, "3.0.0", clusternode.Admin)
+	sub("setslot", -4, admin, "3.0.0", clusternode.Admin)
+	sub("replicate", 3, admin, "3.0.0", clusternode.Admin)
+	sub("failover", -2, admin, "3.0.0", clusternode.Admin)
+	sub("reset", -2, admin|flagNoScript, "3.0.0", clusternode.Reset)
+	sub("set-config-epoch", 3, admin, "3.0.0", clusternode.Admin)
+	sub("bumpepoch", 2, admin, "3.0.0", clusternode.BumpEpoch)
+	sub("saveconfig", 2, admin, "3.0.0", clusternode.Admin)
+	sub("count-failure-reports", 3, admin, "3.0.0", clusternode.Admin)
+	sub("keyslot", 3, flagStale, "3.0.0", clusternode.KeySlot)
+	sub("countkeysinslot", 3, flagStale, "3.0.0", clusternode.CountKeysInSlot)
+	sub("getkeysinslot", 4, flagStale, "3.0.0", clusternode.GetKeysInSlot)
+	sub("replicas", 3, admin, "5.0.0", clusternode.Admin)
+	sub("slaves", 3, admin, "3.0.0", clusternode.Admin)
+	// Redis 8.4's atomic slot migration, and its internal protocol command.
+	sub("migration", -3, admin, "8.4.0", clusternode.Migration)
+	sub("syncslots", -3, admin, "8.4.0", clusternode.SyncSlots)
+	t.add(&command{name: "asking", arity: 1, flags: flagFast, fn: clusterOnlyClient(cmdAsking), group: "cluster", since: "3.0.0"})
+	t.add(&command{name: "readonly", arity: 1, flags: flagFast | flagLoading | flagStale, fn: clusterOnlyClient(cmdReadOnly), group: "cluster", since: "3.0.0"})
+	t.add(&command{name: "readwrite", arity: 1, flags: flagFast | flagLoading | flagStale, fn: clusterOnlyClient(cmdReadWrite), group: "cluster", since: "3.0.0"})
+}
+
+// registerClusterDebug registers the DEBUG subcommands of cluster mode
+// through RegisterDebug, so behind enable-debug-command like every DEBUG
+// subcommand: the packet filter and the link killer that Redis's cluster
+// tests use (package clusternode's; they answer outside cluster mode
+// too).
+func registerClusterDebug(s *Server) {
+	s.RegisterDebug("drop-cluster-packet-filter", clusterHandler(clusternode.DebugDropPacketFilter))
+	s.RegisterDebug("clusterlink", clusterHandler(clusternode.DebugClusterLink))
 }
 
 // clusterSubSyntaxError is Redis's addReplySubcommandSyntaxError for a
@@ -60,173 +65,57 @@ func clusterSubSyntaxError(c *Client, args [][]byte) {
 	c.addError("ERR unknown subcommand or wrong number of arguments for '" + truncArg(args[1]) + "'. Try " + upper(string(args[0])) + " HELP.")
 }
 
-// addClusterArgError replies a package reply grammar error.
-func (c *Client) addClusterArgError(msg string, args [][]byte) {
-	if msg == reply.ErrSubSyntax {
-		clusterSubSyntaxError(c, args)
-		return
+// clusterHandler runs a package clusternode handler on c's reply (its
+// Mode nil outside cluster mode).
+func clusterHandler(fn clusternode.Handler) handlerFunc {
+	return func(c *Client, args [][]byte) {
+		var m *clusternode.Mode
+		if cm := c.srv.cluster; cm != nil {
+			m = &cm.Mode
+		}
+		fn(m, clusterReply{c}, args)
 	}
-	c.addError(msg)
 }
 
-// CLUSTER HELP
-func cmdClusterHelp(c *Client, args [][]byte) { c.addHelp("CLUSTER", reply.HelpLines) }
-
 // clusterOnly refuses fn outside cluster mode, as Redis's clusterCommand.
-func clusterOnly(fn handlerFunc) handlerFunc {
+func clusterOnly(fn clusternode.Handler) handlerFunc {
 	return func(c *Client, args [][]byte) {
 		if c.srv.cluster == nil {
-			c.addError(errClusterDisabled)
+			c.addError(clusternode.ErrClusterDisabled)
+			return
+		}
+		fn(&c.srv.cluster.Mode, clusterReply{c}, args)
+	}
+}
+
+// clusterOnlyClient is clusterOnly for a handler of the client's state.
+func clusterOnlyClient(fn handlerFunc) handlerFunc {
+	return func(c *Client, args [][]byte) {
+		if c.srv.cluster == nil {
+			c.addError(clusternode.ErrClusterDisabled)
 			return
 		}
 		fn(c, args)
 	}
 }
 
-// machineDo runs fn on the cluster machine and replies its error, if any,
-// with Redis's text; it reports whether fn succeeded.
-func (c *Client) machineDo(fn func(m *cluster.Machine, now time.Time) error) bool {
-	var err error
-	if !c.srv.cluster.do(func(m *cluster.Machine, now time.Time) { err = fn(m, now) }) {
-		c.addError("ERR cluster bus is shutting down")
-		return false
-	}
-	if err != nil {
-		var ce *cluster.Error
-		if errors.As(err, &ce) {
-			c.addError(ce.Text)
-		} else {
-			c.addError("ERR " + err.Error())
-		}
-		return false
-	}
-	return true
-}
+// clusterReply is the client's reply as a clusternode.Reply.
+type clusterReply struct{ c *Client }
 
-// CLUSTER INFO
-func cmdClusterInfo(c *Client, args [][]byte) {
-	var text string
-	exceeded := uint64(c.srv.cluster.r.Stats().BufferLimitExceeded)
-	c.machineDo(func(m *cluster.Machine, _ time.Time) error { text = m.Info(exceeded); return nil })
-	c.addVerbatim(text)
-}
-
-// CLUSTER MYID
-func cmdClusterMyID(c *Client, args [][]byte) {
-	var id string
-	c.machineDo(func(m *cluster.Machine, _ time.Time) error { id = m.MyID(); return nil })
-	c.addBulkString(id)
-}
-
-// CLUSTER NODES
-func cmdClusterNodes(c *Client, args [][]byte) {
-	var text string
-	c.machineDo(func(m *cluster.Machine, _ time.Time) error { text = m.Nodes(false); return nil })
-	c.addVerbatim(text)
-}
-
-// CLUSTER SLOTS
-func cmdClusterSlots(c *Client, args [][]byte) {
-	var ranges []cluster.SlotRange
-	c.machineDo(func(m *cluster.Machine, _ time.Time) error { ranges = m.Slots(); return nil })
-	reply.Slots(replyWriter{c}, ranges, c.srv.cfg.Get(DirClusterPreferredEndpointType))
-}
-
-// CLUSTER SHARDS
-func cmdClusterShards(c *Client, args [][]byte) {
-	var shards []cluster.Shard
-	c.machineDo(func(m *cluster.Machine, _ time.Time) error { shards = m.Shards(); return nil })
-	reply.Shards(replyWriter{c}, shards, c.srv.cfg.Get(DirClusterPreferredEndpointType))
-}
-
-// CLUSTER LINKS: the machine knows the links; the runner owns their send
-// buffers.
-func cmdClusterLinks(c *Client, args [][]byte) {
-	var links []cluster.LinkInfo
-	if c.machineDo(func(m *cluster.Machine, _ time.Time) error { links = m.Links(); return nil }) {
-		reply.Links(replyWriter{c}, links, c.srv.cluster.r.LinkBuffers())
-	}
-}
-
-// replyWriter is the client's reply as a reply.Writer.
-type replyWriter struct{ c *Client }
-
-func (w replyWriter) ArrayLen(n int) { w.c.addArrayLen(n) }
-func (w replyWriter) MapLen(n int)   { w.c.addMapLen(n) }
-func (w replyWriter) Int(n int64)    { w.c.addInt(n) }
-func (w replyWriter) Bulk(s string)  { w.c.addBulkString(s) }
-func (w replyWriter) Null()          { w.c.addNull() }
-
-// CLUSTER MEET, FORGET, ADDSLOTS[RANGE], DELSLOTS[RANGE], FLUSHSLOTS,
-// SETSLOT, REPLICATE, FAILOVER, SET-CONFIG-EPOCH, SAVECONFIG,
-// COUNT-FAILURE-REPORTS, REPLICAS: machine operations (reply.Admin).
-func cmdClusterAdmin(c *Client, args [][]byte) {
-	a, rest := reply.AdminCommand(lowerASCII(args[1])), argStrings(args[2:])
-	if msg := a.Check(rest); msg != "" {
-		c.addClusterArgError(msg, args)
-		return
-	}
-	var res reply.Result
-	if !c.machineDo(func(m *cluster.Machine, now time.Time) (err error) { res, err = a.Run(m, now, rest); return err }) {
-		return
-	}
-	switch res.Kind {
-	case reply.Integer:
-		c.addInt(res.Int)
-	case reply.Strings:
-		c.addStrings(res.Strings)
-	default:
-		c.addOK()
-	}
-}
-
-// CLUSTER RESET [HARD|SOFT]
-func cmdClusterReset(c *Client, args [][]byte) {
-	hard, msg := reply.ParseReset(args[2:])
-	if msg != "" {
-		c.addClusterArgError(msg, args)
-		return
-	}
-	wasReplica := c.srv.replicaMode.Load()
-	if !c.machineDo(func(m *cluster.Machine, now time.Time) error { return m.Reset(now, hard) }) {
-		return
-	}
-	if wasReplica {
-		// A replica that is reset becomes an empty master.
-		c.srv.flushAllData()
-	}
-	c.addOK()
-}
-
-// CLUSTER BUMPEPOCH
-func cmdClusterBumpEpoch(c *Client, args [][]byte) {
-	var s string
-	c.machineDo(func(m *cluster.Machine, now time.Time) error { s = m.BumpEpoch(now); return nil })
-	c.addSimple(s)
-}
-
-// CLUSTER KEYSLOT key
-func cmdClusterKeySlot(c *Client, args [][]byte) {
-	c.addInt(int64(keySlot(bstr(args[2]))))
-}
-
-// CLUSTER COUNTKEYSINSLOT slot
-func cmdClusterCountKeysInSlot(c *Client, args [][]byte) {
-	if slot, msg := reply.ParseCountKeysInSlot(args[2]); msg != "" {
-		c.addError(msg)
-	} else {
-		c.addInt(int64(c.srv.dbs[0].CountKeysInSlot(slot)))
-	}
-}
-
-// CLUSTER GETKEYSINSLOT slot count
-func cmdClusterGetKeysInSlot(c *Client, args [][]byte) {
-	if slot, n, msg := reply.ParseGetKeysInSlot(args[2], args[3]); msg != "" {
-		c.addError(msg)
-	} else {
-		c.addStrings(c.srv.keysInSlot(slot, n))
-	}
-}
+func (w clusterReply) ArrayLen(n int)                   { w.c.addArrayLen(n) }
+func (w clusterReply) MapLen(n int)                     { w.c.addMapLen(n) }
+func (w clusterReply) Int(n int64)                      { w.c.addInt(n) }
+func (w clusterReply) Bulk(s string)                    { w.c.addBulkString(s) }
+func (w clusterReply) Null()                            { w.c.addNull() }
+func (w clusterReply) Help(name string, lines []string) { w.c.addHelp(name, lines) }
+func (w clusterReply) Error(msg string)                 { w.c.addError(msg) }
+func (w clusterReply) Simple(s string)                  { w.c.addSimple(s) }
+func (w clusterReply) OK()                              { w.c.addOK() }
+func (w clusterReply) Verbatim(text string)             { w.c.addVerbatim(text) }
+func (w clusterReply) Strings(items []string)           { w.c.addStrings(items) }
+func (w clusterReply) SubSyntaxError(args [][]byte)     { clusterSubSyntaxError(w.c, args) }
+func (w clusterReply) SourceConn() slotmig.SourceConn   { return migConn{w.c} }
+func (w clusterReply) StopReplies()                     { w.c.replyMode = replyOff }
 
 // ASKING
 func cmdAsking(c *Client, args [][]byte) {
@@ -246,32 +135,18 @@ func cmdReadWrite(c *Client, args [][]byte) {
 	c.addOK()
 }
 
-// clusterConnections is INFO's cluster_connections: as Redis's
-// getClusterConnectionsCount, two links per known node other than myself.
+// clusterConnections is INFO's cluster_connections (clusternode.Mode.Connections).
 func (s *Server) clusterConnections() int {
-	cm := s.cluster
-	if cm == nil || cm.r == nil {
-		return 0
+	if cm := s.cluster; cm != nil {
+		return cm.Connections()
 	}
-	n := 0
-	cm.do(func(m *cluster.Machine, _ time.Time) { n = len(m.KnownNodes()) })
-	if n == 0 {
-		return 0
-	}
-	return (n - 1) * 2
+	return 0
 }
 
-// clusterLinksMemory is INFO's mem_cluster_links: the bytes allocated for
-// the links' send buffers (Redis adds each link's struct and receive
-// buffer; the runner reports what it owns).
+// clusterLinksMemory is INFO's mem_cluster_links (clusternode.Mode.LinksMemory).
 func (s *Server) clusterLinksMemory() int {
-	cm := s.cluster
-	if cm == nil || cm.r == nil {
-		return 0
+	if cm := s.cluster; cm != nil {
+		return cm.LinksMemory()
 	}
-	total := 0
-	for _, b := range cm.r.LinkBuffers() {
-		total += b.Allocated
-	}
-	return total
+	return 0
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/shardis/shardis/internal/node/admin"
 	"github.com/shardis/shardis/internal/node/persist"
 	"github.com/shardis/shardis/internal/node/value"
 	"github.com/shardis/shardis/internal/rdb"
@@ -111,12 +112,9 @@ func debugObject(c *Client, args [][]byte) {
 	serialized := len(payload) - 11
 	enc := encodingOf(e)
 	lru := e.LRU
-	extra := ""
+	listLen := -1
 	if l, ok := e.Obj.(*value.List); ok {
-		n := l.Len()
-		nodes := max(1, (n+127)/128)
-		extra = fmt.Sprintf(" ql_nodes:%d ql_avg_node:%.2f ql_listpack_max:%d ql_compressed:%d ql_uncompressed_size:%d",
-			nodes, float64(n)/float64(nodes), -2, 0, serialized)
+		listLen = l.Len()
 	}
 	addr := fmt.Sprintf("%p", e)
 	unlock()
@@ -124,8 +122,7 @@ func debugObject(c *Client, args [][]byte) {
 	if !strings.HasSuffix(c.srv.cfg.Get(DirMaxmemoryPolicy), "-lfu") {
 		idle = max(0, c.srv.now().Unix()-int64(lru))
 	}
-	c.addSimple(fmt.Sprintf("Value at:%s refcount:1 encoding:%s serializedlength:%d lru:%d lru_seconds_idle:%d%s",
-		addr, enc, serialized, lru&0xffffff, idle, extra))
+	c.addSimple(admin.DebugObjectLine(addr, enc, serialized, int64(lru), idle, listLen))
 }
 
 // DEBUG DIGEST

@@ -141,9 +141,9 @@ func cmdMigrate(c *Client, args [][]byte) {
 		for i, it := range items {
 			names[i] = it.Key
 		}
-		ch := c.srv.keyGuards.add(c.db, names)
+		ch := c.srv.keyGuards.Add(c.db, names)
 		held = c.releaseForWait()
-		defer c.srv.keyGuards.release(c.db, names, ch)
+		defer c.srv.keyGuards.Release(c.db, names, ch)
 	}
 	compress, limits := c.srv.cfg.Bool(DirRdbcompression), c.srv.rdbLimits()
 	for i := range items {

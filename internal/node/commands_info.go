@@ -52,7 +52,7 @@ func (s *Server) infoString(args [][]byte) string {
 		case info.Cluster:
 			info.Field(b, "cluster_enabled", s.cfg.Bool(DirClusterEnabled))
 			if s.cluster != nil {
-				s.cluster.mig.InfoFields(b) // whole-slot migration (package slotmig)
+				s.cluster.Migrations().InfoFields(b) // whole-slot migration (package slotmig)
 			}
 		case info.Keyspace:
 			dbs := make([]info.DB, len(s.dbs))

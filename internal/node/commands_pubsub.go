@@ -56,7 +56,7 @@ func cmdPublish(c *Client, args [][]byte) {
 		// In a cluster the bus carries it to every node, replicas
 		// included; it is not put in the replication stream.
 		ch, msg := cloneBytes(args[1]), cloneBytes(args[2])
-		cm.r.Post(func(m *cluster.Machine, now time.Time) { m.Publish(now, ch, msg) })
+		cm.Post(func(m *cluster.Machine, now time.Time) { m.Publish(now, ch, msg) })
 	} else {
 		c.markDirty(1) // PUBLISH is propagated to replicas
 	}

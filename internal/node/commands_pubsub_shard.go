@@ -42,7 +42,7 @@ func cmdSPublish(c *Client, args [][]byte) {
 	n := c.srv.publishShardLocal(string(args[1]), args[2])
 	if cm := c.srv.cluster; cm != nil {
 		ch, msg := cloneBytes(args[1]), cloneBytes(args[2])
-		cm.r.Post(func(m *cluster.Machine, now time.Time) { m.PublishShard(now, ch, msg) })
+		cm.Post(func(m *cluster.Machine, now time.Time) { m.PublishShard(now, ch, msg) })
 	} else {
 		c.markDirty(1) // propagated to replicas outside cluster mode
 	}

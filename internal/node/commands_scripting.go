@@ -643,7 +643,7 @@ func (h *scriptHost) call(args [][]byte, proto int, out []byte) ([]byte, string,
 // a slot this node serves, and (unless the script allows cross-slot keys)
 // in the script's slot.
 func (h *scriptHost) clusterCheck(cmd *command, args [][]byte) string {
-	rt := h.c.srv.cluster.route.Load()
+	rt := h.c.srv.cluster.Routing()
 	return script.ClusterRefusal(&script.ClusterCall{
 		Args: args, Keys: cmd.keyPositions(args), Write: cmd.flags&flagWrite != 0,
 		Down: rt.State != cluster.ClusterOK, CrossSlot: h.crossSlot,

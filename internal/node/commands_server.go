@@ -265,40 +265,27 @@ func cmdSlowlogGet(c *Client, args [][]byte) {
 		c.addError(err.Error())
 		return
 	}
-	l := &c.srv.slowlog
-	l.mu.Lock()
-	entries := append([]slowlogEntry(nil), l.entries...)
-	l.mu.Unlock()
-	if count >= 0 && int64(len(entries)) > count {
-		entries = entries[:count]
-	}
+	entries := c.srv.slowlog.Entries(count)
 	c.addArrayLen(len(entries))
 	for _, e := range entries {
 		c.addArrayLen(6)
-		c.addInt(e.id)
-		c.addInt(e.time)
-		c.addInt(e.duration)
-		c.addStrings(e.args)
-		c.addBulkString(e.addr)
-		c.addBulkString(e.name)
+		c.addInt(e.ID)
+		c.addInt(e.Time)
+		c.addInt(e.Duration)
+		c.addStrings(e.Args)
+		c.addBulkString(e.Addr)
+		c.addBulkString(e.Name)
 	}
 }
 
 // SLOWLOG LEN
 func cmdSlowlogLen(c *Client, args [][]byte) {
-	l := &c.srv.slowlog
-	l.mu.Lock()
-	n := len(l.entries)
-	l.mu.Unlock()
-	c.addInt(int64(n))
+	c.addInt(int64(c.srv.slowlog.Len()))
 }
 
 // SLOWLOG RESET
 func cmdSlowlogReset(c *Client, args [][]byte) {
-	l := &c.srv.slowlog
-	l.mu.Lock()
-	l.entries = nil
-	l.mu.Unlock()
+	c.srv.slowlog.Reset()
 	c.addOK()
 }
 

@@ -503,7 +503,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	if !locked {
 		c.sequence(cmd) // sequence.go: arrival order across connections
 		c.lockFor(cmd, args)
-		if (s.keyGuards.n.Load() != 0 || c.slotRoute != nil) && cmd.name != "exec" {
+		if (s.keyGuards.Count() != 0 || c.slotRoute != nil) && cmd.name != "exec" {
 			msg := c.settleLocked(cmd, args, func() chan struct{} { return c.guardOf(cmd, args) }, func() { c.lockFor(cmd, args) })
 			if msg != "" {
 				// The key left, or the slot did, between the slot check and
@@ -579,7 +579,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 		errs -= c.nestedErrs - nestedBefore
 	}
 	c.countCall(cmd, dur.Microseconds(), errs > 0) // perf_hot.go
-	s.slowlog.maybeAdd(c, args, dur)
+	s.slowlogAdd(c, args, dur)
 	if c.lastCmdRef != cmd {
 		// CLIENT LIST's cmd= only changes with the command: no lock for a
 		// run of the same command.

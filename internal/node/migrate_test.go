@@ -192,7 +192,7 @@ func TestMigrateBigKeyServesOtherKeys(t *testing.T) {
 	moving.send("GET big\r\n")
 	// The GET of the moving key waits on its guard.
 	testutil.WaitFor(t, 5*time.Second, "the GET to run into the guard", func() bool {
-		return ts.srv.keyGuards.n.Load() == 1 && ts.srv.keyGuards.waiting.Load() > 0
+		return ts.srv.keyGuards.Count() == 1 && ts.srv.keyGuards.Waiting() > 0
 	})
 	close(f.release)
 	if err := <-migrated; err != nil {
@@ -201,7 +201,7 @@ func TestMigrateBigKeyServesOtherKeys(t *testing.T) {
 	if got := moving.readLine(); got != "$-1" {
 		t.Fatalf("GET of the moved key: %q, want $-1", got)
 	}
-	if ts.srv.keyGuards.n.Load() != 0 {
+	if ts.srv.keyGuards.Count() != 0 {
 		t.Fatal("guard left behind")
 	}
 }

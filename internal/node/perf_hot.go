@@ -6,6 +6,7 @@ import (
 
 	"github.com/shardis/shardis/internal/node/clock"
 	"github.com/shardis/shardis/internal/node/config"
+	"github.com/shardis/shardis/internal/node/clients"
 	"github.com/shardis/shardis/internal/node/value"
 )
 
@@ -85,7 +86,7 @@ type hotConfig struct {
 	zsetLim     value.ZSetLimits
 	intsetLimit int
 	// outLimits is client-output-buffer-limit per client class.
-	outLimits [outClasses]outLimit
+	outLimits [clients.Classes]clients.OutputLimit
 }
 
 // hot returns the current hotConfig: two atomic loads of read-mostly
@@ -112,7 +113,7 @@ func (s *Server) hot() *hotConfig {
 	h.hashLim = value.HashLimits{Entries: int(s.cfg.Int(DirHashMaxListpackEntries)), Value: int(s.cfg.Int(DirHashMaxListpackValue))}
 	h.zsetLim = value.ZSetLimits{Entries: int(s.cfg.Int(DirZsetMaxListpackEntries)), Value: int(s.cfg.Int(DirZsetMaxListpackValue))}
 	h.intsetLimit = int(s.cfg.Int(DirSetMaxIntsetEntries))
-	h.outLimits = parseOutLimits(s.cfg.Get(DirClientOutputBufferLimit))
+	h.outLimits = clients.ParseOutputLimits(s.cfg.Get(DirClientOutputBufferLimit))
 	if sn != nil {
 		s.perf.hot.Store(h)
 	}

@@ -46,7 +46,7 @@ func (h *persistHost) LastSave() int64     { return h.s.lastSave.Load() }
 func (h *persistHost) UsedMemory() int64   { return h.s.usedMemory() }
 func (h *persistHost) LRUClock() uint32    { return h.s.lruClock() }
 func (h *persistHost) Now() time.Time      { return h.s.now() }
-func (h *persistHost) KeyDelay(usec int64) { debugDelay(usec) }
+func (h *persistHost) KeyDelay(usec int64) { persist.DebugDelay(usec) }
 func (h *persistHost) Done() <-chan struct{} {
 	return h.s.shutdownC
 }
@@ -155,17 +155,10 @@ func (s *Server) LoadRDB(r io.Reader) error { return s.persist.LoadRDB(r) }
 // save rules, writes are refused after a failed background save; with the
 // AOF on, after a failed AOF write.
 func (s *Server) persistRefused() string {
-	p := s.persist
-	if p == nil {
+	if s.persist == nil {
 		return ""
 	}
-	if !p.LastBgsaveOK() && s.hot().stopWritesOnBgsaveErr && s.hot().saveRules {
-		return "MISCONF Redis is configured to save RDB snapshots, but it's currently unable to persist to disk. Commands that may modify the data set are disabled, because this instance is configured to report errors during writes if RDB snapshotting fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB error."
-	}
-	if e := p.AOF().LastWriteError(); e != "" && p.AOF().Enabled() {
-		return "MISCONF Errors writing to the AOF file: " + e
-	}
-	return ""
+	return s.persist.Refusal(s.hot().stopWritesOnBgsaveErr && s.hot().saveRules)
 }
 
 // ---- the snapshot guard --------------------------------------------------
@@ -282,13 +275,8 @@ const flagNoAsyncLoading cmdFlag = 0
 
 // SAVE
 func cmdSave(c *Client, args [][]byte) {
-	p := c.srv.persist
-	if p.BgsaveInProgress() {
-		c.addError("ERR Background save already in progress")
-		return
-	}
-	if err := p.SaveHeld(); err != nil {
-		c.addError("ERR " + err.Error())
+	if msg := c.srv.persist.SaveCommand(); msg != "" {
+		c.addError(msg)
 		return
 	}
 	c.addOK()
@@ -296,7 +284,6 @@ func cmdSave(c *Client, args [][]byte) {
 
 // BGSAVE [SCHEDULE]
 func cmdBgsave(c *Client, args [][]byte) {
-	p := c.srv.persist
 	schedule := false
 	if len(args) > 1 {
 		if len(args) == 2 && eqFold(args[1], "schedule") {
@@ -306,29 +293,12 @@ func cmdBgsave(c *Client, args [][]byte) {
 			return
 		}
 	}
-	if p.BgsaveInProgress() {
-		if schedule {
-			p.ScheduleBgsave()
-			c.addSimple("Background saving scheduled")
-			return
-		}
-		c.addError("ERR Background save already in progress")
+	status, msg := c.srv.persist.BgsaveCommand(schedule, c.inExec)
+	if msg != "" {
+		c.addError(msg)
 		return
 	}
-	if p.AOF().Rewriting() {
-		if schedule {
-			p.ScheduleBgsave()
-			c.addSimple("Background saving scheduled")
-			return
-		}
-		c.addError("ERR An AOF log rewriting in progress: can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.")
-		return
-	}
-	if !p.BgsaveLocked(c.inExec) {
-		c.addError("ERR Background save already in progress")
-		return
-	}
-	c.addSimple("Background saving started")
+	c.addSimple(status)
 }
 
 // LASTSAVE

@@ -24,7 +24,9 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/clock"
+	"github.com/shardis/shardis/internal/node/admin"
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/migrate"
 	"github.com/shardis/shardis/internal/node/netio"
 	"github.com/shardis/shardis/internal/node/persist"
 	"github.com/shardis/shardis/internal/node/repl"
@@ -108,7 +110,7 @@ type Server struct {
 	// second SIGINT then exits at once).
 	shuttingDown atomic.Bool
 
-	slowlog slowlog
+	slowlog admin.Slowlog
 	monitor monitorHub
 
 	// blocking holds clients blocked by BLPOP & co (blocking.go).
@@ -164,8 +166,9 @@ type Server struct {
 	// cluster is cluster mode's state (clustermode.go); nil unless
 	// cluster-enabled is yes.
 	cluster *clusterMode
-	// keyGuards are the keys MIGRATE is transferring (migrate_guard.go).
-	keyGuards keyGuards
+	// keyGuards are the keys MIGRATE is transferring (migrate.Guards;
+	// migrate_guard.go is the dispatcher's side).
+	keyGuards migrate.Guards
 }
 
 // Option adjusts a server New builds.
@@ -228,7 +231,6 @@ func New(cfg *Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		return nil, err
 	}
 	cfg.SetUserLines(s.aclUserLines)
-	s.slowlog.init()
 	s.applyGCPercent()
 	s.repl = newReplication(s)
 	s.AddPropagator(s.repl)
@@ -361,11 +363,11 @@ func (s *Server) Listen() error {
 		}
 	}
 	err := s.StartPersistence()
-	if s.cluster != nil && s.cluster.loaded != nil {
+	if s.cluster != nil {
 		select {
-		case <-s.cluster.loaded:
+		case <-s.cluster.Loaded():
 		default:
-			s.cluster.datasetLoaded()
+			s.cluster.DatasetLoaded()
 		}
 	}
 	if err != nil {
@@ -461,7 +463,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	// with redis-server, which exits before replying).
 	s.closeListeners()
 	if s.cluster != nil {
-		s.cluster.close() // saves nodes.conf, closes the bus
+		s.cluster.Close() // saves nodes.conf, closes the bus
 	}
 	s.log.Warn("shardnode is now ready to exit, bye bye...")
 	close(s.shutdownC)
@@ -623,8 +625,8 @@ func (s *Server) cron(beat, hzT clock.Ticker) {
 // beatCron is the 100 ms beat's work: the cluster bus's tick (clusterCron)
 // and the persistence cron.
 func (s *Server) beatCron(now time.Time) {
-	if cm := s.cluster; cm != nil && cm.r != nil {
-		cm.r.Tick()
+	if cm := s.cluster; cm != nil {
+		cm.Tick()
 	}
 	if s.persist != nil {
 		s.persist.Cron(now)

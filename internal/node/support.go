@@ -1,14 +1,14 @@
 package node
 
 import (
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/shardis/shardis/internal/node/clock"
+	"github.com/shardis/shardis/internal/node/admin"
+	"github.com/shardis/shardis/internal/node/clients"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -39,29 +39,14 @@ func (m *monitorHub) remove(c *Client) {
 	m.mu.Unlock()
 }
 
-// feed sends a command line to every monitor, formatted as Redis does:
-// +1339518083.107412 [0 127.0.0.1:60866] "keys" "*"
+// feed sends a command line to every monitor, formatted as Redis does
+// (admin.MonitorLine).
 func (m *monitorHub) feed(c *Client, args [][]byte) {
-	now := c.srv.now()
-	var b strings.Builder
-	b.WriteString(strconv.FormatInt(now.Unix(), 10))
-	b.WriteString(".")
-	us := strconv.FormatInt(int64(now.Nanosecond()/1000), 10)
-	b.WriteString(strings.Repeat("0", 6-len(us)) + us)
-	b.WriteString(" [")
-	b.WriteString(strconv.Itoa(c.db))
-	b.WriteString(" ")
+	source := c.addr
 	if c.hasFlag(clientMaster) || c.inScript {
-		b.WriteString("lua")
-	} else {
-		b.WriteString(c.addr)
+		source = "lua"
 	}
-	b.WriteString("]")
-	for _, a := range args {
-		b.WriteString(" ")
-		b.WriteString(resp.Repr(a))
-	}
-	line := b.String()
+	line := admin.MonitorLine(c.srv.now(), c.db, source, args)
 	m.mu.Lock()
 	for mc := range m.clients {
 		mc.push(func(out []byte) []byte { return resp.AppendSimple(out, line) })
@@ -71,25 +56,9 @@ func (m *monitorHub) feed(c *Client, args [][]byte) {
 
 // ---- SLOWLOG -------------------------------------------------------------
 
-type slowlogEntry struct {
-	id       int64
-	time     int64
-	duration int64 // microseconds
-	args     []string
-	addr     string
-	name     string
-}
-
-type slowlog struct {
-	mu      sync.Mutex
-	entries []slowlogEntry // newest first
-	nextID  int64
-}
-
-func (l *slowlog) init() {}
-
-func (l *slowlog) maybeAdd(c *Client, args [][]byte, dur time.Duration) {
-	s := c.srv
+// slowlogAdd records a command that ran for dur when it passes
+// slowlog-log-slower-than (admin.Slowlog).
+func (s *Server) slowlogAdd(c *Client, args [][]byte, dur time.Duration) {
 	th := s.hot().slowlogSlower
 	if th < 0 || dur.Microseconds() < th {
 		return
@@ -97,41 +66,17 @@ func (l *slowlog) maybeAdd(c *Client, args [][]byte, dur time.Duration) {
 	if c.cmd != nil && c.cmd.flags&flagSkipSlowlog != 0 {
 		return
 	}
-	max := int(s.cfg.Int(DirSlowlogMaxLen))
-	e := slowlogEntry{time: s.now().Unix(), duration: dur.Microseconds(), addr: c.addr}
+	e := admin.SlowlogEntry{Time: s.now().Unix(), Duration: dur.Microseconds(), Addr: c.addr}
 	c.infoMu.Lock()
-	e.name = c.name
+	e.Name = c.name
 	c.infoMu.Unlock()
-	n := len(args)
-	if n > 32 {
-		n = 32
-	}
-	// ACL SETUSER's username and rules (passwords) are shown redacted,
-	// as Redis's redactClientCommandArgument.
+	// ACL SETUSER's username and rules (passwords) are shown redacted.
 	redactFrom := len(args)
 	if c.cmd != nil && c.cmd.fullName() == "acl|setuser" {
 		redactFrom = 2
 	}
-	for i := 0; i < n; i++ {
-		a := string(args[i])
-		if i >= redactFrom {
-			a = "(redacted)"
-		}
-		if i == 31 && len(args) > 32 {
-			a = "... (" + strconv.Itoa(len(args)-31) + " more arguments)"
-		} else if len(a) > 128 {
-			a = a[:128] + "... (" + strconv.Itoa(len(args[i])-128) + " more bytes)"
-		}
-		e.args = append(e.args, a)
-	}
-	l.mu.Lock()
-	e.id = l.nextID
-	l.nextID++
-	l.entries = append([]slowlogEntry{e}, l.entries...)
-	if len(l.entries) > max {
-		l.entries = l.entries[:max]
-	}
-	l.mu.Unlock()
+	e.Args = admin.SlowlogArgs(args, redactFrom)
+	s.slowlog.Add(e, int(s.cfg.Int(DirSlowlogMaxLen)))
 }
 
 // ---- CLIENT PAUSE ----------------------------------------------------------
@@ -257,75 +202,21 @@ func (p *pauseState) wait(c *Client, cmd *command) (held bool) {
 
 // ---- output buffer limits -------------------------------------------------
 
-// pendingLimit tracks client-output-buffer-limit's soft limit timer.
-type pendingLimit struct {
-	softSince time.Time
-}
-
-// Client classes of client-output-buffer-limit.
-const (
-	outClassNormal = iota
-	outClassReplica
-	outClassPubSub
-	outClasses
-)
-
-// outLimit is one class's client-output-buffer-limit (0: no limit).
-type outLimit struct {
-	hard, soft int64
-	softFor    time.Duration
-}
-
-// parseOutLimits reads client-output-buffer-limit (stored as "class hard
-// soft seconds" groups of plain integers); the last group of a class
-// wins, as when Redis applies them in order.
-func parseOutLimits(v string) (l [outClasses]outLimit) {
-	f := strings.Fields(v)
-	for i := 0; i+3 < len(f); i += 4 {
-		class := -1
-		switch f[i] {
-		case "normal":
-			class = outClassNormal
-		case "slave", "replica":
-			class = outClassReplica
-		case "pubsub":
-			class = outClassPubSub
-		}
-		if class < 0 {
-			continue
-		}
-		hard, _ := strconv.ParseInt(f[i+1], 10, 64)
-		soft, _ := strconv.ParseInt(f[i+2], 10, 64)
-		secs, _ := strconv.ParseInt(f[i+3], 10, 64)
-		l[class] = outLimit{hard: hard, soft: soft, softFor: time.Duration(secs) * time.Second}
-	}
-	return l
-}
+// pendingLimit tracks client-output-buffer-limit's soft limit timer
+// (clients.OutputTimer).
+type pendingLimit struct{ clients.OutputTimer }
 
 // exceeded reports whether a pending output of n bytes breaks the limits
 // of c's class. Called with c.pmu held.
 func (l *pendingLimit) exceeded(c *Client, n int) bool {
-	class := outClassNormal
+	class := clients.ClassNormal
 	switch {
 	case c.hasFlag(clientReplica):
-		class = outClassReplica
+		class = clients.ClassReplica
 	case c.hasFlag(clientPubSub):
-		class = outClassPubSub
+		class = clients.ClassPubSub
 	}
-	lim := &c.srv.hot().outLimits[class]
-	if lim.hard > 0 && int64(n) >= lim.hard {
-		return true
-	}
-	if lim.soft > 0 && int64(n) >= lim.soft {
-		if l.softSince.IsZero() {
-			l.softSince = c.srv.now()
-		} else if c.srv.now().Sub(l.softSince) >= lim.softFor {
-			return true
-		}
-	} else {
-		l.softSince = time.Time{}
-	}
-	return false
+	return l.Exceeded(&c.srv.hot().outLimits[class], n, c.srv.now)
 }
 
 // clientsCron closes idle clients (timeout).
