@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/shardis/shardis/internal/node/acl"
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/pubsub"
 )
 
@@ -51,12 +52,12 @@ func (s *Server) initACL() error {
 	}
 	a := &s.acl
 	a.reg = acl.NewRegistry(t, func(p, str string) bool { return globMatch(p, str, false) })
-	a.reg.PubsubDefaultAll = s.cfg.Get(DirAclPubsubDefault) == "allchannels"
-	if pw := s.cfg.Get(DirRequirepass); pw != "" {
+	a.reg.PubsubDefaultAll = s.cfg.Get(config.DirAclPubsubDefault) == "allchannels"
+	if pw := s.cfg.Get(config.DirRequirepass); pw != "" {
 		a.reg.SetDefaultPassword(pw)
 	}
 	users := s.cfg.Users()
-	file := s.cfg.Get(DirAclfile)
+	file := s.cfg.Get(config.DirAclfile)
 	if file != "" && len(users) > 0 {
 		return fmt.Errorf("node: acl: Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both")
 	}
@@ -224,7 +225,7 @@ func (s *Server) aclLogAdd(c *Client, e acl.LogEntry) {
 	e.ClientInfo = c.infoString(c)
 	now := s.nowMs()
 	s.acl.mu.Lock()
-	s.acl.log.Add(e, now, int(s.cfg.Int(DirAcllogMaxLen)))
+	s.acl.log.Add(e, now, int(s.cfg.Int(config.DirAcllogMaxLen)))
 	s.acl.mu.Unlock()
 }
 
@@ -301,7 +302,7 @@ func (s *Server) aclKillSubscribers(self *Client, nu, old *acl.User) {
 // changes. Clients of the replaced users other than default are
 // disconnected. Called without a.mu.
 func (s *Server) aclLoadFile() error {
-	file := s.cfg.Get(DirAclfile)
+	file := s.cfg.Get(config.DirAclfile)
 	data, err := os.ReadFile(s.aclFilePath())
 	if err != nil {
 		return acl.OpenError(file, err)
@@ -321,7 +322,7 @@ func (s *Server) aclLoadFile() error {
 // aclFilePath is where the aclfile is: a relative name is in dir, where
 // Redis, having changed into dir, finds it.
 func (s *Server) aclFilePath() string {
-	return acl.FilePath(s.cfg.Get(DirAclfile), s.cfg.Get(DirDir))
+	return acl.FilePath(s.cfg.Get(config.DirAclfile), s.cfg.Get(config.DirDir))
 }
 
 // aclSaveFile is ACL SAVE: every user in the aclfile, written to a
@@ -340,7 +341,7 @@ func (s *Server) aclSaveFile() error {
 // aclUserLines are CONFIG REWRITE's user lines: none with an aclfile
 // (the file holds the users), every user otherwise.
 func (s *Server) aclUserLines() []string {
-	if s.cfg.Get(DirAclfile) != "" {
+	if s.cfg.Get(config.DirAclfile) != "" {
 		return nil
 	}
 	s.acl.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/node/cluster/redirect"
 	"github.com/shardis/shardis/internal/node/clusternode"
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/script"
 )
 
@@ -61,9 +62,9 @@ func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 	r := redirect.Request{Write: isWrite, Asking: c.hasFlag(clientAsking), ReadOnly: c.hasFlag(clientReadOnly), Name: cmd.name}
 	if rt.State != cluster.ClusterOK {
 		if q.ShardPubSub {
-			r.AllowPubsubShardWhenDown = c.srv.cfg.Bool(DirClusterAllowPubsubshardWhenDown)
+			r.AllowPubsubShardWhenDown = c.srv.cfg.Bool(config.DirClusterAllowPubsubshardWhenDown)
 		} else {
-			r.AllowReadsWhenDown = c.srv.cfg.Bool(DirClusterAllowReadsWhenDown)
+			r.AllowReadsWhenDown = c.srv.cfg.Bool(config.DirClusterAllowReadsWhenDown)
 		}
 	}
 	switch out, msg, to := q.Decide(r); out {

@@ -16,6 +16,7 @@ import (
 	"github.com/shardis/shardis/internal/node/cluster/push"
 	"github.com/shardis/shardis/internal/node/cluster/runner"
 	"github.com/shardis/shardis/internal/node/clusternode"
+	"github.com/shardis/shardis/internal/node/config"
 )
 
 // clusterMode is the node's cluster mode (cluster-enabled yes): package
@@ -45,7 +46,7 @@ func (h clusterHost) RedirectBlocked(rt *cluster.Routing) {
 	h.s.redirectBlockedClients(rt)
 }
 func (h clusterHost) EndpointType() string {
-	return h.s.cfg.Get(DirClusterPreferredEndpointType)
+	return h.s.cfg.Get(config.DirClusterPreferredEndpointType)
 }
 func (h clusterHost) CountKeysInSlot(slot int) int        { return h.s.dbs[0].CountKeysInSlot(slot) }
 func (h clusterHost) KeysInSlot(slot, count int) []string { return h.s.keysInSlot(slot, count) }
@@ -108,31 +109,31 @@ func (l clusterLocal) MasterLastIO() time.Time {
 // clusterMachineConfig derives the machine's settings from the directives.
 func (s *Server) clusterMachineConfig() cluster.Config {
 	cfg := cluster.DefaultConfig()
-	port := int(s.cfg.Int(DirPort))
-	if p := int(s.cfg.Int(DirClusterAnnouncePort)); p != 0 {
+	port := int(s.cfg.Int(config.DirPort))
+	if p := int(s.cfg.Int(config.DirClusterAnnouncePort)); p != 0 {
 		port = p
 	}
 	cfg.Port = port
 	switch {
-	case s.cfg.Int(DirClusterAnnounceBusPort) != 0:
-		cfg.CPort = int(s.cfg.Int(DirClusterAnnounceBusPort))
-	case s.cfg.Int(DirClusterPort) != 0:
-		cfg.CPort = int(s.cfg.Int(DirClusterPort))
+	case s.cfg.Int(config.DirClusterAnnounceBusPort) != 0:
+		cfg.CPort = int(s.cfg.Int(config.DirClusterAnnounceBusPort))
+	case s.cfg.Int(config.DirClusterPort) != 0:
+		cfg.CPort = int(s.cfg.Int(config.DirClusterPort))
 	default:
-		cfg.CPort = int(s.cfg.Int(DirPort)) + cluster.PortIncr
+		cfg.CPort = int(s.cfg.Int(config.DirPort)) + cluster.PortIncr
 	}
-	cfg.IP = s.cfg.Get(DirClusterAnnounceIP)
-	cfg.Hostname = s.cfg.Get(DirClusterAnnounceHostname)
-	cfg.NodeTimeout = time.Duration(s.cfg.Int(DirClusterNodeTimeout)) * time.Millisecond
-	cfg.RequireFullCoverage = s.cfg.Bool(DirClusterRequireFullCoverage)
-	cfg.AllowReadsWhenDown = s.cfg.Bool(DirClusterAllowReadsWhenDown)
-	cfg.AllowPubsubShardWhenDown = s.cfg.Bool(DirClusterAllowPubsubshardWhenDown)
-	cfg.MigrationBarrier = int(s.cfg.Int(DirClusterMigrationBarrier))
-	cfg.AllowReplicaMigration = s.cfg.Bool(DirClusterAllowReplicaMigration)
-	cfg.ReplicaValidityFactor = int(s.cfg.Int(DirClusterReplicaValidityFactor))
-	cfg.ReplicaNoFailover = s.cfg.Bool(DirClusterReplicaNoFailover)
-	cfg.MinReplicasAck = int(s.cfg.Int(DirMinReplicasAck))
-	cfg.ReplPingReplicaPeriod = time.Duration(s.cfg.Int(DirReplPingReplicaPeriod)) * time.Second
+	cfg.IP = s.cfg.Get(config.DirClusterAnnounceIP)
+	cfg.Hostname = s.cfg.Get(config.DirClusterAnnounceHostname)
+	cfg.NodeTimeout = time.Duration(s.cfg.Int(config.DirClusterNodeTimeout)) * time.Millisecond
+	cfg.RequireFullCoverage = s.cfg.Bool(config.DirClusterRequireFullCoverage)
+	cfg.AllowReadsWhenDown = s.cfg.Bool(config.DirClusterAllowReadsWhenDown)
+	cfg.AllowPubsubShardWhenDown = s.cfg.Bool(config.DirClusterAllowPubsubshardWhenDown)
+	cfg.MigrationBarrier = int(s.cfg.Int(config.DirClusterMigrationBarrier))
+	cfg.AllowReplicaMigration = s.cfg.Bool(config.DirClusterAllowReplicaMigration)
+	cfg.ReplicaValidityFactor = int(s.cfg.Int(config.DirClusterReplicaValidityFactor))
+	cfg.ReplicaNoFailover = s.cfg.Bool(config.DirClusterReplicaNoFailover)
+	cfg.MinReplicasAck = int(s.cfg.Int(config.DirMinReplicasAck))
+	cfg.ReplPingReplicaPeriod = time.Duration(s.cfg.Int(config.DirReplPingReplicaPeriod)) * time.Second
 	cfg.Local = clusterLocal{s}
 	return cfg
 }
@@ -147,15 +148,15 @@ func (s *Server) startCluster() error {
 	if err != nil {
 		return fmt.Errorf("node: cluster: %w", err)
 	}
-	busPort := int(s.cfg.Int(DirClusterPort))
+	busPort := int(s.cfg.Int(config.DirClusterPort))
 	if busPort == 0 {
-		busPort = int(s.cfg.Int(DirPort)) + cluster.PortIncr
+		busPort = int(s.cfg.Int(config.DirPort)) + cluster.PortIncr
 	}
 	if busPort > 65535 {
 		return fmt.Errorf("node: cluster: Redis port number too high. Cluster communication port is 10,000 port numbers higher than your Redis port. Your Redis port number must be 55535 or less.")
 	}
 	var addrs []string
-	for _, b := range strings.Fields(s.cfg.Get(DirBind)) {
+	for _, b := range strings.Fields(s.cfg.Get(config.DirBind)) {
 		host, optional := bindHost(b)
 		a := net.JoinHostPort(host, strconv.Itoa(busPort))
 		if optional {
@@ -163,9 +164,9 @@ func (s *Server) startCluster() error {
 		}
 		addrs = append(addrs, a)
 	}
-	file := s.cfg.Get(DirClusterConfigFile)
+	file := s.cfg.Get(config.DirClusterConfigFile)
 	if !filepath.IsAbs(file) {
-		file = filepath.Join(s.cfg.Get(DirDir), file)
+		file = filepath.Join(s.cfg.Get(config.DirDir), file)
 	}
 	cm := &clusterMode{srv: s}
 	cm.Init(clusterHost{s}, migHost{s}, s.log)
@@ -173,7 +174,7 @@ func (s *Server) startCluster() error {
 	err = cm.Start(m, runner.Options{
 		ListenAddrs:  addrs,
 		ConfigFile:   file,
-		SendBufLimit: s.cfg.Int(DirClusterLinkSendbufLimit),
+		SendBufLimit: s.cfg.Int(config.DirClusterLinkSendbufLimit),
 		Logger:       s.log,
 	})
 	if err != nil {
@@ -216,7 +217,7 @@ func (s *Server) keysInSlot(slot, count int) []string {
 // runner and the machine.
 func applyClusterConfig(s *Server, _ string) {
 	if cm := s.cluster; cm != nil {
-		cm.SetConfig(s.cfg.Int(DirClusterLinkSendbufLimit), s.clusterMachineConfig())
+		cm.SetConfig(s.cfg.Int(config.DirClusterLinkSendbufLimit), s.clusterMachineConfig())
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 
 	"github.com/shardis/shardis/internal/node/acl"
+	"github.com/shardis/shardis/internal/node/config"
 )
 
 func registerACLCommands(t *commandTable) {
@@ -125,7 +126,7 @@ func cmdACLWhoAmI(c *Client, args [][]byte) {
 // other than default are disconnected.
 func cmdACLLoad(c *Client, args [][]byte) {
 	s := c.srv
-	if s.cfg.Get(DirAclfile) == "" {
+	if s.cfg.Get(config.DirAclfile) == "" {
 		c.addError(acl.ErrNoACLFile)
 		return
 	}
@@ -148,7 +149,7 @@ func cmdACLLoad(c *Client, args [][]byte) {
 
 // ACL SAVE
 func cmdACLSave(c *Client, args [][]byte) {
-	if c.srv.cfg.Get(DirAclfile) == "" {
+	if c.srv.cfg.Get(config.DirAclfile) == "" {
 		c.addError(acl.ErrNoACLFile)
 		return
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/shardis/shardis/internal/node/clients"
+	"github.com/shardis/shardis/internal/node/config"
 )
 
 var clientLineRE = regexp.MustCompile(`^id=\d+ addr=\S+ laddr=\S+ fd=-?\d+ name=\S* age=\d+ idle=\d+ flags=\S+ db=\d+ sub=\d+ psub=\d+ ssub=\d+ multi=-?\d+ qbuf=\d+ qbuf-free=\d+ argv-mem=\d+ multi-mem=\d+ rbs=\d+ rbp=\d+ obl=\d+ oll=\d+ omem=\d+ tot-mem=\d+ events=\S* cmd=\S+ user=\S+ redir=-?\d+ resp=[23]$`)
@@ -328,8 +329,8 @@ func TestConfigRewrite(t *testing.T) {
 	if err := cfg.ParseFile(path); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Get(DirSlowlogMaxLen) != "77" || cfg.Get(DirMaxmemorySamples) != "9" || cfg.Get(DirSave) != ts.srv.cfg.Get(DirSave) {
-		t.Fatalf("parsed back: %s %s %q", cfg.Get(DirSlowlogMaxLen), cfg.Get(DirMaxmemorySamples), cfg.Get(DirSave))
+	if cfg.Get(config.DirSlowlogMaxLen) != "77" || cfg.Get(config.DirMaxmemorySamples) != "9" || cfg.Get(config.DirSave) != ts.srv.cfg.Get(config.DirSave) {
+		t.Fatalf("parsed back: %s %s %q", cfg.Get(config.DirSlowlogMaxLen), cfg.Get(config.DirMaxmemorySamples), cfg.Get(config.DirSave))
 	}
 }
 

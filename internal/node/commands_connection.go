@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -195,7 +196,7 @@ func cmdHello(c *Client, args [][]byte) {
 		role = "replica"
 	}
 	mode := "standalone"
-	if c.srv.cfg.Bool(DirClusterEnabled) {
+	if c.srv.cfg.Bool(config.DirClusterEnabled) {
 		mode = "cluster"
 	}
 	c.addMapLen(7)

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/shardis/shardis/internal/node/admin"
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/persist"
 	"github.com/shardis/shardis/internal/node/value"
 	"github.com/shardis/shardis/internal/rdb"
@@ -108,7 +109,7 @@ func debugObject(c *Client, args [][]byte) {
 		return
 	}
 	v := entryValue(e)
-	payload := rdb.Dump(v, c.srv.cfg.Bool(DirRdbcompression), c.srv.rdbLimits())
+	payload := rdb.Dump(v, c.srv.cfg.Bool(config.DirRdbcompression), c.srv.rdbLimits())
 	serialized := len(payload) - 11
 	enc := encodingOf(e)
 	lru := e.LRU
@@ -119,7 +120,7 @@ func debugObject(c *Client, args [][]byte) {
 	addr := fmt.Sprintf("%p", e)
 	unlock()
 	idle := int64(0)
-	if !strings.HasSuffix(c.srv.cfg.Get(DirMaxmemoryPolicy), "-lfu") {
+	if !strings.HasSuffix(c.srv.cfg.Get(config.DirMaxmemoryPolicy), "-lfu") {
 		idle = max(0, c.srv.now().Unix()-int64(lru))
 	}
 	c.addSimple(admin.DebugObjectLine(addr, enc, serialized, int64(lru), idle, listLen))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/keyopts"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/migrate"
@@ -41,7 +42,7 @@ func cmdDump(c *Client, args [][]byte) {
 		c.addNull()
 		return
 	}
-	c.addBulk(persist.Dump(e, c.srv.cfg.Bool(DirRdbcompression), c.srv.persistLimits()))
+	c.addBulk(persist.Dump(e, c.srv.cfg.Bool(config.DirRdbcompression), c.srv.persistLimits()))
 }
 
 // RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
@@ -86,7 +87,7 @@ func cmdRestore(c *Client, args [][]byte) {
 		return
 	}
 	e.Expire = ttl
-	e.LRU = o.LRU(strings.HasSuffix(c.srv.cfg.Get(DirMaxmemoryPolicy), "-lfu"), c.srv.lruClock())
+	e.LRU = o.LRU(strings.HasSuffix(c.srv.cfg.Get(config.DirMaxmemoryPolicy), "-lfu"), c.srv.lruClock())
 	db.Add(key, e)
 	if ttl > 0 && !o.AbsTTL {
 		// Propagated with an absolute TTL, as Redis 7 does.
@@ -145,13 +146,13 @@ func cmdMigrate(c *Client, args [][]byte) {
 		held = c.releaseForWait()
 		defer c.srv.keyGuards.Release(c.db, names, ch)
 	}
-	compress, limits := c.srv.cfg.Bool(DirRdbcompression), c.srv.rdbLimits()
+	compress, limits := c.srv.cfg.Bool(config.DirRdbcompression), c.srv.rdbLimits()
 	for i := range items {
 		// The guard keeps every command off the entry; expiry, eviction
 		// and FLUSH unlink entries without changing their values.
 		items[i].Payload = rdb.Dump(entryValue(entries[i]), compress, limits)
 	}
-	res := migrate.Send(&o, items, c.srv.cfg.Bool(DirClusterEnabled))
+	res := migrate.Send(&o, items, c.srv.cfg.Bool(config.DirClusterEnabled))
 	if held != nil {
 		c.relockHeld(held)
 	}

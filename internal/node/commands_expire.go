@@ -3,6 +3,7 @@ package node
 import (
 	"strconv"
 
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/keyopts"
 )
 
@@ -60,7 +61,7 @@ func expireGeneric(c *Client, args [][]byte, basetime int64, seconds bool) {
 	key := e.Key
 	if c.alreadyExpired(when) {
 		db.Remove(key)
-		c.keyChangedAs(notifyGeneric, "del", key, [][]byte{c.delVerb(DirLazyfreeLazyExpire), args[1]})
+		c.keyChangedAs(notifyGeneric, "del", key, [][]byte{c.delVerb(config.DirLazyfreeLazyExpire), args[1]})
 		c.addInt(1)
 		return
 	}
@@ -77,7 +78,7 @@ func expireGeneric(c *Client, args [][]byte, basetime int64, seconds bool) {
 
 // delVerb is how a deletion is propagated: UNLINK when the lazyfree
 // setting applies, DEL otherwise, as Redis does.
-func (c *Client) delVerb(lazyfree Directive) []byte {
+func (c *Client) delVerb(lazyfree config.Directive) []byte {
 	if c.srv.cfg.Bool(lazyfree) {
 		return []byte("UNLINK")
 	}

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/hll"
 	"github.com/shardis/shardis/internal/node/keyspace"
 )
@@ -22,7 +23,7 @@ func registerHLLCommands(t *commandTable) {
 }
 
 // hllSparseMax reads hll-sparse-max-bytes.
-func (c *Client) hllSparseMax() int { return int(c.srv.cfg.Int(DirHllSparseMaxBytes)) }
+func (c *Client) hllSparseMax() int { return int(c.srv.cfg.Int(config.DirHllSparseMaxBytes)) }
 
 // lookupHLL returns key's HyperLogLog entry (nil when the key is missing).
 // ok is false, after an error reply, when the key holds another type or a

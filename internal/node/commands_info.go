@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/info"
 	"github.com/shardis/shardis/internal/node/pubsub"
 )
@@ -50,7 +51,7 @@ func (s *Server) infoString(args [][]byte) string {
 			info.WriteErrorStats(b, s.stats.errByCode)
 			s.stats.errMu.Unlock()
 		case info.Cluster:
-			info.Field(b, "cluster_enabled", s.cfg.Bool(DirClusterEnabled))
+			info.Field(b, "cluster_enabled", s.cfg.Bool(config.DirClusterEnabled))
 			if s.cluster != nil {
 				s.cluster.Migrations().InfoFields(b) // whole-slot migration (package slotmig)
 			}
@@ -67,12 +68,12 @@ func (s *Server) infoString(args [][]byte) string {
 func (s *Server) infoServer() info.ServerInfo {
 	now := s.now()
 	exe, _ := os.Executable()
-	port, _ := strconv.Atoi(s.cfg.Get(DirPort))
+	port, _ := strconv.Atoi(s.cfg.Get(config.DirPort))
 	return info.ServerInfo{
-		Version: Version, Cluster: s.cfg.Bool(DirClusterEnabled), OS: info.Uname(),
+		Version: Version, Cluster: s.cfg.Bool(config.DirClusterEnabled), OS: info.Uname(),
 		GoVersion: runtime.Version(), PID: os.Getpid(), RunID: s.runID, Port: port,
 		NowUsec: now.UnixMicro(), Uptime: int64(now.Sub(s.startTime).Seconds()),
-		Hz: s.cfg.Int(DirHz), LRUClock: int64(s.lruClock() & (1<<24 - 1)),
+		Hz: s.cfg.Int(config.DirHz), LRUClock: int64(s.lruClock() & (1<<24 - 1)),
 		Executable: exe, ConfigFile: s.cfg.Path(),
 	}
 }
@@ -87,7 +88,7 @@ func (s *Server) infoClients() info.ClientsInfo {
 	})
 	return info.ClientsInfo{
 		Connected: n - replicas, ClusterConnections: s.clusterConnections(),
-		MaxClients: s.cfg.Int(DirMaxclients), Blocked: s.blockedClients.Load(), Paused: s.pause.waiting.Load(),
+		MaxClients: s.cfg.Int(config.DirMaxclients), Blocked: s.blockedClients.Load(), Paused: s.pause.waiting.Load(),
 	}
 }
 
@@ -97,7 +98,7 @@ func (s *Server) infoMemory() info.MemoryInfo {
 	nLibs, nFuncs := s.scriptEngine().FunctionCount()
 	return info.MemoryInfo{
 		Used: used, Peak: s.info.Peak(used), RSS: info.ProcessRSS(), System: info.TotalSystemMemory(),
-		MaxMemory: s.cfg.Int(DirMaxmemory), Policy: s.cfg.Get(DirMaxmemoryPolicy),
+		MaxMemory: s.cfg.Int(config.DirMaxmemory), Policy: s.cfg.Get(config.DirMaxmemoryPolicy),
 		ScriptsEval: int64(scriptsMem), CachedScripts: nScripts, Functions: nFuncs, Libs: nLibs,
 		ClusterLinks: int64(s.clusterLinksMemory()),
 	}
@@ -112,7 +113,7 @@ func (s *Server) infoPersistence(b *strings.Builder) {
 	}
 	info.PersistenceInfo{
 		Loading: s.loading.Load(), AsyncLoading: s.asyncLoading.Load(),
-		Dirty: s.dirty.Load(), LastSave: s.lastSave.Load(), AOF: s.cfg.Bool(DirAppendonly),
+		Dirty: s.dirty.Load(), LastSave: s.lastSave.Load(), AOF: s.cfg.Bool(config.DirAppendonly),
 	}.Write(b)
 }
 
@@ -142,7 +143,7 @@ func (s *Server) infoReplication(b *strings.Builder) {
 	case s.repl != nil:
 		s.repl.info(b)
 	default:
-		info.WriteLoneMaster(b, s.runID, s.cfg.Int(DirReplBacklogSize))
+		info.WriteLoneMaster(b, s.runID, s.cfg.Int(config.DirReplBacklogSize))
 	}
 }
 

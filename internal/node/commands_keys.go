@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/keyopts"
 	"github.com/shardis/shardis/internal/node/keyspace"
 )
@@ -270,7 +271,7 @@ func moveEntry(from *keyspace.DB, src string, to *keyspace.DB, dst string) {
 
 // MOVE key db
 func cmdMove(c *Client, args [][]byte) {
-	if c.srv.cfg.Bool(DirClusterEnabled) {
+	if c.srv.cfg.Bool(config.DirClusterEnabled) {
 		c.addError("ERR MOVE is not allowed in cluster mode")
 		return
 	}
@@ -313,7 +314,7 @@ func cmdCopy(c *Client, args [][]byte) {
 	if o.DB >= 0 {
 		dst = c.srv.dbs[o.DB]
 	}
-	if c.srv.cfg.Bool(DirClusterEnabled) && (src.ID != 0 || dst.ID != 0) {
+	if c.srv.cfg.Bool(config.DirClusterEnabled) && (src.ID != 0 || dst.ID != 0) {
 		c.addError("ERR Copying to another database is not allowed in cluster mode")
 		return
 	}
@@ -373,7 +374,7 @@ func cmdObjectEncoding(c *Client, args [][]byte) {
 
 // isLFU reports whether the maxmemory policy tracks access frequency.
 func (c *Client) isLFU() bool {
-	p := c.srv.cfg.Get(DirMaxmemoryPolicy)
+	p := c.srv.cfg.Get(config.DirMaxmemoryPolicy)
 	return p == "allkeys-lfu" || p == "volatile-lfu"
 }
 

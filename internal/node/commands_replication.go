@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/repl"
 )
 
@@ -24,7 +25,7 @@ func registerReplicationCommands(t *commandTable) {
 // REPLICAOF host port | NO ONE
 func cmdReplicaOf(c *Client, args [][]byte) {
 	s := c.srv
-	if s.cfg.Bool(DirClusterEnabled) {
+	if s.cfg.Bool(config.DirClusterEnabled) {
 		c.addError("ERR REPLICAOF not allowed in cluster mode.")
 		return
 	}

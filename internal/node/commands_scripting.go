@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/cluster"
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/script"
 )
@@ -99,7 +100,7 @@ func (s *Server) busyReply(c *Client, cmd *command) string {
 	if r == nil || r.c == c || cmd.flags&flagAllowBusy != 0 || c.hasFlag(clientMaster) {
 		return ""
 	}
-	limit := s.cfg.Int(DirLuaTimeLimit)
+	limit := s.cfg.Int(config.DirLuaTimeLimit)
 	if limit <= 0 || time.Since(r.start) < time.Duration(limit)*time.Millisecond {
 		return ""
 	}
@@ -188,7 +189,7 @@ func (c *Client) scriptFlagChecks(r *request) bool {
 		return true
 	}
 	oom := h.maxmemory > 0
-	stale := s.replicaMode.Load() && !s.cfg.Bool(DirReplicaServeStaleData) && s.masterLinkUp != nil && !s.masterLinkUp()
+	stale := s.replicaMode.Load() && !s.cfg.Bool(config.DirReplicaServeStaleData) && s.masterLinkUp != nil && !s.masterLinkUp()
 	wr := s.writeRefused()
 	if !oom && !stale && wr == "" {
 		return true
@@ -275,7 +276,7 @@ func (c *Client) scriptRefused(flags script.Flags, ro bool) string {
 	return flags.Refusal(&script.RunState{
 		FromMaster:         c.hasFlag(clientMaster),
 		RO:                 ro,
-		Stale:              s.replicaMode.Load() && !s.cfg.Bool(DirReplicaServeStaleData) && s.masterLinkUp != nil && !s.masterLinkUp(),
+		Stale:              s.replicaMode.Load() && !s.cfg.Bool(config.DirReplicaServeStaleData) && s.masterLinkUp != nil && !s.masterLinkUp(),
 		Cluster:            s.cluster != nil,
 		ReadOnlyReplica:    s.replicaMode.Load() && s.hot().replicaReadOnly,
 		PersistRefused:     s.persistRefused,
@@ -578,7 +579,7 @@ func (h *scriptHost) call(args [][]byte, proto int, out []byte) ([]byte, string,
 		return nil, "This Redis command is not allowed from script", cmd
 	}
 	fromMaster := c.hasFlag(clientMaster)
-	if s.replicaMode.Load() && !s.cfg.Bool(DirReplicaServeStaleData) && s.masterLinkUp != nil && !s.masterLinkUp() && cmd.flags&flagStale == 0 {
+	if s.replicaMode.Load() && !s.cfg.Bool(config.DirReplicaServeStaleData) && s.masterLinkUp != nil && !s.masterLinkUp() && cmd.flags&flagStale == 0 {
 		return nil, "Can not execute the command on a stale replica", cmd
 	}
 	if msg := h.aclRefusal(cmd, args); msg != "" {

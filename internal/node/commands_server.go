@@ -6,6 +6,7 @@ import (
 	"runtime/debug"
 
 	"github.com/shardis/shardis/internal/node/admin"
+	"github.com/shardis/shardis/internal/node/config"
 )
 
 func registerServerCommands(t *commandTable) {
@@ -186,7 +187,7 @@ func cmdTime(c *Client, args [][]byte) {
 // SWAPDB index1 index2
 func cmdSwapDB(c *Client, args [][]byte) {
 	s := c.srv
-	if s.cfg.Bool(DirClusterEnabled) {
+	if s.cfg.Bool(config.DirClusterEnabled) {
 		c.addError("ERR SWAPDB is not allowed in cluster mode")
 		return
 	}

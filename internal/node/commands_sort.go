@@ -3,6 +3,7 @@ package node
 import (
 	"bytes"
 
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/sortspec"
 	"github.com/shardis/shardis/internal/node/value"
 )
@@ -26,7 +27,7 @@ func cmdSort(c *Client, args [][]byte) { sortGeneric(c, args, false) }
 func cmdSortRO(c *Client, args [][]byte) { sortGeneric(c, args, true) }
 
 func sortGeneric(c *Client, args [][]byte, readonly bool) {
-	env := sortspec.Env{ReadOnly: readonly, Cluster: c.srv.cfg.Bool(DirClusterEnabled), FullKeyRead: func() bool { return c.aclFullKeyRead(args) }}
+	env := sortspec.Env{ReadOnly: readonly, Cluster: c.srv.cfg.Bool(config.DirClusterEnabled), FullKeyRead: func() bool { return c.aclFullKeyRead(args) }}
 	s, err := sortspec.Parse(args[2:], env)
 	if err != nil {
 		c.addError(err.Error())

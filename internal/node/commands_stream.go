@@ -1,6 +1,7 @@
 package node
 
 import (
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/stream"
 )
 
@@ -138,7 +139,7 @@ func (c *Client) addStreamReply(v any) {
 
 // XADD key [NOMKSTREAM] [MAXLEN|MINID [=|~] threshold [LIMIT count]] *|id field value [field value ...]
 func cmdXAdd(c *Client, args [][]byte) {
-	o, err := stream.ParseAddTrim(args, true, c.hasFlag(clientMaster|clientDenyBlocking), c.srv.cfg.Int(DirStreamNodeMaxEntries))
+	o, err := stream.ParseAddTrim(args, true, c.hasFlag(clientMaster|clientDenyBlocking), c.srv.cfg.Int(config.DirStreamNodeMaxEntries))
 	if c.streamArgErr(args, err) {
 		return
 	}
@@ -159,7 +160,7 @@ func cmdXAdd(c *Client, args [][]byte) {
 		c.addError("ERR The stream has exhausted the last possible ID, unable to add more items")
 		return
 	}
-	lim := stream.Limits{NodeMaxBytes: c.srv.cfg.Int(DirStreamNodeMaxBytes), NodeMaxEntries: c.srv.cfg.Int(DirStreamNodeMaxEntries)}
+	lim := stream.Limits{NodeMaxBytes: c.srv.cfg.Int(config.DirStreamNodeMaxBytes), NodeMaxEntries: c.srv.cfg.Int(config.DirStreamNodeMaxEntries)}
 	id, err := s.Append(args[o.IDPos+1:], o.ID, o.IDGiven, o.SeqGiven, c.now, lim)
 	if err != nil {
 		c.addError(err.Error())
@@ -236,7 +237,7 @@ func cmdXDel(c *Client, args [][]byte) {
 
 // XTRIM key MAXLEN|MINID [=|~] threshold [LIMIT count]
 func cmdXTrim(c *Client, args [][]byte) {
-	o, err := stream.ParseAddTrim(args, false, c.hasFlag(clientMaster|clientDenyBlocking), c.srv.cfg.Int(DirStreamNodeMaxEntries))
+	o, err := stream.ParseAddTrim(args, false, c.hasFlag(clientMaster|clientDenyBlocking), c.srv.cfg.Int(config.DirStreamNodeMaxEntries))
 	if c.streamArgErr(args, err) {
 		return
 	}

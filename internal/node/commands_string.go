@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strconv"
 
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/strops"
 )
@@ -229,7 +230,7 @@ func cmdGetDel(c *Client, args [][]byte) {
 	c.addBulk(e.Str)
 	key := e.Key
 	c.curDB().Remove(key)
-	c.keyChangedAs(notifyGeneric, "del", key, [][]byte{c.delVerb(DirLazyfreeLazyUserDel), args[1]})
+	c.keyChangedAs(notifyGeneric, "del", key, [][]byte{c.delVerb(config.DirLazyfreeLazyUserDel), args[1]})
 }
 
 // GETEX key [EX s|PX ms|EXAT ts|PXAT ts|PERSIST]
@@ -261,7 +262,7 @@ func cmdGetEx(c *Client, args [][]byte) {
 	switch {
 	case flags&(strops.SetEXAT|strops.SetPXAT) != 0 && c.alreadyExpired(when):
 		db.Remove(key)
-		c.keyChangedAs(notifyGeneric, "del", key, [][]byte{c.delVerb(DirLazyfreeLazyExpire), args[1]})
+		c.keyChangedAs(notifyGeneric, "del", key, [][]byte{c.delVerb(config.DirLazyfreeLazyExpire), args[1]})
 	case expire != nil:
 		db.SetExpire(e, when)
 		c.keyChangedAs(notifyGeneric, "expire", key, [][]byte{[]byte("PEXPIREAT"), args[1], strconv.AppendInt(nil, when, 10)})
@@ -395,7 +396,7 @@ func (c *Client) maxStringLen() int64 {
 	if c.hasFlag(clientMaster) {
 		return 0
 	}
-	return c.srv.cfg.Int(DirProtoMaxBulkLen)
+	return c.srv.cfg.Int(config.DirProtoMaxBulkLen)
 }
 
 // APPEND key value
@@ -482,7 +483,7 @@ func cmdLCS(c *Client, args [][]byte) {
 		c.addError(err.Error())
 		return
 	}
-	r, err := strops.LCS(strValue(ea), strValue(eb), o, c.srv.cfg.Int(DirProtoMaxBulkLen))
+	r, err := strops.LCS(strValue(ea), strValue(eb), o, c.srv.cfg.Int(config.DirProtoMaxBulkLen))
 	switch {
 	case err != nil:
 		c.addError(err.Error())

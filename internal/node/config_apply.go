@@ -48,9 +48,9 @@ func onConfigSet(d config.Directive, f func(s *Server, v string)) {
 }
 
 func init() {
-	hook(DirPort).applyErr = applyPort // config_port.go
-	onConfigSet(DirRequirepass, applyRequirepass)
-	onConfigSet(DirAclPubsubDefault, applyACLPubsubDefault)
+	hook(config.DirPort).applyErr = applyPort // config_port.go
+	onConfigSet(config.DirRequirepass, applyRequirepass)
+	onConfigSet(config.DirAclPubsubDefault, applyACLPubsubDefault)
 	for _, d := range config.ClusterDirectives() {
 		onConfigSet(d, applyClusterConfig) // clustermode.go
 	}

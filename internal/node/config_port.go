@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/shardis/shardis/internal/node/config"
 )
 
 // movedListeners holds, per server, the listeners CONFIG SET port opened
@@ -41,7 +43,7 @@ func applyPort(s *Server, v string) error {
 	}
 	var lns []net.Listener
 	if v != "0" {
-		for _, b := range strings.Fields(s.cfg.Get(DirBind)) {
+		for _, b := range strings.Fields(s.cfg.Get(config.DirBind)) {
 			b, optional := bindHost(b)
 			ln, err := net.Listen("tcp", net.JoinHostPort(b, v))
 			if err != nil {

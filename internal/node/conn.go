@@ -3,6 +3,7 @@ package node
 import (
 	"errors"
 	"github.com/shardis/shardis/internal/node/acl"
+	"github.com/shardis/shardis/internal/node/config"
 	"io"
 	"net"
 	"os"
@@ -211,8 +212,8 @@ func newClient(s *Server, nc net.Conn) *Client {
 	c.io = netio.New(nc, &s.seq)
 	c.raw, _ = c.io.(*netio.Conn)
 	c.rd = resp.NewReader(c.io, resp.ReaderOptions{
-		MaxBulkLen:       s.cfg.Int(DirProtoMaxBulkLen),
-		QueryBufferLimit: int(s.cfg.Int(DirClientQueryBufferLimit)),
+		MaxBulkLen:       s.cfg.Int(config.DirProtoMaxBulkLen),
+		QueryBufferLimit: int(s.cfg.Int(config.DirClientQueryBufferLimit)),
 	})
 	s.acl.mu.Lock()
 	def, gen := s.acl.reg.Default(), s.acl.gen.Load()

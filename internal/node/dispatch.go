@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/acl"
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/value"
 )
@@ -750,7 +751,7 @@ func (s *Server) writeRefused() string {
 // staleRefused refuses commands while the master link is down and
 // replica-serve-stale-data is off.
 func (s *Server) staleRefused(cmd *command) string {
-	if s.replicaMode.Load() && !s.cfg.Bool(DirReplicaServeStaleData) && cmd.flags&flagStale == 0 && s.masterLinkUp != nil && !s.masterLinkUp() {
+	if s.replicaMode.Load() && !s.cfg.Bool(config.DirReplicaServeStaleData) && cmd.flags&flagStale == 0 && s.masterLinkUp != nil && !s.masterLinkUp() {
 		return errMasterDown
 	}
 	return ""

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
@@ -48,7 +49,7 @@ func (s *Server) usedMemory() int64 { return memStat.usedMemory() }
 // below maxmemory. It returns false when memory is still over the limit
 // and nothing more can be evicted (the command gets the OOM error).
 func (s *Server) freeMemoryIfNeeded() bool {
-	max := s.cfg.Int(DirMaxmemory)
+	max := s.cfg.Int(config.DirMaxmemory)
 	if max <= 0 {
 		return true
 	}
@@ -56,13 +57,13 @@ func (s *Server) freeMemoryIfNeeded() bool {
 	if used <= max {
 		return true
 	}
-	policy := s.cfg.Get(DirMaxmemoryPolicy)
+	policy := s.cfg.Get(config.DirMaxmemoryPolicy)
 	if policy == "noeviction" {
 		return false
 	}
 	toFree := used - max
 	var freed int64
-	samples := int(s.cfg.Int(DirMaxmemorySamples))
+	samples := int(s.cfg.Int(config.DirMaxmemorySamples))
 	for tries := 0; freed < toFree && tries < 10000; tries++ {
 		db, key, ok := s.pickEvictionKey(policy, samples)
 		if !ok {

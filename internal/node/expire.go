@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
@@ -16,7 +17,7 @@ import (
 // budget is used: the time is checked after every sample, and a shard lock
 // is only held for one sample.
 func (s *Server) activeExpireCycle(now int64, budget time.Duration) {
-	effort := s.cfg.Int(DirActiveExpireEffort) - 1 // 0..9, as Redis
+	effort := s.cfg.Int(config.DirActiveExpireEffort) - 1 // 0..9, as Redis
 	if effort < 0 {
 		effort = 0
 	}

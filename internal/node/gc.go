@@ -6,6 +6,8 @@ import (
 	"runtime/metrics"
 	"sync"
 	"sync/atomic"
+
+	"github.com/shardis/shardis/internal/node/config"
 )
 
 // Garbage collector pacing.
@@ -67,7 +69,7 @@ func (s *Server) tuneGCAfterCycle(seen *uint64) {
 // and the live heap. The cron calls it after every collection
 // (tuneGCAfterCycle); configuration changes call it at once.
 func (s *Server) tuneGC() {
-	base := s.cfg.Int(DirGCPercent)
+	base := s.cfg.Int(config.DirGCPercent)
 	if base == 0 {
 		return // 0 leaves the runtime's own setting (GOGC)
 	}
@@ -77,7 +79,7 @@ func (s *Server) tuneGC() {
 	if sample[0].Value.Kind() == metrics.KindUint64 {
 		live = int64(sample[0].Value.Uint64())
 	}
-	p := gcPercentFor(base, s.cfg.Int(DirGCMinHeadroom), live)
+	p := gcPercentFor(base, s.cfg.Int(config.DirGCMinHeadroom), live)
 	// Small changes of the live heap (±10 %) do not move the percentage.
 	last := gcPercentSet.Load()
 	if p == last || last != 0 && p != base && last != base && p*10 > last*9 && p*10 < last*11 {

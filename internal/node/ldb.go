@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/keyopts"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/script"
@@ -127,7 +128,7 @@ func (c *Client) evalDebug(args [][]byte, ro bool) {
 		c.addError(err.Msg)
 		return
 	}
-	if limit := c.srv.cfg.Int(DirLuaTimeLimit); limit > 0 {
+	if limit := c.srv.cfg.Int(config.DirLuaTimeLimit); limit > 0 {
 		d.TimeLimit = time.Duration(limit) * time.Millisecond
 	}
 	rs := &runningScript{eval: true, name: sc.SHA, debug: true}

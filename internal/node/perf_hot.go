@@ -99,21 +99,21 @@ func (s *Server) hot() *hotConfig {
 	}
 	h = &hotConfig{
 		snap:          sn,
-		maxmemory:     s.cfg.Int(DirMaxmemory),
-		slowlogSlower: s.cfg.Int(DirSlowlogLogSlowerThan),
-		timeout:       s.cfg.Int(DirTimeout),
+		maxmemory:     s.cfg.Int(config.DirMaxmemory),
+		slowlogSlower: s.cfg.Int(config.DirSlowlogLogSlowerThan),
+		timeout:       s.cfg.Int(config.DirTimeout),
 	}
-	h.notifyFlags, _ = config.ParseNotifyFlags(s.cfg.Get(DirNotifyKeyspaceEvents))
-	h.replicaReadOnly = s.cfg.Bool(DirReplicaReadOnly)
-	h.stopWritesOnBgsaveErr = s.cfg.Bool(DirStopWritesOnBgsaveError)
-	h.saveRules = s.cfg.Get(DirSave) != ""
-	h.minReplicasToWrite = s.cfg.Int(DirMinReplicasToWrite)
-	h.minReplicasAck = s.cfg.Int(DirMinReplicasAck)
-	h.minReplicasAckTimeout = s.cfg.Int(DirMinReplicasAckTimeout)
-	h.hashLim = value.HashLimits{Entries: int(s.cfg.Int(DirHashMaxListpackEntries)), Value: int(s.cfg.Int(DirHashMaxListpackValue))}
-	h.zsetLim = value.ZSetLimits{Entries: int(s.cfg.Int(DirZsetMaxListpackEntries)), Value: int(s.cfg.Int(DirZsetMaxListpackValue))}
-	h.intsetLimit = int(s.cfg.Int(DirSetMaxIntsetEntries))
-	h.outLimits = clients.ParseOutputLimits(s.cfg.Get(DirClientOutputBufferLimit))
+	h.notifyFlags, _ = config.ParseNotifyFlags(s.cfg.Get(config.DirNotifyKeyspaceEvents))
+	h.replicaReadOnly = s.cfg.Bool(config.DirReplicaReadOnly)
+	h.stopWritesOnBgsaveErr = s.cfg.Bool(config.DirStopWritesOnBgsaveError)
+	h.saveRules = s.cfg.Get(config.DirSave) != ""
+	h.minReplicasToWrite = s.cfg.Int(config.DirMinReplicasToWrite)
+	h.minReplicasAck = s.cfg.Int(config.DirMinReplicasAck)
+	h.minReplicasAckTimeout = s.cfg.Int(config.DirMinReplicasAckTimeout)
+	h.hashLim = value.HashLimits{Entries: int(s.cfg.Int(config.DirHashMaxListpackEntries)), Value: int(s.cfg.Int(config.DirHashMaxListpackValue))}
+	h.zsetLim = value.ZSetLimits{Entries: int(s.cfg.Int(config.DirZsetMaxListpackEntries)), Value: int(s.cfg.Int(config.DirZsetMaxListpackValue))}
+	h.intsetLimit = int(s.cfg.Int(config.DirSetMaxIntsetEntries))
+	h.outLimits = clients.ParseOutputLimits(s.cfg.Get(config.DirClientOutputBufferLimit))
 	if sn != nil {
 		s.perf.hot.Store(h)
 	}

@@ -76,26 +76,26 @@ func (h *persistHost) Settings() *persist.Settings {
 		return &c.st
 	}
 	c := &persistSettings{snap: sn, st: persist.Settings{
-		Dir:                        s.cfg.Get(DirDir),
-		DBFilename:                 s.cfg.Get(DirDbfilename),
-		Save:                       s.cfg.Get(DirSave),
-		RDBCompression:             s.cfg.Bool(DirRdbcompression),
-		RDBChecksum:                s.cfg.Bool(DirRdbchecksum),
-		RDBSaveIncrementalFsync:    s.cfg.Bool(DirRDBSaveIncrementalFsync),
-		RDBKeySaveDelay:            s.cfg.Int(DirRDBKeySaveDelay),
-		KeyLoadDelay:               s.cfg.Int(DirKeyLoadDelay),
+		Dir:                        s.cfg.Get(config.DirDir),
+		DBFilename:                 s.cfg.Get(config.DirDbfilename),
+		Save:                       s.cfg.Get(config.DirSave),
+		RDBCompression:             s.cfg.Bool(config.DirRdbcompression),
+		RDBChecksum:                s.cfg.Bool(config.DirRdbchecksum),
+		RDBSaveIncrementalFsync:    s.cfg.Bool(config.DirRDBSaveIncrementalFsync),
+		RDBKeySaveDelay:            s.cfg.Int(config.DirRDBKeySaveDelay),
+		KeyLoadDelay:               s.cfg.Int(config.DirKeyLoadDelay),
 		Limits:                     s.persistLimits(),
-		AppendOnly:                 s.cfg.Bool(DirAppendonly),
-		AppendDirname:              s.cfg.Get(DirAppenddirname),
-		AppendFilename:             s.cfg.Get(DirAppendfilename),
-		AppendFsync:                s.cfg.Get(DirAppendfsync),
-		AutoAOFRewritePercentage:   s.cfg.Int(DirAutoAOFRewritePercentage),
-		AutoAOFRewriteMinSize:      s.cfg.Int(DirAutoAOFRewriteMinSize),
-		AOFUseRDBPreamble:          s.cfg.Bool(DirAOFUseRDBPreamble),
-		AOFRewriteIncrementalFsync: s.cfg.Bool(DirAOFRewriteIncrementalFsync),
-		AOFLoadTruncated:           s.cfg.Bool(DirAOFLoadTruncated),
+		AppendOnly:                 s.cfg.Bool(config.DirAppendonly),
+		AppendDirname:              s.cfg.Get(config.DirAppenddirname),
+		AppendFilename:             s.cfg.Get(config.DirAppendfilename),
+		AppendFsync:                s.cfg.Get(config.DirAppendfsync),
+		AutoAOFRewritePercentage:   s.cfg.Int(config.DirAutoAOFRewritePercentage),
+		AutoAOFRewriteMinSize:      s.cfg.Int(config.DirAutoAOFRewriteMinSize),
+		AOFUseRDBPreamble:          s.cfg.Bool(config.DirAOFUseRDBPreamble),
+		AOFRewriteIncrementalFsync: s.cfg.Bool(config.DirAOFRewriteIncrementalFsync),
+		AOFLoadTruncated:           s.cfg.Bool(config.DirAOFLoadTruncated),
 	}}
-	switch pol := s.cfg.Get(DirMaxmemoryPolicy); {
+	switch pol := s.cfg.Get(config.DirMaxmemoryPolicy); {
 	case strings.HasSuffix(pol, "-lru"):
 		c.st.LRU = "lru"
 	case strings.HasSuffix(pol, "-lfu"):
@@ -315,7 +315,7 @@ func cmdBgRewriteAOF(c *Client, args [][]byte) {
 }
 
 func init() {
-	onConfigSet(DirAppendonly, func(s *Server, v string) {
+	onConfigSet(config.DirAppendonly, func(s *Server, v string) {
 		if s.persist != nil {
 			s.persist.AOF().SetAppendOnly(v == "yes")
 		}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/repl"
 )
 
@@ -50,8 +51,8 @@ type replication struct {
 
 func newReplication(s *Server) *replication {
 	r := &replication{srv: s}
-	guard := len(strings.Fields(s.cfg.Get(DirReplicaof))) != 2
-	r.Master = repl.NewMaster(&r.mu, masterHost{r}, s.log, int(s.cfg.Int(DirMinReplicasAck)), guard)
+	guard := len(strings.Fields(s.cfg.Get(config.DirReplicaof))) != 2
+	r.Master = repl.NewMaster(&r.mu, masterHost{r}, s.log, int(s.cfg.Int(config.DirMinReplicasAck)), guard)
 	registerReplicationDebug(s)
 	s.failoverStateFn = s.failover.State
 	s.replInfo = r.info
@@ -60,7 +61,7 @@ func newReplication(s *Server) *replication {
 		if h.minReplicasToWrite <= 0 && h.minReplicasAck <= 0 {
 			return false
 		}
-		return r.RefuseWrites(time.Now(), h.minReplicasToWrite, h.minReplicasAck, time.Duration(s.cfg.Int(DirMinReplicasMaxLag))*time.Second)
+		return r.RefuseWrites(time.Now(), h.minReplicasToWrite, h.minReplicasAck, time.Duration(s.cfg.Int(config.DirMinReplicasMaxLag))*time.Second)
 	}
 	s.masterLinkUp = func() bool {
 		r.mu.Lock()
@@ -72,7 +73,7 @@ func newReplication(s *Server) *replication {
 }
 
 func init() {
-	onConfigSet(DirReplBacklogSize, func(s *Server, _ string) {
+	onConfigSet(config.DirReplBacklogSize, func(s *Server, _ string) {
 		if s.repl != nil {
 			s.repl.ResizeBacklog()
 		}
@@ -86,18 +87,18 @@ var _ repl.MasterHost = masterHost{}
 
 func (h masterHost) MasterSettings() repl.MasterSettings {
 	cfg := h.r.srv.cfg
-	sec := func(d Directive) time.Duration { return time.Duration(cfg.Int(d)) * time.Second }
+	sec := func(d config.Directive) time.Duration { return time.Duration(cfg.Int(d)) * time.Second }
 	return repl.MasterSettings{
-		BacklogSize:         cfg.Int(DirReplBacklogSize),
-		PingPeriod:          cfg.Int(DirReplPingReplicaPeriod),
-		Timeout:             sec(DirReplTimeout),
-		BacklogTTL:          sec(DirReplBacklogTTL),
-		DisklessSync:        cfg.Bool(DirReplDisklessSync),
-		DisklessDelay:       sec(DirReplDisklessSyncDelay),
-		DisklessMaxReplicas: cfg.Int(DirReplDisklessSyncMaxReplicas),
-		MinReplicasToWrite:  cfg.Int(DirMinReplicasToWrite),
-		MinReplicasMaxLag:   sec(DirMinReplicasMaxLag),
-		AckTimeout:          cfg.Int(DirMinReplicasAckTimeout),
+		BacklogSize:         cfg.Int(config.DirReplBacklogSize),
+		PingPeriod:          cfg.Int(config.DirReplPingReplicaPeriod),
+		Timeout:             sec(config.DirReplTimeout),
+		BacklogTTL:          sec(config.DirReplBacklogTTL),
+		DisklessSync:        cfg.Bool(config.DirReplDisklessSync),
+		DisklessDelay:       sec(config.DirReplDisklessSyncDelay),
+		DisklessMaxReplicas: cfg.Int(config.DirReplDisklessSyncMaxReplicas),
+		MinReplicasToWrite:  cfg.Int(config.DirMinReplicasToWrite),
+		MinReplicasMaxLag:   sec(config.DirMinReplicasMaxLag),
+		AckTimeout:          cfg.Int(config.DirMinReplicasAckTimeout),
 		CanSnapshot:         h.r.srv.snapshotRDB != nil,
 	}
 }
@@ -164,9 +165,9 @@ func (r *replication) info(b *strings.Builder) {
 	} else {
 		link.Info(b, time.Now(), r.OffsetLocked())
 		fmt.Fprintf(b, "slave_priority:%d\r\nslave_read_only:%d\r\nreplica_announced:%d\r\n",
-			s.cfg.Int(DirReplicaPriority), boolInt(s.cfg.Bool(DirReplicaReadOnly)), boolInt(s.cfg.Bool(DirReplicaAnnounced)))
+			s.cfg.Int(config.DirReplicaPriority), boolInt(s.cfg.Bool(config.DirReplicaReadOnly)), boolInt(s.cfg.Bool(config.DirReplicaAnnounced)))
 	}
-	r.InfoLocked(b, repl.InfoArgs{Now: time.Now(), Settings: masterHost{r}.MasterSettings(), BacklogSize: s.cfg.Int(DirReplBacklogSize),
+	r.InfoLocked(b, repl.InfoArgs{Now: time.Now(), Settings: masterHost{r}.MasterSettings(), BacklogSize: s.cfg.Int(config.DirReplBacklogSize),
 		AckNeed: int(s.hot().minReplicasAck), FailoverState: s.failoverState()})
 }
 

@@ -4,6 +4,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/persist"
 	"github.com/shardis/shardis/internal/node/repl"
 	"github.com/shardis/shardis/internal/node/script"
@@ -30,9 +31,9 @@ type clientAck struct {
 }
 
 func init() {
-	onConfigSet(DirReplicaPriority, announcePriority)
-	onConfigSet(DirClusterReplicaNoFailover, announcePriority)
-	onConfigSet(DirMinReplicasAck, func(s *Server, v string) {
+	onConfigSet(config.DirReplicaPriority, announcePriority)
+	onConfigSet(config.DirClusterReplicaNoFailover, announcePriority)
+	onConfigSet(config.DirMinReplicasAck, func(s *Server, v string) {
 		applyClusterConfig(s, v) // the election rule (cluster/failover.go)
 		if s.repl != nil {
 			s.repl.mu.Lock()
@@ -148,13 +149,13 @@ func (w *ackWaiter) Unpark() {
 // cluster mode the election ignores replica-priority and honours
 // cluster-replica-no-failover only, as Redis's does.
 func announcedPriority(s *Server) int64 {
-	if s.cfg.Bool(DirClusterEnabled) {
-		if s.cfg.Bool(DirClusterReplicaNoFailover) {
+	if s.cfg.Bool(config.DirClusterEnabled) {
+		if s.cfg.Bool(config.DirClusterReplicaNoFailover) {
 			return 0
 		}
-		return max(1, s.cfg.Int(DirReplicaPriority))
+		return max(1, s.cfg.Int(config.DirReplicaPriority))
 	}
-	return s.cfg.Int(DirReplicaPriority)
+	return s.cfg.Int(config.DirReplicaPriority)
 }
 
 // announcePriority repeats REPLCONF replica-priority on a live link after

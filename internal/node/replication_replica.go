@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/repl"
 	"github.com/shardis/shardis/internal/resp"
@@ -77,18 +78,18 @@ var _ repl.ReplicaHost = replicaHost{}
 
 func (h replicaHost) Settings() repl.Settings {
 	s := h.l.r.srv
-	port := s.cfg.Get(DirReplicaAnnouncePort)
+	port := s.cfg.Get(config.DirReplicaAnnouncePort)
 	if port == "0" || port == "" {
-		port = s.cfg.Get(DirPort)
+		port = s.cfg.Get(config.DirPort)
 	}
 	return repl.Settings{
-		Timeout:      time.Duration(s.cfg.Int(DirReplTimeout)) * time.Second,
-		MasterAuth:   s.cfg.Get(DirMasterauth),
-		MasterUser:   s.cfg.Get(DirMasteruser),
+		Timeout:      time.Duration(s.cfg.Int(config.DirReplTimeout)) * time.Second,
+		MasterAuth:   s.cfg.Get(config.DirMasterauth),
+		MasterUser:   s.cfg.Get(config.DirMasteruser),
 		ListenPort:   port,
-		AnnounceIP:   s.cfg.Get(DirReplicaAnnounceIP),
-		DisklessLoad: s.cfg.Get(DirReplDisklessLoad),
-		Dir:          s.cfg.Get(DirDir),
+		AnnounceIP:   s.cfg.Get(config.DirReplicaAnnounceIP),
+		DisklessLoad: s.cfg.Get(config.DirReplDisklessLoad),
+		Dir:          s.cfg.Get(config.DirDir),
 		Priority:     strconv.FormatInt(announcedPriority(s), 10),
 	}
 }
@@ -219,7 +220,7 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 	// master_link_status:up can kill it.
 	l.setState(linkConnected)
 	l.Touch()
-	return l.RunStream(&streamApplier{c: c, nc: nc, r: l.r}, l.r.Master, time.Duration(s.cfg.Int(DirReplTimeout))*time.Second)
+	return l.RunStream(&streamApplier{c: c, nc: nc, r: l.r}, l.r.Master, time.Duration(s.cfg.Int(config.DirReplTimeout))*time.Second)
 }
 
 // streamApplier runs the master's stream on the master client

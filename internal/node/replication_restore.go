@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/repl"
 )
 
@@ -30,7 +31,7 @@ func (r *replication) rdbAux() [][2]string {
 // backlog so the DELs of expired keys can be fed to it.
 func (r *replication) beforeStartupLoad() {
 	sl := &startupLoad{info: repl.NewRDBInfo()}
-	if len(strings.Fields(r.srv.cfg.Get(DirReplicaof))) == 2 {
+	if len(strings.Fields(r.srv.cfg.Get(config.DirReplicaof))) == 2 {
 		r.srv.SetReplicaMode(true)
 	} else {
 		r.mu.Lock()

@@ -2,6 +2,8 @@ package node
 
 import (
 	"net"
+
+	"github.com/shardis/shardis/internal/node/config"
 )
 
 // The security defaults of Redis 7.0: protected mode at accept time, and
@@ -67,9 +69,9 @@ func (c *Client) protectedRefusal(cmd *command) string {
 	if cmd.parent != nil {
 		root = cmd.parent
 	}
-	name, option := "DEBUG", DirEnableDebugCommand
+	name, option := "DEBUG", config.DirEnableDebugCommand
 	if root.name == "module" {
-		name, option = "MODULE", DirEnableModuleCommand
+		name, option = "MODULE", config.DirEnableModuleCommand
 	}
 	if c.protectedAllowed(c.srv.cfg.Get(option)) {
 		return ""
@@ -82,7 +84,7 @@ func (c *Client) protectedRefusal(cmd *command) string {
 // the default user is nopass (no requirepass, no password given to it by
 // ACL), and the peer is not local. The bind address plays no part.
 func (s *Server) protectedModeRefuses(nc net.Conn) bool {
-	if !s.cfg.Bool(DirProtectedMode) || isLocalConn(nc) {
+	if !s.cfg.Bool(config.DirProtectedMode) || isLocalConn(nc) {
 		return false
 	}
 	s.acl.mu.Lock()

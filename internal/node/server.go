@@ -23,8 +23,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/shardis/shardis/internal/node/clock"
 	"github.com/shardis/shardis/internal/node/admin"
+	"github.com/shardis/shardis/internal/node/clock"
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/migrate"
 	"github.com/shardis/shardis/internal/node/netio"
@@ -220,7 +221,7 @@ func New(cfg *Config, log *slog.Logger, opts ...Option) (*Server, error) {
 	s.activeExpire.Store(true)
 	s.readLoop.Store(true)
 	s.lastSave.Store(s.now().Unix())
-	n := int(cfg.Int(DirDatabases))
+	n := int(cfg.Int(config.DirDatabases))
 	s.ks = keyspace.NewShared(ksObserver{s})
 	s.pause.changed = s.syncExpiryMode
 	s.dbs = make([]*keyspace.DB, n)
@@ -316,8 +317,8 @@ func (s *Server) Addr() net.Addr {
 
 // Listen opens the configured listeners. Port 0 picks a free port.
 func (s *Server) Listen() error {
-	port := s.cfg.Get(DirPort)
-	for _, b := range strings.Fields(s.cfg.Get(DirBind)) {
+	port := s.cfg.Get(config.DirPort)
+	for _, b := range strings.Fields(s.cfg.Get(config.DirBind)) {
 		b, optional := bindHost(b)
 		if len(s.listeners) > 0 && port == "0" {
 			// A second listener would get another random port.
@@ -344,7 +345,7 @@ func (s *Server) Listen() error {
 		return errors.New("node: no address to listen on")
 	}
 	// unixsocket: an extra listener after the TCP ones (Addr stays TCP).
-	if path := s.cfg.Get(DirUnixsocket); path != "" {
+	if path := s.cfg.Get(config.DirUnixsocket); path != "" {
 		_ = os.Remove(path)
 		ln, err := net.Listen("unix", path)
 		if err != nil {
@@ -355,7 +356,7 @@ func (s *Server) Listen() error {
 	}
 	// The cluster bus and nodes.conf come first, as in Redis's
 	// clusterInit, then the dataset (RDB or AOF) before serving.
-	if s.cfg.Bool(DirClusterEnabled) && s.cluster == nil {
+	if s.cfg.Bool(config.DirClusterEnabled) && s.cluster == nil {
 		if err := s.startCluster(); err != nil {
 			s.closeListeners()
 			s.listeners = nil
@@ -391,7 +392,7 @@ func (s *Server) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	if ro := strings.Fields(s.cfg.Get(DirReplicaof)); len(ro) == 2 {
+	if ro := strings.Fields(s.cfg.Get(config.DirReplicaof)); len(ro) == 2 {
 		if port, err := strconv.Atoi(ro[1]); err == nil {
 			s.repl.becomeReplica(ro[0], port)
 		}
@@ -493,7 +494,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 		s.stats.connectionsReceived.Add(1)
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
-			if ka := s.cfg.Int(DirTCPKeepalive); ka > 0 {
+			if ka := s.cfg.Int(config.DirTCPKeepalive); ka > 0 {
 				_ = tc.SetKeepAlive(true)
 				_ = tc.SetKeepAlivePeriod(time.Duration(ka) * time.Second)
 			}
@@ -515,7 +516,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 func (s *Server) admit(c *Client) string {
 	s.clientsMu.Lock()
 	defer s.clientsMu.Unlock()
-	if int64(len(s.clients)) >= s.cfg.Int(DirMaxclients) {
+	if int64(len(s.clients)) >= s.cfg.Int(config.DirMaxclients) {
 		return "ERR max number of clients reached"
 	}
 	if s.protectedModeRefuses(c.conn) {
@@ -657,7 +658,7 @@ func (s *Server) serverCron(now time.Time, hz int64, sc *serverCronState) {
 
 // cronHz is the hz directive (10 when unset or invalid).
 func cronHz(s *Server) int64 {
-	if h := s.cfg.Int(DirHz); h > 0 {
+	if h := s.cfg.Int(config.DirHz); h > 0 {
 		return h
 	}
 	return 10
@@ -718,8 +719,8 @@ const cronBeat = 100 * time.Millisecond
 // connected clients' readers, GC target).
 func (s *Server) configChanged() {
 	s.applyGCPercent()
-	maxBulk := s.cfg.Int(DirProtoMaxBulkLen)
-	qbuf := int(s.cfg.Int(DirClientQueryBufferLimit))
+	maxBulk := s.cfg.Int(config.DirProtoMaxBulkLen)
+	qbuf := int(s.cfg.Int(config.DirClientQueryBufferLimit))
 	s.forEachClient(func(c *Client) {
 		c.rdLimits(maxBulk, qbuf)
 	})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/clusternode"
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/slotmig"
 )
 
@@ -21,16 +22,16 @@ type migHost struct{ s *Server }
 func (h migHost) Settings() slotmig.Settings {
 	cfg := h.s.cfg
 	return slotmig.Settings{
-		WritePauseTimeout: time.Duration(cfg.Int(DirClusterSlotMigrationWritePauseTimeout)) * time.Millisecond,
-		HandoffMaxLag:     int64(cfg.Int(DirClusterSlotMigrationHandoffMaxLagBytes)),
-		ReplTimeout:       time.Duration(cfg.Int(DirReplTimeout)) * time.Second,
-		MasterUser:        cfg.Get(DirMasteruser),
-		MasterAuth:        cfg.Get(DirMasterauth),
+		WritePauseTimeout: time.Duration(cfg.Int(config.DirClusterSlotMigrationWritePauseTimeout)) * time.Millisecond,
+		HandoffMaxLag:     int64(cfg.Int(config.DirClusterSlotMigrationHandoffMaxLagBytes)),
+		ReplTimeout:       time.Duration(cfg.Int(config.DirReplTimeout)) * time.Second,
+		MasterUser:        cfg.Get(config.DirMasteruser),
+		MasterAuth:        cfg.Get(config.DirMasterauth),
 	}
 }
 
 func (h migHost) Dump() clusternode.Dump {
-	return clusternode.Dump{DB: h.s.dbs[0], Compress: h.s.cfg.Bool(DirRdbcompression), Limits: h.s.rdbLimits()}
+	return clusternode.Dump{DB: h.s.dbs[0], Compress: h.s.cfg.Bool(config.DirRdbcompression), Limits: h.s.rdbLimits()}
 }
 
 func (h migHost) TrimSlots(slots []int) int { return h.s.trimSlots(slots) }
@@ -40,7 +41,7 @@ func (h migHost) AddTap(t slotmig.Tap) { h.s.AddPropagator(t) }
 func (h migHost) WaitReplicasAck(d time.Duration) bool { return h.s.waitReplicasAck(d) }
 
 func (h migHost) SyncAOF() error {
-	if a := h.s.persist.AOF(); a != nil && h.s.cfg.Bool(DirAppendonly) {
+	if a := h.s.persist.AOF(); a != nil && h.s.cfg.Bool(config.DirAppendonly) {
 		return a.FsyncNow()
 	}
 	return nil
@@ -159,7 +160,7 @@ func (s *Server) waitReplicasAck(d time.Duration) bool { return s.repl.WaitAll(d
 
 // Propagates reports whether writes go to an AOF or to replicas.
 func (h migHost) Propagates() bool {
-	if h.s.cfg.Bool(DirAppendonly) {
+	if h.s.cfg.Bool(config.DirAppendonly) {
 		return true
 	}
 	return h.s.repl.HasReplicas()

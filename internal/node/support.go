@@ -6,9 +6,10 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/shardis/shardis/internal/node/clock"
 	"github.com/shardis/shardis/internal/node/admin"
 	"github.com/shardis/shardis/internal/node/clients"
+	"github.com/shardis/shardis/internal/node/clock"
+	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/resp"
 )
 
@@ -76,7 +77,7 @@ func (s *Server) slowlogAdd(c *Client, args [][]byte, dur time.Duration) {
 		redactFrom = 2
 	}
 	e.Args = admin.SlowlogArgs(args, redactFrom)
-	s.slowlog.Add(e, int(s.cfg.Int(DirSlowlogMaxLen)))
+	s.slowlog.Add(e, int(s.cfg.Int(config.DirSlowlogMaxLen)))
 }
 
 // ---- CLIENT PAUSE ----------------------------------------------------------
@@ -221,7 +222,7 @@ func (l *pendingLimit) exceeded(c *Client, n int) bool {
 
 // clientsCron closes idle clients (timeout).
 func (s *Server) clientsCron(now time.Time) {
-	t := s.cfg.Int(DirTimeout)
+	t := s.cfg.Int(config.DirTimeout)
 	if t <= 0 {
 		return
 	}
