@@ -733,6 +733,9 @@ func (s *Server) writeRefused() string {
 		return errReadOnly
 	}
 	if s.minReplicasRefuse != nil && s.minReplicasRefuse() {
+		if s.sentinelFenced() {
+			return errFenced
+		}
 		return errNoReplicas
 	}
 	return s.persistRefused()

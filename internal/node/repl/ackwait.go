@@ -119,7 +119,7 @@ func (m *Master) AwaitAcks(aw *AckWriter, id int64, out []byte, segs []AckSeg, n
 		aw.ch = make(chan struct{}, 1)
 	}
 	if !m.ackWait(id, segs[len(segs)-1].Off, need, aw.ch) {
-		return out, 0
+		return m.unackedIfFenced(out, segs, need)
 	}
 	deadline := time.Now().Add(timeout)
 	round := time.Duration(RoundTimeout)
@@ -150,7 +150,7 @@ wait:
 	w.Unpark()
 	if released {
 		aw.timer.Stop()
-		return out, 0
+		return m.unackedIfFenced(out, segs, need)
 	}
 	acked, counts, timedOut := m.ackGiveUp(id, segs)
 	if !timedOut {
@@ -159,9 +159,27 @@ wait:
 		case <-aw.ch:
 		default:
 		}
-		return out, 0
+		return m.unackedIfFenced(out, segs, need)
 	}
 	return ReplaceUnacked(out, segs, acked, counts, need)
+}
+
+// unackedIfFenced returns out unchanged, unless the Sentinel fence is up
+// (fence.go): then every write of segs gets the UNACKED reply, however
+// many replicas acknowledged it, since a failover may already be reading
+// the replicas' offsets.
+func (m *Master) unackedIfFenced(out []byte, segs []AckSeg, need int) ([]byte, int) {
+	m.mu.Lock()
+	if !m.fencedLocked(time.Now()) {
+		m.mu.Unlock()
+		return out, 0
+	}
+	counts := make([]int, len(segs))
+	for i, sg := range segs {
+		counts[i] = m.ack.CountAt(sg.Off)
+	}
+	m.mu.Unlock()
+	return ReplaceUnacked(out, segs, -1, counts, need)
 }
 
 // ackWait registers writer id, whose last write ends at stream offset
