@@ -85,8 +85,8 @@ func TestMasterFence(t *testing.T) {
 	}
 	out := []byte("+OK\r\n:1\r\n")
 	segs := []AckSeg{{Start: 0, End: 5, Off: 10}}
-	got, n := m.unackedIfFenced(out, segs, 1)
-	if n != 1 || !strings.HasPrefix(string(got), "-UNACKED ") || !strings.HasSuffix(string(got), "\r\n:1\r\n") {
+	got, n := m.unackedIfFenced(out, segs)
+	if want := "-" + UnackedFencedReply + "\r\n:1\r\n"; n != 1 || string(got) != want {
 		t.Fatalf("fenced: %q (%d replaced), want the write's reply UNACKED and the rest kept", got, n)
 	}
 	m.SentinelPing(strings.Repeat("a", 40), now)
@@ -97,7 +97,7 @@ func TestMasterFence(t *testing.T) {
 	if m.RefuseWrites(now, 0, 1, 0) || m.Fenced(now) {
 		t.Fatal("both pinged just now: still fenced")
 	}
-	if got, n := m.unackedIfFenced(out, segs, 1); n != 0 || string(got) != string(out) {
+	if got, n := m.unackedIfFenced(out, segs); n != 0 || string(got) != string(out) {
 		t.Fatalf("not fenced: %q, want the output unchanged", got)
 	}
 	m.mu.Lock()
