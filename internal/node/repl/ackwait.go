@@ -169,10 +169,7 @@ wait:
 // many replicas acknowledged it, since a failover may already be reading
 // the replicas' offsets.
 func (m *Master) unackedIfFenced(out []byte, segs []AckSeg) ([]byte, int) {
-	m.mu.Lock()
-	fenced := m.fencedLocked(time.Now())
-	m.mu.Unlock()
-	if !fenced {
+	if !m.fenceKnown.Load() || !m.Fenced(time.Now()) {
 		return out, 0
 	}
 	return replaceReplies(out, segs, -1, func(int) string { return UnackedFencedReply })

@@ -130,6 +130,7 @@ func (m *Master) SentinelHello(runID string, lastPing time.Time) {
 	m.mu.Lock()
 	if !m.linked {
 		m.fence.Known(runID, lastPing)
+		m.fenceKnown.Store(true)
 	}
 	m.mu.Unlock()
 }
@@ -145,6 +146,9 @@ func (m *Master) SentinelPing(runID string, now time.Time) {
 // min-replicas-ack on that fewer than a majority of its Sentinels pinged
 // within SentinelLease.
 func (m *Master) Fenced(now time.Time) bool {
+	if !m.fenceKnown.Load() {
+		return false
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.fencedLocked(now)

@@ -204,8 +204,11 @@ type Master struct {
 	// becomes a replica or is promoted; guardRefused once the guard
 	// refused a replica whose history is ahead of ours (guard.go).
 	restartGuard, guardRefused bool
-	// fence is the Sentinel fence (fence.go).
-	fence Fence
+	// fence is the Sentinel fence (fence.go); fenceKnown is set while it
+	// knows a Sentinel, so that a master without Sentinels skips it
+	// without the lock.
+	fence      Fence
+	fenceKnown atomic.Bool
 }
 
 // NewReplID returns a new random replication id (40 hex characters).
@@ -249,6 +252,7 @@ func (m *Master) ReplIDLocked() string { return m.replid }
 func (m *Master) SetLinkedLocked(linked bool) {
 	if linked != m.linked {
 		m.fence.Reset()
+		m.fenceKnown.Store(false)
 	}
 	m.linked = linked
 }
