@@ -38,8 +38,9 @@ package repl
 // r ≤ T_odown−D, that is t ≤ T_odown − D + SentinelLease. The master
 // advertises SentinelLease in INFO (min_replicas_ack_sentinel_lease), and
 // our Sentinel counts for the rule only the replica offsets it asked for
-// after T_odown + max(0, lease−D): every write acknowledged with a success
-// reply was then on the acknowledging replica before its offset was read.
+// after T_odown − D + lease (and after SDOWN): every write acknowledged
+// with a success reply was then on the acknowledging replica before its
+// offset was read.
 // Assumed: clocks run at the same rate; every Sentinel has the same D; the
 // master has seen every Sentinel's hello since it became a master (INFO
 // min_replicas_ack_sentinels shows how many it knows).
