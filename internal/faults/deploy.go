@@ -76,6 +76,8 @@ type Deployment struct {
 	Replicas []string
 	// Clients are the client hosts.
 	Clients []string
+	// sentinelHosts are the hosts running a Sentinel (sentinel topology).
+	sentinelHosts []string
 	// dir holds the hosts' directories.
 	dir string
 	env Env
@@ -242,14 +244,23 @@ func replicaSynced(ctx context.Context, addr string) error {
 
 // NewSentinel builds the Sentinel deployment: hosts n1 (master), n2 and
 // n3 (replicas), each with a Sentinel (quorum 2), and client hosts c1, c2.
-func NewSentinel(env Env, s Setting, dir string) (*Deployment, error) {
-	nt, err := NewNet([]string{"n1", "n2", "n3", "c1", "c2"})
+// With ownHosts the Sentinels run on hosts of their own, s1, s2 and s3
+// (for a fault that cuts the Sentinels but not the replicas from the
+// master).
+func NewSentinel(env Env, s Setting, dir string, ownHosts bool) (*Deployment, error) {
+	hosts := []string{"n1", "n2", "n3", "c1", "c2"}
+	sentinelHosts := []string{"n1", "n2", "n3"}
+	if ownHosts {
+		sentinelHosts = []string{"s1", "s2", "s3"}
+		hosts = append(hosts, sentinelHosts...)
+	}
+	nt, err := NewNet(hosts)
 	if err != nil {
 		return nil, err
 	}
 	d := &Deployment{Topology: "sentinel", Setting: s, Net: nt, Servers: map[string]*Proc{},
 		Sentinels: map[string]*Proc{}, Master: "n1", Replicas: []string{"n2", "n3"},
-		Clients: []string{"c1", "c2"}, dir: dir, env: env}
+		Clients: []string{"c1", "c2"}, sentinelHosts: sentinelHosts, dir: dir, env: env}
 	if err := d.startSentinelSet(); err != nil {
 		d.Stop()
 		nt.Close()
@@ -268,7 +279,7 @@ func (d *Deployment) startSentinelSet() error {
 			return err
 		}
 	}
-	for _, h := range []string{"n1", "n2", "n3"} {
+	for _, h := range d.sentinelHosts {
 		if err := d.startSentinel(h, "n1"); err != nil {
 			return err
 		}

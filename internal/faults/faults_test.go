@@ -23,6 +23,7 @@ func TestClassify(t *testing.T) {
 		{nil, OK},
 		{errors.New("READONLY You can't write against a read only replica."), Fail},
 		{errors.New("NOREPLICAS Not enough good replicas to write."), Fail},
+		{errors.New("NOQUORUM Lost contact with the majority of the Sentinels; writes are refused until they are reached again (min-replicas-ack)"), Fail},
 		{errors.New("CLUSTERDOWN The cluster is down"), Fail},
 		{errors.New("MOVED 3999 10.77.0.12:6379"), Fail},
 		{errors.New("dial tcp 10.77.0.12:6379: connect: connection refused"), Fail},

@@ -51,7 +51,7 @@ type Op struct {
 }
 
 // Classify maps a client error to an outcome. A nil error is OK. Errors a
-// server sends before running a command (READONLY, NOREPLICAS,
+// server sends before running a command (READONLY, NOREPLICAS, NOQUORUM,
 // CLUSTERDOWN, MASTERDOWN, TRYAGAIN, LOADING, MOVED, ASK, CROSSSLOT) and
 // failures to connect or to get a pooled connection are Fail; anything
 // else (timeouts, resets, UNACKED) is Unknown. It is right only for a
@@ -63,7 +63,7 @@ func Classify(err error) Outcome {
 		return OK
 	}
 	s := err.Error()
-	for _, p := range []string{"READONLY", "NOREPLICAS", "CLUSTERDOWN", "MASTERDOWN", "TRYAGAIN", "LOADING", "MOVED", "ASK ", "CROSSSLOT", "NOAUTH"} {
+	for _, p := range []string{"READONLY", "NOREPLICAS", "NOQUORUM", "CLUSTERDOWN", "MASTERDOWN", "TRYAGAIN", "LOADING", "MOVED", "ASK ", "CROSSSLOT", "NOAUTH"} {
 		if strings.HasPrefix(s, p) {
 			return Fail
 		}

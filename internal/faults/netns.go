@@ -38,6 +38,8 @@ type Net struct {
 	IPs map[string]string
 	// groups is the number of extra bridges created by Partition.
 	groups int
+	// cuts are the blackhole routes Cut added: host, destination address.
+	cuts [][2]string
 }
 
 // ns returns the namespace name of a host.
@@ -139,13 +141,40 @@ func (n *Net) Partition(groups ...[]string) error {
 	return nil
 }
 
-// Heal puts every host back on the main bridge.
+// Cut severs every host of a from every host of b, both ways, while both
+// keep reaching everyone else (a partial partition, which moving links
+// between bridges cannot make): each host gets a blackhole route to each
+// address of the other side. Packets in flight vanish, as on a cut cable;
+// unlike a cable, a host's own sends to the other side fail at once
+// (EINVAL) rather than time out, so a new connection fails at once too.
+// (This kernel has no netfilter for a silent drop.)
+func (n *Net) Cut(a, b []string) error {
+	for _, x := range a {
+		for _, y := range b {
+			for _, c := range [][2]string{{x, n.IPs[y]}, {y, n.IPs[x]}} {
+				if err := ip("-n", ns(c[0]), "route", "add", "blackhole", c[1]+"/32"); err != nil {
+					return err
+				}
+				n.cuts = append(n.cuts, c)
+			}
+		}
+	}
+	return nil
+}
+
+// Heal puts every host back on the main bridge and removes Cut's routes.
 func (n *Net) Heal() error {
 	for i := range n.Hosts {
 		if err := ip("-n", bridgeNS, "link", "set", port(i), "master", "br0"); err != nil {
 			return err
 		}
 	}
+	for _, c := range n.cuts {
+		if err := ip("-n", ns(c[0]), "route", "del", "blackhole", c[1]+"/32"); err != nil {
+			return err
+		}
+	}
+	n.cuts = nil
 	return nil
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 // Faults are the fault names a scenario can inject.
-var Faults = []string{"kill9", "sigstop", "partition-master", "partition-replica", "crash-in-failover"}
+var Faults = []string{"kill9", "sigstop", "partition-master", "partition-replica", "crash-in-failover", "partition-sentinels"}
 
 // Timeline of a run, from the workers' start.
 const (
@@ -81,7 +81,7 @@ func run1(ctx context.Context, env Env, sc Scenario, dir string, res *Result, lo
 	switch sc.Topology {
 	case "sentinel":
 		res.Replicas = 2
-		d, err = NewSentinel(env, sc.Setting, dir)
+		d, err = NewSentinel(env, sc.Setting, dir, sc.Fault == "partition-sentinels")
 	case "cluster":
 		res.Replicas = max(1, sc.Setting.ClusterReplicas)
 		if sc.Fault == "crash-in-failover" {
@@ -217,6 +217,22 @@ func inject(ctx context.Context, d *Deployment, fault string, start time.Time) (
 			return notes, err
 		}
 		notes = append(notes, note("partition %v | rest", group))
+		time.Sleep(faultLength)
+		if err := d.Net.Heal(); err != nil {
+			return notes, err
+		}
+		notes = append(notes, note("healed"))
+	case "partition-sentinels":
+		// The Sentinels (on hosts of their own) cut from the master,
+		// which keeps its replicas and clients: the partial partition of
+		// docs/ARCHITECTURE.md, "Acknowledged writes".
+		if d.Topology != "sentinel" {
+			return nil, fmt.Errorf("faults: %s needs the sentinel topology", fault)
+		}
+		if err := d.Net.Cut([]string{d.Master}, d.sentinelHosts); err != nil {
+			return notes, err
+		}
+		notes = append(notes, note("cut %s | %v", d.Master, d.sentinelHosts))
 		time.Sleep(faultLength)
 		if err := d.Net.Heal(); err != nil {
 			return notes, err

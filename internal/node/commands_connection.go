@@ -25,6 +25,7 @@ func cmdPing(c *Client, args [][]byte) {
 		c.addError(errWrongArgs("ping"))
 		return
 	}
+	c.notePing()
 	if c.hasFlag(clientPubSub) && c.proto < 3 {
 		c.addArrayLen(2)
 		c.addBulkString("pong")

@@ -52,6 +52,7 @@ func cmdPublish(c *Client, args [][]byte) {
 	// Subscription commands that arrived before it have run: PUBLISH is
 	// sequenced (sequence.go).
 	n := c.srv.pubsub.publish(string(args[1]), args[2])
+	c.noteHello(args[1], args[2])
 	if cm := c.srv.cluster; cm != nil {
 		// In a cluster the bus carries it to every node, replicas
 		// included; it is not put in the replication stream.

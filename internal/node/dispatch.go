@@ -743,6 +743,9 @@ func (s *Server) writeRefused() string {
 		return errReadOnly
 	}
 	if s.minReplicasRefuse != nil && s.minReplicasRefuse() {
+		if s.sentinelFenced() {
+			return errFenced
+		}
 		return errNoReplicas
 	}
 	return s.persistRefused()

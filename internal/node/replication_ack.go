@@ -28,6 +28,11 @@ type clientAck struct {
 	// wait parked the client in the sequencer.
 	w      repl.AckWriter
 	parked bool
+	// pingAt is when the connection last sent PING, and sentinel the run
+	// id of the Sentinel whose hello it published, for the Sentinel fence
+	// (repl/fence.go); kept only with min-replicas-ack on.
+	pingAt   time.Time
+	sentinel string
 }
 
 func init() {
@@ -170,4 +175,39 @@ func announcePriority(s *Server, _ string) {
 	if l != nil {
 		l.SendPriority(strconv.FormatInt(announcedPriority(s), 10))
 	}
+}
+
+// notePing feeds the Sentinel fence (repl/fence.go) a PING: the time is
+// kept on the connection, and given to the fence once the connection is
+// known as a Sentinel's.
+func (c *Client) notePing() {
+	s := c.srv
+	if s.hot().minReplicasAck <= 0 || s.repl == nil {
+		return
+	}
+	c.ack.pingAt = time.Now()
+	if c.ack.sentinel != "" {
+		s.repl.SentinelPing(c.ack.sentinel, c.ack.pingAt)
+	}
+}
+
+// noteHello makes the connection that published a Sentinel hello on
+// __sentinel__:hello that Sentinel's, for the Sentinel fence.
+func (c *Client) noteHello(channel, payload []byte) {
+	s := c.srv
+	if s.hot().minReplicasAck <= 0 || s.repl == nil || string(channel) != repl.SentinelHelloChannel {
+		return
+	}
+	if id := repl.HelloRunID(payload); id != "" {
+		c.ack.sentinel = id
+		s.repl.SentinelHello(id, c.ack.pingAt)
+	}
+}
+
+// errFenced refuses writes while the Sentinel fence is up.
+const errFenced = repl.ErrFenced
+
+// sentinelFenced reports whether the Sentinel fence is up (repl/fence.go).
+func (s *Server) sentinelFenced() bool {
+	return s.repl != nil && s.repl.Fenced(time.Now())
 }

@@ -342,3 +342,52 @@ func TestMinReplicasAckBlockedClient(t *testing.T) {
 	}
 	<-slept
 }
+
+// TestMinReplicasAckSentinelFence: a master with min-replicas-ack whose
+// Sentinels (two connections that PING and publish hellos) stop pinging
+// refuses writes with NOQUORUM once the lease passed, while one of two
+// pings (no majority), and serves again once both ping.
+func TestMinReplicasAckSentinelFence(t *testing.T) {
+	_, _, mc, _ := ackPair(t)
+	c := ctx(t)
+	var sents []*redis.Conn
+	for i, id := range []string{strings.Repeat("a", 40), strings.Repeat("b", 40)} {
+		cn := mc.Conn()
+		t.Cleanup(func() { cn.Close() })
+		if err := cn.Ping(c).Err(); err != nil {
+			t.Fatal(err)
+		}
+		hello := "10.0.0.9," + strconv.Itoa(26379+i) + "," + id + ",1,mymaster,127.0.0.1,6379,1"
+		if err := cn.Publish(c, "__sentinel__:hello", hello).Err(); err != nil {
+			t.Fatal(err)
+		}
+		sents = append(sents, cn)
+	}
+	if got := replInfoField(t, mc, "min_replicas_ack_sentinels"); got != "2" {
+		t.Fatalf("min_replicas_ack_sentinels = %q, want 2", got)
+	}
+	if err := mc.Set(c, "f", "1", 0).Err(); err != nil {
+		t.Fatalf("SET with both Sentinels pinging: %v", err)
+	}
+	testutil.WaitFor(t, 10*time.Second, "the fence up after the lease without PING", func() bool {
+		return replInfoField(t, mc, "min_replicas_ack_fenced") == "1"
+	})
+	if err := mc.Set(c, "f", "2", 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOQUORUM ") {
+		t.Fatalf("SET while fenced: %v, want NOQUORUM", err)
+	}
+	if err := sents[0].Ping(c).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.Set(c, "f", "3", 0).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOQUORUM ") {
+		t.Fatalf("SET with 1 of 2 Sentinels pinging: %v, want NOQUORUM", err)
+	}
+	if err := sents[1].Ping(c).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := mc.Set(c, "f", "4", 0).Err(); err != nil {
+		t.Fatalf("SET once both pinged again: %v", err)
+	}
+	if v := mc.Get(c, "f").Val(); v != "4" {
+		t.Fatalf("f = %q, want 4 (the refused writes did not run)", v)
+	}
+}

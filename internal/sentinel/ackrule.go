@@ -13,8 +13,9 @@ import "time"
 // (pigeonhole: only n−1 can be missing a given write). So the Sentinel
 // promotes only a replica whose replication offset is the highest among at
 // least R−n+1 eligible replicas whose offsets it read after the master
-// stopped (INFO received after the master went subjectively down): that
-// replica holds every acknowledged write. While fewer such replicas answer,
+// stopped (INFO asked after the master went subjectively down, or later
+// when the master has a Sentinel fence, below): that replica holds every
+// acknowledged write. While fewer such replicas answer,
 // the failover waits in select_slave (up to failover-timeout), instead of
 // promoting a replica that may lack writes.
 
@@ -36,10 +37,18 @@ func (m *Machine) ackCandidates(now time.Time, master *instance, cands []*instan
 	if master.ackNeed <= 0 {
 		return cands, false
 	}
-	// Since when an offset counts as read after the master stopped.
+	// Since when an offset counts as read after the master stopped: the
+	// INFO must have been asked after it.
 	cutoff := master.sDownSince
 	if !master.has(flagSDown) {
 		cutoff = master.failoverStartTime // a forced failover of a live master
+	} else if master.ackLease > 0 && !master.oDownSince.IsZero() {
+		// The master's Sentinel fence (node/repl/fence.go): a master cut
+		// from the quorum that saw it down stops acknowledging by
+		// ODOWN − down-after + lease at the latest.
+		if t := master.oDownSince.Add(master.ackLease - master.downAfter); t.After(cutoff) {
+			cutoff = t
+		}
 	}
 	// R: the master's count, or more if more eligible replicas answer.
 	eligible := master.ackEligible
@@ -53,7 +62,7 @@ func (m *Machine) ackCandidates(now time.Time, master *instance, cands []*instan
 	var read []*instance
 	var best int64 = -1
 	for _, r := range cands {
-		if r.infoRefresh.After(cutoff) {
+		if r.infoAsked.After(cutoff) {
 			read = append(read, r)
 			best = max(best, r.replOffset)
 		}

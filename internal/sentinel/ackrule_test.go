@@ -103,3 +103,68 @@ func TestAckRuleEveryReplicaAcks(t *testing.T) {
 		t.Fatalf("promotions %v: want r2 %s", w.replicaofs, r2.addr)
 	}
 }
+
+// TestAckRuleWaitsForTheFence models the partial partition: the Sentinels
+// are cut from the master, which still reaches both replicas and keeps
+// acknowledging writes through whichever is still its replica (each step,
+// every attached replica acknowledges one more write), until its Sentinel
+// fence is up: a lease after the last PING it got (the cut, at the
+// latest). The lease (5 s, down-after 1 s) outlasts the failover the rule
+// would make without waiting for it (3.4 s here). With the fence advertised (min_replicas_ack_sentinel_lease),
+// the rule reads the offsets only after the fence is up, so the promoted
+// replica holds every acknowledged write; without it (a master without a
+// fence keeps acknowledging until its replicas are moved), the writes the
+// other replica acknowledged after the promotion are lost.
+func TestAckRuleWaitsForTheFence(t *testing.T) {
+	run := func(t *testing.T, lease time.Duration) (lost int64) {
+		w, m, r1, r2 := setup(t, 3, 2, nil)
+		m.ackNeed, m.ackLease = 1, lease
+		r1.priority, r1.offset = 10, 100 // Redis's ranking prefers r1
+		r2.priority, r2.offset = 100, 100
+		w.run(11 * time.Second) // INFO of the master with the fields
+		cut := w.now
+		for _, s := range w.sents {
+			w.setCut(s.addr, m.addr, true)
+		}
+		var acked int64
+		ack := func() {
+			if lease > 0 && w.now.Sub(cut) >= lease {
+				return // fenced: nothing acknowledged any more
+			}
+			for _, r := range []*fakeRedis{r1, r2} {
+				if r.master == m.addr {
+					r.offset++
+					acked = max(acked, r.offset)
+				}
+			}
+		}
+		w.runUntil(60*time.Second, "+failover-end", func() bool {
+			ack()
+			return w.total(EventFailoverEnd) > 0
+		})
+		for i := 0; i < 100 && (r1.master == m.addr || r2.master == m.addr); i++ {
+			w.run(100 * time.Millisecond)
+			ack()
+		}
+		var p *fakeRedis
+		switch {
+		case promoted(w, r1) && !promoted(w, r2):
+			p = r1
+		case promoted(w, r2) && !promoted(w, r1):
+			p = r2
+		default:
+			t.Fatalf("promotions %v: want exactly one replica promoted", w.replicaofs)
+		}
+		return acked - p.offset
+	}
+	t.Run("Fence", func(t *testing.T) {
+		if lost := run(t, 5*time.Second); lost != 0 {
+			t.Fatalf("%d acknowledged writes missing on the promoted replica, want 0", lost)
+		}
+	})
+	t.Run("NoFence", func(t *testing.T) {
+		if lost := run(t, 0); lost <= 0 {
+			t.Fatalf("lost = %d: the model should show the gap without a fence", lost)
+		}
+	})
+}

@@ -22,6 +22,9 @@ type fakeRedis struct {
 	promoteOK bool // honours REPLICAOF NO ONE (default true)
 	loading   bool // answers PING with LOADING
 	ackNeed   int  // a shardnode master's min-replicas-ack (INFO min_replicas_ack)
+	// ackLease is a shardnode master's Sentinel fence lease (INFO
+	// min_replicas_ack_sentinel_lease; 0: none).
+	ackLease time.Duration
 }
 
 type simSentinel struct {
@@ -120,6 +123,9 @@ func (w *world) info(r *fakeRedis) string {
 		}
 		if r.ackNeed > 0 {
 			fmt.Fprintf(&b, "min_replicas_ack:%d\r\nmin_replicas_ack_eligible:%d\r\n", r.ackNeed, eligible)
+			if r.ackLease > 0 {
+				fmt.Fprintf(&b, "min_replicas_ack_sentinel_lease:%d\r\n", r.ackLease.Milliseconds())
+			}
 		}
 		return b.String()
 	}

@@ -82,6 +82,10 @@ type Info struct {
 	// and min_replicas_ack_eligible (0 when absent: redis-server, or
 	// acknowledgement off): the election rule of ackrule.go.
 	AckNeed, AckEligible int
+	// AckLease is a shardnode master's min_replicas_ack_sentinel_lease:
+	// how long a Sentinel's PING keeps it acknowledging writes (its
+	// Sentinel fence; 0 when absent).
+	AckLease time.Duration
 }
 
 // ParseInfo extracts the fields the Sentinel uses from an INFO reply.
@@ -125,6 +129,9 @@ func ParseInfo(text string) Info {
 			in.AckNeed, _ = strconv.Atoi(v)
 		case k == "min_replicas_ack_eligible":
 			in.AckEligible, _ = strconv.Atoi(v)
+		case k == "min_replicas_ack_sentinel_lease":
+			ms, _ := strconv.Atoi(v)
+			in.AckLease = time.Duration(ms) * time.Millisecond
 		case k == "replica_announced":
 			in.HasAnnounced = true
 			in.Announced = v != "0"

@@ -119,7 +119,7 @@ func (m *Master) AwaitAcks(aw *AckWriter, id int64, out []byte, segs []AckSeg, n
 		aw.ch = make(chan struct{}, 1)
 	}
 	if !m.ackWait(id, segs[len(segs)-1].Off, need, aw.ch) {
-		return out, 0
+		return m.unackedIfFenced(out, segs)
 	}
 	deadline := time.Now().Add(timeout)
 	round := time.Duration(RoundTimeout)
@@ -150,7 +150,7 @@ wait:
 	w.Unpark()
 	if released {
 		aw.timer.Stop()
-		return out, 0
+		return m.unackedIfFenced(out, segs)
 	}
 	acked, counts, timedOut := m.ackGiveUp(id, segs)
 	if !timedOut {
@@ -159,10 +159,25 @@ wait:
 		case <-aw.ch:
 		default:
 		}
-		return out, 0
+		return m.unackedIfFenced(out, segs)
 	}
 	return ReplaceUnacked(out, segs, acked, counts, need)
 }
+
+// unackedIfFenced returns out unchanged, unless the Sentinel fence is up
+// (fence.go): then every write of segs gets the UNACKED reply, however
+// many replicas acknowledged it, since a failover may already be reading
+// the replicas' offsets.
+func (m *Master) unackedIfFenced(out []byte, segs []AckSeg) ([]byte, int) {
+	if !m.fenceKnown.Load() || !m.Fenced(time.Now()) {
+		return out, 0
+	}
+	return replaceReplies(out, segs, -1, func(int) string { return UnackedFencedReply })
+}
+
+// UnackedFencedReply is the UNACKED error of a write whose
+// acknowledgement was decided while the Sentinel fence was up.
+const UnackedFencedReply = "UNACKED write applied on the master, which lost contact with the majority of the Sentinels before it was acknowledged; its outcome is unknown"
 
 // ackWait registers writer id, whose last write ends at stream offset
 // target, to be woken on ch once need replicas acknowledged it. It reports
@@ -223,6 +238,13 @@ func (m *Master) ackGiveUp(id int64, segs []AckSeg) (acked int64, counts []int, 
 // acknowledged (its offset past acked) replaced by the UNACKED error, and
 // how many it replaced. counts are ackGiveUp's.
 func ReplaceUnacked(out []byte, segs []AckSeg, acked int64, counts []int, need int) ([]byte, int) {
+	return replaceReplies(out, segs, acked, func(i int) string { return UnackedReply(counts[i], need) })
+}
+
+// replaceReplies returns out with the reply of every write in segs whose
+// offset is past acked replaced by the error msg(i), and how many it
+// replaced.
+func replaceReplies(out []byte, segs []AckSeg, acked int64, msg func(i int) string) ([]byte, int) {
 	res := make([]byte, 0, len(out))
 	prev, n := 0, 0
 	for i, sg := range segs {
@@ -230,7 +252,7 @@ func ReplaceUnacked(out []byte, segs []AckSeg, acked int64, counts []int, need i
 			continue
 		}
 		res = append(res, out[prev:sg.Start]...)
-		res = resp.AppendError(res, UnackedReply(counts[i], need))
+		res = resp.AppendError(res, msg(i))
 		n++
 		prev = sg.End
 	}

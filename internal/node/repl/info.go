@@ -40,6 +40,10 @@ func (m *Master) InfoLocked(b *strings.Builder, a InfoArgs) {
 		m.SyncAckNeedLocked(n)
 		fmt.Fprintf(b, "min_replicas_ack:%d\r\nmin_replicas_ack_timeout:%d\r\nmin_replicas_ack_eligible:%d\r\nmin_replicas_acked_offset:%d\r\nmin_replicas_ack_timeouts:%d\r\nmin_replicas_ack_restart_refused:%d\r\n",
 			n, a.Settings.AckTimeout, m.ack.Eligible(), m.ack.Acked(), m.ackTimeouts.Load(), boolInt(m.guardRefused))
+		// The Sentinel fence (fence.go): our Sentinel waits for the lease
+		// before it reads the replicas' offsets.
+		fmt.Fprintf(b, "min_replicas_ack_sentinels:%d\r\nmin_replicas_ack_sentinel_lease:%d\r\nmin_replicas_ack_fenced:%d\r\n",
+			m.fence.Sentinels(), SentinelLease.Milliseconds(), boolInt(m.fencedLocked(a.Now)))
 	}
 	for i, ri := range m.replicas {
 		lag := int64(0)

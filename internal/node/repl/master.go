@@ -204,6 +204,11 @@ type Master struct {
 	// becomes a replica or is promoted; guardRefused once the guard
 	// refused a replica whose history is ahead of ours (guard.go).
 	restartGuard, guardRefused bool
+	// fence is the Sentinel fence (fence.go); fenceKnown is set while it
+	// knows a Sentinel, so that a master without Sentinels skips it
+	// without the lock.
+	fence      Fence
+	fenceKnown atomic.Bool
 }
 
 // NewReplID returns a new random replication id (40 hex characters).
@@ -243,7 +248,14 @@ func (m *Master) ReplIDLocked() string { return m.replid }
 
 // SetLinkedLocked records whether this node is a replica (its stream is
 // its master's).
-func (m *Master) SetLinkedLocked(linked bool) { m.linked = linked }
+// A change of role forgets the Sentinels the fence knew.
+func (m *Master) SetLinkedLocked(linked bool) {
+	if linked != m.linked {
+		m.fence.Reset()
+		m.fenceKnown.Store(false)
+	}
+	m.linked = linked
+}
 
 // HasReplicas reports whether any replica is connected.
 func (m *Master) HasReplicas() bool {
@@ -535,7 +547,8 @@ func (m *Master) GoodReplicasLocked(now time.Time, maxLag time.Duration) int {
 
 // RefuseWrites reports whether min-replicas-to-write (need, with
 // min-replicas-max-lag maxLag) or min-replicas-ack (ackNeed) refuse writes
-// now (NOREPLICAS); never on a replica.
+// now (NOREPLICAS, or NOQUORUM when the Sentinel fence is up: Fenced);
+// never on a replica.
 func (m *Master) RefuseWrites(now time.Time, need, ackNeed int64, maxLag time.Duration) bool {
 	if need <= 0 && ackNeed <= 0 {
 		return false
@@ -545,7 +558,7 @@ func (m *Master) RefuseWrites(now time.Time, need, ackNeed int64, maxLag time.Du
 	if m.linked {
 		return false
 	}
-	if ackNeed > 0 && (m.guardRefused || m.ackRefuseLocked(ackNeed)) {
+	if ackNeed > 0 && (m.guardRefused || m.ackRefuseLocked(ackNeed) || m.fence.Fenced(now)) {
 		return true
 	}
 	return need > 0 && int64(m.GoodReplicasLocked(now, maxLag)) < need
