@@ -98,24 +98,25 @@ func TestClockIdleTimeout(t *testing.T) {
 }
 
 // TestClockBlpopTimeout: BLPOP with timeout 1 replies nil when the clock
-// reaches 1 s, not before; until then the client shows as blocked.
+// is past 1 s (Redis's timeout < now), not before; until then the client
+// shows as blocked.
 func TestClockBlpopTimeout(t *testing.T) {
 	ts, m := startManual(t)
 	obs := ts.client(t)
 	bl := ts.raw(t)
 	bl.send("BLPOP q 1\r\n")
 	testutil.WaitFor(t, 10*time.Second, "BLPOP to block", func() bool { return infoInt(t, obs, "blocked_clients") == 1 })
-	m.Advance(999 * time.Millisecond)
+	m.Advance(time.Second)
 	if n := infoInt(t, obs, "blocked_clients"); n != 1 {
-		t.Fatalf("blocked_clients %d at 999 ms, want 1", n)
+		t.Fatalf("blocked_clients %d at 1000 ms, want 1", n)
 	}
 	list := obs.ClientList(ctx(t)).Val()
 	if !strings.Contains(list, "flags=b ") {
-		t.Fatalf("CLIENT LIST at 999 ms shows no blocked BLPOP:\n%s", list)
+		t.Fatalf("CLIENT LIST at 1000 ms shows no blocked BLPOP:\n%s", list)
 	}
 	m.Advance(time.Millisecond)
 	if got := bl.readLine(); got != "*-1" {
-		t.Fatalf("BLPOP at 1 s: %q, want *-1", got)
+		t.Fatalf("BLPOP at 1001 ms: %q, want *-1", got)
 	}
 	if n := infoInt(t, obs, "blocked_clients"); n != 0 {
 		t.Fatalf("blocked_clients %d after the timeout, want 0", n)

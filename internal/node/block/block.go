@@ -363,8 +363,11 @@ type Hangup func() (hup <-chan struct{}, stop func())
 // Wait parks until w is served, the deadline (unix ms on clk, 0: none)
 // passes, an unblock request comes, done is closed or the peer hangs up.
 // The deadline is a timer of clk (the server's clock), armed at the
-// absolute time, so a manual clock times the wait out exactly when it
-// reaches the deadline. The hang-up watch starts only after watchDelay of
+// absolute time: the wait times out once the clock is past the deadline's
+// millisecond (Redis's timeout < now), so a manual clock times it out at
+// deadline + 1 ms, and on the real clock a deadline computed from a
+// command time truncated to the millisecond still waits at least the
+// requested time. The hang-up watch starts only after watchDelay of
 // real time: most waits in a busy queue end sooner, and a watch costs the
 // node a goroutine (a cost, not a schedule). On return w is served or out
 // of the registry.
@@ -372,7 +375,7 @@ func (r *Registry[K, T]) Wait(w *Waiter[K, T], deadline int64, clk clock.Clock, 
 	var timer <-chan time.Time
 	// Deadlines beyond a century are as good as none.
 	if deadline > 0 && deadline-clk.Now().UnixMilli() < 100*365*24*3600*1000 {
-		t := clk.TimerAt(time.UnixMilli(deadline))
+		t := clk.TimerAt(time.UnixMilli(deadline + 1))
 		defer t.Stop()
 		timer = t.C()
 	}

@@ -105,7 +105,7 @@ func TestWaitOutcomes(t *testing.T) {
 	var r reg
 	w := NewWaiter(1, []string{"k"}, 1, false, "")
 	r.Register(w, func() {})
-	if got := r.Wait(w, 1005, clock.NewManual(time.UnixMilli(1005)), nil, time.Hour, noHangup); got != (Outcome{Mode: Timeout}) {
+	if got := r.Wait(w, 1005, clock.NewManual(time.UnixMilli(1006)), nil, time.Hour, noHangup); got != (Outcome{Mode: Timeout}) {
 		t.Fatalf("timeout: %+v", got)
 	}
 	w = NewWaiter(1, []string{"k"}, 1, false, "")
@@ -155,7 +155,8 @@ func TestParseTimeout(t *testing.T) {
 }
 
 // TestWaitTimesOutOnItsClock checks that a wait with a deadline ends when
-// its clock reaches the deadline, and not a millisecond before.
+// its clock is past the deadline's millisecond (Redis's timeout < now),
+// and not a millisecond before.
 func TestWaitTimesOutOnItsClock(t *testing.T) {
 	var r reg
 	m := clock.NewManual(time.UnixMilli(1000))
@@ -170,10 +171,10 @@ func TestWaitTimesOutOnItsClock(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	m.Advance(999 * time.Millisecond)
+	m.Advance(time.Second)
 	select {
 	case got := <-out:
-		t.Fatalf("returned %+v at 1999 ms, deadline 2000", got)
+		t.Fatalf("returned %+v at 2000 ms, deadline 2000", got)
 	default:
 	}
 	if !r.Waiting() {
