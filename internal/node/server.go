@@ -319,7 +319,7 @@ func (s *Server) Addr() net.Addr {
 func (s *Server) Listen() error {
 	port := s.cfg.Get(config.DirPort)
 	for _, b := range strings.Fields(s.cfg.Get(config.DirBind)) {
-		b, optional := bindHost(b)
+		b, optional := config.BindHost(b)
 		if len(s.listeners) > 0 && port == "0" {
 			// A second listener would get another random port.
 			continue
