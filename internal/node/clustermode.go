@@ -30,7 +30,7 @@ type clusterHost struct{ s *Server }
 func (h clusterHost) BecomeMaster()                     { h.s.repl.becomeMaster() }
 func (h clusterHost) BecomeReplica(ip string, port int) { h.s.repl.becomeReplica(ip, port) }
 func (h clusterHost) DeleteKeysInSlot(slot int) int     { return h.s.deleteKeysInSlot(slot) }
-func (h clusterHost) Unpause()                          { h.s.pause.unpause() }
+func (h clusterHost) Unpause()                          { h.s.pause.Unpause() }
 func (h clusterHost) Deliver(d cluster.Delivery)        { h.s.deliverFromBus(d) }
 func (h clusterHost) RemoveShardChannels(slots []int)   { h.s.removeShardChannelsInSlots(slots) }
 func (h clusterHost) BlockedClients() bool              { return h.s.blocking.count.Load() > 0 }
@@ -53,7 +53,7 @@ func (h clusterHost) PushTopology(m *cluster.Machine, rd *cluster.Ready) {
 // PauseWrites pauses writes as CLIENT PAUSE WRITE does and waits until
 // the writes in flight are done.
 func (h clusterHost) PauseWrites(d time.Duration) bool {
-	h.s.pause.set(h.s.now().Add(d), false)
+	h.s.pause.Set(h.s.now().Add(d), false)
 	return h.s.drainWrites(d)
 }
 

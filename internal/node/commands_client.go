@@ -287,7 +287,7 @@ func cmdClientPause(c *Client, args [][]byte) {
 		c.addError(err.Error())
 		return
 	}
-	c.srv.pause.set(c.srv.now().Add(d), all)
+	c.srv.pause.Set(c.srv.now().Add(d), all)
 	c.addOK()
 }
 
@@ -301,7 +301,7 @@ func optArg(args [][]byte, i int) []byte {
 
 // CLIENT UNPAUSE
 func cmdClientUnpause(c *Client, args [][]byte) {
-	c.srv.pause.unpause()
+	c.srv.pause.Unpause()
 	c.addOK()
 }
 

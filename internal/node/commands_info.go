@@ -88,7 +88,7 @@ func (s *Server) infoClients() info.ClientsInfo {
 	})
 	return info.ClientsInfo{
 		Connected: n - replicas, ClusterConnections: s.clusterConnections(),
-		MaxClients: s.cfg.Int(config.DirMaxclients), Blocked: s.blockedClients.Load(), Paused: s.pause.waiting.Load(),
+		MaxClients: s.cfg.Int(config.DirMaxclients), Blocked: s.blockedClients.Load(), Paused: s.pause.Waiting(),
 	}
 }
 
