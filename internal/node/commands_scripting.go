@@ -352,7 +352,7 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 	if rs.undo != nil {
 		// A forked debugging session: its changes are rolled back and
 		// nothing of it propagates or wakes a blocked client.
-		rs.undo.restore(s)
+		ldbRestore(rs.undo, s)
 		c.execProp, c.execMask, c.readyKeys = nil, nil, nil
 	}
 	if !outerExec {
@@ -579,7 +579,7 @@ func (h *scriptHost) call(args [][]byte, proto int, out []byte) ([]byte, string,
 	}
 	h.lockFor(cmd, args)
 	if h.rs.undo != nil {
-		if msg := h.rs.undo.save(c, cmd, args); msg != "" {
+		if msg := ldbSave(h.rs.undo, c, cmd, args); msg != "" {
 			return nil, msg, cmd
 		}
 	}
