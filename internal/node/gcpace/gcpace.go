@@ -1,4 +1,5 @@
-// Package gcpace paces Go's garbage collector for the node.
+// Package gcpace paces Go's garbage collector for the node and samples
+// the heap it reports as used_memory (UsedMemory).
 //
 // Go collects when the heap has grown by gc-percent % over what the last
 // collection found live. A low percentage keeps the RSS of a large
