@@ -79,6 +79,11 @@ func (p *Pause) notify() {
 func (p *Pause) Unpause() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.endLocked()
+}
+
+// endLocked ends the pause and wakes the held clients; p.mu is held.
+func (p *Pause) endLocked() {
 	p.until = time.Time{}
 	p.on.Store(false)
 	p.notify()
@@ -93,13 +98,7 @@ func (p *Pause) Expire(now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.until.IsZero() && !now.Before(p.until) {
-		p.until = time.Time{}
-		p.on.Store(false)
-		p.notify()
-		if p.wake != nil {
-			close(p.wake)
-			p.wake = nil
-		}
+		p.endLocked()
 	}
 }
 
