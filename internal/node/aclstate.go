@@ -2,33 +2,17 @@ package node
 
 import (
 	"fmt"
-	"os"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/shardis/shardis/internal/node/acl"
 	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/pubsub"
 )
 
-// aclState is the server's side of ACLs: the registry of users (package
-// acl), the ACL LOG, and the generation clients compare to notice that
+// aclState is the server's side of ACLs (acl.State): the registry of
+// users, the ACL LOG, and the generation clients compare to notice that
 // users changed.
-//
-// Users are immutable once published: a change installs a new *acl.User
-// and bumps gen, and a client re-reads its user by name before its next
-// check (refreshUser). So a check reads no lock, only gen.
-type aclState struct {
-	mu  sync.Mutex // guards reg and log
-	reg *acl.Registry
-	log acl.Log
-	// gen counts user changes.
-	gen atomic.Uint64
-	// authRequired mirrors reg.AuthRequired(): the default user has a
-	// password or is off.
-	authRequired atomic.Bool
-}
+type aclState = acl.State
 
 // initACL builds the registry from the command table, applies
 // requirepass, acl-pubsub-default, the user directives and the aclfile,
@@ -51,17 +35,17 @@ func (s *Server) initACL() error {
 		}
 	}
 	a := &s.acl
-	a.reg = acl.NewRegistry(t, func(p, str string) bool { return globMatch(p, str, false) })
-	a.reg.PubsubDefaultAll = s.cfg.Get(config.DirAclPubsubDefault) == "allchannels"
+	a.Reg = acl.NewRegistry(t, func(p, str string) bool { return globMatch(p, str, false) })
+	a.Reg.PubsubDefaultAll = s.cfg.Get(config.DirAclPubsubDefault) == "allchannels"
 	if pw := s.cfg.Get(config.DirRequirepass); pw != "" {
-		a.reg.SetDefaultPassword(pw)
+		a.Reg.SetDefaultPassword(pw)
 	}
 	users := s.cfg.Users()
 	file := s.cfg.Get(config.DirAclfile)
 	if file != "" && len(users) > 0 {
 		return fmt.Errorf("node: acl: Configuring Redis with users defined in redis.conf and at the same setting an ACL file path is invalid. This setup is very likely to lead to configuration errors and security holes, please define either an ACL file or declare users directly in your redis.conf, but not both")
 	}
-	if err := a.reg.LoadConfigured(users); err != nil {
+	if err := a.Reg.LoadConfigured(users); err != nil {
 		return fmt.Errorf("node: %w", err)
 	}
 	if file != "" {
@@ -69,7 +53,7 @@ func (s *Server) initACL() error {
 			return fmt.Errorf("node: acl: Aborting Redis startup because of ACL errors: %w", err)
 		}
 	}
-	a.authRequired.Store(a.reg.AuthRequired())
+	a.AuthRequired.Store(a.Reg.AuthRequired())
 	return nil
 }
 
@@ -83,11 +67,8 @@ func aclCommandOf(cmd *command) *acl.Command {
 }
 
 // aclChanged publishes a change of the users: clients re-read theirs.
-// Called with a.mu held.
-func (s *Server) aclChanged() {
-	s.acl.authRequired.Store(s.acl.reg.AuthRequired())
-	s.acl.gen.Add(1)
-}
+// Called with s.acl.Mu held.
+func (s *Server) aclChanged() { s.acl.Changed() }
 
 // setClientUser makes u the client's user (AUTH, HELLO AUTH, a new
 // connection).
@@ -106,13 +87,13 @@ func (c *Client) setClientUser(u *acl.User, gen uint64) {
 // refreshUser re-reads the client's user after a change of the users.
 func (c *Client) refreshUser() {
 	a := &c.srv.acl
-	a.mu.Lock()
-	gen := a.gen.Load()
+	a.Mu.Lock()
+	gen := a.Gen.Load()
 	var u *acl.User
 	if c.aclUser != nil {
-		u = a.reg.User(c.aclUser.Name)
+		u = a.Reg.User(c.aclUser.Name)
 	}
-	a.mu.Unlock()
+	a.Mu.Unlock()
 	if u == nil {
 		// Deleted: the client is being disconnected; until then it runs
 		// nothing.
@@ -127,7 +108,7 @@ func (c *Client) refreshUser() {
 // aclCheck checks cmd with args for the client's user and returns the
 // result and the position of the refused key or channel.
 func (c *Client) aclCheck(cmd *command, args [][]byte) (acl.Result, int) {
-	if c.aclGen != c.srv.acl.gen.Load() && (c.aclUser != nil || c.aclDeleted) {
+	if c.aclGen != c.srv.acl.Gen.Load() && (c.aclUser != nil || c.aclDeleted) {
 		c.refreshUser()
 	}
 	if c.aclDeleted {
@@ -149,7 +130,7 @@ func (c *Client) aclCheck(cmd *command, args [][]byte) (acl.Result, int) {
 		c.aclChanBuf = acl.AppendChannels(c.aclChanBuf[:0], cmd.fullName(), len(args))
 		call.Channels = c.aclChanBuf
 	}
-	return c.srv.acl.reg.Check(u, &call)
+	return c.srv.acl.Reg.Check(u, &call)
 }
 
 // appendACLKeys appends the keys of a call with the permissions their key
@@ -223,21 +204,14 @@ func (c *Client) aclLogDenied(res acl.Result, ctx string, pos int, cmd *command,
 // aclLogAdd adds an entry with the client's CLIENT LIST line.
 func (s *Server) aclLogAdd(c *Client, e acl.LogEntry) {
 	e.ClientInfo = c.infoString(c)
-	now := s.nowMs()
-	s.acl.mu.Lock()
-	s.acl.log.Add(e, now, int(s.cfg.Int(config.DirAcllogMaxLen)))
-	s.acl.mu.Unlock()
+	s.acl.AddLog(e, s.nowMs(), int(s.cfg.Int(config.DirAcllogMaxLen)))
 }
 
 // authenticate is ACLAuthenticateUser: on success the client's user
 // becomes name; a failure is logged as an "auth" entry whose object is the
 // command as the client spelt it (AUTH or HELLO).
 func (c *Client) authenticate(cmdName, name, pass string) bool {
-	a := &c.srv.acl
-	a.mu.Lock()
-	u := a.reg.Authenticate(name, pass)
-	gen := a.gen.Load()
-	a.mu.Unlock()
+	u, gen := c.srv.acl.Authenticate(name, pass)
 	if u == nil {
 		ctx := acl.CtxToplevel
 		if c.hasFlag(clientMulti) {
@@ -287,7 +261,7 @@ func (s *Server) aclKillSubscribers(self *Client, nu, old *acl.User) {
 		}
 		sub := subscriber{cl}
 		chans, pats, shard := s.pubsub.Of(sub, pubsub.Channel), s.pubsub.Of(sub, pubsub.Pattern), s.pubsub.Of(sub, pubsub.Shard)
-		if s.acl.reg.SubscriberAllowed(nu, chans, pats, shard) {
+		if s.acl.Reg.SubscriberAllowed(nu, chans, pats, shard) {
 			return
 		}
 		if cl == self {
@@ -299,24 +273,9 @@ func (s *Server) aclKillSubscribers(self *Client, nu, old *acl.User) {
 }
 
 // aclLoadFile is ACL LOAD: the aclfile replaces every user, or nothing
-// changes. Clients of the replaced users other than default are
-// disconnected. Called without a.mu.
+// changes (acl.State.LoadFile). Called without s.acl.Mu.
 func (s *Server) aclLoadFile() error {
-	file := s.cfg.Get(config.DirAclfile)
-	data, err := os.ReadFile(s.aclFilePath())
-	if err != nil {
-		return acl.OpenError(file, err)
-	}
-	a := &s.acl
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	users, err := a.reg.ParseLines(file, acl.FileLines(data))
-	if err != nil {
-		return err
-	}
-	a.reg.Replace(users)
-	s.aclChanged()
-	return nil
+	return s.acl.LoadFile(s.cfg.Get(config.DirAclfile), s.cfg.Get(config.DirDir))
 }
 
 // aclFilePath is where the aclfile is: a relative name is in dir, where
@@ -328,10 +287,7 @@ func (s *Server) aclFilePath() string {
 // aclSaveFile is ACL SAVE: every user in the aclfile, written to a
 // temporary file and renamed over it.
 func (s *Server) aclSaveFile() error {
-	s.acl.mu.Lock()
-	lines := s.acl.reg.ConfigLines()
-	s.acl.mu.Unlock()
-	step, err := acl.SaveFile(s.aclFilePath(), lines)
+	step, err := acl.SaveFile(s.aclFilePath(), s.acl.ConfigLines())
 	if err != nil {
 		s.log.Warn(step, "err", err)
 	}
@@ -344,16 +300,14 @@ func (s *Server) aclUserLines() []string {
 	if s.cfg.Get(config.DirAclfile) != "" {
 		return nil
 	}
-	s.acl.mu.Lock()
-	defer s.acl.mu.Unlock()
-	return s.acl.reg.ConfigLines()
+	return s.acl.ConfigLines()
 }
 
 // aclRecheck checks a command a script calls (ctx acl.CtxLua, Redis's
 // scriptVerifyACL) or EXEC runs (acl.CtxMulti: the rules may have changed
 // after it was queued), and logs a refusal.
 func (c *Client) aclRecheck(cmd *command, args [][]byte, ctx string) acl.Result {
-	if c.aclFree && c.aclGen == c.srv.acl.gen.Load() {
+	if c.aclFree && c.aclGen == c.srv.acl.Gen.Load() {
 		return acl.OK
 	}
 	res, pos := c.aclCheck(cmd, args)
@@ -413,5 +367,5 @@ func (c *Client) aclFullKeyRead(args [][]byte) bool {
 	if c.cmd.flags&flagPubSub != 0 {
 		call.Channels = acl.AppendChannels(nil, c.cmd.fullName(), len(args))
 	}
-	return c.srv.acl.reg.CheckUnrestrictedKeys(c.aclUser, &call, acl.PermRead)
+	return c.srv.acl.Reg.CheckUnrestrictedKeys(c.aclUser, &call, acl.PermRead)
 }

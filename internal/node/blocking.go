@@ -1,16 +1,14 @@
 package node
 
 import (
-	"errors"
-	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/block"
 	"github.com/shardis/shardis/internal/node/keyspace"
+	"github.com/shardis/shardis/internal/node/netio"
 	"github.com/shardis/shardis/internal/node/value"
 )
 
@@ -330,45 +328,12 @@ func (s *Server) disconnectBlockedClients() {
 }
 
 // watchHangup watches the connection of a blocked client for the peer
-// closing it, without consuming input (a MSG_PEEK on the socket): Redis
-// frees a blocked client as soon as it disconnects, so it never steals an
+// closing it, without consuming input (netio.WatchHangup): Redis frees a
+// blocked client as soon as it disconnects, so it never steals an
 // element. stop ends the watch and must be called before the client reads
 // its connection again.
 func (c *Client) watchHangup() (hup <-chan struct{}, stop func()) {
-	sc, ok := c.conn.(syscall.Conn)
-	if !ok {
-		return nil, func() {}
-	}
-	raw, err := sc.SyscallConn()
-	if err != nil {
-		return nil, func() {}
-	}
-	h := make(chan struct{})
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		var buf [1]byte
-		gone := false
-		err := raw.Read(func(fd uintptr) bool {
-			n, _, err := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-			if err == syscall.EAGAIN || err == syscall.EINTR {
-				return false
-			}
-			gone = err != nil || n == 0
-			return true
-		})
-		// The hang-up watch (netio) may end this wait with its wake-up
-		// deadline before the peek sees the EOF.
-		gone = gone || (c.raw != nil && c.raw.HungUp())
-		if gone || (err != nil && !errors.Is(err, os.ErrDeadlineExceeded)) {
-			close(h)
-		}
-	}()
-	return h, func() {
-		_ = c.conn.SetReadDeadline(time.Unix(1, 0))
-		<-finished
-		_ = c.conn.SetReadDeadline(time.Time{})
-	}
+	return netio.WatchHangup(c.conn, c.raw)
 }
 
 // parseTimeout parses a blocking command's timeout in seconds (a float)

@@ -82,22 +82,7 @@ func (c *Client) clusterCheck(cmd *command, args [][]byte, locked bool) string {
 // gives the command the write flag, so a replica redirects it with MOVED
 // even after READONLY.
 func (c *Client) scriptWrites(cmd *command, args [][]byte) bool {
-	if len(args) < 2 || (cmd.name != "eval" && cmd.name != "evalsha") {
-		return false
-	}
-	var flags script.Flags
-	if cmd.name == "eval" {
-		f, _, err := script.ParseShebang(args[1])
-		if err != nil {
-			return false
-		}
-		flags = f
-	} else if sc := c.srv.scriptEngine().Lookup(string(args[1])); sc != nil {
-		flags = sc.Flags
-	} else {
-		return false
-	}
-	return flags&script.FlagEvalCompat == 0 && flags&script.FlagNoWrites == 0
+	return script.EvalWrites(cmd.name, args, c.srv.scriptEngine)
 }
 
 // slotQuery is a redirect.Query fed from a command's arguments (the

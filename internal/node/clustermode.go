@@ -1,20 +1,12 @@
 package node
 
 import (
-	crand "crypto/rand"
-	"encoding/binary"
 	"fmt"
-	"math/rand/v2"
-	"net"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/node/cluster/push"
-	"github.com/shardis/shardis/internal/node/cluster/runner"
 	"github.com/shardis/shardis/internal/node/clusternode"
 	"github.com/shardis/shardis/internal/node/config"
 )
@@ -38,7 +30,7 @@ type clusterHost struct{ s *Server }
 func (h clusterHost) BecomeMaster()                     { h.s.repl.becomeMaster() }
 func (h clusterHost) BecomeReplica(ip string, port int) { h.s.repl.becomeReplica(ip, port) }
 func (h clusterHost) DeleteKeysInSlot(slot int) int     { return h.s.deleteKeysInSlot(slot) }
-func (h clusterHost) Unpause()                          { h.s.pause.unpause() }
+func (h clusterHost) Unpause()                          { h.s.pause.Unpause() }
 func (h clusterHost) Deliver(d cluster.Delivery)        { h.s.deliverFromBus(d) }
 func (h clusterHost) RemoveShardChannels(slots []int)   { h.s.removeShardChannelsInSlots(slots) }
 func (h clusterHost) BlockedClients() bool              { return h.s.blocking.count.Load() > 0 }
@@ -61,7 +53,7 @@ func (h clusterHost) PushTopology(m *cluster.Machine, rd *cluster.Ready) {
 // PauseWrites pauses writes as CLIENT PAUSE WRITE does and waits until
 // the writes in flight are done.
 func (h clusterHost) PauseWrites(d time.Duration) bool {
-	h.s.pause.set(h.s.now().Add(d), false)
+	h.s.pause.Set(h.s.now().Add(d), false)
 	return h.s.drainWrites(d)
 }
 
@@ -106,78 +98,26 @@ func (l clusterLocal) MasterLastIO() time.Time {
 	return st.downSince
 }
 
-// clusterMachineConfig derives the machine's settings from the directives.
+// clusterMachineConfig derives the machine's settings from the directives
+// (clusternode.MachineConfig).
 func (s *Server) clusterMachineConfig() cluster.Config {
-	cfg := cluster.DefaultConfig()
-	port := int(s.cfg.Int(config.DirPort))
-	if p := int(s.cfg.Int(config.DirClusterAnnouncePort)); p != 0 {
-		port = p
-	}
-	cfg.Port = port
-	switch {
-	case s.cfg.Int(config.DirClusterAnnounceBusPort) != 0:
-		cfg.CPort = int(s.cfg.Int(config.DirClusterAnnounceBusPort))
-	case s.cfg.Int(config.DirClusterPort) != 0:
-		cfg.CPort = int(s.cfg.Int(config.DirClusterPort))
-	default:
-		cfg.CPort = int(s.cfg.Int(config.DirPort)) + cluster.PortIncr
-	}
-	cfg.IP = s.cfg.Get(config.DirClusterAnnounceIP)
-	cfg.Hostname = s.cfg.Get(config.DirClusterAnnounceHostname)
-	cfg.NodeTimeout = time.Duration(s.cfg.Int(config.DirClusterNodeTimeout)) * time.Millisecond
-	cfg.RequireFullCoverage = s.cfg.Bool(config.DirClusterRequireFullCoverage)
-	cfg.AllowReadsWhenDown = s.cfg.Bool(config.DirClusterAllowReadsWhenDown)
-	cfg.AllowPubsubShardWhenDown = s.cfg.Bool(config.DirClusterAllowPubsubshardWhenDown)
-	cfg.MigrationBarrier = int(s.cfg.Int(config.DirClusterMigrationBarrier))
-	cfg.AllowReplicaMigration = s.cfg.Bool(config.DirClusterAllowReplicaMigration)
-	cfg.ReplicaValidityFactor = int(s.cfg.Int(config.DirClusterReplicaValidityFactor))
-	cfg.ReplicaNoFailover = s.cfg.Bool(config.DirClusterReplicaNoFailover)
-	cfg.MinReplicasAck = int(s.cfg.Int(config.DirMinReplicasAck))
-	cfg.ReplPingReplicaPeriod = time.Duration(s.cfg.Int(config.DirReplPingReplicaPeriod)) * time.Second
-	cfg.Local = clusterLocal{s}
-	return cfg
+	return clusternode.MachineConfig(s.cfg, clusterLocal{s})
 }
 
 // startCluster loads nodes.conf and starts the bus, as Redis's clusterInit.
 func (s *Server) startCluster() error {
-	cfg := s.clusterMachineConfig()
-	var seed [16]byte
-	_, _ = crand.Read(seed[:])
-	rng := rand.New(rand.NewPCG(binary.LittleEndian.Uint64(seed[:8]), binary.LittleEndian.Uint64(seed[8:])))
-	m, err := cluster.New(cfg, rng)
+	m, err := clusternode.NewMachine(s.clusterMachineConfig())
 	if err != nil {
 		return fmt.Errorf("node: cluster: %w", err)
 	}
-	busPort := int(s.cfg.Int(config.DirClusterPort))
-	if busPort == 0 {
-		busPort = int(s.cfg.Int(config.DirPort)) + cluster.PortIncr
-	}
-	if busPort > 65535 {
-		return fmt.Errorf("node: cluster: Redis port number too high. Cluster communication port is 10,000 port numbers higher than your Redis port. Your Redis port number must be 55535 or less.")
-	}
-	var addrs []string
-	for _, b := range strings.Fields(s.cfg.Get(config.DirBind)) {
-		host, optional := bindHost(b)
-		a := net.JoinHostPort(host, strconv.Itoa(busPort))
-		if optional {
-			a = "-" + a
-		}
-		addrs = append(addrs, a)
-	}
-	file := s.cfg.Get(config.DirClusterConfigFile)
-	if !filepath.IsAbs(file) {
-		file = filepath.Join(s.cfg.Get(config.DirDir), file)
+	opts, err := clusternode.RunnerOptions(s.cfg, s.log)
+	if err != nil {
+		return fmt.Errorf("node: cluster: %w", err)
 	}
 	cm := &clusterMode{srv: s}
 	cm.Init(clusterHost{s}, migHost{s}, s.log)
 	s.cluster = cm
-	err = cm.Start(m, runner.Options{
-		ListenAddrs:  addrs,
-		ConfigFile:   file,
-		SendBufLimit: s.cfg.Int(config.DirClusterLinkSendbufLimit),
-		Logger:       s.log,
-	})
-	if err != nil {
+	if err := cm.Start(m, opts); err != nil {
 		s.cluster = nil
 		return fmt.Errorf("node: cluster: %w", err)
 	}

@@ -33,12 +33,7 @@ func cmdACLSetUser(c *Client, args [][]byte) {
 	for _, a := range args[3:] {
 		rules = append(rules, string(a))
 	}
-	s.acl.mu.Lock()
-	nu, old, err := s.acl.reg.SetUser(string(args[2]), rules)
-	if err == nil {
-		s.aclChanged()
-	}
-	s.acl.mu.Unlock()
+	nu, old, err := s.acl.SetUser(string(args[2]), rules)
 	if err != nil {
 		c.addError("ERR " + err.Error())
 		return
@@ -58,17 +53,7 @@ func cmdACLDelUser(c *Client, args [][]byte) {
 		}
 	}
 	s := c.srv
-	gone := map[string]bool{}
-	s.acl.mu.Lock()
-	for _, a := range args[2:] {
-		if s.acl.reg.DelUser(string(a)) != nil {
-			gone[string(a)] = true
-		}
-	}
-	if len(gone) > 0 {
-		s.aclChanged()
-	}
-	s.acl.mu.Unlock()
+	gone := s.acl.DelUsers(args[2:])
 	if len(gone) > 0 {
 		s.aclDisconnect(c, gone)
 	}
@@ -77,14 +62,7 @@ func cmdACLDelUser(c *Client, args [][]byte) {
 
 // ACL GETUSER username
 func cmdACLGetUser(c *Client, args [][]byte) {
-	s := c.srv
-	s.acl.mu.Lock()
-	u := s.acl.reg.User(string(args[2]))
-	var sels []acl.SelectorInfo
-	if u != nil {
-		sels = s.acl.reg.Selectors(u)
-	}
-	s.acl.mu.Unlock()
+	u, sels := c.srv.acl.GetUser(string(args[2]))
 	if u == nil {
 		c.addNull()
 		return
@@ -94,9 +72,7 @@ func cmdACLGetUser(c *Client, args [][]byte) {
 
 // ACL LIST
 func cmdACLList(c *Client, args [][]byte) {
-	c.srv.acl.mu.Lock()
-	lines := c.srv.acl.reg.ConfigLines()
-	c.srv.acl.mu.Unlock()
+	lines := c.srv.acl.ConfigLines()
 	c.addArrayLen(len(lines))
 	for _, l := range lines {
 		c.addBulkString(l)
@@ -105,9 +81,7 @@ func cmdACLList(c *Client, args [][]byte) {
 
 // ACL USERS
 func cmdACLUsers(c *Client, args [][]byte) {
-	c.srv.acl.mu.Lock()
-	names := c.srv.acl.reg.Names()
-	c.srv.acl.mu.Unlock()
+	names := c.srv.acl.Names()
 	c.addArrayLen(len(names))
 	for _, n := range names {
 		c.addBulkString(n)
@@ -130,9 +104,7 @@ func cmdACLLoad(c *Client, args [][]byte) {
 		c.addError(acl.ErrNoACLFile)
 		return
 	}
-	s.acl.mu.Lock()
-	before := s.acl.reg.Names()
-	s.acl.mu.Unlock()
+	before := s.acl.Names()
 	if err := s.aclLoadFile(); err != nil {
 		c.addError("ERR " + err.Error())
 		return
@@ -178,7 +150,7 @@ func cmdACLCat(c *Client, args [][]byte) {
 		c.addError(msg)
 		return
 	}
-	names := c.srv.acl.reg.Table().InCategory(cat)
+	names := c.srv.acl.Reg.Table().InCategory(cat)
 	c.addArrayLen(len(names))
 	for _, n := range names {
 		c.addBulkString(n)
@@ -213,15 +185,11 @@ func cmdACLLog(c *Client, args [][]byte) {
 		c.addError(msg)
 		return
 	}
-	s.acl.mu.Lock()
+	entries := s.acl.LogEntries(count, reset)
 	if reset {
-		s.acl.log.Reset()
-		s.acl.mu.Unlock()
 		c.addOK()
 		return
 	}
-	entries := s.acl.log.Entries(count)
-	s.acl.mu.Unlock()
 	now := c.srv.nowMs()
 	c.addAppended(func(b []byte, proto int) []byte { return acl.AppendLog(b, proto, entries, now) })
 }
@@ -229,9 +197,7 @@ func cmdACLLog(c *Client, args [][]byte) {
 // ACL DRYRUN username command [arg ...]
 func cmdACLDryRun(c *Client, args [][]byte) {
 	s := c.srv
-	s.acl.mu.Lock()
-	u := s.acl.reg.User(string(args[2]))
-	s.acl.mu.Unlock()
+	u, _ := s.acl.User(string(args[2]))
 	if u == nil {
 		c.addError("ERR User '" + string(args[2]) + "' not found")
 		return
@@ -267,7 +233,7 @@ func (s *Server) aclCheckUser(u *acl.User, cmd *command, args [][]byte) (acl.Res
 	if cmd.flags&flagPubSub != 0 && u.NeedsChannels() {
 		call.Channels = acl.AppendChannels(nil, cmd.fullName(), len(args))
 	}
-	return s.acl.reg.Check(u, &call)
+	return s.acl.Reg.Check(u, &call)
 }
 
 // ACL HELP

@@ -1,12 +1,11 @@
 package node
 
 import (
-	"net"
 	"strings"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/shardis/shardis/internal/node/clients"
+	"github.com/shardis/shardis/internal/node/netio"
 	"github.com/shardis/shardis/internal/node/pubsub"
 )
 
@@ -47,22 +46,6 @@ func (c *Client) clientType() clients.Type {
 	return clients.Normal
 }
 
-// connFD returns the connection's file descriptor for CLIENT LIST (fd=),
-// or -1.
-func connFD(nc net.Conn) int {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
-		return -1
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return -1
-	}
-	fd := -1
-	_ = rc.Control(func(f uintptr) { fd = int(f) })
-	return fd
-}
-
 // infoString renders one CLIENT LIST line (without the newline; package
 // clients has the fields). self is the client running CLIENT LIST: its
 // own qbuf and argv are those of the running command.
@@ -70,7 +53,7 @@ func (c *Client) infoString(self *Client) string {
 	fl := c.flags.Load()
 	has := func(f int64) bool { return fl&f != 0 }
 	l := clients.Line{
-		ID: c.id, Addr: c.addr, LAddr: c.laddr, FD: connFD(c.conn), Multi: -1, DB: c.db, Resp: c.proto,
+		ID: c.id, Addr: c.addr, LAddr: c.laddr, FD: netio.FD(c.conn), Multi: -1, DB: c.db, Resp: c.proto,
 		Flags: clients.Flags{Monitor: has(clientMonitor), Replica: has(clientReplica), Master: has(clientMaster),
 			PubSub: has(clientPubSub), Multi: has(clientMulti), Blocked: has(clientBlocked), DirtyCAS: has(clientDirtyCAS),
 			CloseAfterReply: has(clientCloseAfterReply), ReadOnly: has(clientReadOnly), NoEvict: has(clientNoEvict)},
@@ -287,7 +270,7 @@ func cmdClientPause(c *Client, args [][]byte) {
 		c.addError(err.Error())
 		return
 	}
-	c.srv.pause.set(c.srv.now().Add(d), all)
+	c.srv.pause.Set(c.srv.now().Add(d), all)
 	c.addOK()
 }
 
@@ -301,7 +284,7 @@ func optArg(args [][]byte, i int) []byte {
 
 // CLIENT UNPAUSE
 func cmdClientUnpause(c *Client, args [][]byte) {
-	c.srv.pause.unpause()
+	c.srv.pause.Unpause()
 	c.addOK()
 }
 

@@ -107,9 +107,9 @@ func cmdReset(c *Client, args [][]byte) {
 	// Back to the default user, authenticated only if it needs no
 	// password (Redis's clientSetDefaultAuth).
 	a := &c.srv.acl
-	a.mu.Lock()
-	def, gen := a.reg.Default(), a.gen.Load()
-	a.mu.Unlock()
+	a.Mu.Lock()
+	def, gen := a.Reg.Default(), a.Gen.Load()
+	a.Mu.Unlock()
 	c.aclDeleted = false
 	c.setClientUser(def, gen)
 	authed := def.NoPass() && def.Enabled()
@@ -128,9 +128,9 @@ func cmdAuth(c *Client, args [][]byte) {
 	if len(args) == 3 {
 		user, pass = string(args[1]), string(args[2])
 	} else {
-		c.srv.acl.mu.Lock()
-		nopass := c.srv.acl.reg.Default().NoPass()
-		c.srv.acl.mu.Unlock()
+		c.srv.acl.Mu.Lock()
+		nopass := c.srv.acl.Reg.Default().NoPass()
+		c.srv.acl.Mu.Unlock()
 		if nopass {
 			c.addError("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?")
 			return

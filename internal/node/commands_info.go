@@ -47,9 +47,7 @@ func (s *Server) infoString(args [][]byte) string {
 		case info.Commandstats:
 			s.infoCommandStats(b)
 		case info.Errorstats:
-			s.stats.errMu.Lock()
-			info.WriteErrorStats(b, s.stats.errByCode)
-			s.stats.errMu.Unlock()
+			s.stats.errs.Write(b)
 		case info.Cluster:
 			info.Field(b, "cluster_enabled", s.cfg.Bool(config.DirClusterEnabled))
 			if s.cluster != nil {
@@ -88,7 +86,7 @@ func (s *Server) infoClients() info.ClientsInfo {
 	})
 	return info.ClientsInfo{
 		Connected: n - replicas, ClusterConnections: s.clusterConnections(),
-		MaxClients: s.cfg.Int(config.DirMaxclients), Blocked: s.blockedClients.Load(), Paused: s.pause.waiting.Load(),
+		MaxClients: s.cfg.Int(config.DirMaxclients), Blocked: s.blockedClients.Load(), Paused: s.pause.Waiting(),
 	}
 }
 

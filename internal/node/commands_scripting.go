@@ -234,39 +234,11 @@ func (c *Client) scriptFlagChecks(r *request) bool {
 	return true
 }
 
-// declaredFlags returns the flags the script of an EVAL (its shebang),
-// EVALSHA (the cached script's) or FCALL (the function's) declares; ok is
-// false for a script without a shebang or one not found.
+// declaredFlags returns the flags the script of an EVAL, EVALSHA or
+// FCALL declares (script.DeclaredFlags); ok is false for a script without
+// a shebang or one not found.
 func (c *Client) declaredFlags(cmd *command, args [][]byte) (script.Flags, bool) {
-	if len(args) < 2 {
-		return 0, false
-	}
-	var f script.Flags
-	switch cmd.name {
-	case "eval", "eval_ro":
-		if len(args[1]) < 2 || args[1][0] != '#' || args[1][1] != '!' {
-			return 0, false
-		}
-		var err *script.Error
-		if f, _, err = script.ParseShebang(args[1]); err != nil {
-			return 0, false
-		}
-	case "evalsha", "evalsha_ro":
-		sc := c.srv.scriptEngine().LookupBytes(args[1])
-		if sc == nil {
-			return 0, false
-		}
-		f = sc.Flags
-	case "fcall", "fcall_ro":
-		fn := c.srv.scriptEngine().Function(string(args[1]))
-		if fn == nil {
-			return 0, false
-		}
-		return fn.Flags, true
-	default:
-		return 0, false
-	}
-	return f, f&script.FlagEvalCompat == 0
+	return script.DeclaredFlags(cmd.name, args, c.srv.scriptEngine)
 }
 
 // scriptRefused is Redis's scriptPrepareForRun: the flags a script
@@ -380,7 +352,7 @@ func (c *Client) runScript(rs *runningScript, flags script.Flags, ro bool, args 
 	if rs.undo != nil {
 		// A forked debugging session: its changes are rolled back and
 		// nothing of it propagates or wakes a blocked client.
-		rs.undo.restore(s)
+		ldbRestore(rs.undo, s)
 		c.execProp, c.execMask, c.readyKeys = nil, nil, nil
 	}
 	if !outerExec {
@@ -607,7 +579,7 @@ func (h *scriptHost) call(args [][]byte, proto int, out []byte) ([]byte, string,
 	}
 	h.lockFor(cmd, args)
 	if h.rs.undo != nil {
-		if msg := h.rs.undo.save(c, cmd, args); msg != "" {
+		if msg := ldbSave(h.rs.undo, c, cmd, args); msg != "" {
 			return nil, msg, cmd
 		}
 	}

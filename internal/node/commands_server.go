@@ -7,6 +7,7 @@ import (
 
 	"github.com/shardis/shardis/internal/node/admin"
 	"github.com/shardis/shardis/internal/node/config"
+	"github.com/shardis/shardis/internal/node/gcpace"
 )
 
 func registerServerCommands(t *commandTable) {
@@ -357,7 +358,7 @@ func cmdMemoryMallocStats(c *Client, args [][]byte) { c.addVerbatim(admin.Malloc
 // collection; other clients keep running.
 func cmdMemoryPurge(c *Client, args [][]byte) {
 	debug.FreeOSMemory() // forces a collection first
-	memStat.invalidate()
+	gcpace.InvalidateUsedMemory()
 	c.addOK()
 }
 

@@ -77,16 +77,16 @@ func (a configApplier) Apply(d config.Directive, v string) {
 // applyRequirepass makes requirepass the default user's only password,
 // as Redis's ACLUpdateDefaultUserPassword ("" makes it nopass).
 func applyRequirepass(s *Server, v string) {
-	s.acl.mu.Lock()
-	s.acl.reg.SetDefaultPassword(v)
+	s.acl.Mu.Lock()
+	s.acl.Reg.SetDefaultPassword(v)
 	s.aclChanged()
-	s.acl.mu.Unlock()
+	s.acl.Mu.Unlock()
 }
 
 // applyACLPubsubDefault changes what new users and selectors start with
 // (existing users keep their channels).
 func applyACLPubsubDefault(s *Server, v string) {
-	s.acl.mu.Lock()
-	s.acl.reg.PubsubDefaultAll = strings.EqualFold(v, "allchannels")
-	s.acl.mu.Unlock()
+	s.acl.Mu.Lock()
+	s.acl.Reg.PubsubDefaultAll = strings.EqualFold(v, "allchannels")
+	s.acl.Mu.Unlock()
 }

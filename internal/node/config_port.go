@@ -44,7 +44,7 @@ func applyPort(s *Server, v string) error {
 	var lns []net.Listener
 	if v != "0" {
 		for _, b := range strings.Fields(s.cfg.Get(config.DirBind)) {
-			b, optional := bindHost(b)
+			b, optional := config.BindHost(b)
 			ln, err := net.Listen("tcp", net.JoinHostPort(b, v))
 			if err != nil {
 				if optional {
@@ -75,19 +75,4 @@ func applyPort(s *Server, v string) error {
 		}()
 	}
 	return nil
-}
-
-// bindHost turns one address of the bind directive into a host to listen
-// on ("*" is every IPv4 address, "::*" every IPv6 one); a "-" prefix makes
-// it optional (skipped when it cannot be bound).
-func bindHost(b string) (host string, optional bool) {
-	optional = strings.HasPrefix(b, "-")
-	b = strings.TrimPrefix(b, "-")
-	switch b {
-	case "*":
-		b = "0.0.0.0"
-	case "::*":
-		b = "::"
-	}
-	return b, optional
 }

@@ -215,9 +215,9 @@ func newClient(s *Server, nc net.Conn) *Client {
 		MaxBulkLen:       s.cfg.Int(config.DirProtoMaxBulkLen),
 		QueryBufferLimit: int(s.cfg.Int(config.DirClientQueryBufferLimit)),
 	})
-	s.acl.mu.Lock()
-	def, gen := s.acl.reg.Default(), s.acl.gen.Load()
-	s.acl.mu.Unlock()
+	s.acl.Mu.Lock()
+	def, gen := s.acl.Reg.Default(), s.acl.Gen.Load()
+	s.acl.Mu.Unlock()
 	c.setClientUser(def, gen)
 	// authenticated from the start when the default user needs no
 	// password and is on, as Redis's createClient.

@@ -235,13 +235,13 @@ func checkAuth(c *Client, r *request) bool {
 }
 
 func refuseUnauthed(c *Client, r *request) bool {
-	return r.cmd.flags&flagNoAuth != 0 || !c.srv.acl.authRequired.Load() || c.refuseIf(r.cmd, errNoAuth)
+	return r.cmd.flags&flagNoAuth != 0 || !c.srv.acl.AuthRequired.Load() || c.refuseIf(r.cmd, errNoAuth)
 }
 
 // checkACL refuses a command the client's ACL user may not run, or whose
 // keys or channels it may not touch (NOPERM), and logs it in the ACL LOG.
 func checkACL(c *Client, r *request) bool {
-	return (c.aclFree && c.aclGen == c.srv.acl.gen.Load()) || checkACLRules(c, r)
+	return (c.aclFree && c.aclGen == c.srv.acl.Gen.Load()) || checkACLRules(c, r)
 }
 
 func checkACLRules(c *Client, r *request) bool {

@@ -2,48 +2,14 @@ package node
 
 import (
 	"math/rand/v2"
-	"runtime/metrics"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/shardis/shardis/internal/node/config"
+	"github.com/shardis/shardis/internal/node/gcpace"
 	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
-// memSampler caches the Go heap's live object bytes, which INFO reports as
-// used_memory and maxmemory is checked against.
-type memSampler struct {
-	mu   sync.Mutex
-	at   time.Time
-	used atomic.Int64
-}
-
-var memStat = &memSampler{}
-
-func (m *memSampler) usedMemory() int64 {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if time.Since(m.at) > 10*time.Millisecond {
-		s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
-		metrics.Read(s)
-		if s[0].Value.Kind() == metrics.KindUint64 {
-			m.used.Store(int64(s[0].Value.Uint64()))
-		}
-		m.at = time.Now()
-	}
-	return m.used.Load()
-}
-
-// invalidate makes the next usedMemory read the runtime's figure again.
-func (m *memSampler) invalidate() {
-	m.mu.Lock()
-	m.at = time.Time{}
-	m.mu.Unlock()
-}
-
 // usedMemory returns the estimate of memory used by the server.
-func (s *Server) usedMemory() int64 { return memStat.usedMemory() }
+func (s *Server) usedMemory() int64 { return gcpace.UsedMemory() }
 
 // freeMemoryIfNeeded evicts keys by maxmemory-policy until the estimate is
 // below maxmemory. It returns false when memory is still over the limit
@@ -81,9 +47,7 @@ func (s *Server) freeMemoryIfNeeded() bool {
 		}
 		sh.Mu.Unlock()
 	}
-	memStat.mu.Lock()
-	memStat.used.Add(-freed)
-	memStat.mu.Unlock()
+	gcpace.Freed(freed)
 	return true
 }
 

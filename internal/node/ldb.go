@@ -2,12 +2,9 @@ package node
 
 import (
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/config"
-	"github.com/shardis/shardis/internal/node/keyopts"
-	"github.com/shardis/shardis/internal/node/keyspace"
 	"github.com/shardis/shardis/internal/node/script"
 )
 
@@ -133,7 +130,7 @@ func (c *Client) evalDebug(args [][]byte, ro bool) {
 	}
 	rs := &runningScript{eval: true, name: sc.SHA, debug: true}
 	if !ses.sync {
-		rs.undo = &ldbUndo{saved: make(map[watchKey]*keyspace.Entry)}
+		rs.undo = script.NewUndo()
 		// One script runs at a time (the gate), so one forked session.
 		c.srv.watches.forked.Store(rs.undo)
 		defer c.srv.watches.forked.Store(nil)
@@ -144,31 +141,13 @@ func (c *Client) evalDebug(args [][]byte, ro bool) {
 }
 
 // ldbUndo is a forked session's record of the keys its writes may
-// change: each key's entry as it was before the first of them (nil: the
-// key did not exist).
-type ldbUndo struct {
-	// mu guards saved, which other clients' notifications read (muted).
-	mu    sync.Mutex
-	saved map[watchKey]*keyspace.Entry
-}
+// change (script.Undo).
+type ldbUndo = script.Undo
 
-// muted reports whether key's events come from the session (u may be
-// nil: no session): while it runs the session holds the locks of every
-// key it saved, so only it changes them.
-func (u *ldbUndo) muted(db int, key string) bool {
-	if u == nil {
-		return false
-	}
-	u.mu.Lock()
-	_, ok := u.saved[watchKey{db, key}]
-	u.mu.Unlock()
-	return ok
-}
-
-// save records the keys cmd may change before it runs, with the
+// ldbSave records the keys cmd may change before it runs, with the
 // script's locks held; it returns a refusal for a command whose effects
 // could not be rolled back.
-func (u *ldbUndo) save(c *Client, cmd *command, args [][]byte) string {
+func ldbSave(u *ldbUndo, c *Client, cmd *command, args [][]byte) string {
 	switch cmd.name {
 	case "publish", "spublish":
 		return errLdbForked
@@ -186,20 +165,9 @@ func (u *ldbUndo) save(c *Client, cmd *command, args [][]byte) string {
 	}
 	db := c.srv.dbs[c.db]
 	for _, p := range keys {
-		if p >= len(args) {
-			continue
+		if p < len(args) {
+			u.Save(c.db, db, string(args[p]))
 		}
-		wk := watchKey{c.db, string(args[p])}
-		if _, ok := u.saved[wk]; ok {
-			continue
-		}
-		var cp *keyspace.Entry
-		if e := db.GetEntry(wk.key); e != nil {
-			cp = keyopts.CopyEntry(e)
-		}
-		u.mu.Lock()
-		u.saved[wk] = cp
-		u.mu.Unlock()
 	}
 	return ""
 }
@@ -214,19 +182,9 @@ func copyToOtherDB(args [][]byte) bool {
 	return false
 }
 
-// restore puts every saved key back as it was; the script's locks are
-// still held.
-func (u *ldbUndo) restore(s *Server) {
+// ldbRestore puts every key the session saved back as it was; the
+// script's locks are still held.
+func ldbRestore(u *ldbUndo, s *Server) {
 	defer s.watches.forked.Store(nil)
-	for wk, e := range u.saved {
-		db := s.dbs[wk.db]
-		db.SnapTouchKey(wk.key)
-		db.Remove(wk.key)
-		if e != nil {
-			db.Add(wk.key, e)
-		}
-	}
-	u.mu.Lock()
-	u.saved = nil
-	u.mu.Unlock()
+	u.Restore(s.dbs)
 }

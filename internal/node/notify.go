@@ -36,7 +36,7 @@ func (s *Server) notifyFlags() int {
 // __keyevent@<db>__:<event> <key> when the class is enabled.
 func (s *Server) notifyKeyspaceEvent(class int, event, key string, db int) {
 	flags := s.notifyFlags()
-	if flags&class == 0 || flags&(notifyKeyspace|notifyKeyevent) == 0 || s.watches.forked.Load().muted(db, key) {
+	if flags&class == 0 || flags&(notifyKeyspace|notifyKeyevent) == 0 || s.watches.forked.Load().Muted(db, key) {
 		return
 	}
 	d := strconv.Itoa(db)

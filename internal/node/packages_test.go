@@ -28,7 +28,7 @@ func TestSubpackagesDoNotImportNode(t *testing.T) {
 			}
 		}
 	}
-	for _, want := range []string{"keyspace", "value", "persist", "repl", "slotmig", "cluster/push", "config", "clusternode"} {
+	for _, want := range []string{"keyspace", "value", "persist", "repl", "slotmig", "cluster/push", "config", "clusternode", "gcpace", "nodestats"} {
 		if !subs[want] {
 			t.Errorf("%s/%s is not in go list's output (found %v)", root, want, subs)
 		}

@@ -11,7 +11,6 @@ import (
 	"io"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/config"
@@ -24,12 +23,7 @@ type persistHost struct {
 	s *Server
 	// settings caches the directives for the configuration snapshot
 	// they were built from.
-	settings atomic.Pointer[persistSettings]
-}
-
-type persistSettings struct {
-	snap *config.Snapshot
-	st   persist.Settings
+	settings persist.SettingsCache
 }
 
 var _ persist.Host = (*persistHost)(nil)
@@ -68,43 +62,9 @@ func (h *persistHost) AfterStartupLoad(ok bool)       { h.s.repl.afterStartupLoa
 func (h *persistHost) Replayer() persist.Applier { return aofApplier{newLoaderClient(h.s)} }
 
 // Settings returns the directives persistence reads, rebuilt when the
-// configuration changes (every CONFIG SET publishes a new snapshot).
+// configuration changes (persist.SettingsCache).
 func (h *persistHost) Settings() *persist.Settings {
-	s := h.s
-	sn := s.cfg.Snapshot()
-	if c := h.settings.Load(); c != nil && c.snap == sn && sn != nil {
-		return &c.st
-	}
-	c := &persistSettings{snap: sn, st: persist.Settings{
-		Dir:                        s.cfg.Get(config.DirDir),
-		DBFilename:                 s.cfg.Get(config.DirDbfilename),
-		Save:                       s.cfg.Get(config.DirSave),
-		RDBCompression:             s.cfg.Bool(config.DirRdbcompression),
-		RDBChecksum:                s.cfg.Bool(config.DirRdbchecksum),
-		RDBSaveIncrementalFsync:    s.cfg.Bool(config.DirRDBSaveIncrementalFsync),
-		RDBKeySaveDelay:            s.cfg.Int(config.DirRDBKeySaveDelay),
-		KeyLoadDelay:               s.cfg.Int(config.DirKeyLoadDelay),
-		Limits:                     s.persistLimits(),
-		AppendOnly:                 s.cfg.Bool(config.DirAppendonly),
-		AppendDirname:              s.cfg.Get(config.DirAppenddirname),
-		AppendFilename:             s.cfg.Get(config.DirAppendfilename),
-		AppendFsync:                s.cfg.Get(config.DirAppendfsync),
-		AutoAOFRewritePercentage:   s.cfg.Int(config.DirAutoAOFRewritePercentage),
-		AutoAOFRewriteMinSize:      s.cfg.Int(config.DirAutoAOFRewriteMinSize),
-		AOFUseRDBPreamble:          s.cfg.Bool(config.DirAOFUseRDBPreamble),
-		AOFRewriteIncrementalFsync: s.cfg.Bool(config.DirAOFRewriteIncrementalFsync),
-		AOFLoadTruncated:           s.cfg.Bool(config.DirAOFLoadTruncated),
-	}}
-	switch pol := s.cfg.Get(config.DirMaxmemoryPolicy); {
-	case strings.HasSuffix(pol, "-lru"):
-		c.st.LRU = "lru"
-	case strings.HasSuffix(pol, "-lfu"):
-		c.st.LRU = "lfu"
-	}
-	if sn != nil {
-		h.settings.Store(c)
-	}
-	return &c.st
+	return h.settings.Get(h.s.cfg, h.s.persistLimits)
 }
 
 // persistLimits are the encoding thresholds loaded and restored values

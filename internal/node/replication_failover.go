@@ -31,7 +31,7 @@ func cmdFailover(c *Client, args [][]byte) {
 		if host, port, e = s.failover.Start(time.Now(), a, online); e != "" {
 			break
 		}
-		s.pause.set(s.now().Add(24*time.Hour), false)
+		s.pause.Set(s.now().Add(24*time.Hour), false)
 		s.drainWrites(5 * time.Second)
 		s.log.Info("FAILOVER requested", "target", net.JoinHostPort(host, strconv.Itoa(port)))
 		go s.failover.Run(r.Master, failoverHost{s})
@@ -50,7 +50,7 @@ func (h failoverHost) Handover(host string, port int, done chan error) {
 	h.s.repl.becomeReplicaFailover(host, port, done)
 }
 func (h failoverHost) TakeBack() { h.s.repl.becomeMaster() }
-func (h failoverHost) Resume()   { h.s.pause.unpause() }
+func (h failoverHost) Resume()   { h.s.pause.Unpause() }
 
 // enterWrite waits while CLIENT PAUSE applies to cmd and, for commands a
 // WRITE pause holds back, counts the command as in flight until the caller
@@ -83,15 +83,10 @@ func (s *Server) enterWrite(c *Client, cmd *command) (inflight, held bool) {
 
 // holds reports whether an active pause holds cmd back.
 func (p *pauseState) holds(c *Client, cmd *command) bool {
-	if !p.on.Load() {
+	if !p.On() {
 		return false
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.until.IsZero() || !p.clk.Now().Before(p.until) || c.hasFlag(clientReplica|clientMaster) {
-		return false
-	}
-	return p.all || cmd.flags&(flagWrite|flagMayReplicate) != 0
+	return p.Holds(c.hasFlag(clientReplica|clientMaster), cmd.flags&(flagWrite|flagMayReplicate) != 0)
 }
 
 // drainWrites waits until no write command is in flight (after a pause

@@ -87,8 +87,8 @@ func (s *Server) protectedModeRefuses(nc net.Conn) bool {
 	if !s.cfg.Bool(config.DirProtectedMode) || isLocalConn(nc) {
 		return false
 	}
-	s.acl.mu.Lock()
-	nopass := s.acl.reg.Default().NoPass()
-	s.acl.mu.Unlock()
+	s.acl.Mu.Lock()
+	nopass := s.acl.Reg.Default().NoPass()
+	s.acl.Mu.Unlock()
 	return nopass
 }

@@ -217,13 +217,13 @@ func New(cfg *Config, log *slog.Logger, opts ...Option) (*Server, error) {
 		o(s)
 	}
 	s.startTime = s.now()
-	s.pause.clk = s.clk
+	s.pause.Clk = s.clk
 	s.activeExpire.Store(true)
 	s.readLoop.Store(true)
 	s.lastSave.Store(s.now().Unix())
 	n := int(cfg.Int(config.DirDatabases))
 	s.ks = keyspace.NewShared(ksObserver{s})
-	s.pause.changed = s.syncExpiryMode
+	s.pause.Changed = s.syncExpiryMode
 	s.dbs = make([]*keyspace.DB, n)
 	for i := range s.dbs {
 		s.dbs[i] = keyspace.NewDB(s.ks, i)
@@ -290,7 +290,7 @@ func (s *Server) propagateExpired(db int, key string) {
 // expireDeletes reports whether lookups delete expired keys (masters) or
 // only hide them (replicas, and any node during a CLIENT PAUSE, which
 // stops active expiry too, as Redis does).
-func (s *Server) expireDeletes() bool { return !s.replicaMode.Load() && !s.pause.on.Load() }
+func (s *Server) expireDeletes() bool { return !s.replicaMode.Load() && !s.pause.On() }
 
 // SetReplicaMode switches expiry and write handling between master and
 // replica behaviour.
@@ -319,7 +319,7 @@ func (s *Server) Addr() net.Addr {
 func (s *Server) Listen() error {
 	port := s.cfg.Get(config.DirPort)
 	for _, b := range strings.Fields(s.cfg.Get(config.DirBind)) {
-		b, optional := bindHost(b)
+		b, optional := config.BindHost(b)
 		if len(s.listeners) > 0 && port == "0" {
 			// A second listener would get another random port.
 			continue
@@ -651,7 +651,7 @@ func (s *Server) serverCron(now time.Time, hz int64, sc *serverCronState) {
 		s.activeExpireCycle(now.UnixMilli(), time.Second/time.Duration(hz)/4)
 	}
 	s.clientsCron(now)
-	s.pause.expire(now)
+	s.pause.Expire(now)
 	s.syncClock()
 	s.tuneGCAfterCycle(&sc.gcSeen)
 }

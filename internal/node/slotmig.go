@@ -19,16 +19,7 @@ import (
 // migHost implements clusternode.MigHost for s.
 type migHost struct{ s *Server }
 
-func (h migHost) Settings() slotmig.Settings {
-	cfg := h.s.cfg
-	return slotmig.Settings{
-		WritePauseTimeout: time.Duration(cfg.Int(config.DirClusterSlotMigrationWritePauseTimeout)) * time.Millisecond,
-		HandoffMaxLag:     int64(cfg.Int(config.DirClusterSlotMigrationHandoffMaxLagBytes)),
-		ReplTimeout:       time.Duration(cfg.Int(config.DirReplTimeout)) * time.Second,
-		MasterUser:        cfg.Get(config.DirMasteruser),
-		MasterAuth:        cfg.Get(config.DirMasterauth),
-	}
-}
+func (h migHost) Settings() slotmig.Settings { return slotmig.SettingsFrom(h.s.cfg) }
 
 func (h migHost) Dump() clusternode.Dump {
 	return clusternode.Dump{DB: h.s.dbs[0], Compress: h.s.cfg.Bool(config.DirRdbcompression), Limits: h.s.rdbLimits()}

@@ -1,9 +1,9 @@
 package node
 
 import (
-	"strings"
-	"sync"
 	"sync/atomic"
+
+	"github.com/shardis/shardis/internal/node/info"
 )
 
 // serverStats are the counters INFO stats reports.
@@ -24,26 +24,15 @@ type serverStats struct {
 	readsGone  atomic.Int64
 	writesGone atomic.Int64
 
-	errMu     sync.Mutex
-	errByCode map[string]int64
+	// errs counts the error replies by code (INFO errorstats).
+	errs info.ErrorStats
 }
 
 // countError counts an error reply by its code (the first word), for INFO
 // errorstats.
 func (st *serverStats) countError(msg string) {
 	st.errorReplies.Add(1)
-	code := msg
-	if i := strings.IndexByte(msg, ' '); i > 0 {
-		code = msg[:i]
-	}
-	st.errMu.Lock()
-	if st.errByCode == nil {
-		st.errByCode = make(map[string]int64)
-	}
-	if len(st.errByCode) < 128 || st.errByCode[code] > 0 {
-		st.errByCode[code]++
-	}
-	st.errMu.Unlock()
+	st.errs.Count(msg)
 }
 
 func (st *serverStats) reset() {
@@ -57,9 +46,7 @@ func (st *serverStats) reset() {
 	st.keyspaceHits.Store(0)
 	st.keyspaceMisses.Store(0)
 	st.errorReplies.Store(0)
-	st.errMu.Lock()
-	st.errByCode = nil
-	st.errMu.Unlock()
+	st.errs.Reset()
 }
 
 // cmdStats are a command's INFO commandstats counters.

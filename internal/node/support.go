@@ -8,7 +8,6 @@ import (
 
 	"github.com/shardis/shardis/internal/node/admin"
 	"github.com/shardis/shardis/internal/node/clients"
-	"github.com/shardis/shardis/internal/node/clock"
 	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/resp"
 )
@@ -82,123 +81,36 @@ func (s *Server) slowlogAdd(c *Client, args [][]byte, dur time.Duration) {
 
 // ---- CLIENT PAUSE ----------------------------------------------------------
 
+// pauseState is CLIENT PAUSE (clients.Pause) and DEBUG SLEEP's freeze.
 type pauseState struct {
-	mu    sync.Mutex
-	until time.Time
-	all   bool // ALL (true) or WRITE (false)
-	wake  chan struct{}
-	// on is set with until and cleared when the pause ends: commands read
-	// it without the lock. A write increments inflightWrites before
-	// checking it and a pause sets it before draining them, so one of the
-	// two always sees the other.
-	on atomic.Bool
-	// waiting counts the clients a pause holds (INFO blocked_clients, as
-	// Redis counts its postponed clients).
-	waiting atomic.Int64
-	// changed, if set, is called (with mu held) after on changes.
-	changed func()
+	clients.Pause
 	// freeze stops everything during DEBUG SLEEP (debug_freeze.go).
 	freeze freezeGate
-	// clk is the server's clock: a pause ends when it reaches until.
-	clk clock.Clock
 }
 
-func (p *pauseState) set(until time.Time, all bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.wake == nil {
-		p.wake = make(chan struct{})
-	}
-	// A new pause never shortens an active one of a stricter kind.
-	now := p.clk.Now()
-	if now.Before(p.until) && p.all && !all {
-		all = true
-	}
-	if until.After(p.until) || !now.Before(p.until) {
-		p.until = until
-	}
-	p.all = all
-	p.on.Store(true)
-	p.notify()
-}
+// pauseWaiter is a client as a pause holds it.
+type pauseWaiter struct{ c *Client }
 
-// notify calls the changed hook; p.mu is held.
-func (p *pauseState) notify() {
-	if p.changed != nil {
-		p.changed()
-	}
-}
-
-func (p *pauseState) unpause() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.until = time.Time{}
-	p.on.Store(false)
-	p.notify()
-	if p.wake != nil {
-		close(p.wake)
-		p.wake = nil
-	}
-}
-
-func (p *pauseState) expire(now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.until.IsZero() && !now.Before(p.until) {
-		p.until = time.Time{}
-		p.on.Store(false)
-		p.notify()
-		if p.wake != nil {
-			close(p.wake)
-			p.wake = nil
-		}
-	}
-}
+func (w pauseWaiter) Exempt() bool          { return w.c.hasFlag(clientReplica | clientMaster) }
+func (w pauseWaiter) SetBlocked(on bool)    { w.c.setFlag(clientBlocked, on) }
+func (w pauseWaiter) Done() <-chan struct{} { return w.c.done }
+func (w pauseWaiter) Closed() bool          { return w.c.closed.Load() }
 
 // wait blocks c while a CLIENT PAUSE applies to cmd and reports whether it
 // did. Replicas and the master link are never paused.
 func (p *pauseState) wait(c *Client, cmd *command) (held bool) {
-	if !p.on.Load() {
+	if !p.On() {
 		return false
 	}
 	c.clock.ok = false // waited: the command reads the clock itself
-	for {
-		p.mu.Lock()
-		if p.until.IsZero() || !p.clk.Now().Before(p.until) || c.hasFlag(clientReplica|clientMaster) {
-			p.mu.Unlock()
-			return held
-		}
+	return p.Wait(pauseWaiter{c}, func() bool {
 		flags := cmd.flags
 		if cmd.name == "exec" {
 			// EXEC is held when its queued commands write.
 			flags |= c.multiFlags()
 		}
-		applies := p.all || flags&(flagWrite|flagMayReplicate) != 0
-		if !applies {
-			p.mu.Unlock()
-			return held
-		}
-		if p.wake == nil {
-			p.wake = make(chan struct{})
-		}
-		wake, until := p.wake, p.until
-		p.mu.Unlock()
-		held = true
-		c.setFlag(clientBlocked, true)
-		p.waiting.Add(1)
-		t := p.clk.TimerAt(until)
-		select {
-		case <-wake:
-		case <-t.C():
-		case <-c.done:
-		}
-		t.Stop()
-		p.waiting.Add(-1)
-		c.setFlag(clientBlocked, false)
-		if c.closed.Load() {
-			return held // killed while paused: its command never runs (dispatch)
-		}
-	}
+		return flags&(flagWrite|flagMayReplicate) != 0
+	})
 }
 
 // ---- output buffer limits -------------------------------------------------

@@ -67,7 +67,7 @@ func (w *watchRegistry) unwatchAll(c *Client) {
 // takes it too), so the lock-free n == 0 check cannot miss a watcher that
 // the write must break.
 func (w *watchRegistry) touch(db int, key string) {
-	if w.n.Load() == 0 || w.forked.Load().muted(db, key) {
+	if w.n.Load() == 0 || w.forked.Load().Muted(db, key) {
 		return
 	}
 	w.mu.Lock()
