@@ -4,9 +4,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/clients"
 	"github.com/shardis/shardis/internal/node/clock"
 	"github.com/shardis/shardis/internal/node/config"
-	"github.com/shardis/shardis/internal/node/clients"
 	"github.com/shardis/shardis/internal/node/value"
 )
 

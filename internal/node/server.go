@@ -672,7 +672,7 @@ func cronHz(s *Server) int64 {
 // every runtime timer's expiry, sleeps.
 func (s *Server) cronTickers() (beat, hzT clock.Ticker) {
 	if s.clk == clock.Real() {
-		beat = newBeatTicker(cronBeat)
+		beat = netio.NewBeatTicker(cronBeat)
 	} else {
 		beat = s.clk.NewTicker(cronBeat)
 	}
@@ -681,35 +681,6 @@ func (s *Server) cronTickers() (beat, hzT clock.Ticker) {
 	}
 	return beat, hzT
 }
-
-// beatTicker is a netio.Beat as a clock.Ticker: a goroutine waits for the
-// beat and hands each tick on (a tick the cron has not taken yet is
-// dropped, as a time.Ticker drops it).
-type beatTicker struct {
-	b *netio.Beat
-	c chan time.Time
-}
-
-func newBeatTicker(period time.Duration) *beatTicker {
-	t := &beatTicker{b: netio.NewBeat(period), c: make(chan time.Time, 1)}
-	go func() {
-		for {
-			now, ok := t.b.Wait()
-			if !ok {
-				return
-			}
-			select {
-			case t.c <- now:
-			default:
-			}
-		}
-	}()
-	return t
-}
-
-func (t *beatTicker) C() <-chan time.Time { return t.c }
-func (t *beatTicker) Done()               {}
-func (t *beatTicker) Stop()               { t.b.Stop() }
 
 // cronBeat is the period of clusterCron and the persistence cron, and of
 // serverCron at the default hz.
