@@ -1,41 +1,35 @@
 package resp
 
-import (
-	"strconv"
-	"strings"
-)
-
 // Repr quotes a byte string as Redis's sdscatrepr does: in double
 // quotes, with \\ \" \n \r \t \a \b and \xHH escapes, so that SplitArgs
 // reads it back as the same bytes.
-func Repr(a []byte) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, ch := range a {
+func Repr(a []byte) string { return string(AppendRepr(nil, a)) }
+
+// AppendRepr appends Repr(s) to b.
+func AppendRepr(b, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	for _, ch := range s {
 		switch ch {
 		case '\\', '"':
-			b.WriteByte('\\')
-			b.WriteByte(ch)
+			b = append(b, '\\', ch)
 		case '\n':
-			b.WriteString("\\n")
+			b = append(b, '\\', 'n')
 		case '\r':
-			b.WriteString("\\r")
+			b = append(b, '\\', 'r')
 		case '\t':
-			b.WriteString("\\t")
+			b = append(b, '\\', 't')
 		case '\a':
-			b.WriteString("\\a")
+			b = append(b, '\\', 'a')
 		case '\b':
-			b.WriteString("\\b")
+			b = append(b, '\\', 'b')
 		default:
 			if ch >= 32 && ch < 127 {
-				b.WriteByte(ch)
+				b = append(b, ch)
 			} else {
-				b.WriteString("\\x")
-				b.WriteString(strconv.FormatInt(int64(ch)>>4, 16))
-				b.WriteString(strconv.FormatInt(int64(ch)&15, 16))
+				b = append(b, '\\', 'x', hex[ch>>4], hex[ch&15])
 			}
 		}
 	}
-	b.WriteByte('"')
-	return b.String()
+	return append(b, '"')
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/shardis/shardis/internal/resp"
 )
 
 // MonitorLine is the line MONITOR shows for a command, as Redis formats
@@ -24,41 +26,8 @@ func MonitorLine(now time.Time, db int, source string, args [][]byte) string {
 	b.WriteString("]")
 	for _, a := range args {
 		b.WriteString(" ")
-		b.WriteString(Repr(a))
+		b.WriteString(resp.Repr(a))
 	}
-	return b.String()
-}
-
-// Repr quotes a byte string as Redis's sdscatrepr does.
-func Repr(a []byte) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, ch := range a {
-		switch ch {
-		case '\\', '"':
-			b.WriteByte('\\')
-			b.WriteByte(ch)
-		case '\n':
-			b.WriteString("\\n")
-		case '\r':
-			b.WriteString("\\r")
-		case '\t':
-			b.WriteString("\\t")
-		case '\a':
-			b.WriteString("\\a")
-		case '\b':
-			b.WriteString("\\b")
-		default:
-			if ch >= 32 && ch < 127 {
-				b.WriteByte(ch)
-			} else {
-				b.WriteString("\\x")
-				b.WriteString(strconv.FormatInt(int64(ch)>>4, 16))
-				b.WriteString(strconv.FormatInt(int64(ch)&15, 16))
-			}
-		}
-	}
-	b.WriteByte('"')
 	return b.String()
 }
 

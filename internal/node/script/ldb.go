@@ -639,7 +639,7 @@ func ldbRepr(v lua.LValue, level int) string {
 	level++
 	switch v := v.(type) {
 	case lua.LString:
-		return string(appendRepr(nil, []byte(v)))
+		return string(resp.AppendRepr(nil, []byte(v)))
 	case lua.LBool:
 		if v {
 			return "true"
@@ -680,34 +680,6 @@ func ldbRepr(v lua.LValue, level int) string {
 	return "\"<unknown-lua-type>\""
 }
 
-// appendRepr appends s quoted with escapes, as Redis's sdscatrepr.
-func appendRepr(b, s []byte) []byte {
-	b = append(b, '"')
-	for _, c := range s {
-		switch c {
-		case '\\', '"':
-			b = append(b, '\\', c)
-		case '\n':
-			b = append(b, '\\', 'n')
-		case '\r':
-			b = append(b, '\\', 'r')
-		case '\t':
-			b = append(b, '\\', 't')
-		case '\a':
-			b = append(b, '\\', 'a')
-		case '\b':
-			b = append(b, '\\', 'b')
-		default:
-			if c >= 0x20 && c < 0x7f {
-				b = append(b, c)
-			} else {
-				b = append(b, fmt.Sprintf("\\x%02x", c)...)
-			}
-		}
-	}
-	return append(b, '"')
-}
-
 // replyToHuman appends the RESP reply at the start of r in the
 // debugger's readable form and returns the rest of r
 // (ldbRedisProtocolToHuman).
@@ -729,11 +701,11 @@ func replyToHuman(o, r []byte) ([]byte, []byte) {
 			return append(o, "NULL"...), rest
 		}
 		if n+2 > len(rest) {
-			return appendRepr(o, rest), nil
+			return resp.AppendRepr(o, rest), nil
 		}
-		return appendRepr(o, rest[:n]), rest[n+2:]
+		return resp.AppendRepr(o, rest[:n]), rest[n+2:]
 	case '+', '-':
-		return appendRepr(o, r[:end]), rest
+		return resp.AppendRepr(o, r[:end]), rest
 	case '*', '~':
 		n, _ := strconv.Atoi(string(head))
 		if r[0] == '*' && n < 0 {
