@@ -380,6 +380,8 @@ func (cl *Cluster) unhandled(slot int, migrating, importing []*Node, owner *Node
 // fixCoverage is clusterManagerFixSlotsCoverage: an uncovered slot goes
 // to a random master when no node has keys for it, to the one node that
 // has, or to the node with the most keys, which then receives the others'.
+// Where redis-cli picks a random master, Fix first picks the master that
+// some node's view still names as the slot's owner (viewedOwner).
 func (cl *Cluster) fixCoverage(ctx context.Context, uncovered []int, r *Report) error {
 	cl.opt.logf(">>> Fixing slots coverage...")
 	masters := cl.Masters()
@@ -402,7 +404,13 @@ func (cl *Cluster) fixCoverage(ctx context.Context, uncovered []int, r *Report) 
 		}
 		switch len(holders) {
 		case 0:
-			n := masters[rand.IntN(len(masters))]
+			n, err := cl.viewedOwner(ctx, masters, s)
+			if err != nil {
+				return err
+			}
+			if n == nil {
+				n = masters[rand.IntN(len(masters))]
+			}
 			r.Fixed = append(r.Fixed, fmt.Sprintf("Covering slot %d with %s", s, n.Addr))
 			if err := cl.setSlotOwner(ctx, n, s, false); err != nil {
 				return err
@@ -443,4 +451,37 @@ func (cl *Cluster) fixCoverage(ctx context.Context, uncovered []int, r *Report) 
 		cl.opt.progress("fix", i+1, len(uncovered), fmt.Sprintf("slot %d covered", s))
 	}
 	return nil
+}
+
+// viewedOwner returns the master among masters that some node's CLUSTER
+// NODES still names as the owner of slot s, or nil. A slot is uncovered
+// when no node claims it for itself, but the other nodes keep the last
+// claim they heard (a DELSLOTS is not gossiped). Covering the slot with
+// another master can then leave the views apart for good: a node whose
+// view names the old owner with a higher config epoch than the new
+// owner's keeps it, and its UPDATE message makes the new owner drop the
+// slot, which the old owner does not claim. Giving the slot back to the
+// node the views name makes every view agree once its epoch is bumped.
+func (cl *Cluster) viewedOwner(ctx context.Context, masters []*Node, s int) (*Node, error) {
+	for _, v := range cl.Nodes {
+		text, err := cl.do(ctx, v, "cluster", "nodes").Text()
+		if err != nil {
+			return nil, fmt.Errorf("admin: CLUSTER NODES on %s: %w", v.Addr, err)
+		}
+		nodes, err := parseNodes(text)
+		if err != nil {
+			return nil, fmt.Errorf("admin: CLUSTER NODES on %s: %w", v.Addr, err)
+		}
+		for _, n := range nodes {
+			if !slices.Contains(n.Slots, s) {
+				continue
+			}
+			for _, m := range masters {
+				if m.ID == n.ID {
+					return m, nil
+				}
+			}
+		}
+	}
+	return nil, nil
 }

@@ -69,6 +69,14 @@ type Conn struct {
 	// stalled is set while a write waits for room in the socket (the
 	// peer does not read): the owner cannot run its input meanwhile.
 	stalled atomic.Bool
+	// writing is set, while the sequencer is on, for the length of each
+	// write system call (by whichever goroutine writes): the call holds
+	// the socket's lock, and input arriving meanwhile waits in the
+	// socket's backlog, unseen by the poller, until the call returns.
+	writing atomic.Bool
+	// snapReads and snapBusy are a waiting command's look at reads and
+	// busy (Sequencer.pendingLocked), guarded by the sequencer's mutex.
+	snapReads, snapBusy int64
 
 	// Read loop (ReadLoop): while the owner runs inside one rc.Read call,
 	// inLoop is set and Read reads loopFd directly, returning
@@ -206,16 +214,17 @@ func (c *Conn) read(fd uintptr) bool {
 	for {
 		var r0 uintptr
 		var e syscall.Errno
-		c.reads.Add(1)
 		if c.stamps {
 			// While the sequencer is on, the connection is busy from
 			// before its data leaves the socket until it ran it (Done):
 			// a sequenced command looking at it sees the one or the
-			// other (sequencer.go).
+			// other (sequencer.go). The read is counted after the
+			// busy mark, so a look that saw neither sees the count move.
 			track := c.seq != nil && c.seq.on.Load() && c.busy.Load() == 0
 			if track {
 				c.busy.Store(1)
 			}
+			c.reads.Add(1)
 			r0, e = c.rx.recvStamped(fd, p)
 			if track {
 				if e == 0 && r0 > 0 {
@@ -226,6 +235,7 @@ func (c *Conn) read(fd uintptr) bool {
 				c.seq.notify()
 			}
 		} else {
+			c.reads.Add(1)
 			r0, _, e = syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 		}
 		switch e {
@@ -272,7 +282,17 @@ func (c *Conn) write(fd uintptr) bool {
 	p := c.wp
 	for c.wn < len(p) {
 		c.writes.Add(1)
+		// While the sequencer is on, the call is marked (writing): the
+		// socket is locked for its length (sequencer.go).
+		track := c.seq != nil && c.seq.on.Load()
+		if track {
+			c.writing.Store(true)
+		}
 		r0, _, e := syscall.RawSyscall(syscall.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[c.wn])), uintptr(len(p)-c.wn))
+		if track {
+			c.writing.Store(false)
+			c.seq.notify()
+		}
 		switch e {
 		case 0:
 			c.wn += int(r0)

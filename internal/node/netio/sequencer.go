@@ -10,7 +10,9 @@ import (
 // across connections. Its guarantee: when Wait(self, ns) returns, no other
 // member connection that is not exempt has input received before ns (ties
 // broken by the lower id) that it has not run, whether that input is
-// still unread in its socket or read and not yet run (Conn.Done). A
+// still unread in its socket (in the receive queue, or in the socket's
+// backlog behind a read or write system call of ours under way) or read
+// and not yet run (Conn.Done). A
 // connection is exempt while its owner is blocked (the node says so) or
 // its writes wait for room (the peer does not read its replies): such a
 // connection's input runs when it moves again.
@@ -159,14 +161,40 @@ func before(ts int64, id int64, ns int64, self int64) bool {
 
 // pendingLocked reports whether a member other than self that is not
 // exempt has input before ns that it has not run.
+//
+// Input received before ns reached its socket before the caller read its
+// own command, but it may not be visible in the socket yet: while a system
+// call holds the socket's lock (the owner's read, any goroutine's write of
+// its replies), arriving segments wait in the socket's backlog, and the
+// call moves them to the receive queue only as it returns. So the look has
+// three steps: every member's write and busy state first (a write under
+// way, or a read under way, is waited for: it notifies as it ends); then
+// the unread data of the sockets the poller calls readable; then each
+// member's read count again: a read that started during the look may have
+// moved backlog data into the queue after the poller looked, and is
+// waited for. Not covered: a socket locked by something other than these
+// calls (the kernel's own timers and acknowledgement processing, for the
+// µs they hold it), and segments still queued on another CPU.
 func (s *Sequencer) pendingLocked(self *Conn, selfID, ns int64) bool {
-	// Unread data first: a member whose owner reads it between the
-	// look at its socket and the look at its busy time below is busy
-	// from before the data left the socket.
+	for _, m := range s.members {
+		if m == self || m.isExempt() {
+			m.snapBusy = 1 // not looked at below
+			continue
+		}
+		if m.writing.Load() {
+			return true
+		}
+		m.snapReads = m.reads.Load()
+		b := m.busy.Load()
+		if b != 0 && (b == 1 || before(b, m.id, ns, selfID)) {
+			return true
+		}
+		m.snapBusy = b
+	}
 	s.fds = s.poller.readable(s.fds[:0], len(s.members))
 	for _, fd := range s.fds {
 		m := s.members[fd]
-		if m == nil || m == self || m.busy.Load() != 0 || m.isExempt() {
+		if m == nil || m.snapBusy != 0 {
 			continue // busy: its unread data is newer than its busy time
 		}
 		if _, ts := s.peekSt.peek(fd, s.peekB[:]); ts != 0 && before(ts, m.id, ns, selfID) {
@@ -174,10 +202,11 @@ func (s *Sequencer) pendingLocked(self *Conn, selfID, ns int64) bool {
 		}
 	}
 	for _, m := range s.members {
-		if m == self {
+		if m.snapBusy != 0 {
 			continue
 		}
-		if b := m.busy.Load(); b != 0 && (b == 1 || before(b, m.id, ns, selfID)) && !m.isExempt() {
+		// A read started during the look (its end notifies: busy was 0).
+		if m.reads.Load() != m.snapReads {
 			return true
 		}
 	}

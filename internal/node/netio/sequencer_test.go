@@ -251,3 +251,32 @@ func TestSequencerCancel(t *testing.T) {
 	close(cancel)
 	waitDone(t, done, "the cancel")
 }
+
+// TestSequencerWriteUnderWay: while a write system call holds another
+// member's socket, input arriving on it waits in the socket's backlog,
+// unseen by the poller; a command waits for the write to end, whose end
+// wakes it (the socket then shows what arrived).
+func TestSequencerWriteUnderWay(t *testing.T) {
+	seq := newSequencer(t)
+	a := newPair(t, seq, 1, nil)
+	b := newPair(t, seq, 2, nil)
+	b.send(t, "cmd")
+	b.read(t)
+	a.conn.writing.Store(true) // as Conn.write marks its system call
+	done := waitAsync(t, seq, b.conn, b.conn.RxTime())
+	if isDone(done) {
+		t.Fatal("Wait returned while another member's write was under way")
+	}
+	// The write ends: nothing arrived on a, so the wait ends.
+	a.conn.writing.Store(false)
+	seq.notify()
+	waitDone(t, done, "the write ended")
+
+	// A real write marks and unmarks itself.
+	if _, err := a.conn.Write([]byte("+OK\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if a.conn.writing.Load() {
+		t.Fatal("writing still set after the write returned")
+	}
+}
