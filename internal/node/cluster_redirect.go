@@ -144,7 +144,7 @@ func (s *Server) redirectBlockedClients(rt *cluster.Routing) {
 		}
 		slot := keySlot(w.Keys[0].key)
 		c := w.Data.c
-		ro := rt.Owner[slot] >= 0 && c.hasFlag(clientReadOnly) && c.cmd != nil && c.cmd.flags&flagWrite == 0
+		ro := rt.Owner(slot) >= 0 && c.hasFlag(clientReadOnly) && c.cmd != nil && c.cmd.flags&flagWrite == 0
 		out, msg, to := redirect.Blocked(rt, slot, ro)
 		if out != redirect.Serve {
 			w.RedirectWith(s.cluster.Reply(out, msg, slot, rt, to))

@@ -14,10 +14,9 @@ import (
 // the given owners for slots 0..len(owners)-1 and -1 elsewhere.
 func routingOf(me, myMaster int32, owners ...int32) *cluster.Routing {
 	rt := &cluster.Routing{Me: me, MyMaster: myMaster, Nodes: []cluster.RouteNode{{ID: "a"}, {ID: "b"}, {ID: "c"}}}
-	for i := range rt.Owner {
-		rt.Owner[i], rt.Migrating[i], rt.Importing[i] = -1, -1, -1
+	for i, o := range owners {
+		rt.SetSlot(i, o, -1, -1)
 	}
-	copy(rt.Owner[:], owners)
 	return rt
 }
 
@@ -51,8 +50,8 @@ func TestLostShardSlots(t *testing.T) {
 		}
 		// The partial path, given every slot that differs, agrees.
 		var changed []int
-		for s := range tc.old.Owner {
-			if tc.old.Owner[s] != tc.next.Owner[s] {
+		for s := range cluster.NumSlots {
+			if tc.old.Owner(s) != tc.next.Owner(s) {
 				changed = append(changed, s)
 			}
 		}

@@ -621,7 +621,7 @@ func (h *scriptHost) clusterCheck(cmd *command, args [][]byte) string {
 		Args: args, Keys: cmd.keyPositions(args), Write: cmd.flags&flagWrite != 0,
 		Down: rt.State != cluster.ClusterOK, CrossSlot: h.crossSlot,
 		Serves: func(slot int) bool {
-			owner := rt.Owner[slot]
+			owner := rt.Owner(slot)
 			return owner == rt.Me || h.c.hasFlag(clientReadOnly) && cmd.flags&flagWrite == 0 && rt.MyMaster >= 0 && rt.MyMaster == owner
 		},
 	}, &h.slot)

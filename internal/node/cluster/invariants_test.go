@@ -41,9 +41,9 @@ func (m *Machine) checkRouting() error {
 		v, _ = routingShadows.LoadOrStore(m, &Routing{})
 	}
 	shadow := v.(*Routing)
-	before := *shadow
+	before := shadow.Share()
 	m.FillRouting(shadow)
-	if err := checkChangedSlots(&before, shadow); err != nil {
+	if err := checkChangedSlots(before, shadow); err != nil {
 		return err
 	}
 	fresh := &Routing{}
@@ -71,8 +71,9 @@ func checkChangedSlots(before, after *Routing) error {
 		listed[s] = true
 	}
 	for s := 0; s < NumSlots; s++ {
-		differs := before.Owner[s] != after.Owner[s] || before.Migrating[s] != after.Migrating[s] ||
-			before.Importing[s] != after.Importing[s]
+		bo, bm, bi := before.Slot(s)
+		ao, am, ai := after.Slot(s)
+		differs := bo != ao || bm != am || bi != ai
 		if differs != listed[s] {
 			return fmt.Errorf("slot %d: entries differ %v, listed as changed %v", s, differs, listed[s])
 		}

@@ -5,6 +5,14 @@ package cluster
 // slot, the slots being migrated or imported, the cluster state and this
 // node's role. The node layer keeps the latest one behind an atomic
 // pointer, so the hot path never touches the machine.
+//
+// The slot tables are held in chunks of chunkSlots slots that routings
+// share copy-on-write: Share returns a copy that shares every chunk, and
+// a later write to a shared chunk (FillRouting, SetSlot) copies that
+// chunk first. So publishing a routing after a CLUSTER SETSLOT costs one
+// chunk (3 kB) and the chunk pointers, not the three 16384-slot tables
+// (196 kB), and a published routing, which nobody writes, can be read
+// without locks.
 type Routing struct {
 	// State is the cluster state (cluster_state).
 	State State
@@ -12,10 +20,6 @@ type Routing struct {
 	Me int32
 	// MyMaster is the index of my master when I am a replica, -1 otherwise.
 	MyMaster int32
-	// Owner, Migrating and Importing hold, per slot, an index in Nodes or
-	// -1: the slot's owner, the node it is MIGRATING to and the node it is
-	// IMPORTING from.
-	Owner, Migrating, Importing [NumSlots]int32
 	// Nodes are the nodes the tables point at.
 	Nodes []RouteNode
 
@@ -23,6 +27,14 @@ type Routing struct {
 	// of it taken after each such fill (a published routing) has the
 	// next Seq, so whoever sees them all in turn knows it missed none.
 	Seq uint64
+
+	// chunks hold, per slot, an index in Nodes or -1: the slot's owner,
+	// the node it is MIGRATING to and the node it is IMPORTING from. A
+	// nil chunk is -1 for each of its slots. own marks the chunks this
+	// routing may write in place: the ones it copied or made since its
+	// last Share (the others may be shared with other routings).
+	chunks [numChunks]*slotChunk
+	own    [numChunks]bool
 
 	// filledBy and slotGen are the machine that last filled the tables
 	// and its slotGen then (FillRouting).
@@ -32,6 +44,84 @@ type Routing struct {
 	// it looked at the written slots only (partial); see ChangedSlots.
 	changed []int
 	partial bool
+}
+
+// The slot tables' chunks: 64 of 256 slots.
+const (
+	chunkShift = 8
+	chunkSlots = 1 << chunkShift
+	chunkMask  = chunkSlots - 1
+	numChunks  = NumSlots / chunkSlots
+)
+
+// slotChunk is chunkSlots slots' entries of the three tables.
+type slotChunk struct {
+	owner, migrating, importing [chunkSlots]int32
+}
+
+// emptyChunk is a chunk of unserved slots, for a nil chunk's reads.
+var emptyChunk = func() *slotChunk {
+	c := &slotChunk{}
+	for i := range chunkSlots {
+		c.owner[i], c.migrating[i], c.importing[i] = -1, -1, -1
+	}
+	return c
+}()
+
+// chunk returns the chunk of slot for reading.
+func (r *Routing) chunk(slot int) *slotChunk {
+	if c := r.chunks[slot>>chunkShift]; c != nil {
+		return c
+	}
+	return emptyChunk
+}
+
+// Owner returns the index in Nodes of slot's owner, -1 when unserved.
+func (r *Routing) Owner(slot int) int32 { return r.chunk(slot).owner[slot&chunkMask] }
+
+// Migrating returns the index in Nodes of the node slot is MIGRATING to,
+// -1 when none.
+func (r *Routing) Migrating(slot int) int32 { return r.chunk(slot).migrating[slot&chunkMask] }
+
+// Importing returns the index in Nodes of the node slot is IMPORTING
+// from, -1 when none.
+func (r *Routing) Importing(slot int) int32 { return r.chunk(slot).importing[slot&chunkMask] }
+
+// Slot returns slot's three entries: Owner, Migrating and Importing.
+func (r *Routing) Slot(slot int) (owner, migrating, importing int32) {
+	c, i := r.chunk(slot), slot&chunkMask
+	return c.owner[i], c.migrating[i], c.importing[i]
+}
+
+// SetSlot sets slot's three entries (indices in Nodes, or -1), copying
+// its chunk first when r shares it. It is for building routings by hand
+// (tests); FillRouting is how a machine's routing is kept.
+func (r *Routing) SetSlot(slot int, owner, migrating, importing int32) {
+	c, i := r.writable(slot), slot&chunkMask
+	c.owner[i], c.migrating[i], c.importing[i] = owner, migrating, importing
+}
+
+// writable returns slot's chunk for writing: r's own, copied first from
+// the shared one (or the empty chunk) when r does not own it.
+func (r *Routing) writable(slot int) *slotChunk {
+	ci := slot >> chunkShift
+	if !r.own[ci] {
+		c := new(slotChunk)
+		*c = *r.chunk(slot)
+		r.chunks[ci], r.own[ci] = c, true
+	}
+	return r.chunks[ci]
+}
+
+// Share returns a copy of r that shares r's slot chunks (and from then
+// on neither writes them: a write to either copies the chunk), with its
+// own copy of Nodes. It is how a routing is published: O(chunks), not
+// O(slots).
+func (r *Routing) Share() *Routing {
+	r.own = [numChunks]bool{}
+	c := *r
+	c.Nodes = append([]RouteNode(nil), r.Nodes...)
+	return &c
 }
 
 // ChangedSlots returns the slots whose Owner, Migrating or Importing
@@ -119,8 +209,8 @@ func (m *Machine) FillRouting(dst *Routing) bool {
 	dst.changed, dst.partial = nil, !full
 	slot := func(s int) {
 		o, g, i := idx(m.slots[s]), idx(m.migrating[s]), idx(m.importing[s])
-		if dst.Owner[s] != o || dst.Migrating[s] != g || dst.Importing[s] != i {
-			dst.Owner[s], dst.Migrating[s], dst.Importing[s] = o, g, i
+		if po, pg, pi := dst.Slot(s); po != o || pg != g || pi != i {
+			dst.SetSlot(s, o, g, i)
 			changed = true
 			if !full {
 				dst.changed = append(dst.changed, s)
@@ -155,5 +245,28 @@ func (r *Routing) Equal(o *Routing) bool {
 			return false
 		}
 	}
-	return r.Owner == o.Owner && r.Migrating == o.Migrating && r.Importing == o.Importing
+	for ci := range r.chunks {
+		a, b := r.chunks[ci], o.chunks[ci]
+		if a == b {
+			continue
+		}
+		if a == nil {
+			a = emptyChunk
+		}
+		if b == nil {
+			b = emptyChunk
+		}
+		if *a != *b {
+			return false
+		}
+	}
+	return true
+}
+
+// SameChunk reports whether r and o share slot's chunk (then every slot
+// of it has the same entries in both): a scan of two routings may skip
+// the chunk's slots. It is false for chunks that may still differ.
+func (r *Routing) SameChunk(o *Routing, slot int) bool {
+	ci := slot >> chunkShift
+	return r.chunks[ci] == o.chunks[ci]
 }

@@ -17,7 +17,7 @@ func TestFillRoutingIncremental(t *testing.T) {
 	r := &Routing{}
 	step := func(what string, wantChange bool) {
 		t.Helper()
-		before := *r
+		before := r.Share()
 		if got := src.m.FillRouting(r); got != wantChange {
 			t.Fatalf("%s: FillRouting reported change=%v, want %v", what, got, wantChange)
 		}
@@ -26,7 +26,7 @@ func TestFillRoutingIncremental(t *testing.T) {
 		if !r.Equal(fresh) {
 			t.Fatalf("%s: reused routing differs from a full fill", what)
 		}
-		if err := checkChangedSlots(&before, r); err != nil {
+		if err := checkChangedSlots(before, r); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
@@ -48,14 +48,14 @@ func TestFillRoutingIncremental(t *testing.T) {
 		t.Fatal(err)
 	}
 	step("SETSLOT MIGRATING", true)
-	if r.Migrating[100] != idx(did) {
-		t.Fatalf("slot 100 migrating to %d, want %d", r.Migrating[100], idx(did))
+	if r.Migrating(100) != idx(did) {
+		t.Fatalf("slot 100 migrating to %d, want %d", r.Migrating(100), idx(did))
 	}
 	if err := src.m.SetSlot(w.now, "100", "STABLE"); err != nil {
 		t.Fatal(err)
 	}
 	step("SETSLOT STABLE", true)
-	if r.Migrating[100] != -1 {
+	if r.Migrating(100) != -1 {
 		t.Fatal("slot 100 still migrating")
 	}
 	// A new config epoch, a peer's learnt by gossip and then my own: a
@@ -76,13 +76,13 @@ func TestFillRoutingIncremental(t *testing.T) {
 		t.Fatal("importing a slot I own succeeded")
 	}
 	step("a refused SETSLOT", false)
-	owner := r.Owner[0]
+	owner := r.Owner(0)
 	if err := src.m.DelSlots(w.now, "0"); err != nil {
 		t.Fatal(err)
 	}
 	step("DELSLOTS", true)
-	if owner != r.Me || r.Owner[0] != -1 {
-		t.Fatalf("slot 0 owner %d then %d, want me (%d) then -1", owner, r.Owner[0], r.Me)
+	if owner != r.Me || r.Owner(0) != -1 {
+		t.Fatalf("slot 0 owner %d then %d, want me (%d) then -1", owner, r.Owner(0), r.Me)
 	}
 	// A node leaving renumbers the others: every table is rebuilt.
 	if err := src.m.Forget(w.now, spare.m.MyID()); err != nil {
@@ -125,5 +125,57 @@ func TestSlotBitmapRangesAndAll(t *testing.T) {
 	}
 	if got := full.Ranges(nil); len(got) != 1 || got[0] != [2]int{0, NumSlots - 1} {
 		t.Fatalf("full bitmap: %v", got)
+	}
+}
+
+// TestRoutingShareCopyOnWrite: a routing published by Share keeps its
+// entries while the routing it was shared from is written again (by hand
+// and by FillRouting), and the two share every chunk no write touched.
+func TestRoutingShareCopyOnWrite(t *testing.T) {
+	r := &Routing{}
+	if o, g, i := r.Slot(5); o != -1 || g != -1 || i != -1 {
+		t.Fatalf("zero routing's slot 5 = %d %d %d, want -1 -1 -1", o, g, i)
+	}
+	r.SetSlot(5, 1, 2, -1)
+	r.SetSlot(NumSlots-1, 0, -1, 1)
+	pub := r.Share()
+	r.SetSlot(5, 2, -1, -1)
+	if o, g, _ := pub.Slot(5); o != 1 || g != 2 {
+		t.Fatalf("published slot 5 = %d %d after a write to its source, want 1 2", o, g)
+	}
+	if r.Owner(5) != 2 || r.Migrating(5) != -1 {
+		t.Fatalf("source slot 5 = %d %d, want 2 -1", r.Owner(5), r.Migrating(5))
+	}
+	if r.SameChunk(pub, 5) || !r.SameChunk(pub, NumSlots-1) || !r.SameChunk(pub, 1000) {
+		t.Fatal("the written chunk is shared, or an unwritten one is not")
+	}
+	if r.Equal(pub) {
+		t.Fatal("routings with different slot 5 are Equal")
+	}
+	r.SetSlot(5, 1, 2, -1)
+	if !r.Equal(pub) {
+		t.Fatal("routings with the same entries in different chunks are not Equal")
+	}
+
+	// The same through a machine: the fill after a SETSLOT copies only
+	// the chunk it writes.
+	w := newCluster(t, 3, 3, nil)
+	m := w.nodes[0].m
+	var scratch Routing
+	m.FillRouting(&scratch)
+	before := scratch.Share()
+	if err := m.SetSlot(w.now, "300", "MIGRATING", w.nodes[1].m.MyID()); err != nil {
+		t.Fatal(err)
+	}
+	if !m.FillRouting(&scratch) {
+		t.Fatal("no change after SETSLOT MIGRATING")
+	}
+	if before.Migrating(300) != -1 || scratch.Migrating(300) < 0 {
+		t.Fatalf("slot 300 migrating: published %d, filled %d", before.Migrating(300), scratch.Migrating(300))
+	}
+	for s := 0; s < NumSlots; s += chunkSlots {
+		if shared := scratch.SameChunk(before, s); shared == (s>>chunkShift == 300>>chunkShift) {
+			t.Fatalf("chunk of slot %d shared=%v after a SETSLOT of slot 300", s, shared)
+		}
 	}
 }

@@ -21,7 +21,7 @@ func LostShardSlots(old, next *Routing, changed []int, partial bool) []int {
 	}
 	var lost []int
 	mine := func(slot int) {
-		if o := old.Owner[slot]; o >= 0 && (o == old.Me || o == old.MyMaster) && next.Owner[slot] != o {
+		if o := old.Owner(slot); o >= 0 && (o == old.Me || o == old.MyMaster) && next.Owner(slot) != o {
 			lost = append(lost, slot)
 		}
 	}
@@ -31,15 +31,21 @@ func LostShardSlots(old, next *Routing, changed []int, partial bool) []int {
 			mine(slot)
 		}
 	case same:
-		for slot := range old.Owner {
-			mine(slot)
+		for first := 0; first < NumSlots; first += chunkSlots {
+			if old.SameChunk(next, first) {
+				continue // a shared chunk: no slot of it changed
+			}
+			for slot := first; slot < first+chunkSlots; slot++ {
+				mine(slot)
+			}
 		}
 	default:
-		for slot, o := range old.Owner {
+		for slot := 0; slot < NumSlots; slot++ {
+			o := old.Owner(slot)
 			if o < 0 || (o != old.Me && o != old.MyMaster) {
 				continue
 			}
-			n := next.Owner[slot]
+			n := next.Owner(slot)
 			if n < 0 || next.Nodes[n].ID != old.Nodes[o].ID {
 				lost = append(lost, slot)
 			}

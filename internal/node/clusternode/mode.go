@@ -105,11 +105,7 @@ func (cm *Mode) Init(h Host, mh MigHost, log *slog.Logger) {
 	cm.apply, cm.loaded = make(chan func(), 1024), make(chan struct{})
 	cm.stop, cm.stopped = make(chan struct{}), make(chan struct{})
 	cm.mig = slotmig.New(migHost{MigHost: mh, m: cm}, log)
-	empty := &cluster.Routing{Me: 0, MyMaster: -1}
-	for i := range empty.Owner {
-		empty.Owner[i], empty.Migrating[i], empty.Importing[i] = -1, -1, -1
-	}
-	cm.route.Store(empty)
+	cm.route.Store(&cluster.Routing{Me: 0, MyMaster: -1}) // every slot unserved
 	go cm.applier()
 }
 
@@ -285,18 +281,19 @@ func (cm *Mode) publishRouting(m *cluster.Machine) []int {
 		return nil
 	}
 	cur := cm.route.Load()
-	next := cm.scratch
-	next.Nodes = append([]cluster.RouteNode(nil), cm.scratch.Nodes...)
-	cm.route.Store(&next)
+	// The published copy shares scratch's slot chunks: the next fill
+	// copies the chunks it writes (one per SETSLOT), not the tables.
+	next := cm.scratch.Share()
+	cm.route.Store(next)
 	cm.mig.RouteChanged()
 	if cm.h.BlockedClients() {
-		cm.enqueue(func() { cm.h.RedirectBlocked(&next) })
+		cm.enqueue(func() { cm.h.RedirectBlocked(next) })
 	}
 	changed, ok := cm.scratch.ChangedSlots()
 	if !ok {
 		changed = nil
 	}
-	return cluster.LostShardSlots(cur, &next, changed, ok)
+	return cluster.LostShardSlots(cur, next, changed, ok)
 }
 
 // dropShardChannels unsubscribes the shard channels of lost slots, after

@@ -156,7 +156,7 @@ func (e *Engine) StartSource(c SourceConn, id, target string, ranges [][2]int) e
 	t := newTask(OpMigrate, ranges, me, target)
 	t.id = id
 	for _, slot := range t.slots {
-		if rt.Owner[slot] != rt.Me {
+		if rt.Owner(slot) != rt.Me {
 			return fmt.Errorf("ERR I'm not the owner of hash slot %d", slot)
 		}
 	}
@@ -330,7 +330,7 @@ func (ms *source) snapshot() error {
 func (ms *source) targetOwns() bool {
 	rt := ms.e.h.Routing()
 	for _, slot := range ms.t.slots {
-		o := rt.Owner[slot]
+		o := rt.Owner(slot)
 		if o < 0 || rt.Nodes[o].ID != ms.t.dest {
 			return false
 		}

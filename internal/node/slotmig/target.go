@@ -28,7 +28,7 @@ func (e *Engine) StartImport(ranges [][2]int) (*Task, error) {
 	src := int32(-1)
 	for _, r := range ranges {
 		for slot := r[0]; slot <= r[1]; slot++ {
-			o := rt.Owner[slot]
+			o := rt.Owner(slot)
 			switch {
 			case o == rt.Me:
 				return nil, fmt.Errorf("ERR Slot %d is already served by this node", slot)
@@ -329,7 +329,7 @@ func (e *Engine) AnswerQuery(id string, slots []int) string {
 	mine := true
 	var notMine []int
 	for _, slot := range slots {
-		if rt.Owner[slot] != rt.Me {
+		if rt.Owner(slot) != rt.Me {
 			mine = false
 			notMine = append(notMine, slot)
 		}

@@ -315,7 +315,7 @@ func routeAddr(n cluster.RouteNode) string {
 
 // ownerID returns the ID of slot's owner in r, "" when unserved.
 func ownerID(r *cluster.Routing, slot int) string {
-	if o := r.Owner[slot]; o >= 0 && int(o) < len(r.Nodes) {
+	if o := r.Owner(slot); o >= 0 && int(o) < len(r.Nodes) {
 		return r.Nodes[o].ID
 	}
 	return ""
@@ -359,7 +359,7 @@ func topologyLines(prev, cur *cluster.Routing, epoch uint64, evs [][2]string, ch
 				lines = append(lines, head+"unassigned - - "+slotRanges(gained[id]))
 				continue
 			}
-			n := cur.Nodes[cur.Owner[gained[id][0]]]
+			n := cur.Nodes[cur.Owner(gained[id][0])]
 			lines = append(lines, head+"slots "+id+" "+routeAddr(n)+" "+slotRanges(gained[id])+
 				" config-epoch="+strconv.FormatUint(n.ConfigEpoch, 10))
 		}
@@ -419,7 +419,7 @@ func slotMoves(prev, cur *cluster.Routing, ch *slotSet) []slotMove {
 	var order []pair
 	moved := map[pair][]int{}
 	eachSlot(ch, func(s int) {
-		po, co := prev.Owner[s], cur.Owner[s]
+		po, co := prev.Owner(s), cur.Owner(s)
 		if po < 0 || co < 0 || int(po) >= len(prev.Nodes) || int(co) >= len(cur.Nodes) ||
 			prev.Nodes[po].ID == cur.Nodes[co].ID {
 			return

@@ -69,8 +69,8 @@ func TestTopologyPacer(t *testing.T) {
 func TestTopologyLines(t *testing.T) {
 	mk := func(nodes []cluster.RouteNode, owner func(s int) int32) *cluster.Routing {
 		r := &cluster.Routing{Nodes: nodes}
-		for s := range r.Owner {
-			r.Owner[s] = owner(s)
+		for s := range cluster.NumSlots {
+			r.SetSlot(s, owner(s), -1, -1)
 		}
 		return r
 	}
@@ -142,9 +142,7 @@ func (h *fakeHost) publish() {
 	if !h.m.FillRouting(&h.scratch) {
 		return
 	}
-	next := h.scratch
-	next.Nodes = append([]cluster.RouteNode(nil), h.scratch.Nodes...)
-	h.cur = &next
+	h.cur = h.scratch.Share()
 }
 
 // TestAnnounceFromChangedSlots: the announcement compares only the slots

@@ -80,13 +80,13 @@ func (q *Query) Key(key string) (msg string, checkExists bool) {
 	rt := q.RT
 	if !q.HaveKeys {
 		q.HaveKeys, q.firstKey, q.Slot = true, key, ks
-		q.Owner = rt.Owner[ks]
+		q.Owner = rt.Owner(ks)
 		if q.Owner < 0 {
 			return ErrClusterDownUnbound, false
 		}
-		if q.Owner == rt.Me && rt.Migrating[ks] >= 0 {
+		if q.Owner == rt.Me && rt.Migrating(ks) >= 0 {
 			q.Migrating = true
-		} else if rt.Importing[ks] >= 0 {
+		} else if rt.Importing(ks) >= 0 {
 			q.Importing = true
 		}
 	} else if key != q.firstKey {
@@ -151,7 +151,7 @@ func (q *Query) Decide(r Request) (Outcome, string, int32) {
 		if q.ExistingKeys > 0 {
 			return Refuse, ErrTryAgain, -1
 		}
-		return Ask, "", rt.Migrating[q.Slot]
+		return Ask, "", rt.Migrating(q.Slot)
 	}
 	if q.Importing && (r.Asking || r.Name == "restore-asking") {
 		if q.MultipleKeys && q.MissingKeys > 0 {
@@ -174,14 +174,14 @@ func (q *Query) Decide(r Request) (Outcome, string, int32) {
 // unblock it with. readOnlyRead says the client sent READONLY and its
 // command does not write (a replica then serves its master's slots).
 func Blocked(rt *cluster.Routing, slot int, readOnlyRead bool) (Outcome, string, int32) {
-	owner := rt.Owner[slot]
+	owner := rt.Owner(slot)
 	if owner >= 0 && readOnlyRead && rt.MyMaster >= 0 && rt.MyMaster == owner {
 		owner = rt.Me
 	}
 	switch {
 	case rt.State != cluster.ClusterOK:
 		return Refuse, ErrClusterDown, -1
-	case owner == rt.Me || rt.Importing[slot] >= 0:
+	case owner == rt.Me || rt.Importing(slot) >= 0:
 		return Serve, "", -1
 	case owner < 0:
 		return Refuse, ErrClusterDownUnbound, -1

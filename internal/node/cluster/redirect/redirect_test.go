@@ -16,8 +16,8 @@ func routing(owner func(slot int) int32) *cluster.Routing {
 		{ID: "b", IP: "10.0.0.2", Port: 7001, Hostname: "hb"},
 		{ID: "c", IP: "10.0.0.3", Port: 7002},
 	}}
-	for i := range rt.Owner {
-		rt.Owner[i], rt.Migrating[i], rt.Importing[i] = owner(i), -1, -1
+	for i := range cluster.NumSlots {
+		rt.SetSlot(i, owner(i), -1, -1)
 	}
 	return rt
 }
@@ -62,9 +62,9 @@ func TestDecide(t *testing.T) {
 	// {x} keys share a slot; "a" and "b" do not.
 	xs := slotOf("{x}1")
 	migrating := routing(func(int) int32 { return 0 })
-	migrating.Migrating[xs] = 2
+	migrating.SetSlot(xs, 0, 2, -1)
 	importing := routing(func(int) int32 { return 1 })
-	importing.Importing[xs] = 1
+	importing.SetSlot(xs, 1, -1, 1)
 	replica := routing(func(int) int32 { return 1 })
 	replica.MyMaster = 1
 	if slotOf("a") == slotOf("b") {
@@ -112,7 +112,7 @@ func TestDecide(t *testing.T) {
 // own directive.
 func TestDecideShardPubSub(t *testing.T) {
 	rt := routing(func(int) int32 { return 0 })
-	rt.Migrating[slotOf("ch")] = 1
+	rt.SetSlot(slotOf("ch"), 0, 1, -1)
 	rt.State = cluster.ClusterFail
 	q := NewQuery(rt, true)
 	if msg, check := q.Key("ch"); msg != "" || check {
@@ -130,7 +130,7 @@ func TestBlocked(t *testing.T) {
 	rt := routing(func(s int) int32 { return int32(s%3) - 1 })
 	rt.MyMaster = 1
 	rt.Me = 2
-	rt.Importing[3] = 0
+	rt.SetSlot(3, rt.Owner(3), -1, 0)
 	cases := []struct {
 		slot int
 		ro   bool
