@@ -30,7 +30,10 @@
 # KINDS picks the servers (default "redis shardnode"); the kind
 # shardnode-old runs the binary $SHARDNODE_OLD (a build of an older
 # commit), for a before/after in the same run.
-# PROBE sets the small part's probe keys (default 1000; 0: no probe).
+# PROBE sets the small part's probe keys (default 1000; 0: no probe);
+# PROBE_RATE its GETs per second (default 0: back to back, so a server
+# that answers faster serves more of them during the move; a rate gives
+# both servers the same probe load).
 # PIPELINE is redis-cli's --cluster-pipeline (keys per MIGRATE, default 10
 # as redis-cli's); VALUES scales the small part down (default 1,000,000).
 # Each line also gives cpu_s, the CPU seconds (utime+stime) the three
@@ -157,7 +160,7 @@ for part in $PARTS; do
         args=(-counters 100000 -writers 16 -probe 1000 -run "$(measured "$(reshard_cmd $base)")"
           -run "redis-cli --cluster rebalance 127.0.0.1:$base --cluster-pipeline $PIPELINE >$work/rebalance.log 2>&1")
         ;;
-      small) args=(-values "$VALUES" -value-size 100 -probe "${PROBE:-1000}" -run "$(measured "$(reshard_cmd $base)")") ;;
+      small) args=(-values "$VALUES" -value-size 100 -probe "${PROBE:-1000}" -probe-rate "${PROBE_RATE:-0}" -run "$(measured "$(reshard_cmd $base)")") ;;
       wholeslot)
         move=$(reshard_cmd $base)
         [ "$kind" = shardnode ] && move=$(import_cmd $base)

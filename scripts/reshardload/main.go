@@ -11,7 +11,10 @@
 // -big N, N keys of -big-size bytes in the slots of -big-slots. -probe
 // keys in the slots of -probe-slots (slots no command moves) are read one
 // GET at a time while the commands run, for the latency of clients of
-// unmoved slots.
+// unmoved slots: back to back, or -probe-rate GETs per second (a fixed
+// load, the same for every server: back to back, a server that answers
+// faster gets more GETs to serve while the commands run, and those GETs
+// compete with the move for the machine's cores).
 //
 // It prints one line of key=value pairs: each command's seconds
 // (run1_s ...), the keys whose slot changed owner during the first
@@ -56,10 +59,11 @@ func main() {
 	bigSlots := flag.String("big-slots", "0-2999", "slot range of the big keys")
 	probe := flag.Int("probe", 1000, "probe keys read during the commands")
 	probeSlots := flag.String("probe-slots", "3000-10922", "slot range of the probe keys")
+	probeRate := flag.Int("probe-rate", 0, "probe GETs per second (0: back to back)")
 	var cmds runs
 	flag.Var(&cmds, "run", "shell command to run under load (repeatable, in order)")
 	flag.Parse()
-	if err := run(*addr, *counters, *writers, *values, *valueSize, *big, *bigSize, *bigSlots, *probe, *probeSlots, cmds); err != nil {
+	if err := run(*addr, *counters, *writers, *values, *valueSize, *big, *bigSize, *bigSlots, *probe, *probeSlots, *probeRate, cmds); err != nil {
 		fmt.Fprintln(os.Stderr, "reshardload:", err)
 		os.Exit(1)
 	}
@@ -123,7 +127,7 @@ func load(ctx context.Context, rc *redis.ClusterClient, keys []string, val func(
 	return nil
 }
 
-func run(addr string, counters, writers, values, valueSize, big, bigSize int, bigSlots string, probe int, probeSlots string, cmds runs) error {
+func run(addr string, counters, writers, values, valueSize, big, bigSize int, bigSlots string, probe int, probeSlots string, probeRate int, cmds runs) error {
 	ctx := context.Background()
 	rc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{addr}, MaxRedirects: 32, PoolSize: 64, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second})
 	defer rc.Close()
@@ -212,6 +216,9 @@ func run(addr string, counters, writers, values, valueSize, big, bigSize int, bi
 	if len(probeKeys) > 0 {
 		go func() {
 			defer close(probeDone)
+			// due is when the next GET is due at -probe-rate (zero: the
+			// schedule starts at the next GET).
+			var due time.Time
 			for n := 0; ; n++ {
 				select {
 				case <-stop:
@@ -219,8 +226,18 @@ func run(addr string, counters, writers, values, valueSize, big, bigSize int, bi
 				default:
 				}
 				if !probing.Load() {
+					due = time.Time{}
 					time.Sleep(time.Millisecond)
 					continue
+				}
+				if probeRate > 0 {
+					if due.IsZero() {
+						due = time.Now()
+					}
+					if d := time.Until(due); d > 0 {
+						time.Sleep(d)
+					}
+					due = due.Add(time.Second / time.Duration(probeRate))
 				}
 				t0 := time.Now()
 				if err := rc.Get(ctx, probeKeys[n%len(probeKeys)]).Err(); err != nil {
