@@ -25,7 +25,7 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
 tck=$(getconf CLK_TCK)
 cpu() { awk -v t="$tck" '{print ($14+$15)/t}' "/proc/$1/stat"; }
 echo "machine: $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg), N=$n, $(date -u +%Y-%m-%dT%H:%MZ)"
-port=22811
+port=${PORT:-22811}
 servers="redis-server shardnode"
 if [ -n "${OLD:-}" ]; then servers="$servers old"; fi
 
