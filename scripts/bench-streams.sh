@@ -23,7 +23,7 @@ set -eu
 n=${1:-200000}
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 (cd "$here" && go build -o "$work/shardnode" ./cmd/shardnode && go build -o "$work/streambench" ./scripts/streambench)
 tck=$(getconf CLK_TCK)
 cpu() { awk -v t="$tck" '{print ($14+$15)/t}' "/proc/$1/stat"; }
