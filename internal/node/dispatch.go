@@ -502,7 +502,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	c.dirty = 0
 	c.propArgs = nil
 	if !locked {
-		c.sequence(cmd) // sequence.go: arrival order across connections
+		c.sequence(cmd, args) // sequence.go: arrival order across connections
 		c.lockFor(cmd, args)
 		if (s.keyGuards.Count() != 0 || c.slotRoute != nil) && cmd.name != "exec" {
 			msg := c.settleLocked(cmd, args, func() chan struct{} { return c.guardOf(cmd, args) }, func() { c.lockFor(cmd, args) })
