@@ -1,0 +1,33 @@
+#!/bin/sh
+# s17 top-up of the single-run cells (issue 27, must-show 1) on main 3114ce5
+# (shardnode and the driver built once into bin-s17 from branch faultruns,
+# whose only change is the driver's -cluster-replicas flag):
+#   go build -o /tmp/shardis-faults/bin-s17/faults ./scripts/faults
+#   go build -o /tmp/shardis-faults/bin-s17/shardnode ./cmd/shardnode
+# Batches of a few runs; each waits until no shf-* namespace exists (another
+# helper's runs), since the driver removes left-over namespaces at start.
+# Usage: sudo sh 2026-12-02-s17-runs.sh BATCH...   (batch names below)
+B=/tmp/shardis-faults/bin-s17
+OUT=/work/wt/faultruns/scripts/faults/results/2026-12-02-s17.jsonl
+R() {
+	i=0
+	while ip netns list | grep -q shf; do
+		i=$((i + 1))
+		[ $i -gt 90 ] && { echo "namespaces still busy after 15 min" >&2; exit 1; }
+		sleep 10
+	done
+	date -u +"%H:%M:%S batch $* load $(cut -d' ' -f1-3 /proc/loadavg)"
+	nice -n 10 $B/faults run -shardnode $B/shardnode -out $OUT "$@"
+}
+for b in "$@"; do
+	case $b in
+	# cluster 3×1 with min-replicas-ack 1 (n = every replica), one run of each fault per batch
+	c31) R -topology cluster -cluster-replicas 1 -fault kill9,sigstop,partition-master,partition-replica -setting shardnode-ack1 -runs 1 ;;
+	# cluster 3×2 crash-in-failover (1 replica + the one that takes over), ack1 and ack2
+	c32cif) R -topology cluster -cluster-replicas 1 -fault crash-in-failover -setting shardnode-ack1,shardnode-ack2 -runs 1 ;;
+	# Sentinel with min-replicas-ack 2 (n = every replica)
+	sack2) R -topology sentinel -fault kill9,partition-master -setting shardnode-ack2 -runs 1 ;;
+	*) echo "unknown batch $b" >&2; exit 2 ;;
+	esac
+done
+echo ALLDONE
