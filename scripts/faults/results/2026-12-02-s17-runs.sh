@@ -7,6 +7,8 @@
 # Batches of a few runs; each waits until no shf-* namespace exists (another
 # helper's runs), since the driver removes left-over namespaces at start.
 # Usage: sudo sh 2026-12-02-s17-runs.sh BATCH...   (batch names below)
+# Run in s17: c31 (16:05), c32cif sack2 (16:08), then three times
+# c31 c32cif sack2 (16:10, 16:16, 16:23).
 B=/tmp/shardis-faults/bin-s17
 OUT=/work/wt/faultruns/scripts/faults/results/2026-12-02-s17.jsonl
 R() {
@@ -17,7 +19,12 @@ R() {
 		sleep 10
 	done
 	date -u +"%H:%M:%S batch $* load $(cut -d' ' -f1-3 /proc/loadavg)"
-	nice -n 10 $B/faults run -shardnode $B/shardnode -out $OUT "$@"
+	o=$OUT
+	if [ "$1" = -out-file ]; then
+		o=${OUT%.jsonl}-$2.jsonl
+		shift 2
+	fi
+	nice -n 10 $B/faults run -shardnode $B/shardnode -out $o "$@"
 }
 for b in "$@"; do
 	case $b in
@@ -27,6 +34,13 @@ for b in "$@"; do
 	c32cif) R -topology cluster -cluster-replicas 1 -fault crash-in-failover -setting shardnode-ack1,shardnode-ack2 -runs 1 ;;
 	# Sentinel with min-replicas-ack 2 (n = every replica)
 	sack2) R -topology sentinel -fault kill9,partition-master -setting shardnode-ack2 -runs 1 ;;
+	# after the top-up: the min-replicas-ack 2 cells never run before
+	sack2x) R -topology sentinel -fault sigstop,partition-replica,crash-in-failover,partition-sentinels -setting shardnode-ack2 -runs 1 ;;
+	cack2) R -topology cluster -fault kill9,sigstop,partition-master,partition-replica,crash-in-failover -setting shardnode-ack2 -runs 1 ;;
+	# the fault sigstop-failover (added in s17; the driver rebuilt into bin-s17 at 16:50)
+	ssf) R -out-file sigstop-failover -topology sentinel -fault sigstop-failover -setting shardnode-ack1,shardnode,redis -runs 1 ;;
+	csf) R -out-file sigstop-failover -topology cluster -fault sigstop-failover -setting shardnode-ack1 -runs 1 ;;
+	gap) sleep 60 ;; # room for another helper's runs
 	*) echo "unknown batch $b" >&2; exit 2 ;;
 	esac
 done
