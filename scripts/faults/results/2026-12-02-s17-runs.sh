@@ -40,6 +40,7 @@ for b in "$@"; do
 	# the fault sigstop-failover (added in s17; the driver rebuilt into bin-s17 at 16:50)
 	ssf) R -out-file sigstop-failover -topology sentinel -fault sigstop-failover -setting shardnode-ack1,shardnode,redis -runs 1 ;;
 	csf) R -out-file sigstop-failover -topology cluster -fault sigstop-failover -setting shardnode-ack1 -runs 1 ;;
+	ssf2) R -out-file sigstop-failover -topology sentinel -fault sigstop-failover -setting shardnode-ack1,shardnode-ack2 -runs 2 ;;
 	gap) sleep 60 ;; # room for another helper's runs
 	*) echo "unknown batch $b" >&2; exit 2 ;;
 	esac
