@@ -8,7 +8,9 @@
 # helper's runs), since the driver removes left-over namespaces at start.
 # Usage: sudo sh 2026-12-02-s17-runs.sh BATCH...   (batch names below)
 # Run in s17: c31 (16:05), c32cif sack2 (16:08), then three times
-# c31 c32cif sack2 (16:10, 16:16, 16:23).
+# c31 c32cif sack2 (16:10, 16:16, 16:23); sack2x gap (x4) sack2x (16:30);
+# then, with the driver rebuilt with sigstop-failover: ssf (16:49),
+# csf (16:57), ssf2 csf csf (17:01), csf csf (17:05), ssf3 (17:08).
 B=/tmp/shardis-faults/bin-s17
 OUT=/work/wt/faultruns/scripts/faults/results/2026-12-02-s17.jsonl
 R() {
@@ -41,6 +43,7 @@ for b in "$@"; do
 	ssf) R -out-file sigstop-failover -topology sentinel -fault sigstop-failover -setting shardnode-ack1,shardnode,redis -runs 1 ;;
 	csf) R -out-file sigstop-failover -topology cluster -fault sigstop-failover -setting shardnode-ack1 -runs 1 ;;
 	ssf2) R -out-file sigstop-failover -topology sentinel -fault sigstop-failover -setting shardnode-ack1,shardnode-ack2 -runs 2 ;;
+	ssf3) R -out-file sigstop-failover -topology sentinel -fault sigstop-failover -setting shardnode-ack1,shardnode-ack2,shardnode,redis -runs 2 ;;
 	gap) sleep 60 ;; # room for another helper's runs
 	*) echo "unknown batch $b" >&2; exit 2 ;;
 	esac
