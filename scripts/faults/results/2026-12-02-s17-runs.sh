@@ -1,7 +1,8 @@
 #!/bin/sh
 # s17 top-up of the single-run cells (issue 27, must-show 1) on main 3114ce5
 # (shardnode and the driver built once into bin-s17 from branch faultruns,
-# whose only change is the driver's -cluster-replicas flag):
+# whose changes are the driver's -cluster-replicas flag and, from 16:49,
+# the fault sigstop-failover):
 #   go build -o /tmp/shardis-faults/bin-s17/faults ./scripts/faults
 #   go build -o /tmp/shardis-faults/bin-s17/shardnode ./cmd/shardnode
 # Batches of a few runs; each waits until no shf-* namespace exists (another
@@ -38,6 +39,7 @@ for b in "$@"; do
 	sack2) R -topology sentinel -fault kill9,partition-master -setting shardnode-ack2 -runs 1 ;;
 	# after the top-up: the min-replicas-ack 2 cells never run before
 	sack2x) R -topology sentinel -fault sigstop,partition-replica,crash-in-failover,partition-sentinels -setting shardnode-ack2 -runs 1 ;;
+	# (not run in s17)
 	cack2) R -topology cluster -fault kill9,sigstop,partition-master,partition-replica,crash-in-failover -setting shardnode-ack2 -runs 1 ;;
 	# the fault sigstop-failover (added in s17; the driver rebuilt into bin-s17 at 16:50)
 	ssf) R -out-file sigstop-failover -topology sentinel -fault sigstop-failover -setting shardnode-ack1,shardnode,redis -runs 1 ;;
