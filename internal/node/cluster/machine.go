@@ -142,8 +142,8 @@ type link struct {
 	inbound bool
 	up      bool // outbound: connected (LinkUp seen); inbound: always
 	ctime   time.Time
-	peerIP  string // remote address, for nodes that announce no ip
-	localIP string // our address on this connection, to learn our ip
+	peerIP  string    // remote address, for nodes that announce no ip
+	localIP string    // our address on this connection, to learn our ip
 	pings   pingQueue // outbound: send times of the unanswered PINGs (fence.go)
 }
 
