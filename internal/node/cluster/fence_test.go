@@ -209,3 +209,17 @@ func TestAckRuleClusterIgnoresOffsetsFromBeforeFail(t *testing.T) {
 		t.Fatal("node 3 asked for votes")
 	}
 }
+
+// TestClusterFenceSlowNetwork: with a 300 ms one-way delay (a 600 ms
+// round trip against a lease of 1.9 s) healthy masters stay unfenced:
+// Redis's cadence alone renews a lease only after NT/2 + a tick + two
+// round trips (2.3 s here); pingForFence's PINGs at Lease/2 do it in
+// 1.65 s.
+func TestClusterFenceSlowNetwork(t *testing.T) {
+	w := fenceCluster(t, 3, 3, nil)
+	w.delay = 300 * time.Millisecond
+	w.run(3 * time.Second)
+	for i := 0; i < 3; i++ {
+		healthyFor(t, w, i, 7*time.Second)
+	}
+}
