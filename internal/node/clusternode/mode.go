@@ -231,8 +231,11 @@ func (cm *Mode) LinksMemory() int {
 }
 
 // Fenced reports whether the cluster fence is up at now, as the machine
-// left it after its last batch (only an input moves the fence earlier).
-// Lock-free: the write path asks it.
+// left it after its last batch. Time alone only brings the fence up; an
+// input moves it earlier only by counting one more master (a replica
+// promoted, a node learnt), which takes effect here once the batch's
+// Ready is carried out (its sends and config save). Lock-free: the write
+// path asks it.
 func (cm *Mode) Fenced(now time.Time) bool {
 	return now.Sub(cm.fenceBase) > time.Duration(cm.fence.Load())
 }
