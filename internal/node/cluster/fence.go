@@ -103,6 +103,13 @@ func (q *pingQueue) push(t time.Time) {
 	q.extra++
 }
 
+// stale reports whether the queue can no longer be trusted to match
+// PONGs to PINGs soon: its oldest PING has waited longer than d at now,
+// or PINGs beyond its capacity are outstanding.
+func (q *pingQueue) stale(now time.Time, d time.Duration) bool {
+	return q.extra > 0 || len(q.sent) > 0 && now.Sub(q.sent[0]) > d
+}
+
 // pop returns the send time of the PING a PONG answers, the oldest
 // unanswered one; ok is false when its time was not kept.
 func (q *pingQueue) pop() (t time.Time, ok bool) {
@@ -161,7 +168,13 @@ func (m *Machine) updateFence() {
 }
 
 // pingForFence PINGs, from Tick, every master I have not heard from for
-// half the lease and have no PING in flight to, while my fence is kept.
+// half the lease and have no PING in flight to, while my fence is kept;
+// and it closes (for the cron to reopen) an outbound link to a master
+// whose oldest PING has been unanswered for a lease: a PONG lost on a
+// live link (DEBUG DROP-CLUSTER-PACKET-FILTER, a packet of another
+// protocol version) would otherwise shift every later credit to an
+// older PING for good, and with PINGs coming in, Redis's stuck-link
+// check (no data for NT/2) never fires. A new link starts a new queue.
 // With Redis's cadence alone (a PING once the last PONG is older than
 // NT/2) a lease would be renewed only after NT/2 + a tick + two round
 // trips, leaving 350 ms less two round trips with NT = 1 s: a loaded
@@ -171,13 +184,18 @@ func (m *Machine) pingForFence() {
 	if !m.fenceOn {
 		return
 	}
-	half := Lease(m.cfg.NodeTimeout) / 2
+	lease := Lease(m.cfg.NodeTimeout)
 	for _, n := range m.order {
-		if n == m.myself || !n.isMaster() || n.link == nil || !n.link.up || !n.pingSent.IsZero() ||
-			n.inHandshake() || m.now.Sub(n.answeredPing) <= half {
+		if n == m.myself || !n.isMaster() || n.link == nil || !n.link.up || n.inHandshake() {
 			continue
 		}
-		m.sendPing(n.link, TypePing)
+		if n.link.pings.stale(m.now, lease) {
+			m.freeLink(n.link)
+			continue
+		}
+		if n.pingSent.IsZero() && m.now.Sub(n.answeredPing) > lease/2 {
+			m.sendPing(n.link, TypePing)
+		}
 	}
 }
 

@@ -8,8 +8,15 @@ import (
 func TestPingQueue(t *testing.T) {
 	var q pingQueue
 	t0 := time.Unix(1000, 0)
-	for i := 0; i < pingQueueCap+2; i++ {
+	q.push(t0)
+	if q.stale(t0.Add(time.Second), time.Second) || !q.stale(t0.Add(time.Second+1), time.Second) {
+		t.Fatal("stale: want false at the limit, true past it")
+	}
+	for i := 1; i < pingQueueCap+2; i++ {
 		q.push(t0.Add(time.Duration(i) * time.Second))
+	}
+	if !q.stale(t0, time.Hour) {
+		t.Fatal("PINGs beyond the capacity outstanding: not stale")
 	}
 	for i := 0; i < pingQueueCap; i++ {
 		got, ok := q.pop()
