@@ -743,8 +743,8 @@ func (s *Server) writeRefused() string {
 		return errReadOnly
 	}
 	if s.minReplicasRefuse != nil && s.minReplicasRefuse() {
-		if s.sentinelFenced() {
-			return errFenced
+		if e := s.fenceRefusal(); e != "" {
+			return e
 		}
 		return errNoReplicas
 	}
