@@ -23,9 +23,12 @@ func TestClusterCLIShardnode(t *testing.T) {
 	}
 	testutil.Binary(t, "redis-cli")
 	// No step waits for failure detection (the failover is a manual
-	// one): Redis's default node timeout keeps a loaded machine's stalls
-	// of the test process from failing nodes over (clustertest's is 1 s).
-	nodes := clustertest.StartKind(t, "shardnode", 5, "--cluster-node-timeout", "15000")
+	// one). clustertest's 1 s node timeout let a loaded machine's stalls
+	// of the test process expire MEET handshakes and fail nodes over;
+	// 5 s tolerates them, and keeps a manual failover whose first
+	// election failed retryable (after 4 x node timeout = 20 s) within
+	// the CLI's 60 s wait, which Redis's default 15 s would not (60 s).
+	nodes := clustertest.StartKind(t, "shardnode", 5, "--cluster-node-timeout", "5000")
 	seed := nodes[0].Addr
 	check := func(step string) {
 		t.Helper()
