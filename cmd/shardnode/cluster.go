@@ -176,6 +176,15 @@ func newClusterRun(c *cli.Context, nargs int) (*clusterRun, context.CancelFunc, 
 	return r, stop, nil
 }
 
+// onOK returns text when err is nil, nil otherwise: an [OK] line is
+// printed only for a command that succeeded.
+func onOK(err error, text func(io.Writer)) func(io.Writer) {
+	if err != nil {
+		return nil
+	}
+	return text
+}
+
 // finish prints v (as JSON with --json, else with text) and turns err
 // into the exit status.
 func (r *clusterRun) finish(v any, text func(io.Writer), err error) error {
@@ -240,7 +249,7 @@ func clusterCreate(c *cli.Context) error {
 		return r.finish(plan, nil, fmt.Errorf("not confirmed"))
 	}
 	err = admin.Create(r.ctx, plan, r.opt)
-	return r.finish(plan, func(w io.Writer) { fmt.Fprintln(w, "[OK] All 16384 slots covered.") }, err)
+	return r.finish(plan, onOK(err, func(w io.Writer) { fmt.Fprintln(w, "[OK] All 16384 slots covered.") }), err)
 }
 
 func printReport(w io.Writer, rep *admin.Report) {
@@ -330,7 +339,7 @@ func clusterAddNode(c *cli.Context) error {
 	defer stop()
 	ao := admin.AddNodeOptions{Replica: c.Bool("replica"), ReplicaOf: c.String("replica-of")}
 	err = admin.AddNode(r.ctx, c.Args().Get(0), c.Args().Get(1), ao, r.opt)
-	return r.finish(map[string]string{"added": c.Args().Get(0)}, func(w io.Writer) { fmt.Fprintln(w, "[OK] New node added correctly.") }, err)
+	return r.finish(map[string]string{"added": c.Args().Get(0)}, onOK(err, func(w io.Writer) { fmt.Fprintln(w, "[OK] New node added correctly.") }), err)
 }
 
 func clusterDelNode(c *cli.Context) error {
@@ -340,7 +349,7 @@ func clusterDelNode(c *cli.Context) error {
 	}
 	defer stop()
 	err = admin.DelNode(r.ctx, c.Args().Get(0), c.Args().Get(1), r.opt)
-	return r.finish(map[string]string{"removed": c.Args().Get(1)}, func(w io.Writer) { fmt.Fprintln(w, "[OK] Node removed.") }, err)
+	return r.finish(map[string]string{"removed": c.Args().Get(1)}, onOK(err, func(w io.Writer) { fmt.Fprintln(w, "[OK] Node removed.") }), err)
 }
 
 func clusterFailover(c *cli.Context) error {
@@ -359,9 +368,9 @@ func clusterFailover(c *cli.Context) error {
 		mode = admin.FailoverTakeover
 	}
 	err = admin.Failover(r.ctx, c.Args().First(), mode, r.opt)
-	return r.finish(map[string]string{"master": c.Args().First()}, func(w io.Writer) {
+	return r.finish(map[string]string{"master": c.Args().First()}, onOK(err, func(w io.Writer) {
 		fmt.Fprintf(w, "[OK] %s is now a master.\n", c.Args().First())
-	}, err)
+	}), err)
 }
 
 func clusterInfo(c *cli.Context) error {

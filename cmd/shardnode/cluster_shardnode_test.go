@@ -22,11 +22,17 @@ func TestClusterCLIShardnode(t *testing.T) {
 		t.Skip("end-to-end test with real cluster nodes")
 	}
 	testutil.Binary(t, "redis-cli")
-	nodes := clustertest.StartKind(t, "shardnode", 5)
+	// No step waits for failure detection (the failover is a manual
+	// one). clustertest's 1 s node timeout let a loaded machine's stalls
+	// of the test process expire MEET handshakes and fail nodes over;
+	// 5 s tolerates them, and keeps a manual failover whose first
+	// election failed retryable (after 4 x node timeout = 20 s) within
+	// the CLI's 60 s wait, which Redis's default 15 s would not (60 s).
+	nodes := clustertest.StartKind(t, "shardnode", 5, "--cluster-node-timeout", "5000")
 	seed := nodes[0].Addr
 	check := func(step string) {
 		t.Helper()
-		out := clustertest.WaitCheck(t, seed, 30*time.Second)
+		out := clustertest.WaitCheck(t, seed, 2*time.Minute)
 		if !strings.Contains(out, "[OK] All nodes agree about slots configuration.") {
 			t.Fatalf("after %s, redis-cli check:\n%s", step, out)
 		}

@@ -118,9 +118,23 @@ func TestMigrateToCluster(t *testing.T) {
 	sentinels := []string{addr(sbase), addr(sbase + 1), addr(sbase + 2)}
 	names := []string{"shard-1", "shard-2", "shard-3"}
 
+	// A failure tells when each event happened (seconds since t0) beside
+	// the tool's log: which phase a lost write belongs to.
+	t0 := time.Now()
+	var events lockedBuffer
+	event := func(f string, a ...any) {
+		fmt.Fprintf(&events, "%8.3fs %s\n", time.Since(t0).Seconds(), fmt.Sprintf(f, a...))
+	}
+	npool := 0
 	newPool := func() *shardedpool.Pool {
+		npool++
+		id := npool
 		p, err := shardedpool.New(ctx, &shardedpool.Options{MasterNames: names, SentinelAddrs: sentinels,
-			ClusterPollInterval: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			ClusterPollInterval: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			OnSwitch: func(e shardedpool.SwitchEvent) {
+				event("pool %d: shard %s switch %s -> %s (%s)", id, e.Shard, e.From, e.To, e.Reason)
+			},
+			OnClusterSwitch: func(e shardedpool.ClusterSwitchEvent) { event("pool %d: to the cluster (%s)", id, e.Reason) }})
 		if err != nil {
 			t.Fatalf("pool: %v", err)
 		}
@@ -140,6 +154,7 @@ func TestMigrateToCluster(t *testing.T) {
 		pool    *shardedpool.Pool
 		counter int64
 		keys    []string
+		acked   []acked // per key
 		longest time.Duration
 		errs    int
 	}
@@ -167,8 +182,12 @@ func TestMigrateToCluster(t *testing.T) {
 					}
 				} else {
 					k := fmt.Sprintf("w%d:%d", i, n)
+					onCluster := w.pool.ClusterClient() != nil
 					if err = w.pool.Set(ctx, k, n, 0).Err(); err == nil {
 						w.keys = append(w.keys, k)
+						w.acked = append(w.acked, acked{sent: start.Sub(t0), at: time.Since(t0), onCluster: onCluster})
+					} else {
+						event("writer %d: SET %s: %v", i, k, err)
 					}
 				}
 				w.longest = max(w.longest, time.Since(start))
@@ -180,8 +199,18 @@ func TestMigrateToCluster(t *testing.T) {
 		}()
 	}
 
-	out, err := asMain(exec.CommandContext(ctx, bin, "migrate-to-cluster", "--sentinels", strings.Join(sentinels, ","),
-		"--masters", strings.Join(names, ","), "--to", addr(cbase), "--cutover-timeout", "3s", "--json")).Output()
+	var toolErr lockedBuffer
+	toolCmd := asMain(exec.CommandContext(ctx, bin, "migrate-to-cluster", "--sentinels", strings.Join(sentinels, ","),
+		"--masters", strings.Join(names, ","), "--to", addr(cbase), "--cutover-timeout", "3s", "--json"))
+	toolCmd.Stderr = &toolErr
+	event("tool starts")
+	out, err := toolCmd.Output()
+	event("tool ended")
+	defer func() {
+		if t.Failed() {
+			t.Logf("t0 %s; events:\n%s\nmigrate-to-cluster's log:\n%s", t0.UTC().Format(time.RFC3339Nano), events.String(), toolErr.String())
+		}
+	}()
 	if err != nil {
 		t.Fatalf("migrate-to-cluster: %v\n%s", err, out)
 	}
@@ -219,11 +248,19 @@ func TestMigrateToCluster(t *testing.T) {
 		if got, _ := cc.Get(ctx, fmt.Sprintf("{w%d}counter", i)).Int64(); got != w.counter {
 			t.Errorf("writer %d: counter on the cluster %d, last acknowledged %d", i, got, w.counter)
 		}
-		for _, k := range w.keys {
-			if cc.Exists(ctx, k).Val() != 1 {
-				t.Errorf("acknowledged key %s missing on the cluster", k)
-				break
+		missing := 0
+		for j, k := range w.keys {
+			if n, err := cc.Exists(ctx, k).Result(); n != 1 {
+				if missing++; missing <= 3 {
+					a, shard := w.acked[j], w.pool.ShardFor(k)
+					sv, serr := loader.ShardClient(shard).Get(ctx, k).Result()
+					t.Errorf("acknowledged key %s missing on the cluster (EXISTS: %d %v): sent at %.3fs, acknowledged at %.3fs, pool on the cluster before: %v; source %s holds %q (%v)",
+						k, n, err, a.sent.Seconds(), a.at.Seconds(), a.onCluster, shard, sv, serr)
+				}
 			}
+		}
+		if missing > 3 {
+			t.Errorf("writer %d: %d of %d acknowledged keys missing on the cluster", i, missing, len(w.keys))
 		}
 		if w.errs > 0 {
 			t.Errorf("writer %d saw %d errors", i, w.errs)
@@ -261,6 +298,13 @@ func TestMigrateToCluster(t *testing.T) {
 		t.Errorf("only %d keys on the sources", total)
 	}
 	t.Logf("%d source keys compared, %d differ", total, bad)
+}
+
+// acked is when a writer's acknowledged SET was sent and answered (since
+// the test's t0), and whether the pool had moved to the cluster before.
+type acked struct {
+	sent, at  time.Duration
+	onCluster bool
 }
 
 func envInt(name string, def int) int {

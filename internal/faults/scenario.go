@@ -14,7 +14,7 @@ import (
 )
 
 // Faults are the fault names a scenario can inject.
-var Faults = []string{"kill9", "sigstop", "partition-master", "partition-replica", "crash-in-failover", "partition-sentinels"}
+var Faults = []string{"kill9", "sigstop", "sigstop-failover", "partition-master", "partition-replica", "crash-in-failover", "partition-sentinels"}
 
 // Timeline of a run, from the workers' start.
 const (
@@ -208,6 +208,24 @@ func inject(ctx context.Context, d *Deployment, fault string, start time.Time) (
 			return notes, err
 		}
 		notes = append(notes, note("SIGCONT master %s", d.Master))
+	case "sigstop-failover":
+		// The master stopped until its failover is under way (a Sentinel
+		// shows failover_in_progress, or in the cluster a replica has
+		// won the election), then continued: it serves again while the
+		// failover runs, and is demoted only afterwards.
+		if err := master.Signal(syscall.SIGSTOP); err != nil {
+			return notes, err
+		}
+		notes = append(notes, note("SIGSTOP master %s", d.Master))
+		p, werr := d.failoverVictim(ctx, 15*time.Second)
+		if err := master.Signal(syscall.SIGCONT); err != nil {
+			return notes, err
+		}
+		if werr != nil {
+			notes = append(notes, note("SIGCONT master %s (%v)", d.Master, werr))
+		} else {
+			notes = append(notes, note("SIGCONT master %s: failover under way (%s on %s)", d.Master, p.Name, p.Host))
+		}
 	case "partition-master", "partition-replica":
 		group := []string{d.Master, d.Clients[0]}
 		if fault == "partition-replica" {

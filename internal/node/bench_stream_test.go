@@ -28,3 +28,25 @@ func BenchmarkExecXReadGroupAck(b *testing.B) {
 		return []string{"XACK", "s", "g", fmt.Sprintf("%d-0", next-1)}
 	})
 }
+
+// BenchmarkExecGeoSearch is scripts/bench-streams.sh's GEOSEARCH: 20 km
+// around 15,40 on 100,000 members spread over 10x10 degrees (about 130
+// found), through the dispatcher.
+func BenchmarkExecGeoSearch(b *testing.B) {
+	var setup [][]string
+	rng := uint64(1)
+	next := func() float64 {
+		rng = rng*6364136223846793005 + 1442695040888963407
+		return float64(rng>>11) / (1 << 53)
+	}
+	for i := 0; i < 100000; i += 1000 {
+		req := []string{"GEOADD", "g"}
+		for j := i; j < i+1000; j++ {
+			req = append(req, fmt.Sprint(10+10*next()), fmt.Sprint(35+10*next()), fmt.Sprint("m", j))
+		}
+		setup = append(setup, req)
+	}
+	benchExecute(b, setup, func(int) []string {
+		return []string{"GEOSEARCH", "g", "FROMLONLAT", "15", "40", "BYRADIUS", "20", "km", "ASC"}
+	})
+}

@@ -281,6 +281,13 @@ func (c *Client) blockForKeys(spec blockSpec) {
 	if spec.kick {
 		s.serveReady(slices.Clone(w.Keys)) // may serve w itself
 	}
+	// Parked, the client has no write in flight: a serve runs on the
+	// serving goroutine, whose own command counts (CLIENT PAUSE and
+	// FAILOVER wait for the writes in flight, not for blocked clients).
+	if c.req.inflight {
+		s.inflightWrites.Add(-1)
+		c.req.inflight = false
+	}
 	out := s.blocking.Wait(w, spec.timeout, s.clk, c.Done(), hangupWatchDelay, c.watchHangup)
 	switch {
 	case out.Served:

@@ -37,7 +37,7 @@ var clusterKinds = []struct {
 func fixCluster(t *testing.T, nodes []*clNode, addr string) {
 	t.Helper()
 	bin := needBinary(t, "redis-cli")
-	c, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	c, cancel := context.WithTimeout(context.Background(), redisCliTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(c, bin, "--cluster", "fix", addr, "--cluster-yes")
 	cmd.Stdin = strings.NewReader(strings.Repeat("yes\n", 20))
@@ -180,7 +180,10 @@ func TestManySlotMigrationFix(t *testing.T) {
 				nodes = append(nodes, kind.start(t))
 			}
 			buildCluster(t, nodes, nil, false)
-			c := ctx(t)
+			// The context spans 4000 writes, 400 SETSLOTs, redis-cli's
+			// fix and 4000 reads: more than ctx's 10 s on a loaded
+			// machine. It only bounds a hang.
+			c := ctxFor(t, 3*time.Minute)
 			cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{nodes[0].addr}, MaxRedirects: 16, DisableIdentity: true})
 			defer cc.Close()
 			pipe := cc.Pipeline()

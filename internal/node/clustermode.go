@@ -121,6 +121,9 @@ func (s *Server) startCluster() error {
 		s.cluster = nil
 		return fmt.Errorf("node: cluster: %w", err)
 	}
+	// The cluster fence (cluster/fence.go) gates writes and their
+	// acknowledgements with the Sentinel fence's hook.
+	s.repl.SetClusterFence(cm.Fenced)
 	return nil
 }
 

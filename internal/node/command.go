@@ -90,6 +90,13 @@ type command struct {
 	// members locates hash fields and set/sorted-set members in the
 	// arguments, for pipeline prefetching (perf_prefetch.go).
 	members memberSpec
+	// mayBlock, for a blocking command whose arguments decide whether a
+	// call can block (XREAD and XREADGROUP block only with BLOCK),
+	// reports whether this call may; nil means every call may. A call for
+	// which it reports false runs as a plain read or write: it neither
+	// leaves the connection's read loop nor turns the sequencer on, and it
+	// is sequenced only when plain writes are (sequence.go).
+	mayBlock func(args [][]byte) bool
 	// acl is the command in the ACL table; aclPerm caches the key
 	// permission its calls need when one key spec covers them all
 	// (aclstate.go).
@@ -105,6 +112,12 @@ func (c *command) fullName() string {
 		return c.parent.name + "|" + c.name
 	}
 	return c.name
+}
+
+// blocks reports whether this call of the command may block: a
+// blocking command, and for one with mayBlock, arguments that ask to.
+func (c *command) blocks(args [][]byte) bool {
+	return c.flags&flagBlocking != 0 && (c.mayBlock == nil || c.mayBlock(args))
 }
 
 // keyPositions returns the argument positions of the command's keys in args.

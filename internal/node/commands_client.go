@@ -271,6 +271,20 @@ func cmdClientPause(c *Client, args [][]byte) {
 		return
 	}
 	c.srv.pause.Set(c.srv.now().Add(d), all)
+	// Redis runs CLIENT PAUSE between two commands, so when it replies
+	// every write that started before it has run and is in the
+	// replication stream: migrate-to-cluster and manual failovers read
+	// master_repl_offset next and take it as final. Here writes run in
+	// parallel: wait for those already past the pause check (parked
+	// meanwhile, so sequenced commands do not wait for this client), at
+	// most for the pause's length, after which writes flow again anyway.
+	// Inside EXEC the transaction holds every lock those writes may wait
+	// for: the pause starts at once, without the wait.
+	if !c.inExec {
+		c.parkStart()
+		c.srv.drainWrites(d)
+		c.parkEnd()
+	}
 	c.addOK()
 }
 

@@ -123,7 +123,9 @@ func geoSearchGeneric(c *Client, args [][]byte, srcIdx int, v geo.Variant) {
 	}
 	var points []geo.Point
 	if z != nil {
-		points = a.Run(z)
+		buf := geo.GetPoints()
+		points = a.Run(z, *buf)
+		defer geo.PutPoints(buf, points)
 	}
 	if a.StoreKey == nil {
 		c.addGeoPoints(&a, points)

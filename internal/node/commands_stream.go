@@ -23,7 +23,7 @@ func registerStreamCommands(t *commandTable) {
 	add("xdel", -3, flagWrite|flagFast, cmdXDel, "5.0.0")
 	add("xtrim", -4, flagWrite, cmdXTrim, "5.0.0")
 	add("xsetid", -3, flagWrite|flagDenyOOM|flagFast, cmdXSetID, "5.0.0")
-	t.add(&command{name: "xread", arity: -4, flags: flagReadOnly | flagBlocking, keys: stream.ReadKeys, fn: cmdXRead, group: "stream", since: "5.0.0"})
+	t.add(&command{name: "xread", arity: -4, flags: flagReadOnly | flagBlocking, keys: stream.ReadKeys, mayBlock: stream.ReadMayBlock, fn: cmdXRead, group: "stream", since: "5.0.0"})
 	addStreamSubs(t, "xinfo", cmdXInfo, []streamSub{
 		{"stream", -3, flagReadOnly, "5.0.0"}, {"groups", 3, flagReadOnly, "5.0.0"},
 		{"consumers", 4, flagReadOnly, "5.0.0"}, {"help", 2, flagLoading | flagStale, "5.0.0"},

@@ -20,7 +20,7 @@ import (
 const xreadBlockedCount = 1000
 
 func registerStreamGroupCommands(t *commandTable) {
-	t.add(&command{name: "xreadgroup", arity: -7, flags: flagWrite | flagBlocking, keys: stream.ReadKeys, fn: cmdXReadGroup, group: "stream", since: "5.0.0"})
+	t.add(&command{name: "xreadgroup", arity: -7, flags: flagWrite | flagBlocking, keys: stream.ReadKeys, mayBlock: stream.ReadMayBlock, fn: cmdXReadGroup, group: "stream", since: "5.0.0"})
 	add := func(name string, arity int, flags cmdFlag, fn handlerFunc, since string) {
 		t.add(&command{name: name, arity: arity, flags: flags, first: 1, last: 1, fn: fn, group: "stream", since: since})
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/shardis/shardis/internal/node/netio"
 )
 
 type xreadResult struct {
@@ -112,6 +113,43 @@ func TestStreamBasics(t *testing.T) {
 				t.Fatalf("MEMORY USAGE = %d", m)
 			}
 		})
+	}
+}
+
+// TestStreamReadWithoutBlockIsPlain: XREAD and XREADGROUP without BLOCK
+// never block, so they run as plain commands (command.mayBlock): they
+// leave the sequencer off, as a GET does; the first read with BLOCK
+// turns it on, as any blocking command.
+func TestStreamReadWithoutBlockIsPlain(t *testing.T) {
+	if !netio.StampsSupported {
+		t.Skip("no receive timestamps: the sequencer stays off")
+	}
+	ts := startServer(t)
+	rc := ts.client(t)
+	c := ctx(t)
+	rc.XAdd(c, &redis.XAddArgs{Stream: "s", ID: "1-0", Values: []any{"f", "v"}})
+	if err := rc.XGroupCreate(c, "s", "g", "0").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if res := rc.XReadGroup(c, &redis.XReadGroupArgs{Group: "g", Consumer: "c", Streams: []string{"s", ">"}, Count: 10, Block: -1}).Val(); len(res) != 1 || len(res[0].Messages) != 1 {
+		t.Fatalf("XREADGROUP = %v", res)
+	}
+	if n := rc.XAck(c, "s", "g", "1-0").Val(); n != 1 {
+		t.Fatalf("XACK = %d", n)
+	}
+	if res := rc.XRead(c, &redis.XReadArgs{Streams: []string{"s", "0"}, Block: -1}).Val(); len(res) != 1 {
+		t.Fatalf("XREAD = %v", res)
+	}
+	if ts.srv.seq.On() {
+		t.Fatal("the sequencer is on after reads without BLOCK")
+	}
+	// With BLOCK (and data there, so it does not wait) the read is a
+	// blocking command's call.
+	if res := rc.XRead(c, &redis.XReadArgs{Streams: []string{"s", "0"}, Block: time.Millisecond}).Val(); len(res) != 1 {
+		t.Fatalf("XREAD BLOCK = %v", res)
+	}
+	if !ts.srv.seq.On() {
+		t.Fatal("the sequencer is off after XREAD BLOCK")
 	}
 }
 

@@ -379,7 +379,7 @@ func (c *Client) pump() int {
 			return pumpStop
 		}
 		cmd := c.lookupCmd(args[0])
-		if loop && cmd != nil && (cmd.flags&flagBlocking != 0 || c.ldb != nil && cmd.flags&flagLockScript != 0) {
+		if loop && cmd != nil && (cmd.blocks(args) || c.ldb != nil && cmd.flags&flagLockScript != 0) {
 			// Also an EVAL under the Lua debugger, which reads the
 			// client's next requests itself (ldb.go).
 			c.blockArgs, c.blockCmd = args, cmd

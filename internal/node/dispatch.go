@@ -502,7 +502,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	c.dirty = 0
 	c.propArgs = nil
 	if !locked {
-		c.sequence(cmd) // sequence.go: arrival order across connections
+		c.sequence(cmd, args) // sequence.go: arrival order across connections
 		c.lockFor(cmd, args)
 		if (s.keyGuards.Count() != 0 || c.slotRoute != nil) && cmd.name != "exec" {
 			msg := c.settleLocked(cmd, args, func() chan struct{} { return c.guardOf(cmd, args) }, func() { c.lockFor(cmd, args) })
@@ -743,8 +743,8 @@ func (s *Server) writeRefused() string {
 		return errReadOnly
 	}
 	if s.minReplicasRefuse != nil && s.minReplicasRefuse() {
-		if s.sentinelFenced() {
-			return errFenced
+		if e := s.fenceRefusal(); e != "" {
+			return e
 		}
 		return errNoReplicas
 	}

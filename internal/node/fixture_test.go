@@ -144,6 +144,15 @@ func ctx(t testing.TB) context.Context {
 	return c
 }
 
+// ctxFor is ctx with the deadline d, for tests whose whole run (big
+// values, several nodes, redis-cli) shares one context: d only bounds a
+// hang, so it is generous enough for a loaded 2-core machine.
+func ctxFor(t testing.TB, d time.Duration) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return c
+}
+
 // keyEvents subscribes to db 0's keyevent notifications (the server must
 // run with notify-keyspace-events set) and returns next, which reads the
 // next n notifications as "event key", failing the test when they do not

@@ -159,19 +159,31 @@ func TestMigrateBigKeyServesOtherKeys(t *testing.T) {
 	// loaded machine.
 	rc := redis.NewClient(&redis.Options{Addr: ts.addr, DisableIdentity: true, ReadTimeout: -1, WriteTimeout: -1})
 	defer rc.Close()
-	c := ctx(t)
+	// One context for the whole run: generating, storing and sending
+	// 50 MB took more than ctx's 10 s on a loaded machine, and at load 50
+	// on 2 cores a passing run took 80 s of wall time for 1.4 s of CPU.
+	// The deadline only bounds a hang; what the test proves is the order
+	// of events (the GET is answered while the target still holds its
+	// reply).
+	c := ctxFor(t, 4*time.Minute)
 	big := make([]byte, 50<<20)
 	if _, err := rand.Read(big); err != nil {
 		t.Fatal(err)
 	}
 	other := sameShardKey("big")
-	rc.Set(c, "big", big, 0)
-	rc.Set(c, other, "v", 0)
+	if err := rc.Set(c, "big", big, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Set(c, other, "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
 	big = nil
 	f := startFakeTarget(t)
 	port := f.ln.Addr().(*net.TCPAddr).Port
 	migrated := make(chan error, 1)
-	go func() { migrated <- rc.Do(c, "MIGRATE", "127.0.0.1", port, "big", 0, 10000).Err() }()
+	// MIGRATE's timeout bounds each I/O with the target, which holds its
+	// reply for the rest of the test.
+	go func() { migrated <- rc.Do(c, "MIGRATE", "127.0.0.1", port, "big", 0, 240000).Err() }()
 	select {
 	case n := <-f.got:
 		if n != 2 { // SELECT, RESTORE
@@ -179,7 +191,7 @@ func TestMigrateBigKeyServesOtherKeys(t *testing.T) {
 		}
 	case err := <-migrated:
 		t.Fatalf("MIGRATE returned before the target answered: %v", err)
-	case <-time.After(20 * time.Second):
+	case <-c.Done():
 		t.Fatal("target got no request")
 	}
 	other2 := ts.client(t)
@@ -191,7 +203,7 @@ func TestMigrateBigKeyServesOtherKeys(t *testing.T) {
 	moving := ts.raw(t)
 	moving.send("GET big\r\n")
 	// The GET of the moving key waits on its guard.
-	testutil.WaitFor(t, 5*time.Second, "the GET to run into the guard", func() bool {
+	testutil.WaitFor(t, time.Minute, "the GET to run into the guard", func() bool {
 		return ts.srv.keyGuards.Count() == 1 && ts.srv.keyGuards.Waiting() > 0
 	})
 	close(f.release)

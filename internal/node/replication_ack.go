@@ -204,10 +204,11 @@ func (c *Client) noteHello(channel, payload []byte) {
 	}
 }
 
-// errFenced refuses writes while the Sentinel fence is up.
-const errFenced = repl.ErrFenced
-
-// sentinelFenced reports whether the Sentinel fence is up (repl/fence.go).
-func (s *Server) sentinelFenced() bool {
-	return s.repl != nil && s.repl.Fenced(time.Now())
+// fenceRefusal returns the error refusing writes while the Sentinel fence
+// or the cluster fence is up (repl/fence.go), or "".
+func (s *Server) fenceRefusal() string {
+	if s.repl == nil {
+		return ""
+	}
+	return s.repl.FenceError(time.Now())
 }

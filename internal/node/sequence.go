@@ -50,21 +50,24 @@ func setSequenced(t *commandTable) {
 // sequence runs before a command takes its locks (Client.call): it turns
 // the sequencer on at the first blocking or subscription command, and
 // waits, for a sequenced command, until the input other connections
-// received before it has run.
-func (c *Client) sequence(cmd *command) {
+// received before it has run. A call of a blocking command that cannot
+// block (XREAD without BLOCK: command.mayBlock) is neither: it runs as a
+// plain read or write.
+func (c *Client) sequence(cmd *command, args [][]byte) {
 	s := c.srv
 	if c.raw == nil || c.hasFlag(clientMaster) {
 		// Not a TCP client (an AOF load's client, a unix socket): no
 		// receive times. The master's stream is in the master's order.
 		return
 	}
+	plain := cmd.flags&flagBlocking != 0 && !cmd.blocks(args)
 	if !s.seq.On() {
-		if cmd.flags&flagBlocking == 0 && (cmd.flags&flagPubSub == 0 || cmd.flags&flagMayReplicate != 0) {
+		if (cmd.flags&flagBlocking == 0 || plain) && (cmd.flags&flagPubSub == 0 || cmd.flags&flagMayReplicate != 0) {
 			return // neither blocking nor a subscription: stays off
 		}
 		s.enableSequencer()
 	}
-	if cmd.flags&flagSequenced == 0 && (cmd.flags&flagWrite == 0 || (s.watches.n.Load() == 0 && !s.blocking.streamReads.Load())) {
+	if (cmd.flags&flagSequenced == 0 || plain) && (cmd.flags&flagWrite == 0 || (s.watches.n.Load() == 0 && !s.blocking.streamReads.Load())) {
 		return
 	}
 	s.seq.Wait(c.raw, c.arrivalNs(), c.done)

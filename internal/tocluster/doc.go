@@ -59,9 +59,14 @@
 // key (NoticeKey: the migration id and the cluster's addresses) is written
 // on every source master, before anything is paused; (2) CLIENT PAUSE
 // <CutoverTimeout> WRITE on every source master, so a killed tool leaves
-// the sources serving after at most CutoverTimeout; (3) each shard is
-// brought level: its applied offset reaches the master_repl_offset read
-// after the pause and the cluster has answered every command sent; (4)
+// the sources serving after at most CutoverTimeout; its reply means that
+// every write already past the pause has run and is in the master's
+// stream (Redis runs one command at a time; shardnode, whose writes run
+// in parallel, waits for its writes in flight before it replies), so the
+// master_repl_offset read next ends every write the source acknowledged
+// or will run before the fence; (3) each shard is brought level: its
+// applied offset reaches the master_repl_offset read after the pause and
+// the cluster has answered every command sent; (4)
 // the fence: min-replicas-to-write 2147483647 (and CONFIG REWRITE) on
 // every node of every shard, replicas included, so every write is refused
 // with NOREPLICAS, also those queued by the pause (Redis and shardnode

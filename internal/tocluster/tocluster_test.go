@@ -320,9 +320,18 @@ func TestMigrateRedisServer(t *testing.T) {
 		return strings.Contains(info, "min_slaves_good_slaves:2")
 	})
 	must(src[0].ConfigSet(ctx, "min-replicas-to-write", "0").Err())
-	if n, err := src[0].Do(ctx, "WAIT", 2, 200).Int(); err != nil || n != 1 {
+	// On one connection: a write, then WAIT 1 until the real replica has
+	// it (a loaded machine may take longer than WAIT 2's 200 ms), then
+	// WAIT 2, which only the tool's ACK of offset 0 could complete.
+	wc := src[0].Conn()
+	must(wc.Set(ctx, "{s}wait", "1", 0).Err())
+	if n, err := wc.Do(ctx, "WAIT", 1, 30000).Int(); err != nil || n != 1 {
+		t.Errorf("WAIT 1 = %d, %v; want 1 (the real replica)", n, err)
+	}
+	if n, err := wc.Do(ctx, "WAIT", 2, 200).Int(); err != nil || n != 1 {
 		t.Errorf("WAIT 2 = %d, %v; want 1 (the real replica only)", n, err)
 	}
+	wc.Close()
 
 	msg, err := FinishCutover(ctx, Options{Sentinels: []string{f.sentinel.Addr}, Masters: f.names, To: f.cluster[0]}, 30*time.Second)
 	if err != nil {

@@ -1,7 +1,7 @@
 // Command faults is the fault harness's driver (see internal/faults and
 // run.sh). Subcommands:
 //
-//	faults run -topology sentinel,cluster -fault kill9,... -setting redis,shardnode -runs 1 -out results.jsonl
+//	faults run -topology sentinel,cluster -fault kill9,... -setting redis,shardnode -runs 1 -out results.jsonl [-cluster-replicas N]
 //	faults table results.jsonl ...     print the Markdown table of results
 //	faults cleanup                     remove namespaces a crashed run left
 //	faults check RUNDIR                re-check a run's register history (writes RUNDIR/register.html if illegal)
@@ -71,6 +71,7 @@ func runCmd(args []string) error {
 	shardnode := fs.String("shardnode", "", "shardnode binary (required)")
 	dir := fs.String("dir", "/tmp/shardis-faults", "directory for the runs' logs and histories")
 	out := fs.String("out", "", "file the results are appended to as JSON lines (required)")
+	clusterReplicas := fs.Int("cluster-replicas", 0, "replicas per cluster master, overriding the setting's (0: the setting's; crash-in-failover adds one)")
 	_ = fs.Parse(args)
 	if *shardnode == "" || *out == "" {
 		return fmt.Errorf("-shardnode and -out are required")
@@ -101,6 +102,9 @@ func runCmd(args []string) error {
 					s, ok := faults.Settings[sname]
 					if !ok {
 						return fmt.Errorf("unknown setting %q", sname)
+					}
+					if *clusterReplicas > 0 {
+						s.ClusterReplicas = *clusterReplicas
 					}
 					sc := faults.Scenario{Topology: topo, Fault: fault, Setting: s}
 					log.Info("run", "topology", topo, "fault", fault, "setting", sname, "run", r)

@@ -27,8 +27,11 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// testOptions bounds each wait for the cluster to converge by two
+// minutes: a hang bound, not a timing goal (8 nodes in one loaded test
+// process took more than 30 s to join).
 func testOptions(t *testing.T) *Options {
-	return &Options{Timeout: 10 * time.Second, WaitTimeout: 30 * time.Second, Progress: func(p Progress) {
+	return &Options{Timeout: 10 * time.Second, WaitTimeout: 2 * time.Minute, Progress: func(p Progress) {
 		if p.Done == p.Total {
 			t.Logf("progress: %s %d/%d %s", p.Op, p.Done, p.Total, p.Detail)
 		}
@@ -39,7 +42,7 @@ func testOptions(t *testing.T) *Options {
 // polling while the configuration spreads by gossip.
 func redisCliCheck(t *testing.T, addr string) {
 	t.Helper()
-	out := clustertest.WaitCheck(t, addr, 30*time.Second)
+	out := clustertest.WaitCheck(t, addr, 2*time.Minute)
 	if !strings.Contains(out, "[OK] All nodes agree about slots configuration.") {
 		t.Fatalf("redis-cli check:\n%s", out)
 	}
@@ -156,7 +159,12 @@ func testLifecycle(t *testing.T, kind string) {
 		}
 		progress(p)
 	}
-	nodes := clustertest.StartKind(t, kind, 8)
+	// Nothing here waits for failure detection (the failover is a manual
+	// one), so the nodes run with Redis's default node timeout: with
+	// clustertest's 1 s, a loaded machine stalling the test process for
+	// a second made the nodes mark each other failed, fail over and
+	// answer CLUSTERDOWN.
+	nodes := clustertest.StartKind(t, kind, 8, "--cluster-node-timeout", "15000")
 	createCluster(t, nodes[:6], 1)
 	info := mustInfo(t, nodes[0].Addr)
 	if len(info.Masters) != 3 {

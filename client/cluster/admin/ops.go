@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -505,8 +506,17 @@ func Failover(ctx context.Context, addr string, mode FailoverMode, opt *Options)
 	// paused offset or the votes came too late) is abandoned by the
 	// node, which stays a replica; the request is then made again, until
 	// WaitTimeout.
+	// After a failed election the replica may try again only once the
+	// election's retry time (a multiple of cluster-node-timeout) passed,
+	// so the wait covers five node timeouts when that is longer.
+	wait := opt.WaitTimeout
+	if v, err := cl.do(ctx, n, "config", "get", "cluster-node-timeout").StringSlice(); err == nil && len(v) == 2 {
+		if ms, err := strconv.ParseInt(v[1], 10, 64); err == nil && ms > 0 {
+			wait = max(wait, 5*time.Duration(ms)*time.Millisecond)
+		}
+	}
 	asked := time.Now()
-	err = poll(ctx, opt.WaitTimeout, addr+" to become master", func() (bool, error) {
+	err = poll(ctx, wait, addr+" to become master", func() (bool, error) {
 		role, err := cl.do(ctx, n, "role").Slice()
 		if err != nil {
 			return false, nil

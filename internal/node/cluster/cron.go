@@ -80,6 +80,7 @@ func (m *Machine) Tick(now time.Time) {
 		}
 	}
 
+	m.pingForFence()
 	m.manualFailoverCheckTimeout()
 	if m.myself.isSlave() {
 		m.handleManualFailover()

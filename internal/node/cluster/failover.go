@@ -140,9 +140,13 @@ func ackReadsNeeded(eligible, need int) int {
 // and R replicas of my master that may fail over (myself included), I may
 // ask for votes only when I know the offsets of at least R−n+1 of them
 // read after my master was flagged FAIL (mine, and those of the siblings
-// whose bus header reached me since) and none of those is greater than
-// mine. Offsets travel in every bus header; a replica scheduling its
-// election tells its siblings its offset (failoverScheduleElection).
+// that answered with a PONG a PING I sent since) and none of those is
+// greater than mine. Offsets travel in every bus header, but only a PONG
+// answering a PING sent after FAIL was learnt is known to have been sent
+// after that, whatever the delays: the bound of the cluster fence
+// (fence.go) needs the offsets taken after the FAIL decision. A replica
+// scheduling its election tells its siblings its offset and PINGs them
+// (failoverScheduleElection).
 func (m *Machine) ackRuleMet() bool {
 	n := m.cfg.MinReplicasAck
 	master := m.myself.slaveOf
@@ -156,7 +160,7 @@ func (m *Machine) ackRuleMet() bool {
 			continue
 		}
 		eligible++
-		if s.replOffsetTime.After(master.failTime) {
+		if !master.failTime.IsZero() && !s.answeredPing.Before(master.failTime) {
 			if s.replOffset > my {
 				return false // a sibling holds more: it is the one to elect
 			}
@@ -261,6 +265,29 @@ func (m *Machine) failoverScheduleElection() {
 	m.event(EventElectionDelayed, m.myself.name, fmt.Sprintf("%d rank %d offset %d",
 		m.fo.time.Sub(m.now).Milliseconds(), m.fo.rank, m.local.ReplOffset()))
 	m.broadcastPong(true)
+	if m.cfg.MinReplicasAck > 0 {
+		m.pingSiblings()
+	}
+}
+
+// pingSiblings PINGs my master's other replicas, whose PONGs bring the
+// offsets the election rule may count (ackRuleMet). A PING already in
+// flight keeps its pingSent, as for failure detection nothing changed.
+func (m *Machine) pingSiblings() {
+	master := m.myself.slaveOf
+	if master == nil {
+		return
+	}
+	for _, s := range master.slaves {
+		if s == m.myself || s.link == nil || !s.link.up {
+			continue
+		}
+		old := s.pingSent
+		m.sendPing(s.link, TypePing)
+		if !old.IsZero() {
+			s.pingSent = old
+		}
+	}
 }
 
 // failoverWaitDelay re-ranks myself with the offsets learnt since the

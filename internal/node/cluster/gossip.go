@@ -127,6 +127,9 @@ func (m *Machine) sendPing(l *link, typ MsgType) {
 	if !l.inbound && typ == TypePing {
 		l.node.pingSent = m.now
 	}
+	if !l.inbound && (typ == TypePing || typ == TypeMeet) {
+		l.pings.push(m.now)
+	}
 	msg := m.buildHeader(typ)
 	cand := func(i int) gossipCandidate {
 		n := m.order[i]

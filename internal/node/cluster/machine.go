@@ -142,8 +142,9 @@ type link struct {
 	inbound bool
 	up      bool // outbound: connected (LinkUp seen); inbound: always
 	ctime   time.Time
-	peerIP  string // remote address, for nodes that announce no ip
-	localIP string // our address on this connection, to learn our ip
+	peerIP  string    // remote address, for nodes that announce no ip
+	localIP string    // our address on this connection, to learn our ip
+	pings   pingQueue // outbound: send times of the unanswered PINGs (fence.go)
 }
 
 // Send asks the runner to write Msg on Link. Msgs may be shared by several
@@ -347,6 +348,12 @@ type Machine struct {
 	lastRole      RoleChange // replication target, reported when roleDirty
 	roleDirty     bool
 	deleteKeys    []int // dirty slots since the last Ready
+
+	// The cluster fence (fence.go): up from fenceUntil while fenceOn;
+	// fenceHeard is updateFence's scratch.
+	fenceOn    bool
+	fenceUntil time.Time
+	fenceHeard []time.Time
 }
 
 // New builds a machine for a fresh node (no nodes.conf): a master knowing
@@ -500,7 +507,10 @@ func (m *Machine) shardSlots() SlotBitmap {
 // does in clusterBeforeSleep (update state, save config).
 func (m *Machine) begin(now time.Time) { m.now = now }
 
-func (m *Machine) end() { m.flushTodo() }
+func (m *Machine) end() {
+	m.flushTodo()
+	m.updateFence()
+}
 
 func (m *Machine) flushTodo() {
 	// As clusterBeforeSleep: the manual failover check, or else the

@@ -29,7 +29,7 @@ type node struct {
 	dataReceived     time.Time // last packet of any type received
 	failTime         time.Time // when FAIL was set
 	votedTime        time.Time // last vote granted to a replica of this master (issue 22)
-	replOffsetTime   time.Time // when replOffset was received
+	answeredPing     time.Time // send time of the latest PING of mine it answered (fence.go)
 	orphanedTime     time.Time // since when a master has no working replica (issue 22)
 	replOffset       uint64    // replication offset from the header
 

@@ -55,7 +55,6 @@ func (m *Machine) HandlePacket(now time.Time, id LinkID, msg *Msg) {
 			m.todo |= todoSaveConfig | todoFsyncConfig
 		}
 		sender.replOffset = msg.Offset
-		sender.replOffsetTime = now
 		m.captureMasterOffset(msg, sender)
 	}
 	switch msg.Type {
@@ -83,6 +82,11 @@ func (m *Machine) handlePing(l *link, msg *Msg, sender *node) {
 	now := m.now
 	typ := msg.Type
 	flags := msg.Flags
+	// A PONG on my outbound link answers my oldest unanswered PING there.
+	asked, answered := time.Time{}, false
+	if !l.inbound && typ == TypePong {
+		asked, answered = l.pings.pop()
+	}
 	if typ == TypePing || typ == TypeMeet {
 		// Learn our own address from the connection a MEET came in on
 		// (or any PING while we have none), unless it is announced.
@@ -158,6 +162,9 @@ func (m *Machine) handlePing(l *link, msg *Msg, sender *node) {
 		ln := l.node
 		ln.pongReceived = now
 		ln.pingSent = time.Time{}
+		if answered {
+			creditPong(ln, asked)
+		}
 		if ln.timedOut() {
 			ln.flags &^= FlagPFail
 			m.todo |= todoSaveConfig | todoUpdateState

@@ -17,6 +17,7 @@ package clusternode
 
 import (
 	"log/slog"
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -93,7 +94,15 @@ type Mode struct {
 	mig     *slotmig.Engine
 	stop    chan struct{}
 	stopped chan struct{}
+	// fence is the machine's cluster fence as of the last batch
+	// (cluster/fence.go): the time it comes up, in nanoseconds since
+	// fenceBase (monotonic), or fenceOff.
+	fence     atomic.Int64
+	fenceBase time.Time
 }
+
+// fenceOff is Mode.fence while the machine keeps no fence.
+const fenceOff = math.MaxInt64
 
 // Init makes the zero cm a Mode with an empty routing (no slot served)
 // and starts its applier, which waits for DatasetLoaded; Start starts the
@@ -105,6 +114,8 @@ func (cm *Mode) Init(h Host, mh MigHost, log *slog.Logger) {
 	cm.apply, cm.loaded = make(chan func(), 1024), make(chan struct{})
 	cm.stop, cm.stopped = make(chan struct{}), make(chan struct{})
 	cm.mig = slotmig.New(migHost{MigHost: mh, m: cm}, log)
+	cm.fenceBase = time.Now()
+	cm.fence.Store(fenceOff)
 	cm.route.Store(&cluster.Routing{Me: 0, MyMaster: -1}) // every slot unserved
 	go cm.applier()
 }
@@ -215,8 +226,28 @@ func (cm *Mode) LinksMemory() int {
 	return total
 }
 
+// Fenced reports whether the cluster fence is up at now, as the machine
+// left it after its last batch. Time alone only brings the fence up; an
+// input moves it earlier only by counting one more master (a replica
+// promoted, a node learnt), which takes effect here once the batch's
+// Ready is carried out (its sends and config save). Lock-free: the write
+// path asks it.
+func (cm *Mode) Fenced(now time.Time) bool {
+	return now.Sub(cm.fenceBase) > time.Duration(cm.fence.Load())
+}
+
+// publishFence stores the machine's fence for Fenced.
+func (cm *Mode) publishFence(m *cluster.Machine) {
+	v := int64(fenceOff)
+	if until, on := m.Fence(); on {
+		v = int64(until.Sub(cm.fenceBase))
+	}
+	cm.fence.Store(v)
+}
+
 // onReady runs under the runner's machine lock after every batch.
 func (cm *Mode) onReady(m *cluster.Machine, rd *cluster.Ready) {
+	cm.publishFence(m)
 	h := cm.h
 	// The slot map is published before the role change and the unpause
 	// below are applied: a master the batch demotes answers the writes it

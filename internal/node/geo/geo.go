@@ -312,8 +312,8 @@ func (s *Shape) boundingBox() {
 
 // Cells returns the cells a search of s visits, in Redis's order (the
 // centre's cell first), with the useless neighbours removed and
-// consecutive duplicates dropped.
-func (s *Shape) Cells() []Hash {
+// consecutive duplicates dropped; they are stored in dst (no allocation).
+func (s *Shape) Cells(dst *[9]Hash) []Hash {
 	s.boundingBox()
 	minLon, minLat, maxLon, maxLat := s.bounds[0], s.bounds[1], s.bounds[2], s.bounds[3]
 	radius := s.Radius
@@ -350,7 +350,7 @@ func (s *Shape) Cells() []Hash {
 		}
 	}
 	all := []Hash{h, nb.N, nb.S, nb.E, nb.W, nb.NE, nb.NW, nb.SE, nb.SW}
-	out := make([]Hash, 0, 9)
+	out := dst[:0]
 	last := -1
 	for i, c := range all {
 		if c.IsZero() {

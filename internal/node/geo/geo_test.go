@@ -63,7 +63,8 @@ func TestFormatDistance(t *testing.T) {
 
 func TestCellsOrderAndNeighbours(t *testing.T) {
 	s := Shape{Long: 15, Lat: 37, Radius: 200, Conversion: 1000}
-	cells := s.Cells()
+	var buf [9]Hash
+	cells := s.Cells(&buf)
 	if len(cells) == 0 || len(cells) > 9 {
 		t.Fatalf("%d cells", len(cells))
 	}

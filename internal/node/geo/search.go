@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/shardis/shardis/internal/node/value"
 )
@@ -347,13 +348,15 @@ type Point struct {
 
 // Run searches z: the members inside the shape, cell by cell in Redis's
 // order and by score within a cell (ANY stops at COUNT), sorted and cut to
-// COUNT as the arguments ask.
-func (a *SearchArgs) Run(z *value.ZSet) []Point {
+// COUNT as the arguments ask. The points are appended to dst[:0], so a
+// caller that hands back the last result's buffer (GetPoints, PutPoints)
+// allocates nothing once it is large enough.
+func (a *SearchArgs) Run(z *value.ZSet, dst []Point) []Point {
 	limit := int64(0)
 	if a.Any {
 		limit = a.Count
 	}
-	points := collect(z, &a.Shape, limit)
+	points := collect(z, &a.Shape, limit, dst[:0])
 	switch a.Sort {
 	case SortAsc:
 		slices.SortStableFunc(points, func(p, q Point) int { return cmpFloat(p.Dist, q.Dist) })
@@ -393,21 +396,21 @@ func cmpFloat(a, b float64) int {
 	return 0
 }
 
-// collect gathers the members of z inside shape; limit > 0 stops once
-// that many are found. Distances are in meters.
-func collect(z *value.ZSet, shape *Shape, limit int64) []Point {
-	var out []Point
-	for _, cell := range shape.Cells() {
+// collect appends to out the members of z inside shape; limit > 0 stops
+// once that many are found. Distances are in meters. Each cell is one
+// descent of the set (to its first score) and a walk up to its last.
+func collect(z *value.ZSet, shape *Shape, limit int64, out []Point) []Point {
+	var cells [9]Hash
+	for _, cell := range shape.Cells(&cells) {
 		if limit > 0 && int64(len(out)) >= limit {
 			break
 		}
 		min, max := ScoreRange(cell)
 		lo := z.CountWhile(func(s float64, _ string) bool { return s < min })
-		hi := z.CountWhile(func(s float64, _ string) bool { return s < max })
-		if lo >= hi {
-			continue
-		}
-		z.RangeByRank(lo, hi-1, false, func(m string, s float64) bool {
+		z.RangeByRank(lo, z.Len()-1, false, func(m string, s float64) bool {
+			if s >= max {
+				return false // past the cell
+			}
 			if x, y, d, in := shape.Within(s); in {
 				out = append(out, Point{Long: x, Lat: y, Dist: d, Score: s, Member: m})
 			}
@@ -415,4 +418,31 @@ func collect(z *value.ZSet, shape *Shape, limit int64) []Point {
 		})
 	}
 	return out
+}
+
+// pointBufs holds the buffers of finished searches (GetPoints).
+var pointBufs sync.Pool
+
+// maxPooledPoints bounds the buffers kept: a search that found more
+// leaves its buffer to the collector.
+const maxPooledPoints = 4096
+
+// GetPoints returns an empty buffer for Run, with the capacity of an
+// earlier search's when one was handed back.
+func GetPoints() *[]Point {
+	if b, ok := pointBufs.Get().(*[]Point); ok {
+		return b
+	}
+	return new([]Point)
+}
+
+// PutPoints hands back a buffer from GetPoints holding Run's result
+// points, once they are no longer used; it drops the members' references.
+func PutPoints(b *[]Point, points []Point) {
+	if cap(points) > maxPooledPoints {
+		return
+	}
+	clear(points)
+	*b = points[:0]
+	pointBufs.Put(b)
 }

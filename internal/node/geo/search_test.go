@@ -82,17 +82,17 @@ func TestSearchRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := a.Run(z)
+	p := a.Run(z, nil)
 	if len(p) != 2 || p[0].Member != "Catania" || p[1].Member != "Palermo" || FormatDistance(p[0].Dist) != "56.4413" {
 		t.Fatalf("BYRADIUS: %+v", p)
 	}
 	a, _ = ParseSearch(args("GEOSEARCH k FROMLONLAT 15 37 BYBOX 400 400 km DESC COUNT 3"), Search, z, pf)
-	p = a.Run(z)
+	p = a.Run(z, nil)
 	if len(p) != 3 || p[0].Member != "edge1" || p[2].Member != "Palermo" {
 		t.Fatalf("BYBOX DESC COUNT 3: %+v", p)
 	}
 	a, _ = ParseSearch(args("GEOSEARCH k FROMMEMBER Palermo BYRADIUS 1000 km COUNT 1 ANY"), Search, z, pf)
-	if p = a.Run(z); len(p) != 1 {
+	if p = a.Run(z, nil); len(p) != 1 {
 		t.Fatalf("ANY COUNT 1: %+v", p)
 	}
 	zargs, err := AddArgs(args("GEOADD k NX CH 13.361389 38.115556 Palermo"), pf)
@@ -119,7 +119,7 @@ func FuzzParseSearch(f *testing.F) {
 		}
 		for _, v := range []Variant{Search, Search | SearchStore, RadiusCoords, RadiusMember | NoStore} {
 			if sa, err := ParseSearch(a, v, z, pf); err == nil && sa.Shape.Conversion > 0 {
-				sa.Run(z)
+				sa.Run(z, nil)
 			}
 		}
 	})
@@ -160,7 +160,10 @@ func BenchmarkSearch(b *testing.B) {
 	c0 := cpuTime()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		found = len(a.Run(z))
+		buf := GetPoints()
+		p := a.Run(z, *buf)
+		found = len(p)
+		PutPoints(buf, p)
 	}
 	b.ReportMetric(float64(found), "found")
 	b.ReportMetric(float64(cpuTime()-c0)/float64(b.N), "cpu-ns/op")

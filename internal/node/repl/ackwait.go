@@ -164,20 +164,28 @@ wait:
 	return ReplaceUnacked(out, segs, acked, counts, need)
 }
 
-// unackedIfFenced returns out unchanged, unless the Sentinel fence is up
-// (fence.go): then every write of segs gets the UNACKED reply, however
-// many replicas acknowledged it, since a failover may already be reading
-// the replicas' offsets.
+// unackedIfFenced returns out unchanged, unless a fence is up (fence.go):
+// then every write of segs gets the UNACKED reply, however many replicas
+// acknowledged it, since a failover may already be reading the replicas'
+// offsets.
 func (m *Master) unackedIfFenced(out []byte, segs []AckSeg) ([]byte, int) {
-	if !m.fenceKnown.Load() || !m.Fenced(time.Now()) {
+	reply := UnackedFencedReply
+	switch m.FenceKind(time.Now()) {
+	case FenceNone:
 		return out, 0
+	case FenceCluster:
+		reply = UnackedClusterFencedReply
 	}
-	return replaceReplies(out, segs, -1, func(int) string { return UnackedFencedReply })
+	return replaceReplies(out, segs, -1, func(int) string { return reply })
 }
 
 // UnackedFencedReply is the UNACKED error of a write whose
 // acknowledgement was decided while the Sentinel fence was up.
 const UnackedFencedReply = "UNACKED write applied on the master, which lost contact with the majority of the Sentinels before it was acknowledged; its outcome is unknown"
+
+// UnackedClusterFencedReply is the UNACKED error of a write whose
+// acknowledgement was decided while the cluster fence was up.
+const UnackedClusterFencedReply = "UNACKED write applied on the master, which lost contact with the majority of the cluster's masters before it was acknowledged; its outcome is unknown"
 
 // ackWait registers writer id, whose last write ends at stream offset
 // target, to be woken on ch once need replicas acknowledged it. It reports

@@ -44,6 +44,12 @@ package repl
 // Assumed: clocks run at the same rate; every Sentinel has the same D; the
 // master has seen every Sentinel's hello since it became a master (INFO
 // min_replicas_ack_sentinels shows how many it knows).
+//
+// In cluster mode the cluster fence (internal/node/cluster/fence.go, the
+// masters' PONGs instead of the Sentinels' PINGs) is kept by the cluster
+// machine, which the node plugs in with SetClusterFence: the write gate
+// and the acknowledgement ask one predicate (Fenced) for both, and the
+// error names the fence that is up (FenceError).
 
 import (
 	"bytes"
@@ -62,11 +68,28 @@ const SentinelHelloChannel = "__sentinel__:hello"
 // ErrFenced is the error a fenced master refuses writes with.
 const ErrFenced = "NOQUORUM Lost contact with the majority of the Sentinels; writes are refused until they are reached again (min-replicas-ack)"
 
-// Fence is the Sentinel fence's state (not safe for concurrent use: the
-// Master's lock guards it).
+// ErrClusterFenced is the error a master fenced by the cluster fence
+// refuses writes with.
+const ErrClusterFenced = "NOQUORUM Lost contact with the majority of the cluster's masters; writes are refused until they are reached again (min-replicas-ack)"
+
+// FenceKind names the fence that is up.
+type FenceKind int
+
+// The fences.
+const (
+	FenceNone      FenceKind = iota // not fenced
+	FenceSentinels                  // the Sentinel fence
+	FenceCluster                    // the cluster fence
+)
+
+// Fence is the Sentinel fence's state, and the cluster fence's predicate
+// (not safe for concurrent use: the Master's lock guards it).
 type Fence struct {
 	// last is, by Sentinel run id, the last PING received from it.
 	last map[string]time.Time
+	// cluster reports whether the cluster fence is up (nil: not in
+	// cluster mode).
+	cluster func(now time.Time) bool
 }
 
 // HelloRunID returns the run id of a Sentinel hello
@@ -102,16 +125,31 @@ func (f *Fence) Ping(runID string, now time.Time) {
 }
 
 // Reset forgets every Sentinel (the node became a replica, or was
-// promoted: the Sentinels watching it are learned again).
+// promoted: the Sentinels watching it are learned again). The cluster
+// fence is the cluster machine's and stays.
 func (f *Fence) Reset() { f.last = nil }
 
 // Sentinels returns how many Sentinels the fence knows.
 func (f *Fence) Sentinels() int { return len(f.last) }
 
-// Fenced reports whether fewer than a majority of the known Sentinels
-// pinged within SentinelLease of now. A master no Sentinel watches is
-// never fenced.
-func (f *Fence) Fenced(now time.Time) bool {
+// Fenced reports whether a fence is up at now (Kind).
+func (f *Fence) Fenced(now time.Time) bool { return f.Kind(now) != FenceNone }
+
+// Kind returns the fence that is up at now: the Sentinel fence while
+// fewer than a majority of the known Sentinels pinged within
+// SentinelLease (a master no Sentinel watches has none), else the cluster
+// fence when its predicate says so.
+func (f *Fence) Kind(now time.Time) FenceKind {
+	if f.sentinelsFenced(now) {
+		return FenceSentinels
+	}
+	if f.cluster != nil && f.cluster(now) {
+		return FenceCluster
+	}
+	return FenceNone
+}
+
+func (f *Fence) sentinelsFenced(now time.Time) bool {
 	if len(f.last) == 0 {
 		return false
 	}
@@ -143,18 +181,48 @@ func (m *Master) SentinelPing(runID string, now time.Time) {
 	m.mu.Unlock()
 }
 
-// Fenced reports whether the Sentinel fence is up at now: a master with
+// SetClusterFence plugs in the cluster fence's predicate (cluster mode:
+// the cluster machine's Fenced, internal/node/cluster/fence.go); it must
+// be safe to call under the Master's lock.
+func (m *Master) SetClusterFence(fenced func(now time.Time) bool) {
+	m.mu.Lock()
+	m.fence.cluster = fenced
+	m.mu.Unlock()
+	m.clusterFence.Store(fenced != nil)
+}
+
+// Fenced reports whether a fence is up at now: a master with
 // min-replicas-ack on that fewer than a majority of its Sentinels pinged
-// within SentinelLease.
-func (m *Master) Fenced(now time.Time) bool {
-	if !m.fenceKnown.Load() {
-		return false
+// within SentinelLease, or that the cluster fence holds back.
+func (m *Master) Fenced(now time.Time) bool { return m.FenceKind(now) != FenceNone }
+
+// FenceKind returns the fence up at now (Fenced).
+func (m *Master) FenceKind(now time.Time) FenceKind {
+	if !m.fenceKnown.Load() && !m.clusterFence.Load() {
+		return FenceNone
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.fencedLocked(now)
+	return m.fenceKindLocked(now)
 }
 
-func (m *Master) fencedLocked(now time.Time) bool {
-	return !m.linked && m.ack.Need() > 0 && m.fence.Fenced(now)
+// FenceError returns the error refusing writes while a fence is up at
+// now, or "".
+func (m *Master) FenceError(now time.Time) string {
+	switch m.FenceKind(now) {
+	case FenceSentinels:
+		return ErrFenced
+	case FenceCluster:
+		return ErrClusterFenced
+	}
+	return ""
+}
+
+func (m *Master) fencedLocked(now time.Time) bool { return m.fenceKindLocked(now) != FenceNone }
+
+func (m *Master) fenceKindLocked(now time.Time) FenceKind {
+	if m.linked || m.ack.Need() <= 0 {
+		return FenceNone
+	}
+	return m.fence.Kind(now)
 }

@@ -108,3 +108,51 @@ func TestMasterFence(t *testing.T) {
 		t.Fatal("a change of role kept the Sentinels")
 	}
 }
+
+// TestMasterClusterFence: the cluster fence's predicate refuses writes
+// with its own NOQUORUM, replaces an acknowledged write's reply by its
+// UNACKED, is asked only on a master with min-replicas-ack on, and stays
+// across a change of role (it is the cluster machine's).
+func TestMasterClusterFence(t *testing.T) {
+	m, _ := newTestMaster(t, 1, false)
+	c := newFakeConn(1)
+	var hello Hello
+	hello.Addr = "a:1"
+	if e := m.Sync(c, hello, "?", -1, true, 1); e != "" {
+		t.Fatal(e)
+	}
+	now := time.Now()
+	up := false
+	m.SetClusterFence(func(time.Time) bool { return up })
+	if m.RefuseWrites(now, 0, 1, 0) || m.Fenced(now) || m.FenceError(now) != "" {
+		t.Fatal("cluster fence down: writes refused or fenced")
+	}
+	up = true
+	if !m.RefuseWrites(now, 0, 1, 0) || m.FenceError(now) != ErrClusterFenced {
+		t.Fatalf("cluster fence up: refused %v, error %q", m.RefuseWrites(now, 0, 1, 0), m.FenceError(now))
+	}
+	out := []byte("+OK\r\n:1\r\n")
+	segs := []AckSeg{{Start: 0, End: 5, Off: 10}}
+	got, n := m.unackedIfFenced(out, segs)
+	if want := "-" + UnackedClusterFencedReply + "\r\n:1\r\n"; n != 1 || string(got) != want {
+		t.Fatalf("fenced: %q (%d replaced), want the write's reply UNACKED", got, n)
+	}
+	m.mu.Lock()
+	m.SetLinkedLocked(true)
+	m.mu.Unlock()
+	if m.Fenced(now) {
+		t.Fatal("a replica is fenced")
+	}
+	m.mu.Lock()
+	m.SetLinkedLocked(false)
+	m.mu.Unlock()
+	if !m.Fenced(now) {
+		t.Fatal("a change of role dropped the cluster fence")
+	}
+	m.mu.Lock()
+	m.SyncAckNeedLocked(0)
+	m.mu.Unlock()
+	if m.Fenced(now) {
+		t.Fatal("fenced with min-replicas-ack 0")
+	}
+}

@@ -209,6 +209,9 @@ type Master struct {
 	// without the lock.
 	fence      Fence
 	fenceKnown atomic.Bool
+	// clusterFence is set once the cluster fence is plugged in
+	// (SetClusterFence).
+	clusterFence atomic.Bool
 }
 
 // NewReplID returns a new random replication id (40 hex characters).

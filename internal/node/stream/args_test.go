@@ -334,6 +334,46 @@ func TestReadKeys(t *testing.T) {
 	}
 }
 
+// TestReadMayBlock: ReadMayBlock says a call blocks exactly when
+// ParseRead finds a BLOCK option, whatever the group, consumer, count and
+// keys are called.
+func TestReadMayBlock(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		group bool
+		want  bool
+	}{
+		{"XREAD COUNT 1 BLOCK 0 STREAMS a b 0 0", false, true},
+		{"XREAD STREAMS block 0", false, false},
+		{"XREAD STREAMS a block", false, false},
+		{"XREAD COUNT 5 STREAMS block 0", false, false},
+		{"XREAD BLOCK 10 STREAMS a $", false, true},
+		{"XREADGROUP GROUP block block COUNT 10 STREAMS a >", true, false},
+		{"XREADGROUP GROUP streams c STREAMS a >", true, false},
+		{"XREADGROUP GROUP g streams BLOCK 1 STREAMS a >", true, true},
+		{"XREADGROUP GROUP g c NOACK COUNT 3 STREAMS a >", true, false},
+		{"XREADGROUP GROUP g c NOACK block 0 STREAMS a >", true, true},
+		{"XREADGROUP GROUP g c STREAMS a b > > BLOCK 0", true, false},
+	} {
+		args := split(c.in)
+		got := ReadMayBlock(args)
+		r, err := ParseRead(args, c.group, false, 1000)
+		if err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		if got != c.want || got != (r.Timeout != -1) {
+			t.Errorf("ReadMayBlock(%s) = %v, want %v (ParseRead's timeout %d)", c.in, got, c.want, r.Timeout)
+		}
+	}
+	// Calls ParseRead refuses never block; BLOCK before the error is
+	// reported as a call that may.
+	for in, want := range map[string]bool{"XREAD COUNT 1": false, "XREAD BLOCK": false, "XREAD FOO BLOCK 0 STREAMS a 0": false, "XREAD BLOCK 0 FOO STREAMS a 0": true, "XREAD COUNT block STREAMS a 0": false} {
+		if got := ReadMayBlock(split(in)); got != want {
+			t.Errorf("ReadMayBlock(%s) = %v, want %v", in, got, want)
+		}
+	}
+}
+
 func TestAckAllAndNilLen(t *testing.T) {
 	var missing *Stream
 	if missing.Len() != 0 {

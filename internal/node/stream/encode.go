@@ -34,15 +34,16 @@ func (nd *node) elements() [][]byte {
 	for i := range nd.entries {
 		e := &nd.entries[i]
 		out = append(out, itoa(e.flags), itoa(int64(e.id.Ms-nd.master.Ms)), itoa(int64(e.id.Seq-nd.master.Seq)))
-		nf := int64(len(e.fv) / 2)
+		fv := nd.fv(e)
+		nf := int64(len(fv) / 2)
 		count := nf + 3
 		if e.flags&flagSameFields == 0 {
 			out = append(out, itoa(nf))
-			out = append(out, e.fv...)
+			out = append(out, fv...)
 			count += nf + 1
 		} else {
-			for j := 1; j < len(e.fv); j += 2 {
-				out = append(out, e.fv[j])
+			for j := 1; j < len(fv); j += 2 {
+				out = append(out, fv[j])
 			}
 		}
 		out = append(out, itoa(count))
@@ -127,16 +128,16 @@ func (s *Stream) ImportNode(master ID, elems [][]byte) error {
 			if nf < 0 || nf > int64(len(elems)) || int64(len(elems)-p) < 2*nf+1 {
 				return corrupt("truncated entry fields")
 			}
-			e.fv = elems[p : p+int(2*nf) : p+int(2*nf)]
+			e.at, e.n = int32(len(nd.fvs)), int32(2*nf)
+			nd.fvs = append(nd.fvs, elems[p:p+int(2*nf)]...)
 			p += int(2 * nf)
 		} else {
 			if int64(len(elems)-p) < nf+1 {
 				return corrupt("truncated entry values")
 			}
-			e.fv = make([][]byte, 2*nf)
+			e.at, e.n = int32(len(nd.fvs)), int32(2*nf)
 			for i := int64(0); i < nf; i++ {
-				e.fv[2*i] = nd.mfields[i]
-				e.fv[2*i+1] = elems[p+int(i)]
+				nd.fvs = append(nd.fvs, nd.mfields[i], elems[p+int(i)])
 			}
 			p += int(nf)
 		}

@@ -46,6 +46,30 @@ func ReadKeys(args [][]byte) []int {
 	return nil
 }
 
+// ReadMayBlock reports whether XREAD or XREADGROUP args ask to block:
+// whether ParseRead would see a BLOCK option (it walks the options as
+// ParseRead does, and reports false where ParseRead would stop with an
+// error before one). True for every call that can block; false for a
+// read without BLOCK, which never waits.
+func ReadMayBlock(args [][]byte) bool {
+	for i := 1; i < len(args); i++ {
+		more := len(args) - i - 1
+		o := args[i]
+		switch {
+		case eqFold(o, "block") && more > 0:
+			return true
+		case eqFold(o, "count") && more > 0:
+			i++
+		case eqFold(o, "group") && more >= 2:
+			i += 2
+		case eqFold(o, "noack"):
+		default: // STREAMS ends the options; anything else is an error
+			return false
+		}
+	}
+	return false
+}
+
 // ReadArgs are the options of XREAD and XREADGROUP.
 type ReadArgs struct {
 	// Timeout is BLOCK's deadline: -1 without BLOCK, 0 for ever, else a

@@ -33,13 +33,21 @@ type Limits struct {
 // DefaultLimits are Redis's defaults.
 var DefaultLimits = Limits{NodeMaxBytes: 4096, NodeMaxEntries: 100}
 
-// entry is one entry of a node, deleted ones (tombstones) included.
+// entry is one entry of a node, deleted ones (tombstones) included. It
+// holds no pointer (its fields and values are nd.fv(e)), so the garbage
+// collector never scans a node's entries.
 type entry struct {
 	id    ID
 	flags int64
-	// fv holds field, value, field, value ...; with flagSameFields the
-	// field names alias the node's master fields.
-	fv [][]byte
+	// at and n locate the entry's field, value, field, value ... in the
+	// node's fvs; with flagSameFields the field names alias the node's
+	// master fields.
+	at, n int32
+}
+
+// fv returns e's fields and values (e is an entry of nd).
+func (nd *node) fv(e *entry) [][]byte {
+	return nd.fvs[e.at : e.at+e.n : e.at+e.n]
 }
 
 // node is a radix tree node of Redis's stream: a listpack whose master
@@ -51,10 +59,12 @@ type node struct {
 	live    int64 // valid entries (the master entry's "count")
 	deleted int64 // tombstones (its "deleted")
 	bytes   int   // the listpack's size in bytes, as Redis's lpBytes
-	// arena and fvs hold the bytes and the field/value slices of the
-	// entries appended to this node, so that XADD allocates once per
-	// chunk rather than twice per entry. Only the spare capacity past
-	// their length is ever written: a clone starts without them.
+	// fvs holds every entry's field/value slices, in entry order
+	// (entry.at, entry.n); arena holds the bytes of the entries appended
+	// to this node, so that XADD allocates once per chunk rather than
+	// twice per entry. Only the spare capacity past their length is ever
+	// written: a clone starts without an arena and with fvs clipped to
+	// its length.
 	arena []byte
 	fvs   [][]byte
 }
@@ -66,9 +76,10 @@ const (
 	arenaSlices = 200
 )
 
-// copyIn copies fv into the node's arenas and returns the copy.
-func (nd *node) copyIn(fv [][]byte, total int) [][]byte {
-	if cap(nd.fvs)-len(nd.fvs) < len(fv) {
+// copyIn copies fv into the node's arenas and returns the copy, which
+// starts at nd.fvs[at].
+func (nd *node) copyIn(fv [][]byte, total int) (copied [][]byte, at int) {
+	if nd.fvs == nil {
 		nd.fvs = make([][]byte, 0, max(len(fv), arenaSlices))
 	}
 	if cap(nd.arena)-len(nd.arena) < total {
@@ -80,7 +91,7 @@ func (nd *node) copyIn(fv [][]byte, total int) [][]byte {
 		nd.arena = append(nd.arena, b...)
 		nd.fvs = append(nd.fvs, nd.arena[at:len(nd.arena):len(nd.arena)])
 	}
-	return nd.fvs[start:len(nd.fvs):len(nd.fvs)]
+	return nd.fvs[start:len(nd.fvs):len(nd.fvs)], start
 }
 
 // Stream is a stream value: entries, metadata and consumer groups.
@@ -148,7 +159,7 @@ func (s *Stream) Clone() value.Value {
 	for i, nd := range s.nodes {
 		cp := *nd
 		cp.entries = append([]entry(nil), nd.entries...)
-		cp.arena, cp.fvs = nil, nil
+		cp.arena, cp.fvs = nil, nd.fvs[:len(nd.fvs):len(nd.fvs)]
 		c.nodes[i] = &cp
 	}
 	c.groups = nil
@@ -198,17 +209,18 @@ func (nd *node) masterSize() int {
 // entrySize is the listpack size of an entry of nd.
 func (nd *node) entrySize(e *entry) int {
 	n := lpIntSize(e.flags) + lpIntSize(int64(e.id.Ms-nd.master.Ms)) + lpIntSize(int64(e.id.Seq-nd.master.Seq))
-	nf := int64(len(e.fv) / 2)
+	fv := nd.fv(e)
+	nf := int64(len(fv) / 2)
 	count := nf + 3
 	if e.flags&flagSameFields == 0 {
 		n += lpIntSize(nf)
 		count += nf + 1
-		for _, b := range e.fv {
+		for _, b := range fv {
 			n += lpStrSize(b)
 		}
 	} else {
-		for i := 1; i < len(e.fv); i += 2 {
-			n += lpStrSize(e.fv[i])
+		for i := 1; i < len(fv); i += 2 {
+			n += lpStrSize(fv[i])
 		}
 	}
 	return n + lpIntSize(count)
@@ -277,7 +289,7 @@ func (s *Stream) Append(fv [][]byte, id ID, idGiven, seqGiven bool, now int64, l
 	if fresh {
 		nd = &node{master: nid, entries: make([]entry, 0, min(max(lim.NodeMaxEntries, 1), 128))}
 	}
-	copied := nd.copyIn(fv, total)
+	copied, at := nd.copyIn(fv, total)
 	if fresh {
 		for i := 0; i < len(copied); i += 2 {
 			nd.mfields = append(nd.mfields, copied[i])
@@ -302,7 +314,7 @@ func (s *Stream) Append(fv [][]byte, id ID, idGiven, seqGiven bool, now int64, l
 			copied[2*i] = nd.mfields[i]
 		}
 	}
-	e.fv = copied
+	e.at, e.n = int32(at), int32(len(copied))
 	nd.setCounts(nd.live+1, nd.deleted)
 	nd.entries = append(nd.entries, e)
 	nd.bytes += nd.entrySize(&nd.entries[len(nd.entries)-1])
@@ -334,7 +346,7 @@ func (s *Stream) Range(start, end ID, rev bool, fn func(id ID, fv [][]byte) bool
 				if end.Less(e.id) {
 					return
 				}
-				if e.flags&flagDeleted == 0 && !fn(e.id, e.fv) {
+				if e.flags&flagDeleted == 0 && !fn(e.id, nd.fv(e)) {
 					return
 				}
 			}
@@ -352,7 +364,7 @@ func (s *Stream) Range(start, end ID, rev bool, fn func(id ID, fv [][]byte) bool
 			if e.id.Less(start) {
 				return
 			}
-			if e.flags&flagDeleted == 0 && !fn(e.id, e.fv) {
+			if e.flags&flagDeleted == 0 && !fn(e.id, nd.fv(e)) {
 				return
 			}
 		}
