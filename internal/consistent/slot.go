@@ -1,5 +1,7 @@
 package consistent
 
+import "strconv"
+
 // SlotCount is the number of Redis Cluster hash slots.
 const SlotCount = 16384
 
@@ -69,4 +71,26 @@ func HashTag(key string) string {
 // honouring its {hash tag}.
 func KeySlot(key string) int {
 	return int(CRC16(HashTag(key)) & (SlotCount - 1))
+}
+
+// SlotRanges renders ascending slots as Redis prints them, ranges of
+// consecutive slots joined by commas: "0-5460,5462".
+func SlotRanges(slots []int) string {
+	var b []byte
+	for i := 0; i < len(slots); {
+		j := i
+		for j+1 < len(slots) && slots[j+1] == slots[j]+1 {
+			j++
+		}
+		if len(b) > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, int64(slots[i]), 10)
+		if j > i {
+			b = append(b, '-')
+			b = strconv.AppendInt(b, int64(slots[j]), 10)
+		}
+		i = j + 1
+	}
+	return string(b)
 }

@@ -112,3 +112,19 @@ func TestCRC16MatchesBitwise(t *testing.T) {
 		}
 	}
 }
+
+func TestSlotRanges(t *testing.T) {
+	for _, tc := range []struct {
+		slots []int
+		want  string
+	}{
+		{nil, ""},
+		{[]int{7}, "7"},
+		{[]int{0, 1, 2, 5, 7, 8}, "0-2,5,7-8"},
+		{[]int{0, 5460, 5462, 5463, 16383}, "0,5460,5462-5463,16383"},
+	} {
+		if got := SlotRanges(tc.slots); got != tc.want {
+			t.Errorf("SlotRanges(%v) = %q, want %q", tc.slots, got, tc.want)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shardis/shardis/client/cluster"
 	"github.com/shardis/shardis/client/cluster/clustertest"
+	"github.com/shardis/shardis/internal/consistent"
 	"github.com/shardis/shardis/internal/testutil"
 )
 
@@ -428,7 +429,7 @@ func TestParseNodes(t *testing.T) {
 	if sig := signature(text); sig != "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca:0-2,5" {
 		t.Fatalf("signature %q", sig)
 	}
-	if got := ranges([]int{0, 1, 2, 5, 7, 8}); got != "0-2,5,7-8" {
+	if got := consistent.SlotRanges([]int{0, 1, 2, 5, 7, 8}); got != "0-2,5,7-8" {
 		t.Fatalf("ranges %q", got)
 	}
 }

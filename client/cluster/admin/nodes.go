@@ -454,24 +454,3 @@ func poll(ctx context.Context, timeout time.Duration, what string, cond func() (
 // errStop is returned when a check finds problems an operation refuses to
 // run with.
 var errStop = errors.New("admin: the cluster has problems; run check and fix first")
-
-// ranges renders sorted slots as "0-5460,5462".
-func ranges(slots []int) string {
-	var b strings.Builder
-	for i := 0; i < len(slots); {
-		j := i
-		for j+1 < len(slots) && slots[j+1] == slots[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		if i == j {
-			fmt.Fprintf(&b, "%d", slots[i])
-		} else {
-			fmt.Fprintf(&b, "%d-%d", slots[i], slots[j])
-		}
-		i = j + 1
-	}
-	return b.String()
-}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/shardis/shardis/internal/consistent"
 )
 
 // AddNodeOptions says how AddNode joins the new node.
@@ -586,7 +588,7 @@ func Info(ctx context.Context, addr string, opt *Options) (*ClusterInfo, error) 
 		}
 		out.Keys += keys
 		out.Masters = append(out.Masters, MasterInfo{Addr: m.Addr, ID: m.ID, Keys: keys, Slots: len(m.Slots),
-			Ranges: ranges(m.Slots), Replicas: len(cl.ReplicasOf(m.ID)), Epoch: m.ConfigEpoch})
+			Ranges: consistent.SlotRanges(m.Slots), Replicas: len(cl.ReplicasOf(m.ID)), Epoch: m.ConfigEpoch})
 	}
 	return out, nil
 }

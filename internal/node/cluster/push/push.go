@@ -50,6 +50,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/shardis/shardis/internal/consistent"
 	"github.com/shardis/shardis/internal/node/cluster"
 	"github.com/shardis/shardis/internal/resp"
 )
@@ -356,11 +357,11 @@ func topologyLines(prev, cur *cluster.Routing, epoch uint64, evs [][2]string, ch
 		})
 		for _, id := range order {
 			if id == "" {
-				lines = append(lines, head+"unassigned - - "+slotRanges(gained[id]))
+				lines = append(lines, head+"unassigned - - "+consistent.SlotRanges(gained[id]))
 				continue
 			}
 			n := cur.Nodes[cur.Owner(gained[id][0])]
-			lines = append(lines, head+"slots "+id+" "+routeAddr(n)+" "+slotRanges(gained[id])+
+			lines = append(lines, head+"slots "+id+" "+routeAddr(n)+" "+consistent.SlotRanges(gained[id])+
 				" config-epoch="+strconv.FormatUint(n.ConfigEpoch, 10))
 		}
 		for _, n := range prev.Nodes {
@@ -381,27 +382,6 @@ func topologyLines(prev, cur *cluster.Routing, epoch uint64, evs [][2]string, ch
 		lines = append(lines, head+ev[0]+" "+ev[1]+" "+addr)
 	}
 	return lines
-}
-
-// slotRanges renders ascending slots as "a-b,c,...".
-func slotRanges(slots []int) string {
-	var b strings.Builder
-	for i := 0; i < len(slots); {
-		j := i
-		for j+1 < len(slots) && slots[j+1] == slots[j]+1 {
-			j++
-		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(slots[i]))
-		if j > i {
-			b.WriteByte('-')
-			b.WriteString(strconv.Itoa(slots[j]))
-		}
-		i = j + 1
-	}
-	return b.String()
 }
 
 // slotMove is one SMIGRATED triplet: slots that went from one served
@@ -432,7 +412,7 @@ func slotMoves(prev, cur *cluster.Routing, ch *slotSet) []slotMove {
 	})
 	out := make([]slotMove, 0, len(order))
 	for _, k := range order {
-		out = append(out, slotMove{k.from, k.to, slotRanges(moved[k])})
+		out = append(out, slotMove{k.from, k.to, consistent.SlotRanges(moved[k])})
 	}
 	return out
 }
