@@ -48,8 +48,8 @@ func debugSyntaxError(c *Client, args [][]byte) {
 }
 
 // DEBUG subcommand [arg ...]: SLEEP, SET-ACTIVE-EXPIRE, JMAP,
-// CHANGE-REPL-ID, REPLICATE, QUICKLIST-PACKED-THRESHOLD, STRINGMATCH-LEN, LISTPACK,
-// HELP, plus the hooks other parts register (RELOAD, OBJECT ...).
+// CHANGE-REPL-ID, REPLICATE, QUICKLIST-PACKED-THRESHOLD, STRINGMATCH-LEN,
+// LISTPACK, HELP, plus the hooks other parts register (RELOAD, OBJECT ...).
 func cmdDebug(c *Client, args [][]byte) {
 	sub := strings.ToLower(string(args[1]))
 	if fn := c.srv.debugHooks[sub]; fn != nil {
