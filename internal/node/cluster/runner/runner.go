@@ -21,7 +21,9 @@
 // reply leaves after its change is written, as Redis saves in
 // beforeSleep before it replies), and for the loop's own inputs by a
 // saver goroutine; either way one write covers every change made before
-// it was rendered, so a burst of changes costs one write. Reading and
+// it was rendered, so a burst of changes costs one write. Do queues its
+// Ready's packets after that write, and Hold keeps every packet back
+// until a command's reply is on its way (see Do and Hold). Reading and
 // writing the sockets happens in per-link goroutines, so a slow peer
 // never stalls the machine: a link whose unsent bytes pass
 // cluster-link-sendbuf-limit is closed, as Redis frees it.
