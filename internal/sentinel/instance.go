@@ -93,6 +93,18 @@ type instance struct {
 	replOffset         int64
 	replAnnounced      bool
 	replReconfSentTime time.Time
+	// The replica freeze (ackrule.go), replicas only. pausedEpoch is the
+	// failover epoch of the last CLIENT PAUSE sent, pauseSent when it (or
+	// the last re-freeze) was sent; paused is set from that send until a
+	// CLIENT UNPAUSE is sent (it stops hellos: a PUBLISH would wait out
+	// the pause and hold the link's replies). frozenEpoch and
+	// frozenOffset are the epoch and the offset of the last FreezeReply
+	// whose pause succeeded.
+	pausedEpoch        uint64
+	pauseSent          time.Time
+	paused             bool
+	frozenEpoch        uint64
+	frozenOffset       int64
 	lastConvertAttempt time.Time
 	hasInfo            bool
 	info               string // last INFO reply text

@@ -47,6 +47,12 @@ func (m *Machine) Step(now time.Time, msg Message) {
 				m.refreshInstanceInfo(now, ri, info)
 			}
 		})
+	case FreezeReply:
+		m.forAddr(msg.Addr, func(ri *instance) {
+			if ri.kind == RoleReplica {
+				m.freezeReply(now, ri, msg)
+			}
+		})
 	case HelloReceived:
 		m.processHello(now, msg.Payload)
 	case MasterDownReply:
@@ -250,6 +256,9 @@ func (m *Machine) sendReplicaOf(ri *instance, target Addr) bool {
 	}
 	a := m.actionFor(ActReplicaOf, ri)
 	a.Target = target
+	// A replica our failover froze is unpaused in the same MULTI, after
+	// REPLICAOF: its held stream ends before it could apply anything.
+	a.Unpause, ri.paused = ri.paused, false
 	ri.link.pending += 2
 	m.act(a)
 	ri.infoSent = time.Time{}
