@@ -92,42 +92,38 @@ func TestFreezeOffReadNotFrozen(t *testing.T) {
 // Redis's ranking would promote it without those writes; the election
 // picks r2, whose frozen offset is the higher.
 func TestFreezeWriteBetweenFreezes(t *testing.T) {
-	{
-		{
-			w, m, r1, r2 := ackSetup(t, 1)
-			r1.priority, r1.offset = 10, 100
-			r2.priority, r2.offset = 100, 100
-			w.run(11 * time.Second)
-			m.up = false
-			var acked int64 = 100
-			w.onFreeze = func(r *fakeRedis) {
-				// The master, back, acknowledges 50 writes through each
-				// replica not paused (a paused one applies none).
-				for _, o := range []*fakeRedis{r1, r2} {
-					if !o.paused(w.now) && o.master == m.addr {
-						o.offset += 50
-						acked = max(acked, o.offset)
-					}
-				}
-			}
-			s := w.sents[0]
-			w.runUntil(60*time.Second, "+failover-end", func() bool { return s.count(EventFailoverEnd) > 0 })
-			var p *fakeRedis
-			for _, r := range []*fakeRedis{r1, r2} {
-				if promoted(w, r) {
-					p = r
-				}
-			}
-			if p == nil {
-				t.Fatalf("promotions %v: want one", w.replicaofs)
-			}
-			if p.offset < acked {
-				t.Fatalf("promoted %s at offset %d, acknowledged up to %d: writes lost", p.addr, p.offset, acked)
-			}
-			if acked == 100 || !promoted(w, r2) {
-				t.Fatalf("acknowledged up to %d, promotions %v: want writes between the freezes and r2 promoted", acked, w.replicaofs)
+	w, m, r1, r2 := ackSetup(t, 1)
+	r1.priority, r1.offset = 10, 100
+	r2.priority, r2.offset = 100, 100
+	w.run(11 * time.Second)
+	m.up = false
+	var acked int64 = 100
+	w.onFreeze = func(r *fakeRedis) {
+		// The master, back, acknowledges 50 writes through each
+		// replica not paused (a paused one applies none).
+		for _, o := range []*fakeRedis{r1, r2} {
+			if !o.paused(w.now) && o.master == m.addr {
+				o.offset += 50
+				acked = max(acked, o.offset)
 			}
 		}
+	}
+	s := w.sents[0]
+	w.runUntil(60*time.Second, "+failover-end", func() bool { return s.count(EventFailoverEnd) > 0 })
+	var p *fakeRedis
+	for _, r := range []*fakeRedis{r1, r2} {
+		if promoted(w, r) {
+			p = r
+		}
+	}
+	if p == nil {
+		t.Fatalf("promotions %v: want one", w.replicaofs)
+	}
+	if p.offset < acked {
+		t.Fatalf("promoted %s at offset %d, acknowledged up to %d: writes lost", p.addr, p.offset, acked)
+	}
+	if acked == 100 || !promoted(w, r2) {
+		t.Fatalf("acknowledged up to %d, promotions %v: want writes between the freezes and r2 promoted", acked, w.replicaofs)
 	}
 }
 
