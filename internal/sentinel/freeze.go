@@ -56,9 +56,7 @@ func (m *Machine) sendFreeze(now time.Time, master, r *instance, refreeze bool) 
 	a.Pause, a.Refreeze, a.Epoch = master.failoverTimeout, refreeze, master.failoverEpoch
 	r.pausedEpoch, r.pauseSent, r.paused = master.failoverEpoch, now, true
 	if !refreeze {
-		// The INFO is asked now: it answers in order with the others.
 		r.infoSent = now
-		r.infoAsks = append(r.infoAsks, now)
 		r.link.pending++
 		m.instEvent(LevelNotice, EventFreeze, r, " %d", master.failoverEpoch)
 	}
@@ -96,12 +94,9 @@ func (m *Machine) unpauseReplicas(master *instance) {
 // freezeReply records the frozen offset of r (and its INFO).
 func (m *Machine) freezeReply(now time.Time, r *instance, msg FreezeReply) {
 	if msg.Text == "" {
-		// INFO failed: its ask is answered all the same.
+		// INFO failed: it is answered all the same.
 		if r.link.pending > 0 {
 			r.link.pending--
-		}
-		if len(r.infoAsks) > 0 {
-			r.infoAsks = append(r.infoAsks[:0], r.infoAsks[1:]...)
 		}
 		return
 	}

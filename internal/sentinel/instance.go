@@ -75,13 +75,8 @@ type instance struct {
 	leaderEpoch uint64        // epoch of leader
 
 	// INFO-derived state; infoRefresh is zero until the first reply.
-	infoRefresh time.Time
-	infoSent    time.Time
-	// infoAsks are the send times of the INFO requests not answered yet,
-	// oldest first; infoAsked is the send time of the request the last
-	// reply answered (zero when unknown), for the election rule.
-	infoAsks           []time.Time
-	infoAsked          time.Time
+	infoRefresh        time.Time
+	infoSent           time.Time
 	roleReported       Role
 	roleReportedTime   time.Time
 	replConfChangeTime time.Time // (replicas) last change of master_host/port
@@ -113,9 +108,6 @@ type instance struct {
 	// ackNeed and ackEligible are min-replicas-ack and the eligible
 	// replicas the master counted, from its last INFO (ackrule.go).
 	ackNeed, ackEligible int
-	// ackLease is the master's Sentinel fence lease
-	// (min_replicas_ack_sentinel_lease; 0 when absent).
-	ackLease             time.Duration
 	quorum               int
 	parallelSyncs        int
 	failoverTimeout      time.Duration

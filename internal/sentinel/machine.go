@@ -511,7 +511,6 @@ func (m *Machine) sendPeriodicCommands(now time.Time, ri *instance) {
 	case ri.kind != RoleSentinel && (ri.infoRefresh.IsZero() || now.Sub(ri.infoRefresh) > infoPeriod) &&
 		(ri.infoSent.IsZero() || now.Sub(ri.infoSent) >= pingPeriod):
 		ri.infoSent = now
-		ri.infoAsks = append(ri.infoAsks, now)
 		ri.link.pending++
 		m.act(m.actionFor(ActInfo, ri))
 	case now.Sub(ri.link.lastPong) > pingPeriod && now.Sub(ri.link.lastPing) > pingPeriod/2:
