@@ -173,3 +173,34 @@ func TestFreezeOffWithoutAck(t *testing.T) {
 		}
 	}
 }
+
+// TestFreezeForcedFailover: SENTINEL FAILOVER of a live master with
+// min-replicas-ack freezes the replicas too (the master keeps writing:
+// a write acknowledged through r2 after r1's freeze is on the promoted
+// replica), and its pre-check does not need frozen offsets.
+func TestFreezeForcedFailover(t *testing.T) {
+	w, m, r1, r2 := ackSetup(t, 1)
+	r1.priority, r2.priority = 10, 100
+	r1.offset, r2.offset = 100, 100
+	w.run(11 * time.Second)
+	var acked int64 = 100
+	w.onFreeze = func(r *fakeRedis) {
+		for _, o := range []*fakeRedis{r1, r2} {
+			if !o.paused(w.now) && o.master == m.addr {
+				o.offset += 10
+				acked = max(acked, o.offset)
+			}
+		}
+	}
+	s := w.sents[0]
+	if err := s.m.Failover(w.now, "mymaster"); err != nil {
+		t.Fatalf("SENTINEL FAILOVER: %v", err)
+	}
+	w.runUntil(60*time.Second, "+failover-end", func() bool { return s.count(EventFailoverEnd) > 0 })
+	if s.count(EventFreeze) != 2 {
+		t.Fatalf("+freeze-slave events = %d, want 2", s.count(EventFreeze))
+	}
+	if !promoted(w, r2) || r2.offset < acked {
+		t.Fatalf("promotions %v, r2 at %d, acknowledged up to %d: want r2 (it has every write)", w.replicaofs, r2.offset, acked)
+	}
+}
