@@ -34,7 +34,8 @@ import "time"
 func freezeNeeded(master *instance) bool { return master.ackNeed > 0 }
 
 // freezeReplicas sends the freeze to every reachable replica with a
-// priority above 0 not paused in this failover yet.
+// priority above 0 not paused in this failover yet (or whose freeze was
+// sent on a link that dropped before the reply).
 func (m *Machine) freezeReplicas(now time.Time, master *instance) {
 	if !freezeNeeded(master) {
 		return
@@ -43,7 +44,10 @@ func (m *Machine) freezeReplicas(now time.Time, master *instance) {
 		if r.replPriority == 0 || !r.link.connected || r.has(flagSDown) {
 			continue
 		}
-		if r.pausedEpoch == master.failoverEpoch && r.paused {
+		// Once per epoch, unless its reply was lost with a link that
+		// dropped since (the new link has not carried it).
+		if r.pausedEpoch == master.failoverEpoch && r.paused &&
+			(r.frozenEpoch == master.failoverEpoch || !r.link.connTime.After(r.pauseSent)) {
 			continue
 		}
 		m.sendFreeze(now, master, r, false)

@@ -204,3 +204,24 @@ func TestFreezeForcedFailover(t *testing.T) {
 		t.Fatalf("promotions %v, r2 at %d, acknowledged up to %d: want r2 (it has every write)", w.replicaofs, r2.offset, acked)
 	}
 }
+
+// TestFreezeResentOnNewLink: freezes whose replies are lost with their
+// links (both replicas' links drop) are sent again on the new links, and
+// the first failover attempt completes.
+func TestFreezeResentOnNewLink(t *testing.T) {
+	w, m, r1, r2 := ackSetup(t, 1)
+	s := w.sents[0]
+	w.drop[ActFreeze] = true // the first freezes never arrive
+	m.up = false
+	w.runUntil(30*time.Second, "+freeze-slave", func() bool { return s.count(EventFreeze) >= 2 })
+	w.drop[ActFreeze] = false
+	s.m.Step(w.now, LinkDown{r1.addr})
+	s.m.Step(w.now, LinkDown{r2.addr})
+	w.runUntil(30*time.Second, "+failover-end", func() bool { return s.count(EventFailoverEnd) > 0 })
+	if !promoted(w, r1) && !promoted(w, r2) {
+		t.Fatalf("promotions %v: want one", w.replicaofs)
+	}
+	if n := s.count(EventAbortNoGoodReplica); n != 0 {
+		t.Fatalf("%d aborts: the freeze on r1's new link should have let the first attempt finish", n)
+	}
+}
