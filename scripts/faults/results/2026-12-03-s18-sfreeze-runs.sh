@@ -7,7 +7,10 @@
 # Every batch takes /tmp/shardis-faults.lock (the cfreeze helper runs the
 # harness too; the driver removes left-over shf-* namespaces at start).
 # Usage: sudo sh 2026-12-03-s18-sfreeze-runs.sh BATCH...
-B=/tmp/shardis-faults/bin-s18-sfreeze
+# Run at 12:08 (ssf ssfasync regress, bin-s18-sfreeze = e1cfa28), then with
+# B=/tmp/shardis-faults/bin-s18-sfreeze2 (3b75789: the freeze resent on a
+# new link, dead bookkeeping removed): ssf1 psent.
+B=${B:-/tmp/shardis-faults/bin-s18-sfreeze}
 OUT=/work/wt/sfreeze/scripts/faults/results/2026-12-03-s18-sfreeze.jsonl
 R() {
 	date -u +"%H:%M:%S batch $* load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -21,6 +24,10 @@ for b in "$@"; do
 	ssfasync) R -topology sentinel -fault sigstop-failover -setting redis,shardnode -runs 2 ;;
 	# nothing regressed: the other master faults with min-replicas-ack 1
 	regress) R -topology sentinel -fault kill9,sigstop,partition-master -setting shardnode-ack1 -runs 1 ;;
+	# the final build: 5 more ack1 runs
+	ssf1) R -topology sentinel -fault sigstop-failover -setting shardnode-ack1 -runs 5 ;;
+	# the election no longer waits for the Sentinel fence's lease: the fault it was for
+	psent) R -topology sentinel -fault partition-sentinels -setting shardnode-ack1,shardnode-ack2 -runs 2 ;;
 	*) echo "unknown batch $b" >&2; exit 2 ;;
 	esac
 done
