@@ -46,8 +46,8 @@ func (m *Machine) freezeReplicas(now time.Time, master *instance) {
 		}
 		// Once per epoch, unless its reply was lost with a link that
 		// dropped since (the new link has not carried it).
-		if r.pausedEpoch == master.failoverEpoch && r.paused &&
-			(r.frozenEpoch == master.failoverEpoch || !r.link.connTime.After(r.pauseSent)) {
+		if r.pausedEpoch == master.failoverEpoch && (r.pauseRefused || r.paused &&
+			(r.frozenEpoch == master.failoverEpoch || !r.link.connTime.After(r.pauseSent))) {
 			continue
 		}
 		m.sendFreeze(now, master, r, false)
@@ -60,6 +60,7 @@ func (m *Machine) sendFreeze(now time.Time, master, r *instance, refreeze bool) 
 	a.Pause, a.Refreeze, a.Epoch = master.failoverTimeout, refreeze, master.failoverEpoch
 	r.pausedEpoch, r.pauseSent, r.paused = master.failoverEpoch, now, true
 	if !refreeze {
+		r.pauseRefused = false
 		r.infoSent = now
 		r.link.pending++
 		m.instEvent(LevelNotice, EventFreeze, r, " %d", master.failoverEpoch)
@@ -97,6 +98,11 @@ func (m *Machine) unpauseReplicas(master *instance) {
 
 // freezeReply records the frozen offset of r (and its INFO).
 func (m *Machine) freezeReply(now time.Time, r *instance, msg FreezeReply) {
+	if !msg.Paused && r.pausedEpoch == msg.Epoch {
+		// Refused (a server without CLIENT PAUSE WRITE): not paused, so
+		// no CLIENT UNPAUSE, which would abort its REPLICAOF MULTI.
+		r.paused, r.pauseRefused = false, true
+	}
 	if msg.Text == "" {
 		// INFO failed: it is answered all the same.
 		if r.link.pending > 0 {

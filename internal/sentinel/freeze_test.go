@@ -83,6 +83,20 @@ func TestFreezeOffReadNotFrozen(t *testing.T) {
 	if s.count(EventUnfreeze) == 0 {
 		t.Fatal("no -freeze-slave event on the abort")
 	}
+	// r2 refused the pause: asked once in the epoch, never unpaused (a
+	// CLIENT UNPAUSE it does not know would abort its REPLICAOF MULTI).
+	n := 0
+	for _, a := range w.acts {
+		if a.Addr == r2.addr && (a.Kind == ActUnpause || a.Unpause) {
+			t.Fatalf("action %+v: CLIENT UNPAUSE to the replica that refused the pause", a)
+		}
+		if a.Addr == r2.addr && a.Kind == ActFreeze {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d CLIENT PAUSEs to r2 in one failover attempt, want 1", n)
+	}
 }
 
 // TestFreezeWriteBetweenFreezes models the sigstop-failover gap: the

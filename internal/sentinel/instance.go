@@ -94,12 +94,14 @@ type instance struct {
 	// CLIENT UNPAUSE is sent (it stops hellos: a PUBLISH would wait out
 	// the pause and hold the link's replies). frozenEpoch and
 	// frozenOffset are the epoch and the offset of the last FreezeReply
-	// whose pause succeeded.
+	// whose pause succeeded; pauseRefused, that the last CLIENT PAUSE was
+	// refused (not retried in that epoch).
 	pausedEpoch        uint64
 	pauseSent          time.Time
 	paused             bool
 	frozenEpoch        uint64
 	frozenOffset       int64
+	pauseRefused       bool
 	lastConvertAttempt time.Time
 	hasInfo            bool
 	info               string // last INFO reply text
