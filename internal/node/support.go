@@ -97,7 +97,8 @@ func (w pauseWaiter) Done() <-chan struct{} { return w.c.done }
 func (w pauseWaiter) Closed() bool          { return w.c.closed.Load() }
 
 // wait blocks c while a CLIENT PAUSE applies to cmd and reports whether it
-// did. Replicas and the master link are never paused.
+// did. Replicas and the master link are never paused here; the master's
+// stream is held before it reaches dispatch (streamApplier.hold).
 func (p *pauseState) wait(c *Client, cmd *command) (held bool) {
 	if !p.On() {
 		return false
