@@ -111,6 +111,3 @@ func (l *Link) waitRelease() error {
 		}
 	}
 }
-
-// Held reports whether this link's master is held (INFO, tests).
-func (l *Link) Held() bool { return l.hold.HeldFor(l.addr) }
