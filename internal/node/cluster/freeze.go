@@ -133,14 +133,6 @@ func (m *Machine) updateReplHold() {
 	hl.HoldReplication(addr)
 }
 
-// ReplHeld returns the master whose stream this replica holds ("": none).
-func (m *Machine) ReplHeld() string {
-	if m.hold.node == nil {
-		return ""
-	}
-	return m.hold.node.name.String()
-}
-
 // joinHostPort is net.JoinHostPort (this package imports no net).
 func joinHostPort(ip string, port int) string {
 	if strings.Contains(ip, ":") {

@@ -1,5 +1,5 @@
 #!/bin/sh
-# s18 runs of branch cfreeze (issue 27, cluster side: the freeze and the
+# s18 runs of branch cfreeze at 7f36fb5 (issue 27, cluster side: the freeze and the
 # fault partition-master-keep-replica). shardnode and the driver are built
 # from the branch into bin-cfreeze:
 #   go build -o /tmp/shardis-faults/bin-cfreeze/faults ./scripts/faults
