@@ -26,10 +26,11 @@ package cluster
 // How long. The sibling stays frozen while it sees the master FAIL, and
 // for holdLength (2 × node timeout) after the last FAIL about it from a
 // sibling replica even if the FAIL is cleared meanwhile (a master with
-// slots is cleared 2 × node timeout after its FAIL, if reachable), and in
-// any case until it stops replicating from that master: when it is
-// reconfigured to a new master, the old link stays held until the node
-// has stopped it, and the new master's link is not held. A candidate
+// slots is cleared 2 × node timeout after its FAIL, if reachable). When
+// it is reconfigured to a new master meanwhile, the old master stays
+// held (its link is stopped by the node after the Ready) and the new
+// master's link is not held; the hold on the old master is released only
+// if it is my master again and not FAIL, or forgotten. A candidate
 // promotes itself only within promoteWithin (1 × node timeout, on its own
 // clock) of its round, so with clock rates within 2 % the sibling is
 // frozen for at least 0.94 × node timeout after the new master took over,
