@@ -8,6 +8,8 @@
 # the harness too, and the driver deletes left-over shf-* namespaces at
 # start.
 # Usage: sudo sh 2026-12-03-s18-cfreeze-runs.sh BATCH...   (batch names below)
+# Run in s18: csf (12:04), then pk1 pka c3 csf pk1 pka c3 csf pk1 pka csf
+# pk1 pka csf pk1 pka (12:06-12:39), then c3 c3 c3 (12:40-12:47).
 B=/tmp/shardis-faults/bin-cfreeze
 OUT=/work/wt/cfreeze/scripts/faults/results/2026-12-03-s18-cfreeze.jsonl
 R() {
