@@ -177,3 +177,71 @@ func TestClusterFreezeResumedMaster(t *testing.T) {
 			v, loser.addr, replInfoField(t, winner.rc, "sync_full"))
 	}
 }
+
+// TestClusterFreezeMixedShard: a shardnode master with min-replicas-ack 1
+// (set once the cluster is up) and two replicas, a shardnode (also with
+// min-replicas-ack 1) and a redis-server with cluster-replica-no-failover
+// (masters of both kinds besides, node timeout 1 s). When the master
+// dies, the shardnode replica is elected after its offset rounds, which
+// send the redis-server replica a FAIL about its master and a PING (a
+// replica without failover is not counted by the rule but gets the
+// round): the redis-server node is not confused by them, follows the new
+// master, and the cluster agrees again; the writes acknowledged before
+// the death are served by the new master. (Without no-failover the
+// redis-server replica, which announces no lower offset, won 3 of 3
+// elections, so the rounds were not exercised.)
+func TestClusterFreezeMixedShard(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a mixed cluster")
+	}
+	needBinary(t, "redis-server")
+	extra := []string{"cluster-node-timeout", "1000"}
+	B, A, C := startShardNode(t, 0, 0, "", extra...), startRedisNode(t, extra...), startShardNode(t, 0, 0, "", extra...)
+	s, r := startShardNode(t, 0, 0, "", extra...), startRedisNode(t, append([]string{"cluster-replica-no-failover", "yes"}, extra...)...)
+	buildCluster(t, []*clNode{B, A, C}, []*clNode{s}, false)
+	idB := B.id(t)
+	r.do(t, "cluster", "set-config-epoch", 6)
+	r.do(t, "cluster", "meet", "127.0.0.1", B.port, B.cport)
+	testutil.WaitFor(t, clusterTimeout, "the redis-server replica to learn about its master", func() bool {
+		text, err := r.rc.Do(context.Background(), "cluster", "nodes").Text()
+		return err == nil && strings.Contains(text, idB)
+	})
+	r.do(t, "cluster", "replicate", idB)
+	waitFollows(t, r, B) // (waitClusterOK takes the nofailover flag for a failure)
+	testutil.WaitFor(t, clusterTimeout, "every node to know the five", func() bool {
+		for _, n := range []*clNode{B, A, C, s, r} {
+			text, err := n.rc.Do(context.Background(), "cluster", "nodes").Text()
+			if err != nil || strings.Count(strings.TrimSpace(text), "\n") != 4 || strings.Contains(text, "handshake") ||
+				strings.Contains(text, "fail") && !strings.Contains(text, "nofailover") {
+				return false
+			}
+		}
+		return true
+	})
+	for _, n := range []*clNode{B, s} {
+		n.do(t, "config", "set", "min-replicas-ack", "1")
+	}
+	c := ctx(t)
+	testutil.WaitFor(t, clusterTimeout, "a write acknowledged by a replica", func() bool {
+		return B.rc.Set(context.Background(), "mixed-freeze:0", "v-mixed-freeze:0", 0).Err() == nil
+	})
+	var keys []string
+	for j := 0; len(keys) < 20 && j < 100000; j++ {
+		k := "mixed-freeze:" + strconv.Itoa(j)
+		if keySlot(k) < 16384/3 {
+			if err := B.rc.Set(c, k, "v-"+k, 0).Err(); err != nil {
+				t.Fatalf("SET %s on the master (min-replicas-ack 1): %v", k, err)
+			}
+			keys = append(keys, k)
+		}
+	}
+	B.stop()
+	testutil.WaitFor(t, clusterTimeout, "the shardnode replica promoted", func() bool { return s.roleOf(t) == "master" })
+	waitTakenOver(t, []*clNode{A, C, s, r}, idB)
+	waitFollows(t, r, s)
+	for _, k := range keys {
+		if v, err := s.rc.Get(c, k).Result(); err != nil || v != "v-"+k {
+			t.Fatalf("new master: GET %s = %q, %v", k, v, err)
+		}
+	}
+}
