@@ -14,7 +14,7 @@ import (
 )
 
 // Faults are the fault names a scenario can inject.
-var Faults = []string{"kill9", "sigstop", "sigstop-failover", "partition-master", "partition-replica", "crash-in-failover", "partition-sentinels"}
+var Faults = []string{"kill9", "sigstop", "sigstop-failover", "partition-master", "partition-replica", "crash-in-failover", "partition-sentinels", "partition-master-keep-replica"}
 
 // Timeline of a run, from the workers' start.
 const (
@@ -251,6 +251,24 @@ func inject(ctx context.Context, d *Deployment, fault string, start time.Time) (
 			return notes, err
 		}
 		notes = append(notes, note("cut %s | %v", d.Master, d.sentinelHosts))
+		time.Sleep(faultLength)
+		if err := d.Net.Heal(); err != nil {
+			return notes, err
+		}
+		notes = append(notes, note("healed"))
+	case "partition-master-keep-replica":
+		// The cluster's partial partition: the master keeps one of its
+		// replicas and client host c1 but is cut from the other masters
+		// and from its other replicas (the cluster fence's case,
+		// docs/ARCHITECTURE.md, "Acknowledged writes").
+		if d.Topology != "cluster" || len(d.Replicas) < 2 {
+			return nil, fmt.Errorf("faults: %s needs the cluster topology with 2 replicas or more", fault)
+		}
+		group := []string{d.Master, d.Replicas[0], d.Clients[0]}
+		if err := d.Net.Partition(group); err != nil {
+			return notes, err
+		}
+		notes = append(notes, note("partition %v | rest (replicas %v)", group, d.Replicas[1:]))
 		time.Sleep(faultLength)
 		if err := d.Net.Heal(); err != nil {
 			return notes, err

@@ -9,6 +9,7 @@ import (
 	"github.com/shardis/shardis/internal/node/cluster/push"
 	"github.com/shardis/shardis/internal/node/clusternode"
 	"github.com/shardis/shardis/internal/node/config"
+	"github.com/shardis/shardis/internal/node/repl"
 )
 
 // clusterMode is the node's cluster mode (cluster-enabled yes): package
@@ -21,6 +22,11 @@ type clusterMode struct {
 	// push announces slot map changes to this node's clients (cluster/push, cluster_push.go).
 	push     *push.Pusher
 	pushOnce sync.Once
+
+	// hold is the freeze of this replica's stream from a FAIL master
+	// (cluster/freeze.go), which the machine sets after every input and
+	// the master link reads (repl.Hold).
+	hold repl.Hold
 }
 
 // clusterHost is the server as clusternode.Host: what the machine's Ready
@@ -63,6 +69,22 @@ type clusterLocal struct{ s *Server }
 func (l clusterLocal) KeysInSlot(slot int) int { return int(l.s.dbs[0].CountKeysInSlot(slot)) }
 func (l clusterLocal) DBSize() int             { return int(l.s.dbs[0].Size()) }
 func (l clusterLocal) ReplOffset() int64       { return l.s.repl.clusterOffset() }
+
+// HoldReplication is the machine's freeze decision (cluster.ReplHolder).
+func (l clusterLocal) HoldReplication(addr string) {
+	if cm := l.s.cluster; cm != nil {
+		cm.hold.Set(addr)
+	}
+}
+
+// ReplHold is the hold a master link of a cluster node obeys
+// (repl.HoldHost); nil outside cluster mode.
+func (h replicaHost) ReplHold() *repl.Hold {
+	if cm := h.l.r.srv.cluster; cm != nil {
+		return &cm.hold
+	}
+	return nil
+}
 
 // clusterOffset is the replication offset the bus announces, as Redis's
 // (master_repl_offset on a master, replicationGetSlaveOffset on a

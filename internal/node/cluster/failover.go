@@ -77,6 +77,9 @@ type election struct {
 	sent  bool      // the vote request for this election left
 	rank  int       // my rank when the delay was computed
 	epoch uint64    // the epoch this election asked votes for
+	// round is when my last offset round (failoverAckRound) was sent:
+	// the election rule counts only the PONGs answering its PINGs.
+	round time.Time
 
 	cantReason  int       // last reason logged (cantFailover*)
 	cantLogTime time.Time // when it was logged
@@ -139,14 +142,13 @@ func ackReadsNeeded(eligible, need int) int {
 // (docs/ARCHITECTURE.md, "Acknowledged writes"): with min-replicas-ack n
 // and R replicas of my master that may fail over (myself included), I may
 // ask for votes only when I know the offsets of at least R−n+1 of them
-// read after my master was flagged FAIL (mine, and those of the siblings
-// that answered with a PONG a PING I sent since) and none of those is
-// greater than mine. Offsets travel in every bus header, but only a PONG
-// answering a PING sent after FAIL was learnt is known to have been sent
-// after that, whatever the delays: the bound of the cluster fence
-// (fence.go) needs the offsets taken after the FAIL decision. A replica
-// scheduling its election tells its siblings its offset and PINGs them
-// (failoverScheduleElection).
+// read in my current offset round (mine, and those of the siblings that
+// answered with a PONG a PING of the round) and none of those is greater
+// than mine. Offsets travel in every bus header, but only a PONG
+// answering a PING of the round is known to have been sent after the
+// round's FAIL reached the sibling, which froze it (freeze.go), and after
+// my master was flagged FAIL, which the cluster fence's bound needs
+// (fence.go): the round starts after I learnt the FAIL.
 func (m *Machine) ackRuleMet() bool {
 	n := m.cfg.MinReplicasAck
 	master := m.myself.slaveOf
@@ -155,12 +157,13 @@ func (m *Machine) ackRuleMet() bool {
 	}
 	my := uint64(m.local.ReplOffset())
 	eligible, read := 1, 1 // myself
+	round := m.fo.round
 	for _, s := range master.slaves {
 		if s == m.myself || s.flags&FlagNoFailover != 0 {
 			continue
 		}
 		eligible++
-		if !master.failTime.IsZero() && !s.answeredPing.Before(master.failTime) {
+		if !round.IsZero() && !round.Before(master.failTime) && !s.answeredPing.Before(round) {
 			if s.replOffset > my {
 				return false // a sibling holds more: it is the one to elect
 			}
@@ -169,6 +172,44 @@ func (m *Machine) ackRuleMet() bool {
 	}
 	return read >= ackReadsNeeded(eligible, n)
 }
+
+// failoverAckRound starts an offset round: on my outbound link to each of
+// my master's other replicas, a FAIL about my master (which freezes a
+// shardnode sibling before it handles what follows, freeze.go) and then a
+// PING, whose PONG brings the frozen offset the election rule counts.
+func (m *Machine) failoverAckRound() {
+	master := m.myself.slaveOf
+	if master == nil {
+		return
+	}
+	m.fo.round = m.now
+	fail := m.buildHeader(TypeFail)
+	fail.FailAbout = master.name
+	for _, s := range master.slaves {
+		if s == m.myself || s.link == nil || !s.link.up || s.inHandshake() {
+			continue
+		}
+		m.send(s.link, fail)
+		old := s.pingSent
+		m.sendPing(s.link, TypePing)
+		if !old.IsZero() {
+			s.pingSent = old // failure detection: the PING in flight stays the oldest
+		}
+	}
+}
+
+// ackRoundAnswered runs the election again when a sibling answered a
+// PING of my current offset round (its offset may complete the rule).
+func (m *Machine) ackRoundAnswered(n *node, asked time.Time) {
+	me := m.myself
+	if !m.fo.round.IsZero() && !asked.Before(m.fo.round) && me.isSlave() && n.slaveOf == me.slaveOf && !m.fo.sent {
+		m.todo |= todoHandleFailover
+	}
+}
+
+// ackRoundRetry is how long a round may wait for its PONGs before the
+// next one is sent (siblings reconnected, PONGs lost).
+func ackRoundRetry(nodeTimeout time.Duration) time.Duration { return nodeTimeout / 2 }
 
 // dataAge is how long the replica has been without news from its master.
 func (m *Machine) dataAge() time.Duration {
@@ -235,15 +276,28 @@ func (m *Machine) handleReplicaFailover() {
 		m.logCantFailover(cantFailoverExpired)
 		return
 	}
-	if !m.fo.sent && !manual && !m.ackRuleMet() {
-		m.logCantFailover(cantFailoverAckOffsets)
-		return
+	ackRule := !manual && m.cfg.MinReplicasAck > 0
+	if !m.fo.sent && ackRule {
+		if m.fo.round.Before(m.fo.time) || m.fo.round.Before(master.failTime) ||
+			m.now.Sub(m.fo.round) > ackRoundRetry(timeout) {
+			m.failoverAckRound()
+		}
+		if !m.ackRuleMet() {
+			m.logCantFailover(cantFailoverAckOffsets)
+			return
+		}
 	}
 	if !m.fo.sent {
 		m.failoverRequestVotes()
 		return
 	}
 	if m.fo.count >= m.size/2+1 {
+		if ackRule && m.now.Sub(m.fo.round) > promoteWithin(timeout) {
+			// The siblings' freeze may end before my announcement
+			// reaches them (freeze.go): this election is over.
+			m.logCantFailover(cantFailoverExpired)
+			return
+		}
 		m.failoverPromote()
 		return
 	}
@@ -265,29 +319,6 @@ func (m *Machine) failoverScheduleElection() {
 	m.event(EventElectionDelayed, m.myself.name, fmt.Sprintf("%d rank %d offset %d",
 		m.fo.time.Sub(m.now).Milliseconds(), m.fo.rank, m.local.ReplOffset()))
 	m.broadcastPong(true)
-	if m.cfg.MinReplicasAck > 0 {
-		m.pingSiblings()
-	}
-}
-
-// pingSiblings PINGs my master's other replicas, whose PONGs bring the
-// offsets the election rule may count (ackRuleMet). A PING already in
-// flight keeps its pingSent, as for failure detection nothing changed.
-func (m *Machine) pingSiblings() {
-	master := m.myself.slaveOf
-	if master == nil {
-		return
-	}
-	for _, s := range master.slaves {
-		if s == m.myself || s.link == nil || !s.link.up {
-			continue
-		}
-		old := s.pingSent
-		m.sendPing(s.link, TypePing)
-		if !old.IsZero() {
-			s.pingSent = old
-		}
-	}
 }
 
 // failoverWaitDelay re-ranks myself with the offsets learnt since the

@@ -65,12 +65,11 @@ package cluster
 // differ by less than 2 %; the nodes agree on the masters and on which
 // serve slots while the failure lasts (no resharding onto new masters
 // meanwhile); peers follow the bus protocol (one PONG per PING on a link);
-// the partition lasts until the failover is over. Not covered: a master
-// whose reporters hear it again before the failover is over (a healed
+// the partition lasts until the failover is over. A master whose
+// reporters hear it again before the failover is over (a healed
 // partition, a process resumed after SIGSTOP) is unfenced by their fresh
-// PONGs and may acknowledge a write through a replica whose offset the
-// candidate read before, until the new master's claim or the replica's
-// switch reaches it; the Sentinel fence has the same gap. Availability:
+// PONGs; the replicas whose offsets a candidate read no longer
+// acknowledge its writes then: they are frozen (freeze.go). Availability:
 // a master pings every node whose PONG is older than NT/2 (cron.go), and
 // a fenced-capable master also every master it has not heard for
 // Lease/2 (pingForFence), so a healthy master's lease is renewed every

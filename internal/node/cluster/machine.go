@@ -354,6 +354,8 @@ type Machine struct {
 	fenceOn    bool
 	fenceUntil time.Time
 	fenceHeard []time.Time
+
+	hold replHold // the freeze of a replica's stream (freeze.go)
 }
 
 // New builds a machine for a fresh node (no nodes.conf): a master knowing
@@ -510,6 +512,7 @@ func (m *Machine) begin(now time.Time) { m.now = now }
 func (m *Machine) end() {
 	m.flushTodo()
 	m.updateFence()
+	m.updateReplHold()
 }
 
 func (m *Machine) flushTodo() {

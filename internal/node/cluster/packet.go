@@ -164,6 +164,7 @@ func (m *Machine) handlePing(l *link, msg *Msg, sender *node) {
 		ln.pingSent = time.Time{}
 		if answered {
 			creditPong(ln, asked)
+			m.ackRoundAnswered(ln, asked)
 		}
 		if ln.timedOut() {
 			ln.flags &^= FlagPFail
@@ -319,6 +320,9 @@ func (m *Machine) handleFail(msg *Msg, sender *node) {
 		return
 	}
 	f := m.lookupName(msg.FailAbout)
+	if f != nil {
+		m.siblingFail(f, sender) // an offset round (freeze.go)
+	}
 	if f == nil || f.flags&(FlagFail|FlagMyself) != 0 {
 		return
 	}

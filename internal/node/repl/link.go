@@ -114,12 +114,24 @@ type Link struct {
 	prioOK atomic.Bool
 	// stream is the command stream's state (stream.go).
 	stream streamState
+	// hold is the node's hold (hold.go), nil outside cluster mode; addr
+	// is host:port, the name hold knows this link's master by; quit is
+	// closed by Stop (a held stream waits on it).
+	hold     *Hold
+	addr     string
+	quit     chan struct{}
+	quitOnce sync.Once
 }
 
 // NewLink returns a link to host:port in StateConnect, not yet running.
 // failoverDone, if not nil, receives the outcome of a FAILOVER handshake.
 func NewLink(h ReplicaHost, log *slog.Logger, host string, port int, failoverDone chan error) *Link {
-	return &Link{h: h, log: log, host: host, port: port, done: make(chan struct{}), state: StateConnect, downSince: time.Now(), failoverDone: failoverDone}
+	l := &Link{h: h, log: log, host: host, port: port, done: make(chan struct{}), state: StateConnect, downSince: time.Now(), failoverDone: failoverDone,
+		addr: net.JoinHostPort(host, strconv.Itoa(port)), quit: make(chan struct{})}
+	if hh, ok := h.(HoldHost); ok {
+		l.hold = hh.ReplHold()
+	}
+	return l
 }
 
 // Start runs the link until Stop.
@@ -212,8 +224,8 @@ func (l *Link) SendAck(offset int64) {
 	l.mu.Lock()
 	nc, st := l.conn, l.state
 	l.mu.Unlock()
-	if nc == nil || st != StateConnected {
-		return
+	if nc == nil || st != StateConnected || l.hold.HeldFor(l.addr) {
+		return // held: no acknowledgement (hold.go)
 	}
 	cmd := appendCommand(nil, "REPLCONF", "ACK", strconv.FormatInt(offset, 10))
 	// Once a second on an idle replica: a write the socket takes at once
@@ -262,6 +274,7 @@ func (l *Link) Stop() {
 		return
 	}
 	l.cancel()
+	l.quitOnce.Do(func() { close(l.quit) })
 	l.CloseConn()
 	<-l.done
 }
@@ -283,6 +296,9 @@ func (l *Link) run(ctx context.Context) {
 	backoff := 100 * time.Millisecond
 	for ctx.Err() == nil {
 		l.h.WaitUnfrozen() // DEBUG SLEEP: no reconnection meanwhile
+		if l.waitRelease() != nil {
+			return // stopped while held (hold.go): no new connection
+		}
 		err := l.session(ctx)
 		l.failoverResult(err)
 		if ctx.Err() != nil {

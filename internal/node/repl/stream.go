@@ -124,8 +124,16 @@ func (l *Link) RunStream(a Applier, f Feed, timeout time.Duration) error {
 }
 
 // apply runs one request and forwards it (a GETACK is answered instead).
+// While the link's master is held (hold.go) it waits first, and then
+// acknowledges what it had applied.
 func (l *Link) apply(a Applier, f Feed, req Request) error {
 	st := &l.stream
+	if l.hold.HeldFor(l.addr) {
+		if err := l.waitRelease(); err != nil {
+			return err
+		}
+		l.SendAck(f.Offset())
+	}
 	if isGetAck(req.Args) {
 		// The request counts in the offset (Redis's master sends it
 		// through the stream) and the ACK carries the offset including
