@@ -452,7 +452,7 @@ func (r *Runner) Close() {
 			text := r.m.RenderNodesConf()
 			r.mu.Unlock()
 			r.fileMu.Lock()
-			if err := r.conf.saveAtomic(text); err != nil {
+			if err := r.conf.saveAtClose(text); err != nil {
 				r.log.Warn("cluster: saving nodes.conf at shutdown", "err", err)
 			}
 			r.conf.close()
