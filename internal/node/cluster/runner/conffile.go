@@ -63,7 +63,7 @@ func (c *confFile) open() error {
 // seq numbers the saves (each record's is one more than the record
 // written before it); the checksum covers the seq and length fields and
 // the text, so a record torn at any byte, or mixed from two writes, does
-// not check. A slot file is rewritten in place and never shrinks (it grows
+// not check (but for crc32c's 2^-32 chance of a collision). A slot file is rewritten in place and never shrinks (it grows
 // in whole journalPage steps, so a text a few bytes longer does not change
 // its size, which fdatasync would then commit as well); what follows the
 // record is ignored.
