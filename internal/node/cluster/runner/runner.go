@@ -13,10 +13,11 @@
 // another goroutine and back.
 //
 // nodes.conf: a Ready that asks for an fsync (an epoch, a vote) is saved
-// crash-safely (confFile.saveDurable: a fsynced journal record, then
-// nodes.conf rewritten in place and fsynced) before any packet of its
-// batch is queued, so
-// what a packet announces is on disk first. Other saves are written
+// crash-safely (confFile.saveDurable: its journal record written and
+// fdatasynced, one sync, then nodes.conf rewritten in place without one;
+// a start loads the journal's newest valid record, see readConfig)
+// before any packet of its batch is queued, so what a packet announces
+// is on disk first. Other saves are written
 // outside the lock: by Do's caller before Do returns (a CLUSTER command's
 // reply leaves after its change is written, as Redis saves in
 // beforeSleep before it replies), and for the loop's own inputs by a
@@ -452,7 +453,7 @@ func (r *Runner) Close() {
 			text := r.m.RenderNodesConf()
 			r.mu.Unlock()
 			r.fileMu.Lock()
-			if err := r.conf.saveAtomic(text); err != nil {
+			if err := r.conf.saveAtClose(text); err != nil {
 				r.log.Warn("cluster: saving nodes.conf at shutdown", "err", err)
 			}
 			r.conf.close()
