@@ -48,7 +48,8 @@ func cmdDiscard(c *Client, args [][]byte) {
 // EXEC runs the queued commands atomically: it takes the shard locks of
 // every queued command's keys (all locks when a command lacks key
 // metadata), then runs them in order and propagates them as one
-// MULTI/EXEC block.
+// MULTI/EXEC block. A queued CLIENT PAUSE starts, and the writes in
+// flight finish, before the locks are taken (pauseBeforeExec).
 func cmdExec(c *Client, args [][]byte) {
 	if !c.hasFlag(clientMulti) {
 		c.addError("ERR EXEC without MULTI")
