@@ -76,8 +76,8 @@ func cmdExec(c *Client, args [][]byte) {
 	if d, all, ok := c.queuedPause(); ok && !c.hasFlag(clientDirtyCAS) {
 		// CLIENT PAUSE in the transaction: the writes in flight finish
 		// before it runs (pauseBeforeExec).
-		undo, ok := c.srv.pauseBeforeExec(c, d, all)
-		if !ok {
+		undo, alive := c.srv.pauseBeforeExec(c, c.cmd, d, all)
+		if !alive {
 			c.discardTransaction() // killed while held
 			return
 		}

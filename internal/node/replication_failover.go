@@ -85,7 +85,7 @@ func (s *Server) enterWrite(c *Client, cmd *command) (inflight, held bool) {
 // or a command that may replicate, or an EXEC that queued one.
 func (c *Client) writes(cmd *command) bool {
 	return cmd.flags&(flagWrite|flagMayReplicate) != 0 ||
-		cmd.name == "exec" && c.multiFlags()&(flagWrite|flagMayReplicate) != 0
+		cmd.name == "exec" && cmd.parent == nil && c.multiFlags()&(flagWrite|flagMayReplicate) != 0
 }
 
 // holds reports whether an active pause holds cmd back.
@@ -134,18 +134,18 @@ func (s *Server) drainWritesTo(own int64, timeout time.Duration) bool {
 // other, would hold it. undo puts the pause back as it was if the
 // transaction aborts; ok is false when the client was killed while held
 // (its transaction never runs).
-func (s *Server) pauseBeforeExec(c *Client, d time.Duration, all bool) (undo func(), ok bool) {
-	r := &c.req
+func (s *Server) pauseBeforeExec(c *Client, exec *command, d time.Duration, all bool) (undo func(), ok bool) {
+	r := &c.req // EXEC's request: its in-flight count
 	c.parkStart()
 	defer c.parkEnd()
 	if r.inflight {
 		s.inflightWrites.Add(-1)
 		r.inflight = false
 	}
-	counted := c.writes(r.cmd) && !c.hasFlag(clientReplica|clientMaster)
+	counted := c.writes(exec) && !c.hasFlag(clientReplica|clientMaster)
 	for {
 		if counted {
-			s.pause.wait(c, r.cmd)
+			s.pause.wait(c, exec)
 		}
 		if c.closed.Load() {
 			return nil, false
@@ -155,7 +155,7 @@ func (s *Server) pauseBeforeExec(c *Client, d time.Duration, all bool) (undo fun
 			break
 		}
 		s.inflightWrites.Add(1)
-		if !s.pause.holds(c, r.cmd) {
+		if !s.pause.holds(c, exec) {
 			r.inflight = true
 			break
 		}
