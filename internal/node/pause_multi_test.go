@@ -338,3 +338,71 @@ func TestAbortedExecUndoesItsPause(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestClientPauseWriteByDeclaredScriptFlags: CLIENT PAUSE WRITE holds a
+// script by the flags it declares, as Redis's scriptFlagsToCmdFlags: a
+// no-writes script (EVAL, EVALSHA, FCALL, and one queued in MULTI) runs,
+// a script declaring flags without no-writes, or none at all (EVAL's own
+// may-replicate flag), is held until CLIENT UNPAUSE.
+func TestClientPauseWriteByDeclaredScriptFlags(t *testing.T) {
+	ts := startServer(t)
+	s := ts.srv
+	rc := ts.client(t)
+	c := ctx(t)
+	const ro = "#!lua flags=no-writes\nreturn 'ro'"
+	sha, err := rc.ScriptLoad(c, ro).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Do(c, "FUNCTION", "LOAD", "REPLACE", "#!lua name=pt\nredis.register_function{function_name='ptro', callback=function() return 'fro' end, flags={'no-writes'}}").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Do(c, "CLIENT", "PAUSE", "60000", "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.pause.Unpause() })
+	wc := ts.client(t)
+	for _, tc := range []struct {
+		args []any
+		want string
+	}{
+		{[]any{"EVAL", ro, 0}, "ro"},
+		{[]any{"EVALSHA", sha, 0}, "ro"},
+		{[]any{"FCALL", "ptro", 0}, "fro"},
+	} {
+		got, err := wc.Do(c, tc.args...).Text()
+		if err != nil || got != tc.want {
+			t.Fatalf("%v under CLIENT PAUSE WRITE: %q, %v", tc.args[0], got, err)
+		}
+	}
+	tx := queueTx(t, ts, nil, "EVALSHA "+sha+" 0").exec(t)
+	select {
+	case r := <-tx.reply:
+		if r != "*1\r\n$2\r\nro\r\n" {
+			t.Fatalf("EXEC of a no-writes script: %q", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("EXEC of a no-writes script held by CLIENT PAUSE WRITE")
+	}
+
+	held := make(chan string, 2)
+	hc1, hc2 := ts.client(t), ts.client(t)
+	go func() { held <- hc1.Eval(c, "#!lua\nreturn 'w'", nil).Val().(string) }()
+	go func() { held <- hc2.Eval(c, "return 'compat'", nil).Val().(string) }()
+	testutil.WaitFor(t, 10*time.Second, "both writing scripts held", func() bool { return s.pause.Waiting() == 2 })
+	if err := rc.Do(c, "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for range 2 {
+		select {
+		case v := <-held:
+			got[v] = true
+		case <-time.After(10 * time.Second):
+			t.Fatal("a held script did not run after CLIENT UNPAUSE")
+		}
+	}
+	if !got["w"] || !got["compat"] {
+		t.Fatalf("scripts after UNPAUSE: %v", got)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/shardis/shardis/internal/node/repl"
+	"github.com/shardis/shardis/internal/node/script"
 )
 
 // FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]
@@ -60,40 +61,67 @@ func (h failoverHost) Resume()   { h.s.pause.Unpause() }
 // changed meanwhile: slot ownership, the node's role). A pause set between
 // the check and the count is seen by one side or the other (sequentially
 // consistent atomics), so drainWrites cannot miss a write.
-func (s *Server) enterWrite(c *Client, cmd *command) (inflight, held bool) {
+func (s *Server) enterWrite(c *Client, cmd *command, args [][]byte) (inflight, held bool) {
 	counted := c.writes(cmd) && !c.hasFlag(clientReplica|clientMaster)
 	if s.frozen() {
 		s.waitUnfrozen(c) // DEBUG SLEEP: every client waits, replicas too
 		held = true
 	}
 	for {
-		if s.pause.wait(c, cmd) {
+		if s.pause.wait(c, cmd, args) {
 			held = true
 		}
 		if !counted || c.closed.Load() {
 			return false, held
 		}
 		s.inflightWrites.Add(1)
-		if !s.pause.holds(c, cmd) {
+		if !s.pause.holds(c, cmd, args) {
 			return true, held
 		}
 		s.inflightWrites.Add(-1)
 	}
 }
 
-// writes reports whether cmd is one CLIENT PAUSE WRITE holds back: a write
-// or a command that may replicate, or an EXEC that queued one.
+// writes reports whether cmd counts as a write in flight: a write or a
+// command that may replicate (every script call, whatever it declares),
+// or an EXEC that queued one. It is what a pause may hold, or more
+// (pausedWrite): counting a command that is not held only makes a drain
+// wait for it too.
 func (c *Client) writes(cmd *command) bool {
 	return cmd.flags&(flagWrite|flagMayReplicate) != 0 ||
 		cmd.name == "exec" && cmd.parent == nil && c.multiFlags()&(flagWrite|flagMayReplicate) != 0
 }
 
+// pausedWrite reports whether CLIENT PAUSE WRITE holds cmd (args: its
+// request): a write or a command that may replicate, but a script that
+// declares its flags by the flags, writing unless no-writes (Redis's
+// scriptFlagsToCmdFlags), and an EXEC by its queued commands (Redis's
+// mstate.cmd_flags). Called only while a pause is on: it may look a
+// script up.
+func (c *Client) pausedWrite(cmd *command, args [][]byte) bool {
+	if cmd.name == "exec" && cmd.parent == nil {
+		for _, q := range c.multi {
+			if qc := c.srv.queuedCommand(q); qc != nil && c.pausedWrite(qc, q) {
+				return true
+			}
+		}
+		return false
+	}
+	if cmd.flags&flagLockScript != 0 {
+		if f, ok := c.declaredFlags(cmd, args); ok {
+			return f&script.FlagNoWrites == 0
+		}
+	}
+	return cmd.flags&(flagWrite|flagMayReplicate) != 0
+}
+
 // holds reports whether an active pause holds cmd back.
-func (p *pauseState) holds(c *Client, cmd *command) bool {
+func (p *pauseState) holds(c *Client, cmd *command, args [][]byte) bool {
 	if !p.On() {
 		return false
 	}
-	return p.Holds(c.hasFlag(clientReplica|clientMaster), c.writes(cmd))
+	exempt := c.hasFlag(clientReplica | clientMaster)
+	return p.Holds(exempt, !exempt && c.pausedWrite(cmd, args))
 }
 
 // drainWrites waits until no write command is in flight (after a pause
@@ -145,7 +173,7 @@ func (s *Server) pauseBeforeExec(c *Client, exec *command, d time.Duration, all 
 	counted := c.writes(exec) && !c.hasFlag(clientReplica|clientMaster)
 	for {
 		if counted {
-			s.pause.wait(c, exec)
+			s.pause.wait(c, exec, nil)
 		}
 		if c.closed.Load() {
 			return nil, false
@@ -155,7 +183,7 @@ func (s *Server) pauseBeforeExec(c *Client, exec *command, d time.Duration, all 
 			break
 		}
 		s.inflightWrites.Add(1)
-		if !s.pause.holds(c, exec) {
+		if !s.pause.holds(c, exec, nil) {
 			r.inflight = true
 			break
 		}
