@@ -27,6 +27,13 @@
 #        machine's load does not change; WHOLESLOT_PROBE=1000 adds the
 #        probe (whose GETs then count in server_cpu_s).
 #
+# steps: the small part's data (VALUES keys, no probe unless PROBE is
+#        set) moved by scripts/reshardload itself with redis-cli's command
+#        sequence, one command at a time; prints each command's count and
+#        client-side mean, p50, p99, max and share of the move's time
+#        (importing, migrating, getkeys, migrate, getkeys_empty,
+#        node_target, node_source, node_other).
+#
 # KINDS picks the servers (default "redis shardnode"); the kind
 # shardnode-old runs the binary $SHARDNODE_OLD (a build of an older
 # commit), for a before/after in the same run.
@@ -167,6 +174,7 @@ for part in $PARTS; do
         # No probe by default: the servers' CPU is then the move's alone.
         args=(-values 1000000 -value-size 100 -probe "${WHOLESLOT_PROBE:-0}" -run "$(measured "$move")")
         ;;
+      steps) args=(-values "$VALUES" -value-size 100 -probe "${PROBE:-0}" -probe-rate "${PROBE_RATE:-0}" -run "move:$SLOTS:$PIPELINE") ;;
       big) args=(-big 20 -big-size $((50 << 20)) -big-slots 0-$((SLOTS - 1)) -probe 1000 -run "$(reshard_cmd $base)") ;;
       *) echo "unknown part $part" >&2; exit 2 ;;
     esac
@@ -179,6 +187,7 @@ for part in $PARTS; do
     rate=$(echo "$line" | awk '{for (i = 1; i <= NF; i++) { split($i, a, "="); v[a[1]] = a[2] } if (v["run1_s"] > 0) printf "keys_per_s=%.2f", v["moved_keys"] / v["run1_s"]}')
     if [ -f "$work/cpu" ]; then cpu="$cpu $(cat "$work/cpu")"; rm -f "$work/cpu"; fi
     echo "$part $kind: $line $rate $cpu $c"
+    if [ "$part" = steps ]; then sed -n '/^move:/,$p' "$work/driver.err" | sed "s/^/  $kind /"; fi
     stop
     base=$((base + 100))
   done

@@ -50,3 +50,11 @@ func BenchmarkExecGeoSearch(b *testing.B) {
 		return []string{"GEOSEARCH", "g", "FROMLONLAT", "15", "40", "BYRADIUS", "20", "km", "ASC"}
 	})
 }
+
+// BenchmarkExecPFAdd is scripts/bench-streams.sh's PFADD: one random
+// element of a million into one dense HyperLogLog, through the dispatcher.
+func BenchmarkExecPFAdd(b *testing.B) {
+	benchExecute(b, [][]string{{"PFADD", "h"}, {"PFDEBUG", "TODENSE", "h"}}, func(i int) []string {
+		return []string{"PFADD", "h", fmt.Sprintf("%012d", (i*7919)%1000000)}
+	})
+}

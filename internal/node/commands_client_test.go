@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/shardis/shardis/internal/node/clients"
 	"github.com/shardis/shardis/internal/node/config"
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 var clientLineRE = regexp.MustCompile(`^id=\d+ addr=\S+ laddr=\S+ fd=-?\d+ name=\S* age=\d+ idle=\d+ flags=\S+ db=\d+ sub=\d+ psub=\d+ ssub=\d+ multi=-?\d+ qbuf=\d+ qbuf-free=\d+ argv-mem=\d+ multi-mem=\d+ rbs=\d+ rbp=\d+ obl=\d+ oll=\d+ omem=\d+ tot-mem=\d+ events=\S* cmd=\S+ user=\S+ redir=-?\d+ resp=[23]$`)
@@ -569,5 +570,112 @@ func TestOutputLimitsFollowConfigSet(t *testing.T) {
 	}
 	if got := ts.srv.hot().outLimits[clients.ClassPubSub]; got != (clients.OutputLimit{Hard: 2 << 20, Soft: 1 << 20, SoftFor: 30 * time.Second}) {
 		t.Fatalf("after CONFIG SET: %+v", got)
+	}
+}
+
+// TestClientPauseFreezesReplica: a replica under CLIENT PAUSE WRITE applies
+// none of its master's writes, as Redis 7.0 postpones its master client
+// (tests/unit/pause.tcl "Test when replica paused, offset would not
+// grow"): its offset stays, its acknowledgements stay (WAIT on the master
+// counts only the other replica), and after REPLICAOF to a replica that
+// has the writes, then CLIENT UNPAUSE, in one MULTI (the Sentinel's
+// reconfiguration, sentinel/freeze.go), it holds every write. shardnode
+// resynchronises partially from the frozen offset; redis-server, whose
+// held master client is not cached, fully.
+func TestClientPauseFreezesReplica(t *testing.T) {
+	for _, kind := range []string{"redis-server", "shardnode"} {
+		t.Run(kind, func(t *testing.T) {
+			start := func(replicaOf string) *redis.Client {
+				var addr string
+				if kind == "shardnode" {
+					var d []string
+					if replicaOf != "" {
+						d = []string{"replicaof", strings.Replace(replicaOf, ":", " ", 1)}
+					}
+					addr = startServer(t, d...).addr
+				} else {
+					args := []string{"--repl-diskless-sync-delay", "0"}
+					if replicaOf != "" {
+						args = append(args, "--replicaof", strings.Replace(replicaOf, ":", " ", 1))
+					}
+					addr = testutil.StartRedis(t, args...).Addr
+				}
+				rc := redis.NewClient(&redis.Options{Addr: addr, DisableIdentity: true, MaxRetries: -1})
+				t.Cleanup(func() { rc.Close() })
+				return rc
+			}
+			c := ctx(t)
+			m := start("")
+			maddr := m.Options().Addr
+			r1, r2 := start(maddr), start(maddr)
+			waitLinkUp(t, r1)
+			waitLinkUp(t, r2)
+			offset := func(rc *redis.Client) int64 {
+				n, _ := strconv.ParseInt(replInfoField(t, rc, "slave_repl_offset"), 10, 64)
+				return n
+			}
+			masterOffset := func() int64 {
+				n, _ := strconv.ParseInt(replInfoField(t, m, "master_repl_offset"), 10, 64)
+				return n
+			}
+			if err := m.Set(c, "k0", "v", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			testutil.WaitFor(t, 10*time.Second, "r1 and r2 at the master's offset", func() bool {
+				mo := masterOffset()
+				return offset(r1) == mo && offset(r2) == mo
+			})
+			// The freeze, as the Sentinel sends it: CLIENT PAUSE, then INFO.
+			if err := r1.Do(c, "CLIENT", "PAUSE", "20000", "WRITE").Err(); err != nil {
+				t.Fatal(err)
+			}
+			frozen := offset(r1)
+			// The master's client writes; WAIT counts the replicas that
+			// acknowledged them: r2 only.
+			mc := redis.NewClient(&redis.Options{Addr: maddr, DisableIdentity: true, MaxRetries: -1, PoolSize: 1})
+			t.Cleanup(func() { mc.Close() })
+			for i := 1; i <= 20; i++ {
+				if err := mc.Set(c, "k"+strconv.Itoa(i), "v", 0).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n, err := mc.Do(c, "WAIT", 2, 300).Int(); err != nil || n != 1 {
+				t.Fatalf("WAIT 2 300 = %d %v, want 1 (the paused replica acknowledges nothing new)", n, err)
+			}
+			testutil.WaitFor(t, 10*time.Second, "r2 at the master's offset", func() bool { return offset(r2) == masterOffset() })
+			if got := offset(r1); got != frozen {
+				t.Fatalf("paused replica offset %d, frozen at %d: it applied its master's stream", got, frozen)
+			}
+			if n := r1.DBSize(c).Val(); n != 1 {
+				t.Fatalf("paused replica has %d keys, want 1", n)
+			}
+			// r2 takes over and writes; r1 follows it and is unpaused.
+			if err := r2.Do(c, "REPLICAOF", "NO", "ONE").Err(); err != nil {
+				t.Fatal(err)
+			}
+			if err := r2.Set(c, "new", "v", 0).Err(); err != nil {
+				t.Fatal(err)
+			}
+			h, p := hostPort(r2.Options().Addr)
+			if _, err := r1.TxPipelined(c, func(pp redis.Pipeliner) error {
+				pp.Do(c, "SLAVEOF", h, p)
+				pp.Do(c, "CLIENT", "UNPAUSE")
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			waitLinkUp(t, r1)
+			testutil.WaitFor(t, 10*time.Second, "r1 with every write", func() bool {
+				return r1.DBSize(c).Val() == 22 && r1.Get(c, "new").Val() == "v"
+			})
+			full, partial := replInfoField(t, r2, "sync_full"), replInfoField(t, r2, "sync_partial_ok")
+			want := [2]string{"0", "1"}
+			if kind == "redis-server" {
+				want = [2]string{"1", "0"}
+			}
+			if full != want[0] || partial != want[1] {
+				t.Fatalf("new master's sync_full %s sync_partial_ok %s, want %s %s", full, partial, want[0], want[1])
+			}
+		})
 	}
 }

@@ -28,7 +28,7 @@ func registerClusterCommands(t *commandTable) {
 	sub("addslotsrange", -4, admin, "7.0.0", clusternode.Admin)
 	sub("delslotsrange", -4, admin, "7.0.0", clusternode.Admin)
 	sub("flushslots", 2, admin, "3.0.0", clusternode.Admin)
-	sub("setslot", -4, admin, "3.0.0", clusternode.Admin)
+	t.addSub("cluster", &command{name: "setslot", arity: -4, flags: admin, fn: clusterOnlyReplyFirst(clusternode.Admin), since: "3.0.0"})
 	sub("replicate", 3, admin, "3.0.0", clusternode.Admin)
 	sub("failover", -2, admin, "3.0.0", clusternode.Admin)
 	sub("reset", -2, admin|flagNoScript, "3.0.0", clusternode.Reset)
@@ -149,4 +149,43 @@ func (s *Server) clusterLinksMemory() int {
 		return cm.LinksMemory()
 	}
 	return 0
+}
+
+// clusterOnlyReplyFirst is clusterOnly for a command whose packets leave
+// after its reply, as in Redis (CLUSTER SETSLOT): Redis writes a
+// command's reply in beforeSleep and the cluster link output of the same
+// event-loop iteration after it, so SETSLOT NODE's broadcast PONG reaches
+// the other masters after redis-cli had the reply. The bus's output is
+// held (Runner.Hold) from before fn until fn's reply has been handed to
+// the socket as far as it takes it without waiting (tryWriteReplies), so
+// a client that does not read never holds the bus back.
+func clusterOnlyReplyFirst(fn clusternode.Handler) handlerFunc {
+	return func(c *Client, args [][]byte) {
+		cm := c.srv.cluster
+		if cm == nil || cm.Runner() == nil || c.raw == nil || c.inExec || c.inScript {
+			clusterOnly(fn)(c, args)
+			return
+		}
+		release := cm.Runner().Hold()
+		defer release()
+		fn(&cm.Mode, clusterReply{c}, args)
+		c.tryWriteReplies()
+	}
+}
+
+// tryWriteReplies writes the replies gathered so far with one
+// non-blocking write, as far as the socket takes them, when nothing
+// must go before them (min-replicas acknowledgements, the replication
+// streams, pushed output); what is left goes with the batch's flush.
+func (c *Client) tryWriteReplies() {
+	if len(c.out) == 0 || len(c.ack.segs) > 0 || (c.srv.repl != nil && c.srv.repl.StreamDirty()) ||
+		c.hasFlag(clientPubSub|clientMonitor|clientReplica) || c.pendingLen() > 0 {
+		return
+	}
+	c.wmu.Lock()
+	n, err := c.raw.TryWrite(c.out)
+	c.wmu.Unlock()
+	c.srv.stats.netOutput.Add(int64(n))
+	c.out = c.out[:copy(c.out, c.out[n:])]
+	_ = err // a broken connection: the batch's flush meets the error
 }

@@ -48,8 +48,8 @@ func debugSyntaxError(c *Client, args [][]byte) {
 }
 
 // DEBUG subcommand [arg ...]: SLEEP, SET-ACTIVE-EXPIRE, JMAP,
-// CHANGE-REPL-ID, QUICKLIST-PACKED-THRESHOLD, STRINGMATCH-LEN, LISTPACK,
-// HELP, plus the hooks other parts register (RELOAD, OBJECT ...).
+// CHANGE-REPL-ID, REPLICATE, QUICKLIST-PACKED-THRESHOLD, STRINGMATCH-LEN,
+// LISTPACK, HELP, plus the hooks other parts register (RELOAD, OBJECT ...).
 func cmdDebug(c *Client, args [][]byte) {
 	sub := strings.ToLower(string(args[1]))
 	if fn := c.srv.debugHooks[sub]; fn != nil {
@@ -76,6 +76,8 @@ func cmdDebug(c *Client, args [][]byte) {
 			"    true, false.",
 			"QUICKLIST-PACKED-THRESHOLD <size>",
 			"    Sets the threshold for elements to be inserted as plain vs packed nodes",
+			"REPLICATE <string>",
+			"    Replicates the provided string to replicas, allowing data divergence.",
 			"SET-ACTIVE-EXPIRE <0|1>",
 			"    Setting it to 0 disables expiring keys in background when they are not",
 			"    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
@@ -116,7 +118,28 @@ func cmdDebug(c *Client, args [][]byte) {
 		c.addSimple("OK")
 	case sub == "listpack" && len(args) == 3:
 		c.addSimple("Listpack structure printed on stdout")
+	case sub == "replicate" && len(args) >= 3:
+		c.srv.debugReplicate(c.db, args[2:])
+		c.addOK()
 	default:
 		debugSyntaxError(c, args)
+	}
+}
+
+// debugReplicate is DEBUG REPLICATE <cmd> [arg ...]: it feeds cmd to the
+// replication stream (the backlog and every replica) without running it
+// and without writing it to the AOF, as Redis 7.0's debug.c calls
+// replicationFeedSlaves alone; tests use it to make a replica diverge
+// (integration/replication-4). The command goes in db, with a SELECT first
+// when the stream is on another database (Redis sends it in whatever
+// database the stream last selected); nothing is fed when no replica
+// ever connected, as Redis keeps no backlog then either.
+func (s *Server) debugReplicate(db int, cmd [][]byte) {
+	s.propMu.RLock()
+	defer s.propMu.RUnlock()
+	for _, p := range s.propagators {
+		if r, ok := p.(*replication); ok {
+			r.Propagate(db, [][][]byte{cmd})
+		}
 	}
 }

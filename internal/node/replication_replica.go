@@ -14,6 +14,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/shardis/shardis/internal/node/config"
@@ -36,6 +37,9 @@ type masterLink struct {
 	r    *replication
 	host string
 	port int
+	// streamC is the master client while the stream runs: stop closes
+	// it, which releases a stream a CLIENT PAUSE holds (streamApplier.hold).
+	streamC atomic.Pointer[Client]
 }
 
 type linkStatus struct {
@@ -65,8 +69,15 @@ func (r *replication) startLinkLocked(host string, port int, failoverDone chan e
 	l.Start()
 }
 
-// stop ends the link and waits for its goroutine.
-func (l *masterLink) stop() { l.Stop() }
+// stop ends the link and waits for its goroutine. It closes the master
+// client first: a stream held by CLIENT PAUSE then ends without running
+// the held command, which is not in the offset (streamApplier.hold).
+func (l *masterLink) stop() {
+	if c := l.streamC.Load(); c != nil {
+		c.close()
+	}
+	l.Stop()
+}
 
 // sendAck sends REPLCONF ACK <offset> to the master.
 func (l *masterLink) sendAck() { l.SendAck(l.r.Offset()) }
@@ -218,9 +229,13 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 	defer c.close()
 	// The link is up once its client is listed: an operator who sees
 	// master_link_status:up can kill it.
+	l.streamC.Store(c)
+	defer l.streamC.Store(nil)
 	l.setState(linkConnected)
 	l.Touch()
-	return l.RunStream(&streamApplier{c: c, nc: nc, r: l.r}, l.r.Master, time.Duration(s.cfg.Int(config.DirReplTimeout))*time.Second)
+	a := &streamApplier{c: c, nc: nc, r: l.r}
+	defer a.release()
+	return l.RunStream(a, l.r.Master, time.Duration(s.cfg.Int(config.DirReplTimeout))*time.Second)
 }
 
 // streamApplier runs the master's stream on the master client
@@ -229,9 +244,70 @@ type streamApplier struct {
 	c  *Client
 	nc net.Conn
 	r  *replication
+	// counted: the request Run started counts in the server's
+	// inflightWrites until the next Next or Run (by then the stream fed it
+	// into the offset), so that CLIENT PAUSE's drain waits for it.
+	counted bool
 }
 
+// hold waits while CLIENT PAUSE (WRITE or ALL) holds cmd, as Redis 7.0
+// postpones its master client: a paused replica applies nothing that
+// writes, so its offset, its REPLCONF ACKs and its answer to GETACK stay
+// where the pause found them (the Sentinel's replica freeze relies on it:
+// docs/ARCHITECTURE.md, "Acknowledged writes"). A request that passes
+// counts as a write in flight until it is in the offset: a pause set
+// meanwhile waits for it before CLIENT PAUSE replies (cmdClientPause), so
+// an INFO after the pause reads the final offset. A master client closed
+// while held (REPLICAOF, CLIENT KILL) ends the stream without running the
+// request.
+func (a *streamApplier) hold(cmd *command) error {
+	a.release()
+	if cmd == nil {
+		return nil // unknown: executeCmd answers it
+	}
+	c, s := a.c, a.c.srv
+	writes := func() bool {
+		flags := cmd.flags
+		if cmd.name == "exec" {
+			flags |= c.multiFlags()
+		}
+		return flags&(flagWrite|flagMayReplicate) != 0
+	}
+	for {
+		if s.pause.On() {
+			s.pause.Wait(streamWaiter{pauseWaiter{c}}, writes)
+		}
+		if c.closed.Load() {
+			return repl.ErrMasterClientClosed
+		}
+		if !writes() {
+			return nil
+		}
+		s.inflightWrites.Add(1)
+		if !s.pause.Holds(false, true) {
+			a.counted = true
+			return nil
+		}
+		s.inflightWrites.Add(-1)
+	}
+}
+
+// release ends the count hold took.
+func (a *streamApplier) release() {
+	if a.counted {
+		a.counted = false
+		a.c.srv.inflightWrites.Add(-1)
+	}
+}
+
+// streamWaiter is the master client as a pause holds its stream: not
+// exempt, unlike in the dispatch checks (pauseWaiter).
+type streamWaiter struct{ pauseWaiter }
+
+func (streamWaiter) Exempt() bool { return false }
+
 func (a *streamApplier) Next() (repl.Request, error) {
+	a.release()
 	c := a.c
 	args, err := c.rd.Next()
 	if err != nil {
@@ -263,6 +339,9 @@ func (a *streamApplier) Run(req repl.Request) (bool, error) {
 	c := a.c
 	if c.closed.Load() {
 		return false, repl.ErrMasterClientClosed
+	}
+	if err := a.hold(req.Cmd.(*command)); err != nil {
+		return false, err
 	}
 	c.replyMode = replyOn
 	c.executeCmd(req.Args, req.Cmd.(*command))

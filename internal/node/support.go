@@ -98,8 +98,9 @@ func (w pauseWaiter) Closed() bool          { return w.c.closed.Load() }
 
 // wait blocks c while a CLIENT PAUSE applies to cmd (args: its request)
 // and reports whether it did. Replicas and the master link are never
-// paused. Whether cmd writes is decided once, outside the pause's lock
-// (pausedWrite may look a script up).
+// paused here; the master's stream is held before it reaches dispatch
+// (streamApplier.hold). Whether cmd writes is decided once, outside the
+// pause's lock (pausedWrite may look a script up).
 func (p *pauseState) wait(c *Client, cmd *command, args [][]byte) (held bool) {
 	if !p.On() {
 		return false

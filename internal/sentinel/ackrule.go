@@ -8,16 +8,21 @@ import "time"
 // A shardnode master with min-replicas-ack n replies to a write only after
 // n of its R eligible replicas (priority above 0) acknowledged it, and says
 // so in INFO replication (min_replicas_ack, min_replicas_ack_eligible;
-// redis-server has neither field, and the rule is off). Any R−n+1 eligible
-// replicas then include one that acknowledged every acknowledged write
-// (pigeonhole: only n−1 can be missing a given write). So the Sentinel
-// promotes only a replica whose replication offset is the highest among at
-// least R−n+1 eligible replicas whose offsets it read after the master
-// stopped (INFO asked after the master went subjectively down, or later
-// when the master has a Sentinel fence, below): that replica holds every
-// acknowledged write. While fewer such replicas answer,
+// redis-server has neither field, and the rule is off). The leader of a
+// failover freezes the replicas first (freeze.go: CLIENT PAUSE WRITE, then
+// INFO): a frozen replica's acknowledgements never exceed its frozen
+// offset (what follows it in the stream holds no write). So the Sentinel
+// promotes only a replica whose frozen offset is the highest among at
+// least R−n+1 eligible replicas frozen in this failover: any acknowledged
+// write, acknowledged before or after the freeze, was acknowledged by n
+// replicas, so by one of those R−n+1 (pigeonhole: only n−1 are missing),
+// whose frozen offset therefore covers it; the promoted replica's offset
+// is the highest, and the stream is one history, so it holds the write.
+// No read-after-the-master-stopped cutoff is needed: the argument does not
+// depend on when the master stopped. While fewer replicas are frozen,
 // the failover waits in select_slave (up to failover-timeout), instead of
-// promoting a replica that may lack writes.
+// promoting a replica that may lack writes. The guarantee needs the frozen
+// replicas to stay paused until they are reconfigured (freeze.go).
 
 // ackReadsNeeded is R−n+1: how many eligible replicas' offsets must be
 // read before one is promoted, with n of R eligible replicas acknowledging
@@ -30,25 +35,13 @@ func ackReadsNeeded(eligible, need int) int {
 }
 
 // ackCandidates narrows the promotable replicas cands (already filtered by
-// replicaEligible) by the rule: it keeps those whose offset is the highest
-// among the ones read after the master stopped, and reports wait when too
-// few of them were read yet.
+// replicaEligible) by the rule: it keeps those whose frozen offset is the
+// highest among the ones frozen in this failover, and reports wait when
+// too few of them are frozen yet. Outside a failover (SENTINEL FAILOVER's
+// check that a replica exists) there is no freeze and no narrowing.
 func (m *Machine) ackCandidates(now time.Time, master *instance, cands []*instance) (out []*instance, wait bool) {
-	if master.ackNeed <= 0 {
+	if master.ackNeed <= 0 || !master.has(flagFailoverInProgress) {
 		return cands, false
-	}
-	// Since when an offset counts as read after the master stopped: the
-	// INFO must have been asked after it.
-	cutoff := master.sDownSince
-	if !master.has(flagSDown) {
-		cutoff = master.failoverStartTime // a forced failover of a live master
-	} else if master.ackLease > 0 && !master.oDownSince.IsZero() {
-		// The master's Sentinel fence (node/repl/fence.go): a master cut
-		// from the quorum that saw it down stops acknowledging by
-		// ODOWN − down-after + lease at the latest.
-		if t := master.oDownSince.Add(master.ackLease - master.downAfter); t.After(cutoff) {
-			cutoff = t
-		}
 	}
 	// R: the master's count, or more if more eligible replicas answer.
 	eligible := master.ackEligible
@@ -59,19 +52,19 @@ func (m *Machine) ackCandidates(now time.Time, master *instance, cands []*instan
 		}
 	}
 	eligible = max(eligible, fresh)
-	var read []*instance
+	var frozen []*instance
 	var best int64 = -1
 	for _, r := range cands {
-		if r.infoAsked.After(cutoff) {
-			read = append(read, r)
-			best = max(best, r.replOffset)
+		if frozenIn(master, r) {
+			frozen = append(frozen, r)
+			best = max(best, r.frozenOffset)
 		}
 	}
-	if len(read) < ackReadsNeeded(eligible, master.ackNeed) {
+	if len(frozen) < ackReadsNeeded(eligible, master.ackNeed) {
 		return nil, true
 	}
-	for _, r := range read {
-		if r.replOffset == best {
+	for _, r := range frozen {
+		if r.frozenOffset == best {
 			out = append(out, r)
 		}
 	}

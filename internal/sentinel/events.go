@@ -53,6 +53,15 @@ const (
 	EventTiltExit                = "-tilt"
 )
 
+// Events of shardis's Sentinel that redis-sentinel does not have.
+const (
+	// EventFreeze: the leader paused a replica's writes to read its
+	// frozen offset (freeze.go); payload the replica and the epoch.
+	EventFreeze = "+freeze-slave"
+	// EventUnfreeze: an aborted failover unpaused a replica it froze.
+	EventUnfreeze = "-freeze-slave"
+)
+
 // Level is the severity of an event, as in redis-sentinel's log.
 type Level int
 

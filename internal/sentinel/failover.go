@@ -47,6 +47,7 @@ func (m *Machine) abortFailover(now time.Time, master *instance) {
 	if !master.has(flagFailoverInProgress) || master.failoverState > stateWaitPromotion {
 		panic(fmt.Sprintf("sentinel: abort of failover of %s in state %s", master.name, master.failoverState))
 	}
+	m.unpauseReplicas(master)
 	master.flags &^= flagFailoverInProgress | flagForceFailover
 	m.setFailoverState(now, master, stateNone)
 	if master.promoted != nil {
@@ -59,6 +60,9 @@ func (m *Machine) abortFailover(now time.Time, master *instance) {
 func (m *Machine) failoverStateMachine(now time.Time, master *instance) {
 	if !master.has(flagFailoverInProgress) {
 		return
+	}
+	if master.failoverState >= stateSelectReplica {
+		m.refreezeReplicas(now, master)
 	}
 	switch master.failoverState {
 	case stateWaitStart:
@@ -92,6 +96,7 @@ func (m *Machine) failoverWaitStart(now time.Time, master *instance) {
 
 // failoverSelectReplica picks the replica to promote.
 func (m *Machine) failoverSelectReplica(now time.Time, master *instance) {
+	m.freezeReplicas(now, master)
 	r, wait := m.selectReplicaAck(now, master)
 	if r == nil && wait && now.Sub(master.failoverStateChange) <= master.failoverTimeout {
 		// min-replicas-ack: not enough replicas read since the master

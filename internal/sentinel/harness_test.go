@@ -25,7 +25,14 @@ type fakeRedis struct {
 	// ackLease is a shardnode master's Sentinel fence lease (INFO
 	// min_replicas_ack_sentinel_lease; 0: none).
 	ackLease time.Duration
+	// The replica freeze: pausedUntil is the end of a CLIENT PAUSE WRITE
+	// (zero: none); noPause makes CLIENT PAUSE fail (an old server).
+	pausedUntil time.Time
+	noPause     bool
 }
+
+// paused reports whether a CLIENT PAUSE holds r's writes at now.
+func (r *fakeRedis) paused(now time.Time) bool { return now.Before(r.pausedUntil) }
 
 type simSentinel struct {
 	name string
@@ -45,6 +52,14 @@ type world struct {
 	cut        map[[2]string]bool // pairs of endpoint names ("ip:port")
 	drop       map[ActionKind]bool
 	replicaofs []string // log: "<addr> -> <target>"
+	// acts logs the replica freeze's actions (ActFreeze, ActUnpause,
+	// ActReplicaOf) in order, as executed.
+	acts []Action
+	// onFreeze, if set, runs when a CLIENT PAUSE reaches r, before its
+	// INFO is read (to interleave writes between two replicas' freezes).
+	onFreeze func(r *fakeRedis)
+	// helloWhilePaused counts hellos that reached a paused replica.
+	helloWhilePaused int
 }
 
 func newWorld(t *testing.T) *world {
@@ -260,6 +275,9 @@ func (w *world) execute(s *simSentinel, a Action) {
 			s.m.Step(w.now, InfoReply{a.Addr, w.info(r)})
 		}
 	case ActPublishHello:
+		if ok && r.paused(w.now) {
+			w.helloWhilePaused++
+		}
 		if ok {
 			for _, o := range w.sents {
 				if o.subs[a.Addr] && !o.down && w.reachable(o.addr, a.Addr) {
@@ -267,8 +285,31 @@ func (w *world) execute(s *simSentinel, a Action) {
 				}
 			}
 		}
+	case ActFreeze:
+		if ok {
+			w.acts = append(w.acts, a)
+			paused := !r.noPause
+			if paused && w.now.Add(a.Pause).After(r.pausedUntil) {
+				r.pausedUntil = w.now.Add(a.Pause)
+			}
+			if w.onFreeze != nil && paused {
+				w.onFreeze(r)
+			}
+			if !a.Refreeze {
+				s.m.Step(w.now, FreezeReply{Addr: a.Addr, Epoch: a.Epoch, Paused: paused, Text: w.info(r)})
+			}
+		}
+	case ActUnpause:
+		if ok {
+			w.acts = append(w.acts, a)
+			r.pausedUntil = time.Time{}
+		}
 	case ActReplicaOf:
 		if ok {
+			w.acts = append(w.acts, a)
+			if a.Unpause {
+				r.pausedUntil = time.Time{}
+			}
 			w.replicaofs = append(w.replicaofs, fmt.Sprintf("%s -> %s", a.Addr, a.Target))
 			if a.Target.IsZero() {
 				if r.promoteOK {

@@ -75,13 +75,8 @@ type instance struct {
 	leaderEpoch uint64        // epoch of leader
 
 	// INFO-derived state; infoRefresh is zero until the first reply.
-	infoRefresh time.Time
-	infoSent    time.Time
-	// infoAsks are the send times of the INFO requests not answered yet,
-	// oldest first; infoAsked is the send time of the request the last
-	// reply answered (zero when unknown), for the election rule.
-	infoAsks           []time.Time
-	infoAsked          time.Time
+	infoRefresh        time.Time
+	infoSent           time.Time
 	roleReported       Role
 	roleReportedTime   time.Time
 	replConfChangeTime time.Time // (replicas) last change of master_host/port
@@ -93,6 +88,20 @@ type instance struct {
 	replOffset         int64
 	replAnnounced      bool
 	replReconfSentTime time.Time
+	// The replica freeze (ackrule.go), replicas only. pausedEpoch is the
+	// failover epoch of the last CLIENT PAUSE sent, pauseSent when it (or
+	// the last re-freeze) was sent; paused is set from that send until a
+	// CLIENT UNPAUSE is sent (it stops hellos: a PUBLISH would wait out
+	// the pause and hold the link's replies). frozenEpoch and
+	// frozenOffset are the epoch and the offset of the last FreezeReply
+	// whose pause succeeded; pauseRefused, that the last CLIENT PAUSE was
+	// refused (not retried in that epoch).
+	pausedEpoch        uint64
+	pauseSent          time.Time
+	paused             bool
+	frozenEpoch        uint64
+	frozenOffset       int64
+	pauseRefused       bool
 	lastConvertAttempt time.Time
 	hasInfo            bool
 	info               string // last INFO reply text
@@ -101,9 +110,6 @@ type instance struct {
 	// ackNeed and ackEligible are min-replicas-ack and the eligible
 	// replicas the master counted, from its last INFO (ackrule.go).
 	ackNeed, ackEligible int
-	// ackLease is the master's Sentinel fence lease
-	// (min_replicas_ack_sentinel_lease; 0 when absent).
-	ackLease             time.Duration
 	quorum               int
 	parallelSyncs        int
 	failoverTimeout      time.Duration

@@ -511,12 +511,12 @@ func (m *Machine) sendPeriodicCommands(now time.Time, ri *instance) {
 	case ri.kind != RoleSentinel && (ri.infoRefresh.IsZero() || now.Sub(ri.infoRefresh) > infoPeriod) &&
 		(ri.infoSent.IsZero() || now.Sub(ri.infoSent) >= pingPeriod):
 		ri.infoSent = now
-		ri.infoAsks = append(ri.infoAsks, now)
 		ri.link.pending++
 		m.act(m.actionFor(ActInfo, ri))
 	case now.Sub(ri.link.lastPong) > pingPeriod && now.Sub(ri.link.lastPing) > pingPeriod/2:
 		m.sendPing(now, ri)
-	case now.Sub(ri.lastPub) > m.timing.PublishPeriod:
+	case now.Sub(ri.lastPub) > m.timing.PublishPeriod && !ri.paused:
+		// No hello to a replica our failover paused (freeze.go).
 		m.sendHello(now, ri)
 	}
 }

@@ -1,6 +1,9 @@
 package sentinel
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Role is the kind of a monitored instance.
 type Role int
@@ -63,12 +66,24 @@ type MasterDownReply struct {
 	LeaderEpoch uint64 // third element
 }
 
+// FreezeReply reports the replies to an ActFreeze sent to the replica at
+// Addr for the failover of Epoch: Paused when CLIENT PAUSE answered +OK,
+// and Text, the INFO that followed it (empty for a re-freeze, which reads
+// no INFO, or when INFO failed).
+type FreezeReply struct {
+	Addr   Addr
+	Epoch  uint64
+	Paused bool
+	Text   string
+}
+
 func (LinkUp) isMessage()          {}
 func (LinkDown) isMessage()        {}
 func (PingReply) isMessage()       {}
 func (InfoReply) isMessage()       {}
 func (HelloReceived) isMessage()   {}
 func (MasterDownReply) isMessage() {}
+func (FreezeReply) isMessage()     {}
 
 // ActionKind says what an Action asks the runner to do. Append-only.
 type ActionKind int
@@ -93,8 +108,17 @@ const (
 	ActAskMasterDown
 	// ActReplicaOf: send, in one MULTI/EXEC, REPLICAOF Target (NO ONE if
 	// Target is zero), CONFIG REWRITE, CLIENT KILL TYPE normal and
-	// CLIENT KILL TYPE pubsub.
+	// CLIENT KILL TYPE pubsub, and CLIENT UNPAUSE last if Unpause is set.
 	ActReplicaOf
+	// ActFreeze: send CLIENT PAUSE <Pause in ms> WRITE and then, unless
+	// Refreeze, INFO replication (two commands in a row, not a MULTI:
+	// outside a transaction a shardnode's CLIENT PAUSE replies only after
+	// the writes in flight, the master's stream included, are in the
+	// offset); report both replies with one FreezeReply carrying Epoch
+	// (a re-freeze reports nothing). The replica freeze of ackrule.go.
+	ActFreeze
+	// ActUnpause: send CLIENT UNPAUSE (an aborted failover's replicas).
+	ActUnpause
 )
 
 // Action is one thing the runner must do on the network.
@@ -107,9 +131,16 @@ type Action struct {
 	AuthPass   string
 	Hello      Hello  // ActPublishHello
 	MasterAddr Addr   // ActAskMasterDown
-	Epoch      uint64 // ActAskMasterDown: our current epoch
+	Epoch      uint64 // ActAskMasterDown: our current epoch; ActFreeze: the failover epoch
 	RunID      string // ActAskMasterDown: our run id when asking for a vote, else "*"
 	Target     Addr   // ActReplicaOf: new master, zero for NO ONE
+	// Unpause: ActReplicaOf ends with CLIENT UNPAUSE (the replica was
+	// frozen by this Sentinel's failover).
+	Unpause bool
+	// Pause is ActFreeze's pause length; Refreeze says it only extends
+	// a freeze (no INFO, no reply reported). Epoch is the failover's.
+	Pause    time.Duration
+	Refreeze bool
 	// Renames maps lower-case command names to the names to send
 	// (rename-command); read-only.
 	Renames map[string]string

@@ -21,7 +21,6 @@ func (m *Machine) Step(now time.Time, msg Message) {
 				// unreachable: it may have restarted with another role.
 				if ri.kind != RoleSentinel && (ri.infoRefresh.IsZero() || ri.has(flagSDown)) {
 					ri.infoSent = now
-					ri.infoAsks = append(ri.infoAsks, now)
 					ri.link.pending++
 					m.act(m.actionFor(ActInfo, ri))
 				}
@@ -45,6 +44,12 @@ func (m *Machine) Step(now time.Time, msg Message) {
 			if ri.kind != RoleSentinel {
 				ri.info = msg.Text
 				m.refreshInstanceInfo(now, ri, info)
+			}
+		})
+	case FreezeReply:
+		m.forAddr(msg.Addr, func(ri *instance) {
+			if ri.kind == RoleReplica {
+				m.freezeReply(now, ri, msg)
 			}
 		})
 	case HelloReceived:
@@ -76,7 +81,6 @@ func (m *Machine) forAddr(a Addr, f func(*instance)) {
 func (m *Machine) linkDown(ri *instance) {
 	ri.link.connected = false
 	ri.link.pending = 0
-	ri.infoAsks = ri.infoAsks[:0] // their replies are lost with the link
 }
 
 func (m *Machine) pingReply(now time.Time, ri *instance, reply string) {
@@ -110,13 +114,6 @@ func (m *Machine) refreshInstanceInfo(now time.Time, ri *instance, info Info) {
 	}
 	ri.infoRefresh = now
 	ri.infoSent = time.Time{}
-	// The link answers in order: this reply answers the oldest INFO
-	// asked; an unknown one (zero) never counts for the election rule.
-	ri.infoAsked = time.Time{}
-	if len(ri.infoAsks) > 0 {
-		ri.infoAsked = ri.infoAsks[0]
-		ri.infoAsks = append(ri.infoAsks[:0], ri.infoAsks[1:]...)
-	}
 	ri.hasInfo = true
 	ri.masterLinkDownTime = info.MasterLinkDownSince
 	if info.RunID != "" {
@@ -130,7 +127,7 @@ func (m *Machine) refreshInstanceInfo(now time.Time, ri *instance, info Info) {
 		ri.runID = info.RunID
 	}
 	if ri.kind == RoleMaster && info.Role == RoleMaster {
-		ri.ackNeed, ri.ackEligible, ri.ackLease = info.AckNeed, info.AckEligible, info.AckLease
+		ri.ackNeed, ri.ackEligible = info.AckNeed, info.AckEligible
 	}
 	if ri.kind == RoleMaster {
 		for _, a := range info.Replicas {
@@ -250,12 +247,12 @@ func (m *Machine) sendReplicaOf(ri *instance, target Addr) bool {
 	}
 	a := m.actionFor(ActReplicaOf, ri)
 	a.Target = target
+	// A replica our failover froze is unpaused in the same MULTI, after
+	// REPLICAOF: its held stream ends before it could apply anything.
+	a.Unpause, ri.paused = ri.paused, false
 	ri.link.pending += 2
 	m.act(a)
 	ri.infoSent = time.Time{}
-	// The time is not known here: a zero ask time never counts for the
-	// election rule (ackrule.go), which is conservative.
-	ri.infoAsks = append(ri.infoAsks, time.Time{})
 	m.act(m.actionFor(ActInfo, ri))
 	return true
 }
@@ -365,7 +362,6 @@ func (m *Machine) resetMaster(now time.Time, ri *instance, withSentinels, genEve
 	ri.sDownSince, ri.oDownSince = time.Time{}, time.Time{}
 	ri.runID = ""
 	ri.infoRefresh, ri.infoSent = time.Time{}, time.Time{}
-	ri.infoAsks, ri.infoAsked = nil, time.Time{}
 	ri.roleReported, ri.roleReportedTime = RoleMaster, now
 	ri.link = link{actPing: now, lastAvail: now, lastPong: now}
 	m.act(Action{Kind: ActDisconnect, Addr: ri.addr})

@@ -84,7 +84,8 @@ type Info struct {
 	AckNeed, AckEligible int
 	// AckLease is a shardnode master's min_replicas_ack_sentinel_lease:
 	// how long a Sentinel's PING keeps it acknowledging writes (its
-	// Sentinel fence; 0 when absent).
+	// Sentinel fence; 0 when absent). Parsed for completeness: since the
+	// replica freeze the election does not wait for it.
 	AckLease time.Duration
 }
 

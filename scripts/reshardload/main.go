@@ -21,6 +21,10 @@
 // command (moved_keys), the writers' acknowledged increments and errors,
 // lost increments and missing keys, and the probe's GET count, p50, p99
 // and max in milliseconds. The exit status is 1 when a check fails.
+//
+// A -run of "move:N" moves slots 0..N-1 from their master to the master
+// of slot N in the driver itself, with redis-cli's command sequence (see
+// timedMove), and writes each command's client-side latency to stderr.
 package main
 
 import (
@@ -61,7 +65,7 @@ func main() {
 	probeSlots := flag.String("probe-slots", "3000-10922", "slot range of the probe keys")
 	probeRate := flag.Int("probe-rate", 0, "probe GETs per second (0: back to back)")
 	var cmds runs
-	flag.Var(&cmds, "run", "shell command to run under load (repeatable, in order)")
+	flag.Var(&cmds, "run", "shell command to run under load (repeatable, in order); \"move:N[:P]\" moves slots 0..N-1 itself, as redis-cli --cluster reshard would with pipeline P (default 10), timing each command (report on stderr)")
 	flag.Parse()
 	if err := run(*addr, *counters, *writers, *values, *valueSize, *big, *bigSize, *bigSlots, *probe, *probeSlots, *probeRate, cmds); err != nil {
 		fmt.Fprintln(os.Stderr, "reshardload:", err)
@@ -254,9 +258,14 @@ func run(addr string, counters, writers, values, valueSize, big, bigSize int, bi
 	for i, c := range cmds {
 		probing.Store(true)
 		t0 := time.Now()
-		cmd := exec.Command("sh", "-c", c)
-		cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-		err := cmd.Run()
+		var err error
+		if n, ok := strings.CutPrefix(c, "move:"); ok {
+			err = runTimedMove(addr, n)
+		} else {
+			cmd := exec.Command("sh", "-c", c)
+			cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+			err = cmd.Run()
+		}
 		d := time.Since(t0)
 		probing.Store(false)
 		if err != nil {

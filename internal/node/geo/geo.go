@@ -160,14 +160,21 @@ func Score(long, lat float64) (float64, bool) {
 	return float64(Align52(h)), true
 }
 
-// FromScore decodes a stored score into the centre of its cell.
+// FromScore decodes a stored score into the centre of its cell: Decode
+// at StepMax and Center, the same operations in the same order (so the
+// same bits, TestFromScoreIsDecodeCenter), without the Area in between;
+// a search decodes every candidate. ok is always true (a step-26 hash is
+// never the zero hash); it stays for the callers' shape.
 func FromScore(score float64) (long, lat float64, ok bool) {
-	a, ok := Decode(Hash{Bits: uint64(score), Step: StepMax})
-	if !ok {
-		return 0, 0, false
-	}
-	long, lat = a.Center()
-	return long, lat, true
+	sep := deinterleave(uint64(score))
+	const div = float64(uint64(1) << StepMax)
+	ilat, ilong := float64(uint32(sep)), float64(uint32(sep>>32))
+	latScale, longScale := latRange.Max-latRange.Min, longRange.Max-longRange.Min
+	latMin := latRange.Min + (ilat/div)*latScale
+	latMax := latRange.Min + ((ilat+1)/div)*latScale
+	longMin := longRange.Min + (ilong/div)*longScale
+	longMax := longRange.Min + ((ilong+1)/div)*longScale
+	return clamp((longMin+longMax)/2, LongMin, LongMax), clamp((latMin+latMax)/2, LatMin, LatMax), true
 }
 
 // Align52 shifts a hash's bits to the 52-bit score scale.
@@ -257,13 +264,14 @@ type Shape struct {
 	Width, Height float64 // box, in the unit
 	Conversion    float64 // meters per unit
 	bounds        [4]float64
-	// cosLat, aMax and band, set on the first Within of a circle: the cosine of
-	// the centre's latitude, and a bound of the haversine term above which
-	// a point is certainly outside.
-	// band bounds the latitude difference (radians) of a point that may
-	// be inside.
-	prepared           bool
-	cosLat, aMax, band float64
+	// cosLat, aMax, band and longBand, set on the first Within of a
+	// circle: the cosine of the centre's latitude, and a bound of the
+	// haversine term above which a point is certainly outside. band
+	// bounds the latitude difference (radians) of a point that may be
+	// inside; longBand, for a point inside the latitude band, its
+	// longitude difference (modulo a turn).
+	prepared                     bool
+	cosLat, aMax, band, longBand float64
 }
 
 // estimateSteps is geohashEstimateStepsByRadius.
@@ -393,28 +401,44 @@ func (s *Shape) Within(score float64) (long, lat, dist float64, ok bool) {
 }
 
 // inRadius is Distance(s.Long, s.Lat, long, lat) <= the radius, with the
-// same distance, skipping the arcsine (and, outside the latitude band, the
-// longitude term) for points that are certainly outside: the haversine
+// same distance, skipping the arcsine (and, outside the latitude or the
+// longitude band, the sines) for points that are certainly outside: the haversine
 // term only grows with the distance, and the bound has a margin far above
 // the rounding of either side.
 func (s *Shape) inRadius(long, lat float64) (float64, bool) {
 	r := s.Radius * s.Conversion
 	if !s.prepared {
 		s.prepared, s.cosLat, s.aMax, s.band = true, math.Cos(degRad(s.Lat)), math.Inf(1), math.Inf(1)
+		s.longBand = math.Inf(1)
 		if h := r / (2 * earthRadius); h < math.Pi/4 {
 			s.aMax = math.Sin(h) * math.Sin(h) * (1 + 1e-6)
 			s.band = 2 * math.Asin(math.Sqrt(s.aMax)) * (1 + 1e-9)
+			// Inside the band |lat2| <= |lat1|+band, so cos(lat2) >= cosMin
+			// and the haversine term a >= cosLat*cosMin*v^2: a point whose
+			// v^2 exceeds aMax/(cosLat*cosMin) is outside. The margins
+			// (cosMin lowered, the band widened) are far above the
+			// rounding of either side.
+			if far := math.Abs(degRad(s.Lat)) + s.band; far < math.Pi/2 {
+				cosMin := math.Cos(far) * (1 - 1e-9)
+				if q := s.aMax / (s.cosLat * cosMin); q < 1 {
+					s.longBand = 2 * math.Asin(math.Sqrt(q)) * (1 + 1e-9)
+				}
+			}
 		}
 	}
 	lat1r, lat2r := degRad(s.Lat), degRad(lat)
 	if math.Abs(lat2r-lat1r) > s.band {
 		return 0, false // beyond the latitude band: sin((lat2r-lat1r)/2)^2 > aMax
 	}
+	dlong := degRad(long) - degRad(s.Long)
+	if d := math.Abs(dlong); d > s.longBand && d < 2*math.Pi-s.longBand {
+		return 0, false // beyond the longitude band: v^2 > aMax/(cosLat*cosMin)
+	}
 	u := math.Sin((lat2r - lat1r) / 2)
 	if u*u > s.aMax {
 		return 0, false
 	}
-	v := math.Sin((degRad(long) - degRad(s.Long)) / 2)
+	v := math.Sin(dlong / 2)
 	if v == 0 {
 		d := latDistance(s.Lat, lat)
 		return d, d <= r

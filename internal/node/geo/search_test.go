@@ -1,6 +1,7 @@
 package geo
 
 import (
+	"math"
 	"strconv"
 	"strings"
 	"syscall"
@@ -199,6 +200,66 @@ func TestInRadiusIsDistance(t *testing.T) {
 			if in != (want <= radius) || (in && d != want) {
 				t.Fatalf("radius %v centre %v,%v point %v,%v: inRadius %v %v, Distance %v", radius, s.Long, s.Lat, long, lat, d, in, want)
 			}
+		}
+	}
+}
+
+// TestInRadiusAtTheEdge: points a hair inside and outside the circle, in
+// every direction and at every latitude Redis allows, get the same answer
+// and distance from inRadius as from Distance (the latitude and longitude
+// bands never cut a point inside).
+func TestInRadiusAtTheEdge(t *testing.T) {
+	rng := uint64(11)
+	next := func() float64 {
+		rng = rng*6364136223846793005 + 1442695040888963407
+		return float64(rng>>11) / (1 << 53)
+	}
+	in, out := 0, 0
+	for _, radius := range []float64{1, 300, 20000, 500000, 5000000} {
+		for i := 0; i < 20000; i++ {
+			s := Shape{Long: -180 + 360*next(), Lat: -85 + 170*next(), Radius: radius, Conversion: 1}
+			// The destination point at bearing th and distance d (a
+			// sphere of earthRadius), d within 1e-6 of the radius.
+			th, d := 2*math.Pi*next(), radius*(1+(next()-0.5)*2e-6)
+			lat1, lon1, ad := degRad(s.Lat), degRad(s.Long), d/earthRadius
+			lat2 := math.Asin(math.Sin(lat1)*math.Cos(ad) + math.Cos(lat1)*math.Sin(ad)*math.Cos(th))
+			lon2 := lon1 + math.Atan2(math.Sin(th)*math.Sin(ad)*math.Cos(lat1), math.Cos(ad)-math.Sin(lat1)*math.Sin(lat2))
+			long, lat := math.Remainder(lon2*180/math.Pi, 360), lat2*180/math.Pi
+			if lat > LatMax || lat < LatMin {
+				continue
+			}
+			want := Distance(s.Long, s.Lat, long, lat)
+			got, ok := s.inRadius(long, lat)
+			if ok != (want <= radius) || (ok && got != want) {
+				t.Fatalf("radius %v centre %v,%v point %v,%v: inRadius %v %v, Distance %v", radius, s.Long, s.Lat, long, lat, got, ok, want)
+			}
+			if ok {
+				in++
+			} else {
+				out++
+			}
+		}
+	}
+	if in < 10000 || out < 10000 {
+		t.Fatalf("%d points inside, %d outside: the edge is not where the test aims", in, out)
+	}
+}
+
+// TestFromScoreIsDecodeCenter: FromScore gives the bits of Decode and
+// Center at StepMax, for random scores and the extremes.
+func TestFromScoreIsDecodeCenter(t *testing.T) {
+	rng := uint64(5)
+	scores := []float64{0, 1, 1<<52 - 1, 3479099956230698}
+	for i := 0; i < 100000; i++ {
+		rng = rng*6364136223846793005 + 1442695040888963407
+		scores = append(scores, float64(rng>>12))
+	}
+	for _, sc := range scores {
+		a, ok := Decode(Hash{Bits: uint64(sc), Step: StepMax})
+		wantLong, wantLat := a.Center()
+		long, lat, ok2 := FromScore(sc)
+		if ok != ok2 || math.Float64bits(long) != math.Float64bits(wantLong) || math.Float64bits(lat) != math.Float64bits(wantLat) {
+			t.Fatalf("score %v: FromScore %v,%v,%v; Decode+Center %v,%v,%v", sc, long, lat, ok2, wantLong, wantLat, ok)
 		}
 	}
 }

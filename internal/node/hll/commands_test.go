@@ -1,6 +1,9 @@
 package hll
 
-import "testing"
+import (
+	"encoding/binary"
+	"testing"
+)
 
 func TestAddAllAndDebug(t *testing.T) {
 	b, updated, err := AddAll(nil, [][]byte{[]byte("a"), []byte("b"), []byte("a")}, 3000)
@@ -64,5 +67,31 @@ func BenchmarkMergeDense(b *testing.B) {
 	var regs [Registers]uint8
 	for i := 0; i < b.N; i++ {
 		MergeInto(&regs, d)
+	}
+}
+
+// BenchmarkAddSparse adds elements to a sparse HyperLogLog of about
+// 1,200 distinct elements (about 2.5 KB of code, below the default
+// hll-sparse-max-bytes of 3000): the scan for the covering opcode
+// dominates.
+func BenchmarkAddSparse(b *testing.B) {
+	var ele [8]byte
+	base := New()
+	for i := uint64(0); i < 1200; i++ {
+		binary.LittleEndian.PutUint64(ele[:], i*0x9e3779b97f4a7c15)
+		base, _, _ = Add(base, ele[:], 3000)
+	}
+	if !IsSparse(base) {
+		b.Fatal("promoted")
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	v := append([]byte(nil), base...)
+	for i := 0; i < b.N; i++ {
+		if i%256 == 0 {
+			v = append(v[:0], base...)
+		}
+		binary.LittleEndian.PutUint64(ele[:], uint64(i)*0xbf58476d1ce4e5b9+1)
+		v, _, _ = Add(v, ele[:], 3000)
 	}
 }

@@ -218,6 +218,20 @@ func denseSet(b []byte, index int, count uint8) bool {
 
 // ---- sparse --------------------------------------------------------------
 
+// opSpan is the number of registers a one-byte opcode covers (ZERO: 1 to
+// 64, VAL: 1 to 4), 0 for the first byte of an XZERO.
+var opSpan = func() (t [256]uint8) {
+	for op := range t {
+		switch b := byte(op); {
+		case isZero(b):
+			t[op] = uint8(zeroLen(b))
+		case isVal(b):
+			t[op] = uint8(valLen(b))
+		}
+	}
+	return t
+}()
+
 func isZero(op byte) bool  { return op&0xc0 == 0 }
 func isXZero(op byte) bool { return op&0xc0 == 0x40 }
 func isVal(op byte) bool   { return op&0x80 != 0 }
@@ -298,6 +312,49 @@ func ToDense(b []byte) ([]byte, error) {
 	return d, nil
 }
 
+// findOp finds the opcode of the sparse code sp that covers register
+// index: its offset p, its first register and run length span, and the
+// offset of the opcode before it (-1 for none). span is 0 when the code
+// ends before index or in the middle of an XZERO. One table lookup per
+// one-byte opcode; a loop of its own, so that its few variables stay in
+// registers.
+func findOp(sp []byte, index int) (first, span, p, prev int) {
+	prev = -1
+	rem := index // registers left before index
+	for {
+		// A run of one-byte opcodes (ZERO, VAL): the inner loop keeps
+		// neither the first register (index-rem) nor prev (p-1).
+		start := p
+		for p < len(sp) {
+			s := int(opSpan[sp[p]])
+			if s == 0 {
+				break
+			}
+			if rem < s {
+				if p > start {
+					prev = p - 1
+				}
+				return index - rem, s, p, prev
+			}
+			rem -= s
+			p++
+		}
+		if p > start {
+			prev = p - 1
+		}
+		if p+1 >= len(sp) { // the end, or an XZERO cut short
+			return 0, 0, p, prev
+		}
+		s := xzeroLen(sp[p], sp[p+1])
+		if rem < s {
+			return index - rem, s, p, prev
+		}
+		rem -= s
+		prev = p
+		p += 2
+	}
+}
+
 // sparseSet raises register index to count in a sparse HyperLogLog,
 // editing the code as Redis's hllSparseSet does. It returns the new value
 // (b edited in place, or a new slice), whether a register changed, and
@@ -308,29 +365,8 @@ func sparseSet(b []byte, index int, count uint8, maxBytes int) ([]byte, bool, er
 	}
 	sp := b[HeaderSize:]
 	// Step 1: the opcode covering index, and the one before it.
-	first, span, p, prev := 0, 0, 0, -1
-	for p < len(sp) {
-		oplen := 1
-		switch op := sp[p]; {
-		case isZero(op):
-			span = zeroLen(op)
-		case isVal(op):
-			span = valLen(op)
-		default:
-			if p+1 >= len(sp) {
-				return nil, false, ErrCorrupt
-			}
-			span = xzeroLen(op, sp[p+1])
-			oplen = 2
-		}
-		if index <= first+span-1 {
-			break
-		}
-		prev = p
-		p += oplen
-		first += span
-	}
-	if span == 0 || p >= len(sp) {
+	first, span, p, prev := findOp(sp, index)
+	if span == 0 {
 		return nil, false, ErrCorrupt
 	}
 	op := sp[p]

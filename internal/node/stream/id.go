@@ -74,11 +74,42 @@ func (a ID) Decr() (ID, bool) {
 // String formats the ID as "<ms>-<seq>".
 func (a ID) String() string { return string(a.Append(nil)) }
 
-// Append appends "<ms>-<seq>" to b.
+// Append appends "<ms>-<seq>" to b (every XADD and read replies IDs: the
+// digits are written back to front into one array, two at a time, and
+// appended once).
 func (a ID) Append(b []byte) []byte {
-	b = strconv.AppendUint(b, a.Ms, 10)
-	b = append(b, '-')
-	return strconv.AppendUint(b, a.Seq, 10)
+	var buf [41]byte // 20 digits, '-', 20 digits
+	i := putUint(buf[:], len(buf), a.Seq)
+	i--
+	buf[i] = '-'
+	i = putUint(buf[:], i, a.Ms)
+	return append(b, buf[i:]...)
+}
+
+// digitPairs holds "00" to "99".
+const digitPairs = "00010203040506070809101112131415161718192021222324252627282930313233343536373839" +
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879" +
+	"8081828384858687888990919293949596979899"
+
+// putUint writes v in decimal into buf ending before end and returns
+// where it starts.
+func putUint(buf []byte, end int, v uint64) int {
+	i := end
+	for v >= 100 {
+		q := v / 100
+		r := (v - q*100) * 2
+		i -= 2
+		buf[i], buf[i+1] = digitPairs[r], digitPairs[r+1]
+		v = q
+	}
+	if v >= 10 {
+		i -= 2
+		buf[i], buf[i+1] = digitPairs[v*2], digitPairs[v*2+1]
+		return i
+	}
+	i--
+	buf[i] = byte('0' + v)
+	return i
 }
 
 // Bytes is the ID as Redis's 128-bit big-endian radix tree key.

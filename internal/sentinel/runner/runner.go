@@ -340,11 +340,41 @@ func (r *Runner) execute(a sentinel.Action) {
 		if !a.Target.IsZero() {
 			host, port = a.Target.IP, strconv.Itoa(a.Target.Port)
 		}
-		for _, cmd := range [][]string{{"MULTI"}, {"SLAVEOF", host, port}, {"CONFIG", "REWRITE"},
-			{"CLIENT", "KILL", "TYPE", "normal"}, {"CLIENT", "KILL", "TYPE", "pubsub"}, {"EXEC"}} {
+		cmds := [][]string{{"MULTI"}, {"SLAVEOF", host, port}, {"CONFIG", "REWRITE"},
+			{"CLIENT", "KILL", "TYPE", "normal"}, {"CLIENT", "KILL", "TYPE", "pubsub"}}
+		if a.Unpause {
+			// After SLAVEOF: the held master stream ends before the
+			// pause does (sentinel/freeze.go).
+			cmds = append(cmds, []string{"CLIENT", "UNPAUSE"})
+		}
+		for _, cmd := range append(cmds, []string{"EXEC"}) {
 			cmd[0] = a.Command(cmd[0])
 			l.send(cmd, nil)
 		}
+	case sentinel.ActFreeze:
+		// CLIENT PAUSE, then INFO, in a row: the link answers in order,
+		// so the INFO callback sees the pause's outcome.
+		ms := strconv.FormatInt(a.Pause.Milliseconds(), 10)
+		var paused bool
+		l.send([]string{a.Command("CLIENT"), "PAUSE", ms, "WRITE"}, func(v resp.Value, _ error) {
+			paused = !v.IsError() && v.Str == "OK"
+			if !paused {
+				r.log.Warn("sentinel: CLIENT PAUSE refused", "addr", addr.String(), "reply", v.Str)
+			}
+		})
+		if a.Refreeze {
+			break
+		}
+		epoch := a.Epoch
+		l.send([]string{a.Command("INFO"), "replication"}, func(v resp.Value, _ error) {
+			text := ""
+			if !v.IsError() {
+				text = v.Str
+			}
+			r.step(sentinel.FreezeReply{Addr: addr, Epoch: epoch, Paused: paused, Text: text})
+		})
+	case sentinel.ActUnpause:
+		l.send([]string{a.Command("CLIENT"), "UNPAUSE"}, nil)
 	}
 }
 

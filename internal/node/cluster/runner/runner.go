@@ -21,7 +21,9 @@
 // reply leaves after its change is written, as Redis saves in
 // beforeSleep before it replies), and for the loop's own inputs by a
 // saver goroutine; either way one write covers every change made before
-// it was rendered, so a burst of changes costs one write. Reading and
+// it was rendered, so a burst of changes costs one write. Do queues its
+// Ready's packets after that write, and Hold keeps every packet back
+// until a command's reply is on its way (see Do and Hold). Reading and
 // writing the sockets happens in per-link goroutines, so a slow peer
 // never stalls the machine: a link whose unsent bytes pass
 // cluster-link-sendbuf-limit is closed, as Redis frees it.
@@ -150,6 +152,23 @@ type Runner struct {
 
 	closeOnce sync.Once
 	encBuf    []byte
+
+	// holds counts the holders of the send hold (guarded by mu): while it
+	// is above zero, every packet a batch queues is appended to held, in
+	// order, instead of going to its link; the last holder to let go
+	// queues them (releaseHeld). See Do and Hold.
+	holds   int
+	held    []heldPacket
+	heldBuf []byte
+}
+
+// heldPacket is one packet kept back by the send hold: heldBuf[start:end]
+// for link l (queued to it on release only if it is still the link's
+// record).
+type heldPacket struct {
+	l          *link
+	id         cluster.LinkID
+	start, end int
 }
 
 // ErrConfigLocked is returned by Start when another process holds the
@@ -298,20 +317,89 @@ func (r *Runner) closeListeners() {
 // goroutine, under the machine's lock, carries out the Ready it leaves,
 // and returns once a nodes.conf save that Ready asked for is written (a
 // CLUSTER command's reply therefore leaves after nodes.conf was saved, as
-// in Redis).
+// in Redis). The packets of that Ready are queued after the save is
+// written, as Redis's clusterBeforeSleep saves nodes.conf before any
+// cluster link output of the event-loop iteration is written: a peer
+// never learns of a change before the node that made it has written it
+// (packets other inputs queue meanwhile wait behind them, in order; see
+// Hold).
 func (r *Runner) Do(fn func(m *cluster.Machine, now time.Time)) error {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return ErrClosed
 	}
+	r.holds++
 	fn(r.m, r.opt.Clock())
 	gen := r.carryOut()
-	r.mu.Unlock()
-	if gen != 0 {
-		r.flushConfig(gen)
+	if gen == 0 {
+		r.unhold()
+		r.mu.Unlock()
+		return nil
 	}
+	r.mu.Unlock()
+	r.flushConfig(gen)
+	r.mu.Lock()
+	r.unhold()
+	r.mu.Unlock()
 	return nil
+}
+
+// Hold keeps every packet the machine's batches queue from now on back,
+// in order, until the release function it returns is called (once; later
+// calls do nothing): a CLUSTER command holds the packets of its change
+// until its reply is written, as Redis writes a command's reply in
+// beforeSleep, before the cluster link output of the same event-loop
+// iteration (SETSLOT NODE's broadcast PONG then reaches the other masters
+// after redis-cli had the reply, as with redis-server). Holds nest; the
+// last release queues what was held. The holder must release without
+// waiting on anything that may not come (a peer, a client's reads).
+func (r *Runner) Hold() (release func()) {
+	r.mu.Lock()
+	r.holds++
+	r.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			r.mu.Lock()
+			r.unhold()
+			r.mu.Unlock()
+		})
+	}
+}
+
+// unhold lets go of one hold (mu held) and queues the held packets when
+// it was the last.
+func (r *Runner) unhold() {
+	r.holds--
+	if r.holds > 0 || len(r.held) == 0 {
+		return
+	}
+	held := r.held
+	r.held = r.held[:0]
+	for _, h := range held {
+		if r.links[h.id] != h.l {
+			continue // closed meanwhile: its packets go with it
+		}
+		r.send(h.l, h.id, r.heldBuf[h.start:h.end])
+	}
+	r.heldBuf = r.heldBuf[:0]
+	if cap(r.heldBuf) > 1<<20 {
+		r.heldBuf = nil
+	}
+}
+
+// send queues one encoded packet to link l (mu held), closing the link
+// when it passes cluster-link-sendbuf-limit.
+func (r *Runner) send(l *link, id cluster.LinkID, pkt []byte) {
+	if !l.queue(pkt, r.sendBufLimit.Load()) {
+		r.limitExceeded.Add(1)
+		r.log.Warn("cluster: link send buffer over cluster-link-sendbuf-limit, closing it", "link", id)
+		r.dropLink(l)
+		r.m.LinkDown(r.opt.Clock(), id)
+		return
+	}
+	r.pktsSent.Add(1)
 }
 
 // Post runs fn like Do from the loop's goroutine, without waiting for it
@@ -563,15 +651,14 @@ func (r *Runner) carryOut() uint64 {
 		if l == nil || l.conn == nil {
 			continue
 		}
-		r.encBuf = cluster.AppendMsg(r.encBuf[:0], s.Msg)
-		if !l.queue(r.encBuf, r.sendBufLimit.Load()) {
-			r.limitExceeded.Add(1)
-			r.log.Warn("cluster: link send buffer over cluster-link-sendbuf-limit, closing it", "link", s.Link)
-			r.dropLink(l)
-			r.m.LinkDown(r.opt.Clock(), s.Link)
+		if r.holds > 0 {
+			start := len(r.heldBuf)
+			r.heldBuf = cluster.AppendMsg(r.heldBuf, s.Msg)
+			r.held = append(r.held, heldPacket{l: l, id: s.Link, start: start, end: len(r.heldBuf)})
 			continue
 		}
-		r.pktsSent.Add(1)
+		r.encBuf = cluster.AppendMsg(r.encBuf[:0], s.Msg)
+		r.send(l, s.Link, r.encBuf)
 	}
 	if r.opt.OnReady != nil {
 		r.opt.OnReady(r.m, &rd)

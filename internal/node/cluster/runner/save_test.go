@@ -110,3 +110,65 @@ func confHasSlot(path, slot string) error {
 	}
 	return fmt.Errorf("no myself line in %q", text)
 }
+
+// TestHoldKeepsPacketsUntilRelease: while a hold is taken, no packet of
+// any batch is queued (the Do's PUBLISH, and the ticks' PINGs), and the
+// peer receives none of them; on release they go out and the peer gets
+// the PUBLISH. Do's own hold ends when it returns, so without Hold the
+// PUBLISH is queued at once.
+func TestHoldKeepsPacketsUntilRelease(t *testing.T) {
+	dir := t.TempDir()
+	a, b := startBusNode(t, dir, 11), startBusNode(t, dir, 12)
+	a.do(t, func(m *cluster.Machine, now time.Time) error {
+		return m.Meet(now, "127.0.0.1", strconv.Itoa(b.port), strconv.Itoa(b.cport))
+	})
+	for _, n := range []*busNode{a, b} {
+		waitFor(t, 20*time.Second, "2 nodes settled", func() bool { return settled(n.nodes(t), 2) })
+	}
+	published := func(n *busNode) string {
+		var s string
+		n.r.Do(func(m *cluster.Machine, _ time.Time) { s = m.Info(0) })
+		for _, line := range strings.Split(s, "\r\n") {
+			if strings.HasPrefix(line, "cluster_stats_messages_publish_received:") {
+				return strings.TrimPrefix(line, "cluster_stats_messages_publish_received:")
+			}
+		}
+		return "0"
+	}
+	release := a.r.Hold()
+	sent := a.r.Stats().PacketsSent
+	a.do(t, func(m *cluster.Machine, now time.Time) error {
+		m.Publish(now, []byte("ch"), []byte("held"))
+		return nil
+	})
+	// The hold is observed through the runner's own state: the Do's
+	// packet is in held, not sent, and the peer has not counted it.
+	a.r.mu.Lock()
+	nHeld := len(a.r.held)
+	a.r.mu.Unlock()
+	if got := a.r.Stats().PacketsSent; got != sent || nHeld == 0 {
+		t.Fatalf("during the hold: %d packets sent (before %d), %d held", got, sent, nHeld)
+	}
+	if got := published(b); got != "0" {
+		t.Fatalf("peer received %s PUBLISH during the hold", got)
+	}
+	release()
+	release() // a second call does nothing
+	waitFor(t, 5*time.Second, "the held PUBLISH to arrive", func() bool { return published(b) == "1" })
+	a.r.mu.Lock()
+	holds, nHeld := a.r.holds, len(a.r.held)
+	a.r.mu.Unlock()
+	if holds != 0 || nHeld != 0 {
+		t.Fatalf("after release: holds %d, held %d", holds, nHeld)
+	}
+	// Without a hold, a Do's packets are queued before it returns.
+	sent = a.r.Stats().PacketsSent
+	a.do(t, func(m *cluster.Machine, now time.Time) error {
+		m.Publish(now, []byte("ch"), []byte("free"))
+		return nil
+	})
+	if got := a.r.Stats().PacketsSent; got <= sent {
+		t.Fatalf("Do returned with its PUBLISH not queued: sent %d, before %d", got, sent)
+	}
+	waitFor(t, 5*time.Second, "the second PUBLISH to arrive", func() bool { return published(b) == "2" })
+}
