@@ -81,12 +81,7 @@ func TestClusterFailoverEndToEnd(t *testing.T) {
 	}
 
 	// Manual failover: the first pair swaps roles.
-	if err := replicas[0].rc.Do(ctx, "cluster", "failover").Err(); err != nil {
-		t.Fatal(err)
-	}
-	testutil.WaitFor(t, 30*time.Second, "CLUSTER FAILOVER to swap the first pair", func() bool {
-		return replicas[0].roleOf(t) == "master" && masters[0].roleOf(t) == "slave"
-	})
+	manualFailover(t, replicas[0], masters[0])
 	// TAKEOVER: the third pair, without votes.
 	if err := replicas[2].rc.Do(ctx, "cluster", "failover", "takeover").Err(); err != nil {
 		t.Fatal(err)

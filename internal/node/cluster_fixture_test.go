@@ -340,3 +340,38 @@ func redisCli(t testing.TB, args ...string) (string, error) {
 	out, err := exec.CommandContext(c, bin, args...).CombinedOutput()
 	return string(out), err
 }
+
+// manualFailoverTimeout is Redis's CLUSTER_MF_TIMEOUT: how long a replica
+// pursues a manual failover before it abandons it and stays a replica.
+const manualFailoverTimeout = 5 * time.Second
+
+// manualFailover sends CLUSTER FAILOVER to the replica r and waits, at
+// most clusterTimeout, until r is master and m its replica. A manual
+// failover the replica could not finish within manualFailoverTimeout (on
+// a loaded machine the master's paused offset or the votes may come too
+// late) is abandoned by the node, Redis and shardnode alike, and nothing
+// retries it: the request is sent again then, as the cluster admin's
+// Failover does.
+func manualFailover(t *testing.T, r, m *clNode) {
+	t.Helper()
+	ctx := context.Background()
+	ask := func() {
+		t.Helper()
+		if err := r.rc.Do(ctx, "cluster", "failover").Err(); err != nil {
+			t.Fatalf("CLUSTER FAILOVER on %s replica %s: %v", r.kind, r.addr, err)
+		}
+	}
+	ask()
+	asked := time.Now()
+	testutil.WaitFor(t, clusterTimeout, "CLUSTER FAILOVER on the "+r.kind+" replica to swap it with its "+m.kind+" master", func() bool {
+		if r.roleOf(t) == "master" && m.roleOf(t) == "slave" {
+			return true
+		}
+		if time.Since(asked) > manualFailoverTimeout+time.Second && r.roleOf(t) == "slave" {
+			t.Logf("%s replica %s still a replica after the manual failover's timeout: asking again", r.kind, r.addr)
+			ask()
+			asked = time.Now()
+		}
+		return false
+	})
+}

@@ -356,12 +356,7 @@ func TestClusterMixedFailover(t *testing.T) {
 	// master b.
 	for _, p := range [][2]*clNode{{A, a}, {B, b}} {
 		r, m := p[0], p[1]
-		if err := r.rc.Do(c, "cluster", "failover").Err(); err != nil {
-			t.Fatalf("CLUSTER FAILOVER on %s replica: %v", r.kind, err)
-		}
-		testutil.WaitFor(t, clusterTimeout, "CLUSTER FAILOVER on the "+r.kind+" replica to swap it with its "+m.kind+" master", func() bool {
-			return r.roleOf(t) == "master" && m.roleOf(t) == "slave"
-		})
+		manualFailover(t, r, m)
 		waitFollows(t, m, r)
 	}
 	waitClusterOK(t, []*clNode{A, B, C, a, b})

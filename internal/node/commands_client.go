@@ -279,7 +279,7 @@ func cmdClientPause(c *Client, args [][]byte) {
 	// meanwhile, so sequenced commands do not wait for this client), at
 	// most for the pause's length, after which writes flow again anyway.
 	// Inside EXEC the transaction holds every lock those writes may wait
-	// for: the pause starts at once, without the wait.
+	// for: EXEC paused and waited before taking them (pauseBeforeExec).
 	if !c.inExec {
 		c.parkStart()
 		c.srv.drainWrites(d)

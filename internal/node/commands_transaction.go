@@ -2,7 +2,9 @@ package node
 
 import (
 	"slices"
+	"time"
 
+	"github.com/shardis/shardis/internal/node/clients"
 	"github.com/shardis/shardis/internal/node/keyspace"
 )
 
@@ -46,7 +48,8 @@ func cmdDiscard(c *Client, args [][]byte) {
 // EXEC runs the queued commands atomically: it takes the shard locks of
 // every queued command's keys (all locks when a command lacks key
 // metadata), then runs them in order and propagates them as one
-// MULTI/EXEC block.
+// MULTI/EXEC block. A queued CLIENT PAUSE starts, and the writes in
+// flight finish, before the locks are taken (pauseBeforeExec).
 func cmdExec(c *Client, args [][]byte) {
 	if !c.hasFlag(clientMulti) {
 		c.addError("ERR EXEC without MULTI")
@@ -69,16 +72,29 @@ func cmdExec(c *Client, args [][]byte) {
 			c.lockKeys(slices.Clone(keys))
 		}
 	}
+	undoPause := func() {}
+	if d, all, ok := c.queuedPause(); ok && !c.hasFlag(clientDirtyCAS) {
+		// CLIENT PAUSE in the transaction: the writes in flight finish
+		// before it runs (pauseBeforeExec).
+		undo, alive := c.srv.pauseBeforeExec(c, c.cmd, d, all)
+		if !alive {
+			c.discardTransaction() // killed while held
+			return
+		}
+		undoPause = undo
+	}
 	lock()
 	defer c.unlockHeld()
 	if msg := c.settleLocked(c.cmd, args, c.guardOfMulti, lock); msg != "" {
 		// A queued command's key or slot moved since EXEC's slot check
 		// (migrate_guard.go).
+		undoPause()
 		c.discardTransaction()
 		c.addError(msg)
 		return
 	}
 	if c.hasFlag(clientDirtyCAS) || c.watchedExpired() {
+		undoPause()
 		c.discardTransaction()
 		c.addNullArray()
 		return
@@ -118,6 +134,28 @@ func cmdExec(c *Client, args [][]byte) {
 		c.propagateWrite(startDB, block)
 	}
 	c.execProp = nil
+}
+
+// queuedPause finds the first CLIENT PAUSE queued in the transaction that
+// will pause when it runs (valid arguments, allowed by the client's ACL
+// rules) and returns its timeout and mode.
+func (c *Client) queuedPause() (d time.Duration, all bool, ok bool) {
+	for _, q := range c.multi {
+		cmd := c.srv.queuedCommand(q)
+		if cmd == nil || cmd.parent == nil || cmd.parent.name != "client" || cmd.name != "pause" || len(q) > 4 || c.aclExecRefusal(cmd, q) != "" {
+			continue
+		}
+		all, err := clients.ParsePauseMode(optArg(q, 3))
+		if err != nil {
+			continue
+		}
+		d, err := clients.ParseTimeoutMS(q[2])
+		if err != nil {
+			continue
+		}
+		return d, all, true
+	}
+	return 0, false, false
 }
 
 // multiFlags returns the union of the flags of the commands queued in

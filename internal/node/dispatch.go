@@ -299,7 +299,7 @@ func enterSlotMigration(c *Client, r *request) bool {
 // lasts, and counts a write in flight until the request ends.
 func checkClientPause(c *Client, r *request) bool {
 	if !c.hasFlag(clientMulti) || isTxControl(r.cmd) {
-		r.inflight, r.held = c.srv.enterWrite(c, r.cmd)
+		r.inflight, r.held = c.srv.enterWrite(c, r.cmd, r.args)
 	}
 	return true
 }

@@ -145,6 +145,9 @@ type Server struct {
 	// inflightWrites counts write commands past the CLIENT PAUSE check, so
 	// a pause can wait for them to finish (see enterWrite).
 	inflightWrites atomic.Int64
+	// execPauseMu is held by an EXEC that pauses and drains the writes in
+	// flight before its transaction runs (pauseBeforeExec).
+	execPauseMu sync.Mutex
 	// failover is the coordinated FAILOVER in progress, if any.
 	failover repl.Coordinator
 

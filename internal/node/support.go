@@ -96,22 +96,18 @@ func (w pauseWaiter) SetBlocked(on bool)    { w.c.setFlag(clientBlocked, on) }
 func (w pauseWaiter) Done() <-chan struct{} { return w.c.done }
 func (w pauseWaiter) Closed() bool          { return w.c.closed.Load() }
 
-// wait blocks c while a CLIENT PAUSE applies to cmd and reports whether it
-// did. Replicas and the master link are never paused here; the master's
-// stream is held before it reaches dispatch (streamApplier.hold).
-func (p *pauseState) wait(c *Client, cmd *command) (held bool) {
+// wait blocks c while a CLIENT PAUSE applies to cmd (args: its request)
+// and reports whether it did. Replicas and the master link are never
+// paused here; the master's stream is held before it reaches dispatch
+// (streamApplier.hold). Whether cmd writes is decided once, outside the
+// pause's lock (pausedWrite may look a script up).
+func (p *pauseState) wait(c *Client, cmd *command, args [][]byte) (held bool) {
 	if !p.On() {
 		return false
 	}
 	c.clock.ok = false // waited: the command reads the clock itself
-	return p.Wait(pauseWaiter{c}, func() bool {
-		flags := cmd.flags
-		if cmd.name == "exec" {
-			// EXEC is held when its queued commands write.
-			flags |= c.multiFlags()
-		}
-		return flags&(flagWrite|flagMayReplicate) != 0
-	})
+	writes := c.pausedWrite(cmd, args)
+	return p.Wait(pauseWaiter{c}, func() bool { return writes })
 }
 
 // ---- output buffer limits -------------------------------------------------

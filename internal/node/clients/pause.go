@@ -28,6 +28,10 @@ type Pause struct {
 	Changed func()
 	// Clk is the server's clock: a pause ends when it reaches until.
 	Clk clock.Clock
+	// gen counts the changes of until and all (Set, Unpause, the end of
+	// a pause), so that SetUndoable's undo knows whether the pause is
+	// still the one it set.
+	gen uint64
 }
 
 // Waiter is a client as a pause holds it.
@@ -53,6 +57,48 @@ func (p *Pause) Waiting() int64 { return p.waiting.Load() }
 func (p *Pause) Set(until time.Time, all bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.setLocked(until, all)
+}
+
+// SetUndoable is Set, and returns a function that puts back the pause as
+// it was before (none, or an earlier one), unless the pause changed since
+// (another Set, an Unpause, its end): an EXEC that paused before running
+// its transaction undoes the pause when the transaction aborts.
+func (p *Pause) SetUndoable(until time.Time, all bool) (undo func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	prevUntil, prevAll := p.until, p.all
+	if !p.Clk.Now().Before(prevUntil) {
+		prevUntil = time.Time{} // the earlier pause is over
+	}
+	p.setLocked(until, all)
+	gen := p.gen
+	return func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if p.gen != gen {
+			return
+		}
+		if prevUntil.IsZero() || !p.Clk.Now().Before(prevUntil) {
+			p.endLocked()
+			return
+		}
+		p.gen++
+		p.until, p.all = prevUntil, prevAll
+		p.notify()
+		// The held clients wait for the later end: wake them to wait
+		// for the earlier one (or to run, if the pause no longer
+		// holds them).
+		if p.wake != nil {
+			close(p.wake)
+			p.wake = nil
+		}
+	}
+}
+
+// setLocked is Set with p.mu held.
+func (p *Pause) setLocked(until time.Time, all bool) {
+	p.gen++
 	if p.wake == nil {
 		p.wake = make(chan struct{})
 	}
@@ -84,6 +130,7 @@ func (p *Pause) Unpause() {
 
 // endLocked ends the pause and wakes the held clients; p.mu is held.
 func (p *Pause) endLocked() {
+	p.gen++
 	p.until = time.Time{}
 	p.on.Store(false)
 	p.notify()
