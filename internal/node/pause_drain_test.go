@@ -3,6 +3,7 @@ package node
 import (
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -71,14 +72,7 @@ func TestClientPauseWaitsForWritesInFlight(t *testing.T) {
 		return 0
 	}
 
-	mu := &s.dbs[0].KeyShard("k").Mu
-	mu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			mu.Unlock()
-		}
-	}()
+	release := holdKeyShard(t, s, "k")
 	before := offset()
 	setDone := make(chan error, 1)
 	wc, wctx := ts.client(t), ctx(t)
@@ -100,8 +94,7 @@ func TestClientPauseWaitsForWritesInFlight(t *testing.T) {
 	if early != "" {
 		t.Fatalf("CLIENT PAUSE replied %q while a write was in flight (offset %d, the write not in it)", early, offset())
 	}
-	mu.Unlock()
-	locked = false
+	release()
 	select {
 	case r := <-p.reply:
 		if r != "+OK" {
@@ -160,4 +153,17 @@ func TestClientPauseNotHeldByBlockedClients(t *testing.T) {
 	if n := s.inflightWrites.Load(); n != 0 {
 		t.Fatalf("%d writes in flight at the end", n)
 	}
+}
+
+// holdKeyShard locks the shard lock of key in database 0, so that a write
+// of key waits past its pause check, and returns the release: it unlocks
+// once, and the test's cleanup calls it too.
+func holdKeyShard(t *testing.T, s *Server, key string) (release func()) {
+	t.Helper()
+	mu := &s.dbs[0].KeyShard(key).Mu
+	mu.Lock()
+	var once sync.Once
+	release = func() { once.Do(mu.Unlock) }
+	t.Cleanup(release)
+	return release
 }

@@ -106,14 +106,7 @@ func TestClientPauseInMultiWaitsForWritesInFlight(t *testing.T) {
 	s := ts.srv
 	rc := ts.client(t)
 	withReplica(t, ts)
-	mu := &s.dbs[0].KeyShard("k").Mu
-	mu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			mu.Unlock()
-		}
-	}()
+	release := holdKeyShard(t, s, "k")
 	before := replOffset(t, rc.Info(ctx(t), "replication").Val())
 	setDone := make(chan error, 1)
 	wc, wctx := ts.client(t), ctx(t)
@@ -135,8 +128,7 @@ func TestClientPauseInMultiWaitsForWritesInFlight(t *testing.T) {
 	if early != "" {
 		t.Fatalf("EXEC replied %q while a write was in flight", early)
 	}
-	mu.Unlock()
-	locked = false
+	release()
 	var reply string
 	select {
 	case reply = <-e.reply:
@@ -167,14 +159,7 @@ func TestClientPauseWaitsForExecInFlight(t *testing.T) {
 	s := ts.srv
 	rc := ts.client(t)
 	withReplica(t, ts)
-	mu := &s.dbs[0].KeyShard("k").Mu
-	mu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			mu.Unlock()
-		}
-	}()
+	release := holdKeyShard(t, s, "k")
 	before := replOffset(t, rc.Info(ctx(t), "replication").Val())
 	e := startExec(t, ts, "SET k v")
 	testutil.WaitFor(t, 10*time.Second, "the EXEC in flight", func() bool { return s.inflightWrites.Load() == 1 })
@@ -192,8 +177,7 @@ func TestClientPauseWaitsForExecInFlight(t *testing.T) {
 	if early != "" {
 		t.Fatalf("CLIENT PAUSE replied %q while an EXEC was in flight", early)
 	}
-	mu.Unlock()
-	locked = false
+	release()
 	select {
 	case r := <-p.reply:
 		if r != "+OK" {
@@ -230,14 +214,7 @@ func TestPausingExecsOneAfterTheOther(t *testing.T) {
 	if !s.seq.On() {
 		t.Fatal("the sequencer is off after a blocking command")
 	}
-	mu := &s.dbs[0].KeyShard("x").Mu
-	mu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			mu.Unlock()
-		}
-	}()
+	release := holdKeyShard(t, s, "x")
 	setDone := make(chan error, 1)
 	wc, wctx := ts.client(t), ctx(t)
 	go func() { setDone <- wc.Set(wctx, "x", "1", 0).Err() }()
@@ -246,8 +223,7 @@ func TestPausingExecsOneAfterTheOther(t *testing.T) {
 	testutil.WaitFor(t, 10*time.Second, "the first EXEC in flight", func() bool { return s.inflightWrites.Load() == 2 })
 	b := startExec(t, ts, "SET b 1", "CLIENT PAUSE 20000 WRITE")
 	testutil.WaitFor(t, 10*time.Second, "the second EXEC in flight", func() bool { return s.inflightWrites.Load() == 3 })
-	mu.Unlock()
-	locked = false
+	release()
 	if err := <-setDone; err != nil {
 		t.Fatalf("SET: %v", err)
 	}
@@ -301,14 +277,7 @@ func TestAbortedExecUndoesItsPause(t *testing.T) {
 	s := ts.srv
 	rc := ts.client(t)
 	e := queueTx(t, ts, []string{"k"}, "CLIENT PAUSE 20000 WRITE")
-	mu := &s.dbs[0].KeyShard("k").Mu
-	mu.Lock()
-	locked := true
-	defer func() {
-		if locked {
-			mu.Unlock()
-		}
-	}()
+	release := holdKeyShard(t, s, "k")
 	setDone := make(chan error, 1)
 	wc, wctx := ts.client(t), ctx(t)
 	go func() { setDone <- wc.Set(wctx, "k", "v", 0).Err() }()
@@ -318,8 +287,7 @@ func TestAbortedExecUndoesItsPause(t *testing.T) {
 	if !s.pause.On() {
 		t.Fatal("no pause while the EXEC waits for the write")
 	}
-	mu.Unlock()
-	locked = false
+	release()
 	select {
 	case r := <-e.reply:
 		if r != "*-1\r\n" {
