@@ -73,6 +73,10 @@ func cmdPubsubNumsub(c *Client, args [][]byte) { replyNumsub(c, args, pubsub.Cha
 // replyChannels replies the sorted channels of kind k that match args[2]
 // (PUBSUB CHANNELS and SHARDCHANNELS).
 func replyChannels(c *Client, args [][]byte, k pubsub.Kind) {
+	if len(args) > 3 { // pubsubCommand takes at most the pattern
+		c.addSubcommandSyntaxError(args)
+		return
+	}
 	var pattern *string
 	if len(args) >= 3 {
 		p := string(args[2])

@@ -24,10 +24,9 @@ func zpopMinMax(c *Client, args [][]byte, max bool) {
 	}
 	count := int64(-1)
 	if len(args) == 3 {
-		n, err := grammar.Int(args[2])
-		if err == nil && n < 0 {
-			err = grammar.ErrPositive
-		}
+		// getPositiveLongFromObjectOrReply: a non-integer gets the
+		// range message too.
+		n, err := grammar.Positive(args[2])
 		if err != nil {
 			c.addErr(err)
 			return

@@ -420,10 +420,14 @@ wait:
 // ParseTimeout turns a blocking command's timeout in seconds (already
 // parsed as a float) into an absolute deadline in unix ms from now (0:
 // forever), rounding up as Redis does; it returns Redis's error text for
-// a negative timeout.
+// a negative timeout and for one of 2^63 ms or more (+inf included),
+// which Redis's conversion to a long long turns negative.
 func ParseTimeout(seconds float64, now int64) (int64, string) {
 	ms := seconds * 1000
-	if ms < 0 {
+	// Redis converts ceill(ms) to a long long: at 2^63 and above (+inf
+	// included) the conversion yields LLONG_MIN on x86-64, which its
+	// next check calls negative.
+	if ms < 0 || ms >= 1<<63 {
 		return 0, "ERR timeout is negative"
 	}
 	ceil := int64(ms)

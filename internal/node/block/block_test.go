@@ -1,6 +1,7 @@
 package block
 
 import (
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -145,7 +146,12 @@ func TestParseTimeout(t *testing.T) {
 		{0.0001, 1001, ""}, // rounded up to a millisecond
 		{1.5, 2500, ""},
 		{-1, 0, "ERR timeout is negative"},
-		{1e300, 1000 + 1<<62, ""},
+		{5e15, 1000 + 1<<62, ""}, // 5e18 ms: below 2^63, clamped
+		// 2^63 ms and more: Redis's conversion to a long long makes
+		// them LLONG_MIN (redis-server 7.0: BLPOP k 1e16, k inf).
+		{1e16, 0, "ERR timeout is negative"},
+		{1e300, 0, "ERR timeout is negative"},
+		{math.Inf(1), 0, "ERR timeout is negative"},
 	} {
 		d, err := ParseTimeout(tt.sec, 1000)
 		if d != tt.deadline || err != tt.err {

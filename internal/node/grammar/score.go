@@ -1,7 +1,6 @@
 package grammar
 
 import (
-	"bytes"
 	"math"
 	"strconv"
 	"strings"
@@ -12,9 +11,18 @@ import (
 // Scores and score/lex range specs of the sorted-set commands.
 
 // strtod parses a float the way Redis's range parser (zslParseRange's
-// strtod with a full match) accepts it: leading spaces allowed, NaN
-// refused, the empty string is 0, an overflow is ±inf.
+// strtod with a full match of the C string) accepts it: leading spaces
+// allowed, NaN refused, the empty string is 0, an overflow is ±inf, an
+// underflow 0, and a NUL byte ends the text.
 func strtod(s string) (float64, bool) {
+	// zslParseRange hands strtod the argument as a C string: it ends at
+	// the first NUL byte. strtod takes no digit separators.
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
+	if strings.IndexByte(s, '_') >= 0 {
+		return 0, false
+	}
 	if s == "" {
 		return 0, true
 	}
@@ -51,9 +59,6 @@ func cHexFloat(s string) string {
 func Score(b []byte) (float64, bool) {
 	if f, ok := smallInt(b); ok {
 		return f, true
-	}
-	if bytes.Contains(b, []byte("0x")) || bytes.Contains(b, []byte("0X")) {
-		return value.ParseFloat([]byte(cHexFloat(string(b))))
 	}
 	return value.ParseFloat(b)
 }

@@ -3,6 +3,7 @@ package value
 import (
 	"hash/maphash"
 	"strconv"
+	"strings"
 	"unsafe"
 )
 
@@ -57,21 +58,62 @@ func bstr(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 // sbytes views s as a read-only byte slice without copying.
 func sbytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
 
-// ParseFloat parses b as a Redis float argument (string2d): inf and -inf
-// allowed, NaN, leading or trailing spaces and more than 5000 bytes not.
+// ParseFloat parses b as a Redis float argument, as string2d (strtod with
+// a full match) accepts it: decimal and C hexadecimal floats ("0x10",
+// "0x1.8p3": the binary exponent is optional, as for strtod), inf,
+// infinity and their signed forms; refused are NaN, a leading space
+// (isspace), anything strtod would not consume (trailing bytes, Go's
+// digit separators "_"), an overflow to ±inf and an underflow to zero
+// (strtod's ERANGE), and more than 5000 bytes.
 func ParseFloat(b []byte) (float64, bool) {
-	if len(b) == 0 || len(b) > 5000 {
+	if len(b) == 0 || len(b) > 5000 || isCSpace(b[0]) {
 		return 0, false
 	}
-	if b[0] == ' ' || b[len(b)-1] == ' ' {
+	for _, c := range b {
+		if c == '_' {
+			return 0, false
+		}
+	}
+	s := string(b)
+	hex := isHexFloat(s)
+	if hex && !strings.ContainsAny(s, "pP") {
+		s += "p0"
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f != f {
 		return 0, false
 	}
-	f, err := strconv.ParseFloat(string(b), 64)
-	if err != nil {
-		return 0, false
-	}
-	if f != f {
-		return 0, false
+	if f == 0 && nonZeroMantissa(s, hex) {
+		return 0, false // underflow: strtod's ERANGE with a zero result
 	}
 	return f, true
+}
+
+// isCSpace is C's isspace.
+func isCSpace(c byte) bool { return c == ' ' || (c >= '\t' && c <= '\r') }
+
+// isHexFloat reports whether s, after its sign, starts with 0x or 0X.
+func isHexFloat(s string) bool {
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	return len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')
+}
+
+// nonZeroMantissa reports whether the mantissa of the float text s (its
+// digits before the exponent) has a digit other than zero.
+func nonZeroMantissa(s string, hex bool) bool {
+	if hex {
+		s = s[strings.IndexAny(s, "xX")+1:]
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case !hex && (c == 'e' || c == 'E'), hex && (c == 'p' || c == 'P'):
+			return false
+		case c >= '1' && c <= '9', hex && (c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'):
+			return true
+		}
+	}
+	return false
 }
