@@ -106,7 +106,7 @@ func TestNodeBytes(t *testing.T) {
 	}
 	var sizes []int
 	for _, nd := range s.nodes {
-		sizes = append(sizes, len(nd.entries))
+		sizes = append(sizes, int(nd.count()))
 	}
 	if !slices.Equal(sizes, []int{4, 4, 2}) {
 		t.Fatalf("node sizes %v", sizes)
