@@ -178,7 +178,7 @@ func (s *Stream) ImportNode(master ID, elems [][]byte) error {
 			live++
 		}
 		nd.bytes += nd.entrySize(flags, id, fv)
-		nd.appendEntry(flags, id, fv)
+		nd.appendEntry(int64(n), flags, id, fv)
 	}
 	if live+deleted == 0 || live != live0 || deleted != deleted0 || live == 0 {
 		return corrupt("node counters do not match its entries")

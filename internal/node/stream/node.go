@@ -1,6 +1,9 @@
 package stream
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+	"sort"
+)
 
 // node is a radix tree node of Redis's stream (a listpack there): a
 // master entry (its ID and field names) and the node's entries in ID
@@ -31,6 +34,12 @@ import "encoding/binary"
 type node struct {
 	master ID
 	last   ID // the last entry's ID, tombstones included
+	// lastOff is the last entry's offset in buf.
+	lastOff int32
+	// idx holds the offset of every seekStride-th entry (0, 8, 16 ...),
+	// so that seek finds an ID with a binary search and at most
+	// seekStride-1 entries decoded, not a scan of the node.
+	idx []uint32
 	// mfields are the master entry's field names, in an allocation of
 	// their own (never buf, which an append may move).
 	mfields [][]byte
@@ -69,14 +78,21 @@ func newNode(id ID, fv [][]byte, size int, lim Limits, redisEntry int) *node {
 	c := int64(size) * max(k, 1)
 	c = max(min(c, 1<<16), int64(size))
 	nd.buf = make([]byte, 0, c)
+	nd.idx = make([]uint32, 0, c/int64(size)/seekStride+1)
 	return nd
 }
+
+// seekStride is the number of entries per idx element.
+const seekStride = 8
 
 // seal gives back a node's spare buffer capacity when no more entries
 // will be appended to it (XADD started a new node after it).
 func (nd *node) seal() {
 	if spare := cap(nd.buf) - len(nd.buf); spare > len(nd.buf)/8 {
 		nd.buf = append(make([]byte, 0, len(nd.buf)), nd.buf...)
+	}
+	if cap(nd.idx) > len(nd.idx) {
+		nd.idx = append(make([]uint32, 0, len(nd.idx)), nd.idx...)
 	}
 }
 
@@ -93,6 +109,14 @@ func uvarint(b []byte, p int) (uint64, int) {
 	if c := b[p]; c < 0x80 {
 		return uint64(c), p + 1
 	}
+	return uvarintLong(b, p)
+}
+
+// uvarintLong is uvarint's case of more than one byte, kept out of line so
+// that uvarint inlines.
+//
+//go:noinline
+func uvarintLong(b []byte, p int) (uint64, int) {
 	v, n := binary.Uvarint(b[p:])
 	return v, p + n
 }
@@ -103,9 +127,13 @@ func appendString(b, s []byte) []byte {
 	return append(b, s...)
 }
 
-// appendEntry encodes an entry at the end of buf. With flagSameFields fv
+// appendEntry encodes entry number n (from 0) at the end of buf. With flagSameFields fv
 // still holds the fields (equal to the master's) and only values go in.
-func (nd *node) appendEntry(flags byte, id ID, fv [][]byte) {
+func (nd *node) appendEntry(n int64, flags byte, id ID, fv [][]byte) {
+	nd.lastOff = int32(len(nd.buf))
+	if n%seekStride == 0 {
+		nd.idx = append(nd.idx, uint32(len(nd.buf)))
+	}
 	b := append(nd.buf, flags)
 	b = binary.AppendUvarint(b, id.Ms-nd.master.Ms)
 	b = binary.AppendUvarint(b, zigzag(int64(id.Seq-nd.master.Seq)))
@@ -210,9 +238,31 @@ func (nd *node) fields(p int, flags byte, dst [][]byte) int {
 	return p
 }
 
+// seek returns the offset of the first entry whose ID is >= id
+// (len(buf) when there is none).
+func (nd *node) seek(id ID) int {
+	// The last idx element whose entry's ID is < id (none: start at 0).
+	i := sort.Search(len(nd.idx), func(i int) bool {
+		eid, _, _ := nd.head(int(nd.idx[i]))
+		return !eid.Less(id)
+	})
+	off := 0
+	if i > 0 {
+		off = int(nd.idx[i-1])
+	}
+	for off < len(nd.buf) {
+		eid, flags, p := nd.head(off)
+		if !eid.Less(id) {
+			return off
+		}
+		off = nd.skip(p, flags)
+	}
+	return off
+}
+
 // find returns the offset of entry id (tombstones included).
 func (nd *node) find(id ID) (off int, ok bool) {
-	for off < len(nd.buf) {
+	for off = nd.seek(id); off < len(nd.buf); {
 		eid, flags, p := nd.head(off)
 		if eid == id {
 			return off, true
@@ -236,6 +286,7 @@ func (nd *node) first() ID {
 func (nd *node) clone() *node {
 	c := *nd
 	c.buf = append([]byte(nil), nd.buf...)
+	c.idx = append([]uint32(nil), nd.idx...)
 	return &c
 }
 

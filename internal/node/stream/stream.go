@@ -233,9 +233,9 @@ func (s *Stream) Append(fv [][]byte, id ID, idGiven, seqGiven bool, now int64, l
 			}
 		}
 	}
-	nd.setCounts(nd.live+1, nd.deleted)
 	nd.bytes += nd.entrySize(flags, nid, fv)
-	nd.appendEntry(flags, nid, fv)
+	nd.appendEntry(nd.count(), flags, nid, fv)
+	nd.setCounts(nd.live+1, nd.deleted)
 	s.length++
 	s.EntriesAdded++
 	s.LastID = nid
@@ -270,9 +270,9 @@ func (s *Stream) rangeHint(start, end ID, rev bool, hint int, fn func(id ID, fv 
 			if nd.last.Less(start) {
 				continue
 			}
-			for off := 0; off < len(nd.buf); {
+			for off := nd.seek(start); off < len(nd.buf); {
 				id, flags, p := nd.head(off)
-				if id.Less(start) || flags&flagDeleted != 0 {
+				if flags&flagDeleted != 0 {
 					if end.Less(id) {
 						return
 					}
@@ -291,7 +291,8 @@ func (s *Stream) rangeHint(start, end ID, rev bool, hint int, fn func(id ID, fv 
 		}
 		return
 	}
-	var offs []int32
+	var offsArr [128]int32
+	offs := offsArr[:0]
 	for ni := s.nodeIndex(end); ni >= 0; ni-- {
 		nd := s.nodes[ni]
 		offs = offs[:0]
@@ -336,6 +337,11 @@ func (s *Stream) Exists(id ID) bool {
 
 // LastValid returns the last valid entry's ID (ok false when empty).
 func (s *Stream) LastValid() (id ID, ok bool) {
+	if len(s.nodes) > 0 {
+		if nd := s.nodes[len(s.nodes)-1]; nd.buf[nd.lastOff]&flagDeleted == 0 {
+			return nd.last, true
+		}
+	}
 	s.Range(ID{}, MaxID, true, func(i ID, _ [][]byte) bool { id, ok = i, true; return false })
 	return id, ok
 }
