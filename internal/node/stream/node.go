@@ -180,8 +180,17 @@ func uvarintLen(v uint64) int {
 func (nd *node) head(off int) (id ID, flags byte, p int) {
 	b := nd.buf
 	flags = b[off]
-	ms, p := uvarint(b, off+1)
-	seq, p := uvarint(b, p)
+	// uvarint's one-byte case written out: this runs for every entry a
+	// range passes.
+	p = off + 2
+	ms := uint64(b[off+1])
+	if ms >= 0x80 {
+		ms, p = uvarintLong(b, off+1)
+	}
+	seq := uint64(b[p])
+	if p++; seq >= 0x80 {
+		seq, p = uvarintLong(b, p-1)
+	}
 	return ID{nd.master.Ms + ms, nd.master.Seq + uint64(unzigzag(seq))}, flags, p
 }
 
@@ -218,10 +227,16 @@ func (nd *node) nfields(p int, flags byte) int {
 func (nd *node) fields(p int, flags byte, dst [][]byte) int {
 	b := nd.buf
 	if flags&flagSameFields != 0 {
-		for i, f := range nd.mfields {
-			var l uint64
-			l, p = uvarint(b, p)
-			e := p + int(l)
+		mf := nd.mfields
+		_ = dst[2*len(mf)-1]
+		for i, f := range mf {
+			l := int(b[p])
+			if p++; l >= 0x80 {
+				var u uint64
+				u, p = uvarintLong(b, p-1)
+				l = int(u)
+			}
+			e := p + l
 			dst[2*i], dst[2*i+1] = f, b[p:e:e]
 			p = e
 		}
