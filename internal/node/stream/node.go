@@ -112,8 +112,9 @@ func uvarint(b []byte, p int) (uint64, int) {
 	return uvarintLong(b, p)
 }
 
-// uvarintLong is uvarint's case of more than one byte, kept out of line so
-// that uvarint inlines.
+// uvarintLong is uvarint's case of more than one byte, kept out of line
+// (head and fields test the one-byte case themselves and call it only
+// for longer ones).
 //
 //go:noinline
 func uvarintLong(b []byte, p int) (uint64, int) {
