@@ -19,6 +19,13 @@
 # valgrind --tool=callgrind instead and reports user-space instructions per
 # operation (the same whatever else the machine runs; kernel time is not
 # in them), with N/10 operations (N/400 for PFCOUNT and GEOSEARCH).
+#
+# MEM=1 measures stream memory instead (issue 29): per server, N XADDs
+# (-c 50 -P 16) of `f v` to one key and of five fields of 10-byte values
+# to another, reporting used_memory and RSS after each fill (and after
+# MEMORY PURGE, which on shardnode collects garbage; redis-server's
+# used_memory does not change with it) and the minor page faults the
+# server took during the first fill (/proc/PID/task/*/stat field 10).
 set -eu
 n=${1:-200000}
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -108,6 +115,31 @@ m() {
   done
 }
 rb() { redis-benchmark -p $p -c 50 -q "$@"; }
+if [ -n "${MEM:-}" ]; then
+  minflt() { cat /proc/"$1"/task/*/stat 2>/dev/null | awk '{s += $10} END {print s}'; }
+  mem() { redis-cli -p $p info memory | tr -d '\r' | awk -F: '$1 == "used_memory" {print $2}'; }
+  rss() { awk '$1 == "VmRSS:" {print $2 * 1024}' /proc/"$1"/status; }
+  printf '| server | fill | entries | used_memory before | used_memory after | B/entry | after MEMORY PURGE | B/entry | RSS after | minor faults |\n|---|---|---|---|---|---|---|---|---|---|\n'
+  v=aaaaaaaaaa
+  for server in $servers; do
+    p=${sport[$server]}
+    for fill in "f v" "f1 $v f2 $v f3 $v f4 $v f5 $v"; do
+      key="mem:$(echo "$fill" | wc -w)"
+      redis-cli -p $p memory purge >/dev/null
+      m0=$(mem) f0=$(minflt ${pid[$server]})
+      rb -n "$n" -P 16 XADD "$key" '*' $fill >/dev/null
+      f1=$(minflt ${pid[$server]}) m1=$(mem)
+      redis-cli -p $p memory purge >/dev/null
+      m2=$(mem)
+      e=$(redis-cli -p $p xlen "$key")
+      printf '| %s | `%s` | %d | %.1f MB | %.1f MB | %.1f | %.1f MB | %.1f | %.1f MB | %d |\n' "$server" "$fill" "$e" \
+        "$(echo "$m0/1000000" | bc -l)" "$(echo "$m1/1000000" | bc -l)" "$(echo "($m1-$m0)/$e" | bc -l)" \
+        "$(echo "$m2/1000000" | bc -l)" "$(echo "($m2-$m0)/$e" | bc -l)" "$(echo "$(rss ${pid[$server]})/1000000" | bc -l)" $((f1 - f0))
+      redis-cli -p $p del "$key" >/dev/null
+    done
+  done
+  exit 0
+fi
 each 'rb -n 20000 -P 16 XADD warm "*" f v >/dev/null'
 m "XADD -P 16" "$big" rb -n "$big" -P 16 XADD bench:xadd '*' f v
 each '"$work/streambench" -addr 127.0.0.1:$p -mode fill -n "$big"'

@@ -25,19 +25,23 @@ func (s *Stream) EachNode(fn func(master ID, elems [][]byte)) {
 	}
 }
 
-// elements returns the node's listpack elements.
+// elements returns the node's listpack elements. Strings alias the
+// node's buffer (see node).
 func (nd *node) elements() [][]byte {
-	out := make([][]byte, 0, 4+len(nd.mfields)+len(nd.entries)*(5+2*len(nd.mfields)))
+	out := make([][]byte, 0, 4+len(nd.mfields)+int(nd.count())*(5+2*len(nd.mfields)))
 	out = append(out, itoa(nd.live), itoa(nd.deleted), itoa(int64(len(nd.mfields))))
 	out = append(out, nd.mfields...)
 	out = append(out, itoa(0))
-	for i := range nd.entries {
-		e := &nd.entries[i]
-		out = append(out, itoa(e.flags), itoa(int64(e.id.Ms-nd.master.Ms)), itoa(int64(e.id.Seq-nd.master.Seq)))
-		fv := nd.fv(e)
-		nf := int64(len(fv) / 2)
+	var fv [][]byte
+	for off := 0; off < len(nd.buf); {
+		id, flags, p := nd.head(off)
+		out = append(out, itoa(int64(flags)), itoa(int64(id.Ms-nd.master.Ms)), itoa(int64(id.Seq-nd.master.Seq)))
+		n := nd.nfields(p, flags)
+		fv = append(fv[:0], make([][]byte, n)...)
+		off = nd.fields(p, flags, fv)
+		nf := int64(n / 2)
 		count := nf + 3
-		if e.flags&flagSameFields == 0 {
+		if flags&flagSameFields == 0 {
 			out = append(out, itoa(nf))
 			out = append(out, fv...)
 			count += nf + 1
@@ -60,23 +64,22 @@ func parseInt(b []byte) (int64, error) {
 }
 
 // ImportNode appends a node read from an RDB file or a RESTORE payload;
-// nodes must come in ID order. elems are the listpack's elements (kept).
+// nodes must come in ID order. elems are the listpack's elements (copied).
 func (s *Stream) ImportNode(master ID, elems [][]byte) error {
 	if len(elems) < 4 {
 		return corrupt("listpack too short")
 	}
 	if n := len(s.nodes); n > 0 {
-		last := s.nodes[n-1]
-		if !last.entries[len(last.entries)-1].id.Less(master) {
+		if !s.nodes[n-1].last.Less(master) {
 			return corrupt("nodes out of order")
 		}
 	}
-	nd := &node{master: master}
-	var err error
-	if nd.live, err = parseInt(elems[0]); err != nil {
+	live0, err := parseInt(elems[0])
+	if err != nil {
 		return err
 	}
-	if nd.deleted, err = parseInt(elems[1]); err != nil {
+	deleted0, err := parseInt(elems[1])
+	if err != nil {
 		return err
 	}
 	nmf, err := parseInt(elems[2])
@@ -87,25 +90,36 @@ func (s *Stream) ImportNode(master ID, elems [][]byte) error {
 		return corrupt("bad master field count")
 	}
 	p := 3
-	nd.mfields = elems[p : p+int(nmf) : p+int(nmf)]
+	mf := elems[p : p+int(nmf)]
 	p += int(nmf)
 	if z, err := parseInt(elems[p]); err != nil || z != 0 {
 		return corrupt("bad master entry terminator")
 	}
 	p++
+	size := 0
+	for _, e := range elems[p:] {
+		size += len(e) + 1
+	}
+	nd := newNode(master, nil, size, Limits{}, 0)
+	nd.mfields = make([][]byte, len(mf))
+	for i, f := range mf {
+		nd.mfields[i] = append([]byte(nil), f...)
+	}
+	nd.bytes = 0
 	var live, deleted int64
-	prev := ID{}
-	for p < len(elems) {
+	var fv [][]byte
+	for n := 0; p < len(elems); n++ {
 		if p+3 > len(elems) {
 			return corrupt("truncated entry")
 		}
-		var e entry
-		if e.flags, err = parseInt(elems[p]); err != nil {
+		f, err := parseInt(elems[p])
+		if err != nil {
 			return err
 		}
-		if e.flags&^(flagDeleted|flagSameFields) != 0 {
+		if f&^(flagDeleted|flagSameFields) != 0 {
 			return corrupt("bad entry flags")
 		}
+		flags := byte(f)
 		ms, err := parseInt(elems[p+1])
 		if err != nil {
 			return err
@@ -114,10 +128,11 @@ func (s *Stream) ImportNode(master ID, elems [][]byte) error {
 		if err != nil {
 			return err
 		}
-		e.id = ID{master.Ms + uint64(ms), master.Seq + uint64(seq)}
+		id := ID{master.Ms + uint64(ms), master.Seq + uint64(seq)}
 		p += 3
 		nf := nmf
-		if e.flags&flagSameFields == 0 {
+		fv = fv[:0]
+		if flags&flagSameFields == 0 {
 			if p >= len(elems) {
 				return corrupt("truncated entry")
 			}
@@ -128,16 +143,14 @@ func (s *Stream) ImportNode(master ID, elems [][]byte) error {
 			if nf < 0 || nf > int64(len(elems)) || int64(len(elems)-p) < 2*nf+1 {
 				return corrupt("truncated entry fields")
 			}
-			e.at, e.n = int32(len(nd.fvs)), int32(2*nf)
-			nd.fvs = append(nd.fvs, elems[p:p+int(2*nf)]...)
+			fv = append(fv, elems[p:p+int(2*nf)]...)
 			p += int(2 * nf)
 		} else {
 			if int64(len(elems)-p) < nf+1 {
 				return corrupt("truncated entry values")
 			}
-			e.at, e.n = int32(len(nd.fvs)), int32(2*nf)
 			for i := int64(0); i < nf; i++ {
-				nd.fvs = append(nd.fvs, nd.mfields[i], elems[p+int(i)])
+				fv = append(fv, nd.mfields[i], elems[p+int(i)])
 			}
 			p += int(nf)
 		}
@@ -146,34 +159,33 @@ func (s *Stream) ImportNode(master ID, elems [][]byte) error {
 			return err
 		}
 		want := nf + 3
-		if e.flags&flagSameFields == 0 {
+		if flags&flagSameFields == 0 {
 			want += nf + 1
 		}
 		if cnt != want {
 			return corrupt("bad entry lp-count")
 		}
 		p++
-		if len(nd.entries) > 0 && !prev.Less(e.id) {
+		if n > 0 && !nd.last.Less(id) {
 			return corrupt("entries out of order")
 		}
-		if len(nd.entries) == 0 && e.id.Less(master) {
+		if n == 0 && id.Less(master) {
 			return corrupt("entry before master ID")
 		}
-		prev = e.id
-		if e.flags&flagDeleted != 0 {
+		if flags&flagDeleted != 0 {
 			deleted++
 		} else {
 			live++
 		}
-		nd.entries = append(nd.entries, e)
+		nd.bytes += nd.entrySize(flags, id, fv)
+		nd.appendEntry(int64(n), flags, id, fv)
 	}
-	if len(nd.entries) == 0 || live != nd.live || deleted != nd.deleted || live == 0 {
+	if live+deleted == 0 || live != live0 || deleted != deleted0 || live == 0 {
 		return corrupt("node counters do not match its entries")
 	}
-	nd.bytes = lpHeaderSize + lpEndSize + nd.masterSize()
-	for i := range nd.entries {
-		nd.bytes += nd.entrySize(&nd.entries[i])
-	}
+	nd.live, nd.deleted = live, deleted
+	nd.bytes += lpHeaderSize + lpEndSize + nd.masterSize()
+	nd.seal()
 	s.nodes = append(s.nodes, nd)
 	s.length += uint64(live)
 	return nil
@@ -206,8 +218,7 @@ func (s *Stream) SetMeta(m Meta) error {
 		}
 	}
 	if len(s.nodes) > 0 {
-		last := s.nodes[len(s.nodes)-1]
-		if s.LastID.Less(last.entries[len(last.entries)-1].id) {
+		if s.LastID.Less(s.nodes[len(s.nodes)-1].last) {
 			return corrupt("last ID precedes the last entry")
 		}
 	}

@@ -1,10 +1,12 @@
 // Package stream is Redis 7.0's stream type: entries ordered by ID, kept
 // in nodes of at most stream-node-max-entries entries and
-// stream-node-max-bytes listpack bytes, each node delta-encoding its
-// entries against a master entry exactly as Redis's listpacks do (so that
-// approximate trimming removes the same whole nodes as redis-server, and
-// the nodes serialise to the listpacks of RDB_TYPE_STREAM_LISTPACKS_2),
-// plus consumer groups with their pending entries lists.
+// stream-node-max-bytes listpack bytes, each node holding a master entry
+// and its entries as Redis's listpacks do (IDs relative to the master ID,
+// SAMEFIELDS and DELETED flags, a byte count equal to the listpack's), so
+// that approximate trimming removes the same whole nodes as redis-server
+// and the nodes serialise to the listpacks of RDB_TYPE_STREAM_LISTPACKS_2;
+// plus consumer groups with their pending entries lists. In memory a node
+// is one compact, pointer-free byte buffer (see node).
 //
 // It is pure code: no keyspace, no server, no I/O, no clock. The current
 // time (unix ms) is passed in by the caller wherever Redis reads mstime().

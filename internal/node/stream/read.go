@@ -221,7 +221,7 @@ func (s *Stream) Collect(dst []Entry, start, end ID, rev bool, count int64) []En
 		dst = make([]Entry, 0, min(count, 128)) // one allocation for a COUNTed read
 	}
 	n := 0
-	s.Range(start, end, rev, func(id ID, fv [][]byte) bool {
+	s.rangeHint(start, end, rev, int(max(count, 0)), func(id ID, fv [][]byte) bool {
 		dst = append(dst, Entry{ID: id, FV: fv})
 		n++
 		return count <= 0 || int64(n) < count

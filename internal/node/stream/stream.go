@@ -33,67 +33,6 @@ type Limits struct {
 // DefaultLimits are Redis's defaults.
 var DefaultLimits = Limits{NodeMaxBytes: 4096, NodeMaxEntries: 100}
 
-// entry is one entry of a node, deleted ones (tombstones) included. It
-// holds no pointer (its fields and values are nd.fv(e)), so the garbage
-// collector never scans a node's entries.
-type entry struct {
-	id    ID
-	flags int64
-	// at and n locate the entry's field, value, field, value ... in the
-	// node's fvs; with flagSameFields the field names alias the node's
-	// master fields.
-	at, n int32
-}
-
-// fv returns e's fields and values (e is an entry of nd).
-func (nd *node) fv(e *entry) [][]byte {
-	return nd.fvs[e.at : e.at+e.n : e.at+e.n]
-}
-
-// node is a radix tree node of Redis's stream: a listpack whose master
-// entry is mfields, holding entries in ID order.
-type node struct {
-	master  ID
-	mfields [][]byte
-	entries []entry
-	live    int64 // valid entries (the master entry's "count")
-	deleted int64 // tombstones (its "deleted")
-	bytes   int   // the listpack's size in bytes, as Redis's lpBytes
-	// fvs holds every entry's field/value slices, in entry order
-	// (entry.at, entry.n); arena holds the bytes of the entries appended
-	// to this node, so that XADD allocates once per chunk rather than
-	// twice per entry. Only the spare capacity past their length is ever
-	// written: a clone starts without an arena and with fvs clipped to
-	// its length.
-	arena []byte
-	fvs   [][]byte
-}
-
-// Arena chunk sizes: bytes (a default node's listpack size) and slices
-// (a default node's 100 entries of one field).
-const (
-	arenaBytes  = 4096
-	arenaSlices = 200
-)
-
-// copyIn copies fv into the node's arenas and returns the copy, which
-// starts at nd.fvs[at].
-func (nd *node) copyIn(fv [][]byte, total int) (copied [][]byte, at int) {
-	if nd.fvs == nil {
-		nd.fvs = make([][]byte, 0, max(len(fv), arenaSlices))
-	}
-	if cap(nd.arena)-len(nd.arena) < total {
-		nd.arena = make([]byte, 0, max(total, arenaBytes))
-	}
-	start := len(nd.fvs)
-	for _, b := range fv {
-		at := len(nd.arena)
-		nd.arena = append(nd.arena, b...)
-		nd.fvs = append(nd.fvs, nd.arena[at:len(nd.arena):len(nd.arena)])
-	}
-	return nd.fvs[start:len(nd.fvs):len(nd.fvs)], start
-}
-
 // Stream is a stream value: entries, metadata and consumer groups.
 type Stream struct {
 	nodes  []*node // ordered by master ID; nodes are never empty
@@ -151,16 +90,13 @@ func (s *Stream) MemUsage() int64 {
 	return n
 }
 
-// Clone returns a deep copy (COPY); field bytes, never changed in place,
-// are shared.
+// Clone returns a deep copy (COPY and snapshots); the master field
+// names, never changed, are shared.
 func (s *Stream) Clone() value.Value {
 	c := *s
 	c.nodes = make([]*node, len(s.nodes))
 	for i, nd := range s.nodes {
-		cp := *nd
-		cp.entries = append([]entry(nil), nd.entries...)
-		cp.arena, cp.fvs = nil, nd.fvs[:len(nd.fvs):len(nd.fvs)]
-		c.nodes[i] = &cp
+		c.nodes[i] = nd.clone()
 	}
 	c.groups = nil
 	for _, name := range s.GroupNames() {
@@ -192,11 +128,6 @@ func (s *Stream) nodeIndex(id ID) int {
 	return i - 1
 }
 
-// entryIndex returns the index of the first entry of nd with ID >= id.
-func (nd *node) entryIndex(id ID) int {
-	return sort.Search(len(nd.entries), func(i int) bool { return !nd.entries[i].id.Less(id) })
-}
-
 // masterSize is the size of the master entry's part of the listpack.
 func (nd *node) masterSize() int {
 	n := lpIntSize(nd.live) + lpIntSize(nd.deleted) + lpIntSize(int64(len(nd.mfields))) + lpIntSize(0)
@@ -206,13 +137,13 @@ func (nd *node) masterSize() int {
 	return n
 }
 
-// entrySize is the listpack size of an entry of nd.
-func (nd *node) entrySize(e *entry) int {
-	n := lpIntSize(e.flags) + lpIntSize(int64(e.id.Ms-nd.master.Ms)) + lpIntSize(int64(e.id.Seq-nd.master.Seq))
-	fv := nd.fv(e)
+// entrySize is the listpack size of an entry of nd (fv holds its fields
+// and values, with flagSameFields too).
+func (nd *node) entrySize(flags byte, id ID, fv [][]byte) int {
+	n := lpIntSize(int64(flags)) + lpIntSize(int64(id.Ms-nd.master.Ms)) + lpIntSize(int64(id.Seq-nd.master.Seq))
 	nf := int64(len(fv) / 2)
 	count := nf + 3
-	if e.flags&flagSameFields == 0 {
+	if flags&flagSameFields == 0 {
 		n += lpIntSize(nf)
 		count += nf + 1
 		for _, b := range fv {
@@ -284,40 +215,27 @@ func (s *Stream) Append(fv [][]byte, id ID, idGiven, seqGiven bool, now int64, l
 			nd = nil
 		}
 	}
-	e := entry{id: nid}
-	fresh := nd == nil
-	if fresh {
-		nd = &node{master: nid, entries: make([]entry, 0, min(max(lim.NodeMaxEntries, 1), 128))}
-	}
-	copied, at := nd.copyIn(fv, total)
-	if fresh {
-		for i := 0; i < len(copied); i += 2 {
-			nd.mfields = append(nd.mfields, copied[i])
+	var flags byte = flagSameFields
+	if nd == nil {
+		if len(s.nodes) > 0 {
+			s.nodes[len(s.nodes)-1].seal()
 		}
-		nd.bytes = lpHeaderSize + lpEndSize + nd.masterSize()
+		probe := node{master: nid}
+		nd = newNode(nid, fv, probe.encodedSize(flags, nid, fv), lim, probe.entrySize(flags, nid, fv))
 		s.nodes = append(s.nodes, nd)
-		e.flags = flagSameFields
-	} else if len(nd.mfields) == len(copied)/2 {
-		same := true
+	} else if len(nd.mfields) != len(fv)/2 {
+		flags = 0
+	} else {
 		for i, f := range nd.mfields {
-			if string(f) != string(copied[2*i]) {
-				same = false
+			if string(f) != string(fv[2*i]) {
+				flags = 0
 				break
 			}
 		}
-		if same {
-			e.flags = flagSameFields
-		}
 	}
-	if e.flags&flagSameFields != 0 {
-		for i := range nd.mfields {
-			copied[2*i] = nd.mfields[i]
-		}
-	}
-	e.at, e.n = int32(at), int32(len(copied))
+	nd.bytes += nd.entrySize(flags, nid, fv)
+	nd.appendEntry(nd.count(), flags, nid, fv)
 	nd.setCounts(nd.live+1, nd.deleted)
-	nd.entries = append(nd.entries, e)
-	nd.bytes += nd.entrySize(&nd.entries[len(nd.entries)-1])
 	s.length++
 	s.EntriesAdded++
 	s.LastID = nid
@@ -328,12 +246,20 @@ func (s *Stream) Append(fv [][]byte, id ID, idGiven, seqGiven bool, now int64, l
 }
 
 // Range calls fn for the valid entries with start <= ID <= end, in order
-// (reversed with rev), until fn returns false. fv must not be kept or
-// changed.
+// (reversed with rev), until fn returns false. fv is the entry's own (it
+// may be kept) and must not be changed.
 func (s *Stream) Range(start, end ID, rev bool, fn func(id ID, fv [][]byte) bool) {
-	if end.Less(start) {
+	s.rangeHint(start, end, rev, 0, fn)
+}
+
+// rangeHint is Range, told that about hint entries will be taken (0: not
+// known), which sizes the slices handed out.
+func (s *Stream) rangeHint(start, end ID, rev bool, hint int, fn func(id ID, fv [][]byte) bool) {
+	if end.Less(start) || len(s.nodes) == 0 {
 		return
 	}
+	var sl slab
+	sl.next = 2 * len(s.nodes[0].mfields) * min(max(hint, 1), 64)
 	if !rev {
 		ni := max(s.nodeIndex(start), 0)
 		for ; ni < len(s.nodes); ni++ {
@@ -341,32 +267,58 @@ func (s *Stream) Range(start, end ID, rev bool, fn func(id ID, fv [][]byte) bool
 			if end.Less(nd.master) {
 				return
 			}
-			for ei := nd.entryIndex(start); ei < len(nd.entries); ei++ {
-				e := &nd.entries[ei]
-				if end.Less(e.id) {
+			if nd.last.Less(start) {
+				continue
+			}
+			for off := nd.seek(start); off < len(nd.buf); {
+				id, flags, p := nd.head(off)
+				if flags&flagDeleted != 0 {
+					if end.Less(id) {
+						return
+					}
+					off = nd.skip(p, flags)
+					continue
+				}
+				if end.Less(id) {
 					return
 				}
-				if e.flags&flagDeleted == 0 && !fn(e.id, nd.fv(e)) {
+				fv := sl.take(nd.nfields(p, flags))
+				off = nd.fields(p, flags, fv)
+				if !fn(id, fv) {
 					return
 				}
 			}
 		}
 		return
 	}
+	var offsArr [128]int32
+	offs := offsArr[:0]
 	for ni := s.nodeIndex(end); ni >= 0; ni-- {
 		nd := s.nodes[ni]
-		ei := nd.entryIndex(end)
-		if ei < len(nd.entries) && nd.entries[ei].id == end {
-			ei++
+		offs = offs[:0]
+		stop := false
+		for off := 0; off < len(nd.buf); {
+			id, flags, p := nd.head(off)
+			if end.Less(id) {
+				break
+			}
+			if id.Less(start) {
+				stop = true
+			} else if flags&flagDeleted == 0 {
+				offs = append(offs, int32(off))
+			}
+			off = nd.skip(p, flags)
 		}
-		for ei--; ei >= 0; ei-- {
-			e := &nd.entries[ei]
-			if e.id.Less(start) {
+		for i := len(offs) - 1; i >= 0; i-- {
+			id, flags, p := nd.head(int(offs[i]))
+			fv := sl.take(nd.nfields(p, flags))
+			nd.fields(p, flags, fv)
+			if !fn(id, fv) {
 				return
 			}
-			if e.flags&flagDeleted == 0 && !fn(e.id, nd.fv(e)) {
-				return
-			}
+		}
+		if stop {
+			return
 		}
 	}
 }
@@ -385,6 +337,11 @@ func (s *Stream) Exists(id ID) bool {
 
 // LastValid returns the last valid entry's ID (ok false when empty).
 func (s *Stream) LastValid() (id ID, ok bool) {
+	if len(s.nodes) > 0 {
+		if nd := s.nodes[len(s.nodes)-1]; nd.buf[nd.lastOff]&flagDeleted == 0 {
+			return nd.last, true
+		}
+	}
 	s.Range(ID{}, MaxID, true, func(i ID, _ [][]byte) bool { id, ok = i, true; return false })
 	return id, ok
 }
@@ -402,10 +359,9 @@ func (s *Stream) EdgeID(first, skipTombstones bool) ID {
 		}
 	} else if len(s.nodes) > 0 {
 		if first {
-			return s.nodes[0].entries[0].id
+			return s.nodes[0].first()
 		}
-		nd := s.nodes[len(s.nodes)-1]
-		return nd.entries[len(nd.entries)-1].id
+		return s.nodes[len(s.nodes)-1].last
 	}
 	if first {
 		return MaxID
@@ -421,14 +377,14 @@ func (s *Stream) deleteEntry(id ID) bool {
 		return false
 	}
 	nd := s.nodes[ni]
-	ei := nd.entryIndex(id)
-	if ei >= len(nd.entries) || nd.entries[ei].id != id || nd.entries[ei].flags&flagDeleted != 0 {
+	off, ok := nd.find(id)
+	if !ok || nd.buf[off]&flagDeleted != 0 {
 		return false
 	}
 	if nd.live == 1 {
 		s.nodes = append(s.nodes[:ni], s.nodes[ni+1:]...)
 	} else {
-		nd.entries[ei].flags |= flagDeleted // same listpack size
+		nd.buf[off] |= flagDeleted // same listpack size
 		nd.setCounts(nd.live-1, nd.deleted+1)
 	}
 	s.length--
@@ -500,7 +456,7 @@ func (s *Stream) Trim(a TrimArgs) int64 {
 		if a.Strategy == TrimMaxLen {
 			remove = s.length-uint64(entries) >= maxlen
 		} else {
-			remove = nd.entries[len(nd.entries)-1].id.Less(a.MinID)
+			remove = nd.last.Less(a.MinID)
 		}
 		if remove {
 			s.nodes = s.nodes[1:]
@@ -512,22 +468,24 @@ func (s *Stream) Trim(a TrimArgs) int64 {
 			break
 		}
 		var fromNode int64
-		for i := range nd.entries {
-			e := &nd.entries[i]
+		for off := 0; off < len(nd.buf); {
+			id, flags, p := nd.head(off)
 			var stop bool
 			if a.Strategy == TrimMaxLen {
 				stop = s.length <= maxlen
 			} else {
-				stop = !e.id.Less(a.MinID)
+				stop = !id.Less(a.MinID)
 			}
 			if stop {
 				break
 			}
-			if e.flags&flagDeleted == 0 {
-				e.flags |= flagDeleted
+			next := nd.skip(p, flags)
+			if flags&flagDeleted == 0 {
+				nd.buf[off] |= flagDeleted
 				fromNode++
 				s.length--
 			}
+			off = next
 		}
 		deleted += fromNode
 		nd.setCounts(entries-fromNode, nd.deleted+fromNode)

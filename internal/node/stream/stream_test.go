@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -106,7 +107,7 @@ func TestNodeBytes(t *testing.T) {
 	}
 	var sizes []int
 	for _, nd := range s.nodes {
-		sizes = append(sizes, len(nd.entries))
+		sizes = append(sizes, int(nd.count()))
 	}
 	if !slices.Equal(sizes, []int{4, 4, 2}) {
 		t.Fatalf("node sizes %v", sizes)
@@ -225,68 +226,166 @@ func dump(s *Stream) string {
 	return fmt.Sprintf("%s len=%d nodes=%d", b, s.Len(), len(s.nodes))
 }
 
+// modelEntry is an entry of FuzzStreamOps's reference model.
+type modelEntry struct {
+	id ID
+	fv []string
+}
+
+// randomFields returns field/value pairs of the shapes that exercise the
+// node encoding: the master fields or others, integers (listpack integer
+// elements), empty strings and values longer than one varint byte.
+func randomFields(r *rand.Rand, op int) []string {
+	switch r.IntN(5) {
+	case 0:
+		return []string{"f", strconv.Itoa(op), "g", "x"}
+	case 1:
+		return []string{"f", "", "g", strings.Repeat("v", 100+r.IntN(300))}
+	case 2:
+		return []string{"h", strconv.Itoa(-op)}
+	case 3:
+		out := []string{}
+		for i := 0; i <= r.IntN(4); i++ {
+			out = append(out, "k"+strconv.Itoa(i), strconv.Itoa(r.IntN(1000)))
+		}
+		return out
+	}
+	return []string{"f", "1", "g", "18446744073709551616"}
+}
+
+// checkModel compares s with the model entry by entry: a forward and a
+// reverse range over random bounds, and Get of every model entry.
+func checkModel(t *testing.T, r *rand.Rand, s *Stream, model []modelEntry) {
+	t.Helper()
+	want := func(lo, hi ID, rev bool) string {
+		var b []byte
+		for i := range model {
+			e := model[i]
+			if rev {
+				e = model[len(model)-1-i]
+			}
+			if !e.id.Less(lo) && !hi.Less(e.id) {
+				b = fmt.Appendf(b, "%v %q;", e.id, e.fv)
+			}
+		}
+		return string(b)
+	}
+	got := func(lo, hi ID, rev bool) string {
+		var b []byte
+		s.Range(lo, hi, rev, func(id ID, f [][]byte) bool {
+			ss := make([]string, len(f))
+			for i := range f {
+				ss[i] = string(f[i])
+			}
+			b = fmt.Appendf(b, "%v %q;", id, ss)
+			return true
+		})
+		return string(b)
+	}
+	bounds := [][2]ID{{ID{}, MaxID}}
+	if len(model) > 0 {
+		for range 3 {
+			lo, hi := model[r.IntN(len(model))].id, model[r.IntN(len(model))].id
+			if r.IntN(2) == 0 {
+				lo.Seq++
+			}
+			bounds = append(bounds, [2]ID{lo, hi})
+		}
+	}
+	for _, bd := range bounds {
+		for _, rev := range []bool{false, true} {
+			if w, g := want(bd[0], bd[1], rev), got(bd[0], bd[1], rev); w != g {
+				t.Fatalf("range %v %v rev=%v:\n got %s\nwant %s", bd[0], bd[1], rev, g, w)
+			}
+		}
+	}
+	for _, e := range model {
+		f, ok := s.Get(e.id)
+		if !ok || len(f) != len(e.fv) {
+			t.Fatalf("Get %v: %q %v, want %q", e.id, f, ok, e.fv)
+		}
+		for i := range f {
+			if string(f[i]) != e.fv[i] {
+				t.Fatalf("Get %v: %q, want %q", e.id, f, e.fv)
+			}
+		}
+	}
+	if uint64(len(model)) != s.Len() {
+		t.Fatalf("len %d, model %d", s.Len(), len(model))
+	}
+	if len(model) > 0 && s.FirstID != model[0].id {
+		t.Fatalf("first %v, model %v", s.FirstID, model[0].id)
+	}
+}
+
 // FuzzStreamOps runs random appends, deletions and trims against a sorted
-// slice model: ranges, lengths and the first ID must agree, and nodes must
-// survive an export/import round trip.
+// slice model, comparing every entry's ID and fields after every
+// operation; a clone taken midway must keep its own entries while the
+// original changes, and both must survive an export/import round trip
+// (EachNode/ImportNode) unchanged, node sizes included.
 func FuzzStreamOps(f *testing.F) {
 	f.Add(uint64(1), uint8(50))
 	f.Add(uint64(42), uint8(255))
+	f.Add(uint64(7), uint8(200))
 	f.Fuzz(func(t *testing.T, seed uint64, nops uint8) {
 		r := rand.New(rand.NewPCG(seed, seed^0x9e37))
 		s := New()
-		lim := Limits{NodeMaxBytes: int64(64 + r.IntN(512)), NodeMaxEntries: int64(r.IntN(8))}
-		var model []ID
+		lim := Limits{NodeMaxBytes: int64(64 + r.IntN(2048)), NodeMaxEntries: int64(r.IntN(8))}
+		var model, cloneModel []modelEntry
+		var clone *Stream
 		next := uint64(1)
 		for op := 0; op < int(nops); op++ {
+			if op == int(nops)/2 {
+				clone = s.Clone().(*Stream)
+				cloneModel = slices.Clone(model)
+			}
 			switch r.IntN(6) {
 			case 0, 1, 2:
 				next += uint64(r.IntN(3))
 				id := ID{next, uint64(r.IntN(3))}
-				if len(model) > 0 || !s.LastID.IsZero() {
-					if !s.LastID.Less(id) {
-						id, _ = s.LastID.Incr()
-					}
+				if !s.LastID.Less(id) {
+					id, _ = s.LastID.Incr()
 				}
-				if _, err := s.Append(fv("f", strconv.Itoa(op), "g", "x"), id, true, true, 0, lim); err != nil {
+				kv := randomFields(r, op)
+				if _, err := s.Append(fv(kv...), id, true, true, 0, lim); err != nil {
 					t.Fatal(err)
 				}
-				model = append(model, id)
+				model = append(model, modelEntry{id, kv})
 			case 3:
 				if len(model) > 0 {
-					id := model[r.IntN(len(model))]
-					s.Delete([]ID{id})
-					model = slices.DeleteFunc(model, func(x ID) bool { return x == id })
+					id := model[r.IntN(len(model))].id
+					if s.Delete([]ID{id, {id.Ms, id.Seq + 1000}}) != 1 {
+						t.Fatalf("XDEL %v did not delete one", id)
+					}
+					model = slices.DeleteFunc(model, func(x modelEntry) bool { return x.id == id })
 				}
 			case 4:
 				ml := int64(r.IntN(len(model) + 2))
 				approx := r.IntN(2) == 0
 				n := s.Trim(TrimArgs{Strategy: TrimMaxLen, MaxLen: ml, Approx: approx})
 				if !approx && int64(len(model)) > ml {
+					if n != int64(len(model))-ml {
+						t.Fatalf("MAXLEN %d trimmed %d of %d", ml, n, len(model))
+					}
 					model = model[int64(len(model))-ml:]
 				} else if approx {
 					model = model[n:]
 				}
 			case 5:
 				if len(model) > 0 {
-					min := model[r.IntN(len(model))]
+					min := model[r.IntN(len(model))].id
 					n := s.Trim(TrimArgs{Strategy: TrimMinID, MinID: min})
 					model = model[n:]
-					if len(model) > 0 && model[0].Less(min) {
-						t.Fatalf("MINID left %v before %v", model[0], min)
+					if len(model) > 0 && model[0].id.Less(min) {
+						t.Fatalf("MINID left %v before %v", model[0].id, min)
 					}
 				}
 			}
-			if s.Len() != uint64(len(model)) {
-				t.Fatalf("len %d, model %d", s.Len(), len(model))
-			}
+			checkModel(t, r, s, model)
 		}
-		var got []ID
-		s.Range(ID{}, MaxID, false, func(id ID, _ [][]byte) bool { got = append(got, id); return true })
-		if !slices.Equal(got, model) {
-			t.Fatalf("range %v, model %v", got, model)
-		}
-		if len(model) > 0 && s.FirstID != model[0] {
-			t.Fatalf("first %v, model %v", s.FirstID, model[0])
+		if clone != nil {
+			checkModel(t, r, clone, cloneModel)
+			checkRoundTrip(t, clone)
 		}
 		checkRoundTrip(t, s)
 	})
