@@ -112,7 +112,9 @@ func TTL(expire, now int64, ms, abs bool) int64 {
 	}
 	ttl = max(ttl, 0)
 	if !ms {
-		ttl = (ttl + 500) / 1000
+		// Unsigned, as redis-server 7.0 computes it: an expire near
+		// 2^63 ms rounds to 9223372036854776, not a wrapped negative.
+		ttl = int64((uint64(ttl) + 500) / 1000)
 	}
 	return ttl
 }
