@@ -633,14 +633,28 @@ func (r *Runner) saver() {
 	for {
 		select {
 		case <-r.saveKick:
-			if w := r.durWant.Load(); w > r.durableGen.Load() && !r.flushDurable(w) {
-				continue
-			}
-			r.flushConfig(r.saveGen.Load())
+			r.saveLoopState()
 		case <-r.quit:
 			return
 		}
 	}
+}
+
+// saveLoopState makes the loop's saves: durable ones until none is
+// pending (those requested during one sync are covered by the next), then
+// the newest state without fsync when no durable save wrote it. After a
+// failed durable save it stops: the next kick tries again.
+func (r *Runner) saveLoopState() {
+	for {
+		w := r.durWant.Load()
+		if w <= r.durableGen.Load() {
+			break
+		}
+		if !r.flushDurable(w) {
+			return
+		}
+	}
+	r.flushConfig(r.saveGen.Load())
 }
 
 func (r *Runner) handle(ev event) {
