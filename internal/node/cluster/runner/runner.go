@@ -12,21 +12,33 @@
 // its caller's goroutine, so a CLUSTER command costs no hand-off to
 // another goroutine and back.
 //
-// nodes.conf: a Ready that asks for an fsync (an epoch, a vote) is saved
-// crash-safely (confFile.saveDurable: its journal record written and
-// fdatasynced, one sync, then nodes.conf rewritten in place without one;
-// a start loads the journal's newest valid record, see readConfig)
-// before any packet of its batch is queued, so what a packet announces
-// is on disk first. Other saves are written
-// outside the lock: by Do's caller before Do returns (a CLUSTER command's
-// reply leaves after its change is written, as Redis saves in
-// beforeSleep before it replies), and for the loop's own inputs by a
-// saver goroutine; either way one write covers every change made before
-// it was rendered, so a burst of changes costs one write. Do queues its
-// Ready's packets after that write, and Hold keeps every packet back
-// until a command's reply is on its way (see Do and Hold). Reading and
-// writing the sockets happens in per-link goroutines, so a slow peer
-// never stalls the machine: a link whose unsent bytes pass
+// nodes.conf: every save is written outside the machine's lock, by a
+// goroutine that takes fileMu, renders the newest state under the lock,
+// lets go of it and writes, so one write covers every change rendered
+// into it and the file never goes back to an older text. A Ready that
+// asks for an fsync (an epoch, a vote, a slot rebound by a newer config
+// epoch) makes its save the durable save pending; from then on every
+// packet any batch queues is held, in order, until a text at least that
+// new is durable (confFile.saveDurable: its journal record written and
+// fdatasynced, then nodes.conf rewritten in place without a sync; a
+// start loads the journal's newest valid record, see readConfig). The
+// fdatasync is a group commit (flushDurable): durable saves requested
+// while one is syncing are covered by the next sync, whose text holds all
+// their changes. So what a packet announces is on disk first, exactly:
+// a packet is queued only once every durable save requested up to its
+// batch is durable (FAILOVER_AUTH_ACK leaves after lastVoteEpoch is
+// fdatasynced, a promotion's or an import's PONG after the new config
+// epoch is), and a failed durable save releases none of them. Do
+// returns once its own save is written and every durable save pending
+// at its step is durable: a CLUSTER command's reply never reflects a
+// state a crash can take back, as Redis replies after beforeSleep's
+// save. The durable save of a batch from the loop (a packet, a tick) is
+// written by a saver goroutine, so no input waits for the disk, and
+// neither does Do's step (only its return). Do queues its Ready's
+// packets after its save, and Hold keeps every packet back until a
+// command's reply is on its way (see Do and Hold). Reading and writing
+// the sockets happens in per-link goroutines, so a slow peer never
+// stalls the machine: a link whose unsent bytes pass
 // cluster-link-sendbuf-limit is closed, as Redis frees it.
 package runner
 
@@ -76,8 +88,9 @@ type Options struct {
 	// Clock returns the current time. Default time.Now.
 	Clock func() time.Time
 	// OnReady is called with the machine's lock held after every batch's
-	// Ready has been carried out (links opened and closed, packets
-	// queued; an fsynced save written), with the machine, so the caller
+	// Ready has been carried out (links opened and closed, packets queued
+	// or held; a durable save it asked for may still be syncing, see
+	// carryOut), with the machine, so the caller
 	// can apply RoleChange, SlotsChanged, StateChanged and Deliveries and
 	// read the machine to rebuild what it shows clients. It runs on the
 	// loop's goroutine or on Do's caller's; it must not block and must not
