@@ -110,9 +110,10 @@ type Stats struct {
 	// BadPackets counts packets dropped by the codec.
 	BadPackets int64
 	// DurableSaves counts the Readies that asked for an fsynced
-	// nodes.conf save; Syncs counts the journal's fdatasyncs, so
-	// DurableSaves - Syncs is how many durable saves were covered by
-	// another's sync (group commit, see Do).
+	// nodes.conf save; Syncs counts the journal's fdatasyncs (also the
+	// start's and the first save's), so a Syncs below DurableSaves shows
+	// durable saves covered by another's sync (group commit, see
+	// flushDurable).
 	DurableSaves, Syncs int64
 }
 
@@ -141,8 +142,8 @@ type Runner struct {
 	// that asked for an fsync (written under mu): a durable save is
 	// pending while durWant > durableGen. A save takes fileMu, then
 	// renders the newest state under mu and lets go of mu before it
-	// writes, so mu is never held across the disk (and never taken before
-	// fileMu).
+	// writes, so mu is never held across the disk, and fileMu is never
+	// taken with mu held.
 	saveGen, writtenGen atomic.Uint64
 	durableGen, durWant atomic.Uint64
 	durableSaves        atomic.Int64
@@ -350,11 +351,11 @@ func (r *Runner) closeListeners() {
 // goroutine, under the machine's lock, carries out the Ready it leaves,
 // and returns once a nodes.conf save that Ready asked for is written and
 // every durable save pending when it ran (its own, when the Ready asked
-// for an fsync, and any other batch's before it) is durable. *Guarantee:
+// for an fsync, and any other batch's before it) is durable. Guarantee:
 // a CLUSTER command's reply never reflects a state a crash can take
 // back: what it changed is written, and every change that must survive
 // a crash (an epoch, a vote, a slot rebound by a newer config epoch) made
-// up to its step is fdatasynced before Do returns*, as Redis replies
+// up to its step is fdatasynced before Do returns, as Redis replies
 // after beforeSleep's save (but for a save that fails, which is logged
 // as an error: Redis exits there). The lock is not held across the disk:
 // other inputs, and other Do calls, run their steps while the save is
