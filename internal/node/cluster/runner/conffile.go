@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 )
 
 // confFile writes nodes.conf and its journal (see journalSuffix). It keeps
@@ -33,6 +34,24 @@ type confFile struct {
 	seq     uint64
 	synced  int
 	legacy  bool
+	// syncs counts the journal's fdatasyncs (Stats.Syncs).
+	syncs atomic.Int64
+	// syncHook, when set, runs before every fdatasync of the journal; an
+	// error it returns fails that sync. A test-only seam: tests set it
+	// (under Runner.fileMu) to hold a durable save in the middle of its
+	// sync, or to fail it.
+	syncHook func() error
+}
+
+// syncJournal fdatasyncs the journal's slot file j, through syncHook.
+func (c *confFile) syncJournal(j *os.File) error {
+	if c.syncHook != nil {
+		if err := c.syncHook(); err != nil {
+			return err
+		}
+	}
+	c.syncs.Add(1)
+	return datasync(j)
 }
 
 // open opens the existing nodes.conf for in-place saves.
@@ -418,7 +437,7 @@ func (c *confFile) loadJournal() error {
 		if err := c.openSlot(n); err != nil {
 			return err
 		}
-		if err := datasync(c.j[n]); err != nil {
+		if err := c.syncJournal(c.j[n]); err != nil {
 			c.closeJournal()
 			return fmt.Errorf("runner: sync cluster config journal: %w", err)
 		}
@@ -468,7 +487,7 @@ func (c *confFile) writeRecord(text string, sync bool) error {
 		c.jsize[i] = n
 	}
 	if sync {
-		if err := datasync(c.j[i]); err != nil {
+		if err := c.syncJournal(c.j[i]); err != nil {
 			c.closeJournal()
 			return fmt.Errorf("runner: save cluster config journal: %w", err)
 		}

@@ -12,21 +12,33 @@
 // its caller's goroutine, so a CLUSTER command costs no hand-off to
 // another goroutine and back.
 //
-// nodes.conf: a Ready that asks for an fsync (an epoch, a vote) is saved
-// crash-safely (confFile.saveDurable: its journal record written and
-// fdatasynced, one sync, then nodes.conf rewritten in place without one;
-// a start loads the journal's newest valid record, see readConfig)
-// before any packet of its batch is queued, so what a packet announces
-// is on disk first. Other saves are written
-// outside the lock: by Do's caller before Do returns (a CLUSTER command's
-// reply leaves after its change is written, as Redis saves in
-// beforeSleep before it replies), and for the loop's own inputs by a
-// saver goroutine; either way one write covers every change made before
-// it was rendered, so a burst of changes costs one write. Do queues its
-// Ready's packets after that write, and Hold keeps every packet back
-// until a command's reply is on its way (see Do and Hold). Reading and
-// writing the sockets happens in per-link goroutines, so a slow peer
-// never stalls the machine: a link whose unsent bytes pass
+// nodes.conf: every save is written outside the machine's lock, by a
+// goroutine that takes fileMu, renders the newest state under the lock,
+// lets go of it and writes, so one write covers every change rendered
+// into it and the file never goes back to an older text. A Ready that
+// asks for an fsync (an epoch, a vote, a slot rebound by a newer config
+// epoch) makes its save the durable save pending; from then on every
+// packet any batch queues is held, in order, until a text at least that
+// new is durable (confFile.saveDurable: its journal record written and
+// fdatasynced, then nodes.conf rewritten in place without a sync; a
+// start loads the journal's newest valid record, see readConfig). The
+// fdatasync is a group commit (flushDurable): durable saves requested
+// while one is syncing are covered by the next sync, whose text holds all
+// their changes. So what a packet announces is on disk first, exactly:
+// a packet is queued only once every durable save requested up to its
+// batch is durable (FAILOVER_AUTH_ACK leaves after lastVoteEpoch is
+// fdatasynced, a promotion's or an import's PONG after the new config
+// epoch is), and a failed durable save releases none of them. Do
+// returns once its own save is written and every durable save pending
+// at its step is durable: a CLUSTER command's reply never reflects a
+// state a crash can take back, as Redis replies after beforeSleep's
+// save. The durable save of a batch from the loop (a packet, a tick) is
+// written by a saver goroutine, so no input waits for the disk, and
+// neither does Do's step (only its return). Do queues its Ready's
+// packets after its save, and Hold keeps every packet back until a
+// command's reply is on its way (see Do and Hold). Reading and writing
+// the sockets happens in per-link goroutines, so a slow peer never
+// stalls the machine: a link whose unsent bytes pass
 // cluster-link-sendbuf-limit is closed, as Redis frees it.
 package runner
 
@@ -76,8 +88,9 @@ type Options struct {
 	// Clock returns the current time. Default time.Now.
 	Clock func() time.Time
 	// OnReady is called with the machine's lock held after every batch's
-	// Ready has been carried out (links opened and closed, packets
-	// queued; an fsynced save written), with the machine, so the caller
+	// Ready has been carried out (links opened and closed, packets queued
+	// or held; a durable save it asked for may still be syncing, see
+	// carryOut), with the machine, so the caller
 	// can apply RoleChange, SlotsChanged, StateChanged and Deliveries and
 	// read the machine to rebuild what it shows clients. It runs on the
 	// loop's goroutine or on Do's caller's; it must not block and must not
@@ -96,6 +109,12 @@ type Stats struct {
 	BufferLimitExceeded int64
 	// BadPackets counts packets dropped by the codec.
 	BadPackets int64
+	// DurableSaves counts the Readies that asked for an fsynced
+	// nodes.conf save; Syncs counts the journal's fdatasyncs (also the
+	// start's and the first save's), so a Syncs below DurableSaves shows
+	// durable saves covered by another's sync (group commit, see
+	// flushDurable).
+	DurableSaves, Syncs int64
 }
 
 // LinkBuffer is one link's send buffer, for CLUSTER LINKS.
@@ -117,12 +136,22 @@ type Runner struct {
 	lock   *os.File
 
 	// saveGen counts the Readies that asked for a save (written under
-	// mu); writtenGen is the saveGen of the newest text on disk. A save
-	// renders under mu and writes under fileMu, never holding both in that
-	// order (fileMu is taken inside mu only by the fsync path).
+	// mu); writtenGen is the saveGen of the newest text on disk, durableGen
+	// that of the newest text whose journal record is fdatasynced (written
+	// under fileMu and mu), and durWant the saveGen of the newest Ready
+	// that asked for an fsync (written under mu): a durable save is
+	// pending while durWant > durableGen. A save takes fileMu, then
+	// renders the newest state under mu and lets go of mu before it
+	// writes, so mu is never held across the disk, and fileMu is never
+	// taken with mu held.
 	saveGen, writtenGen atomic.Uint64
+	durableGen, durWant atomic.Uint64
+	durableSaves        atomic.Int64
 	fileMu              sync.Mutex
 	conf                confFile
+	// confDone is set (under fileMu) once Close saved for the last time:
+	// no save writes after it.
+	confDone bool
 	// saveKick wakes the saver for the loop's own saves.
 	saveKick chan struct{}
 	saverWG  sync.WaitGroup
@@ -156,20 +185,24 @@ type Runner struct {
 
 	// holds counts the holders of the send hold (guarded by mu): while it
 	// is above zero, every packet a batch queues is appended to held, in
-	// order, instead of going to its link; the last holder to let go
-	// queues them (releaseHeld). See Do and Hold.
+	// order, instead of going to its link; so is every packet queued
+	// while a durable save is pending or while held is not empty. held
+	// goes out in order, as far as durableGen covers each packet's need,
+	// once no hold remains (releaseHeld). See Do and Hold.
 	holds   int
 	held    []heldPacket
 	heldBuf []byte
 }
 
-// heldPacket is one packet kept back by the send hold: heldBuf[start:end]
-// for link l (queued to it on release only if it is still the link's
-// record).
+// heldPacket is one packet kept back by the send hold or a pending
+// durable save: heldBuf[start:end] for link l (queued to it on release
+// only if it is still the link's record), which may leave once the save
+// of generation need is durable (0: none pending when it was queued).
 type heldPacket struct {
 	l          *link
 	id         cluster.LinkID
 	start, end int
+	need       uint64
 }
 
 // ErrConfigLocked is returned by Start when another process holds the
@@ -316,9 +349,17 @@ func (r *Runner) closeListeners() {
 
 // Do runs fn with the machine and the current time on the caller's
 // goroutine, under the machine's lock, carries out the Ready it leaves,
-// and returns once a nodes.conf save that Ready asked for is written (a
-// CLUSTER command's reply therefore leaves after nodes.conf was saved, as
-// in Redis). The packets of that Ready are queued after the save is
+// and returns once a nodes.conf save that Ready asked for is written and
+// every durable save pending when it ran (its own, when the Ready asked
+// for an fsync, and any other batch's before it) is durable. Guarantee:
+// a CLUSTER command's reply never reflects a state a crash can take
+// back: what it changed is written, and every change that must survive
+// a crash (an epoch, a vote, a slot rebound by a newer config epoch) made
+// up to its step is fdatasynced before Do returns, as Redis replies
+// after beforeSleep's save (but for a save that fails, which is logged
+// as an error: Redis exits there). The lock is not held across the disk:
+// other inputs, and other Do calls, run their steps while the save is
+// written. The packets of the Ready are queued after the save is
 // written, as Redis's clusterBeforeSleep saves nodes.conf before any
 // cluster link output of the event-loop iteration is written: a peer
 // never learns of a change before the node that made it has written it
@@ -333,13 +374,19 @@ func (r *Runner) Do(fn func(m *cluster.Machine, now time.Time)) error {
 	r.holds++
 	fn(r.m, r.opt.Clock())
 	gen := r.carryOut()
-	if gen == 0 {
+	need := r.durWant.Load()
+	if need <= r.durableGen.Load() {
+		need = 0
+	}
+	if gen == 0 && need == 0 {
 		r.unhold()
 		r.mu.Unlock()
 		return nil
 	}
 	r.mu.Unlock()
-	r.flushConfig(gen)
+	if need == 0 || r.flushDurable(need) {
+		r.flushConfig(gen)
+	}
 	r.mu.Lock()
 	r.unhold()
 	r.mu.Unlock()
@@ -369,21 +416,43 @@ func (r *Runner) Hold() (release func()) {
 	}
 }
 
-// unhold lets go of one hold (mu held) and queues the held packets when
-// it was the last.
+// unhold lets go of one hold (mu held) and queues the held packets that
+// may leave when it was the last.
 func (r *Runner) unhold() {
 	r.holds--
+	r.releaseHeld()
+}
+
+// releaseHeld queues, in order, the held packets whose durable save is
+// done, up to the first whose save is still pending, when no hold
+// remains (mu held). What is left stays held, in order.
+func (r *Runner) releaseHeld() {
 	if r.holds > 0 || len(r.held) == 0 {
 		return
 	}
-	held := r.held
-	r.held = r.held[:0]
-	for _, h := range held {
+	durable := r.durableGen.Load()
+	n := 0
+	for ; n < len(r.held) && r.held[n].need <= durable; n++ {
+		h := r.held[n]
 		if r.links[h.id] != h.l {
 			continue // closed meanwhile: its packets go with it
 		}
 		r.send(h.l, h.id, r.heldBuf[h.start:h.end])
 	}
+	if n < len(r.held) {
+		// A durable save is still pending: keep the rest, moved to the
+		// front so that heldBuf does not grow without bound.
+		off := r.held[n].start
+		m := copy(r.held, r.held[n:])
+		r.held = r.held[:m]
+		for i := range r.held {
+			r.held[i].start -= off
+			r.held[i].end -= off
+		}
+		r.heldBuf = r.heldBuf[:copy(r.heldBuf, r.heldBuf[off:])]
+		return
+	}
+	r.held = r.held[:0]
 	r.heldBuf = r.heldBuf[:0]
 	if cap(r.heldBuf) > 1<<20 {
 		r.heldBuf = nil
@@ -434,7 +503,8 @@ func (r *Runner) Tick() {
 }
 
 // Close stops the loop, closes every link and listener, saves nodes.conf
-// one last time and releases its lock.
+// one last time (durably: a durable save still pending is covered by it,
+// and one in progress is waited for) and releases its lock.
 func (r *Runner) Close() {
 	r.closeOnce.Do(func() {
 		close(r.quit)
@@ -449,15 +519,23 @@ func (r *Runner) Close() {
 		r.wg.Wait()
 		r.saverWG.Wait()
 		if r.opt.ConfigFile != "" {
-			r.mu.Lock()
-			text := r.m.RenderNodesConf()
-			r.mu.Unlock()
 			r.fileMu.Lock()
+			r.mu.Lock()
+			text, g := r.m.RenderNodesConf(), r.saveGen.Load()
+			r.mu.Unlock()
 			if err := r.conf.saveAtClose(text); err != nil {
 				r.log.Warn("cluster: saving nodes.conf at shutdown", "err", err)
+			} else {
+				r.wrote(g)
+				r.mu.Lock()
+				r.durableGen.Store(g)
+				r.mu.Unlock()
 			}
+			r.confDone = true
 			r.conf.close()
 			r.fileMu.Unlock()
+			st := r.Stats()
+			r.log.Debug("cluster: nodes.conf saves", "durable_saves", st.DurableSaves, "syncs", st.Syncs)
 		}
 		r.unlock()
 	})
@@ -476,6 +554,7 @@ func (r *Runner) Stats() Stats {
 		BytesSent: r.bytesSent.Load(), BytesReceived: r.bytesRecv.Load(),
 		PacketsSent: r.pktsSent.Load(), PacketsReceived: r.pktsRecv.Load(),
 		BufferLimitExceeded: r.limitExceeded.Load(), BadPackets: r.badPkts.Load(),
+		DurableSaves: r.durableSaves.Load(), Syncs: r.conf.syncs.Load(),
 	}
 }
 
@@ -546,10 +625,12 @@ func (r *Runner) loop() {
 	}
 }
 
-// carryOutLoop is carryOut for the loop's inputs: a save it asks for is
-// left to the saver goroutine.
+// carryOutLoop is carryOut for the loop's inputs (mu held): a save it
+// asks for, durable or not, is left to the saver goroutine, which is
+// also kicked while a durable save is pending (after a failed one, the
+// next batch retries it).
 func (r *Runner) carryOutLoop() {
-	if r.carryOut() != 0 {
+	if r.carryOut() != 0 || r.durWant.Load() > r.durableGen.Load() {
 		select {
 		case r.saveKick <- struct{}{}:
 		default: // a kick is pending: its save renders the newest state
@@ -558,17 +639,36 @@ func (r *Runner) carryOutLoop() {
 }
 
 // saver writes nodes.conf for the loop's saves, one write per kick
-// covering every change made until it renders.
+// covering every change made until it renders: the durable save pending,
+// if any (which releases the packets held for it), else a save without
+// fsync.
 func (r *Runner) saver() {
 	defer r.saverWG.Done()
 	for {
 		select {
 		case <-r.saveKick:
-			r.flushConfig(r.saveGen.Load())
+			r.saveLoopState()
 		case <-r.quit:
 			return
 		}
 	}
+}
+
+// saveLoopState makes the loop's saves: durable ones until none is
+// pending (those requested during one sync are covered by the next), then
+// the newest state without fsync when no durable save wrote it. After a
+// failed durable save it stops: the next kick tries again.
+func (r *Runner) saveLoopState() {
+	for {
+		w := r.durWant.Load()
+		if w <= r.durableGen.Load() {
+			break
+		}
+		if !r.flushDurable(w) {
+			return
+		}
+	}
+	r.flushConfig(r.saveGen.Load())
 }
 
 func (r *Runner) handle(ev event) {
@@ -610,32 +710,39 @@ func (r *Runner) handle(ev event) {
 	}
 }
 
-// carryOut performs the machine's Ready (mu held): an fsynced save,
-// closes, connects, sends, then OnReady. A save without fsync is only
-// counted: carryOut returns its generation, which the caller passes to
-// flushConfig once it has let go of mu (0: nothing to save).
+// carryOut performs the machine's Ready (mu held): closes, connects,
+// sends, then OnReady. A save is only counted: carryOut returns its
+// generation (0: nothing to save), which the caller passes to
+// flushConfig once it has let go of mu; a Ready that asks for an fsync
+// also makes its generation the durable save pending (durWant), and
+// every packet queued from then until that save is durable is held
+// (heldPacket.need), so what a packet announces is on disk first.
+//
+// OnReady runs here, before a pending durable save is done: the data
+// path may see the new routing or role up to one fdatasync before it is
+// durable, as Redis's clients of the same event-loop iteration see it
+// (their replies wait for beforeSleep; the data path's here do not).
+// What that exposes is bounded: a slot rebound to a node with a newer
+// config epoch is that node's durable claim (it fdatasynced it before
+// announcing it), which a restarted node learns again from it; a change
+// of the node's own (a promotion's epoch, an import's bump) is announced
+// to nobody before it is durable, so a crash in the window takes it back
+// with only what a master's crash loses anyway, writes no replica
+// acknowledged (a replica follows the new master only on its announced
+// packets).
 func (r *Runner) carryOut() uint64 {
 	rd := r.m.Ready()
 	var gen uint64
 	if rd.SaveConfig && r.opt.ConfigFile != "" {
 		gen = r.saveGen.Add(1)
 		if rd.Fsync {
-			text := r.m.RenderNodesConf()
-			r.fileMu.Lock()
-			err := r.conf.saveDurable(text)
-			if err == nil {
-				r.wrote(gen)
-			}
-			r.fileMu.Unlock()
-			if err != nil {
-				// Redis exits here ("Fatal: can't update cluster config
-				// file."): a node that cannot persist a vote or an epoch
-				// must not go on announcing it. Log loudly; the caller
-				// decides.
-				r.log.Error("cluster: can't update cluster config file", "file", r.opt.ConfigFile, "err", err)
-			}
-			gen = 0
+			r.durWant.Store(gen)
+			r.durableSaves.Add(1)
 		}
+	}
+	need := r.durWant.Load()
+	if need <= r.durableGen.Load() {
+		need = 0
 	}
 	for _, id := range rd.Closes {
 		if l := r.links[id]; l != nil {
@@ -652,15 +759,16 @@ func (r *Runner) carryOut() uint64 {
 		if l == nil || l.conn == nil {
 			continue
 		}
-		if r.holds > 0 {
+		if r.holds > 0 || need > 0 || len(r.held) > 0 {
 			start := len(r.heldBuf)
 			r.heldBuf = cluster.AppendMsg(r.heldBuf, s.Msg)
-			r.held = append(r.held, heldPacket{l: l, id: s.Link, start: start, end: len(r.heldBuf)})
+			r.held = append(r.held, heldPacket{l: l, id: s.Link, start: start, end: len(r.heldBuf), need: need})
 			continue
 		}
 		r.encBuf = cluster.AppendMsg(r.encBuf[:0], s.Msg)
 		r.send(l, s.Link, r.encBuf)
 	}
+	r.releaseHeld()
 	if r.opt.OnReady != nil {
 		r.opt.OnReady(r.m, &rd)
 	}
@@ -676,21 +784,22 @@ func (r *Runner) wrote(gen uint64) {
 
 // flushConfig returns once nodes.conf holds a text at least as new as
 // save generation gen, writing it when no other save did already (mu not
-// held). The text is rendered under mu and written under fileMu, so the
-// file is written by one goroutine at a time and never goes back to an
-// older text.
+// held; gen 0: nothing to do). The writer takes fileMu, then renders the
+// newest state under mu, so the file is written by one goroutine at a
+// time, never goes back to an older text, and one write covers every
+// change made before it.
 func (r *Runner) flushConfig(gen uint64) {
-	if r.writtenGen.Load() >= gen {
+	if gen == 0 || r.writtenGen.Load() >= gen {
+		return
+	}
+	r.fileMu.Lock()
+	defer r.fileMu.Unlock()
+	if r.writtenGen.Load() >= gen || r.confDone {
 		return
 	}
 	r.mu.Lock()
 	text, g := r.m.RenderNodesConf(), r.saveGen.Load()
 	r.mu.Unlock()
-	r.fileMu.Lock()
-	defer r.fileMu.Unlock()
-	if r.writtenGen.Load() >= g {
-		return
-	}
 	err := r.conf.saveInPlace(text)
 	if err != nil {
 		// No file yet, or it cannot be written in place: the atomic path.
@@ -701,6 +810,49 @@ func (r *Runner) flushConfig(gen uint64) {
 		return
 	}
 	r.wrote(g)
+}
+
+// flushDurable returns once the journal holds, fdatasynced, a text at
+// least as new as save generation need, and reports whether it does (mu
+// not held). It is the group commit: the goroutine that gets fileMu
+// renders the newest state under mu, lets go of mu, and writes and
+// fdatasyncs it (confFile.saveDurable), so one fdatasync covers every
+// change rendered into its text, and the saves requested during it wait
+// for at most one more. The machine's lock is free meanwhile: other
+// inputs run their steps, and the packets they queue wait in held. Once
+// the record is durable, durableGen advances under mu and the held
+// packets it covers go out, in order (releaseHeld), unless a hold
+// remains. A failed save is logged as an error and releases nothing:
+// the packets that announce its state stay held, and the next save
+// tries again.
+func (r *Runner) flushDurable(need uint64) bool {
+	if r.durableGen.Load() >= need {
+		return true
+	}
+	r.fileMu.Lock()
+	defer r.fileMu.Unlock()
+	if r.durableGen.Load() >= need {
+		return true
+	}
+	if r.confDone {
+		return false
+	}
+	r.mu.Lock()
+	text, g := r.m.RenderNodesConf(), r.saveGen.Load()
+	r.mu.Unlock()
+	if err := r.conf.saveDurable(text); err != nil {
+		// Redis exits here ("Fatal: can't update cluster config
+		// file."): a node that cannot persist a vote or an epoch must
+		// not go on announcing it, so what was held for it stays held.
+		r.log.Error("cluster: can't update cluster config file", "file", r.opt.ConfigFile, "err", err)
+		return false
+	}
+	r.wrote(g)
+	r.mu.Lock()
+	r.durableGen.Store(g)
+	r.releaseHeld()
+	r.mu.Unlock()
+	return true
 }
 
 func (r *Runner) accept(ln net.Listener) {

@@ -29,6 +29,13 @@ type busNode struct {
 
 func startBusNode(t *testing.T, dir string, seed uint64) *busNode {
 	t.Helper()
+	return startBusNodeWith(t, dir, seed, nil)
+}
+
+// startBusNodeWith is startBusNode with the runner's options adjusted by
+// opts (nil: none).
+func startBusNodeWith(t *testing.T, dir string, seed uint64, opts func(*Options)) *busNode {
+	t.Helper()
 	port, cport := testutil.FreePort(t), testutil.FreePort(t)
 	cfg := cluster.DefaultConfig()
 	cfg.Port, cfg.CPort, cfg.IP = port, cport, "127.0.0.1"
@@ -38,7 +45,11 @@ func startBusNode(t *testing.T, dir string, seed uint64) *busNode {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(dir, fmt.Sprintf("nodes-%d.conf", port))
-	r, err := Start(m, Options{ListenAddrs: []string{"127.0.0.1:" + strconv.Itoa(cport)}, ConfigFile: conf})
+	opt := Options{ListenAddrs: []string{"127.0.0.1:" + strconv.Itoa(cport)}, ConfigFile: conf}
+	if opts != nil {
+		opts(&opt)
+	}
+	r, err := Start(m, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
