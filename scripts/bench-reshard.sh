@@ -41,7 +41,7 @@
 # KINDS picks the servers (default "redis shardnode"); the kind
 # shardnode-old runs the binary $SHARDNODE_OLD (a build of an older
 # commit), for a before/after in the same run.
-# PROBE sets the small part's probe keys (default 1000; 0: no probe);
+# PROBE sets the small and big parts' probe keys (default 1000; 0: no probe);
 # PROBE_RATE its GETs per second (default 0: back to back, so a server
 # that answers faster serves more of them during the move; a rate gives
 # both servers the same probe load).
@@ -186,7 +186,7 @@ for part in $PARTS; do
         args=(-values 1000000 -value-size 100 -probe "${WHOLESLOT_PROBE:-0}" -run "$(measured "$move")")
         ;;
       steps) args=(-values "$VALUES" -value-size 100 -probe "${PROBE:-0}" -probe-rate "${PROBE_RATE:-0}" -run "move:$SLOTS:$PIPELINE") ;;
-      big) args=(-big 20 -big-size $((50 << 20)) -big-slots 0-$((SLOTS - 1)) -probe 1000 -run "$(reshard_cmd $base)") ;;
+      big) args=(-big 20 -big-size $((50 << 20)) -big-slots 0-$((SLOTS - 1)) -probe "${PROBE:-1000}" -probe-rate "${PROBE_RATE:-0}" -run "$(measured "$(reshard_cmd $base)")") ;;
       *) echo "unknown part $part" >&2; exit 2 ;;
     esac
     cpu0=$(cpu_ticks)
