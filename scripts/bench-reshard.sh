@@ -32,17 +32,28 @@
 #        sequence, one command at a time; prints each command's count and
 #        client-side mean, p50, p99, max and share of the move's time
 #        (importing, migrating, getkeys, migrate, getkeys_empty,
-#        node_target, node_source, node_other).
+#        node_target, node_source, node_other). STEP_CPU=1 adds per
+#        command the three servers' CPU microseconds and the times their
+#        threads were put on a CPU (from /proc/<pid>/task/*/schedstat,
+#        read by the driver around each command; work a command leaves
+#        for after its reply counts in the next one).
 #
 # KINDS picks the servers (default "redis shardnode"); the kind
 # shardnode-old runs the binary $SHARDNODE_OLD (a build of an older
 # commit), for a before/after in the same run.
-# PROBE sets the small part's probe keys (default 1000; 0: no probe);
+# PROBE sets the small and big parts' probe keys (default 1000; 0: no probe);
 # PROBE_RATE its GETs per second (default 0: back to back, so a server
 # that answers faster serves more of them during the move; a rate gives
 # both servers the same probe load).
 # PIPELINE is redis-cli's --cluster-pipeline (keys per MIGRATE, default 10
 # as redis-cli's); VALUES scales the small part down (default 1,000,000).
+# PERF=<dir> records the three servers with `perf record -g $PERF_OPTS`
+# (default "-F 999"; "-e sched:sched_switch -c 1" records where the
+# threads leave the CPU) while the driver runs (load and move) into
+# <dir>/<part>-<kind>.data; with PERF_STAT=1, `perf stat` counts
+# (task-clock, context switches, migrations, page faults, or the
+# PERF_STAT_EVENTS) into
+# <dir>/<part>-<kind>.stat instead.
 # Each line also gives cpu_s, the CPU seconds (utime+stime) the three
 # servers spent during the driver's run: a figure that, unlike the times,
 # does not grow with the machine's load. The driver is scripts/reshardload.
@@ -175,13 +186,25 @@ for part in $PARTS; do
         args=(-values 1000000 -value-size 100 -probe "${WHOLESLOT_PROBE:-0}" -run "$(measured "$move")")
         ;;
       steps) args=(-values "$VALUES" -value-size 100 -probe "${PROBE:-0}" -probe-rate "${PROBE_RATE:-0}" -run "move:$SLOTS:$PIPELINE") ;;
-      big) args=(-big 20 -big-size $((50 << 20)) -big-slots 0-$((SLOTS - 1)) -probe 1000 -run "$(reshard_cmd $base)") ;;
+      big) args=(-big 20 -big-size $((50 << 20)) -big-slots 0-$((SLOTS - 1)) -probe "${PROBE:-1000}" -probe-rate "${PROBE_RATE:-0}" -run "$(measured "$(reshard_cmd $base)")") ;;
       *) echo "unknown part $part" >&2; exit 2 ;;
     esac
     cpu0=$(cpu_ticks)
+    perfpid=
+    if [ -n "${PERF:-}" ]; then
+      mkdir -p "$PERF"
+      if [ "${PERF_STAT:-}" = 1 ]; then
+        perf stat -e "${PERF_STAT_EVENTS:-task-clock,context-switches,cpu-migrations,page-faults}" -p "$(IFS=,; echo "${pids[*]}")" -o "$PERF/$part-$kind.stat" >/dev/null 2>&1 &
+      else
+        # shellcheck disable=SC2086
+        perf record -q -g ${PERF_OPTS:--F 999} -p "$(IFS=,; echo "${pids[*]}")" -o "$PERF/$part-$kind.data" >/dev/null 2>&1 &
+      fi
+      perfpid=$!
+    fi
     line=$("$work/reshardload" -addr "127.0.0.1:$base" "${args[@]}" 2>"$work/driver.err") || {
       echo "$part $kind: driver failed:"; tail -5 "$work/driver.err"; tail -5 "$work/reshard.log" 2>/dev/null
     }
+    if [ -n "$perfpid" ]; then kill -INT "$perfpid"; wait "$perfpid" || true; fi
     cpu=$(awk -v a="$cpu0" -v b="$(cpu_ticks)" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "cpu_s=%.2f", (b - a) / hz }')
     c=$(check $base || true)
     rate=$(echo "$line" | awk '{for (i = 1; i <= NF; i++) { split($i, a, "="); v[a[1]] = a[2] } if (v["run1_s"] > 0) printf "keys_per_s=%.2f", v["moved_keys"] / v["run1_s"]}')

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"math/rand/v2"
 	"strconv"
 	"strings"
 	"testing"
@@ -192,5 +193,48 @@ func TestMigrate(t *testing.T) {
 	}
 	if dst2.client(t).Get(c, "c").Val() != "3" {
 		t.Fatal("shardnode target")
+	}
+}
+
+// TestDumpLZFSkipRedisRestores: strings whose matches follow a long
+// incompressible stretch (where the LZF compressor steps over positions)
+// DUMP to compressed payloads that redis-server RESTOREs to the same bytes.
+func TestDumpLZFSkipRedisRestores(t *testing.T) {
+	r := testutil.StartRedis(t)
+	rr := redis.NewClient(&redis.Options{Addr: r.Addr, DisableIdentity: true})
+	defer rr.Close()
+	ts := startServer(t)
+	ours := ts.client(t)
+	c := ctx(t)
+	rng := rand.New(rand.NewPCG(3, 4))
+	noise := func(n int) string {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(rng.Uint32())
+		}
+		return string(b)
+	}
+	values := map[string]string{
+		"noise-then-text": noise(64<<10) + strings.Repeat("the quick brown fox ", 5000),
+		"text-noise-text": strings.Repeat("abcdefgh", 2000) + noise(20000) + strings.Repeat("0123456789", 3000),
+		"noise-runs":      strings.Repeat(noise(3000)+strings.Repeat("x", 400), 30),
+	}
+	for k, v := range values {
+		if err := ours.Set(c, k, v, 0).Err(); err != nil {
+			t.Fatal(err)
+		}
+		p, err := ours.Dump(c, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p) >= len(v) {
+			t.Errorf("%s: payload %d bytes for a %d-byte value: not compressed", k, len(p), len(v))
+		}
+		if err := rr.Restore(c, k, 0, p).Err(); err != nil {
+			t.Fatalf("redis RESTORE %s: %v", k, err)
+		}
+		if got := rr.Get(c, k).Val(); got != v {
+			t.Errorf("%s: redis-server holds %d bytes, want the %d set", k, len(got), len(v))
+		}
 	}
 }

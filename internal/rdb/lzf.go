@@ -59,6 +59,11 @@ func LZFCompressAppend(dst, in []byte, maxOut int) ([]byte, bool) {
 	maxOut += len(dst)
 	litStart := 0 // start of the pending literal run
 	flushLits := func(end int) bool {
+		// The run's control bytes and bytes must fit: else fail before
+		// copying anything.
+		if n := end - litStart; len(out)+n+(n+lzfMaxLit-1)/lzfMaxLit > maxOut {
+			return false
+		}
 		for litStart < end {
 			n := min(end-litStart, lzfMaxLit)
 			if len(out)+1+n > maxOut {
@@ -71,6 +76,14 @@ func LZFCompressAppend(dst, in []byte, maxOut int) ([]byte, bool) {
 		return true
 	}
 	ip := 0
+	// skip>>5 is the step to the next position looked up: it grows by
+	// one every 32 lookups without a match and is back to 1 after a
+	// match (Snappy's rule), so incompressible data is crossed in
+	// O(sqrt) lookups while compressible data is looked up at every
+	// position. The skipped bytes go out as literals: the stream is
+	// valid LZF either way, only the ratio of data whose matches follow
+	// a long incompressible stretch can be lower.
+	skip := 32
 	for ip+lzfMinMatch <= len(in) {
 		v := uint32(in[ip])<<16 | uint32(in[ip+1])<<8 | uint32(in[ip+2])
 		h := (v * 2654435761) >> shift
@@ -107,9 +120,11 @@ func LZFCompressAppend(dst, in []byte, maxOut int) ([]byte, bool) {
 			}
 			ip = end
 			litStart = ip
+			skip = 32
 			continue
 		}
-		ip++
+		ip += skip >> 5
+		skip++
 	}
 	if !flushLits(len(in)) {
 		return out, false

@@ -27,6 +27,12 @@ type timedMove struct {
 	lat        map[string][]time.Duration
 	movedKeys  int
 	totalSlots int
+	// pids are the masters' process ids when STEP_CPU=1: each command
+	// then also adds the CPU time and the times run on a CPU (both from
+	// /proc/<pid>/task/*/schedstat) of the three servers to its step.
+	pids []int
+	cpu  map[string]time.Duration
+	runs map[string]int64
 }
 
 type master struct{ id, addr string }
@@ -80,14 +86,60 @@ func newTimedMove(addr string, pipeline int) (*timedMove, error) {
 			return nil, err
 		}
 		t.conns[m.addr] = nc
+		if os.Getenv("STEP_CPU") == "1" {
+			v, err := nc.Do("INFO", "server")
+			if err != nil {
+				return nil, err
+			}
+			_, after, _ := strings.Cut(v.Str, "process_id:")
+			pid, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(after, "\n", 2)[0]))
+			if err != nil {
+				return nil, fmt.Errorf("no process_id in INFO of %s", m.addr)
+			}
+			t.pids = append(t.pids, pid)
+		}
 	}
+	t.cpu, t.runs = map[string]time.Duration{}, map[string]int64{}
 	return t, nil
 }
 
+// schedstat sums the CPU time and the times run on a CPU of the threads
+// of t.pids.
+func (t *timedMove) schedstat() (cpu time.Duration, runs int64) {
+	for _, pid := range t.pids {
+		dir := fmt.Sprintf("/proc/%d/task", pid)
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			b, err := os.ReadFile(dir + "/" + e.Name() + "/schedstat")
+			if err != nil {
+				continue
+			}
+			f := strings.Fields(string(b))
+			if len(f) == 3 {
+				ns, _ := strconv.ParseInt(f[0], 10, 64)
+				n, _ := strconv.ParseInt(f[2], 10, 64)
+				cpu += time.Duration(ns)
+				runs += n
+			}
+		}
+	}
+	return cpu, runs
+}
+
 func (t *timedMove) do(step string, m master, args ...string) (resp []string, err error) {
+	var cpu0 time.Duration
+	var runs0 int64
+	if t.pids != nil {
+		cpu0, runs0 = t.schedstat()
+	}
 	start := time.Now()
 	v, err := t.conns[m.addr].Do(args...)
 	t.lat[step] = append(t.lat[step], time.Since(start))
+	if t.pids != nil {
+		cpu1, runs1 := t.schedstat()
+		t.cpu[step] += cpu1 - cpu0
+		t.runs[step] += runs1 - runs0
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s on %s: %w", strings.Join(args[:min(len(args), 4)], " "), m.addr, err)
 	}
@@ -109,6 +161,7 @@ func (t *timedMove) moveSlot(slot int) error {
 	host, port, _ := strings.Cut(t.dst.addr, ":")
 	for {
 		start := time.Now()
+		cpuLast, runsLast := t.cpu["getkeys"], t.runs["getkeys"]
 		keys, err := t.do("getkeys", t.src, "CLUSTER", "GETKEYSINSLOT", s, strconv.Itoa(t.pipeline))
 		if err != nil {
 			return err
@@ -117,6 +170,10 @@ func (t *timedMove) moveSlot(slot int) error {
 			n := len(t.lat["getkeys"])
 			t.lat["getkeys_empty"] = append(t.lat["getkeys_empty"], time.Since(start))
 			t.lat["getkeys"] = t.lat["getkeys"][:n-1]
+			c, r := t.cpu["getkeys"], t.runs["getkeys"]
+			t.cpu["getkeys"], t.runs["getkeys"] = cpuLast, runsLast
+			t.cpu["getkeys_empty"] += c - cpuLast
+			t.runs["getkeys_empty"] += r - runsLast
 			break
 		}
 		args := append([]string{"MIGRATE", host, port, "", "0", "60000", "KEYS"}, keys...)
@@ -146,7 +203,11 @@ func (t *timedMove) moveSlot(slot int) error {
 func (t *timedMove) report(total time.Duration) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "move: %d slots, %d keys, %.3f s\n", t.totalSlots, t.movedKeys, total.Seconds())
-	fmt.Fprintf(&b, "%-14s %7s %9s %9s %9s %9s %9s %6s\n", "step", "n", "mean_us", "p50_us", "p99_us", "max_us", "total_s", "share")
+	fmt.Fprintf(&b, "%-14s %7s %9s %9s %9s %9s %9s %6s", "step", "n", "mean_us", "p50_us", "p99_us", "max_us", "total_s", "share")
+	if t.pids != nil {
+		fmt.Fprintf(&b, " %9s %9s", "cpu_us", "oncpu")
+	}
+	b.WriteString("\n")
 	for _, step := range moveSteps {
 		l := slices.Clone(t.lat[step])
 		if len(l) == 0 {
@@ -158,8 +219,14 @@ func (t *timedMove) report(total time.Duration) string {
 			sum += d
 		}
 		us := func(d time.Duration) float64 { return float64(d) / 1e3 }
-		fmt.Fprintf(&b, "%-14s %7d %9.1f %9.1f %9.1f %9.1f %9.3f %5.1f%%\n", step, len(l), us(sum/time.Duration(len(l))),
+		fmt.Fprintf(&b, "%-14s %7d %9.1f %9.1f %9.1f %9.1f %9.3f %5.1f%%", step, len(l), us(sum/time.Duration(len(l))),
 			us(l[len(l)/2]), us(l[len(l)*99/100]), us(l[len(l)-1]), sum.Seconds(), 100*sum.Seconds()/total.Seconds())
+		if t.pids != nil {
+			// Per command: the three servers' CPU time and the times
+			// their threads were put on a CPU (context switches in).
+			fmt.Fprintf(&b, " %9.1f %9.1f", us(t.cpu[step]/time.Duration(len(l))), float64(t.runs[step])/float64(len(l)))
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }

@@ -5,7 +5,10 @@
 // runner owns the bus sockets, the nodes.conf file and time.
 package cluster
 
-import "math/bits"
+import (
+	"encoding/binary"
+	"math/bits"
+)
 
 // NameLen is the length of a node name: 40 hex characters (CLUSTER_NAMELEN).
 const NameLen = 40
@@ -122,17 +125,25 @@ func (b *SlotBitmap) All() func(yield func(int) bool) {
 // pairs in increasing order, to dst.
 func (b *SlotBitmap) Ranges(dst [][2]int) [][2]int {
 	start := -1
-	for i, c := range b {
-		switch {
-		case c == 0 && start < 0, c == 0xff && start >= 0:
-			continue // no run here / the run goes on
-		}
-		for j := 0; j < 8; j++ {
-			s, on := i<<3+j, c&(1<<j) != 0
-			if on && start < 0 {
-				start = s
-			} else if !on && start >= 0 {
-				dst = append(dst, [2]int{start, s - 1})
+	for i := 0; i < len(b); i += 8 {
+		w, base := binary.LittleEndian.Uint64(b[i:]), i<<3
+		// Bit k of w is slot base+k; pos is the first bit not looked at.
+		for pos := 0; pos < 64; {
+			above := ^uint64(0) << pos
+			if start < 0 {
+				ones := w & above
+				if ones == 0 {
+					break
+				}
+				pos = bits.TrailingZeros64(ones)
+				start = base + pos
+			} else {
+				zeros := ^w & above
+				if zeros == 0 {
+					break // the run goes on into the next word
+				}
+				pos = bits.TrailingZeros64(zeros)
+				dst = append(dst, [2]int{start, base + pos - 1})
 				start = -1
 			}
 		}

@@ -55,63 +55,97 @@ func (m *Machine) slotRanges() map[*node][][2]int {
 // nodeLine renders one CLUSTER NODES line without its newline
 // (clusterGenNodeDescription).
 func (m *Machine) nodeLine(n *node, ranges [][2]int, usePPort bool) string {
-	var b strings.Builder
+	return string(m.appendNodeLine(nil, n, ranges, usePPort))
+}
+
+// appendNodeLine appends nodeLine's text to b.
+func (m *Machine) appendNodeLine(b []byte, n *node, ranges [][2]int, usePPort bool) []byte {
 	port := n.port
 	if usePPort && n.pport != 0 {
 		port = n.pport
 	}
-	b.WriteString(n.name.String())
-	fmt.Fprintf(&b, " %s:%d@%d", n.ip, port, n.cport)
+	b = append(b, n.name[:]...)
+	b = append(b, ' ')
+	b = append(b, n.ip...)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, int64(port), 10)
+	b = append(b, '@')
+	b = strconv.AppendInt(b, int64(n.cport), 10)
 	if n.hostname != "" {
-		b.WriteString("," + n.hostname)
+		b = append(b, ',')
+		b = append(b, n.hostname...)
 	}
-	b.WriteByte(' ')
-	b.WriteString(FlagsString(n.flags))
-	b.WriteByte(' ')
+	b = append(b, ' ')
+	b = append(b, FlagsString(n.flags)...)
+	b = append(b, ' ')
 	if n.slaveOf != nil {
-		b.WriteString(n.slaveOf.name.String())
+		b = append(b, n.slaveOf.name[:]...)
 	} else {
-		b.WriteByte('-')
+		b = append(b, '-')
 	}
 	epoch := n.configEpoch
 	if n.isSlave() && n.slaveOf != nil {
 		epoch = n.slaveOf.configEpoch
 	}
-	state := "disconnected"
+	state := " disconnected"
 	if n.link != nil || n.flags&FlagMyself != 0 {
-		state = "connected"
+		state = " connected"
 	}
-	fmt.Fprintf(&b, " %d %d %d %s", unixMs(n.pingSent), unixMs(n.pongReceived), epoch, state)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, unixMs(n.pingSent), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, unixMs(n.pongReceived), 10)
+	b = append(b, ' ')
+	b = strconv.AppendUint(b, epoch, 10)
+	b = append(b, state...)
 	for _, r := range ranges {
-		if r[0] == r[1] {
-			fmt.Fprintf(&b, " %d", r[0])
-		} else {
-			fmt.Fprintf(&b, " %d-%d", r[0], r[1])
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, int64(r[0]), 10)
+		if r[0] != r[1] {
+			b = append(b, '-')
+			b = strconv.AppendInt(b, int64(r[1]), 10)
 		}
 	}
 	if n.flags&FlagMyself != 0 {
 		for s := range m.openSlots.All() {
 			if t := m.migrating[s]; t != nil {
-				fmt.Fprintf(&b, " [%d->-%s]", s, t.name)
+				b = append(b, " ["...)
+				b = strconv.AppendInt(b, int64(s), 10)
+				b = append(b, "->-"...)
+				b = append(b, t.name[:]...)
+				b = append(b, ']')
 			} else if f := m.importing[s]; f != nil {
-				fmt.Fprintf(&b, " [%d-<-%s]", s, f.name)
+				b = append(b, " ["...)
+				b = strconv.AppendInt(b, int64(s), 10)
+				b = append(b, "-<-"...)
+				b = append(b, f.name[:]...)
+				b = append(b, ']')
 			}
 		}
 	}
-	return b.String()
+	return b
 }
 
-func (m *Machine) nodesDescription(filter uint16, usePPort bool) string {
-	ranges := m.slotRanges()
-	var b strings.Builder
+// appendNodesDescription appends the CLUSTER NODES lines of the nodes
+// without a flag of filter to b.
+func (m *Machine) appendNodesDescription(b []byte, filter uint16, usePPort bool) []byte {
+	var ranges [][2]int
 	for _, n := range m.order {
 		if n.flags&filter != 0 {
 			continue
 		}
-		b.WriteString(m.nodeLine(n, ranges[n], usePPort))
-		b.WriteByte('\n')
+		ranges = ranges[:0]
+		if n.numSlots > 0 {
+			ranges = n.slots.Ranges(ranges)
+		}
+		b = m.appendNodeLine(b, n, ranges, usePPort)
+		b = append(b, '\n')
 	}
-	return b.String()
+	return b
+}
+
+func (m *Machine) nodesDescription(filter uint16, usePPort bool) string {
+	return string(m.appendNodesDescription(make([]byte, 0, 256*len(m.order)), filter, usePPort))
 }
 
 // Nodes returns the CLUSTER NODES text; usePPort reports plaintext ports
@@ -121,8 +155,13 @@ func (m *Machine) Nodes(usePPort bool) string { return m.nodesDescription(0, use
 // RenderNodesConf returns nodes.conf's content: the CLUSTER NODES lines
 // without handshake nodes, then the vars line (clusterSaveConfig).
 func (m *Machine) RenderNodesConf() string {
-	return m.nodesDescription(FlagHandshake, false) +
-		fmt.Sprintf("vars currentEpoch %d lastVoteEpoch %d\n", m.currentEpoch, m.lastVoteEpoch)
+	b := m.appendNodesDescription(make([]byte, 0, 256*len(m.order)+64), FlagHandshake, false)
+	b = append(b, "vars currentEpoch "...)
+	b = strconv.AppendUint(b, m.currentEpoch, 10)
+	b = append(b, " lastVoteEpoch "...)
+	b = strconv.AppendUint(b, m.lastVoteEpoch, 10)
+	b = append(b, '\n')
+	return string(b)
 }
 
 func corruptLine(line string, why string) error {

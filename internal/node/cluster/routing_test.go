@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,6 +127,40 @@ func TestSlotBitmapRangesAndAll(t *testing.T) {
 	}
 	if got := full.Ranges(nil); len(got) != 1 || got[0] != [2]int{0, NumSlots - 1} {
 		t.Fatalf("full bitmap: %v", got)
+	}
+}
+
+// TestSlotBitmapRangesRandom compares Ranges, which works a 64-bit word
+// at a time, with a slot-by-slot scan over random bitmaps of runs of
+// every length, so runs start and end at every bit of a word and cross
+// word boundaries.
+func TestSlotBitmapRangesRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for round := 0; round < 300; round++ {
+		var b SlotBitmap
+		maxRun := 1 + rng.IntN(200)
+		for s, on := 0, rng.IntN(2) == 0; s < NumSlots; on = !on {
+			n := 1 + rng.IntN(maxRun)
+			for ; n > 0 && s < NumSlots; n, s = n-1, s+1 {
+				if on {
+					b.Set(s)
+				}
+			}
+		}
+		var want [][2]int
+		for s := 0; s < NumSlots; s++ {
+			if !b.Has(s) {
+				continue
+			}
+			if len(want) > 0 && want[len(want)-1][1] == s-1 {
+				want[len(want)-1][1] = s
+			} else {
+				want = append(want, [2]int{s, s})
+			}
+		}
+		if got := b.Ranges(nil); !slices.Equal(got, want) {
+			t.Fatalf("round %d: Ranges %v, want %v", round, got, want)
+		}
 	}
 }
 

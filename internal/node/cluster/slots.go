@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"encoding/binary"
 	"strconv"
 )
 
@@ -115,10 +116,20 @@ func (m *Machine) updateSlotsConfigWith(sender *node, senderConfigEpoch uint64, 
 	}
 	var newmaster *node
 	var dirty []int
-	senderSlots, migratedOurs := 0, 0
-	for s := 0; s < NumSlots; s++ {
+	senderSlots, migratedOurs := slots.Count(), 0
+	// Only the slots where the claim and sender's current slots differ,
+	// or that sender claims while marked not claimed, have anything to
+	// do: the others are sender's and claimed (nothing to clear) or
+	// neither. sender.slots is the set of slots whose m.slots entry is
+	// sender (addSlot and delSlot keep both).
+	var todo SlotBitmap
+	for i := 0; i < len(todo); i += 8 {
+		c := binary.LittleEndian.Uint64(slots[i:])
+		binary.LittleEndian.PutUint64(todo[i:], c^binary.LittleEndian.Uint64(sender.slots[i:])|
+			c&binary.LittleEndian.Uint64(m.ownerNotClaiming[i:]))
+	}
+	for s := range todo.All() {
 		if slots.Has(s) {
-			senderSlots++
 			if m.slots[s] == sender {
 				m.ownerNotClaiming.Clear(s)
 				continue
@@ -233,13 +244,20 @@ func (m *Machine) updateState() {
 		return
 	}
 	newState := ClusterOK
-	if m.cfg.RequireFullCoverage {
-		for s := 0; s < NumSlots; s++ {
-			if m.slots[s] == nil || m.slots[s].failed() {
-				newState = ClusterFail
-				break
-			}
+	// Every slot is served when the owners' slot counts add up to
+	// NumSlots and no owner has FAIL: a node's numSlots counts the slots
+	// whose m.slots entry is that node (addSlot and delSlot keep both),
+	// so this is Redis's scan of the 16384 slots in one pass over the
+	// nodes.
+	assigned, ownerFailed := 0, false
+	for _, n := range m.order {
+		assigned += n.numSlots
+		if n.numSlots > 0 && n.failed() {
+			ownerFailed = true
 		}
+	}
+	if m.cfg.RequireFullCoverage && (assigned != NumSlots || ownerFailed) {
+		newState = ClusterFail
 	}
 	m.size = 0
 	reachable := 0

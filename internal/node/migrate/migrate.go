@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shardis/shardis/internal/node/persist"
 	"github.com/shardis/shardis/internal/node/value"
 	"github.com/shardis/shardis/internal/resp"
 )
@@ -229,21 +228,22 @@ func Send(o *Options, items []Item, clusterMode bool) Result {
 		if err != nil {
 			return Result{IOErr: "IOERR error or timeout connecting to the client"}
 		}
-		var out []byte
+		var req request
 		if o.Auth != nil {
-			out = persist.AppendCommand(out, append([][]byte{[]byte("AUTH")}, o.Auth...)...)
+			req.command(append([][]byte{[]byte("AUTH")}, o.Auth...)...)
 		}
 		selectDB := mc.lastDB != int(o.DB)
 		if selectDB {
-			out = persist.AppendCommand(out, []byte("SELECT"), strconv.AppendInt(nil, o.DB, 10))
+			req.command([]byte("SELECT"), strconv.AppendInt(nil, o.DB, 10))
 		}
 		for _, it := range items {
 			cmd := [][]byte{restore, []byte(it.Key), strconv.AppendInt(nil, it.TTL, 10), it.Payload}
 			if o.Replace {
 				cmd = append(cmd, []byte("REPLACE"))
 			}
-			out = persist.AppendCommand(out, cmd...)
+			req.command(cmd...)
 		}
+		out := req.done()
 		res, retry := exchange(mc, o, out, selectDB, items)
 		if res.IOErr != "" {
 			mc.nc.Close()
@@ -262,18 +262,58 @@ func Send(o *Options, items []Item, clusterMode bool) Result {
 	}
 }
 
+// A request is a pipeline of commands in RESP as a list of segments:
+// the small parts are copied into shared buffers, an argument of at
+// least chunk bytes (a big key's payload) is referenced where it is, so
+// a 50 MB payload is written from the DUMP buffer without a copy.
+type request struct {
+	segs [][]byte
+	cur  []byte // the segment being filled, not yet in segs
+}
+
+// command appends one command of args.
+func (r *request) command(args ...[]byte) {
+	r.cur = append(r.cur, '*')
+	r.cur = strconv.AppendInt(r.cur, int64(len(args)), 10)
+	r.cur = append(r.cur, '\r', '\n')
+	for _, a := range args {
+		r.cur = append(r.cur, '$')
+		r.cur = strconv.AppendInt(r.cur, int64(len(a)), 10)
+		r.cur = append(r.cur, '\r', '\n')
+		if len(a) >= chunk {
+			r.segs = append(r.segs, r.cur, a)
+			r.cur = nil
+		} else {
+			r.cur = append(r.cur, a...)
+		}
+		r.cur = append(r.cur, '\r', '\n')
+	}
+}
+
+// done returns the segments.
+func (r *request) done() [][]byte {
+	if len(r.cur) > 0 {
+		r.segs = append(r.segs, r.cur)
+	}
+	return r.segs
+}
+
 // exchange writes out and reads the replies of the AUTH, SELECT
 // and RESTOREs it holds; retry reports a socket error before any reply
 // that was not a timeout.
-func exchange(mc *conn, o *Options, out []byte, selectDB bool, items []Item) (res Result, retry bool) {
+func exchange(mc *conn, o *Options, out [][]byte, selectDB bool, items []Item) (res Result, retry bool) {
 	isTimeout := func(err error) bool {
 		var ne net.Error
 		return errors.As(err, &ne) && ne.Timeout()
 	}
-	for pos := 0; pos < len(out); pos += chunk {
-		_ = mc.nc.SetWriteDeadline(time.Now().Add(o.Timeout))
-		if _, err := mc.nc.Write(out[pos:min(pos+chunk, len(out))]); err != nil {
-			return Result{IOErr: "IOERR error or timeout writing to target instance"}, !isTimeout(err)
+	// Writes of at most chunk bytes, each with its own timeout, as Redis
+	// writes a MIGRATE's request.
+	for _, seg := range out {
+		for pos := 0; pos < len(seg); pos += chunk {
+			_ = mc.nc.SetWriteDeadline(time.Now().Add(o.Timeout))
+			if _, err := mc.nc.Write(seg[pos:min(pos+chunk, len(seg))]); err != nil {
+				return Result{IOErr: "IOERR error or timeout writing to target instance"}, !isTimeout(err)
+			}
 		}
 	}
 	read := func() (string, error) {

@@ -2,8 +2,10 @@ package migrate
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,5 +97,34 @@ func TestSend(t *testing.T) {
 	}
 	if res := Send(&Options{Addr: "127.0.0.1:1", Timeout: 200 * time.Millisecond}, items, false); res.IOErr != "IOERR error or timeout connecting to the client" {
 		t.Errorf("unreachable target: %+v", res)
+	}
+}
+
+// A request's segments join to the RESP of its commands, and a payload of
+// chunk bytes or more is a segment of its own (not copied).
+func TestRequestSegments(t *testing.T) {
+	big := make([]byte, chunk+7)
+	for i := range big {
+		big[i] = byte(i)
+	}
+	var r request
+	r.command([]byte("SELECT"), []byte("2"))
+	r.command([]byte("RESTORE"), []byte("k"), []byte("0"), big, []byte("REPLACE"))
+	r.command([]byte("RESTORE"), []byte("s"), []byte("0"), []byte("small"))
+	segs := r.done()
+	want := "*2\r\n$6\r\nSELECT\r\n$1\r\n2\r\n" +
+		"*5\r\n$7\r\nRESTORE\r\n$1\r\nk\r\n$1\r\n0\r\n$" + strconv.Itoa(len(big)) + "\r\n" + string(big) + "\r\n$7\r\nREPLACE\r\n" +
+		"*4\r\n$7\r\nRESTORE\r\n$1\r\ns\r\n$1\r\n0\r\n$5\r\nsmall\r\n"
+	if got := string(bytes.Join(segs, nil)); got != want {
+		t.Fatalf("joined segments differ from the commands' RESP (%d bytes, want %d)", len(got), len(want))
+	}
+	shared := false
+	for _, s := range segs {
+		if len(s) > 0 && &s[0] == &big[0] {
+			shared = true
+		}
+	}
+	if len(segs) != 3 || !shared {
+		t.Fatalf("%d segments, payload referenced: %v; want 3 and true", len(segs), shared)
 	}
 }
