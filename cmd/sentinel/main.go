@@ -72,6 +72,9 @@ func run(c *cli.Context) error {
 	defer stop()
 	err := runner.RunConfigFile(ctx, c.Args().First(), runner.FileOptions{ExtraLines: extra, OnStart: metrics.SentinelHook})
 	if err != nil {
+		if runner.Logged(err) { // in the log already, as redis-sentinel
+			return cli.Exit("", 1)
+		}
 		return cli.Exit(err.Error(), 1)
 	}
 	return nil

@@ -39,7 +39,11 @@ func init() {
 			defer stop()
 			err = runner.RunConfigFile(ctx, args[0], runner.FileOptions{ExtraLines: extra, OnStart: metrics.SentinelHook})
 			if err != nil {
-				fmt.Fprintln(os.Stderr, err)
+				// Once the log is open, as redis-sentinel, the error is
+				// in the log only.
+				if !runner.Logged(err) {
+					fmt.Fprintln(os.Stderr, err)
+				}
 				os.Exit(1)
 			}
 			return nil

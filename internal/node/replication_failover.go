@@ -9,7 +9,17 @@ import (
 	"github.com/shardis/shardis/internal/node/script"
 )
 
+// failoverDrain bounds FAILOVER's wait for the writes in flight when its
+// pause starts.
+const failoverDrain = 5 * time.Second
+
 // FAILOVER [TO host port [FORCE]] [ABORT] [TIMEOUT milliseconds]
+//
+// Outside MULTI the reply comes after every write accepted before the
+// pause (drainWrites). Queued in MULTI, as in Redis (no no-multi flag),
+// it pauses writes and replies OK at once; the transaction's later
+// commands still run, and the failover starts once the EXEC and the other
+// writes in flight have ended.
 func cmdFailover(c *Client, args [][]byte) {
 	s := c.srv
 	a, e := repl.ParseFailover(args)
@@ -33,9 +43,20 @@ func cmdFailover(c *Client, args [][]byte) {
 			break
 		}
 		s.pause.Set(s.now().Add(24*time.Hour), false)
-		s.drainWrites(5 * time.Second)
+		if !c.inExec {
+			s.drainWrites(failoverDrain)
+		}
 		s.log.Info("FAILOVER requested", "target", net.JoinHostPort(host, strconv.Itoa(port)))
-		go s.failover.Run(r.Master, failoverHost{s})
+		go func() {
+			// Inside EXEC the transaction is itself a write in flight
+			// (its commands after FAILOVER run too, as in Redis) and
+			// holds the locks other writes in flight may wait for: the
+			// runner, not the handler, waits for them, so every write
+			// accepted before the pause is in the stream before the
+			// first offset check. Outside EXEC they are already done.
+			s.drainWrites(failoverDrain)
+			s.failover.Run(r.Master, failoverHost{s})
+		}()
 	}
 	if e != "" {
 		c.addError(e)

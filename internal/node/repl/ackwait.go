@@ -332,14 +332,19 @@ func (m *Master) ackRefuseLocked(need int64) bool {
 // failover promotes a replica that holds the acknowledged writes (Sentinel
 // sees the reboot with master-reboot-down-after-period, or the restart
 // took longer than down-after-milliseconds) or an operator lifts the guard
-// with REPLICAOF NO ONE on it. A replica with no history (PSYNC ? -1), and
-// one the backlog continues, are served as always, so a first start, and a
-// restart that lost nothing, are unaffected.
+// with REPLICAOF NO ONE on it. A replica with no history (PSYNC ? -1, or
+// PSYNC <any id> 1: its history has no byte, which redis-server sends
+// when a master with nothing replicated becomes a replica by REPLICAOF or
+// CLUSTER REPLICATE), and one the backlog continues, are served as
+// always, so a first start, and a restart that lost nothing, are
+// unaffected. A replica at offset 0 holds no acknowledged write: a write
+// is acknowledged at its end offset in the stream, 1 or more, and offsets
+// carry over a promotion.
 
 // guardRefuseLocked reports whether the restart guard refuses a replica's
 // PSYNC replid offset that we cannot continue partially, and records it.
 func (m *Master) guardRefuseLocked(replid string, off int64, ackNeed int) bool {
-	if !m.restartGuard || m.linked || ackNeed <= 0 {
+	if !m.restartGuard || m.linked || ackNeed <= 0 || off <= 1 {
 		return false
 	}
 	ahead := true

@@ -153,6 +153,16 @@ func TestMasterRestartGuard(t *testing.T) {
 	if e := m.Sync(newFakeConn(2), Hello{Addr: "b:1"}, "?", -1, true, 1); e != "" {
 		t.Fatal(e)
 	}
+	// So is one whose own history has no byte (redis-server after
+	// REPLICAOF or CLUSTER REPLICATE on a master that replicated nothing:
+	// PSYNC <its replid> 1).
+	c4 := newFakeConn(4)
+	if e := m.Sync(c4, Hello{Addr: "d:1"}, strings.Repeat("e", 40), 1, true, 1); e != "" {
+		t.Fatalf("replica at offset 0: %q", e)
+	}
+	if _, raw := c4.got(); !strings.HasPrefix(raw, "+FULLRESYNC ") {
+		t.Fatalf("replica at offset 0: %q, want a full resync", raw)
+	}
 	m.LiftRestartGuard()
 	if e := m.Sync(newFakeConn(3), Hello{Addr: "c:1"}, replid, 500, true, 1); e != "" {
 		t.Fatalf("guard lifted: %q", e)

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,7 +32,8 @@ type FileOptions struct {
 // RunConfigFile runs a Sentinel from the sentinel.conf at path (which it
 // rewrites with what it learns, as redis-sentinel does) until ctx ends or
 // SHUTDOWN. The file's dir directive is applied (os.Chdir) before the log
-// file is opened, and its pidfile is written and removed.
+// file is opened, and its pidfile is written and removed. An error after
+// the log is open is written to the log and reported by [Logged].
 func RunConfigFile(ctx context.Context, path string, opt FileOptions) error {
 	path, err := filepath.Abs(path)
 	if err != nil {
@@ -68,20 +70,48 @@ func RunConfigFile(ctx context.Context, path string, opt FileOptions) error {
 		_ = os.WriteFile(f.PidFile, []byte(strconv.Itoa(os.Getpid())+"\n"), 0o644)
 		defer os.Remove(f.PidFile)
 	}
-	r, err := New(Options{ConfigPath: path, File: f, Logger: logger})
-	if err != nil {
-		return err
-	}
-	if opt.OnStart != nil {
-		if err := opt.OnStart(ctx, r, f); err != nil {
-			return err
+	if err := runLogged(ctx, path, f, logger, opt.OnStart); err != nil {
+		if !Logged(err) {
+			logger.Error("sentinel: aborting", "err", err)
+			err = loggedError{err}
 		}
-	}
-	if err := r.Run(ctx); err != nil {
 		return err
 	}
 	logger.Info("sentinel: shut down")
 	return nil
+}
+
+// runLogged builds and runs the Runner once the log is open.
+func runLogged(ctx context.Context, path string, f *sentinel.File, logger *slog.Logger,
+	onStart func(context.Context, *Runner, *sentinel.File) error) error {
+	r, err := New(Options{ConfigPath: path, File: f, Logger: logger})
+	if err != nil {
+		return err
+	}
+	if onStart != nil {
+		if err := onStart(ctx, r, f); err != nil {
+			return err
+		}
+	}
+	return r.Run(ctx)
+}
+
+// loggedError is an error the Sentinel has already written to its log.
+type loggedError struct{ err error }
+
+func (e loggedError) Error() string { return e.err.Error() }
+func (e loggedError) Unwrap() error { return e.err }
+
+// Logged reports whether err, returned by [RunConfigFile] or
+// [Runner.Run], was already written to the Sentinel's log. A failure
+// after the log is open (a port already in use, for example) goes to the
+// log only, as redis-sentinel logs it and exits with status 1: a caller
+// printing it to stderr too would write it where redis-sentinel writes
+// nothing (Redis's Sentinel test harness counts any stderr output as a
+// failed test).
+func Logged(err error) bool {
+	var l loggedError
+	return errors.As(err, &l)
 }
 
 // NewFileLogger returns a text logger writing to the file's logfile

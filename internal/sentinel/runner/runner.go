@@ -156,7 +156,7 @@ func listen(bind []string, port int) ([]net.Listener, error) {
 				continue
 			}
 			closeAll()
-			return nil, fmt.Errorf("sentinel: listen %s: %w", a, err)
+			return nil, fmt.Errorf("sentinel: %w", err)
 		}
 		if port == 0 {
 			port = ln.Addr().(*net.TCPAddr).Port
@@ -170,12 +170,18 @@ func listen(bind []string, port int) ([]net.Listener, error) {
 }
 
 // Run serves until ctx is cancelled (or SHUTDOWN), then closes everything.
+// When a bind address cannot be listened on it logs redis-sentinel's
+// "Failed listening on port N (TCP), aborting." and returns the error,
+// marked as logged ([Logged]).
 func (r *Runner) Run(ctx context.Context) error {
 	r.ctx, r.stop = context.WithCancel(ctx)
 	defer r.stop()
 	lns, err := listen(r.file.Bind, r.file.Port)
 	if err != nil {
-		return err
+		// redis-sentinel's text (server.c initServer), matched by Redis's
+		// test suites.
+		r.log.Warn(fmt.Sprintf("Failed listening on port %d (TCP), aborting.", r.file.Port), "err", err)
+		return loggedError{err}
 	}
 	r.mu.Lock()
 	r.lns = lns
