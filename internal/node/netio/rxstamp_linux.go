@@ -1,6 +1,7 @@
 package netio
 
 import (
+	"net"
 	"sync"
 	"syscall"
 	"time"
@@ -25,11 +26,16 @@ func enableRxStamps(fd uintptr) error {
 var stampsKeeper sync.Once
 
 // keepStampsOn holds one timestamping socket open for the life of the
-// process. The kernel stamps arriving packets only while some socket
-// wants stamps, and turns that on again only some time after the first
-// socket asks (from a work queue): without a socket that stays, data
-// arriving on new connections after the last old one closed would have
-// no receive time.
+// process, and returns once the kernel stamps arriving TCP segments. The
+// kernel stamps packets only while some socket wants stamps, and turns
+// stamping on only some time after the first socket asks (from a work
+// queue); data that arrives in between has no receive time, and the
+// Sequencer cannot order it. So the first connection's set-up confirms
+// stamping with a loopback probe (a byte sent to itself until one comes
+// back stamped, at most stampProbeRounds rounds of a millisecond), and
+// the keeper stays open so stamping never turns off again. When the probe
+// cannot confirm (no loopback), reads of unstamped data fall back to the
+// read's own time, the weaker order recvStamped documents.
 func keepStampsOn() {
 	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -37,6 +43,74 @@ func keepStampsOn() {
 	}
 	_ = syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1)
 	// fd stays open on purpose.
+	stampsConfirmed = probeStamps()
+}
+
+// stampsConfirmed records that the probe saw a stamped segment.
+var stampsConfirmed bool
+
+// stampProbeRounds bounds the probe: the work queue that turns stamping
+// on runs within microseconds on an idle machine, milliseconds on a
+// loaded one.
+const stampProbeRounds = 2000
+
+// probeStamps sends one byte at a time over a loopback TCP connection
+// until one is received with a timestamp.
+func probeStamps() bool {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return false
+	}
+	defer ln.Close()
+	cl, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		return false
+	}
+	defer cl.Close()
+	sv, err := ln.Accept()
+	if err != nil {
+		return false
+	}
+	defer sv.Close()
+	raw, err := sv.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		return false
+	}
+	var sfd uintptr
+	_ = raw.Control(func(fd uintptr) { sfd = fd })
+	if syscall.SetsockoptInt(int(sfd), syscall.SOL_SOCKET, syscall.SO_TIMESTAMPNS, 1) != nil {
+		return false
+	}
+	var st rxStampState
+	var b [1]byte
+	for range stampProbeRounds {
+		if _, err := cl.Write(b[:]); err != nil {
+			return false
+		}
+		stamped := false
+		rerr := raw.Read(func(fd uintptr) bool {
+			st.prepare(&b[0], 1)
+			n, _, e := syscall.RawSyscall(syscall.SYS_RECVMSG, fd, uintptr(unsafe.Pointer(&st.msg)), syscall.MSG_DONTWAIT)
+			st.iov.Base = nil
+			if e == syscall.EAGAIN {
+				return false
+			}
+			if e == 0 && n > 0 {
+				st.ns = 0
+				st.parse(int(st.msg.Controllen))
+				stamped = st.ns != 0
+			}
+			return true
+		})
+		if rerr != nil {
+			return false
+		}
+		if stamped {
+			return true
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return false
 }
 
 // rxStampState is the per-connection state of timestamped reads, kept in

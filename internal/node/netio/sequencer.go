@@ -25,6 +25,10 @@ import (
 // sequenced command waits only for input older than its own, and the
 // owners run their input without waiting for newer input, the waits end.
 //
+// Receive times are the kernel's; the first connection's set-up confirms
+// that the kernel stamps segments (keepStampsOn), so no member's input
+// arrives unstamped.
+//
 // The Sequencer is off until Enable; members join with Add.
 type Sequencer struct {
 	on       atomic.Bool
