@@ -385,7 +385,7 @@ func (m *Machine) CountFailureReports(now time.Time, id string) (int, error) {
 // SAVECONFIG answers after the runner saved it).
 func (m *Machine) SaveConfig() {
 	m.ready.SaveConfig = true
-	m.ready.Fsync = true
+	m.ready.Fsync, m.ready.FsyncLearned = true, false
 }
 
 // Publish broadcasts a PUBLISH to every node (clusterPropagatePublish).

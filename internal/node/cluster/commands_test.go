@@ -173,11 +173,23 @@ func TestSetSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	rd := dst.m.Ready()
-	if !rd.SaveConfig || !rd.Fsync {
-		t.Fatal("epoch bump not saved with fsync")
+	if !rd.SaveConfig || !rd.Fsync || rd.FsyncLearned {
+		t.Fatalf("epoch bump: save %v fsync %v learned %v, want a save with an fsync of its own", rd.SaveConfig, rd.Fsync, rd.FsyncLearned)
 	}
 	if rd.SlotsChanged == nil || !slices.Equal(rd.SlotsChanged.Gained, []int{100}) {
 		t.Fatalf("destination slot change %+v", rd.SlotsChanged)
+	}
+	// The others learn the new epoch (and the third master the slot)
+	// from the destination's PONG: an fsync of what was learned.
+	learned := map[*simNode]int{}
+	w.readyHook = func(sn *simNode, rd Ready) {
+		if sn == dst || !rd.Fsync {
+			return
+		}
+		if !rd.FsyncLearned {
+			t.Errorf("node %d: fsync of its own after the destination's PONG", sn.idx)
+		}
+		learned[sn]++
 	}
 	w.apply(dst, rd)
 	if dst.sent[TypePong]-pongs != 2 {
@@ -198,6 +210,13 @@ func TestSetSlot(t *testing.T) {
 		}
 		return true
 	})
+	w.run(time.Second) // the PONGs delivered
+	w.readyHook = nil
+	for _, sn := range w.nodes {
+		if sn != dst && learned[sn] == 0 {
+			t.Fatalf("node %d learned the destination's new epoch without an fsync", sn.idx)
+		}
+	}
 	// STABLE clears both states.
 	if err := src.m.SetSlot(w.now, "200", "migrating", did); err != nil {
 		t.Fatal(err)

@@ -278,7 +278,7 @@ func TestVoteRules(t *testing.T) {
 	// A vote: lastVoteEpoch saved with fsync in the Ready that sends the
 	// ACK (the runner writes nodes.conf before any Send).
 	rd := request(r3, e, nil)
-	if acks(rd) != 1 || !rd.SaveConfig || !rd.Fsync || voter.m.LastVoteEpoch() != e {
+	if acks(rd) != 1 || !rd.SaveConfig || !rd.Fsync || rd.FsyncLearned || voter.m.LastVoteEpoch() != e {
 		t.Fatalf("vote: %d acks, save %v fsync %v, lastVoteEpoch %d", acks(rd), rd.SaveConfig, rd.Fsync, voter.m.LastVoteEpoch())
 	}
 	for _, s := range rd.Sends {

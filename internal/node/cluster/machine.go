@@ -235,6 +235,14 @@ type Ready struct {
 	Connects   []Connect
 	SaveConfig bool
 	Fsync      bool
+	// FsyncLearned is set, with Fsync, when every change the fsync is
+	// for was learned from a peer's durable claim (a slot rebound to a
+	// node announcing a newer config epoch, a node's newer config epoch,
+	// myself following the master that took my last slot): a crash that
+	// takes such a change back is undone by the claimant's next packet.
+	// The packets of the Ready still wait for the save; a CLUSTER
+	// command's reply need not (the runner's Do).
+	FsyncLearned bool
 	// StateChanged is set when State changed since the previous Ready.
 	StateChanged bool
 	State        State
@@ -277,6 +285,10 @@ const (
 	todoUpdateState = 1 << iota
 	todoSaveConfig
 	todoFsyncConfig
+	// todoFsyncLearned asks for an fsync of what was learned from a
+	// peer's durable claim (Ready.FsyncLearned); Redis's
+	// CLUSTER_TODO_FSYNC_CONFIG at those sites.
+	todoFsyncLearned
 	todoHandleFailover       // run the replica election again (CLUSTER_TODO_HANDLE_FAILOVER)
 	todoHandleManualFailover // check the manual failover's offset (CLUSTER_TODO_HANDLE_MANUALFAILOVER)
 )
@@ -534,8 +546,11 @@ func (m *Machine) flushTodo() {
 	}
 	if m.todo&todoSaveConfig != 0 {
 		m.ready.SaveConfig = true
-		if m.todo&todoFsyncConfig != 0 {
-			m.ready.Fsync = true
+		switch {
+		case m.todo&todoFsyncConfig != 0:
+			m.ready.Fsync, m.ready.FsyncLearned = true, false
+		case m.todo&todoFsyncLearned != 0 && !m.ready.Fsync:
+			m.ready.Fsync, m.ready.FsyncLearned = true, true
 		}
 	}
 	m.todo = again

@@ -52,7 +52,7 @@ func (m *Machine) HandlePacket(now time.Time, id LinkID, msg *Msg) {
 		}
 		if msg.ConfigEpoch > sender.configEpoch {
 			sender.configEpoch = msg.ConfigEpoch
-			m.todo |= todoSaveConfig | todoFsyncConfig
+			m.todo |= todoSaveConfig | todoFsyncLearned
 		}
 		sender.replOffset = msg.Offset
 		m.captureMasterOffset(msg, sender)
@@ -357,7 +357,7 @@ func (m *Machine) handleUpdate(msg *Msg, sender *node) {
 		m.setNodeAsMaster(n)
 	}
 	n.configEpoch = msg.UpdateConfigEpoch
-	m.todo |= todoSaveConfig | todoFsyncConfig
+	m.todo |= todoSaveConfig | todoFsyncLearned
 	m.updateSlotsConfigWith(n, msg.UpdateConfigEpoch, &msg.UpdateSlots)
 }
 

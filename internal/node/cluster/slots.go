@@ -148,7 +148,7 @@ func (m *Machine) updateSlotsConfigWith(sender *node, senderConfigEpoch uint64, 
 				m.delSlot(s)
 				m.addSlot(sender, s)
 				m.ownerNotClaiming.Clear(s)
-				m.todo |= todoSaveConfig | todoUpdateState | todoFsyncConfig
+				m.todo |= todoSaveConfig | todoUpdateState | todoFsyncLearned
 			}
 		} else if m.slots[s] == sender {
 			// Still bound to sender, which no longer claims it: keep the
@@ -161,12 +161,12 @@ func (m *Machine) updateSlotsConfigWith(sender *node, senderConfigEpoch uint64, 
 	case newmaster != nil && curmaster.numSlots == 0 &&
 		(m.cfg.AllowReplicaMigration || senderSlots == migratedOurs):
 		m.setMaster(sender)
-		m.todo |= todoSaveConfig | todoUpdateState | todoFsyncConfig
+		m.todo |= todoSaveConfig | todoUpdateState | todoFsyncLearned
 	case me.slaveOf != nil && me.slaveOf.slaveOf != nil && me.slaveOf.slaveOf != me:
 		// A replica of a replica follows the grand-master.
 		m.event(EventSubReplica, me.slaveOf.slaveOf.name, "")
 		m.setMaster(me.slaveOf.slaveOf)
-		m.todo |= todoSaveConfig | todoUpdateState | todoFsyncConfig
+		m.todo |= todoSaveConfig | todoUpdateState | todoFsyncLearned
 	case len(dirty) > 0:
 		m.deleteKeys = append(m.deleteKeys, dirty...)
 	}

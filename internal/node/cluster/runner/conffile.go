@@ -23,16 +23,19 @@ type confFile struct {
 	buf  []byte
 	// j holds the journal's slot files, open for writing, or nil (not
 	// opened yet, removed, or a save failed); jsize their lengths.
-	j     [2]*os.File
-	jsize [2]int64
+	j     [journalSlots]*os.File
+	jsize [journalSlots]int64
 	jbuf  []byte
 	// jloaded is set once loadJournal has read the journal; seq is then
 	// the highest seq written or found, synced the slot holding the
-	// newest fdatasynced record (-1: none yet), and legacy is set while
-	// slot 0 holds an old-format record that no synced record replaced.
+	// newest fdatasynced record (-1: none yet), syncing the slot whose
+	// record a durable save is fdatasyncing outside the caller's lock
+	// (-1: none; see beginDurable), and legacy is set while slot 0 holds
+	// an old-format record that no synced record replaced.
 	jloaded bool
 	seq     uint64
 	synced  int
+	syncing int
 	legacy  bool
 	// syncs counts the journal's fdatasyncs (Stats.Syncs).
 	syncs atomic.Int64
@@ -73,9 +76,9 @@ func (c *confFile) open() error {
 }
 
 // The journal makes every save crash-safe while nodes.conf is rewritten
-// in place without a sync. It is two files beside nodes.conf, its two
-// record slots: slot 0 is path+journalSuffix, slot 1 path+journalSuffix1.
-// Each holds at most one record at offset 0:
+// in place without a sync. It is three files beside nodes.conf, its
+// record slots: slot 0 is path+journalSuffix, slot 1 path+journalSuffix1,
+// slot 2 path+journalSuffix2. Each holds at most one record at offset 0:
 //
 //	shardis-nodes-journal2 <seq, 20 digits> <length, 10 digits> <crc32c, 8 hex>\n<text>
 //
@@ -87,11 +90,15 @@ func (c *confFile) open() error {
 // its size, which fdatasync would then commit as well); what follows the
 // record is ignored.
 //
-// Every save writes its record into the slot that does not hold the
-// newest fdatasynced record, then nodes.conf; a durable save fdatasyncs
-// the record before writing nodes.conf, and its slot is then the synced
+// Every save writes its record into a slot that holds neither the newest
+// fdatasynced record nor a record being fdatasynced, then nodes.conf; a
+// durable save fdatasyncs its record, and its slot is then the synced
 // one. So the synced slot is never written while it is the only durable
-// copy of the last durable save, and nodes.conf is never relied on.
+// copy of the last durable save, a record is never written while its
+// sync runs (so the sync covers the record whole), and nodes.conf is
+// never relied on. The third slot is what lets a save without fsync be
+// written while a durable save's fdatasync runs (beginDurable): one slot
+// is then synced, one syncing, and the third takes the plain save.
 //
 // The old format (one record in slot 0: "shardis-nodes-journal <P|A>
 // <length> <crc32c>\n<text>", state P pending or A applied, written
@@ -102,7 +109,10 @@ func (c *confFile) open() error {
 const (
 	journalSuffix  = ".journal"
 	journalSuffix1 = ".journal.1"
-	journalMagic   = "shardis-nodes-journal2 "
+	journalSuffix2 = ".journal.2"
+	// journalSlots is the number of record slots.
+	journalSlots = 3
+	journalMagic = "shardis-nodes-journal2 "
 	// journalFields is the length of "<seq> <length> " after the magic.
 	journalFields = 20 + 1 + 10 + 1
 	journalHeader = len(journalMagic) + journalFields + 8 + 1
@@ -117,12 +127,15 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// slotPath returns the path of the journal's slot i (0 or 1).
+// slotPath returns the path of the journal's slot i (0, 1 or 2).
 func slotPath(path string, i int) string {
-	if i == 0 {
+	switch i {
+	case 0:
 		return path + journalSuffix
+	case 1:
+		return path + journalSuffix1
 	}
-	return path + journalSuffix1
+	return path + journalSuffix2
 }
 
 // appendZeroPadded appends v in decimal or hexadecimal, zero-padded to
@@ -201,9 +214,9 @@ func parseLegacyJournal(b []byte) (text string, pending, ok bool) {
 	return string(body), h[0] == 'P', true
 }
 
-// journalState is what the journal's two slots hold on disk.
+// journalState is what the journal's slots hold on disk.
 type journalState struct {
-	rec [2]journalRecord
+	rec [journalSlots]journalRecord
 	// legacy is set when slot 0 holds a valid old-format record, with
 	// its text and state.
 	legacy        bool
@@ -212,7 +225,7 @@ type journalState struct {
 }
 
 // newest returns the slot of the valid record with the highest seq, or
-// -1 when neither slot holds a valid record.
+// -1 when no slot holds a valid record.
 func (js *journalState) newest() int {
 	n := -1
 	for i, r := range js.rec {
@@ -223,8 +236,9 @@ func (js *journalState) newest() int {
 	return n
 }
 
-// readJournal reads both slots of nodes.conf's journal; a missing slot
-// file holds nothing.
+// readJournal reads the slots of nodes.conf's journal; a missing slot
+// file holds nothing (a journal written before the third slot existed
+// has two).
 func readJournal(path string) (journalState, error) {
 	var js journalState
 	for i := range js.rec {
@@ -261,16 +275,17 @@ func readJournal(path string) (journalState, error) {
 //
 // Why rule 2 loads the last durable save or a later one, whole: every
 // save (durable or not) writes its record, seq one higher than the one
-// before, into the slot not holding the newest fdatasynced record
-// (writeRecord) before it touches nodes.conf, and a durable save returns
-// only after its record is fdatasynced. So after a crash of the process
-// or the machine at any point the synced slot still holds the last
-// durable save's record whole (nothing wrote that slot since its sync),
-// and the other slot holds either a record that does not check (torn,
-// mixed, lost: skipped) or a whole record of some save; its seq is then
-// higher than the synced one's exactly when it was written after it, so
-// the highest valid seq is the last durable save or a later save, never
-// an older one. The checksum makes a torn record fail (crc32c over seq,
+// before, into a slot holding neither the newest fdatasynced record nor
+// one being fdatasynced (freeSlot) before it touches nodes.conf, and a
+// durable save returns only after its record is fdatasynced, with no
+// write to its slot during the sync. So after a crash of the process or
+// the machine at any point the synced slot still holds the last durable
+// save's record whole (nothing wrote that slot since its sync), and each
+// other slot holds either a record that does not check (torn, mixed,
+// lost: skipped) or a whole record of some save; its seq is then higher
+// than the synced one's exactly when it was written after it, so the
+// highest valid seq is the last durable save or a later save, never an
+// older one. The checksum makes a torn record fail (crc32c over seq,
 // length and text). nodes.conf cannot serve: a rewrite without sync may
 // reach the disk torn, or not at all, after a power loss, and it can
 // then parse and be older than the last durable save. A start also makes
@@ -390,13 +405,13 @@ func (c *confFile) saveAtClose(text string) error {
 		return err
 	}
 	c.closeJournal()
-	for i := 0; i < 2; i++ {
+	for i := 0; i < journalSlots; i++ {
 		if err := os.Remove(slotPath(c.path, i)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("runner: remove cluster config journal: %w", err)
 		}
 	}
-	c.jsize = [2]int64{}
-	c.synced, c.legacy = -1, false
+	c.jsize = [journalSlots]int64{}
+	c.synced, c.syncing, c.legacy = -1, -1, false
 	if err := syncDir(filepath.Dir(c.path)); err != nil {
 		return fmt.Errorf("runner: remove cluster config journal: %w", err)
 	}
@@ -409,13 +424,89 @@ func (c *confFile) saveAtClose(text string) error {
 // place without a sync (a crash may tear it; the journal wins, see
 // readConfig). A missing nodes.conf is created by saveAtomic.
 func (c *confFile) saveDurable(text string) error {
-	if err := c.open(); err != nil {
-		return c.saveAtomic(text)
-	}
-	if err := c.writeRecord(text, true); err != nil {
+	d, err := c.beginDurable(text)
+	if err != nil || d.done {
 		return err
 	}
-	return c.rewrite(text)
+	return c.endDurable(d, d.sync())
+}
+
+// pendingSync is a durable save between beginDurable and endDurable: its
+// record is written into slot and waits for its fdatasync (sync), which
+// the caller runs without holding what serialises confFile's methods.
+// done is set when beginDurable made the save durable itself.
+type pendingSync struct {
+	done bool
+	slot int
+	f    *os.File
+	hook func() error
+	n    *atomic.Int64
+}
+
+// sync fdatasyncs the pending record's slot file (through the hook tests
+// set), touching nothing else of confFile, so it may run while the
+// caller's other saves write the other slots and nodes.conf.
+func (d pendingSync) sync() error {
+	if d.hook != nil {
+		if err := d.hook(); err != nil {
+			return err
+		}
+	}
+	d.n.Add(1)
+	return datasync(d.f)
+}
+
+// beginDurable starts a durable save of text: its record is written into
+// a free slot (freeSlot), which is then the syncing slot until
+// endDurable, and nodes.conf is rewritten in place without a sync. The
+// caller runs the returned sync outside its lock, then endDurable with
+// sync's error; saves without fsync (saveInPlace) may run in between and
+// write the third slot. A missing nodes.conf, or a journal with no
+// synced record yet, is saved durably here instead (saveAtomic, or the
+// record synced in place): done is then set. One durable save at a time:
+// the caller serialises them.
+func (c *confFile) beginDurable(text string) (pendingSync, error) {
+	if err := c.open(); err != nil {
+		return pendingSync{done: true}, c.saveAtomic(text)
+	}
+	if err := c.loadJournal(); err != nil {
+		return pendingSync{}, err
+	}
+	if c.syncing >= 0 {
+		return pendingSync{}, errors.New("runner: a durable save is already syncing")
+	}
+	if c.synced < 0 {
+		if err := c.writeRecord(text, true); err != nil {
+			return pendingSync{}, err
+		}
+		return pendingSync{done: true}, c.rewrite(text)
+	}
+	i, err := c.writeRecordAt(text)
+	if err != nil {
+		return pendingSync{}, err
+	}
+	if err := c.rewrite(text); err != nil {
+		return pendingSync{}, err
+	}
+	c.syncing = i
+	return pendingSync{slot: i, f: c.j[i], hook: c.syncHook, n: &c.syncs}, nil
+}
+
+// endDurable ends the durable save d began, after its sync returned
+// serr: on success its slot is the synced one.
+func (c *confFile) endDurable(d pendingSync, serr error) error {
+	if d.done {
+		return nil
+	}
+	if c.syncing == d.slot {
+		c.syncing = -1
+	}
+	if serr != nil {
+		c.closeJournal()
+		return fmt.Errorf("runner: save cluster config journal: %w", serr)
+	}
+	c.synced = d.slot
+	return nil
 }
 
 // loadJournal learns, once per confFile, what the journal holds: the
@@ -432,7 +523,7 @@ func (c *confFile) loadJournal() error {
 	if err != nil {
 		return err
 	}
-	c.synced, c.legacy = -1, false
+	c.synced, c.syncing, c.legacy = -1, -1, false
 	if n := js.newest(); n >= 0 {
 		if err := c.openSlot(n); err != nil {
 			return err
@@ -452,25 +543,51 @@ func (c *confFile) loadJournal() error {
 	return nil
 }
 
-// writeRecord writes text's record, with the next seq, into the slot
-// that does not hold the newest fdatasynced record (slot 1 while slot 0
-// holds an old-format record and nothing newer is synced), and
-// fdatasyncs it when sync is set or when no record is synced yet (else a
-// rewrite of nodes.conf without sync would be covered by nothing). A
-// synced record's slot becomes the synced slot.
+// writeRecord writes text's record, with the next seq, into a free slot
+// (freeSlot), and fdatasyncs it when sync is set or when no record is
+// synced yet (else a rewrite of nodes.conf without sync would be covered
+// by nothing). A synced record's slot becomes the synced slot.
 func (c *confFile) writeRecord(text string, sync bool) error {
 	if err := c.loadJournal(); err != nil {
 		return err
 	}
-	i := 0
-	if c.synced == 0 || (c.synced < 0 && c.legacy) {
-		i = 1
-	}
 	if c.synced < 0 {
 		sync = true
 	}
-	if err := c.openSlot(i); err != nil {
+	i, err := c.writeRecordAt(text)
+	if err != nil {
 		return err
+	}
+	if sync {
+		if err := c.syncJournal(c.j[i]); err != nil {
+			c.closeJournal()
+			return fmt.Errorf("runner: save cluster config journal: %w", err)
+		}
+		c.synced = i
+	}
+	return nil
+}
+
+// freeSlot returns the slot a record may be written into: the lowest
+// that holds neither the newest fdatasynced record nor a record being
+// fdatasynced, nor, while nothing newer is synced, an old-format record
+// (slot 0). Three slots leave one free in every state.
+func (c *confFile) freeSlot() int {
+	for i := 0; i < journalSlots; i++ {
+		if i == c.synced || i == c.syncing || (i == 0 && c.synced < 0 && c.legacy) {
+			continue
+		}
+		return i
+	}
+	panic("runner: no free journal slot") // unreachable: at most two slots are taken
+}
+
+// writeRecordAt writes text's record, with the next seq, into a free
+// slot and returns the slot, without a sync (journal loaded).
+func (c *confFile) writeRecordAt(text string) (int, error) {
+	i := c.freeSlot()
+	if err := c.openSlot(i); err != nil {
+		return 0, err
 	}
 	c.seq++ // also when the write fails: a later record must be newer than a partial one
 	c.jbuf = appendJournalRecord(c.jbuf[:0], c.seq, text)
@@ -481,19 +598,12 @@ func (c *confFile) writeRecord(text string, sync bool) error {
 	}
 	if _, err := c.j[i].WriteAt(c.jbuf, 0); err != nil {
 		c.closeJournal()
-		return fmt.Errorf("runner: save cluster config journal: %w", err)
+		return 0, fmt.Errorf("runner: save cluster config journal: %w", err)
 	}
 	if n := int64(len(c.jbuf)); n > c.jsize[i] {
 		c.jsize[i] = n
 	}
-	if sync {
-		if err := c.syncJournal(c.j[i]); err != nil {
-			c.closeJournal()
-			return fmt.Errorf("runner: save cluster config journal: %w", err)
-		}
-		c.synced = i
-	}
-	return nil
+	return i, nil
 }
 
 // openSlot opens the journal's slot i, creating its file (and making its

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -567,4 +568,189 @@ func TestRestartFromLegacyJournal(t *testing.T) {
 		t.Fatal(err)
 	}
 	restartAndCheck(t, a, id, epoch, 20)
+}
+
+// TestJournalCrashImagesDuringSync is TestJournalCrashImages with the
+// durable saves split as the runner makes them (beginDurable, the
+// fdatasync outside the lock, endDurable) and saves without fsync written
+// during the sync, as a CLUSTER command's own save then is. After every
+// write it checks what a start loads: after a process crash the last
+// save's text; after a power loss, for every content each slot may hold
+// (what was written to it since its last completed sync, the newest torn
+// over the one before or with a byte flipped), the last completed
+// durable save's text or a later save's. A slot written while its record
+// syncs would show here as a torn record that no sync covered.
+func TestJournalCrashImagesDuringSync(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "nodes.conf")
+	c := &confFile{path: p}
+	rng := rand.New(rand.NewPCG(29, 5))
+	read := func(f string) []byte {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil
+		}
+		return b
+	}
+	readSlots := func() (s [journalSlots][]byte) {
+		for i := range s {
+			s[i] = read(slotPath(p, i))
+		}
+		return s
+	}
+	// hist[i]: slot i's contents written since its last completed sync,
+	// the synced content first (nil: no file).
+	var hist [journalSlots][][]byte
+	for i := range hist {
+		hist[i] = [][]byte{nil}
+	}
+	var texts []string
+	lastDurable := -1
+	cur := readSlots()
+	// observe records the writes since the last look in the model.
+	observe := func() {
+		now := readSlots()
+		for i := range now {
+			if !bytes.Equal(now[i], cur[i]) {
+				hist[i] = append(hist[i], now[i])
+			}
+		}
+		cur = now
+	}
+	tornOver := func(newer, older []byte, at int) []byte {
+		b := append([]byte(nil), newer[:at]...)
+		if at < len(older) {
+			b = append(b, older[at:]...)
+		}
+		return b
+	}
+	check := func(step int, what string) {
+		t.Helper()
+		text, _, err := readConfig(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := texts[len(texts)-1]; text != want {
+			t.Fatalf("step %d (%s), process crash: loaded %.30q, want the last save %.30q", step, what, text, want)
+		}
+		var images [journalSlots][][]byte
+		for i := range images {
+			images[i] = append(images[i], hist[i]...)
+			if n := len(hist[i]); n >= 2 && hist[i][n-1] != nil {
+				newest, older := hist[i][n-1], hist[i][n-2]
+				for _, at := range []int{1, journalHeader + 1, len(newest) / 2, len(newest) - 1} {
+					if at < len(newest) {
+						images[i] = append(images[i], tornOver(newest, older, at))
+					}
+				}
+				f := append([]byte(nil), newest...)
+				f[journalHeader+rng.IntN(len(f)-journalHeader)] ^= 1
+				images[i] = append(images[i], f)
+			}
+		}
+		var recs [journalSlots][]journalRecord
+		for i := range images {
+			for _, b := range images[i] {
+				recs[i] = append(recs[i], parseJournalRecord(b))
+			}
+		}
+		for _, r0 := range recs[0] {
+			for _, r1 := range recs[1] {
+				for _, r2 := range recs[2] {
+					js := journalState{rec: [journalSlots]journalRecord{r0, r1, r2}}
+					n := js.newest()
+					if n < 0 {
+						t.Fatalf("step %d (%s), power loss: no valid record", step, what)
+					}
+					k := slices.Index(texts, js.rec[n].text)
+					if k < lastDurable {
+						t.Fatalf("step %d (%s), power loss: loaded save %d, want save %d or later", step, what, k, lastDurable)
+					}
+				}
+			}
+		}
+	}
+	textOf := func(step, sub int) string {
+		return fmt.Sprintf("save %d.%d\n%s\nvars currentEpoch %d lastVoteEpoch 0\n", step, sub, strings.Repeat("slots ", rng.IntN(1500)), step)
+	}
+	first := textOf(0, 0)
+	if err := c.saveAtomic(first); err != nil {
+		t.Fatal(err)
+	}
+	texts, lastDurable = append(texts, first), 0
+	observe()
+	for i := range hist { // saveAtomic's record is synced
+		hist[i] = [][]byte{cur[i]}
+	}
+	check(0, "first save")
+	plain := func(step, sub int) {
+		text := textOf(step, sub)
+		if err := c.saveInPlace(text); err != nil {
+			t.Fatal(err)
+		}
+		texts = append(texts, text)
+		observe()
+		check(step, "plain")
+	}
+	for step := 1; step < 50; step++ {
+		switch rng.IntN(3) {
+		case 0:
+			plain(step, 0)
+		case 1: // durable, with 0-3 plain saves during its sync
+			text := textOf(step, 0)
+			d, err := c.beginDurable(text)
+			if err != nil || d.done {
+				t.Fatalf("beginDurable: %v, done %v", err, d.done)
+			}
+			texts = append(texts, text)
+			observe()
+			atBegin := cur[d.slot]
+			check(step, "durable begun")
+			for k := rng.IntN(4); k > 0; k-- {
+				plain(step, k)
+			}
+			if err := c.endDurable(d, d.sync()); err != nil {
+				t.Fatal(err)
+			}
+			observe()
+			// The sync covered what the slot held when it began, and
+			// nothing written to the slot after (if anything was).
+			after := hist[d.slot]
+			i := len(after) - 1
+			for i > 0 && !bytes.Equal(after[i], atBegin) {
+				i--
+			}
+			hist[d.slot] = append([][]byte{atBegin}, after[i+1:]...)
+			lastDurable = slices.Index(texts, text)
+			check(step, "durable ended")
+		case 2: // durable in one call
+			text := textOf(step, 0)
+			before := readSlots()
+			if err := c.saveDurable(text); err != nil {
+				t.Fatal(err)
+			}
+			texts = append(texts, text)
+			now := readSlots()
+			for i := range now {
+				if !bytes.Equal(now[i], before[i]) {
+					hist[i] = [][]byte{now[i]}
+				}
+			}
+			cur = now
+			lastDurable = len(texts) - 1
+			check(step, "durable")
+		}
+	}
+	if c.syncing >= 0 {
+		t.Fatal("a sync left pending")
+	}
+	used := 0
+	for i := range cur {
+		if cur[i] != nil {
+			used++
+		}
+	}
+	if used != journalSlots {
+		t.Fatalf("%d journal slots used, want %d (a plain save during a sync takes the third)", used, journalSlots)
+	}
+	c.close()
 }

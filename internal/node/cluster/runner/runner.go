@@ -24,15 +24,20 @@
 // start loads the journal's newest valid record, see readConfig). The
 // fdatasync is a group commit (flushDurable): durable saves requested
 // while one is syncing are covered by the next sync, whose text holds all
-// their changes. So what a packet announces is on disk first, exactly:
-// a packet is queued only once every durable save requested up to its
-// batch is durable (FAILOVER_AUTH_ACK leaves after lastVoteEpoch is
-// fdatasynced, a promotion's or an import's PONG after the new config
-// epoch is), and a failed durable save releases none of them. Do
-// returns once its own save is written and every durable save pending
-// at its step is durable: a CLUSTER command's reply never reflects a
-// state a crash can take back, as Redis replies after beforeSleep's
-// save. The durable save of a batch from the loop (a packet, a tick) is
+// their changes; it runs without fileMu, so saves without fsync are
+// written during it (the journal's third slot). So what a packet
+// announces is on disk first, exactly: a packet is queued only once
+// every durable save requested up to its batch is durable
+// (FAILOVER_AUTH_ACK leaves after lastVoteEpoch is fdatasynced, a
+// promotion's or an import's PONG after the new config epoch is), and a
+// failed durable save releases none of them. Do returns once its own
+// save is written and every durable save of the node's own changes
+// pending at its step is durable: a CLUSTER command's reply never
+// reflects a change of the node's own that a crash can take back. It
+// does not wait for the durable save of what the node learned from a
+// peer's durable claim (Ready.FsyncLearned: a slot rebound to a newer
+// config epoch), which only the packets wait for; see Do. The durable
+// save of a batch from the loop (a packet, a tick) is
 // written by a saver goroutine, so no input waits for the disk, and
 // neither does Do's step (only its return). Do queues its Ready's
 // packets after its save, and Hold keeps every packet back until a
@@ -147,8 +152,16 @@ type Runner struct {
 	saveGen, writtenGen atomic.Uint64
 	durableGen, durWant atomic.Uint64
 	durableSaves        atomic.Int64
-	fileMu              sync.Mutex
-	conf                confFile
+	// durOwn is the saveGen of the newest Ready that asked for an fsync
+	// of a change of the node's own (not Ready.FsyncLearned): what Do's
+	// reply waits for besides its own save.
+	durOwn atomic.Uint64
+	// syncMu serialises the durable saves (flushDurable) and Close's
+	// last save: at most one journal record is being fdatasynced, and
+	// fileMu is let go during that sync. Order: syncMu, fileMu, mu.
+	syncMu sync.Mutex
+	fileMu sync.Mutex
+	conf   confFile
 	// confDone is set (under fileMu) once Close saved for the last time:
 	// no save writes after it.
 	confDone bool
@@ -350,14 +363,23 @@ func (r *Runner) closeListeners() {
 // Do runs fn with the machine and the current time on the caller's
 // goroutine, under the machine's lock, carries out the Ready it leaves,
 // and returns once a nodes.conf save that Ready asked for is written and
-// every durable save pending when it ran (its own, when the Ready asked
-// for an fsync, and any other batch's before it) is durable. Guarantee:
-// a CLUSTER command's reply never reflects a state a crash can take
-// back: what it changed is written, and every change that must survive
-// a crash (an epoch, a vote, a slot rebound by a newer config epoch) made
-// up to its step is fdatasynced before Do returns, as Redis replies
-// after beforeSleep's save (but for a save that fails, which is logged
-// as an error: Redis exits there). The lock is not held across the disk:
+// every durable save of the node's own changes pending when it ran (its
+// own, when the Ready asked for an fsync, and any other batch's before
+// it: an epoch, a vote, a promotion) is durable. Guarantee: what a
+// CLUSTER command changed is written (a process crash keeps it; a power
+// loss may take back a change Redis saves without fsync too, such as
+// SETSLOT NODE's), and no change of the node's own that must survive a
+// crash, made up to its step, can be taken back once it replied (but for
+// a save that fails, which is logged as an error: Redis exits there).
+// What the node learned from a peer's durable claim (a slot rebound to
+// a node announcing a newer config epoch, that node's epoch) may show in
+// a reply while its fdatasync runs, as it does on the data path
+// (carryOut): a crash that takes it back is undone by the claimant's
+// next packet, and the packets that would spread it wait for the sync.
+// Redis's reply comes after any such fsync of its event-loop iteration;
+// shardnode's SETSLOT NODE on a source whose slot a PONG just rebound
+// replies after its own save's write instead of after the PONG's
+// fdatasync. The lock is not held across the disk:
 // other inputs, and other Do calls, run their steps while the save is
 // written. The packets of the Ready are queued after the save is
 // written, as Redis's clusterBeforeSleep saves nodes.conf before any
@@ -374,7 +396,7 @@ func (r *Runner) Do(fn func(m *cluster.Machine, now time.Time)) error {
 	r.holds++
 	fn(r.m, r.opt.Clock())
 	gen := r.carryOut()
-	need := r.durWant.Load()
+	need := r.durOwn.Load()
 	if need <= r.durableGen.Load() {
 		need = 0
 	}
@@ -519,6 +541,8 @@ func (r *Runner) Close() {
 		r.wg.Wait()
 		r.saverWG.Wait()
 		if r.opt.ConfigFile != "" {
+			r.syncMu.Lock() // a durable save's sync in flight ends first
+			defer r.syncMu.Unlock()
 			r.fileMu.Lock()
 			r.mu.Lock()
 			text, g := r.m.RenderNodesConf(), r.saveGen.Load()
@@ -738,6 +762,9 @@ func (r *Runner) carryOut() uint64 {
 		if rd.Fsync {
 			r.durWant.Store(gen)
 			r.durableSaves.Add(1)
+			if !rd.FsyncLearned {
+				r.durOwn.Store(gen)
+			}
 		}
 	}
 	need := r.durWant.Load()
@@ -829,6 +856,8 @@ func (r *Runner) flushDurable(need uint64) bool {
 	if r.durableGen.Load() >= need {
 		return true
 	}
+	r.syncMu.Lock()
+	defer r.syncMu.Unlock()
 	r.fileMu.Lock()
 	defer r.fileMu.Unlock()
 	if r.durableGen.Load() >= need {
@@ -840,14 +869,26 @@ func (r *Runner) flushDurable(need uint64) bool {
 	r.mu.Lock()
 	text, g := r.m.RenderNodesConf(), r.saveGen.Load()
 	r.mu.Unlock()
-	if err := r.conf.saveDurable(text); err != nil {
+	d, err := r.conf.beginDurable(text)
+	if err == nil {
+		r.wrote(g)
+		if !d.done {
+			// The sync runs without fileMu: saves without fsync (a
+			// CLUSTER command's own save, the loop's) are written
+			// meanwhile into the journal's free slot and nodes.conf.
+			r.fileMu.Unlock()
+			serr := d.sync()
+			r.fileMu.Lock()
+			err = r.conf.endDurable(d, serr)
+		}
+	}
+	if err != nil {
 		// Redis exits here ("Fatal: can't update cluster config
 		// file."): a node that cannot persist a vote or an epoch must
 		// not go on announcing it, so what was held for it stays held.
 		r.log.Error("cluster: can't update cluster config file", "file", r.opt.ConfigFile, "err", err)
 		return false
 	}
-	r.wrote(g)
 	r.mu.Lock()
 	r.durableGen.Store(g)
 	r.releaseHeld()

@@ -485,3 +485,81 @@ func TestCloseWaitsForDurableSave(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestDoDoesNotWaitForLearnedSave: while a node's durable save of what it
+// learned from a peer (a slot the peer claimed) is held in its
+// fdatasync, a CLUSTER command whose own save needs no fsync returns
+// with its change written, in nodes.conf and in the journal record a
+// start loads (written into the slot neither synced nor syncing), as
+// Redis's SETSLOT NODE replies after a save without fsync; the packets
+// queued meanwhile stay held until the learned save is durable.
+func TestDoDoesNotWaitForLearnedSave(t *testing.T) {
+	dir := t.TempDir()
+	a, b := startBusNode(t, dir, 35), startBusNode(t, dir, 36)
+	a.do(t, func(m *cluster.Machine, now time.Time) error {
+		return m.Meet(now, "127.0.0.1", strconv.Itoa(b.port), strconv.Itoa(b.cport))
+	})
+	for _, n := range []*busNode{a, b} {
+		waitFor(t, 20*time.Second, "2 nodes settled", func() bool { return settled(n.nodes(t), 2) })
+	}
+	g := installGate(t, a)
+	b.do(t, func(m *cluster.Machine, now time.Time) error { return m.AddSlots(now, "7") })
+	g.waitEntered(t)
+	if own, dur := a.r.durOwn.Load(), a.r.durableGen.Load(); own > dur {
+		t.Fatalf("the held durable save is the node's own (own gen %d, durable %d)", own, dur)
+	}
+	pending := a.r.durWant.Load()
+	if pending <= a.r.durableGen.Load() {
+		t.Fatal("no durable save pending while its sync is held")
+	}
+	posted := make(chan struct{})
+	a.r.Post(func(m *cluster.Machine, now time.Time) {
+		m.Publish(now, []byte("ch"), []byte("after the learned save"))
+		close(posted)
+	})
+	<-posted
+	returned := make(chan error, 1)
+	go func() {
+		var err error
+		if derr := a.r.Do(func(m *cluster.Machine, now time.Time) { err = m.AddSlots(now, "42") }); derr != nil {
+			err = derr
+		}
+		if err == nil {
+			err = confHasSlot(a.conf, "42")
+		}
+		returned <- err
+	}()
+	select {
+	case err := <-returned:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a Do with a save of its own without fsync waited for a learned durable save's sync")
+	}
+	if g.released.Load() || a.r.durableGen.Load() >= pending {
+		t.Fatal("the learned save became durable before the Do returned: the test proves nothing")
+	}
+	text, _, err := readConfig(a.conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, " 42\n") {
+		t.Fatalf("the journal's newest record lacks the Do's slot:\n%s", text)
+	}
+	if n := heldFor(a.r); n == 0 {
+		t.Fatal("no packet held for the learned save")
+	}
+	if got := publishedTo(b); got != "0" {
+		t.Fatalf("peer received %s PUBLISH before the learned save was durable", got)
+	}
+	g.release()
+	waitFor(t, 5*time.Second, "the held PUBLISH to arrive", func() bool { return publishedTo(b) == "1" })
+	text, _, err = readConfig(a.conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, " 42\n") || !strings.Contains(text, " 7\n") {
+		t.Fatalf("after the sync the journal's newest record lacks a change:\n%s", text)
+	}
+}
