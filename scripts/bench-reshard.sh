@@ -54,6 +54,13 @@
 # (task-clock, context switches, migrations, page faults, or the
 # PERF_STAT_EVENTS) into
 # <dir>/<part>-<kind>.stat instead.
+# TRACE=<dir> (shardnode kinds) starts the servers with
+# enable-debug-command and wraps the small and big parts' move in DEBUG
+# TRACE START/STOP on each of the three, into
+# <dir>/<part>-<kind>-<port>.trace (Go execution traces, for
+# scripts/traceprobe); tracing costs CPU, so such a run's figures are not
+# the ones to compare. The driver then also writes the probe GETs of 1 ms
+# or more to <dir>/<part>-<kind>.slow.
 # Each line also gives cpu_s, the CPU seconds (utime+stime) the three
 # servers spent during the driver's run: a figure that, unlike the times,
 # does not grow with the machine's load. The driver is scripts/reshardload.
@@ -82,8 +89,10 @@ start() { # kind baseport
     local p=$((base + i)) d="$work/$kind/$((base + i))"
     rm -rf "$d"
     mkdir -p "$d"
+    local extra=()
+    [ -n "${TRACE:-}" ] && extra=(--enable-debug-command yes)
     "$bin" --port "$p" --cluster-enabled yes --cluster-config-file "$d/nodes.conf" --dir "$d" \
-      --save "" --appendonly no --loglevel warning >"$d/log" 2>&1 &
+      --save "" --appendonly no --loglevel warning "${extra[@]}" >"$d/log" 2>&1 &
     pids+=($!)
     addrs+=("127.0.0.1:$p")
   done
@@ -168,6 +177,22 @@ EOS
   printf 'SERVER_PIDS="%s" CPU_OUT=%s bash %s %q' "${pids[*]}" "$work/cpu" "$work/measure.sh" "$1"
 }
 
+# traced wraps a move in DEBUG TRACE START/STOP on the three servers when
+# TRACE is set and the kind is a shardnode.
+traced() { # part kind base command
+  local part=$1 kind=$2 base=$3 cmd=$4 pre="" post=""
+  if [ -n "${TRACE:-}" ] && [ "$kind" != redis ]; then
+    mkdir -p "$TRACE"
+    for i in 0 1 2; do
+      pre+="redis-cli -p $((base + i)) debug trace start $TRACE/$part-$kind-$((base + i)).trace >/dev/null && "
+      post+="; redis-cli -p $((base + i)) debug trace stop >/dev/null"
+    done
+    echo "$pre { $cmd; }; rc=\$?$post; exit \$rc"
+    return
+  fi
+  echo "$cmd"
+}
+
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB; redis-server $(redis-server --version | awk '{print $3}'); pipeline=$PIPELINE slots=$SLOTS; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 base=${BASE:-21000}
 for part in $PARTS; do
@@ -178,7 +203,7 @@ for part in $PARTS; do
         args=(-counters 100000 -writers 16 -probe 1000 -run "$(measured "$(reshard_cmd $base)")"
           -run "redis-cli --cluster rebalance 127.0.0.1:$base --cluster-pipeline $PIPELINE >$work/rebalance.log 2>&1")
         ;;
-      small) args=(-values "$VALUES" -value-size 100 -probe "${PROBE:-1000}" -probe-rate "${PROBE_RATE:-0}" -run "$(measured "$(reshard_cmd $base)")") ;;
+      small) args=(-values "$VALUES" -value-size 100 -probe "${PROBE:-1000}" -probe-rate "${PROBE_RATE:-0}" -run "$(measured "$(traced small "$kind" $base "$(reshard_cmd $base)")")") ;;
       wholeslot)
         move=$(reshard_cmd $base)
         [ "$kind" = shardnode ] && move=$(import_cmd $base)
@@ -186,7 +211,7 @@ for part in $PARTS; do
         args=(-values 1000000 -value-size 100 -probe "${WHOLESLOT_PROBE:-0}" -run "$(measured "$move")")
         ;;
       steps) args=(-values "$VALUES" -value-size 100 -probe "${PROBE:-0}" -probe-rate "${PROBE_RATE:-0}" -run "move:$SLOTS:$PIPELINE") ;;
-      big) args=(-big 20 -big-size $((50 << 20)) -big-slots 0-$((SLOTS - 1)) -probe "${PROBE:-1000}" -probe-rate "${PROBE_RATE:-0}" -run "$(measured "$(reshard_cmd $base)")") ;;
+      big) args=(-big 20 -big-size $((50 << 20)) -big-slots 0-$((SLOTS - 1)) -probe "${PROBE:-1000}" -probe-rate "${PROBE_RATE:-0}" -run "$(measured "$(traced big "$kind" $base "$(reshard_cmd $base)")")") ;;
       *) echo "unknown part $part" >&2; exit 2 ;;
     esac
     cpu0=$(cpu_ticks)
@@ -201,6 +226,7 @@ for part in $PARTS; do
       fi
       perfpid=$!
     fi
+    [ -n "${TRACE:-}" ] && args+=(-slow-log "$TRACE/$part-$kind.slow")
     line=$("$work/reshardload" -addr "127.0.0.1:$base" "${args[@]}" 2>"$work/driver.err") || {
       echo "$part $kind: driver failed:"; tail -5 "$work/driver.err"; tail -5 "$work/reshard.log" 2>/dev/null
     }

@@ -28,6 +28,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -64,6 +65,8 @@ func main() {
 	probe := flag.Int("probe", 1000, "probe keys read during the commands")
 	probeSlots := flag.String("probe-slots", "3000-10922", "slot range of the probe keys")
 	probeRate := flag.Int("probe-rate", 0, "probe GETs per second (0: back to back)")
+	flag.StringVar(&slowLog, "slow-log", "", "file to write the probe GETs slower than -slow-ms to (node address, start and end in Unix ns), for scripts/traceprobe")
+	flag.DurationVar(&slowMin, "slow-ms", time.Millisecond, "latency from which a probe GET goes to -slow-log")
 	var cmds runs
 	flag.Var(&cmds, "run", "shell command to run under load (repeatable, in order); \"move:N[:P]\" moves slots 0..N-1 itself, as redis-cli --cluster reshard would with pipeline P (default 10), timing each command (report on stderr)")
 	flag.Parse()
@@ -96,6 +99,12 @@ func keysInSlots(prefix string, n, lo, hi int) []string {
 }
 
 // owners maps each slot to its master's address.
+// slowLog and slowMin are -slow-log and -slow-ms.
+var (
+	slowLog string
+	slowMin time.Duration
+)
+
 func owners(ctx context.Context, rc *redis.ClusterClient) ([16384]string, error) {
 	var own [16384]string
 	var err error
@@ -215,6 +224,16 @@ func run(addr string, counters, writers, values, valueSize, big, bigSize int, bi
 	}
 	var lat []time.Duration
 	var probeErrs int
+	var slow *bufio.Writer
+	if slowLog != "" {
+		f, err := os.Create(slowLog)
+		if err != nil {
+			return fmt.Errorf("slow log: %w", err)
+		}
+		defer f.Close()
+		slow = bufio.NewWriter(f)
+		defer slow.Flush()
+	}
 	probeDone := make(chan struct{})
 	probing := atomic.Bool{}
 	if len(probeKeys) > 0 {
@@ -244,10 +263,15 @@ func run(addr string, counters, writers, values, valueSize, big, bigSize int, bi
 					due = due.Add(time.Second / time.Duration(probeRate))
 				}
 				t0 := time.Now()
-				if err := rc.Get(ctx, probeKeys[n%len(probeKeys)]).Err(); err != nil {
+				key := probeKeys[n%len(probeKeys)]
+				if err := rc.Get(ctx, key).Err(); err != nil {
 					probeErrs++
 				}
-				lat = append(lat, time.Since(t0))
+				d := time.Since(t0)
+				lat = append(lat, d)
+				if slow != nil && d >= slowMin {
+					fmt.Fprintf(slow, "%s %d %d\n", before[consistent.KeySlot(key)], t0.UnixNano(), t0.Add(d).UnixNano())
+				}
 			}
 		}()
 	} else {
