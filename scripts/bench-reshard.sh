@@ -44,7 +44,9 @@
 # PROBE sets the small and big parts' probe keys (default 1000; 0: no probe);
 # PROBE_RATE its GETs per second (default 0: back to back, so a server
 # that answers faster serves more of them during the move; a rate gives
-# both servers the same probe load).
+# both servers the same probe load; the line then also gives
+# probe_due_p99_ms and probe_due_p999_ms, latencies counted from when each
+# GET was due, so the GETs a stall held back count it too).
 # PIPELINE is redis-cli's --cluster-pipeline (keys per MIGRATE, default 10
 # as redis-cli's); VALUES scales the small part down (default 1,000,000).
 # PERF=<dir> records the three servers with `perf record -g $PERF_OPTS`

@@ -246,11 +246,24 @@ func (d *Decoder) ReadString() ([]byte, error) {
 		return buf.Bytes(), nil
 	}
 	s := make([]byte, n)
-	if err := d.readFull(s); err != nil {
-		return nil, err
+	// In steps of copyStep: runtime.memmove is not preemptible, and one
+	// 50 MB copy into fresh pages held the process's only P for 100 ms
+	// and more while requests of other keys waited (docs/BENCHMARKS.md,
+	// "Session 20, bigp99"). Between steps the goroutine can be
+	// preempted, so the scheduler's time slice bounds how long it keeps
+	// the P.
+	for i := 0; i < len(s); i += copyStep {
+		if err := d.readFull(s[i:min(i+copyStep, len(s))]); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
+
+// copyStep is the most a string read copies in one call: at least the
+// decoder's buffer (256 KiB), so bufio copies straight from the input
+// into the string instead of through its buffer.
+const copyStep = 256 << 10
 
 type crcWriter struct{ d *Decoder }
 

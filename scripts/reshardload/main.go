@@ -222,7 +222,10 @@ func run(addr string, counters, writers, values, valueSize, big, bigSize int, bi
 			}(w)
 		}
 	}
-	var lat []time.Duration
+	// lat is each probe GET's latency from its start; schedLat (with
+	// -probe-rate) from when it was due, so a GET delayed behind a stalled
+	// one counts the stall too (no coordinated omission).
+	var lat, schedLat []time.Duration
 	var probeErrs int
 	var slow *bufio.Writer
 	if slowLog != "" {
@@ -241,7 +244,7 @@ func run(addr string, counters, writers, values, valueSize, big, bigSize int, bi
 			defer close(probeDone)
 			// due is when the next GET is due at -probe-rate (zero: the
 			// schedule starts at the next GET).
-			var due time.Time
+			var due, sched time.Time
 			for n := 0; ; n++ {
 				select {
 				case <-stop:
@@ -260,6 +263,7 @@ func run(addr string, counters, writers, values, valueSize, big, bigSize int, bi
 					if d := time.Until(due); d > 0 {
 						time.Sleep(d)
 					}
+					sched = due
 					due = due.Add(time.Second / time.Duration(probeRate))
 				}
 				t0 := time.Now()
@@ -269,6 +273,9 @@ func run(addr string, counters, writers, values, valueSize, big, bigSize int, bi
 				}
 				d := time.Since(t0)
 				lat = append(lat, d)
+				if probeRate > 0 {
+					schedLat = append(schedLat, time.Since(sched))
+				}
 				if slow != nil && d >= slowMin {
 					fmt.Fprintf(slow, "%s %d %d\n", before[consistent.KeySlot(key)], t0.UnixNano(), t0.Add(d).UnixNano())
 				}
@@ -366,6 +373,10 @@ func run(addr string, counters, writers, values, valueSize, big, bigSize int, bi
 		ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 2, 64) }
 		out = append(out, fmt.Sprintf("probe_n=%d probe_errors=%d probe_p50_ms=%s probe_p99_ms=%s probe_max_ms=%s",
 			len(lat), probeErrs, ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), ms(lat[len(lat)-1])))
+		if len(schedLat) > 0 {
+			slices.Sort(schedLat)
+			out = append(out, fmt.Sprintf("probe_due_p99_ms=%s probe_due_p999_ms=%s", ms(schedLat[len(schedLat)*99/100]), ms(schedLat[len(schedLat)*999/1000])))
+		}
 	}
 	fmt.Println(strings.Join(out, " "))
 	if failed {

@@ -12,8 +12,8 @@
 // is still on the wire), runnable (woken, waiting for a P), running,
 // syscall, blocked (by reason) and after (the reply written, the client
 // not yet done). For the unseen and runnable parts it adds up what the
-// node's Ps ran meanwhile, labelled by the goroutine's first two frames of
-// this program's module where it stopped running, and how the goroutine
+// node's Ps ran meanwhile, labelled by the goroutine's leaf function and its first two frames
+// of the shardis module where it stopped running, and how the goroutine
 // was woken (by a P's scheduler or by sysmon's network poll). It also
 // gives stop-the-world time overlapping the GETs. The wall clock is
 // mapped to trace time with the trace's clock snapshot.
@@ -70,10 +70,10 @@ func label(st trace.Stack) string {
 			}
 		}
 	}
-	if len(out) == 0 {
-		return first
+	if len(out) == 0 || strings.HasPrefix(first, modPrefix) {
+		return strings.Join(append([]string{first}, out...), " < ")[len(first)+min(len(out), 1)*3:]
 	}
-	return strings.Join(out, " < ")
+	return first + " < " + strings.Join(out, " < ")
 }
 
 func parse(path string) (*node, error) {
