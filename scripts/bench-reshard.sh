@@ -56,6 +56,8 @@
 # (task-clock, context switches, migrations, page faults, or the
 # PERF_STAT_EVENTS) into
 # <dir>/<part>-<kind>.stat instead.
+# SHARDNODE_ARGS adds arguments to the shardnode kinds' command line (for
+# example "--io-threads 2").
 # TRACE=<dir> (shardnode kinds) starts the servers with
 # enable-debug-command and wraps the small and big parts' move in DEBUG
 # TRACE START/STOP on each of the three, into
@@ -93,6 +95,8 @@ start() { # kind baseport
     mkdir -p "$d"
     local extra=()
     [ -n "${TRACE:-}" ] && extra=(--enable-debug-command yes)
+    # shellcheck disable=SC2206
+    [ "$kind" != redis ] && [ -n "${SHARDNODE_ARGS:-}" ] && extra+=($SHARDNODE_ARGS)
     "$bin" --port "$p" --cluster-enabled yes --cluster-config-file "$d/nodes.conf" --dir "$d" \
       --save "" --appendonly no --loglevel warning "${extra[@]}" >"$d/log" 2>&1 &
     pids+=($!)
