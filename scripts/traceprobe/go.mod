@@ -2,4 +2,4 @@ module github.com/shardis/shardis/scripts/traceprobe
 
 go 1.26.0
 
-require golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4 // indirect
+require golang.org/x/exp v0.0.0-20261113113407-e3970619a1a4
