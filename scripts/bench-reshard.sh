@@ -44,7 +44,9 @@
 # PROBE sets the small and big parts' probe keys (default 1000; 0: no probe);
 # PROBE_RATE its GETs per second (default 0: back to back, so a server
 # that answers faster serves more of them during the move; a rate gives
-# both servers the same probe load).
+# both servers the same probe load; the line then also gives
+# probe_due_p99_ms and probe_due_p999_ms, latencies counted from when each
+# GET was due, so the GETs a stall held back count it too).
 # PIPELINE is redis-cli's --cluster-pipeline (keys per MIGRATE, default 10
 # as redis-cli's); VALUES scales the small part down (default 1,000,000).
 # PERF=<dir> records the three servers with `perf record -g $PERF_OPTS`
@@ -54,6 +56,15 @@
 # (task-clock, context switches, migrations, page faults, or the
 # PERF_STAT_EVENTS) into
 # <dir>/<part>-<kind>.stat instead.
+# SHARDNODE_ARGS adds arguments to the shardnode kinds' command line (for
+# example "--io-threads 2").
+# TRACE=<dir> (shardnode kinds) starts the servers with
+# enable-debug-command and wraps the small and big parts' move in DEBUG
+# TRACE START/STOP on each of the three, into
+# <dir>/<part>-<kind>-<port>.trace (Go execution traces, for
+# scripts/traceprobe); tracing costs CPU, so such a run's figures are not
+# the ones to compare. The driver then also writes the probe GETs of 1 ms
+# or more to <dir>/<part>-<kind>.slow.
 # Each line also gives cpu_s, the CPU seconds (utime+stime) the three
 # servers spent during the driver's run: a figure that, unlike the times,
 # does not grow with the machine's load. The driver is scripts/reshardload.
@@ -82,8 +93,12 @@ start() { # kind baseport
     local p=$((base + i)) d="$work/$kind/$((base + i))"
     rm -rf "$d"
     mkdir -p "$d"
+    local extra=()
+    [ -n "${TRACE:-}" ] && extra=(--enable-debug-command yes)
+    # shellcheck disable=SC2206
+    [ "$kind" != redis ] && [ -n "${SHARDNODE_ARGS:-}" ] && extra+=($SHARDNODE_ARGS)
     "$bin" --port "$p" --cluster-enabled yes --cluster-config-file "$d/nodes.conf" --dir "$d" \
-      --save "" --appendonly no --loglevel warning >"$d/log" 2>&1 &
+      --save "" --appendonly no --loglevel warning "${extra[@]}" >"$d/log" 2>&1 &
     pids+=($!)
     addrs+=("127.0.0.1:$p")
   done
@@ -168,6 +183,22 @@ EOS
   printf 'SERVER_PIDS="%s" CPU_OUT=%s bash %s %q' "${pids[*]}" "$work/cpu" "$work/measure.sh" "$1"
 }
 
+# traced wraps a move in DEBUG TRACE START/STOP on the three servers when
+# TRACE is set and the kind is a shardnode.
+traced() { # part kind base command
+  local part=$1 kind=$2 base=$3 cmd=$4 pre="" post=""
+  if [ -n "${TRACE:-}" ] && [ "$kind" != redis ]; then
+    mkdir -p "$TRACE"
+    for i in 0 1 2; do
+      pre+="redis-cli -p $((base + i)) debug trace start $TRACE/$part-$kind-$((base + i)).trace >/dev/null && "
+      post+="; redis-cli -p $((base + i)) debug trace stop >/dev/null"
+    done
+    echo "$pre { $cmd; }; rc=\$?$post; exit \$rc"
+    return
+  fi
+  echo "$cmd"
+}
+
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GB; redis-server $(redis-server --version | awk '{print $3}'); pipeline=$PIPELINE slots=$SLOTS; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 base=${BASE:-21000}
 for part in $PARTS; do
@@ -178,7 +209,7 @@ for part in $PARTS; do
         args=(-counters 100000 -writers 16 -probe 1000 -run "$(measured "$(reshard_cmd $base)")"
           -run "redis-cli --cluster rebalance 127.0.0.1:$base --cluster-pipeline $PIPELINE >$work/rebalance.log 2>&1")
         ;;
-      small) args=(-values "$VALUES" -value-size 100 -probe "${PROBE:-1000}" -probe-rate "${PROBE_RATE:-0}" -run "$(measured "$(reshard_cmd $base)")") ;;
+      small) args=(-values "$VALUES" -value-size 100 -probe "${PROBE:-1000}" -probe-rate "${PROBE_RATE:-0}" -run "$(measured "$(traced small "$kind" $base "$(reshard_cmd $base)")")") ;;
       wholeslot)
         move=$(reshard_cmd $base)
         [ "$kind" = shardnode ] && move=$(import_cmd $base)
@@ -186,7 +217,7 @@ for part in $PARTS; do
         args=(-values 1000000 -value-size 100 -probe "${WHOLESLOT_PROBE:-0}" -run "$(measured "$move")")
         ;;
       steps) args=(-values "$VALUES" -value-size 100 -probe "${PROBE:-0}" -probe-rate "${PROBE_RATE:-0}" -run "move:$SLOTS:$PIPELINE") ;;
-      big) args=(-big 20 -big-size $((50 << 20)) -big-slots 0-$((SLOTS - 1)) -probe "${PROBE:-1000}" -probe-rate "${PROBE_RATE:-0}" -run "$(measured "$(reshard_cmd $base)")") ;;
+      big) args=(-big 20 -big-size $((50 << 20)) -big-slots 0-$((SLOTS - 1)) -probe "${PROBE:-1000}" -probe-rate "${PROBE_RATE:-0}" -run "$(measured "$(traced big "$kind" $base "$(reshard_cmd $base)")")") ;;
       *) echo "unknown part $part" >&2; exit 2 ;;
     esac
     cpu0=$(cpu_ticks)
@@ -201,6 +232,7 @@ for part in $PARTS; do
       fi
       perfpid=$!
     fi
+    [ -n "${TRACE:-}" ] && args+=(-slow-log "$TRACE/$part-$kind.slow")
     line=$("$work/reshardload" -addr "127.0.0.1:$base" "${args[@]}" 2>"$work/driver.err") || {
       echo "$part $kind: driver failed:"; tail -5 "$work/driver.err"; tail -5 "$work/reshard.log" 2>/dev/null
     }

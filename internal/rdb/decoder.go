@@ -22,6 +22,9 @@ type Decoder struct {
 	// corrupt input (a RESTORE payload) cannot make the decoder allocate
 	// much more than its own size.
 	size int64
+	// noCRC skips the running CRC64: Undump verifies the payload's
+	// checksum over the whole payload before decoding it.
+	noCRC bool
 }
 
 // NewDecoder returns a decoder reading r. When r reports how many bytes
@@ -86,7 +89,9 @@ func (d *Decoder) Offset() int64 { return d.off }
 
 func (d *Decoder) readFull(p []byte) error {
 	n, err := io.ReadFull(d.r, p)
-	d.crc = UpdateCRC(d.crc, p[:n])
+	if !d.noCRC {
+		d.crc = UpdateCRC(d.crc, p[:n])
+	}
 	d.off += int64(n)
 	if err != nil {
 		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
@@ -106,7 +111,9 @@ func (d *Decoder) readByte() (byte, error) {
 		return 0, err
 	}
 	d.one[0] = b
-	d.crc = UpdateCRC(d.crc, d.one[:])
+	if !d.noCRC {
+		d.crc = UpdateCRC(d.crc, d.one[:])
+	}
 	d.off++
 	return b, nil
 }
@@ -228,8 +235,10 @@ func (d *Decoder) ReadString() ([]byte, error) {
 	if err := d.checkLeft(n, "string length"); err != nil {
 		return nil, err
 	}
-	// Grow in steps so a bogus length fails at EOF, not in make.
-	if n > maxAlloc {
+	// Grow in steps so a bogus length fails at EOF, not in make; with the
+	// input's size known, checkLeft bounded n by the bytes left, so the
+	// string is allocated once, its size.
+	if n > maxAlloc && d.size < 0 {
 		var buf bytes.Buffer
 		if _, err := io.CopyN(&buf, io.TeeReader(d.r, crcWriter{d}), int64(n)); err != nil {
 			return nil, corrupt("unexpected end of file at offset %d", d.off)
@@ -237,16 +246,31 @@ func (d *Decoder) ReadString() ([]byte, error) {
 		return buf.Bytes(), nil
 	}
 	s := make([]byte, n)
-	if err := d.readFull(s); err != nil {
-		return nil, err
+	// In steps of copyStep: runtime.memmove is not preemptible, and one
+	// 50 MB copy into fresh pages held the process's only P for 100 ms
+	// and more while requests of other keys waited (docs/BENCHMARKS.md,
+	// "Session 20, bigp99"). Between steps the goroutine can be
+	// preempted, so the scheduler's time slice bounds how long it keeps
+	// the P.
+	for i := 0; i < len(s); i += copyStep {
+		if err := d.readFull(s[i:min(i+copyStep, len(s))]); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
 
+// copyStep is the most a string read copies in one call: at least the
+// decoder's buffer (256 KiB), so bufio copies straight from the input
+// into the string instead of through its buffer.
+const copyStep = 256 << 10
+
 type crcWriter struct{ d *Decoder }
 
 func (w crcWriter) Write(p []byte) (int, error) {
-	w.d.crc = UpdateCRC(w.d.crc, p)
+	if !w.d.noCRC {
+		w.d.crc = UpdateCRC(w.d.crc, p)
+	}
 	w.d.off += int64(len(p))
 	return len(p), nil
 }
@@ -645,6 +669,7 @@ func Undump(p []byte) (*Value, error) {
 		return nil, ErrBadPayload
 	}
 	d := NewDecoder(bytes.NewReader(body[1:]))
+	d.noCRC = true // verified above, once
 	v, err := d.ReadValue(body[0])
 	if err != nil {
 		return nil, err

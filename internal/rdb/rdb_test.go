@@ -2,6 +2,7 @@ package rdb
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -289,5 +290,41 @@ func TestUnsupportedType(t *testing.T) {
 	var ut *UnsupportedTypeError
 	if !errors.As(err, &ut) || ut.Error() != "rdb: unsupported value type 7 (module)" {
 		t.Fatalf("%v", err)
+	}
+}
+
+// A string longer than several copy steps (and not a multiple of one)
+// round-trips through DUMP and RESTORE's decoding, which checks the
+// checksum once, over the whole payload: a flipped byte anywhere in the
+// string is refused, and so is a payload cut short.
+func TestUndumpBigString(t *testing.T) {
+	s := make([]byte, 3*copyStep+12345)
+	x := uint32(1)
+	for i := range s {
+		x = x*1664525 + 1013904223
+		s[i] = byte(x >> 24)
+	}
+	p := Dump(&Value{Kind: KindString, Str: s}, true, Limits{})
+	got, err := Undump(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got.Str, s) {
+		t.Fatal("big string round trip differs")
+	}
+	for _, pos := range []int{10, copyStep + 1, len(p) - 11} {
+		q := bytes.Clone(p)
+		q[pos] ^= 0x01
+		if _, err := Undump(q); !errors.Is(err, ErrBadPayload) {
+			t.Fatalf("byte %d flipped: %v", pos, err)
+		}
+	}
+	// A payload cut inside the string, with a footer recomputed for it:
+	// the checksum matches, the string's length claims more than is left.
+	cut := p[:2*copyStep]
+	cut = binary.LittleEndian.AppendUint16(cut[:len(cut):len(cut)], Version)
+	cut = binary.LittleEndian.AppendUint64(cut, Checksum(cut))
+	if _, err := Undump(cut); err == nil || errors.Is(err, ErrBadPayload) {
+		t.Fatalf("cut payload: %v", err)
 	}
 }

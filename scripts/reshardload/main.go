@@ -28,6 +28,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -64,6 +65,8 @@ func main() {
 	probe := flag.Int("probe", 1000, "probe keys read during the commands")
 	probeSlots := flag.String("probe-slots", "3000-10922", "slot range of the probe keys")
 	probeRate := flag.Int("probe-rate", 0, "probe GETs per second (0: back to back)")
+	flag.StringVar(&slowLog, "slow-log", "", "file to write the probe GETs slower than -slow-ms to (node address, start and end in Unix ns), for scripts/traceprobe")
+	flag.DurationVar(&slowMin, "slow-ms", time.Millisecond, "latency from which a probe GET goes to -slow-log")
 	var cmds runs
 	flag.Var(&cmds, "run", "shell command to run under load (repeatable, in order); \"move:N[:P]\" moves slots 0..N-1 itself, as redis-cli --cluster reshard would with pipeline P (default 10), timing each command (report on stderr)")
 	flag.Parse()
@@ -96,6 +99,12 @@ func keysInSlots(prefix string, n, lo, hi int) []string {
 }
 
 // owners maps each slot to its master's address.
+// slowLog and slowMin are -slow-log and -slow-ms.
+var (
+	slowLog string
+	slowMin time.Duration
+)
+
 func owners(ctx context.Context, rc *redis.ClusterClient) ([16384]string, error) {
 	var own [16384]string
 	var err error
@@ -213,8 +222,21 @@ func run(addr string, counters, writers, values, valueSize, big, bigSize int, bi
 			}(w)
 		}
 	}
-	var lat []time.Duration
+	// lat is each probe GET's latency from its start; schedLat (with
+	// -probe-rate) from when it was due, so a GET delayed behind a stalled
+	// one counts the stall too (no coordinated omission).
+	var lat, schedLat []time.Duration
 	var probeErrs int
+	var slow *bufio.Writer
+	if slowLog != "" {
+		f, err := os.Create(slowLog)
+		if err != nil {
+			return fmt.Errorf("slow log: %w", err)
+		}
+		defer f.Close()
+		slow = bufio.NewWriter(f)
+		defer slow.Flush()
+	}
 	probeDone := make(chan struct{})
 	probing := atomic.Bool{}
 	if len(probeKeys) > 0 {
@@ -222,7 +244,7 @@ func run(addr string, counters, writers, values, valueSize, big, bigSize int, bi
 			defer close(probeDone)
 			// due is when the next GET is due at -probe-rate (zero: the
 			// schedule starts at the next GET).
-			var due time.Time
+			var due, sched time.Time
 			for n := 0; ; n++ {
 				select {
 				case <-stop:
@@ -241,13 +263,22 @@ func run(addr string, counters, writers, values, valueSize, big, bigSize int, bi
 					if d := time.Until(due); d > 0 {
 						time.Sleep(d)
 					}
+					sched = due
 					due = due.Add(time.Second / time.Duration(probeRate))
 				}
 				t0 := time.Now()
-				if err := rc.Get(ctx, probeKeys[n%len(probeKeys)]).Err(); err != nil {
+				key := probeKeys[n%len(probeKeys)]
+				if err := rc.Get(ctx, key).Err(); err != nil {
 					probeErrs++
 				}
-				lat = append(lat, time.Since(t0))
+				d := time.Since(t0)
+				lat = append(lat, d)
+				if probeRate > 0 {
+					schedLat = append(schedLat, time.Since(sched))
+				}
+				if slow != nil && d >= slowMin {
+					fmt.Fprintf(slow, "%s %d %d\n", before[consistent.KeySlot(key)], t0.UnixNano(), t0.Add(d).UnixNano())
+				}
 			}
 		}()
 	} else {
@@ -342,6 +373,10 @@ func run(addr string, counters, writers, values, valueSize, big, bigSize int, bi
 		ms := func(d time.Duration) string { return strconv.FormatFloat(float64(d.Microseconds())/1000, 'f', 2, 64) }
 		out = append(out, fmt.Sprintf("probe_n=%d probe_errors=%d probe_p50_ms=%s probe_p99_ms=%s probe_max_ms=%s",
 			len(lat), probeErrs, ms(lat[len(lat)/2]), ms(lat[len(lat)*99/100]), ms(lat[len(lat)-1])))
+		if len(schedLat) > 0 {
+			slices.Sort(schedLat)
+			out = append(out, fmt.Sprintf("probe_due_p99_ms=%s probe_due_p999_ms=%s", ms(schedLat[len(schedLat)*99/100]), ms(schedLat[len(schedLat)*999/1000])))
+		}
 	}
 	fmt.Println(strings.Join(out, " "))
 	if failed {

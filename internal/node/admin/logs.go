@@ -94,14 +94,17 @@ func SlowlogArgs(args [][]byte, redactFrom int) []string {
 	n := min(len(args), 32)
 	out := make([]string, 0, n)
 	for i := 0; i < n; i++ {
-		a := string(args[i])
-		if i >= redactFrom {
-			a = "(redacted)"
-		}
-		if i == 31 && len(args) > 32 {
+		// Cut before converting: a RESTORE's 50 MB payload is not copied.
+		var a string
+		switch {
+		case i == 31 && len(args) > 32:
 			a = "... (" + strconv.Itoa(len(args)-31) + " more arguments)"
-		} else if len(a) > 128 {
-			a = a[:128] + "... (" + strconv.Itoa(len(args[i])-128) + " more bytes)"
+		case i >= redactFrom:
+			a = "(redacted)"
+		case len(args[i]) > 128:
+			a = string(args[i][:128]) + "... (" + strconv.Itoa(len(args[i])-128) + " more bytes)"
+		default:
+			a = string(args[i])
 		}
 		out = append(out, a)
 	}
