@@ -264,28 +264,35 @@ func (c *conn) do(args []string) (resp.Value, error) {
 	return v, nil
 }
 
-// sortUnordered reports whether a SORT or SORT_RO's reply is in the
-// key's own order: BY a pattern without '*' skips sorting (Redis's
-// dontsort), and a set's own order is its hash table's (redis-server 7.0
-// forces ALPHA only with STORE or inside a script). The reply is then
-// compared sorted, which for a list or a sorted set loses the order check
-// of this one case.
+// sortUnordered reports whether a SORT or SORT_RO's reply may follow the
+// key's own order, which for a set is its hash table's: BY a pattern
+// without '*' skips sorting (Redis's dontsort; redis-server 7.0 forces
+// ALPHA only with STORE or inside a script), and ALPHA BY a pattern
+// leaves elements with equal (or missing) BY values in the order they
+// came (sortCompare has no tie-break there, unlike the numeric sort).
+// The reply is then compared sorted, which for a list or a sorted set
+// loses the order check of these cases.
 func sortUnordered(args []string) bool {
 	if args[0] != "sort" && args[0] != "sort_ro" {
 		return false
 	}
-	dontsort := false
+	dontsort, alpha, by := false, false, false
 	for i := 2; i < len(args); i++ {
 		switch strings.ToLower(args[i]) {
 		case "store":
 			return false
+		case "alpha":
+			alpha = true
 		case "by":
-			if i+1 < len(args) && !strings.Contains(args[i+1], "*") {
-				dontsort = true
+			if i+1 < len(args) {
+				by = true
+				if !strings.Contains(args[i+1], "*") {
+					dontsort = true
+				}
 			}
 		}
 	}
-	return dontsort
+	return dontsort || alpha && by
 }
 
 // canon renders v, the reply to args, for comparison, normalised for the
