@@ -356,6 +356,12 @@ func (m *Machine) LoadNodesConf(now time.Time, text string) error {
 	if m.myself.isSlave() && m.myself.slaveOf != nil {
 		m.setRole(m.myself.slaveOf)
 	}
+	// The state is computed in the step that sets the replication
+	// target, as clusterCron calls replicationSetMaster and
+	// clusterUpdateState together: a replica's first Ready carries both,
+	// so a read served once its replication started never meets a state
+	// not yet computed. A master still waits writableDelay from here.
+	m.todo |= todoUpdateState
 	m.end()
 	return nil
 }
