@@ -173,7 +173,8 @@ func corruptLine(line string, why string) error {
 // and role. An empty text changes nothing (Redis treats a zero-length
 // file as missing). A file Redis would refuse returns an error wrapping
 // ErrCorruptConfig and leaves the machine unchanged. The announced
-// address, ports and hostname of the Config are reapplied to myself.
+// address, ports and hostname of the Config are reapplied to myself, and
+// the cluster state is computed in the same step (see the end).
 func (m *Machine) LoadNodesConf(now time.Time, text string) error {
 	if len(text) == 0 {
 		return nil
