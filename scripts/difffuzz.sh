@@ -5,7 +5,7 @@
 # (scripts/difffuzz) and prints every reply that differs, shrunk to a
 # short sequence. Exit status 1 when a divergence was found.
 #
-#   scripts/difffuzz.sh [difffuzz flags: -seed N -cases N -len N -only cmd,cmd]
+#   scripts/difffuzz.sh [difffuzz flags: -seed N -cases N -len N -only cmd,cmd -resp3 -multi PERCENT]
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 port=${PORT:-18950}

@@ -86,10 +86,11 @@ func replyChannels(c *Client, args [][]byte, k pubsub.Kind) {
 }
 
 // replyNumsub replies the subscriber count of each channel of args[2:]
-// (PUBSUB NUMSUB and SHARDNUMSUB).
+// (PUBSUB NUMSUB and SHARDNUMSUB): channel, count, channel, count ... as
+// a flat array in RESP3 too, as redis-server 7.0 answers (no map).
 func replyNumsub(c *Client, args [][]byte, k pubsub.Kind) {
 	counts := c.srv.pubsub.NumSub(k, args[2:])
-	c.addMapLen(len(counts))
+	c.addArrayLen(2 * len(counts))
 	for i, a := range args[2:] {
 		c.addBulk(a)
 		c.addInt(int64(counts[i]))

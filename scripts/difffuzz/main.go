@@ -15,7 +15,14 @@
 // printed as a redis-cli-quoted sequence with both replies. The same seed
 // gives the same sequences.
 //
-//	difffuzz -redis 127.0.0.1:6379 -shardnode 127.0.0.1:6380 [-seed N] [-cases N] [-len N]
+// With -resp3 both connections send HELLO 3 first, so the replies
+// compared are RESP3's (maps, sets, doubles, nulls, verbatim strings:
+// the type byte is part of the comparison). With -multi P, P percent of
+// the sequences are sent inside MULTI ... EXEC: the queueing replies and
+// each element of EXEC's reply are compared, and a divergence is shrunk
+// inside its transaction (a seed's sequences do not change with -multi).
+//
+//	difffuzz -redis 127.0.0.1:6379 -shardnode 127.0.0.1:6380 [-seed N] [-cases N] [-len N] [-resp3] [-multi P]
 //
 // scripts/difffuzz.sh starts both servers on loopback and runs it. Never
 // point it at a server holding data: every case begins with FLUSHALL.
@@ -84,6 +91,12 @@ var unordered = map[string]bool{
 	"hkeys": true, "hvals": true,
 }
 var unorderedPairs = map[string]bool{"hgetall": true}
+
+// lastTimeout names the blocking commands whose last argument is the
+// timeout.
+var lastTimeout = map[string]bool{
+	"blpop": true, "brpop": true, "brpoplpush": true, "blmove": true, "bzpopmin": true, "bzpopmax": true,
+}
 
 // ttlLike replies hold clock-dependent figures: a positive integer is
 // compared as "positive".
@@ -213,6 +226,14 @@ func (g *gen) command() []string {
 		out = out[:len(out)-1]
 	case m < 10:
 		out = append(out, g.pick(strs))
+		// The last argument of BLPOP and its kin is the timeout: a
+		// junk "0" or "10" there blocks both servers for good or for
+		// 10 s, past the read deadline. Make it a short one.
+		if lastTimeout[out[0]] {
+			if _, err := strconv.ParseFloat(out[len(out)-1], 64); err == nil {
+				out[len(out)-1] = "0.01"
+			}
+		}
 	}
 	return out
 }
@@ -243,12 +264,45 @@ func (c *conn) do(args []string) (resp.Value, error) {
 	return v, nil
 }
 
-// canon renders v for comparison, normalised for cmd.
-func canon(cmd string, v resp.Value) string {
+// sortUnordered reports whether a SORT or SORT_RO's reply may follow the
+// key's own order, which for a set is its hash table's: BY a pattern
+// without '*' skips sorting (Redis's dontsort; redis-server 7.0 forces
+// ALPHA only with STORE or inside a script), and ALPHA BY a pattern
+// leaves elements with equal (or missing) BY values in the order they
+// came (sortCompare has no tie-break there, unlike the numeric sort).
+// The reply is then compared sorted, which for a list or a sorted set
+// loses the order check of these cases.
+func sortUnordered(args []string) bool {
+	if args[0] != "sort" && args[0] != "sort_ro" {
+		return false
+	}
+	dontsort, alpha, by := false, false, false
+	for i := 2; i < len(args); i++ {
+		switch strings.ToLower(args[i]) {
+		case "store":
+			return false
+		case "alpha":
+			alpha = true
+		case "by":
+			if i+1 < len(args) {
+				by = true
+				if !strings.Contains(args[i+1], "*") {
+					dontsort = true
+				}
+			}
+		}
+	}
+	return dontsort || alpha && by
+}
+
+// canon renders v, the reply to args, for comparison, normalised for the
+// command.
+func canon(args []string, v resp.Value) string {
+	cmd := args[0]
 	if ttlLike[cmd] && v.Type == ':' && v.Int > 0 {
 		return ":positive"
 	}
-	if v.Type == '*' && !v.Null && (unordered[cmd] || unorderedPairs[cmd]) {
+	if (v.Type == '*' || v.Type == '~' || v.Type == '%') && !v.Null && (unordered[cmd] || unorderedPairs[cmd] || sortUnordered(args)) {
 		var parts []string
 		step := 1
 		if unorderedPairs[cmd] {
@@ -262,7 +316,7 @@ func canon(cmd string, v resp.Value) string {
 			parts = append(parts, s)
 		}
 		sort.Strings(parts)
-		return "*sorted[" + strings.Join(parts, ",") + "]"
+		return string(v.Type) + "sorted[" + strings.Join(parts, ",") + "]"
 	}
 	return render(v)
 }
@@ -273,12 +327,12 @@ func render(v resp.Value) string {
 		return string(v.Type) + "nil"
 	case v.Type == ':':
 		return ":" + strconv.FormatInt(v.Int, 10)
-	case v.Type == '*':
+	case v.Type == '*' || v.Type == '%' || v.Type == '~' || v.Type == '>':
 		parts := make([]string, len(v.Elems))
 		for i, e := range v.Elems {
 			parts[i] = render(e)
 		}
-		return "*[" + strings.Join(parts, ",") + "]"
+		return string(v.Type) + "[" + strings.Join(parts, ",") + "]"
 	default:
 		return string(v.Type) + strconv.Quote(v.Str)
 	}
@@ -286,18 +340,23 @@ func render(v resp.Value) string {
 
 // pair holds one connection to each server; broken is set when
 // shardnode's connection failed (a hang or a crash), and the next run
-// reconnects first.
+// reconnects first. With resp3 set every connection starts with HELLO 3.
 type pair struct {
 	a, b              *conn
 	broken            bool
+	resp3             bool
 	redisAddr, snAddr string
 }
 
 // run replays seq on both after a FLUSHALL and returns the index of the
-// first differing reply (-1: none) and both replies there.
-func (p *pair) run(seq [][]string) (int, string, string, error) {
+// first differing reply (-1: none) and both replies there. With multi
+// set the sequence is sent inside MULTI ... EXEC: a differing queueing
+// reply is reported at its command, and a differing element of EXEC's
+// reply at the command it answers (a differing EXEC reply of another
+// shape at the last command).
+func (p *pair) run(seq [][]string, multi bool) (int, string, string, error) {
 	if p.broken {
-		p.reconnect(p.redisAddr, p.snAddr)
+		p.reconnect()
 		p.broken = false
 	}
 	for _, c := range []*conn{p.a, p.b} {
@@ -305,34 +364,73 @@ func (p *pair) run(seq [][]string) (int, string, string, error) {
 			return -1, "", "", err
 		}
 	}
+	if multi {
+		for _, c := range []*conn{p.a, p.b} {
+			if _, err := c.do([]string{"multi"}); err != nil {
+				return -1, "", "", err
+			}
+		}
+	}
+	// queued lists the commands a MULTI queued, in EXEC's reply order.
+	var queued []int
 	for i, args := range seq {
 		va, err := p.a.do(args)
 		if err != nil {
-			return -1, "", "", err
+			return -1, "", "", fmt.Errorf("%s: %w", quote(args), err)
 		}
 		vb, err := p.b.do(args)
 		if err != nil {
 			p.broken = true
-			return i, canon(args[0], va), "connection error: " + err.Error(), nil
+			return i, canon(args, va), "connection error: " + err.Error(), nil
 		}
-		ca, cb := canon(args[0], va), canon(args[0], vb)
+		ca, cb := canon(args, va), canon(args, vb)
 		if ca != cb {
+			if multi {
+				p.broken = true // leave no transaction open
+			}
 			return i, ca, cb, nil
 		}
+		if multi && va.Type == '+' && va.Str == "QUEUED" {
+			queued = append(queued, i)
+		}
+	}
+	if !multi {
+		return -1, "", "", nil
+	}
+	va, err := p.a.do([]string{"exec"})
+	if err != nil {
+		return -1, "", "", err
+	}
+	vb, err := p.b.do([]string{"exec"})
+	if err != nil {
+		p.broken = true
+		return len(seq) - 1, render(va), "connection error: " + err.Error(), nil
+	}
+	if va.Type == '*' && vb.Type == '*' && !va.Null && !vb.Null && len(va.Elems) == len(queued) && len(vb.Elems) == len(queued) {
+		for j, i := range queued {
+			ca, cb := canon(seq[i], va.Elems[j]), canon(seq[i], vb.Elems[j])
+			if ca != cb {
+				return i, "EXEC element " + ca, "EXEC element " + cb, nil
+			}
+		}
+		return -1, "", "", nil
+	}
+	if ca, cb := render(va), render(vb); ca != cb {
+		return len(seq) - 1, "EXEC " + ca, "EXEC " + cb, nil
 	}
 	return -1, "", "", nil
 }
 
 // shrink removes commands from seq[:upto+1] while the divergence stays at
 // the last command.
-func (p *pair) shrink(seq [][]string, redisAddr, snAddr string) ([][]string, string, string) {
+func (p *pair) shrink(seq [][]string, multi bool) ([][]string, string, string) {
 	cur := append([][]string(nil), seq...)
-	_, ra, rb, _ := p.run(cur)
+	_, ra, rb, _ := p.run(cur, multi)
 	for i := len(cur) - 2; i >= 0; i-- {
 		try := append(append([][]string(nil), cur[:i]...), cur[i+1:]...)
-		at, a, b, err := p.run(try)
+		at, a, b, err := p.run(try, multi)
 		if err != nil {
-			p.reconnect(redisAddr, snAddr)
+			p.reconnect()
 			continue
 		}
 		if at == len(try)-1 {
@@ -342,7 +440,7 @@ func (p *pair) shrink(seq [][]string, redisAddr, snAddr string) ([][]string, str
 	return cur, ra, rb
 }
 
-func (p *pair) reconnect(redisAddr, snAddr string) {
+func (p *pair) reconnect() {
 	if p.a != nil {
 		p.a.c.Close()
 	}
@@ -350,11 +448,23 @@ func (p *pair) reconnect(redisAddr, snAddr string) {
 		p.b.c.Close()
 	}
 	var err error
-	if p.a, err = dial(redisAddr); err != nil {
+	if p.a, err = dial(p.redisAddr); err != nil {
 		fatal(err)
 	}
-	if p.b, err = dial(snAddr); err != nil {
+	if p.b, err = dial(p.snAddr); err != nil {
 		fatal(err)
+	}
+	if !p.resp3 {
+		return
+	}
+	for _, c := range []*conn{p.a, p.b} {
+		v, err := c.do([]string{"hello", "3"})
+		if err != nil {
+			fatal(err)
+		}
+		if v.IsError() {
+			fatal(fmt.Errorf("difffuzz: HELLO 3 at %s: %s", c.c.RemoteAddr(), v.Str))
+		}
 	}
 }
 
@@ -464,10 +574,12 @@ func main() {
 	length := flag.Int("len", 25, "commands per sequence")
 	only := flag.String("only", "", "comma-separated command names to draw from (default: all documented)")
 	maxReports := flag.Int("max", 40, "stop after this many distinct divergences")
+	resp3 := flag.Bool("resp3", false, "send HELLO 3 on both connections first (RESP3 replies)")
+	multiPct := flag.Int("multi", 0, "percentage of sequences sent inside MULTI ... EXEC")
 	flag.Parse()
 
-	p := pair{redisAddr: *redisAddr, snAddr: *snAddr}
-	p.reconnect(*redisAddr, *snAddr)
+	p := pair{redisAddr: *redisAddr, snAddr: *snAddr, resp3: *resp3}
+	p.reconnect()
 	docs, err := loadDocs(p.a)
 	if err != nil {
 		fatal(err)
@@ -485,8 +597,15 @@ func main() {
 		}
 		docs = keep
 	}
-	fmt.Printf("difffuzz: %d commands and subcommands, seed %d, %d cases of %d\n", len(docs), *seed, *cases, *length)
+	proto := 2
+	if *resp3 {
+		proto = 3
+	}
+	fmt.Printf("difffuzz: %d commands and subcommands, seed %d, %d cases of %d, RESP%d, %d%% in MULTI\n", len(docs), *seed, *cases, *length, proto, *multiPct)
 	g := &gen{r: rand.New(rand.NewSource(*seed)), cmds: docs}
+	// modes draws which sequences go inside MULTI from its own source, so
+	// a seed's command sequences are the same with and without -multi.
+	modes := rand.New(rand.NewSource(*seed))
 	seen := map[string]bool{}
 	reports, sent := 0, 0
 	start := time.Now()
@@ -495,27 +614,37 @@ func main() {
 		for i := range seq {
 			seq[i] = g.command()
 		}
-		at, _, _, err := p.run(seq)
+		multi := modes.Intn(100) < *multiPct
+		at, _, _, err := p.run(seq, multi)
 		sent += *length
 		if err != nil {
 			fmt.Printf("case %d: %v (reconnecting)\n", n, err)
-			p.reconnect(*redisAddr, *snAddr)
+			p.reconnect()
 			continue
 		}
 		if at < 0 {
 			continue
 		}
-		small, ra, rb := p.shrink(seq[:at+1], *redisAddr, *snAddr)
+		small, ra, rb := p.shrink(seq[:at+1], multi)
 		last := small[len(small)-1]
 		sig := strings.Join(last[:min(2, len(last))], " ")
+		if multi {
+			sig = "(in MULTI) " + sig
+		}
 		if seen[sig] {
 			continue
 		}
 		seen[sig] = true
 		reports++
 		fmt.Printf("\n### divergence %d (case %d): %s\n", reports, n, sig)
+		if multi {
+			fmt.Printf("  MULTI\n")
+		}
 		for _, c := range small {
 			fmt.Printf("  %s\n", quote(c))
+		}
+		if multi {
+			fmt.Printf("  EXEC\n")
 		}
 		fmt.Printf("  redis-server: %s\n  shardnode:    %s\n", ra, rb)
 	}

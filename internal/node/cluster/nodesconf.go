@@ -173,7 +173,8 @@ func corruptLine(line string, why string) error {
 // and role. An empty text changes nothing (Redis treats a zero-length
 // file as missing). A file Redis would refuse returns an error wrapping
 // ErrCorruptConfig and leaves the machine unchanged. The announced
-// address, ports and hostname of the Config are reapplied to myself.
+// address, ports and hostname of the Config are reapplied to myself, and
+// the cluster state is computed in the same step (see the end).
 func (m *Machine) LoadNodesConf(now time.Time, text string) error {
 	if len(text) == 0 {
 		return nil
@@ -356,6 +357,12 @@ func (m *Machine) LoadNodesConf(now time.Time, text string) error {
 	if m.myself.isSlave() && m.myself.slaveOf != nil {
 		m.setRole(m.myself.slaveOf)
 	}
+	// The state is computed in the step that sets the replication
+	// target, as clusterCron calls replicationSetMaster and
+	// clusterUpdateState together: a replica's first Ready carries both,
+	// so a read served once its replication started never meets a state
+	// not yet computed. A master still waits writableDelay from here.
+	m.todo |= todoUpdateState
 	m.end()
 	return nil
 }

@@ -166,7 +166,7 @@ func Score(long, lat float64) (float64, bool) {
 // a search decodes every candidate. ok is always true (a step-26 hash is
 // never the zero hash); it stays for the callers' shape.
 func FromScore(score float64) (long, lat float64, ok bool) {
-	sep := deinterleave(uint64(score))
+	sep := deinterleave(cUint64(score))
 	const div = float64(uint64(1) << StepMax)
 	ilat, ilong := float64(uint32(sep)), float64(uint32(sep>>32))
 	latScale, longScale := latRange.Max-latRange.Min, longRange.Max-longRange.Min
@@ -175,6 +175,33 @@ func FromScore(score float64) (long, lat float64, ok bool) {
 	longMin := longRange.Min + (ilong/div)*longScale
 	longMax := longRange.Min + ((ilong+1)/div)*longScale
 	return clamp((longMin+longMax)/2, LongMin, LongMax), clamp((latMin+latMax)/2, LatMin, LatMax), true
+}
+
+// two63 is 2^63 as a double.
+const two63 = float64(1 << 63)
+
+// cUint64 converts a score to bits as redis-server's (uint64_t) cast of a
+// double does in the x86-64 code gcc generates for it (C leaves the cast
+// undefined outside [0, 2^64)): CVTTSD2SI, which gives 1<<63 for NaN and
+// for values out of int64's range, after subtracting 2^63 from values of
+// 2^63 or more, whose bit 63 is then flipped back. So a score no GEOADD
+// wrote (+inf, -1, 1e300, from ZADD) decodes to the place redis-server
+// 7.0 on x86-64 decodes it to, on every platform; Go's own conversion of
+// such values is implementation-defined.
+func cUint64(f float64) uint64 {
+	if f >= two63 {
+		return uint64(cvttsd2si(f-two63)) ^ (1 << 63)
+	}
+	return uint64(cvttsd2si(f))
+}
+
+// cvttsd2si truncates f to an int64 as x86-64's CVTTSD2SI does: NaN and
+// values outside int64's range give math.MinInt64.
+func cvttsd2si(f float64) int64 {
+	if f != f || f >= two63 || f < -two63 {
+		return math.MinInt64
+	}
+	return int64(f)
 }
 
 // Align52 shifts a hash's bits to the 52-bit score scale.

@@ -1,6 +1,9 @@
 package geo
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 // The figures of Redis's own GEOADD/GEOHASH/GEODIST documentation
 // (redis.io, Sicily example), which redis-server 7.0 returns.
@@ -75,6 +78,31 @@ func TestCellsOrderAndNeighbours(t *testing.T) {
 	for _, c := range cells[1:] {
 		if c.Step != h.Step || c == h {
 			t.Fatalf("neighbour %v of %v", c, h)
+		}
+	}
+}
+
+// A score outside [0, 2^64) converts as redis-server's (uint64_t) cast on
+// x86-64 (the values redis-server 7.0 decodes in compat/26-geo.txt).
+func TestCUint64LikeX86(t *testing.T) {
+	inf := math.Inf(1)
+	for _, c := range []struct {
+		f    float64
+		want uint64
+	}{
+		{inf, 0},
+		{-inf, 1 << 63},
+		{math.NaN(), 1 << 63},
+		{-1, math.MaxUint64},
+		{-1.5, math.MaxUint64},
+		{1e300, 0},
+		{two63, 1 << 63},
+		{two63 * 1.5, 3 << 62},
+		{0.5, 0},
+		{3479099956230698, 3479099956230698},
+	} {
+		if got := cUint64(c.f); got != c.want {
+			t.Errorf("cUint64(%g) = %#x, want %#x", c.f, got, c.want)
 		}
 	}
 }
