@@ -31,7 +31,7 @@ func TestKeyPositionsMatchKeySpecs(t *testing.T) {
 				continue
 			}
 			want, known := commands.KeyPositions(l.args)
-			if !known {
+			if !known || notKeyOnly(l.args) {
 				continue
 			}
 			got := cmd.keyPositions(l.args)
@@ -45,4 +45,22 @@ func TestKeyPositionsMatchKeySpecs(t *testing.T) {
 		t.Fatalf("only %d calls checked", checked)
 	}
 	t.Logf("%d calls checked", checked)
+}
+
+// notKeyOnly reports whether every key spec of the call's command is
+// flagged not_key (SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH): their channels
+// are not keys to Redis's key specs, while the node takes them as key
+// positions to route and check their slots. (COMMAND GETKEYS of them
+// still differs from redis-server's "no key arguments": not fixed yet.)
+func notKeyOnly(args [][]byte) bool {
+	_, specs, known := commands.Lookup(args)
+	if !known || len(specs) == 0 {
+		return false
+	}
+	for i := range specs {
+		if !specs[i].NotKey() {
+			return false
+		}
+	}
+	return true
 }
