@@ -4,6 +4,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/shardis/shardis/internal/commands"
+
 	"github.com/shardis/shardis/internal/node/cmdinfo"
 )
 
@@ -191,7 +193,7 @@ func getKeys(c *Client, args [][]byte, withFlags bool) {
 	case cmd == nil:
 		c.addError("ERR Invalid command specified")
 		return
-	case !cmd.hasKeys():
+	case !cmd.hasKeys() || notKeyOnly(sub):
 		c.addError("ERR The command has no key arguments")
 		return
 	case !arityOK(cmd, len(sub)):
@@ -232,3 +234,21 @@ func cmdCommandGetKeysAndFlags(c *Client, args [][]byte) { getKeys(c, args, true
 
 // COMMAND HELP
 func cmdCommandHelp(c *Client, args [][]byte) { c.addHelp("COMMAND", cmdinfo.Help) }
+
+// notKeyOnly reports whether every key spec Redis 7.0 gives the call's
+// command is flagged not_key (SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH): Redis
+// then says the command has no key arguments (doesCommandHaveKeys),
+// while the node still takes their channels as key positions to route
+// and check their slots.
+func notKeyOnly(args [][]byte) bool {
+	_, specs, known := commands.Lookup(args)
+	if !known || len(specs) == 0 {
+		return false
+	}
+	for i := range specs {
+		if !specs[i].NotKey() {
+			return false
+		}
+	}
+	return true
+}

@@ -46,21 +46,3 @@ func TestKeyPositionsMatchKeySpecs(t *testing.T) {
 	}
 	t.Logf("%d calls checked", checked)
 }
-
-// notKeyOnly reports whether every key spec of the call's command is
-// flagged not_key (SSUBSCRIBE, SUNSUBSCRIBE, SPUBLISH): their channels
-// are not keys to Redis's key specs, while the node takes them as key
-// positions to route and check their slots. (COMMAND GETKEYS of them
-// still differs from redis-server's "no key arguments": not fixed yet.)
-func notKeyOnly(args [][]byte) bool {
-	_, specs, known := commands.Lookup(args)
-	if !known || len(specs) == 0 {
-		return false
-	}
-	for i := range specs {
-		if !specs[i].NotKey() {
-			return false
-		}
-	}
-	return true
-}
