@@ -48,13 +48,7 @@ type confFile struct {
 
 // syncJournal fdatasyncs the journal's slot file j, through syncHook.
 func (c *confFile) syncJournal(j *os.File) error {
-	if c.syncHook != nil {
-		if err := c.syncHook(); err != nil {
-			return err
-		}
-	}
-	c.syncs.Add(1)
-	return datasync(j)
+	return pendingSync{f: j, hook: c.syncHook, n: &c.syncs}.sync()
 }
 
 // open opens the existing nodes.conf for in-place saves.

@@ -123,12 +123,7 @@ func confHasSlot(path, slot string) error {
 func TestHoldKeepsPacketsUntilRelease(t *testing.T) {
 	dir := t.TempDir()
 	a, b := startBusNode(t, dir, 11), startBusNode(t, dir, 12)
-	a.do(t, func(m *cluster.Machine, now time.Time) error {
-		return m.Meet(now, "127.0.0.1", strconv.Itoa(b.port), strconv.Itoa(b.cport))
-	})
-	for _, n := range []*busNode{a, b} {
-		waitFor(t, 20*time.Second, "2 nodes settled", func() bool { return settled(n.nodes(t), 2) })
-	}
+	meetPair(t, a, b)
 	published := func(n *busNode) string {
 		var s string
 		n.r.Do(func(m *cluster.Machine, _ time.Time) { s = m.Info(0) })
@@ -271,12 +266,7 @@ func publishedTo(n *busNode) string {
 func TestDurableSaveHoldsPacketsNotTheLock(t *testing.T) {
 	dir := t.TempDir()
 	a, b := startBusNode(t, dir, 31), startBusNode(t, dir, 32)
-	a.do(t, func(m *cluster.Machine, now time.Time) error {
-		return m.Meet(now, "127.0.0.1", strconv.Itoa(b.port), strconv.Itoa(b.cport))
-	})
-	for _, n := range []*busNode{a, b} {
-		waitFor(t, 20*time.Second, "2 nodes settled", func() bool { return settled(n.nodes(t), 2) })
-	}
+	meetPair(t, a, b)
 	g := installGate(t, a)
 	a.r.Post(func(m *cluster.Machine, now time.Time) {
 		m.SaveConfig()
@@ -424,12 +414,7 @@ func TestFailedDurableSaveKeepsPacketsHeld(t *testing.T) {
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})
 	b := startBusNode(t, dir, 36)
-	a.do(t, func(m *cluster.Machine, now time.Time) error {
-		return m.Meet(now, "127.0.0.1", strconv.Itoa(b.port), strconv.Itoa(b.cport))
-	})
-	for _, n := range []*busNode{a, b} {
-		waitFor(t, 20*time.Second, "2 nodes settled", func() bool { return settled(n.nodes(t), 2) })
-	}
+	meetPair(t, a, b)
 	g := installGate(t, a)
 	g.fail.Store(true)
 	g.release() // syncs pass the gate, and fail
@@ -496,12 +481,7 @@ func TestCloseWaitsForDurableSave(t *testing.T) {
 func TestDoDoesNotWaitForLearnedSave(t *testing.T) {
 	dir := t.TempDir()
 	a, b := startBusNode(t, dir, 35), startBusNode(t, dir, 36)
-	a.do(t, func(m *cluster.Machine, now time.Time) error {
-		return m.Meet(now, "127.0.0.1", strconv.Itoa(b.port), strconv.Itoa(b.cport))
-	})
-	for _, n := range []*busNode{a, b} {
-		waitFor(t, 20*time.Second, "2 nodes settled", func() bool { return settled(n.nodes(t), 2) })
-	}
+	meetPair(t, a, b)
 	g := installGate(t, a)
 	b.do(t, func(m *cluster.Machine, now time.Time) error { return m.AddSlots(now, "7") })
 	g.waitEntered(t)
@@ -561,5 +541,16 @@ func TestDoDoesNotWaitForLearnedSave(t *testing.T) {
 	}
 	if !strings.Contains(text, " 42\n") || !strings.Contains(text, " 7\n") {
 		t.Fatalf("after the sync the journal's newest record lacks a change:\n%s", text)
+	}
+}
+
+// meetPair has a meet b and waits until both know the two nodes.
+func meetPair(t *testing.T, a, b *busNode) {
+	t.Helper()
+	a.do(t, func(m *cluster.Machine, now time.Time) error {
+		return m.Meet(now, "127.0.0.1", strconv.Itoa(b.port), strconv.Itoa(b.cport))
+	})
+	for _, n := range []*busNode{a, b} {
+		waitFor(t, 20*time.Second, "2 nodes settled", func() bool { return settled(n.nodes(t), 2) })
 	}
 }
