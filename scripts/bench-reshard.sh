@@ -65,6 +65,11 @@
 # scripts/traceprobe); tracing costs CPU, so such a run's figures are not
 # the ones to compare. The driver then also writes the probe GETs of 1 ms
 # or more to <dir>/<part>-<kind>.slow.
+# PROFILE=<dir> (shardnode kinds) likewise wraps the move in DEBUG PROFILE
+# CPU START/STOP and takes DEBUG PROFILE ALLOCS before and after, into
+# <dir>/<part>-<kind>-<port>.{cpu,allocs0,allocs1}.pprof (read with `go
+# tool pprof -sample_index=alloc_space -base <allocs0> <binary> <allocs1>`
+# for the move's allocations).
 # Each line also gives cpu_s, the CPU seconds (utime+stime) the three
 # servers spent during the driver's run: a figure that, unlike the times,
 # does not grow with the machine's load. The driver is scripts/reshardload.
@@ -94,7 +99,7 @@ start() { # kind baseport
     rm -rf "$d"
     mkdir -p "$d"
     local extra=()
-    [ -n "${TRACE:-}" ] && extra=(--enable-debug-command yes)
+    [ -n "${TRACE:-}${PROFILE:-}" ] && extra=(--enable-debug-command yes)
     # shellcheck disable=SC2206
     [ "$kind" != redis ] && [ -n "${SHARDNODE_ARGS:-}" ] && extra+=($SHARDNODE_ARGS)
     "$bin" --port "$p" --cluster-enabled yes --cluster-config-file "$d/nodes.conf" --dir "$d" \
@@ -192,6 +197,16 @@ traced() { # part kind base command
     for i in 0 1 2; do
       pre+="redis-cli -p $((base + i)) debug trace start $TRACE/$part-$kind-$((base + i)).trace >/dev/null && "
       post+="; redis-cli -p $((base + i)) debug trace stop >/dev/null"
+    done
+    echo "$pre { $cmd; }; rc=\$?$post; exit \$rc"
+    return
+  fi
+  if [ -n "${PROFILE:-}" ] && [ "$kind" != redis ]; then
+    mkdir -p "$PROFILE"
+    for i in 0 1 2; do
+      local f="$PROFILE/$part-$kind-$((base + i))"
+      pre+="redis-cli -p $((base + i)) debug profile allocs $f.allocs0.pprof >/dev/null && redis-cli -p $((base + i)) debug profile cpu start $f.cpu.pprof >/dev/null && "
+      post+="; redis-cli -p $((base + i)) debug profile cpu stop >/dev/null; redis-cli -p $((base + i)) debug profile allocs $f.allocs1.pprof >/dev/null"
     done
     echo "$pre { $cmd; }; rc=\$?$post; exit \$rc"
     return

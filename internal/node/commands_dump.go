@@ -100,6 +100,12 @@ func cmdRestore(c *Client, args [][]byte) {
 	c.addOK()
 }
 
+// dumpBufs holds MIGRATE's payload buffers for reuse; one that grew past
+// maxDumpBuf (big keys) is dropped instead of kept.
+var dumpBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxDumpBuf = 256 << 10
+
 // MIGRATE host port key|"" destination-db timeout [COPY] [REPLACE] [AUTH password] [AUTH2 username password] [KEYS key [key ...]]
 //
 // The keys are serialised and sent as one pipeline of RESTORE (or, in
@@ -115,8 +121,8 @@ func cmdMigrate(c *Client, args [][]byte) {
 		return
 	}
 	db := c.curDB()
-	var items []migrate.Item
-	var entries []*keyspace.Entry // items' entries
+	items := make([]migrate.Item, 0, len(o.Keys))
+	entries := make([]*keyspace.Entry, 0, len(o.Keys)) // items' entries
 	for _, k := range o.Keys {
 		key := string(k)
 		e := db.Lookup(key, c.now)
@@ -146,18 +152,34 @@ func cmdMigrate(c *Client, args [][]byte) {
 		held = c.releaseForWait()
 		defer c.srv.keyGuards.Release(c.db, names, ch)
 	}
-	compress, limits := c.srv.cfg.Bool(config.DirRdbcompression), c.srv.rdbLimits()
+	compress, limits := c.srv.cfg.Bool(config.DirRdbcompression), c.srv.persistLimits()
+	// The payloads go into one buffer (reused by the next MIGRATE when
+	// small), each item a slice of it.
+	bp := dumpBufs.Get().(*[]byte)
+	buf, ends := (*bp)[:0], make([]int, len(items))
 	for i := range items {
 		// The guard keeps every command off the entry; expiry, eviction
 		// and FLUSH unlink entries without changing their values.
-		items[i].Payload = rdb.Dump(entryValue(entries[i]), compress, limits)
+		buf = persist.AppendDump(buf, entries[i], compress, limits)
+		ends[i] = len(buf)
+	}
+	start := 0
+	for i := range items {
+		items[i].Payload = buf[start:ends[i]:ends[i]]
+		start = ends[i]
 	}
 	res := migrate.Send(&o, items, c.srv.cfg.Bool(config.DirClusterEnabled))
+	if cap(buf) <= maxDumpBuf {
+		*bp = buf[:0]
+		dumpBufs.Put(bp)
+	}
 	if held != nil {
 		c.relockHeld(held)
 	}
 	if !o.Copy {
-		var moved [][]byte
+		moved := make([][]byte, 1, len(items)+1)
+		moved[0] = []byte("DEL")
+		var names []byte // the moved keys' bytes, one allocation
 		for i, it := range items {
 			// The entry may have expired or been flushed meanwhile.
 			if !it.Acked || db.GetEntry(it.Key) != entries[i] {
@@ -166,11 +188,19 @@ func cmdMigrate(c *Client, args [][]byte) {
 			db.Remove(it.Key)
 			c.signalModifiedKey(it.Key)
 			c.notify(notifyGeneric, "del", it.Key)
-			moved = append(moved, []byte(it.Key))
+			if names == nil {
+				n := 0
+				for _, it := range items[i:] {
+					n += len(it.Key)
+				}
+				names = make([]byte, 0, n)
+			}
+			names = append(names, it.Key...)
+			moved = append(moved, names[len(names)-len(it.Key):len(names):len(names)])
 		}
-		if len(moved) > 0 {
-			c.markDirty(len(moved))
-			c.propagateAs(append([][]byte{[]byte("DEL")}, moved...))
+		if len(moved) > 1 {
+			c.markDirty(len(moved) - 1)
+			c.propagateAs(moved)
 		}
 	}
 	switch {

@@ -31,3 +31,29 @@ func debugTrace(c *Client, args [][]byte) {
 	}
 	c.addOK()
 }
+
+// DEBUG PROFILE CPU START <path> | DEBUG PROFILE CPU STOP | DEBUG PROFILE
+// <allocs|heap|goroutine|mutex|block> <path>: a Go CPU profile of the
+// running server from START to STOP, or a snapshot of one of the
+// runtime's other profiles (admin.StartCPUProfile, admin.WriteProfile),
+// for `go tool pprof`. For finding where a load's CPU and garbage go; not
+// in Redis. Like every DEBUG subcommand it needs enable-debug-command.
+func debugProfile(c *Client, args [][]byte) {
+	var err error
+	switch {
+	case len(args) == 5 && strings.EqualFold(string(args[2]), "cpu") && strings.EqualFold(string(args[3]), "start"):
+		err = admin.StartCPUProfile(string(args[4]))
+	case len(args) == 4 && strings.EqualFold(string(args[2]), "cpu") && strings.EqualFold(string(args[3]), "stop"):
+		err = admin.StopCPUProfile()
+	case len(args) == 4 && !strings.EqualFold(string(args[2]), "cpu"):
+		err = admin.WriteProfile(strings.ToLower(string(args[2])), string(args[3]))
+	default:
+		debugSyntaxError(c, args)
+		return
+	}
+	if err != nil {
+		c.addError(err.Error())
+		return
+	}
+	c.addOK()
+}

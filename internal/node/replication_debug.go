@@ -6,7 +6,8 @@ import "github.com/shardis/shardis/internal/node/repl"
 // tests rely on.
 func registerReplicationDebug(s *Server) {
 	s.RegisterDebug("populate", debugPopulate)
-	s.RegisterDebug("trace", debugTrace) // debug_trace.go: for the lag diagnosis
+	s.RegisterDebug("trace", debugTrace)     // debug_trace.go: for the lag diagnosis
+	s.RegisterDebug("profile", debugProfile) // debug_trace.go: CPU and allocation profiles
 }
 
 // DEBUG POPULATE count [prefix] [size]: creates string keys prefix:N

@@ -200,6 +200,9 @@ func appendString(b []byte, s []byte, compress bool) []byte {
 		// the data back behind the actual header: no allocation.
 		base := len(b)
 		maxHdr := 1 + 2*lenSize(uint64(len(s)))
+		// Room for the header and the compressed bytes (at most len(s)-4)
+		// at once, so the compressor never grows the buffer.
+		b = slices.Grow(b, maxHdr+len(s))
 		b = append(b, make([]byte, maxHdr)...)
 		out, ok := LZFCompressAppend(b, s, len(s)-4)
 		if ok {
@@ -409,11 +412,19 @@ func splitListNodes(elems [][]byte, nodeBytes int) [][][]byte {
 // Dump serialises v as DUMP does: type, value, RDB version (2 bytes little
 // endian) and the CRC64 of all that (8 bytes little endian).
 func Dump(v *Value, compress bool, lim Limits) []byte {
+	return AppendDump(nil, v, compress, lim)
+}
+
+// AppendDump appends v's DUMP payload (Dump) to dst and returns the
+// extended slice: a caller dumping many values (MIGRATE) fills one
+// buffer instead of allocating one per value.
+func AppendDump(dst []byte, v *Value, compress bool, lim Limits) []byte {
 	if lim == (Limits{}) {
 		lim = DefaultLimits
 	}
-	b := []byte{valueType(v, lim)}
+	base := len(dst)
+	b := append(dst, valueType(v, lim))
 	b = appendValueBody(b, v, compress, lim, nil)
 	b = binary.LittleEndian.AppendUint16(b, Version)
-	return binary.LittleEndian.AppendUint64(b, Checksum(b))
+	return binary.LittleEndian.AppendUint64(b, Checksum(b[base:]))
 }

@@ -50,7 +50,8 @@ type span struct {
 type node struct {
 	spans   map[trace.GoID][]span
 	stw     [][2]trace.Time
-	wallOff int64 // trace ns = wall ns - wallOff
+	mark    [][2]trace.Time // GC concurrent mark phases
+	wallOff int64           // trace ns = wall ns - wallOff
 	probe   trace.GoID
 }
 
@@ -89,7 +90,8 @@ func parse(path string) (*node, error) {
 	n := &node{spans: map[trace.GoID][]span{}}
 	cur := map[trace.GoID]*span{}
 	wakes := map[trace.GoID]int{}
-	var stw0 trace.Time
+	var stw0, mark0 trace.Time
+	names := map[trace.GoID]string{} // a goroutine's label from any stack seen
 	for {
 		ev, err := r.ReadEvent()
 		if err != nil {
@@ -108,10 +110,17 @@ func parse(path string) (*node, error) {
 			if strings.HasPrefix(ev.Range().Name, "stop-the-world") {
 				stw0 = t
 			}
+			if ev.Range().Name == "GC concurrent mark phase" {
+				mark0 = t
+			}
 		case trace.EventRangeEnd:
 			if strings.HasPrefix(ev.Range().Name, "stop-the-world") && stw0 != 0 {
 				n.stw = append(n.stw, [2]trace.Time{stw0, t})
 				stw0 = 0
+			}
+			if ev.Range().Name == "GC concurrent mark phase" && mark0 != 0 {
+				n.mark = append(n.mark, [2]trace.Time{mark0, t})
+				mark0 = 0
 			}
 		case trace.EventStateTransition:
 			st := ev.StateTransition()
@@ -120,10 +129,16 @@ func parse(path string) (*node, error) {
 			}
 			g := st.Resource.Goroutine()
 			from, to := st.Goroutine()
+			if l := label(st.Stack); l != "" && names[g] == "" {
+				names[g] = l
+			}
 			if s := cur[g]; s != nil {
 				s.t1 = t
 				if s.state == trace.GoRunning {
 					s.label = label(st.Stack)
+					if s.label == "" {
+						s.label = fmt.Sprintf("(no stack) g%d", g)
+					}
 				}
 				if s.state == trace.GoWaiting && s.reason == "network" && to == trace.GoRunnable {
 					wakes[g]++
@@ -140,6 +155,15 @@ func parse(path string) (*node, error) {
 				ns.bySys = ev.Proc() == trace.NoProc
 			}
 			cur[g] = ns
+		}
+	}
+	// Spans that ended without a stack take the goroutine's name from
+	// any other of its stacks.
+	for g, ss := range n.spans {
+		for i := range ss {
+			if strings.HasPrefix(ss[i].label, "(no stack)") && names[g] != "" {
+				ss[i].label = "(no stack) " + names[g]
+			}
 		}
 	}
 	best := 0
@@ -221,6 +245,8 @@ func main() {
 	type agg struct {
 		n              int
 		total, stw     time.Duration
+		mark           time.Duration
+		inMark         int
 		parts          tally
 		unseen, queued tally
 		sysWake        int
@@ -251,6 +277,16 @@ func main() {
 		a.total += time.Duration(t1 - t0)
 		for _, s := range n.stw {
 			a.stw += overlap(s[0], s[1], t0, t1)
+		}
+		in := false
+		for _, s := range n.mark {
+			if d := overlap(s[0], s[1], t0, t1); d > 0 {
+				a.mark += d
+				in = true
+			}
+		}
+		if in {
+			a.inMark++
 		}
 		ss := n.spans[n.probe]
 		i := sort.Search(len(ss), func(i int) bool { return ss[i].t1 > t0 })
@@ -288,9 +324,15 @@ func main() {
 	}
 	sort.Strings(addrs)
 	for _, addr := range addrs {
-		a := aggs[addr]
+		a, n := aggs[addr], nodes[addr]
 		fmt.Printf("%s: %d GETs >= %.1f ms, %.1f ms in all, stop-the-world overlap %.1f ms, woken with no P %d\n",
 			addr, a.n, *minMs, float64(a.total)/1e6, float64(a.stw)/1e6, a.sysWake)
+		var markAll time.Duration
+		for _, s := range n.mark {
+			markAll += time.Duration(s[1] - s[0])
+		}
+		fmt.Printf("  GC mark phases: %d, %.1f ms in all; slow GETs overlapping one: %d (%.1f ms)\n",
+			len(n.mark), float64(markAll)/1e6, a.inMark, float64(a.mark)/1e6)
 		fmt.Print("  parts:\n", a.parts.top(12))
 		fmt.Print("  ran while the request was unseen:\n", a.unseen.top(8))
 		fmt.Print("  ran while the request was runnable:\n", a.queued.top(8))

@@ -235,7 +235,9 @@ func AppendMsg(dst []byte, m *Msg) []byte {
 	case m.Type == TypeUpdate:
 		be.PutUint64(d, m.UpdateConfigEpoch)
 		copy(d[8:], m.UpdateNode[:])
-		copy(d[8+NameLen:], m.UpdateSlots[:])
+		if m.UpdateSlots != nil {
+			copy(d[8+NameLen:], m.UpdateSlots[:])
+		}
 	case m.Type == TypeModule:
 		binary.LittleEndian.PutUint64(d, m.ModuleID)
 		be.PutUint32(d[8:], uint32(len(m.ModuleData)))
@@ -435,6 +437,7 @@ func Decode(b []byte) (*Msg, error) {
 		}
 		m.UpdateConfigEpoch = be.Uint64(d)
 		copy(m.UpdateNode[:], d[8:])
+		m.UpdateSlots = new(SlotBitmap)
 		copy(m.UpdateSlots[:], d[8+NameLen:])
 	case h.Type == TypeModule:
 		if total < moduleFixed {

@@ -747,8 +747,8 @@ func checkCaptures(t *testing.T, man *liveManifest, caps map[string][]byte) {
 	if m := msgs["publishshard"]; string(m.Channel) != man.ShardChannel || string(m.Message) != man.ShardMessage {
 		t.Errorf("publishshard: %q %q", m.Channel, m.Message)
 	}
-	if m := msgs["update"]; m.UpdateNode.String() != man.RedisName || m.UpdateConfigEpoch != man.ConfigEpoch || m.UpdateSlots != m.MySlots {
-		t.Errorf("update: node %q epoch %d, slots equal to its own: %v", m.UpdateNode, m.UpdateConfigEpoch, m.UpdateSlots == m.MySlots)
+	if m := msgs["update"]; m.UpdateNode.String() != man.RedisName || m.UpdateConfigEpoch != man.ConfigEpoch || *m.UpdateSlots != m.MySlots {
+		t.Errorf("update: node %q epoch %d, slots equal to its own: %v", m.UpdateNode, m.UpdateConfigEpoch, *m.UpdateSlots == m.MySlots)
 	}
 	if m := msgs["fail"]; m.FailAbout.String() != man.BName || m.Totlen != HeaderLen+NameLen {
 		t.Errorf("fail: about %q, totlen %d", m.FailAbout, m.Totlen)

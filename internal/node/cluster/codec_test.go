@@ -120,7 +120,7 @@ func TestRoundTrip(t *testing.T) {
 		{"failover auth ack", Msg{Header: testHeader(TypeFailoverAuthAck)}, HeaderLen},
 		{"mfstart", Msg{Header: testHeader(TypeMFStart)}, HeaderLen},
 		{"update", Msg{Header: testHeader(TypeUpdate), UpdateConfigEpoch: 0x3132333435363738, UpdateNode: testName(5),
-			UpdateSlots: func() SlotBitmap { var b SlotBitmap; b.Set(3); b.Set(16383); return b }()}, HeaderLen + 8 + NameLen + 2048},
+			UpdateSlots: func() *SlotBitmap { var b SlotBitmap; b.Set(3); b.Set(16383); return &b }()}, HeaderLen + 8 + NameLen + 2048},
 		{"module", Msg{Header: testHeader(TypeModule), ModuleID: 0x4142434445464748, ModuleType: 200, ModuleData: []byte("payload")}, HeaderLen + 13 + 7},
 		{"module/empty", Msg{Header: testHeader(TypeModule), ModuleData: []byte{}}, HeaderLen + 13},
 		{"unknown type", Msg{Header: testHeader(MsgType(42)), Body: []byte("whatever follows")}, HeaderLen + 16},

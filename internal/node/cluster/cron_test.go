@@ -241,7 +241,8 @@ func randomPacketsKeepInvariants(t *testing.T, seed uint64) {
 			}
 			msg.FailAbout, msg.UpdateNode = pick(), pick()
 			msg.UpdateConfigEpoch = uint64(r.IntN(6))
-			msg.UpdateSlots = msg.MySlots
+			slots := msg.MySlots
+			msg.UpdateSlots = &slots
 			m.HandlePacket(now, ids[r.IntN(len(ids))], msg)
 		}
 		m.Ready()

@@ -229,7 +229,10 @@ type Msg struct {
 	// UPDATE.
 	UpdateConfigEpoch uint64
 	UpdateNode        Name
-	UpdateSlots       SlotBitmap
+	// UpdateSlots is a pointer so that the other messages, nearly all of
+	// them, do not carry (and allocate) a second 2 kB bitmap; nil on an
+	// UPDATE encodes as no slots.
+	UpdateSlots *SlotBitmap
 	// MODULE.
 	ModuleID   uint64 // Redis sends it in host order: decoded little endian
 	ModuleType uint8

@@ -358,7 +358,11 @@ func (m *Machine) handleUpdate(msg *Msg, sender *node) {
 	}
 	n.configEpoch = msg.UpdateConfigEpoch
 	m.todo |= todoSaveConfig | todoFsyncLearned
-	m.updateSlotsConfigWith(n, msg.UpdateConfigEpoch, &msg.UpdateSlots)
+	slots := msg.UpdateSlots
+	if slots == nil {
+		slots = new(SlotBitmap) // as encoded: no slots
+	}
+	m.updateSlotsConfigWith(n, msg.UpdateConfigEpoch, slots)
 }
 
 // sendUpdate tells the node on l the configuration of n (clusterSendUpdate).
@@ -369,7 +373,8 @@ func (m *Machine) sendUpdate(l *link, n *node) {
 	msg := m.buildHeader(TypeUpdate)
 	msg.UpdateNode = n.name
 	msg.UpdateConfigEpoch = n.configEpoch
-	msg.UpdateSlots = n.slots
+	slots := n.slots
+	msg.UpdateSlots = &slots
 	for i := range msg.UpdateSlots {
 		msg.UpdateSlots[i] &^= m.ownerNotClaiming[i]
 	}

@@ -158,7 +158,17 @@ type conn struct {
 	lastDB int
 	// used is when the connection was last released to the cache.
 	used time.Time
+	// reap closes the connection once it stays unused for cacheTTL
+	// (armed again at each release: one timer per connection).
+	reap *time.Timer
+	// buf is the request buffer the last MIGRATE on this connection
+	// left, reused by the next (at most keepBuf bytes are kept).
+	buf []byte
 }
+
+// keepBuf is the largest request buffer a connection keeps for its next
+// MIGRATE; a bigger one (many or big keys) is left to the collector.
+const keepBuf = 256 << 10
 
 // cache holds the idle connections; a MIGRATE takes its target's
 // connection out while it uses it, so two MIGRATEs never share one.
@@ -204,7 +214,11 @@ func release(addr string, mc *conn) {
 	}
 	cache.conns[addr] = mc
 	cache.Unlock()
-	time.AfterFunc(cacheTTL+time.Second, func() {
+	if mc.reap != nil {
+		mc.reap.Reset(cacheTTL + time.Second)
+		return
+	}
+	mc.reap = time.AfterFunc(cacheTTL+time.Second, func() {
 		cache.Lock()
 		if cur := cache.conns[addr]; cur == mc && time.Since(mc.used) >= cacheTTL {
 			delete(cache.conns, addr)
@@ -228,7 +242,8 @@ func Send(o *Options, items []Item, clusterMode bool) Result {
 		if err != nil {
 			return Result{IOErr: "IOERR error or timeout connecting to the client"}
 		}
-		var req request
+		req := request{cur: mc.buf[:0]}
+		mc.buf = nil
 		if o.Auth != nil {
 			req.command(append([][]byte{[]byte("AUTH")}, o.Auth...)...)
 		}
@@ -237,14 +252,13 @@ func Send(o *Options, items []Item, clusterMode bool) Result {
 			req.command([]byte("SELECT"), strconv.AppendInt(nil, o.DB, 10))
 		}
 		for _, it := range items {
-			cmd := [][]byte{restore, []byte(it.Key), strconv.AppendInt(nil, it.TTL, 10), it.Payload}
-			if o.Replace {
-				cmd = append(cmd, []byte("REPLACE"))
-			}
-			req.command(cmd...)
+			req.restore(restore, it, o.Replace)
 		}
 		out := req.done()
 		res, retry := exchange(mc, o, out, selectDB, items)
+		if first := out[0]; cap(first) <= keepBuf {
+			mc.buf = first[:0]
+		}
 		if res.IOErr != "" {
 			mc.nc.Close()
 			if retry && attempt == 0 {
@@ -288,6 +302,55 @@ func (r *request) command(args ...[]byte) {
 		}
 		r.cur = append(r.cur, '\r', '\n')
 	}
+}
+
+// restore appends one RESTORE (or RESTORE-ASKING) of it: name key ttl
+// payload [REPLACE], as command would, without building its arguments.
+func (r *request) restore(name []byte, it Item, replace bool) {
+	n := int64(4)
+	if replace {
+		n = 5
+	}
+	r.cur = append(r.cur, '*')
+	r.cur = strconv.AppendInt(r.cur, n, 10)
+	r.cur = append(r.cur, "\r\n$"...)
+	r.cur = strconv.AppendInt(r.cur, int64(len(name)), 10)
+	r.cur = append(r.cur, '\r', '\n')
+	r.cur = append(r.cur, name...)
+	r.cur = append(r.cur, "\r\n$"...)
+	r.cur = strconv.AppendInt(r.cur, int64(len(it.Key)), 10)
+	r.cur = append(r.cur, '\r', '\n')
+	r.cur = append(r.cur, it.Key...)
+	r.cur = append(r.cur, "\r\n$"...)
+	r.cur = strconv.AppendInt(r.cur, int64(digits(it.TTL)), 10)
+	r.cur = append(r.cur, '\r', '\n')
+	r.cur = strconv.AppendInt(r.cur, it.TTL, 10)
+	r.cur = append(r.cur, "\r\n$"...)
+	r.cur = strconv.AppendInt(r.cur, int64(len(it.Payload)), 10)
+	r.cur = append(r.cur, '\r', '\n')
+	if len(it.Payload) >= chunk {
+		r.segs = append(r.segs, r.cur, it.Payload)
+		r.cur = nil
+	} else {
+		r.cur = append(r.cur, it.Payload...)
+	}
+	r.cur = append(r.cur, '\r', '\n')
+	if replace {
+		r.cur = append(r.cur, "$7\r\nREPLACE\r\n"...)
+	}
+}
+
+// digits is the length of v in decimal (with its sign).
+func digits(v int64) int {
+	n := 1
+	if v < 0 {
+		n++
+	}
+	for v <= -10 || v >= 10 {
+		v /= 10
+		n++
+	}
+	return n
 }
 
 // done returns the segments.

@@ -128,3 +128,38 @@ func TestRequestSegments(t *testing.T) {
 		t.Fatalf("%d segments, payload referenced: %v; want 3 and true", len(segs), shared)
 	}
 }
+
+// request.restore renders exactly what command renders for the same
+// RESTORE, for every TTL width and sign, with and without REPLACE, small
+// payloads copied and big ones referenced.
+func TestRequestRestoreMatchesCommand(t *testing.T) {
+	big := make([]byte, chunk+3)
+	for i := range big {
+		big[i] = byte(i * 7)
+	}
+	name := []byte("RESTORE-ASKING")
+	for _, ttl := range []int64{0, 1, 9, 10, 99, 100, 123456789, -1, -10, 1<<63 - 1, -1 << 63} {
+		for _, replace := range []bool{false, true} {
+			for _, payload := range [][]byte{[]byte("p"), big, {}} {
+				it := Item{Key: "key:" + strconv.FormatInt(ttl, 10), TTL: ttl, Payload: payload}
+				var a, b request
+				args := [][]byte{name, []byte(it.Key), []byte(strconv.FormatInt(ttl, 10)), payload}
+				if replace {
+					args = append(args, []byte("REPLACE"))
+				}
+				a.command(args...)
+				b.restore(name, it, replace)
+				ga, gb := bytes.Join(a.done(), nil), bytes.Join(b.done(), nil)
+				if !bytes.Equal(ga, gb) {
+					t.Fatalf("ttl %d replace %v payload %d bytes: restore renders %q, command %q", ttl, replace, len(payload), gb[:min(len(gb), 80)], ga[:min(len(ga), 80)])
+				}
+				if len(a.segs) != len(b.segs) {
+					t.Fatalf("ttl %d: %d segments, command %d", ttl, len(b.segs), len(a.segs))
+				}
+			}
+		}
+	}
+	if digits(0) != 1 || digits(-1<<63) != 20 || digits(1<<63-1) != 19 {
+		t.Fatal("digits")
+	}
+}

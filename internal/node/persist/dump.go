@@ -32,7 +32,19 @@ func EntryValue(e *keyspace.Entry) *rdb.Value {
 
 // Dump is DUMP's payload of a live entry (its shard locked).
 func Dump(e *keyspace.Entry, compress bool, lim Limits) []byte {
-	return rdb.Dump(EntryValue(e), compress, lim.RDB())
+	return AppendDump(nil, e, compress, lim)
+}
+
+// AppendDump appends the DUMP payload of a live entry (its shard locked)
+// to dst (rdb.AppendDump): MIGRATE dumps its keys into one buffer.
+func AppendDump(dst []byte, e *keyspace.Entry, compress bool, lim Limits) []byte {
+	se := keyspace.SnapEntry{Key: e.Key, Str: e.Str, Expire: e.Expire}
+	if tv, ok := e.Obj.(value.Value); ok {
+		se.Obj = tv
+	}
+	var v rdb.Value
+	ToRDBValue(&se, &v)
+	return rdb.AppendDump(dst, &v, compress, lim.RDB())
 }
 
 // Restore decodes a RESTORE payload into a new entry (no expiry, no LRU
