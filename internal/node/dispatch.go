@@ -569,6 +569,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 		}
 	}
 	c.propOne[0] = nil
+	c.propArgs = nil // propagated: keep no argument alive (a RESTORE's payload)
 	if !locked {
 		c.noteAckSeg(outStart, ackBefore) // replication_ack.go
 	}
