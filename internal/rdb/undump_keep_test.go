@@ -89,3 +89,25 @@ func TestUndumpKeep(t *testing.T) {
 		t.Fatalf("short payload: %v", err)
 	}
 }
+
+// BenchmarkUndumpBigString decodes a 50 MB raw string's payload, copied
+// (Undump) and kept in the payload (UndumpKeep): the checksum pass is
+// common to both.
+func BenchmarkUndumpBigString(b *testing.B) {
+	s := make([]byte, 50<<20)
+	for i := range s {
+		s[i] = byte(i*131 + i>>9)
+	}
+	p := Dump(&Value{Kind: KindString, Str: s}, false, Limits{})
+	for _, keep := range []int{0, 32 << 10} {
+		b.Run(map[int]string{0: "copy", 32 << 10: "keep"}[keep], func(b *testing.B) {
+			b.SetBytes(int64(len(p)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := UndumpKeep(p, keep); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
