@@ -64,7 +64,8 @@ type ReaderOptions struct {
 //
 // The argument slices returned by Next point into the Reader's buffer and
 // stay valid until the next call to Fill, except those ArgRetainable
-// reports, which stay valid for good.
+// reports, which stay valid for good; the slice holding them is reused by
+// the next call of Next.
 //
 // Big bulks. As Redis reads a bulk of PROTO_MBULK_BIG_ARG (BigArgLen)
 // bytes or more into a buffer holding just that bulk, so the argument
@@ -76,9 +77,10 @@ type ReaderOptions struct {
 // arrived (until then the buffer grows with the bytes received, as for
 // any request, and the bytes received are copied once into the bulk's
 // buffer), and only when the bulk fits within the query buffer limit
-// (with the request's bytes before it). So a client never makes the
-// Reader hold more than 16 times what it sent, and a 50 MB bulk is
-// copied about 7 MB in all rather than twice its size. Unauthenticated
+// (with the request's bytes before it). So a client makes the Reader
+// hold at most about 16 times what it sent, and a 50 MB bulk is copied
+// about 7 MB in all (the small buffers' growth until the switch, then
+// the switch) rather than twice its size. Unauthenticated
 // clients cannot send bulks that big (UnauthBulkMax), and KeepRaw turns
 // this off. Once a request holding such a bulk has been returned, the
 // Reader never writes into that buffer again: the next Fill starts a
