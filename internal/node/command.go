@@ -97,6 +97,16 @@ type command struct {
 	// leaves the connection's read loop nor turns the sequencer on, and it
 	// is sequenced only when plain writes are (sequence.go).
 	mayBlock func(args [][]byte) bool
+	// prelock, when set, runs before the command's shard locks are taken
+	// for a call of the command on its own (not queued in EXEC, not from a
+	// script: those run with the locks held already, and fn does all the
+	// work there). It does the part of the work that needs no keyspace
+	// state, parsing and decoding a big argument, so that the key's shard
+	// is locked only for the keyspace part; what it returns is
+	// c.prepared while fn runs (nil on the other paths), and fn must
+	// give the same replies with or without it. RESTORE decodes its
+	// payload there (commands_dump.go).
+	prelock func(c *Client, args [][]byte) any
 	// acl is the command in the ACL table; aclPerm caches the key
 	// permission its calls need when one key spec covers them all
 	// (aclstate.go).

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/shardis/shardis/internal/node/config"
 	"github.com/shardis/shardis/internal/node/keyopts"
@@ -21,8 +22,8 @@ import (
 
 func registerDumpCommands(t *commandTable) {
 	t.add(&command{name: "dump", arity: 2, flags: flagReadOnly, first: 1, last: 1, step: 1, fn: cmdDump, group: "keyspace", since: "2.6.0"})
-	t.add(&command{name: "restore", arity: -4, flags: flagWrite | flagDenyOOM, first: 1, last: 1, step: 1, fn: cmdRestore, group: "keyspace", since: "2.6.0"})
-	t.add(&command{name: "restore-asking", arity: -4, flags: flagWrite | flagDenyOOM, first: 1, last: 1, step: 1, fn: cmdRestore, group: "server", since: "3.0.0"})
+	t.add(&command{name: "restore", arity: -4, flags: flagWrite | flagDenyOOM, first: 1, last: 1, step: 1, fn: cmdRestore, prelock: restorePrelock, group: "keyspace", since: "2.6.0"})
+	t.add(&command{name: "restore-asking", arity: -4, flags: flagWrite | flagDenyOOM, first: 1, last: 1, step: 1, fn: cmdRestore, prelock: restorePrelock, group: "server", since: "3.0.0"})
 	t.add(&command{name: "migrate", arity: -6, flags: flagWrite, keys: migrate.Keys, fn: cmdMigrate, group: "keyspace", since: "2.6.0"})
 }
 
@@ -45,38 +46,102 @@ func cmdDump(c *Client, args [][]byte) {
 	c.addBulk(persist.Dump(e, c.srv.cfg.Bool(config.DirRdbcompression), c.srv.persistLimits()))
 }
 
+// restoreKeepMin is the shortest string RESTORE keeps in its payload
+// argument's memory rather than copying, when the argument has a buffer
+// of its own (resp.BigArgLen and more, so every such argument qualifies).
+const restoreKeepMin = 32 << 10
+
+// restoreWork is RESTORE's arguments parsed and its payload decoded, in
+// Redis's order (restoreCommand): the options, then (in cmdRestore, under
+// the lock) BUSYKEY, then the TTL, then the payload. Parsing stops at the
+// first error, as Redis's does, except that the key's existence is only
+// known under the lock: with a BUSYKEY the decoding was for nothing.
+type restoreWork struct {
+	opts    keyopts.RestoreOptions
+	optsErr error // a bad option: the first reply
+	ttl     int64
+	ttlErr  error           // a bad TTL: after BUSYKEY
+	entry   *keyspace.Entry // the decoded value; nil with an error
+	dataErr string          // a bad payload: after the TTL's error
+}
+
+// restoreDecodeHook, when set, runs with the payload as RESTORE starts
+// decoding it (tests hold a decoding RESTORE there, and check whether the
+// restored string shares the payload's memory).
+var restoreDecodeHook atomic.Pointer[func(payload []byte)]
+
+// parseRestore does restoreWork's parsing and decoding. With keep, a raw
+// string of restoreKeepMin bytes or more stays in the payload's memory
+// (persist.RestoreKeep).
+func parseRestore(c *Client, args [][]byte, keep bool) *restoreWork {
+	w := &restoreWork{}
+	if w.opts, w.optsErr = keyopts.ParseRestore(args[4:]); w.optsErr != nil {
+		return w
+	}
+	if w.ttl, w.ttlErr = keyopts.ParseRestoreTTL(args[2]); w.ttlErr != nil {
+		return w
+	}
+	if h := restoreDecodeHook.Load(); h != nil {
+		(*h)(args[3])
+	}
+	keepMin := 0
+	if keep {
+		keepMin = restoreKeepMin
+	}
+	e, err := persist.RestoreKeep(args[3], c.srv.persistLimits(), keepMin)
+	switch {
+	case errors.Is(err, rdb.ErrBadPayload):
+		w.dataErr = errBadPayload
+	case err != nil:
+		w.dataErr = "ERR Bad data format"
+	default:
+		w.entry = e
+	}
+	return w
+}
+
+// restorePrelock is RESTORE's prelock step (command.prelock): the payload
+// is decoded before the key's shard is locked, so the other keys of the
+// shard are served meanwhile. A payload argument the connection's reader
+// never writes again (Client.argKept) keeps its string: a 50 MB value is
+// not copied.
+func restorePrelock(c *Client, args [][]byte) any {
+	return parseRestore(c, args, c.argKept(3))
+}
+
 // RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]
 func cmdRestore(c *Client, args [][]byte) {
-	o, err := keyopts.ParseRestore(args[4:])
-	if err != nil {
-		c.addError(err.Error())
+	w, _ := c.prepared.(*restoreWork)
+	c.prepared = nil
+	if w == nil {
+		// Inside EXEC or a script: decoded here, under the locks.
+		w = parseRestore(c, args, false)
+	}
+	if w.optsErr != nil {
+		c.addError(w.optsErr.Error())
 		return
 	}
 	key := string(args[1])
 	db := c.curDB()
+	o := w.opts
 	if !o.Replace && db.Lookup(key, c.now) != nil {
 		c.addError("BUSYKEY Target key name already exists.")
 		return
 	}
-	ttl, err := keyopts.ParseRestoreTTL(args[2])
-	if err != nil {
-		c.addError(err.Error())
+	if w.ttlErr != nil {
+		c.addError(w.ttlErr.Error())
 		return
 	}
-	e, err := persist.Restore(args[3], c.srv.persistLimits())
-	if err != nil {
-		if errors.Is(err, rdb.ErrBadPayload) {
-			c.addError(errBadPayload)
-		} else {
-			c.addError("ERR Bad data format")
-		}
+	if w.dataErr != "" {
+		c.addError(w.dataErr)
 		return
 	}
+	e := w.entry
 	deleted := false
 	if o.Replace {
 		deleted = db.Remove(key) != nil
 	}
-	ttl, expired := o.ExpireAt(ttl, c.now)
+	ttl, expired := o.ExpireAt(w.ttl, c.now)
 	if expired {
 		// Already expired: nothing to add; a replaced key is deleted.
 		if deleted {
@@ -90,8 +155,11 @@ func cmdRestore(c *Client, args [][]byte) {
 	e.LRU = o.LRU(strings.HasSuffix(c.srv.cfg.Get(config.DirMaxmemoryPolicy), "-lfu"), c.srv.lruClock())
 	db.Add(key, e)
 	if ttl > 0 && !o.AbsTTL {
-		// Propagated with an absolute TTL, as Redis 7 does.
-		prop := cloneArgs(args)
+		// Propagated with an absolute TTL, as Redis 7 does. The
+		// propagators encode the arguments before the command ends (and
+		// EXEC copies what it propagates), so the payload is not copied.
+		prop := make([][]byte, len(args), len(args)+1)
+		copy(prop, args)
 		prop[2] = []byte(strconv.FormatInt(ttl, 10))
 		prop = append(prop, []byte("ABSTTL"))
 		c.propagateAs(prop)

@@ -116,10 +116,14 @@ type Client struct {
 	lockBuf    []keyspace.ShardRef
 	lastCmdRef *command
 	propOne    [1][][]byte // call's propagation of the command itself
-	stat       statAcc     // commandstats accumulator (perf_hot.go)
-	clock      cmdClock    // command clock chained through a batch (perf_hot.go)
-	errReplies int64       // error replies sent (a command failed if it grew)
-	nestedErrs int64       // of which by commands run inside EXEC (dispatch.go)
+	// prepared is what the running command's prelock step returned
+	// (command.prelock), nil when it had none or runs inside EXEC or a
+	// script.
+	prepared   any
+	stat       statAcc  // commandstats accumulator (perf_hot.go)
+	clock      cmdClock // command clock chained through a batch (perf_hot.go)
+	errReplies int64    // error replies sent (a command failed if it grew)
+	nestedErrs int64    // of which by commands run inside EXEC (dispatch.go)
 
 	// batch and batchArgs hold requests parsed ahead of execution;
 	// prefetchSink receives prefetchBatch's loads (perf_prefetch.go).
@@ -385,13 +389,14 @@ func (c *Client) pump() int {
 			c.blockArgs, c.blockCmd = args, cmd
 			return pumpBlocking
 		}
+		keep := c.keptArgs(len(args))
 		if batchable(cmd) && (c.rd.Buffered() > 0 || multiKey(cmd, len(args))) && c.authed.Load() {
-			if !c.runBatch(args, cmd) {
+			if !c.runBatch(args, cmd, keep) {
 				return pumpStop
 			}
 			continue
 		}
-		c.executeCmd(args, cmd)
+		c.executeKept(args, cmd, keep)
 		if !c.afterCommand() {
 			return pumpStop
 		}
@@ -415,10 +420,11 @@ func (c *Client) afterCommand() bool {
 // runBatch parses the requests already buffered behind args while they
 // are batchable, prefetches their keys, and runs them in order
 // (perf_prefetch.go). It returns false when serve must stop.
-func (c *Client) runBatch(args [][]byte, cmd *command) bool {
+func (c *Client) runBatch(args [][]byte, cmd *command, keep argMask) bool {
 	c.batch = c.batch[:0]
 	c.batchArgs = append(c.batchArgs[:0], args...)
-	c.batch = append(c.batch, batchReq{args: c.batchArgs[:len(args):len(args)], cmd: cmd})
+	c.batch = append(c.batch, batchReq{args: c.batchArgs[:len(args):len(args)], cmd: cmd, keep: keep})
+	kept := keep != 0
 	var perr error
 	for len(c.batch) < maxBatch && batchable(cmd) {
 		next, err := c.rd.Next()
@@ -431,11 +437,21 @@ func (c *Client) runBatch(args [][]byte, cmd *command) bool {
 		cmd = c.lookupCmd(next[0])
 		start := len(c.batchArgs)
 		c.batchArgs = append(c.batchArgs, next...)
-		c.batch = append(c.batch, batchReq{args: c.batchArgs[start:len(c.batchArgs):len(c.batchArgs)], cmd: cmd})
+		k := c.keptArgs(len(next))
+		kept = kept || k != 0
+		c.batch = append(c.batch, batchReq{args: c.batchArgs[start:len(c.batchArgs):len(c.batchArgs)], cmd: cmd, keep: k})
+	}
+	if kept {
+		// The batch's copies of the arguments must not keep a big
+		// argument's buffer alive once the commands have run.
+		defer func() {
+			clear(c.batchArgs[:cap(c.batchArgs)])
+			clear(c.batch[:cap(c.batch)])
+		}()
 	}
 	c.prefetchBatch(c.batch)
 	for i := range c.batch {
-		c.executeCmd(c.batch[i].args, c.batch[i].cmd)
+		c.executeKept(c.batch[i].args, c.batch[i].cmd, c.batch[i].keep)
 		if !c.afterCommand() {
 			return false
 		}

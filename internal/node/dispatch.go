@@ -71,12 +71,16 @@ func (c *Client) execute(args [][]byte) {
 // table (nil: unknown command). It runs the checks of dispatchChecks in
 // order; the first that refuses or takes the request (a MULTI queues it)
 // ends it, and a request that passes them all is called.
-func (c *Client) executeCmd(args [][]byte, cmd *command) {
+func (c *Client) executeCmd(args [][]byte, cmd *command) { c.executeKept(args, cmd, 0) }
+
+// executeKept is executeCmd for a request whose arguments marked in keep
+// may be kept after it (request.keep).
+func (c *Client) executeKept(args [][]byte, cmd *command, keep argMask) {
 	if c.replyMode == replySkip {
 		c.replyMode = replySkipNext
 	}
 	r := &c.req
-	*r = request{cmd: cmd, args: args}
+	*r = request{cmd: cmd, args: args, keep: keep}
 	defer c.endRequest(r)
 	if !runDispatchChecks(c, r) {
 		return
@@ -102,6 +106,10 @@ func runDispatchChecks(c *Client, r *request) bool {
 type request struct {
 	cmd  *command // nil until the command check found it; then the subcommand
 	args [][]byte
+	// keep marks the arguments the connection's reader never writes again
+	// (resp.Reader.ArgRetainable): a handler may keep them instead of
+	// copying (argKept). Zero for every request not read by pump.
+	keep argMask
 	// held: CLIENT PAUSE (or DEBUG SLEEP) held the request before it ran.
 	held bool
 	// inflight: the request counts in inflightWrites until it ends.
@@ -502,6 +510,9 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 	c.dirty = 0
 	c.propArgs = nil
 	if !locked {
+		if cmd.prelock != nil {
+			c.prepared = cmd.prelock(c, args)
+		}
 		c.sequence(cmd, args) // sequence.go: arrival order across connections
 		c.lockFor(cmd, args)
 		if (s.keyGuards.Count() != 0 || c.slotRoute != nil) && cmd.name != "exec" {
@@ -510,6 +521,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 				// The key left, or the slot did, between the slot check and
 				// the locks (migrate_guard.go).
 				c.unlockHeld()
+				c.prepared = nil
 				c.addError(msg)
 				cmd.stats.rejected.Add(1)
 				c.callDepth--
@@ -530,6 +542,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 		c.setMasterAccess(cmd, args, true) // replication_expire.go
 	}
 	cmd.fn(c, args)
+	c.prepared = nil
 	c.callDepth--
 	if masterView {
 		c.setMasterAccess(cmd, args, false)
@@ -556,6 +569,7 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 		}
 	}
 	c.propOne[0] = nil
+	c.propArgs = nil // propagated: keep no argument alive (a RESTORE's payload)
 	if !locked {
 		c.noteAckSeg(outStart, ackBefore) // replication_ack.go
 	}
@@ -589,6 +603,32 @@ func (c *Client) call(cmd *command, args [][]byte, locked bool) {
 		c.lastCmd = cmd.fullName()
 		c.infoMu.Unlock()
 	}
+}
+
+// argMask marks arguments by position, the first 64.
+type argMask uint64
+
+// has reports whether argument i is marked.
+func (m argMask) has(i int) bool { return i < 64 && m&(1<<i) != 0 }
+
+// argKept reports whether argument i of the request being called may be
+// kept after it (request.keep); meaningful in a prelock step, where the
+// request is c.req.
+func (c *Client) argKept(i int) bool { return c.req.keep.has(i) }
+
+// keptArgs is the mask of the arguments of the request the connection's
+// reader returned last that it never writes again.
+func (c *Client) keptArgs(n int) argMask {
+	if !c.rd.HasRetainable() {
+		return 0
+	}
+	var m argMask
+	for i := 0; i < n && i < 64; i++ {
+		if c.rd.ArgRetainable(i) {
+			m |= 1 << i
+		}
+	}
+	return m
 }
 
 func cloneArgs(args [][]byte) [][]byte {

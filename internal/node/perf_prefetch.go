@@ -39,6 +39,7 @@ const (
 type batchReq struct {
 	args [][]byte
 	cmd  *command
+	keep argMask // request.keep
 }
 
 // batchable reports whether requests after this one may be parsed before

@@ -208,7 +208,9 @@ func (l *masterLink) stream(nc net.Conn, br *bufio.Reader) error {
 	}
 	src = l.BeginStream(src, l.r.Offset())
 	defer l.EndStream()
-	c.rd = resp.NewReader(src, resp.ReaderOptions{MaxBulkLen: 1 << 40})
+	// KeepRaw: each request is forwarded as read (LastRaw), so a big
+	// bulk stays in the request's buffer, as Redis's master client.
+	c.rd = resp.NewReader(src, resp.ReaderOptions{MaxBulkLen: 1 << 40, KeepRaw: true})
 	c.setFlag(clientMaster, true)
 	c.replyMode = replyOff
 	l.SetStreamClient(c.closed.Load)

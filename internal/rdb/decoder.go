@@ -652,7 +652,15 @@ func (d *Decoder) Parse(h Handler) (int, error) {
 var ErrBadPayload = errors.New("DUMP payload version or checksum are wrong")
 
 // Undump parses a DUMP payload, checking its version and checksum.
-func Undump(p []byte) (*Value, error) {
+func Undump(p []byte) (*Value, error) { return UndumpKeep(p, 0) }
+
+// UndumpKeep is Undump, except that a string value of at least keep
+// bytes stored raw (neither LZF-compressed nor an integer) is returned as
+// a subslice of p, its capacity cut at its end, instead of a copy; keep
+// <= 0 copies every string. It is for a caller that owns p and uses
+// nothing else of it afterwards (RESTORE of an argument its reader never
+// writes again): the value then shares p's memory.
+func UndumpKeep(p []byte, keep int) (*Value, error) {
 	if len(p) < 10 {
 		return nil, ErrBadPayload
 	}
@@ -668,6 +676,11 @@ func Undump(p []byte) (*Value, error) {
 	if len(body) < 1 {
 		return nil, ErrBadPayload
 	}
+	if keep > 0 && body[0] == TypeString {
+		if s, ok := rawString(body[1:]); ok && len(s) >= keep {
+			return &Value{Kind: KindString, Str: s}, nil
+		}
+	}
 	d := NewDecoder(bytes.NewReader(body[1:]))
 	d.noCRC = true // verified above, once
 	v, err := d.ReadValue(body[0])
@@ -678,4 +691,30 @@ func Undump(p []byte) (*Value, error) {
 		return nil, corrupt("trailing bytes in payload")
 	}
 	return v, nil
+}
+
+// rawString returns the string of b when b is exactly one raw-encoded
+// string (a plain length and that many bytes), as a subslice of b.
+func rawString(b []byte) ([]byte, bool) {
+	if len(b) == 0 {
+		return nil, false
+	}
+	var n uint64
+	hdr := 0
+	switch {
+	case b[0]>>6 == 0:
+		n, hdr = uint64(b[0]&0x3f), 1
+	case b[0]>>6 == 1 && len(b) >= 2:
+		n, hdr = uint64(b[0]&0x3f)<<8|uint64(b[1]), 2
+	case b[0] == 0x80 && len(b) >= 5:
+		n, hdr = uint64(binary.BigEndian.Uint32(b[1:5])), 5
+	case b[0] == 0x81 && len(b) >= 9:
+		n, hdr = binary.BigEndian.Uint64(b[1:9]), 9
+	default:
+		return nil, false // an encoded string (integer, LZF), or short
+	}
+	if n != uint64(len(b)-hdr) {
+		return nil, false // not exactly one string: the decoder says why
+	}
+	return b[hdr:len(b):len(b)], true
 }

@@ -19,8 +19,15 @@ const (
 	// have not authenticated yet when a password is required.
 	UnauthMultibulkMax = 10
 	UnauthBulkMax      = 16384
-	maxMultibulkLen    = 1<<31 - 1
-	minBufSize         = 16 * 1024
+	// BigArgLen is the length from which a bulk may be read into a
+	// buffer of its own (PROTO_MBULK_BIG_ARG): see Reader.
+	BigArgLen       = 32 * 1024
+	maxMultibulkLen = 1<<31 - 1
+	minBufSize      = 16 * 1024
+	// bigArgShare: a big bulk gets its own buffer once at least
+	// 1/bigArgShare of it has arrived, so memory stays within
+	// bigArgShare times the bytes a client sent.
+	bigArgShare = 16
 )
 
 // ErrIncomplete is returned by Next when the buffer holds no complete
@@ -44,6 +51,10 @@ type ReaderOptions struct {
 	MaxBulkLen int64
 	// QueryBufferLimit is client-query-buffer-limit (default 1gb).
 	QueryBufferLimit int
+	// KeepRaw keeps every request in one buffer, so that LastRaw always
+	// returns its bytes (a replica forwarding its master's stream). It
+	// turns big-bulk buffers off, as Redis does for its master client.
+	KeepRaw bool
 }
 
 // Reader parses requests (multibulk and inline) from a stream. It keeps the
@@ -52,7 +63,28 @@ type ReaderOptions struct {
 // declared length costs nothing until the bytes are sent.
 //
 // The argument slices returned by Next point into the Reader's buffer and
-// stay valid until the next call to Fill.
+// stay valid until the next call to Fill, except those ArgRetainable
+// reports, which stay valid for good; the slice holding them is reused by
+// the next call of Next.
+//
+// Big bulks. As Redis reads a bulk of PROTO_MBULK_BIG_ARG (BigArgLen)
+// bytes or more into a buffer holding just that bulk, so the argument
+// becomes the value without a copy, a Reader reads such a bulk of an
+// authenticated client into a buffer of exactly the bulk and its CRLF,
+// with reads sized to the bytes still missing. The rule for memory:
+// Redis allocates that buffer as soon as the length is announced (up to
+// proto-max-bulk-len); a Reader allocates it once 1/16 of the bulk has
+// arrived (until then the buffer grows with the bytes received, as for
+// any request, and the bytes received are copied once into the bulk's
+// buffer), and only when the bulk fits within the query buffer limit
+// (with the request's bytes before it). So a client makes the Reader
+// hold at most about 16 times what it sent, and a 50 MB bulk is copied
+// about 7 MB in all (the small buffers' growth until the switch, then
+// the switch) rather than twice its size. Unauthenticated
+// clients cannot send bulks that big (UnauthBulkMax), and KeepRaw turns
+// this off. Once a request holding such a bulk has been returned, the
+// Reader never writes into that buffer again: the next Fill starts a
+// fresh buffer.
 type Reader struct {
 	rd   io.Reader
 	opt  ReaderOptions
@@ -68,8 +100,22 @@ type Reader struct {
 	inline   bool
 	authLess bool // apply the unauthenticated limits
 
+	// A request one of whose bulks got its own buffer spans buffers:
+	// done holds its arguments parsed in buffers the Reader has left
+	// (never written again), held counts its bytes there, and big the
+	// indexes of its arguments that have a buffer of their own. All three
+	// reset when the request is returned.
+	done [][]byte
+	held int
+	big  []int
+	// own: buf is a big bulk's buffer, exactly its size; once full it is
+	// left for a fresh buffer, never compacted or written over.
+	own bool
+
 	consumed int64  // bytes of every request returned so far
-	last     []byte // raw bytes of the last request returned
+	last     []byte // raw bytes of the last request returned, nil if it spanned buffers
+	lastLen  int    // its length
+	lastBig  []int  // big of the last request returned (ArgRetainable)
 }
 
 // Consumed returns the number of bytes of all requests returned by Next so
@@ -78,7 +124,30 @@ func (r *Reader) Consumed() int64 { return r.consumed }
 
 // LastRaw returns the raw bytes of the request last returned by Next, valid
 // until the next Fill (a replica forwards them verbatim to its replicas).
+// It is nil for a request read with a big bulk in its own buffer, which
+// ReaderOptions.KeepRaw rules out.
 func (r *Reader) LastRaw() []byte { return r.last }
+
+// LastLen returns the length of the request last returned by Next.
+func (r *Reader) LastLen() int { return r.lastLen }
+
+// ArgRetainable reports whether argument i of the request last returned
+// by Next has a buffer of its own (a big bulk, see Reader) that the Reader
+// never writes into again, so that a caller may keep it after the request
+// (RESTORE keeps a payload's string) instead of copying it. It holds
+// until the next call of Next.
+func (r *Reader) ArgRetainable(i int) bool {
+	for _, j := range r.lastBig {
+		if j == i {
+			return true
+		}
+	}
+	return false
+}
+
+// HasRetainable reports whether ArgRetainable is true for some argument of
+// the request last returned by Next.
+func (r *Reader) HasRetainable() bool { return len(r.lastBig) > 0 }
 
 // NewReader returns a Reader over rd.
 func NewReader(rd io.Reader, opt ReaderOptions) *Reader {
@@ -101,45 +170,78 @@ func (r *Reader) SetQueryBufferLimit(n int) { r.opt.QueryBufferLimit = n }
 // to authenticate on or off.
 func (r *Reader) SetUnauthenticated(v bool) { r.authLess = v }
 
-// Buffered returns the number of unprocessed bytes held.
-func (r *Reader) Buffered() int { return r.w - r.r }
+// Buffered returns the number of unprocessed bytes held (with those of an
+// unfinished request in buffers it has left for a fresh one).
+func (r *Reader) Buffered() int { return r.held + r.w - r.r }
 
 // BufferCap returns the size of the reader's buffer (for CLIENT LIST qbuf).
 func (r *Reader) BufferCap() int { return len(r.buf) }
 
 // Fill reads more data from the underlying reader. It compacts and grows
-// the buffer as needed; it invalidates slices returned by Next.
+// the buffer as needed; it invalidates slices returned by Next, except
+// those ArgRetainable reports.
 func (r *Reader) Fill() error {
-	if r.r > 0 {
+	switch {
+	case r.own && r.w == len(r.buf):
+		// A big bulk's buffer, full: leave it to its argument.
+		r.moveTo(make([]byte, max(minBufSize, r.w-r.r-r.pos+4096)))
+	case r.own:
+		// Still filling the bulk's buffer; r.r is 0.
+	case r.r > 0:
 		n := copy(r.buf, r.buf[r.r:r.w])
 		r.w = n
 		r.r = 0
 	}
-	need := r.w + 4096
-	if r.bulkLen >= 0 {
-		// Make room for the pending bulk, but never more than double what
-		// is already held: memory follows the bytes actually received.
-		want := r.pos + int(r.bulkLen) + 2
-		if want > need {
-			need = want
-		}
-		if limit := 2*len(r.buf) + minBufSize; need > limit {
-			need = limit
+	// missing is how many bytes of a pending big bulk (and its CRLF) have
+	// not arrived, 0 if none is pending: reads stop at the bulk's end.
+	missing := 0
+	if r.bulkLen >= BigArgLen && !r.authLess && !r.opt.KeepRaw {
+		total := int(r.bulkLen) + 2
+		got := r.w - r.r - r.pos
+		if got < total {
+			missing = total - got
+			if !r.own && got >= total/bigArgShare && r.held+r.pos+total <= r.opt.QueryBufferLimit {
+				nb := make([]byte, total)
+				r.moveTo(nb)
+				r.own = true
+			}
 		}
 	}
-	if need > len(r.buf) {
-		n := 2 * len(r.buf)
-		if n < need {
-			n = need
+	if !r.own {
+		// A big bulk waiting for its share to arrive grows the buffer only
+		// when it is full, by doubling: what it holds until the switch is
+		// copied once more.
+		need := r.w + 4096
+		if r.bulkLen >= 0 && missing == 0 {
+			// Make room for the pending bulk, but never more than double
+			// what is already held: memory follows the bytes actually
+			// received.
+			want := r.pos + int(r.bulkLen) + 2
+			if want > need {
+				need = want
+			}
+			if limit := 2*len(r.buf) + minBufSize; need > limit {
+				need = limit
+			}
 		}
-		nb := make([]byte, n)
-		copy(nb, r.buf[:r.w])
-		r.buf = nb
+		if need > len(r.buf) {
+			n := 2 * len(r.buf)
+			if n < need {
+				n = need
+			}
+			nb := make([]byte, n)
+			copy(nb, r.buf[:r.w])
+			r.buf = nb
+		}
 	}
-	if r.w-r.r > r.opt.QueryBufferLimit {
+	if r.held+r.w-r.r > r.opt.QueryBufferLimit {
 		return ErrQueryBufferLimit
 	}
-	n, err := r.rd.Read(r.buf[r.w:])
+	room := r.buf[r.w:]
+	if missing > 0 && missing < len(room) {
+		room = room[:missing]
+	}
+	n, err := r.rd.Read(room)
 	r.w += n
 	if n > 0 {
 		return nil
@@ -148,6 +250,23 @@ func (r *Reader) Fill() error {
 		err = io.ErrNoProgress
 	}
 	return err
+}
+
+// moveTo makes nb the buffer, leaving the current one as it is: the
+// arguments of the request in progress parsed so far stay where they are
+// (in done), and its unparsed bytes are copied to the start of nb.
+func (r *Reader) moveTo(nb []byte) {
+	old := r.buf[r.r:r.w]
+	for i := 0; i < len(r.argOffs); i += 2 {
+		r.done = append(r.done, old[r.argOffs[i]:r.argOffs[i+1]:r.argOffs[i+1]])
+	}
+	r.argOffs = r.argOffs[:0]
+	r.held += r.pos
+	r.w = copy(nb, old[r.pos:])
+	r.pos = 0
+	r.r = 0
+	r.buf = nb
+	r.own = false
 }
 
 // ReadCommand returns the next request, reading from the stream as needed.
@@ -175,6 +294,12 @@ func (r *Reader) reset() {
 // when more data is needed, a *ProtocolError for malformed input, and a
 // zero-length slice never (empty requests are skipped).
 func (r *Reader) Next() ([][]byte, error) {
+	if len(r.lastBig) > 0 {
+		// Drop the references to the last request's big buffers, so
+		// that they live only as long as what the caller kept of them.
+		r.lastBig = r.lastBig[:0]
+		clear(r.args[:cap(r.args)])
+	}
 	for {
 		data := r.buf[r.r:r.w]
 		if len(data) == 0 {
@@ -219,6 +344,7 @@ func (r *Reader) nextInline(data []byte) ([][]byte, error) {
 	}
 	args, ok := SplitArgs(line)
 	r.last = data[:nl+1]
+	r.lastLen = nl + 1
 	r.consumed += int64(nl + 1)
 	r.r += nl + 1
 	r.reset()
@@ -259,6 +385,7 @@ func (r *Reader) nextMultibulk(data []byte) ([][]byte, error) {
 		}
 		if n <= 0 {
 			r.last = data[:next]
+			r.lastLen = next
 			r.consumed += int64(next)
 			r.r += next
 			r.reset()
@@ -267,7 +394,7 @@ func (r *Reader) nextMultibulk(data []byte) ([][]byte, error) {
 		r.argc = int(n)
 		r.pos = next
 	}
-	for len(r.argOffs)/2 < r.argc {
+	for len(r.done)+len(r.argOffs)/2 < r.argc {
 		if r.bulkLen < 0 {
 			if r.pos >= len(data) {
 				return nil, ErrIncomplete
@@ -300,6 +427,10 @@ func (r *Reader) nextMultibulk(data []byte) ([][]byte, error) {
 		if end+2 > len(data) {
 			return nil, ErrIncomplete
 		}
+		if r.own {
+			// The bulk filled its own buffer (Fill).
+			r.big = append(r.big, len(r.done)+len(r.argOffs)/2)
+		}
 		r.argOffs = append(r.argOffs, r.pos, end)
 		r.pos = end + 2
 		r.bulkLen = -1
@@ -308,18 +439,37 @@ func (r *Reader) nextMultibulk(data []byte) ([][]byte, error) {
 		r.args = make([][]byte, r.argc)
 	}
 	args := r.args[:r.argc]
-	for i := range args {
-		args[i] = data[r.argOffs[2*i]:r.argOffs[2*i+1]:r.argOffs[2*i+1]]
+	nd := copy(args, r.done)
+	for i := nd; i < len(args); i++ {
+		j := 2 * (i - nd)
+		args[i] = data[r.argOffs[j]:r.argOffs[j+1]:r.argOffs[j+1]]
 	}
 	r.last = data[:r.pos]
-	r.consumed += int64(r.pos)
+	if r.held > 0 {
+		r.last = nil
+		clear(r.done)
+		r.done = r.done[:0]
+	}
+	r.lastLen = r.held + r.pos
+	r.consumed += int64(r.lastLen)
+	r.held = 0
+	r.lastBig, r.big = r.big, r.lastBig[:0]
 	r.r += r.pos
 	r.reset()
+	if r.own && r.r == r.w {
+		// The big bulk's buffer is all returned: forget it now rather
+		// than at the next Fill, so that it lives only as long as what
+		// the caller keeps of it (Fill starts a fresh buffer).
+		r.buf, r.r, r.w = nil, 0, 0
+	}
 	if cap(r.argOffs) > 4096 {
 		r.argOffs = nil
 	}
 	if cap(r.args) > 1024 {
 		r.args = nil
+	}
+	if cap(r.done) > 1024 {
+		r.done = nil
 	}
 	return args, nil
 }

@@ -51,7 +51,14 @@ func AppendDump(dst []byte, e *keyspace.Entry, compress bool, lim Limits) []byte
 // set). A payload whose version or checksum is wrong gives an error that
 // is rdb.ErrBadPayload; one that does not decode, ErrBadFormat.
 func Restore(payload []byte, lim Limits) (*keyspace.Entry, error) {
-	v, err := rdb.Undump(payload)
+	return RestoreKeep(payload, lim, 0)
+}
+
+// RestoreKeep is Restore keeping a raw string of at least keep bytes in
+// the payload's memory (rdb.UndumpKeep): the entry's value is then a
+// subslice of payload, which the caller must own and leave alone.
+func RestoreKeep(payload []byte, lim Limits, keep int) (*keyspace.Entry, error) {
+	v, err := rdb.UndumpKeep(payload, keep)
 	if err != nil {
 		if errors.Is(err, rdb.ErrBadPayload) {
 			return nil, err
