@@ -9,6 +9,7 @@ import (
 	"io"
 	"math"
 	"strconv"
+	"sync"
 )
 
 // Decoder reads an RDB stream, keeping the running CRC64 of what it read.
@@ -25,7 +26,14 @@ type Decoder struct {
 	// noCRC skips the running CRC64: Undump verifies the payload's
 	// checksum over the whole payload before decoding it.
 	noCRC bool
+	// scratch holds an LZF string's compressed bytes while it is
+	// decompressed (reused; at most maxScratch kept).
+	scratch []byte
 }
+
+// maxScratch is the largest compressed string whose buffer a decoder
+// keeps for the next one.
+const maxScratch = 64 << 10
 
 // NewDecoder returns a decoder reading r. When r reports how many bytes
 // it holds (bytes.Reader, strings.Reader: a Len method), lengths read are
@@ -217,7 +225,15 @@ func (d *Decoder) ReadString() ([]byte, error) {
 			if ulen > lzfMaxExpansion*clen {
 				return nil, corrupt("LZF string of %d bytes cannot expand to %d at offset %d", clen, ulen, d.off)
 			}
-			c := make([]byte, clen)
+			var c []byte
+			if clen <= maxScratch {
+				if cap(d.scratch) < clen {
+					d.scratch = make([]byte, maxScratch)
+				}
+				c = d.scratch[:clen]
+			} else {
+				c = make([]byte, clen)
+			}
 			if err := d.readFull(c); err != nil {
 				return nil, err
 			}
@@ -681,16 +697,44 @@ func UndumpKeep(p []byte, keep int) (*Value, error) {
 			return &Value{Kind: KindString, Str: s}, nil
 		}
 	}
-	d := NewDecoder(bytes.NewReader(body[1:]))
-	d.noCRC = true // verified above, once
-	v, err := d.ReadValue(body[0])
+	u := undumpers.Get().(*undumper)
+	defer u.put()
+	u.src.Reset(body[1:])
+	u.buf.Reset(&u.src)
+	u.d = Decoder{r: &u.buf, size: int64(len(body) - 1), noCRC: true, scratch: u.d.scratch} // checksum verified above, once
+	v, err := u.d.ReadValue(body[0])
 	if err != nil {
 		return nil, err
 	}
-	if d.off != int64(len(body)-1) {
+	if u.d.off != int64(len(body)-1) {
 		return nil, corrupt("trailing bytes in payload")
 	}
 	return v, nil
+}
+
+// An undumper is the reader and decoder of one Undump, pooled: a MIGRATE
+// of small keys makes one RESTORE per key, and a decoder, its buffered
+// reader and buffer per payload were most of what the target allocated
+// for them. Decoded values never alias the buffer (every string is copied
+// out of it, or kept from the payload itself).
+type undumper struct {
+	src bytes.Reader
+	buf bufio.Reader
+	d   Decoder
+}
+
+var undumpers = sync.Pool{New: func() any {
+	u := &undumper{}
+	u.buf = *bufio.NewReaderSize(nil, 4096)
+	return u
+}}
+
+// put returns u to the pool, holding nothing of the payload.
+func (u *undumper) put() {
+	u.src.Reset(nil)
+	u.buf.Reset(nil)
+	u.d = Decoder{scratch: u.d.scratch}
+	undumpers.Put(u)
 }
 
 // rawString returns the string of b when b is exactly one raw-encoded

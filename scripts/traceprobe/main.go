@@ -53,6 +53,8 @@ type node struct {
 	mark    [][2]trace.Time // GC concurrent mark phases
 	wallOff int64           // trace ns = wall ns - wallOff
 	probe   trace.GoID
+	// wakeAt lists, per goroutine, when it was woken from a network wait.
+	wakeAt map[trace.GoID][]trace.Time
 }
 
 const modPrefix = "github.com/shardis/shardis/"
@@ -87,7 +89,7 @@ func parse(path string) (*node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("traceprobe: %s: %w", path, err)
 	}
-	n := &node{spans: map[trace.GoID][]span{}}
+	n := &node{spans: map[trace.GoID][]span{}, wakeAt: map[trace.GoID][]trace.Time{}}
 	cur := map[trace.GoID]*span{}
 	wakes := map[trace.GoID]int{}
 	var stw0, mark0 trace.Time
@@ -142,6 +144,7 @@ func parse(path string) (*node, error) {
 				}
 				if s.state == trace.GoWaiting && s.reason == "network" && to == trace.GoRunnable {
 					wakes[g]++
+					n.wakeAt[g] = append(n.wakeAt[g], t)
 				}
 				n.spans[g] = append(n.spans[g], *s)
 			}
@@ -249,15 +252,44 @@ func main() {
 		inMark         int
 		parts          tally
 		unseen, queued tally
+		running        tally // where the probe's goroutine stopped running
 		sysWake        int
 	}
 	aggs := map[string]*agg{}
+	var lines [][]string
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) != 3 {
-			continue
+		if fs := strings.Fields(sc.Text()); len(fs) == 3 {
+			lines = append(lines, fs)
 		}
+	}
+	// The probe's goroutine on a node is the one woken from the network
+	// within the most slow GETs' windows (the most woken overall can be
+	// another busy connection, redis-cli's).
+	for addr, n := range nodes {
+		hits := map[trace.GoID]int{}
+		for _, fs := range lines {
+			if fs[0] != addr {
+				continue
+			}
+			w0, _ := strconv.ParseInt(fs[1], 10, 64)
+			w1, _ := strconv.ParseInt(fs[2], 10, 64)
+			t0, t1 := trace.Time(w0-n.wallOff), trace.Time(w1-n.wallOff)
+			for g, ws := range n.wakeAt {
+				i := sort.Search(len(ws), func(i int) bool { return ws[i] >= t0 })
+				if i < len(ws) && ws[i] <= t1 {
+					hits[g]++
+				}
+			}
+		}
+		best := 0
+		for g, c := range hits {
+			if c > best {
+				best, n.probe = c, g
+			}
+		}
+	}
+	for _, fs := range lines {
 		n := nodes[fs[0]]
 		if n == nil {
 			continue
@@ -270,7 +302,7 @@ func main() {
 		t0, t1 := trace.Time(w0-n.wallOff), trace.Time(w1-n.wallOff)
 		a := aggs[fs[0]]
 		if a == nil {
-			a = &agg{parts: tally{}, unseen: tally{}, queued: tally{}}
+			a = &agg{parts: tally{}, unseen: tally{}, queued: tally{}, running: tally{}}
 			aggs[fs[0]] = a
 		}
 		a.n++
@@ -311,6 +343,7 @@ func main() {
 			case s.state == trace.GoRunning:
 				woke = true
 				a.parts["running"] += d
+				a.running[s.label] += d
 			case s.state == trace.GoSyscall:
 				a.parts["syscall"] += d
 			default:
@@ -336,5 +369,6 @@ func main() {
 		fmt.Print("  parts:\n", a.parts.top(12))
 		fmt.Print("  ran while the request was unseen:\n", a.unseen.top(8))
 		fmt.Print("  ran while the request was runnable:\n", a.queued.top(8))
+		fmt.Print("  the probe's goroutine running, by where it stopped:\n", a.running.top(6))
 	}
 }

@@ -211,6 +211,9 @@ func (c *Conn) ReadLoop(step func() (wait bool)) error {
 
 func (c *Conn) read(fd uintptr) bool {
 	p := c.rp
+	if len(p) > maxRead {
+		p = p[:maxRead]
+	}
 	for {
 		var r0 uintptr
 		var e syscall.Errno
@@ -249,7 +252,15 @@ func (c *Conn) read(fd uintptr) bool {
 	}
 }
 
-// Read reads into p.
+// maxRead bounds what one read system call asks for. The reads are raw
+// system calls (no scheduler hand-off, not preemptible), so a read into a
+// big buffer (a 50 MB bulk read into its own buffer) that finds megabytes
+// queued would hold the P for the whole copy and its page faults; at 256
+// KiB a read holds it for tens of microseconds, and the reader returns
+// to Go code, where it can be preempted, between reads.
+const maxRead = 256 << 10
+
+// Read reads into p (at most maxRead bytes per call).
 func (c *Conn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
@@ -265,7 +276,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 		err = c.rc.Read(c.readFn)
 	}
 	n, errno := c.rn, c.rerrno
-	c.drained = n < len(p)
+	c.drained = n < min(len(p), maxRead)
 	c.rp = nil
 	switch {
 	case err != nil:
