@@ -13,7 +13,7 @@ func (m *Machine) buildHeader(typ MsgType) *Msg {
 	if me.isSlave() && me.slaveOf != nil {
 		master = me.slaveOf
 	}
-	msg := &Msg{}
+	msg := newMsg()
 	h := &msg.Header
 	h.Ver = ProtoVer
 	h.Type = typ

@@ -8,6 +8,7 @@ package cluster
 import (
 	"encoding/binary"
 	"math/bits"
+	"sync"
 )
 
 // NameLen is the length of a node name: 40 hex characters (CLUSTER_NAMELEN).
@@ -240,6 +241,29 @@ type Msg struct {
 	// Body is the data after the header of a message of an unknown type
 	// (Type >= TypeCount), kept as received.
 	Body []byte
+}
+
+// msgPool holds messages the runner sent (ReleaseMsg) for buildHeader to
+// reuse: a PING or PONG is a 2 kB header and its gossip, and a reshard
+// makes thousands of them (every closed import broadcasts a PONG).
+var msgPool sync.Pool
+
+// newMsg returns a zero message, reused when one was released.
+func newMsg() *Msg {
+	if p, ok := msgPool.Get().(*Msg); ok {
+		return p
+	}
+	return &Msg{}
+}
+
+// ReleaseMsg gives back a message of Ready.Sends once it is encoded: the
+// machine may build its next messages in it. The caller must not use msg,
+// nor what its slices hold, afterwards. Messages from Decode or built by
+// hand may be released too; releasing none is always correct.
+func ReleaseMsg(msg *Msg) {
+	g, e := msg.Gossip[:0], msg.Exts[:0]
+	*msg = Msg{Gossip: g, Exts: e}
+	msgPool.Put(msg)
 }
 
 // Hostname returns the hostname extension's value, or "" when there is

@@ -195,6 +195,8 @@ type Runner struct {
 
 	closeOnce sync.Once
 	encBuf    []byte
+	// released dedupes the messages carryOut gives back (under mu).
+	released map[*cluster.Msg]struct{}
 
 	// holds counts the holders of the send hold (guarded by mu): while it
 	// is above zero, every packet a batch queues is appended to held, in
@@ -268,6 +270,7 @@ func Start(m *cluster.Machine, opt Options) (*Runner, error) {
 		opt.Logger = slog.Default()
 	}
 	r := &Runner{
+		released: map[*cluster.Msg]struct{}{},
 		m: m, opt: opt, log: opt.Logger,
 		events:   make(chan event, 1024),
 		ops:      make(chan op, 256),
@@ -799,6 +802,15 @@ func (r *Runner) carryOut() uint64 {
 	if r.opt.OnReady != nil {
 		r.opt.OnReady(r.m, &rd)
 	}
+	// Encoded above: give the messages back, each once (a broadcast sends
+	// one message on every link).
+	for _, s := range rd.Sends {
+		if _, seen := r.released[s.Msg]; s.Msg != nil && !seen {
+			r.released[s.Msg] = struct{}{}
+			cluster.ReleaseMsg(s.Msg)
+		}
+	}
+	clear(r.released)
 	return gen
 }
 
