@@ -305,9 +305,12 @@ func TestRestoreDecodesOutsideTheShardLock(t *testing.T) {
 }
 
 // TestRestoreBigPropagated: a big RESTORE reaches a replica intact, with
-// a relative TTL (propagated as ABSTTL) and without one.
+// a relative TTL (propagated as ABSTTL) and without one, and the replica
+// forwards it as read to its own replica.
 func TestRestoreBigPropagated(t *testing.T) {
-	master, _, mc, rc := linkedPair(t)
+	master, replica, mc, rc := linkedPair(t)
+	sub := replicaOfAddr(t, replica.addr)
+	waitLinkUp(t, sub)
 	s1, s2 := bigString(1<<20, 8), bigString(600<<10, 9)
 	r := master.raw(t)
 	r.send(string(resp.AppendCommand(nil, []byte("RESTORE"), []byte("p1"), []byte("0"), rawPayload(s1))))
@@ -325,6 +328,12 @@ func TestRestoreBigPropagated(t *testing.T) {
 	}
 	if mc.Get(ctx(t), "p1").Val() != string(s1) {
 		t.Fatal("the master's value differs")
+	}
+	testutil.WaitFor(t, 15*time.Second, "the sub-replica to have both keys", func() bool {
+		return sub.Exists(ctx(t), "p1", "p2").Val() == 2
+	})
+	if sub.Get(ctx(t), "p1").Val() != string(s1) || sub.Get(ctx(t), "p2").Val() != string(s2) {
+		t.Fatal("the sub-replica's values differ")
 	}
 }
 
