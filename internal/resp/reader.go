@@ -161,11 +161,12 @@ func (r *Reader) ArgRetainable(i int) bool {
 func (r *Reader) HasRetainable() bool { return len(r.lastBig) > 0 }
 
 // Recycle tells the Reader that the caller keeps none of the arguments of
-// the request last returned by Next: the buffer of its (last) big bulk
-// may be reused for a later one of at least half its size, when it is no
-// more than 1 MiB. A caller that
-// kept an argument ArgRetainable reported must not call it. Between
-// requests only (before the next Next).
+// the request last returned by Next past the next Fill, as for any
+// argument ArgRetainable does not report: the buffer of its (last) big
+// bulk may then be reused, by a later Fill, for a later bulk of at least
+// half its size, when it is no more than 1 MiB. A caller that keeps an
+// argument ArgRetainable reported must not call it. Call it before the
+// next Next.
 func (r *Reader) Recycle() {
 	if r.lastOwn != nil && cap(r.lastOwn) <= maxPool {
 		r.pool = r.lastOwn[:cap(r.lastOwn)]
