@@ -103,10 +103,10 @@ func parseRestore(c *Client, args [][]byte, keep bool) *restoreWork {
 // restorePrelock is RESTORE's prelock step (command.prelock): the payload
 // is decoded before the key's shard is locked, so the other keys of the
 // shard are served meanwhile. A payload argument the connection's reader
-// never writes again (Client.argKept) keeps its string: a 50 MB value is
+// never writes again (Client.keepArg) keeps its string: a 50 MB value is
 // not copied.
 func restorePrelock(c *Client, args [][]byte) any {
-	return parseRestore(c, args, c.argKept(3))
+	return parseRestore(c, args, c.keepArg(3))
 }
 
 // RESTORE key ttl serialized-value [REPLACE] [ABSTTL] [IDLETIME seconds] [FREQ frequency]

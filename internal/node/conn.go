@@ -119,7 +119,10 @@ type Client struct {
 	// prepared is what the running command's prelock step returned
 	// (command.prelock), nil when it had none or runs inside EXEC or a
 	// script.
-	prepared   any
+	prepared any
+	// argsKept: the running request's handler kept an argument the
+	// reader let it keep (keepArg); reset by pump before each request.
+	argsKept   bool
 	stat       statAcc  // commandstats accumulator (perf_hot.go)
 	clock      cmdClock // command clock chained through a batch (perf_hot.go)
 	errReplies int64    // error replies sent (a command failed if it grew)
@@ -396,7 +399,13 @@ func (c *Client) pump() int {
 			}
 			continue
 		}
+		c.argsKept = false
 		c.executeKept(args, cmd, keep)
+		if keep != 0 && !c.argsKept {
+			// Nothing of the request is kept: its big bulk's buffer may
+			// serve the next one.
+			c.rd.Recycle()
+		}
 		if !c.afterCommand() {
 			return pumpStop
 		}

@@ -108,7 +108,7 @@ type request struct {
 	args [][]byte
 	// keep marks the arguments the connection's reader never writes again
 	// (resp.Reader.ArgRetainable): a handler may keep them instead of
-	// copying (argKept). Zero for every request not read by pump.
+	// copying (keepArg). Zero for every request not read by pump.
 	keep argMask
 	// held: CLIENT PAUSE (or DEBUG SLEEP) held the request before it ran.
 	held bool
@@ -611,10 +611,17 @@ type argMask uint64
 // has reports whether argument i is marked.
 func (m argMask) has(i int) bool { return i < 64 && m&(1<<i) != 0 }
 
-// argKept reports whether argument i of the request being called may be
-// kept after it (request.keep); meaningful in a prelock step, where the
-// request is c.req.
-func (c *Client) argKept(i int) bool { return c.req.keep.has(i) }
+// keepArg reports whether argument i of the request being called may be
+// kept after it (request.keep), and if so notes that it is kept, so that
+// the reader does not reuse its buffer (pump, resp.Reader.Recycle). For a
+// prelock step, where the request is c.req.
+func (c *Client) keepArg(i int) bool {
+	if !c.req.keep.has(i) {
+		return false
+	}
+	c.argsKept = true
+	return true
+}
 
 // keptArgs is the mask of the arguments of the request the connection's
 // reader returned last that it never writes again.

@@ -305,9 +305,12 @@ func TestRestoreDecodesOutsideTheShardLock(t *testing.T) {
 }
 
 // TestRestoreBigPropagated: a big RESTORE reaches a replica intact, with
-// a relative TTL (propagated as ABSTTL) and without one.
+// a relative TTL (propagated as ABSTTL) and without one, and the replica
+// forwards it as read to its own replica.
 func TestRestoreBigPropagated(t *testing.T) {
-	master, _, mc, rc := linkedPair(t)
+	master, replica, mc, rc := linkedPair(t)
+	sub := replicaOfAddr(t, replica.addr)
+	waitLinkUp(t, sub)
 	s1, s2 := bigString(1<<20, 8), bigString(600<<10, 9)
 	r := master.raw(t)
 	r.send(string(resp.AppendCommand(nil, []byte("RESTORE"), []byte("p1"), []byte("0"), rawPayload(s1))))
@@ -325,6 +328,12 @@ func TestRestoreBigPropagated(t *testing.T) {
 	}
 	if mc.Get(ctx(t), "p1").Val() != string(s1) {
 		t.Fatal("the master's value differs")
+	}
+	testutil.WaitFor(t, 15*time.Second, "the sub-replica to have both keys", func() bool {
+		return sub.Exists(ctx(t), "p1", "p2").Val() == 2
+	})
+	if sub.Get(ctx(t), "p1").Val() != string(s1) || sub.Get(ctx(t), "p2").Val() != string(s2) {
+		t.Fatal("the sub-replica's values differ")
 	}
 }
 
@@ -344,5 +353,77 @@ func TestRestoreBigAOF(t *testing.T) {
 	bc := b.client(t)
 	if bc.Get(ctx(t), "a").Val() != string(s) || bc.Get(ctx(t), "b").Val() != string(s[:500<<10]) {
 		t.Fatal("values loaded from the AOF differ")
+	}
+}
+
+// TestBigArgumentsStoredIntact pipelines, on one connection, writes of
+// distinct 40 KiB values with the commands that store their arguments:
+// big bulks have buffers of their own that the reader reuses once the
+// command kept nothing (resp.Reader.Recycle), so a command that stored
+// an argument without copying it would read back another value.
+func TestBigArgumentsStoredIntact(t *testing.T) {
+	ts := startServer(t)
+	const n = 6
+	vals := make([][]byte, 0, 16*n)
+	val := func() []byte {
+		v := bigString(40<<10, uint64(len(vals)+100))
+		vals = append(vals, v)
+		return v
+	}
+	b := func(s string) []byte { return []byte(s) }
+	var cmds [][][]byte
+	for i := 0; i < n; i++ {
+		k := func(p string) []byte { return b(fmt.Sprintf("%s:%d", p, i)) }
+		cmds = append(cmds,
+			[][]byte{b("SET"), k("set"), val()},
+			[][]byte{b("MSET"), k("mset1"), val(), k("mset2"), val()},
+			[][]byte{b("SETEX"), k("setex"), b("1000"), val()},
+			[][]byte{b("APPEND"), k("append"), val()},
+			[][]byte{b("SETRANGE"), k("setrange"), b("0"), val()},
+			[][]byte{b("HSET"), k("hash"), b("f"), val()},
+			[][]byte{b("RPUSH"), k("list"), val(), val()},
+			[][]byte{b("LSET"), k("list"), b("0"), val()},
+			[][]byte{b("SADD"), k("set2"), val()},
+			[][]byte{b("ZADD"), k("zset"), b("1"), val()},
+			[][]byte{b("XADD"), k("stream"), b("1-1"), b("f"), val()},
+		)
+	}
+	var in []byte
+	for _, c := range cmds {
+		in = resp.AppendCommand(in, c...)
+	}
+	r := ts.raw(t)
+	go func() { _, _ = r.nc.Write(in) }()
+	for range cmds {
+		if reply := r.readReply(); reply[0] == '-' {
+			t.Fatalf("reply %q", reply)
+		}
+	}
+	rc := ts.client(t)
+	c := ctx(t)
+	j := 0
+	next := func() string { v := vals[j]; j++; return string(v) }
+	check := func(what, got string) {
+		t.Helper()
+		if want := next(); got != want {
+			t.Fatalf("%s: %d bytes that differ from the value written", what, len(got))
+		}
+	}
+	for i := 0; i < n; i++ {
+		k := func(p string) string { return fmt.Sprintf("%s:%d", p, i) }
+		check("SET", rc.Get(c, k("set")).Val())
+		check("MSET 1", rc.Get(c, k("mset1")).Val())
+		check("MSET 2", rc.Get(c, k("mset2")).Val())
+		check("SETEX", rc.Get(c, k("setex")).Val())
+		check("APPEND", rc.Get(c, k("append")).Val())
+		check("SETRANGE", rc.Get(c, k("setrange")).Val())
+		check("HSET", rc.HGet(c, k("hash"), "f").Val())
+		l := rc.LRange(c, k("list"), 0, -1).Val()
+		next() // replaced by LSET
+		check("RPUSH", l[1])
+		check("LSET", l[0])
+		check("SADD", rc.SMembers(c, k("set2")).Val()[0])
+		check("ZADD", rc.ZRange(c, k("zset"), 0, -1).Val()[0])
+		check("XADD", fmt.Sprint(rc.XRange(c, k("stream"), "-", "+").Val()[0].Values["f"]))
 	}
 }

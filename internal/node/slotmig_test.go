@@ -171,7 +171,14 @@ func TestSlotMigrationImport(t *testing.T) {
 	}
 	type want struct{ typ, ttl string }
 	wantKeys := map[string]want{}
+	bigVals := map[string]string{} // values of 40 KiB and more: big bulks on the stream
 	for _, s := range slots {
+		if s%10 == 7 {
+			kb := keyInSlot(s, "big")
+			bigVals[kb] = string(bigString(40<<10+s*1000, uint64(s)))
+			a.do(t, "set", kb, bigVals[kb])
+			wantKeys[kb] = want{"string", ""}
+		}
 		k := keyInSlot(s, "k")
 		switch s % 6 {
 		case 0:
@@ -253,6 +260,11 @@ func TestSlotMigrationImport(t *testing.T) {
 		ttl := b.do(t, "pttl", k).(int64)
 		if (wk.ttl != "") != (ttl > 0) {
 			t.Fatalf("PTTL %s = %d", k, ttl)
+		}
+	}
+	for k, v := range bigVals {
+		if got := b.str(t, "get", k); got != v {
+			t.Fatalf("GET %s on the target: %d bytes that differ from the %d written", k, len(got), len(v))
 		}
 	}
 	if n := countKeys(t, a, slots); n != 0 {

@@ -1,6 +1,7 @@
 package resp
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"testing"
@@ -19,6 +20,9 @@ func FuzzReader(f *testing.F) {
 		}
 	}
 	f.Add([]byte("*2\r\n$4\r\nECHO\r\n$3\r\nhey\r\nPING\r\n"), uint8(1))
+	// A big bulk (its own buffer) between other arguments and requests.
+	big := AppendCommand(nil, []byte("SET"), bytes.Repeat([]byte("b"), BigArgLen+5), []byte("EX"))
+	f.Add(append(append([]byte("PING\r\n"), big...), "*1\r\n$4\r\nPING\r\n"...), uint8(5))
 	f.Fuzz(func(t *testing.T, data []byte, chunk uint8) {
 		opt := ReaderOptions{MaxBulkLen: 1 << 20, QueryBufferLimit: 1 << 20}
 		parse := func(rd io.Reader) ([]string, string) {

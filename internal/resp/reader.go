@@ -28,6 +28,11 @@ const (
 	// 1/bigArgShare of it has arrived, so memory stays within
 	// bigArgShare times the bytes a client sent.
 	bigArgShare = 16
+	// maxSpare and maxPool bound the buffers a Reader keeps for reuse
+	// after a big bulk (the small buffer it left, a buffer given back
+	// with Recycle).
+	maxSpare = 256 * 1024
+	maxPool  = 1024 * 1024
 )
 
 // ErrIncomplete is returned by Next when the buffer holds no complete
@@ -111,6 +116,12 @@ type Reader struct {
 	// own: buf is a big bulk's buffer, exactly its size; once full it is
 	// left for a fresh buffer, never compacted or written over.
 	own bool
+	// ownBuf is the request's latest big-bulk buffer, lastOwn that of the
+	// request last returned (for Recycle); pool is one given back, reused
+	// for a later big bulk it can hold; spare is the small buffer left at
+	// a big bulk's switch, reused as the fresh buffer once no unreturned
+	// request has bytes in it.
+	ownBuf, lastOwn, pool, spare []byte
 
 	consumed int64  // bytes of every request returned so far
 	last     []byte // raw bytes of the last request returned, nil if it spanned buffers
@@ -149,6 +160,20 @@ func (r *Reader) ArgRetainable(i int) bool {
 // the request last returned by Next.
 func (r *Reader) HasRetainable() bool { return len(r.lastBig) > 0 }
 
+// Recycle tells the Reader that the caller keeps none of the arguments of
+// the request last returned by Next past the next Fill, as for any
+// argument ArgRetainable does not report: the buffer of its (last) big
+// bulk may then be reused, by a later Fill, for a later bulk of at least
+// half its size, when it is no more than 1 MiB. A caller that keeps an
+// argument ArgRetainable reported must not call it. Call it before the
+// next Next.
+func (r *Reader) Recycle() {
+	if r.lastOwn != nil && cap(r.lastOwn) <= maxPool {
+		r.pool = r.lastOwn[:cap(r.lastOwn)]
+	}
+	r.lastOwn = nil
+}
+
 // NewReader returns a Reader over rd.
 func NewReader(rd io.Reader, opt ReaderOptions) *Reader {
 	if opt.MaxBulkLen <= 0 {
@@ -183,8 +208,17 @@ func (r *Reader) BufferCap() int { return len(r.buf) }
 func (r *Reader) Fill() error {
 	switch {
 	case r.own && r.w == len(r.buf):
-		// A big bulk's buffer, full: leave it to its argument.
-		r.moveTo(make([]byte, max(minBufSize, r.w-r.r-r.pos+4096)))
+		// A big bulk's buffer, full: leave it to its argument. The small
+		// buffer left at the switch serves again once no unreturned
+		// request has bytes in it (held).
+		n := max(minBufSize, r.w-r.r-r.pos+4096)
+		nb := r.spare
+		if r.held > 0 || len(nb) < n {
+			nb = make([]byte, n)
+		} else {
+			r.spare = nil
+		}
+		r.moveTo(nb)
 	case r.own:
 		// Still filling the bulk's buffer; r.r is 0.
 	case r.r > 0:
@@ -201,9 +235,18 @@ func (r *Reader) Fill() error {
 		if got < total {
 			missing = total - got
 			if !r.own && got >= total/bigArgShare && r.held+r.pos+total <= r.opt.QueryBufferLimit {
-				nb := make([]byte, total)
+				var nb []byte
+				if cap(r.pool) >= total && cap(r.pool)/2 <= total {
+					// At most twice the bulk: a kept argument holds it all.
+					nb, r.pool = r.pool[:total], nil
+				} else {
+					nb = make([]byte, total)
+				}
+				if len(r.buf) <= maxSpare {
+					r.spare = r.buf
+				}
 				r.moveTo(nb)
-				r.own = true
+				r.own, r.ownBuf = true, nb
 			}
 		}
 	}
@@ -297,7 +340,7 @@ func (r *Reader) Next() ([][]byte, error) {
 	if len(r.lastBig) > 0 {
 		// Drop the references to the last request's big buffers, so
 		// that they live only as long as what the caller kept of them.
-		r.lastBig = r.lastBig[:0]
+		r.lastBig, r.lastOwn = r.lastBig[:0], nil
 		clear(r.args[:cap(r.args)])
 	}
 	for {
@@ -454,6 +497,7 @@ func (r *Reader) nextMultibulk(data []byte) ([][]byte, error) {
 	r.consumed += int64(r.lastLen)
 	r.held = 0
 	r.lastBig, r.big = r.big, r.lastBig[:0]
+	r.lastOwn, r.ownBuf = r.ownBuf, nil
 	r.r += r.pos
 	r.reset()
 	if r.own && r.r == r.w {

@@ -44,3 +44,31 @@ func BenchmarkReaderBigBulk(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkReaderPipelineMedium reads a pipeline of 16 SET requests with
+// 40 KiB values (big bulks) arriving in 64 KiB reads, the caller keeping
+// them (keep) or not (recycle, as the node does for a SET).
+func BenchmarkReaderPipelineMedium(b *testing.B) {
+	val := make([]byte, 40<<10)
+	var stream []byte
+	for i := 0; i < 16; i++ {
+		stream = AppendCommand(stream, []byte("SET"), []byte("key:"+strconv.Itoa(i)), val)
+	}
+	for _, recycle := range []bool{false, true} {
+		b.Run(map[bool]string{false: "keep", true: "recycle"}[recycle], func(b *testing.B) {
+			b.SetBytes(int64(len(stream)))
+			b.ReportAllocs()
+			for b.Loop() {
+				r := NewReader(&socketReader{data: stream, max: 64 << 10}, ReaderOptions{})
+				for i := 0; i < 16; i++ {
+					if _, err := r.ReadCommand(); err != nil {
+						b.Fatal(err)
+					}
+					if recycle {
+						recycleReader(r)
+					}
+				}
+			}
+		})
+	}
+}

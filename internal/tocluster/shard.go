@@ -345,6 +345,7 @@ func (s *shard) stream(ctx context.Context, l *link) error {
 		if err != nil {
 			return fmt.Errorf("tocluster: source %s: stream: %w", l.addr, err)
 		}
+		rd.Recycle() // each command is encoded or copied before the next Fill
 		if len(args) >= 2 && strings.EqualFold(string(args[0]), "replconf") && strings.EqualFold(string(args[1]), "getack") {
 			if err := l.ack(); err != nil {
 				return err

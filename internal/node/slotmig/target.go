@@ -147,6 +147,9 @@ func (e *Engine) importSlots(t *Task) error {
 				}
 				continue
 			}
+			if err == nil {
+				rd.Recycle() // every command is copied (chunk.add) before the next Fill
+			}
 			return args, err
 		}
 	}

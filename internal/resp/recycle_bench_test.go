@@ -1,0 +1,3 @@
+package resp
+
+func recycleReader(r *Reader) { r.Recycle() }
