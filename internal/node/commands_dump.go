@@ -74,7 +74,8 @@ var restoreDecodeHook atomic.Pointer[func(payload []byte)]
 // string of restoreKeepMin bytes or more stays in the payload's memory
 // (persist.RestoreKeep).
 func parseRestore(c *Client, args [][]byte, keep bool) *restoreWork {
-	w := &restoreWork{}
+	w := &c.restoreW
+	*w = restoreWork{}
 	if w.opts, w.optsErr = keyopts.ParseRestore(args[4:]); w.optsErr != nil {
 		return w
 	}
@@ -117,6 +118,11 @@ func cmdRestore(c *Client, args [][]byte) {
 		// Inside EXEC or a script: decoded here, under the locks.
 		w = parseRestore(c, args, false)
 	}
+	// The client's restoreW must not keep the entry (a 50 MB value) alive
+	// after the command: work on a copy and clear it.
+	work := *w
+	*w = restoreWork{}
+	w = &work
 	if w.optsErr != nil {
 		c.addError(w.optsErr.Error())
 		return

@@ -120,6 +120,9 @@ type Client struct {
 	// (command.prelock), nil when it had none or runs inside EXEC or a
 	// script.
 	prepared any
+	// restoreW is the restoreWork parseRestore fills (one per client: a
+	// RESTORE consumes it before the next one is parsed).
+	restoreW restoreWork
 	// argsKept: the running request's handler kept an argument the
 	// reader let it keep (keepArg); reset by pump before each request.
 	argsKept   bool

@@ -382,10 +382,18 @@ func TestReplicationTransactionCountsAtExec(t *testing.T) {
 	}
 	sendRest()
 	testutil.WaitFor(t, 10*time.Second, "EXEC applied", func() bool { return rc.Get(ctx(t), "n").Val() == "1" })
+	// The applier counts the transaction right after EXEC ran, not under
+	// its locks: a GET can see n before INFO sees the offset, so wait for
+	// the offset; it must go from before the MULTI (checked above) to the
+	// end of EXEC, never to a value inside the transaction.
 	end := strconv.FormatInt(before+int64(len(txn)+len(exec)), 10)
-	if got := replInfoField(t, rc, "slave_repl_offset"); got != end {
-		t.Fatalf("slave_repl_offset = %s after EXEC, want %s", got, end)
-	}
+	testutil.WaitFor(t, 10*time.Second, "the offset after EXEC", func() bool {
+		got := replInfoField(t, rc, "slave_repl_offset")
+		if got != end && got != strconv.FormatInt(before, 10) {
+			t.Fatalf("slave_repl_offset = %s after EXEC, want %s (or %d until it is counted)", got, end, before)
+		}
+		return got == end
+	})
 	// The once-a-second ACK (or the GETACK's) reports a whole offset:
 	// before the transaction or after it, never inside.
 	for deadline := time.After(5 * time.Second); ; {

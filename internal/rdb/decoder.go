@@ -677,24 +677,36 @@ func Undump(p []byte) (*Value, error) { return UndumpKeep(p, 0) }
 // nothing else of it afterwards (RESTORE of an argument its reader never
 // writes again): the value then shares p's memory.
 func UndumpKeep(p []byte, keep int) (*Value, error) {
+	v := new(Value)
+	if err := UndumpKeepInto(p, keep, v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// UndumpKeepInto is UndumpKeep decoding into v, which the caller owns
+// (RESTORE's on its stack: a string payload then allocates nothing but
+// the string).
+func UndumpKeepInto(p []byte, keep int, v *Value) error {
 	if len(p) < 10 {
-		return nil, ErrBadPayload
+		return ErrBadPayload
 	}
 	footer := p[len(p)-10:]
 	ver := binary.LittleEndian.Uint16(footer)
 	if ver > Version {
-		return nil, ErrBadPayload
+		return ErrBadPayload
 	}
 	if Checksum(p[:len(p)-8]) != binary.LittleEndian.Uint64(footer[2:]) {
-		return nil, ErrBadPayload
+		return ErrBadPayload
 	}
 	body := p[:len(p)-10]
 	if len(body) < 1 {
-		return nil, ErrBadPayload
+		return ErrBadPayload
 	}
 	if keep > 0 && body[0] == TypeString {
 		if s, ok := rawString(body[1:]); ok && len(s) >= keep {
-			return &Value{Kind: KindString, Str: s}, nil
+			*v = Value{Kind: KindString, Str: s}
+			return nil
 		}
 	}
 	u := undumpers.Get().(*undumper)
@@ -702,14 +714,24 @@ func UndumpKeep(p []byte, keep int) (*Value, error) {
 	u.src.Reset(body[1:])
 	u.buf.Reset(&u.src)
 	u.d = Decoder{r: &u.buf, size: int64(len(body) - 1), noCRC: true, scratch: u.d.scratch} // checksum verified above, once
-	v, err := u.d.ReadValue(body[0])
-	if err != nil {
-		return nil, err
+	if body[0] == TypeString {
+		// ReadValue's string case, without its Value allocation.
+		s, err := u.d.ReadString()
+		if err != nil {
+			return err
+		}
+		*v = Value{Kind: KindString, Str: s}
+	} else {
+		dv, err := u.d.ReadValue(body[0])
+		if err != nil {
+			return err
+		}
+		*v = *dv
 	}
 	if u.d.off != int64(len(body)-1) {
-		return nil, corrupt("trailing bytes in payload")
+		return corrupt("trailing bytes in payload")
 	}
-	return v, nil
+	return nil
 }
 
 // An undumper is the reader and decoder of one Undump, pooled: a MIGRATE

@@ -58,15 +58,15 @@ func Restore(payload []byte, lim Limits) (*keyspace.Entry, error) {
 // the payload's memory (rdb.UndumpKeep): the entry's value is then a
 // subslice of payload, which the caller must own and leave alone.
 func RestoreKeep(payload []byte, lim Limits, keep int) (*keyspace.Entry, error) {
-	v, err := rdb.UndumpKeep(payload, keep)
-	if err != nil {
+	var v rdb.Value
+	if err := rdb.UndumpKeepInto(payload, keep, &v); err != nil {
 		if errors.Is(err, rdb.ErrBadPayload) {
 			return nil, err
 		}
 		return nil, errors.Join(ErrBadFormat, err)
 	}
 	e := &keyspace.Entry{}
-	if err := FillEntry(e, v, lim); err != nil {
+	if err := FillEntry(e, &v, lim); err != nil {
 		return nil, errors.Join(ErrBadFormat, err)
 	}
 	return e, nil
