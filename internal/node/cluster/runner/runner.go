@@ -271,7 +271,7 @@ func Start(m *cluster.Machine, opt Options) (*Runner, error) {
 	}
 	r := &Runner{
 		released: map[*cluster.Msg]struct{}{},
-		m: m, opt: opt, log: opt.Logger,
+		m:        m, opt: opt, log: opt.Logger,
 		events:   make(chan event, 1024),
 		ops:      make(chan op, 256),
 		quit:     make(chan struct{}),
