@@ -174,6 +174,33 @@ func cmdRestore(c *Client, args [][]byte) {
 	c.addOK()
 }
 
+// migrateScratch is the slices a MIGRATE needs per call, kept by its
+// client for the next one (a reshard sends thousands of MIGRATEs of 10
+// keys on one connection).
+type migrateScratch struct {
+	items   []migrate.Item
+	entries []*keyspace.Entry
+	names   []string
+	ends    []int
+}
+
+// maxScratchKeys bounds the slices a client keeps (a MIGRATE of more keys
+// leaves them to the collector).
+const maxScratchKeys = 1024
+
+// keep stores the call's slices for the next MIGRATE, cleared, so they
+// hold no key, entry or payload.
+func (sc *migrateScratch) keep(items []migrate.Item, entries []*keyspace.Entry, names []string, ends []int) {
+	if cap(items) > maxScratchKeys {
+		*sc = migrateScratch{}
+		return
+	}
+	clear(items[:cap(items)])
+	clear(entries[:cap(entries)])
+	clear(names[:cap(names)])
+	sc.items, sc.entries, sc.names, sc.ends = items[:0], entries[:0], names[:0], ends[:0]
+}
+
 // dumpBufs holds MIGRATE's payload buffers for reuse; one that grew past
 // maxDumpBuf (big keys) is dropped instead of kept.
 var dumpBufs = sync.Pool{New: func() any { return new([]byte) }}
@@ -195,8 +222,13 @@ func cmdMigrate(c *Client, args [][]byte) {
 		return
 	}
 	db := c.curDB()
-	items := make([]migrate.Item, 0, len(o.Keys))
-	entries := make([]*keyspace.Entry, 0, len(o.Keys)) // items' entries
+	// The per-call slices come from the client's scratch and go back to it
+	// (holding nothing) when the command ends, after the guards' release.
+	sc := &c.migW
+	items, entries := sc.items[:0], sc.entries[:0] // entries: items' entries
+	var names []string
+	var ends []int
+	defer func() { sc.keep(items, entries, names, ends) }()
 	for _, k := range o.Keys {
 		key := string(k)
 		e := db.Lookup(key, c.now)
@@ -218,9 +250,9 @@ func cmdMigrate(c *Client, args [][]byte) {
 	// inside EXEC (whose isolation needs them held).
 	var held []*sync.Mutex
 	if !c.inExec {
-		names := make([]string, len(items))
-		for i, it := range items {
-			names[i] = it.Key
+		names = sc.names[:0]
+		for _, it := range items {
+			names = append(names, it.Key)
 		}
 		ch := c.srv.keyGuards.Add(c.db, names)
 		held = c.releaseForWait()
@@ -230,12 +262,13 @@ func cmdMigrate(c *Client, args [][]byte) {
 	// The payloads go into one buffer (reused by the next MIGRATE when
 	// small), each item a slice of it.
 	bp := dumpBufs.Get().(*[]byte)
-	buf, ends := (*bp)[:0], make([]int, len(items))
+	buf := (*bp)[:0]
+	ends = sc.ends[:0]
 	for i := range items {
 		// The guard keeps every command off the entry; expiry, eviction
 		// and FLUSH unlink entries without changing their values.
 		buf = persist.AppendDump(buf, entries[i], compress, limits)
-		ends[i] = len(buf)
+		ends = append(ends, len(buf))
 	}
 	start := 0
 	for i := range items {

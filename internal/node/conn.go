@@ -123,6 +123,8 @@ type Client struct {
 	// restoreW is the restoreWork parseRestore fills (one per client: a
 	// RESTORE consumes it before the next one is parsed).
 	restoreW restoreWork
+	// migW is MIGRATE's per-call slices, reused (migrateScratch).
+	migW migrateScratch
 	// argsKept: the running request's handler kept an argument the
 	// reader let it keep (keepArg); reset by pump before each request.
 	argsKept   bool
