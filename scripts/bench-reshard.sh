@@ -64,7 +64,7 @@
 # <dir>/<part>-<kind>-<port>.trace (Go execution traces, for
 # scripts/traceprobe); tracing costs CPU, so such a run's figures are not
 # the ones to compare. The driver then also writes the probe GETs of 1 ms
-# or more to <dir>/<part>-<kind>.slow.
+# or more (SLOW_MS, a Go duration, default 1ms) to <dir>/<part>-<kind>.slow.
 # PROFILE=<dir> (shardnode kinds) likewise wraps the move in DEBUG PROFILE
 # CPU START/STOP and takes DEBUG PROFILE ALLOCS before and after, into
 # <dir>/<part>-<kind>-<port>.{cpu,allocs0,allocs1}.pprof (read with `go
@@ -247,7 +247,7 @@ for part in $PARTS; do
       fi
       perfpid=$!
     fi
-    [ -n "${TRACE:-}" ] && args+=(-slow-log "$TRACE/$part-$kind.slow")
+    [ -n "${TRACE:-}" ] && args+=(-slow-log "$TRACE/$part-$kind.slow" -slow-ms "${SLOW_MS:-1ms}")
     line=$("$work/reshardload" -addr "127.0.0.1:$base" "${args[@]}" 2>"$work/driver.err") || {
       echo "$part $kind: driver failed:"; tail -5 "$work/driver.err"; tail -5 "$work/reshard.log" 2>/dev/null
     }
