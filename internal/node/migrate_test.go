@@ -2,6 +2,7 @@ package node
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/rand"
 	"fmt"
 	"net"
@@ -376,4 +377,55 @@ func TestClusterBlockedClientRedirected(t *testing.T) {
 		t.Fatalf("blocked client got %q, want %q", line, want)
 	}
 	testutil.WaitFor(t, 5*time.Second, "no blocked clients", func() bool { return from.srv.blocking.count.Load() == 0 })
+}
+
+// TestMigrateBigStringsToRedisServer: strings of 64 KiB and more go out
+// from their entries in parts (rdb.DumpString) rather than through the
+// payload buffer; redis-server verifies their payloads and stores the
+// same bytes and TTLs, for an incompressible string, a compressible one
+// (LZF) and one just under the parts' threshold, with and without
+// rdbcompression.
+func TestMigrateBigStringsToRedisServer(t *testing.T) {
+	c := ctx(t)
+	random := make([]byte, 300<<10)
+	for i := range random {
+		random[i] = byte(i*7919 ^ i>>3 ^ i*i>>11)
+	}
+	vals := map[string][]byte{
+		"rand":    random,
+		"rep":     bytes.Repeat([]byte("0123456789"), 30<<10),
+		"under":   random[:bigDumpMin-1],
+		"exactly": random[:bigDumpMin],
+	}
+	for _, compress := range []string{"yes", "no"} {
+		r := testutil.StartRedis(t)
+		ts := startServer(t, "rdbcompression", compress)
+		cl := ts.client(t)
+		for k, v := range vals {
+			if err := cl.Set(c, k, v, time.Hour).Err(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		args := []any{"MIGRATE", "127.0.0.1", r.Port, "", 0, 5000, "KEYS"}
+		for k := range vals {
+			args = append(args, k)
+		}
+		if err := cl.Do(c, args...).Err(); err != nil {
+			t.Fatalf("rdbcompression %s: MIGRATE to redis-server: %v", compress, err)
+		}
+		rc := redis.NewClient(&redis.Options{Addr: r.Addr, DisableIdentity: true})
+		for k, v := range vals {
+			got, err := rc.Get(c, k).Bytes()
+			if err != nil || !bytes.Equal(got, v) {
+				t.Fatalf("rdbcompression %s: redis-server has %d bytes for %s (%v), want %d", compress, len(got), k, err, len(v))
+			}
+			if ttl := rc.PTTL(c, k).Val(); ttl <= 0 || ttl > time.Hour {
+				t.Fatalf("rdbcompression %s: %s has TTL %v on redis-server", compress, k, ttl)
+			}
+			if n := cl.Exists(c, k).Val(); n != 0 {
+				t.Fatalf("rdbcompression %s: shardnode kept %s", compress, k)
+			}
+		}
+		rc.Close()
+	}
 }

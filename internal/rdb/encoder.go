@@ -415,6 +415,34 @@ func Dump(v *Value, compress bool, lim Limits) []byte {
 	return AppendDump(nil, v, compress, lim)
 }
 
+// StringDump is a string's DUMP payload as Head ‖ Body ‖ Tail. For a
+// string stored raw, Body is the string itself (not copied) and Head and
+// Tail its type and length, and version and CRC64; otherwise (an integer
+// or an LZF encoding) Head is the whole payload and Body and Tail are
+// nil.
+type StringDump struct{ Head, Body, Tail []byte }
+
+// DumpString returns s's DUMP payload (the bytes Dump gives for a string
+// value s) in parts: a caller sending a big string (MIGRATE) writes it
+// from where it is, without a payload-sized copy. The raw case computes
+// one CRC64 pass over s and allocates only Head and Tail; an LZF attempt
+// on incompressible data writes nothing.
+func DumpString(s []byte, compress bool) StringDump {
+	raw := len(s) > 11 // shorter strings may be integer-encoded
+	if raw && compress && len(s) > 20 {
+		if _, shrinks := LZFCompressAppend(nil, s, len(s)-4); shrinks {
+			raw = false
+		}
+	}
+	if !raw {
+		return StringDump{Head: AppendDump(nil, &Value{Kind: KindString, Str: s}, compress, DefaultLimits)}
+	}
+	head := appendLen([]byte{TypeString}, uint64(len(s)))
+	tail := binary.LittleEndian.AppendUint16(make([]byte, 0, 10), Version)
+	crc := UpdateCRC(UpdateCRC(UpdateCRC(0, head), s), tail)
+	return StringDump{Head: head, Body: s, Tail: binary.LittleEndian.AppendUint64(tail, crc)}
+}
+
 // AppendDump appends v's DUMP payload (Dump) to dst and returns the
 // extended slice: a caller dumping many values (MIGRATE) fills one
 // buffer instead of allocating one per value.

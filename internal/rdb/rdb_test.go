@@ -328,3 +328,35 @@ func TestUndumpBigString(t *testing.T) {
 		t.Fatalf("cut payload: %v", err)
 	}
 }
+
+// DumpString's parts join to Dump's payload for every kind of string:
+// integer-like, short, compressible and incompressible, with and without
+// compression; the raw case references the string.
+func TestDumpStringParts(t *testing.T) {
+	random := make([]byte, 300<<10)
+	for i := range random {
+		random[i] = byte(i*7919 ^ i>>3 ^ i*i>>11)
+	}
+	rep := bytes.Repeat([]byte("abcdefgh"), 40<<10)
+	for _, s := range [][]byte{[]byte("12345"), []byte("-7"), []byte("short str"), []byte("twelve bytes!!"), []byte("a string of more than twenty bytes"), rep, random} {
+		for _, compress := range []bool{false, true} {
+			d := DumpString(s, compress)
+			want := Dump(&Value{Kind: KindString, Str: s}, compress, DefaultLimits)
+			if got := bytes.Join([][]byte{d.Head, d.Body, d.Tail}, nil); !bytes.Equal(got, want) {
+				t.Fatalf("%d bytes, compress %v: parts join to %d bytes, Dump gives %d", len(s), compress, len(got), len(want))
+			}
+			if d.Body != nil && &d.Body[0] != &s[0] {
+				t.Fatalf("%d bytes: the body is a copy", len(s))
+			}
+			if _, err := Undump(want); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if d := DumpString(random, true); d.Body == nil {
+		t.Fatal("an incompressible string is not sent from where it is")
+	}
+	if d := DumpString(rep, true); d.Body != nil {
+		t.Fatal("a compressible string is not LZF-encoded")
+	}
+}

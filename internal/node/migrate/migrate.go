@@ -126,8 +126,11 @@ type Item struct {
 	// Key is the key's name; TTL its remaining time to live in ms (0 none).
 	Key string
 	TTL int64
-	// Payload is the key's DUMP payload.
-	Payload []byte
+	// Payload is the key's DUMP payload; with Body set, the payload is
+	// Payload ‖ Body ‖ Tail (rdb.StringDump: a big string sent from the
+	// entry itself).
+	Payload    []byte
+	Body, Tail []byte
 	// Acked is set when the target acknowledged the key's RESTORE.
 	Acked bool
 }
@@ -326,13 +329,15 @@ func (r *request) restore(name []byte, it Item, replace bool) {
 	r.cur = append(r.cur, '\r', '\n')
 	r.cur = strconv.AppendInt(r.cur, it.TTL, 10)
 	r.cur = append(r.cur, "\r\n$"...)
-	r.cur = strconv.AppendInt(r.cur, int64(len(it.Payload)), 10)
+	r.cur = strconv.AppendInt(r.cur, int64(len(it.Payload)+len(it.Body)+len(it.Tail)), 10)
 	r.cur = append(r.cur, '\r', '\n')
-	if len(it.Payload) >= chunk {
-		r.segs = append(r.segs, r.cur, it.Payload)
-		r.cur = nil
-	} else {
-		r.cur = append(r.cur, it.Payload...)
+	for _, part := range [...][]byte{it.Payload, it.Body, it.Tail} {
+		if len(part) >= chunk {
+			r.segs = append(r.segs, r.cur, part)
+			r.cur = nil
+		} else {
+			r.cur = append(r.cur, part...)
+		}
 	}
 	r.cur = append(r.cur, '\r', '\n')
 	if replace {

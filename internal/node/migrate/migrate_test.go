@@ -159,6 +159,26 @@ func TestRequestRestoreMatchesCommand(t *testing.T) {
 			}
 		}
 	}
+	// A payload in parts renders as the joined payload, a big body as a
+	// segment of its own.
+	for _, body := range [][]byte{big, []byte("mid")} {
+		it := Item{Key: "k", TTL: 5, Payload: []byte("HEAD"), Body: body, Tail: []byte("TAIL")}
+		var a, b request
+		a.command(name, []byte("k"), []byte("5"), bytes.Join([][]byte{it.Payload, body, it.Tail}, nil))
+		b.restore(name, it, false)
+		if ga, gb := bytes.Join(a.done(), nil), bytes.Join(b.done(), nil); !bytes.Equal(ga, gb) {
+			t.Fatalf("payload in parts (body %d bytes) renders differently", len(body))
+		}
+		shared := false
+		for _, sg := range b.segs {
+			if len(sg) > 0 && &sg[0] == &big[0] {
+				shared = true
+			}
+		}
+		if shared != (len(body) >= chunk) {
+			t.Fatalf("body of %d bytes referenced: %v", len(body), shared)
+		}
+	}
 	if digits(0) != 1 || digits(-1<<63) != 20 || digits(1<<63-1) != 19 {
 		t.Fatal("digits")
 	}
