@@ -221,7 +221,7 @@ for part in $PARTS; do
     start "$kind" $base
     case $part in
       load)
-        args=(-counters 100000 -writers 16 -probe 1000 -run "$(measured "$(reshard_cmd $base)")"
+        args=(-counters 100000 -writers 16 -probe 1000 -run "$(measured "$(traced load "$kind" $base "$(reshard_cmd $base)")")"
           -run "redis-cli --cluster rebalance 127.0.0.1:$base --cluster-pipeline $PIPELINE >$work/rebalance.log 2>&1")
         ;;
       small) args=(-values "$VALUES" -value-size 100 -probe "${PROBE:-1000}" -probe-rate "${PROBE_RATE:-0}" -run "$(measured "$(traced small "$kind" $base "$(reshard_cmd $base)")")") ;;
