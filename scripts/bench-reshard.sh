@@ -27,6 +27,9 @@
 #        machine's load does not change; WHOLESLOT_PROBE=1000 adds the
 #        probe (whose GETs then count in server_cpu_s).
 #
+# idle: the load part's 100,000 counters and 16 writers for IDLE_S seconds
+#        (default 8) with no move: the writers' acknowledged INCRs measure
+#        the data path alone.
 # steps: the small part's data (VALUES keys, no probe unless PROBE is
 #        set) moved by scripts/reshardload itself with redis-cli's command
 #        sequence, one command at a time; prints each command's count and
@@ -223,6 +226,10 @@ for part in $PARTS; do
       load)
         args=(-counters 100000 -writers 16 -probe 1000 -run "$(measured "$(traced load "$kind" $base "$(reshard_cmd $base)")")"
           -run "redis-cli --cluster rebalance 127.0.0.1:$base --cluster-pipeline $PIPELINE >$work/rebalance.log 2>&1")
+        ;;
+      idle)
+        # The load part's writers with no move: the data path alone.
+        args=(-counters 100000 -writers 16 -probe 1000 -run "sleep ${IDLE_S:-8}")
         ;;
       small) args=(-values "$VALUES" -value-size 100 -probe "${PROBE:-1000}" -probe-rate "${PROBE_RATE:-0}" -run "$(measured "$(traced small "$kind" $base "$(reshard_cmd $base)")")") ;;
       wholeslot)
