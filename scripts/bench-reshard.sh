@@ -82,7 +82,7 @@ PIPELINE=${PIPELINE:-10}
 VALUES=${VALUES:-1000000}
 SLOTS=${SLOTS:-3000}
 here=$(cd "$(dirname "$0")/.." && pwd)
-work=$(mktemp -d)
+work=$(mktemp -d ${BENCH_TMP:+-p "$BENCH_TMP"})
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
