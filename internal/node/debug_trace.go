@@ -25,11 +25,7 @@ func debugTrace(c *Client, args [][]byte) {
 		debugSyntaxError(c, args)
 		return
 	}
-	if err != nil {
-		c.addError(err.Error())
-		return
-	}
-	c.addOK()
+	replyOKOrError(c, err)
 }
 
 // DEBUG PROFILE CPU START <path> | DEBUG PROFILE CPU STOP | DEBUG PROFILE
@@ -51,6 +47,11 @@ func debugProfile(c *Client, args [][]byte) {
 		debugSyntaxError(c, args)
 		return
 	}
+	replyOKOrError(c, err)
+}
+
+// replyOKOrError replies +OK, or err's text (a Redis error).
+func replyOKOrError(c *Client, err error) {
 	if err != nil {
 		c.addError(err.Error())
 		return

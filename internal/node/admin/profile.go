@@ -5,53 +5,21 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"sync"
 )
 
-// cpuProfile is the CPU profile StartCPUProfile writes, if any: one per
-// process.
-var cpuProfile struct {
-	mu   sync.Mutex
-	file *os.File
-}
+// cpuRun is the CPU profile StartCPUProfile writes, if any.
+var cpuRun = fileRun{what: "CPU profile"}
 
 // StartCPUProfile starts a CPU profile (runtime/pprof, read with `go tool
 // pprof`) of the process into path (DEBUG PROFILE CPU START). Its errors'
 // texts are the replies.
 func StartCPUProfile(path string) error {
-	cpuProfile.mu.Lock()
-	defer cpuProfile.mu.Unlock()
-	if cpuProfile.file != nil {
-		return errors.New("ERR a CPU profile is already running")
-	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return errors.New("ERR " + err.Error())
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		_ = f.Close()
-		return errors.New("ERR " + err.Error())
-	}
-	cpuProfile.file = f
-	return nil
+	return cpuRun.start(path, func(f *os.File) error { return pprof.StartCPUProfile(f) })
 }
 
 // StopCPUProfile ends the profile StartCPUProfile started and closes its
 // file (DEBUG PROFILE CPU STOP).
-func StopCPUProfile() error {
-	cpuProfile.mu.Lock()
-	defer cpuProfile.mu.Unlock()
-	if cpuProfile.file == nil {
-		return errors.New("ERR no CPU profile is running")
-	}
-	pprof.StopCPUProfile()
-	err := cpuProfile.file.Close()
-	cpuProfile.file = nil
-	if err != nil {
-		return errors.New("ERR " + err.Error())
-	}
-	return nil
-}
+func StopCPUProfile() error { return cpuRun.stop(pprof.StopCPUProfile) }
 
 // WriteProfile writes the named runtime profile ("allocs", "heap",
 // "goroutine", "mutex", "block") to path (DEBUG PROFILE <name> <path>).
@@ -69,16 +37,9 @@ func WriteProfile(name, path string) error {
 	if name == "allocs" || name == "heap" {
 		runtime.GC()
 	}
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		return errors.New("ERR " + err.Error())
+	var once fileRun
+	if err := once.start(path, func(f *os.File) error { return p.WriteTo(f, 0) }); err != nil {
+		return err
 	}
-	if err := p.WriteTo(f, 0); err != nil {
-		_ = f.Close()
-		return errors.New("ERR " + err.Error())
-	}
-	if err := f.Close(); err != nil {
-		return errors.New("ERR " + err.Error())
-	}
-	return nil
+	return once.stop(func() {})
 }

@@ -290,19 +290,10 @@ type request struct {
 
 // command appends one command of args.
 func (r *request) command(args ...[]byte) {
-	r.cur = append(r.cur, '*')
-	r.cur = strconv.AppendInt(r.cur, int64(len(args)), 10)
-	r.cur = append(r.cur, '\r', '\n')
+	r.cur = appendHeader(r.cur, '*', len(args))
 	for _, a := range args {
-		r.cur = append(r.cur, '$')
-		r.cur = strconv.AppendInt(r.cur, int64(len(a)), 10)
-		r.cur = append(r.cur, '\r', '\n')
-		if len(a) >= chunk {
-			r.segs = append(r.segs, r.cur, a)
-			r.cur = nil
-		} else {
-			r.cur = append(r.cur, a...)
-		}
+		r.cur = appendHeader(r.cur, '$', len(a))
+		r.part(a)
 		r.cur = append(r.cur, '\r', '\n')
 	}
 }
@@ -310,39 +301,40 @@ func (r *request) command(args ...[]byte) {
 // restore appends one RESTORE (or RESTORE-ASKING) of it: name key ttl
 // payload [REPLACE], as command would, without building its arguments.
 func (r *request) restore(name []byte, it Item, replace bool) {
-	n := int64(4)
+	n := 4
 	if replace {
 		n = 5
 	}
-	r.cur = append(r.cur, '*')
-	r.cur = strconv.AppendInt(r.cur, n, 10)
-	r.cur = append(r.cur, "\r\n$"...)
-	r.cur = strconv.AppendInt(r.cur, int64(len(name)), 10)
-	r.cur = append(r.cur, '\r', '\n')
-	r.cur = append(r.cur, name...)
-	r.cur = append(r.cur, "\r\n$"...)
-	r.cur = strconv.AppendInt(r.cur, int64(len(it.Key)), 10)
-	r.cur = append(r.cur, '\r', '\n')
-	r.cur = append(r.cur, it.Key...)
-	r.cur = append(r.cur, "\r\n$"...)
-	r.cur = strconv.AppendInt(r.cur, int64(digits(it.TTL)), 10)
-	r.cur = append(r.cur, '\r', '\n')
-	r.cur = strconv.AppendInt(r.cur, it.TTL, 10)
-	r.cur = append(r.cur, "\r\n$"...)
-	r.cur = strconv.AppendInt(r.cur, int64(len(it.Payload)+len(it.Body)+len(it.Tail)), 10)
-	r.cur = append(r.cur, '\r', '\n')
-	for _, part := range [...][]byte{it.Payload, it.Body, it.Tail} {
-		if len(part) >= chunk {
-			r.segs = append(r.segs, r.cur, part)
-			r.cur = nil
-		} else {
-			r.cur = append(r.cur, part...)
-		}
-	}
+	r.cur = appendHeader(r.cur, '*', n)
+	r.cur = append(appendHeader(r.cur, '$', len(name)), name...)
+	r.cur = append(appendHeader(append(r.cur, '\r', '\n'), '$', len(it.Key)), it.Key...)
+	r.cur = strconv.AppendInt(appendHeader(append(r.cur, '\r', '\n'), '$', digits(it.TTL)), it.TTL, 10)
+	r.cur = appendHeader(append(r.cur, '\r', '\n'), '$', len(it.Payload)+len(it.Body)+len(it.Tail))
+	r.part(it.Payload)
+	r.part(it.Body)
+	r.part(it.Tail)
 	r.cur = append(r.cur, '\r', '\n')
 	if replace {
 		r.cur = append(r.cur, "$7\r\nREPLACE\r\n"...)
 	}
+}
+
+// appendHeader appends a RESP array or bulk header: kind, n, CRLF.
+func appendHeader(b []byte, kind byte, n int) []byte {
+	b = strconv.AppendInt(append(b, kind), int64(n), 10)
+	return append(b, '\r', '\n')
+}
+
+// part appends an argument's bytes: copied when small, referenced as a
+// segment of its own from chunk bytes on (a big payload is written from
+// where it is).
+func (r *request) part(b []byte) {
+	if len(b) >= chunk {
+		r.segs = append(r.segs, r.cur, b)
+		r.cur = nil
+		return
+	}
+	r.cur = append(r.cur, b...)
 }
 
 // digits is the length of v in decimal (with its sign).
