@@ -323,7 +323,9 @@ func Decode(b []byte) (*Msg, error) {
 		return nil, fmt.Errorf("%w: %q", ErrSignature, b[:4])
 	}
 	be := binary.BigEndian
-	m := &Msg{}
+	m := newMsg() // a released message's gossip and extension arrays are reused
+	g, exts := m.Gossip[:0], m.Exts[:0]
+	m.Gossip, m.Exts = nil, nil
 	h := &m.Header
 	h.Totlen = be.Uint32(b[offTotlen:])
 	if uint64(h.Totlen) != uint64(len(b)) {
@@ -362,7 +364,11 @@ func Decode(b []byte) (*Msg, error) {
 			return nil, wrongLen(explen)
 		}
 		if h.Count > 0 {
-			m.Gossip = make([]Gossip, h.Count)
+			if cap(g) >= int(h.Count) {
+				m.Gossip = g[:h.Count]
+			} else {
+				m.Gossip = make([]Gossip, h.Count)
+			}
 			for i := range m.Gossip {
 				m.Gossip[i] = getGossip(d[i*GossipLen:])
 			}
@@ -372,7 +378,11 @@ func Decode(b []byte) (*Msg, error) {
 				return nil, fmt.Errorf("%w: %d extensions without the EXT_DATA flag", ErrExtension, h.Extensions)
 			}
 		} else if h.Extensions > 0 {
-			m.Exts = make([]Ext, 0, h.Extensions)
+			if cap(exts) >= int(h.Extensions) {
+				m.Exts = exts
+			} else {
+				m.Exts = make([]Ext, 0, h.Extensions)
+			}
 			for i := 0; i < int(h.Extensions); i++ {
 				if total-explen < ExtHeaderLen {
 					return nil, fmt.Errorf("%w: extension %d of %d: header beyond the %d-byte %s message", ErrExtension, i, h.Extensions, total, typeName(h.Type))

@@ -256,10 +256,12 @@ func newMsg() *Msg {
 	return &Msg{}
 }
 
-// ReleaseMsg gives back a message of Ready.Sends once it is encoded: the
-// machine may build its next messages in it. The caller must not use msg,
-// nor what its slices hold, afterwards. Messages from Decode or built by
-// hand may be released too; releasing none is always correct.
+// ReleaseMsg gives back a message of Ready.Sends once it is encoded, or
+// one from Decode once HandlePacket returned (the machine copies what it
+// keeps of a packet): the machine and Decode may build their next
+// messages in it. The caller must not use msg, nor what its slices hold,
+// afterwards, and releases each message once; releasing none is always
+// correct.
 func ReleaseMsg(msg *Msg) {
 	g, e := msg.Gossip[:0], msg.Exts[:0]
 	*msg = Msg{Gossip: g, Exts: e}

@@ -253,6 +253,12 @@ func (r *Runner) reader(l *link) {
 		}
 		r.carryOutLoop()
 		r.mu.Unlock()
+		// The machine keeps nothing of a packet it handled (it copies
+		// what it stores): the next packets are decoded into these.
+		for i, msg := range batch {
+			cluster.ReleaseMsg(msg)
+			batch[i] = nil
+		}
 		if cap(buf) > 1<<20 {
 			buf = make([]byte, 0, cluster.HeaderLen+8*cluster.GossipLen)
 		}
