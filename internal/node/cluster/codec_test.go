@@ -435,3 +435,32 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// TestDecodeIntoReleasedMessages: Decode reuses released messages' gossip
+// and extension arrays; a message decoded into one holds exactly what a
+// fresh decode holds (no entry, extension or field of the message before).
+func TestDecodeIntoReleasedMessages(t *testing.T) {
+	host := func(h string) []Ext { return []Ext{{Type: ExtHostname, Data: []byte(h)}} }
+	seq := []Msg{
+		{Header: testHeader(TypePing), Gossip: testGossip(300), Exts: []Ext{{Type: ExtHostname, Data: []byte("abc")}, {Type: 77, Data: []byte("12345678abcdefgh")}}},
+		{Header: testHeader(TypePong), Gossip: testGossip(1)},
+		{Header: testHeader(TypeFail), FailAbout: testName(9)},
+		{Header: testHeader(TypeMeet), Exts: host("h")},
+		{Header: testHeader(TypeUpdate), UpdateConfigEpoch: 7, UpdateNode: testName(5), UpdateSlots: func() *SlotBitmap { var b SlotBitmap; b.Set(9); return &b }()},
+		{Header: testHeader(TypePing), Gossip: testGossip(3), Exts: host("host-b")},
+		{Header: testHeader(TypePublish), Channel: []byte("c"), Message: []byte("m")},
+		{Header: testHeader(TypePing)},
+	}
+	for round := range 3 {
+		for i, m := range seq {
+			got, err := Decode(Encode(&m))
+			if err != nil {
+				t.Fatalf("round %d, message %d: %v", round, i, err)
+			}
+			if want := wantDecoded(m); !reflect.DeepEqual(got, want) {
+				t.Fatalf("round %d, message %d decoded into a released one:\n got %+v\nwant %+v", round, i, got, want)
+			}
+			ReleaseMsg(got)
+		}
+	}
+}
