@@ -10,12 +10,14 @@ package migrate
 import (
 	"bufio"
 	"errors"
+	"io"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/shardis/shardis/internal/node/netio"
 	"github.com/shardis/shardis/internal/node/value"
 	"github.com/shardis/shardis/internal/resp"
 )
@@ -156,6 +158,9 @@ const (
 // conn is a cached connection to a MIGRATE target.
 type conn struct {
 	nc net.Conn
+	// rw reads and writes nc with raw system calls (netio.NewRaw);
+	// deadlines are set on nc.
+	rw io.ReadWriter
 	br *bufio.Reader
 	// lastDB is the database the target has selected, -1 unknown.
 	lastDB int
@@ -197,7 +202,8 @@ func get(addr string, timeout time.Duration) (mc *conn, reused bool, err error) 
 	if err != nil {
 		return nil, false, err
 	}
-	return &conn{nc: nc, br: bufio.NewReader(nc), lastDB: -1}, false, nil
+	rw := netio.NewRaw(nc)
+	return &conn{nc: nc, rw: rw, br: bufio.NewReader(rw), lastDB: -1}, false, nil
 }
 
 // release puts mc back in the cache and schedules its closing
@@ -371,7 +377,7 @@ func exchange(mc *conn, o *Options, out [][]byte, selectDB bool, items []Item) (
 	for _, seg := range out {
 		for pos := 0; pos < len(seg); pos += chunk {
 			_ = mc.nc.SetWriteDeadline(time.Now().Add(o.Timeout))
-			if _, err := mc.nc.Write(seg[pos:min(pos+chunk, len(seg))]); err != nil {
+			if _, err := mc.rw.Write(seg[pos:min(pos+chunk, len(seg))]); err != nil {
 				return Result{IOErr: "IOERR error or timeout writing to target instance"}, !isTimeout(err)
 			}
 		}

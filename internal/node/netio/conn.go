@@ -122,7 +122,16 @@ func New(nc net.Conn, seq *Sequencer) io.ReadWriter {
 
 // NewStamps is New with receive timestamps only if stamps, and no
 // sequencer (the benchmark compares both).
-func NewStamps(nc net.Conn, stamps bool) io.ReadWriter {
+func NewStamps(nc net.Conn, stamps bool) io.ReadWriter { return newConn(nc, stamps, true) }
+
+// NewRaw returns a reader/writer for an outbound connection of the node's
+// own (MIGRATE's to its target): raw system calls, so its reads and
+// writes do not enter the scheduler's syscall state (which wakes a
+// sleeping sysmon with a futex each time), and no receive timestamps or
+// hang-up watch. Deadlines set on nc apply.
+func NewRaw(nc net.Conn) io.ReadWriter { return newConn(nc, false, false) }
+
+func newConn(nc net.Conn, stamps, hangups bool) io.ReadWriter {
 	tc, ok := nc.(*net.TCPConn)
 	if !ok {
 		return nc
@@ -133,7 +142,7 @@ func NewStamps(nc net.Conn, stamps bool) io.ReadWriter {
 	}
 	c := &Conn{rc: rc, nc: nc}
 	c.readFn, c.writeFn = c.read, c.write
-	if w := hangupWatch(); w != nil {
+	if w := hangupWatch(); hangups && w != nil {
 		_ = rc.Control(func(fd uintptr) { w.watch(c, int(fd)) })
 	}
 	if stamps {

@@ -342,7 +342,7 @@ func (c *confFile) rewrite(text string) error {
 	for int64(len(c.buf)) < c.size {
 		c.buf = append(c.buf, '\n')
 	}
-	_, err := c.f.WriteAt(c.buf, 0)
+	err := writeAt(c.f, c.buf, 0)
 	if err == nil && int64(len(text)) < c.size {
 		err = c.f.Truncate(int64(len(text)))
 	}
@@ -590,7 +590,7 @@ func (c *confFile) writeRecordAt(text string) (int, error) {
 			c.jbuf = append(c.jbuf, '\n')
 		}
 	}
-	if _, err := c.j[i].WriteAt(c.jbuf, 0); err != nil {
+	if err := writeAt(c.j[i], c.jbuf, 0); err != nil {
 		c.closeJournal()
 		return 0, fmt.Errorf("runner: save cluster config journal: %w", err)
 	}
