@@ -428,14 +428,16 @@ type StringDump struct{ Head, Body, Tail []byte }
 // one CRC64 pass over s and allocates only Head and Tail; an LZF attempt
 // on incompressible data writes nothing.
 func DumpString(s []byte, compress bool) StringDump {
-	raw := len(s) > 11 // shorter strings may be integer-encoded
-	if raw && compress && len(s) > 20 {
-		if _, shrinks := LZFCompressAppend(nil, s, len(s)-4); shrinks {
-			raw = false
-		}
-	}
-	if !raw {
+	if len(s) <= 11 { // may be integer-encoded
 		return StringDump{Head: AppendDump(nil, &Value{Kind: KindString, Str: s}, compress, DefaultLimits)}
+	}
+	if compress && len(s) > 20 {
+		if out, shrinks := LZFCompressAppend(nil, s, len(s)-4); shrinks {
+			// appendString's LZF encoding, from the one compression.
+			p := appendLen(appendLen([]byte{TypeString, 0xc3}, uint64(len(out))), uint64(len(s)))
+			p = binary.LittleEndian.AppendUint16(append(p, out...), Version)
+			return StringDump{Head: binary.LittleEndian.AppendUint64(p, Checksum(p))}
+		}
 	}
 	head := appendLen([]byte{TypeString}, uint64(len(s)))
 	tail := binary.LittleEndian.AppendUint16(make([]byte, 0, 10), Version)
