@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"slices"
 	"strconv"
 	"sync"
@@ -19,15 +18,7 @@ import (
 	"github.com/shardis/shardis/internal/testutil"
 )
 
-// bigString is n random bytes: a DUMP payload of them holds a raw string.
-func bigString(n int, seed uint64) []byte {
-	rng := rand.New(rand.NewPCG(seed, 11))
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	return b
-}
+func bigString(n int, seed uint64) []byte { return testutil.RandomBytes(n, seed, 11) }
 
 // rawPayload is the DUMP payload of the string s, uncompressed.
 func rawPayload(s []byte) []byte {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+
+	"github.com/shardis/shardis/internal/testutil"
 )
 
 // countingReader is chunkReader recording the size of every Read's buffer.
@@ -22,14 +24,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	return c.chunkReader.Read(p)
 }
 
-func bigBytes(n int, seed uint64) []byte {
-	rng := rand.New(rand.NewPCG(seed, 7))
-	b := make([]byte, n)
-	for i := range b {
-		b[i] = byte(rng.Uint32())
-	}
-	return b
-}
+func bigBytes(n int, seed uint64) []byte { return testutil.RandomBytes(n, seed, 7) }
 
 // bigPipeline is [SET a b] [RESTORE k 0 <big> REPLACE] [ECHO <10 KiB>]
 // [PING]: a big bulk between small arguments, then more input that a

@@ -13,6 +13,7 @@ package testutil
 import (
 	"bufio"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -255,4 +256,16 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// RandomBytes returns n pseudo-random bytes of the PCG stream (seed1,
+// seed2): the same bytes for the same seeds, and incompressible, so a
+// DUMP payload of them holds a raw string.
+func RandomBytes(n int, seed1, seed2 uint64) []byte {
+	rng := rand.New(rand.NewPCG(seed1, seed2))
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	return b
 }
